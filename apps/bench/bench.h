@@ -1,0 +1,28 @@
+/* erase-bench subcommands and what they share. */
+#ifndef ERASE_APPS_BENCH_H
+#define ERASE_APPS_BENCH_H
+
+#include "lib/device/device.h"
+
+/* Each subcommand: parse its own options, run, print a table; exit status. */
+int bench_gemm(int argc, char **argv);
+int bench_streams(int argc, char **argv);
+
+/* Open the CPU device with `blas_threads` and print its description. */
+erase_device_t *bench_open_device(int blas_threads);
+
+/*
+ * Measured single-core peak in GFLOP/s: a loop of independent vector FMAs
+ * (AVX-512 where the CPU has it, else AVX2+FMA, else scalar) at the clock
+ * the core runs now. The denominator of every "% of peak" erase-bench prints.
+ */
+double bench_fma_peak_gflops(const char **isa);
+
+/* Time (s) of `reps` back-to-back calls of fn(arg) after one warm-up call;
+ * returns the median of `samples` such timings. */
+double bench_median_seconds(void (*fn)(void *), void *arg, int reps, int samples);
+
+/* Parse "a,b,c" into at most `max` positive ints; returns the count or -1. */
+int bench_parse_list(const char *text, int *out, int max);
+
+#endif

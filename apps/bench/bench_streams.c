@@ -1,0 +1,104 @@
+/*
+ * erase-bench streams: can two streams compute at once on this machine?
+ * The same GEMM work (J independent MxNxK products) runs
+ *   (a) on one stream with 1 BLAS thread,
+ *   (b) split over two streams with 1 BLAS thread each,
+ *   (c) on one stream with 2 BLAS threads (the single-stream baseline's best),
+ * and the ratios (b)/(a) and (c)/(a) of throughput are reported (medians).
+ * (b)/(a) near 2 means the streams overlap fully; near 1, not at all.
+ */
+#include "apps/bench/bench.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    erase_stream_t *s[2];
+    int nstreams, jobs, m, n, k;
+    float *a[2], *b[2], *c[2];
+} streams_job_t;
+
+static void run_split(void *p)
+{
+    streams_job_t *w = p;
+    for (int j = 0; j < w->jobs; j++) {
+        int i = j % w->nstreams;
+        ERASE_MUST(erase_sgemm(w->s[i], ERASE_NO_TRANS, ERASE_NO_TRANS, w->m, w->n, w->k, 1.0f,
+                               w->a[i], w->k, w->b[i], w->n, 0.0f, w->c[i], w->n));
+    }
+    for (int i = 0; i < w->nstreams; i++)
+        ERASE_MUST(erase_stream_synchronize(w->s[i]));
+}
+
+int bench_streams(int argc, char **argv)
+{
+    int m = 512, n = 256, k = 256, jobs = 64, samples = 7;
+    static const struct option opts[] = { { "shape", required_argument, 0, 's' },
+                                          { "jobs", required_argument, 0, 'j' },
+                                          { "samples", required_argument, 0, 'n' },
+                                          { "help", no_argument, 0, 'h' },
+                                          { 0, 0, 0, 0 } };
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 's':
+            if (sscanf(optarg, "%dx%dx%d", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
+                fprintf(stderr, "erase-bench streams: bad --shape '%s' (expected MxNxK)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'j': jobs = atoi(optarg); break;
+        case 'n': samples = atoi(optarg); break;
+        case 'h':
+            printf("usage: erase-bench streams [--shape MxNxK] [--jobs J] [--samples N]\n"
+                   "  defaults: --shape 512x256x256 --jobs 64 --samples 7\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (jobs < 2 || samples < 1) {
+        fprintf(stderr, "erase-bench streams: need --jobs >= 2 and --samples >= 1\n");
+        return 2;
+    }
+    erase_device_t *dev = bench_open_device(1);
+    streams_job_t w = { .jobs = jobs, .m = m, .n = n, .k = k };
+    for (int i = 0; i < 2; i++) {
+        ERASE_MUST(erase_stream_create(dev, &w.s[i]));
+        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)m * k, (void **)&w.a[i]));
+        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)k * n, (void **)&w.b[i]));
+        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)m * n, (void **)&w.c[i]));
+        for (size_t e = 0; e < (size_t)m * k; e++)
+            w.a[i][e] = (float)(e % 11) * 0.01f;
+        for (size_t e = 0; e < (size_t)k * n; e++)
+            w.b[i][e] = (float)(e % 5) * 0.01f;
+    }
+    double flop = 2.0 * m * n * k * jobs;
+    printf("# work: %d SGEMMs of %dx%dx%d (%.2f GFLOP) per sample, median of %d samples\n",
+           jobs, m, n, k, flop / 1e9, samples);
+    printf("%-34s %12s %10s %8s\n", "configuration", "median_ms", "GFLOP/s", "ratio");
+
+    static const struct { const char *name; int streams, threads; } cfg[] = {
+        { "1 stream, 1 BLAS thread", 1, 1 },
+        { "2 streams, 1 BLAS thread each", 2, 1 },
+        { "1 stream, 2 BLAS threads", 1, 2 },
+    };
+    double base = 0;
+    for (int c = 0; c < 3; c++) {
+        ERASE_MUST(erase_device_set_blas_threads(dev, cfg[c].threads));
+        w.nstreams = cfg[c].streams;
+        double sec = bench_median_seconds(run_split, &w, 1, samples);
+        double gflops = flop / sec / 1e9;
+        if (c == 0)
+            base = gflops;
+        printf("%-34s %12.2f %10.1f %7.2fx\n", cfg[c].name, sec * 1e3, gflops, gflops / base);
+        fflush(stdout);
+    }
+    for (int i = 0; i < 2; i++) {
+        erase_free(dev, w.a[i]);
+        erase_free(dev, w.b[i]);
+        erase_free(dev, w.c[i]);
+        erase_stream_destroy(w.s[i]);
+    }
+    erase_device_close(dev);
+    return 0;
+}

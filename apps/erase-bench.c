@@ -1,0 +1,44 @@
+/*
+ * erase-bench: measurements of erase on this machine. Each subcommand
+ * prints a table; ratios are measured within one run.
+ */
+#include "apps/bench/bench.h"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *what;
+} commands[] = {
+    { "gemm", bench_gemm, "SGEMM GFLOP/s on 1 and 2 BLAS threads, share of the measured peak" },
+    { "streams", bench_streams, "the same GEMM work on one stream vs two streams: overlap ratio" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: erase-bench COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].what);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("erase-bench (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "erase-bench: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,34 @@
+/*
+ * Small deterministic random numbers for initialisation and tests:
+ * SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
+ * generators", OOPSLA 2014). The state is one uint64_t, so it is trivially
+ * saved in checkpoints and reproducible across machines.
+ */
+#ifndef ERASE_CORE_RNG_H
+#define ERASE_CORE_RNG_H
+
+#include <stdint.h>
+
+/* Next 64 random bits; advances *state. */
+static inline uint64_t erase_rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform float in [lo, hi) with 24 random bits. */
+static inline float erase_rng_uniform(uint64_t *state, float lo, float hi)
+{
+    float u = (float)(erase_rng_next(state) >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * u;
+}
+
+/* Uniform integer in [0, n), n > 0 (slightly biased for huge n; fine here). */
+static inline uint32_t erase_rng_below(uint64_t *state, uint32_t n)
+{
+    return (uint32_t)(erase_rng_next(state) % n);
+}
+
+#endif

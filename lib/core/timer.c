@@ -1,0 +1,15 @@
+#include "lib/core/timer.h"
+
+#include <time.h>
+
+int64_t erase_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+double erase_now_s(void)
+{
+    return (double)erase_now_ns() * 1e-9;
+}

@@ -1,0 +1,75 @@
+/*
+ * The table of functions a device backend implements (internal to
+ * lib/device). Public entry points in device.c validate arguments once and
+ * dispatch through the table of the object's device. Every backend object
+ * (device, stream, event, graph) begins with the matching header below.
+ */
+#ifndef ERASE_DEVICE_BACKEND_H
+#define ERASE_DEVICE_BACKEND_H
+
+#include "lib/device/device.h"
+
+typedef struct erase_backend erase_backend_t;
+
+struct erase_device {
+    const erase_backend_t *backend;
+    erase_device_kind_t kind;
+};
+
+struct erase_stream {
+    erase_device_t *dev;
+};
+
+struct erase_event {
+    erase_device_t *dev;
+};
+
+struct erase_graph {
+    erase_device_t *dev;
+};
+
+struct erase_backend {
+    const char *name;
+    void (*close)(erase_device_t *dev);
+    void (*describe)(const erase_device_t *dev, char *text, size_t size);
+    int (*cores)(const erase_device_t *dev);
+    int (*blas_threads)(const erase_device_t *dev);
+    erase_status_t (*set_blas_threads)(erase_device_t *dev, int n);
+
+    erase_status_t (*malloc)(erase_device_t *dev, size_t bytes, void **ptr);
+    void (*free)(erase_device_t *dev, void *ptr);
+    erase_status_t (*memcpy_async)(erase_stream_t *s, void *dst, const void *src, size_t bytes);
+    erase_status_t (*memset_async)(erase_stream_t *s, void *dst, int value, size_t bytes);
+
+    erase_status_t (*stream_create)(erase_device_t *dev, erase_stream_t **out);
+    void (*stream_destroy)(erase_stream_t *s);
+    erase_status_t (*stream_synchronize)(erase_stream_t *s);
+    uint64_t (*stream_enqueued)(const erase_stream_t *s);
+
+    erase_status_t (*event_create)(erase_device_t *dev, erase_event_t **out);
+    void (*event_destroy)(erase_event_t *e);
+    erase_status_t (*event_record)(erase_event_t *e, erase_stream_t *s);
+    erase_status_t (*stream_wait_event)(erase_stream_t *s, erase_event_t *e);
+    erase_status_t (*event_synchronize)(erase_event_t *e);
+    erase_status_t (*event_query)(erase_event_t *e);
+    erase_status_t (*event_elapsed_ms)(erase_event_t *start, erase_event_t *end, double *ms);
+
+    erase_status_t (*begin_capture)(erase_stream_t *s);
+    erase_status_t (*end_capture)(erase_stream_t *s, erase_graph_t **graph);
+    int (*is_capturing)(const erase_stream_t *s);
+    erase_status_t (*graph_launch)(erase_graph_t *g, erase_stream_t *s);
+    size_t (*graph_node_count)(const erase_graph_t *g);
+    void (*graph_destroy)(erase_graph_t *g);
+
+    erase_status_t (*sgemm_strided_batched)(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb,
+                                            int m, int n, int k, float alpha,
+                                            const float *a, int lda, int64_t stride_a,
+                                            const float *b, int ldb, int64_t stride_b,
+                                            float beta, float *c, int ldc, int64_t stride_c,
+                                            int batch);
+};
+
+/* Backend constructors (cpu/cpu_device.c; cuda/ when built). */
+erase_status_t erase_cpu_device_open(const erase_device_options_t *options, erase_device_t **out);
+
+#endif

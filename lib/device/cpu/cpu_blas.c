@@ -1,0 +1,187 @@
+/*
+ * The BLAS of the CPU backend, loaded with dlopen() once per process.
+ *
+ * Why dlopen: OpenBLAS built with DYNAMIC_ARCH (Debian's) chooses its compute
+ * kernel in a constructor that runs when the library is loaded, from the
+ * CPU model or OPENBLAS_CORETYPE. OpenBLAS 0.3.21 does not know recent CPUs
+ * with AVX-512 (it takes e.g. a Sapphire Rapids for "Prescott" or a Zen 5
+ * for "Haswell") and then runs 2-6x below the core's peak. erase therefore
+ * decides the kernel from CPUID first, puts it in OPENBLAS_CORETYPE, and only
+ * then loads the library:
+ *   - ERASE_BLAS_CORE=NAME, if set, is used as is (the user's choice);
+ *   - else, on a CPU with AVX-512 F/BW/DQ/VL, "SkylakeX" (OpenBLAS's AVX-512
+ *     SGEMM kernel), even over an OPENBLAS_CORETYPE already in the
+ *     environment (reported in the device description);
+ *   - else OpenBLAS's own detection (or the environment's OPENBLAS_CORETYPE).
+ * A self-check of a small GEMM against a double-precision reference then
+ * guards against a kernel that computes wrong results on this CPU.
+ *
+ * OpenBLAS's thread count (openblas_set_num_threads) is process-wide; the
+ * device sets it to its "BLAS threads per stream". With one thread, calls
+ * from several streams' workers run concurrently without OpenBLAS's thread
+ * server; with more, each call uses that many OpenBLAS threads.
+ */
+#include "lib/device/cpu/cpu_internal.h"
+
+#include "config.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* CBLAS constants (fixed by the CBLAS standard). */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef void (*sgemm_fn)(int order, int transa, int transb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                         int ldc);
+
+static struct {
+    pthread_once_t once;
+    erase_status_t status;
+    char error[1024];
+    void *handle;
+    sgemm_fn sgemm;
+    void (*set_threads)(int);
+    erase_blas_info_t info;
+} blas = { .once = PTHREAD_ONCE_INIT };
+
+static int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+static void choose_kernel(void)
+{
+    const char *user = getenv("ERASE_BLAS_CORE");
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    if (user && *user) {
+        setenv("OPENBLAS_CORETYPE", user, 1);
+        snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note,
+                 "set by ERASE_BLAS_CORE=%s", user);
+    } else if (cpu_has_avx512()) {
+        if (env && strcmp(env, "SkylakeX") != 0 && strcmp(env, "SKYLAKEX") != 0)
+            snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note,
+                     "chosen by erase for this AVX-512 CPU over OPENBLAS_CORETYPE=%s; "
+                     "set ERASE_BLAS_CORE to choose", env);
+        else
+            snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note,
+                     "chosen by erase for this AVX-512 CPU");
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    } else if (env && *env) {
+        snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note,
+                 "set by OPENBLAS_CORETYPE=%s", env);
+    } else {
+        snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note, "detected by the library");
+    }
+}
+
+/* Naive double reference for the self-check, row-major, no transposes. */
+static double self_check(void)
+{
+    enum { M = 37, N = 29, K = 67 };
+    static float a[M * K], b[K * N], c[M * N];
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)((i * 7919 % 211) - 105) / 97.0f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (float)((i * 104729 % 199) - 99) / 89.0f;
+    blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, M, N, K, 1.0f, a, K, b, N, 0.0f,
+               c, N);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, mag = 0;
+            for (int p = 0; p < K; p++) {
+                s += (double)a[i * K + p] * b[p * N + j];
+                mag += fabs((double)a[i * K + p] * b[p * N + j]);
+            }
+            double err = fabs(c[i * N + j] - s) / (mag + 1e-30);
+            if (err > worst)
+                worst = err;
+        }
+    return worst;
+}
+
+static void load_once(void)
+{
+    choose_kernel();
+    const char *lib = getenv("ERASE_BLAS_LIBRARY");
+    if (!lib || !*lib)
+        lib = ERASE_BLAS_LIBRARY;
+    blas.info.library = lib;
+    blas.handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!blas.handle) {
+        blas.status = ERASE_ERR_BACKEND;
+        snprintf(blas.error, sizeof blas.error, "cannot load the BLAS library %s: %s", lib, dlerror());
+        return;
+    }
+    *(void **)&blas.sgemm = dlsym(blas.handle, "cblas_sgemm");
+    if (!blas.sgemm) {
+        blas.status = ERASE_ERR_BACKEND;
+        snprintf(blas.error, sizeof blas.error, "the BLAS library %s has no cblas_sgemm", lib);
+        return;
+    }
+    *(void **)&blas.set_threads = dlsym(blas.handle, "openblas_set_num_threads");
+    char *(*corename)(void);
+    char *(*config)(void);
+    *(void **)&corename = dlsym(blas.handle, "openblas_get_corename");
+    *(void **)&config = dlsym(blas.handle, "openblas_get_config");
+    blas.info.has_thread_control = blas.set_threads != NULL;
+    if (config) {
+        /* "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." -> "OpenBLAS 0.3.21" */
+        const char *cfg = config();
+        int words = 0;
+        size_t n = 0;
+        while (cfg[n] && n + 1 < sizeof blas.info.name) {
+            if (cfg[n] == ' ' && ++words == 2)
+                break;
+            n++;
+        }
+        memcpy(blas.info.name, cfg, n);
+        blas.info.name[n] = '\0';
+    } else {
+        snprintf(blas.info.name, sizeof blas.info.name, "CBLAS (%s)", lib);
+        snprintf(blas.info.kernel_note, sizeof blas.info.kernel_note, "chosen by the library");
+    }
+    snprintf(blas.info.kernel, sizeof blas.info.kernel, "%s", corename ? corename() : "-");
+    if (blas.set_threads)
+        blas.set_threads(1);
+    double err = self_check();
+    if (!(err < 1e-5)) {
+        blas.status = ERASE_ERR_BACKEND;
+        snprintf(blas.error, sizeof blas.error,
+                 "BLAS self-check failed: %s kernel %s (%s) computes a 37x29x67 SGEMM with "
+                 "relative error %.3g; choose another kernel with ERASE_BLAS_CORE (e.g. Haswell)",
+                 blas.info.name, blas.info.kernel, blas.info.kernel_note, err);
+    }
+}
+
+erase_status_t erase_blas_load(const erase_blas_info_t **info)
+{
+    pthread_once(&blas.once, load_once);
+    if (blas.status != ERASE_OK)
+        return ERASE_ERROR(blas.status, "%s", blas.error);
+    *info = &blas.info;
+    return ERASE_OK;
+}
+
+void erase_blas_set_threads(int n)
+{
+    if (blas.set_threads)
+        blas.set_threads(n);
+}
+
+void erase_blas_sgemm(int transa, int transb, int m, int n, int k, float alpha, const float *a,
+                      int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    blas.sgemm(CBLAS_ROW_MAJOR, transa ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               transb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}

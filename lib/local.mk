@@ -1,0 +1,16 @@
+# lib/: core (status, timing, rng, statistics) and the device layer.
+noinst_LIBRARIES += lib/liberase.a
+lib_liberase_a_SOURCES = \
+	lib/core/status.c lib/core/status.h \
+	lib/core/timer.c lib/core/timer.h \
+	lib/core/rng.h \
+	lib/core/stats.c lib/core/stats.h \
+	lib/device/device.c lib/device/device.h lib/device/backend.h \
+	lib/device/cpu/cpu.h lib/device/cpu/cpu_internal.h \
+	lib/device/cpu/cpu_blas.c \
+	lib/device/cpu/cpu_device.c \
+	lib/device/cpu/cpu_graph.c \
+	lib/device/cpu/cpu_stream.c
+
+# What every program linking liberase needs (the BLAS is loaded at run time).
+ERASE_LIBS = lib/liberase.a $(LIBS)

@@ -1,0 +1,304 @@
+/*
+ * Stream and event semantics of the CPU backend: FIFO order, randomized
+ * producer/consumer rounds across streams (a consumer never reads before the
+ * producer's event; run under ThreadSanitizer in the TSan build), event
+ * query/synchronize/elapsed time, sticky errors, copies, and the rules of
+ * stream capture.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/core/rng.h"
+#include "tests/device/kernels.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+
+static erase_device_t *dev;
+
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    o.blas_threads = 1;
+    if (erase_device_open(&o, &dev) != ERASE_OK) {
+        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+        return -1;
+    }
+    char text[512];
+    erase_device_describe(dev, text, sizeof text);
+    print_message("device: %s\n", text);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    erase_device_close(dev);
+    return 0;
+}
+
+static void test_fifo_order(void **state)
+{
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    enum { N = 2000 };
+    static int log[N];
+    int len = 0;
+    for (int i = 0; i < N; i++)
+        MUST(k_append(s, log, &len, i));
+    MUST(erase_stream_synchronize(s));
+    assert_int_equal(len, N);
+    int out_of_order = 0;
+    for (int i = 0; i < N; i++)
+        out_of_order += log[i] != i;
+    print_message("FIFO: %d of %d operations out of order\n", out_of_order, N);
+    assert_int_equal(out_of_order, 0);
+    assert_int_equal(erase_stream_enqueued(s), N);
+    erase_stream_destroy(s);
+}
+
+/*
+ * 10,000 rounds: a random producer stream fills a slot with the round
+ * number after a random delay and records an event; a random other stream
+ * waits on it and checks every element. A slot is reused only after its
+ * previous consumer's event (write-after-read edge). Any missing edge shows
+ * as a wrong value here and as a data race under ThreadSanitizer.
+ */
+static void test_producer_consumer(void **state)
+{
+    enum { STREAMS = 3, SLOTS = 4, WIDTH = 256, ROUNDS = 10000 };
+    erase_stream_t *s[STREAMS];
+    erase_event_t *produced[SLOTS], *consumed[SLOTS];
+    float *slot[SLOTS];
+    int64_t bad[STREAMS] = { 0 };
+    for (int i = 0; i < STREAMS; i++)
+        MUST(erase_stream_create(dev, &s[i]));
+    for (int i = 0; i < SLOTS; i++) {
+        MUST(erase_event_create(dev, &produced[i]));
+        MUST(erase_event_create(dev, &consumed[i]));
+        MUST(erase_malloc(dev, WIDTH * sizeof(float), (void **)&slot[i]));
+        memset(slot[i], 0, WIDTH * sizeof(float));
+    }
+    uint64_t rng = 2026;
+    for (int r = 0; r < ROUNDS; r++) {
+        int k = r % SLOTS;
+        int p = (int)erase_rng_below(&rng, STREAMS);
+        int c = (p + 1 + (int)erase_rng_below(&rng, STREAMS - 1)) % STREAMS;
+        MUST(erase_stream_wait_event(s[p], consumed[k]));
+        MUST(k_fill(s[p], slot[k], WIDTH, (float)r, (int64_t)erase_rng_below(&rng, 20000)));
+        MUST(erase_event_record(produced[k], s[p]));
+        MUST(erase_stream_wait_event(s[c], produced[k]));
+        MUST(k_expect(s[c], slot[k], WIDTH, (float)r, &bad[c]));
+        MUST(erase_event_record(consumed[k], s[c]));
+    }
+    for (int i = 0; i < STREAMS; i++)
+        MUST(erase_stream_synchronize(s[i]));
+    int64_t total = 0;
+    for (int i = 0; i < STREAMS; i++)
+        total += bad[i];
+    print_message("producer/consumer: %d rounds on %d streams, %lld reads saw a value "
+                  "other than their producer's\n", ROUNDS, STREAMS, (long long)total);
+    assert_int_equal(total, 0);
+    for (int i = 0; i < SLOTS; i++) {
+        erase_event_destroy(produced[i]);
+        erase_event_destroy(consumed[i]);
+        erase_free(dev, slot[i]);
+    }
+    for (int i = 0; i < STREAMS; i++)
+        erase_stream_destroy(s[i]);
+}
+
+static void test_event_query_sync_elapsed(void **state)
+{
+    erase_stream_t *s;
+    erase_event_t *a, *b;
+    atomic_int gate = 0;
+    MUST(erase_stream_create(dev, &s));
+    MUST(erase_event_create(dev, &a));
+    MUST(erase_event_create(dev, &b));
+    MUST(k_gate(s, &gate));
+    MUST(erase_event_record(a, s));
+    MUST(k_spin(s, 20 * 1000 * 1000));
+    MUST(erase_event_record(b, s));
+    /* the gate is closed: neither event can have been reached */
+    assert_int_equal(erase_event_query(a), ERASE_ERR_NOT_READY);
+    assert_int_equal(erase_event_query(b), ERASE_ERR_NOT_READY);
+    double ms = -1;
+    assert_int_equal(erase_event_elapsed_ms(a, b, &ms), ERASE_ERR_NOT_READY);
+    atomic_store(&gate, 1);
+    MUST(erase_event_synchronize(b));
+    assert_int_equal(erase_event_query(a), ERASE_OK);
+    assert_int_equal(erase_event_query(b), ERASE_OK);
+    MUST(erase_event_elapsed_ms(a, b, &ms));
+    print_message("elapsed across a 20 ms kernel: %.3f ms (expected >= 20)\n", ms);
+    assert_true(ms >= 20.0);
+    erase_event_destroy(a);
+    erase_event_destroy(b);
+    erase_stream_destroy(s);
+}
+
+static void test_unrecorded_event(void **state)
+{
+    erase_stream_t *s;
+    erase_event_t *e, *f;
+    MUST(erase_stream_create(dev, &s));
+    MUST(erase_event_create(dev, &e));
+    MUST(erase_event_create(dev, &f));
+    assert_int_equal(erase_event_query(e), ERASE_OK);
+    MUST(erase_event_synchronize(e));
+    MUST(erase_stream_wait_event(s, e));
+    MUST(erase_stream_synchronize(s));
+    MUST(erase_event_record(f, s));
+    MUST(erase_event_synchronize(f));
+    double ms;
+    assert_int_equal(erase_event_elapsed_ms(e, f, &ms), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "elapsed time: the start event was never recorded"));
+    erase_event_destroy(e);
+    erase_event_destroy(f);
+    erase_stream_destroy(s);
+}
+
+static void test_sticky_error(void **state)
+{
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    int log[4], len = 0;
+    MUST(k_append(s, log, &len, 1));
+    MUST(k_fail(s, "kernel said no"));
+    MUST(k_append(s, log, &len, 2));
+    assert_int_equal(erase_stream_synchronize(s), ERASE_ERR_BACKEND);
+    print_message("sticky error: %s\n", erase_error_message());
+    assert_non_null(strstr(erase_error_message(), "an operation on this stream failed: "));
+    assert_non_null(strstr(erase_error_message(), "kernel said no"));
+    assert_int_equal(len, 1); /* the operation after the failure did not run */
+    assert_int_equal(erase_stream_synchronize(s), ERASE_ERR_BACKEND);
+    erase_stream_destroy(s);
+}
+
+static void test_copies(void **state)
+{
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    enum { N = 1000 };
+    unsigned char *a, *b;
+    MUST(erase_malloc(dev, N, (void **)&a));
+    MUST(erase_malloc(dev, N, (void **)&b));
+    assert_int_equal((uintptr_t)a % 64, 0);
+    MUST(erase_memset_async(s, a, 0x5a, N));
+    MUST(erase_memcpy_async(s, b, a, N));
+    MUST(erase_memset_async(s, a, 0, N / 2));
+    MUST(erase_stream_synchronize(s));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(b[i], 0x5a);
+        assert_int_equal(a[i], i < N / 2 ? 0 : 0x5a);
+    }
+    void *z;
+    MUST(erase_malloc(dev, 0, &z));
+    assert_non_null(z);
+    erase_free(dev, z);
+    erase_free(dev, a);
+    erase_free(dev, b);
+    erase_stream_destroy(s);
+}
+
+static void test_capture_rules(void **state)
+{
+    erase_stream_t *o, *side;
+    erase_event_t *fork, *outside;
+    erase_graph_t *g = NULL;
+    float *x;
+    MUST(erase_stream_create(dev, &o));
+    MUST(erase_stream_create(dev, &side));
+    MUST(erase_event_create(dev, &fork));
+    MUST(erase_event_create(dev, &outside));
+    MUST(erase_malloc(dev, 16 * sizeof(float), (void **)&x));
+
+    /* synchronize while capturing */
+    MUST(erase_stream_begin_capture(o));
+    assert_int_equal(erase_stream_is_capturing(o), 1);
+    assert_int_equal(erase_stream_begin_capture(o), ERASE_ERR_STATE);
+    assert_int_equal(erase_stream_synchronize(o), ERASE_ERR_STATE);
+    assert_non_null(strstr(erase_error_message(), "stream synchronize is not allowed while the stream is capturing"));
+    MUST(erase_stream_end_capture(o, &g));
+    assert_int_equal(erase_graph_node_count(g), 0);
+    erase_graph_destroy(g);
+
+    /* a side stream that joins and is never joined back */
+    MUST(erase_stream_begin_capture(o));
+    MUST(erase_event_record(fork, o));
+    MUST(erase_stream_wait_event(side, fork));
+    assert_int_equal(erase_stream_is_capturing(side), 1);
+    MUST(k_affine(side, x, 16, 2.0f, 1.0f));
+    assert_int_equal(erase_stream_end_capture(side, &g), ERASE_ERR_STATE);
+    assert_non_null(strstr(erase_error_message(), "end_capture must be called on the stream that began the capture"));
+    assert_int_equal(erase_stream_end_capture(o, &g), ERASE_ERR_STATE);
+    print_message("unjoined: %s\n", erase_error_message());
+    assert_non_null(strstr(erase_error_message(),
+                           "end_capture: captured stream 1 of 2 was not joined back into the origin"));
+    assert_null(g);
+    assert_int_equal(erase_stream_is_capturing(side), 0);
+
+    /* waiting inside a capture on an event recorded outside it */
+    MUST(erase_event_record(outside, side));
+    MUST(erase_stream_begin_capture(o));
+    assert_int_equal(erase_stream_wait_event(o, outside), ERASE_ERR_STATE);
+    assert_int_equal(erase_stream_end_capture(o, &g), ERASE_ERR_STATE);
+    assert_non_null(strstr(erase_error_message(), "the capture was invalidated: "));
+    assert_non_null(strstr(erase_error_message(), "on an event recorded outside this capture"));
+
+    /* the host cannot wait on an event recorded inside a capture */
+    MUST(erase_stream_begin_capture(o));
+    MUST(erase_event_record(fork, o));
+    MUST(erase_stream_end_capture(o, &g));
+    assert_int_equal(erase_event_synchronize(fork), ERASE_ERR_STATE);
+    assert_int_equal(erase_stream_wait_event(side, fork), ERASE_ERR_STATE);
+    assert_non_null(strstr(erase_error_message(), "recorded inside a stream capture that has ended"));
+    erase_graph_destroy(g);
+
+    MUST(erase_stream_synchronize(o));
+    MUST(erase_stream_synchronize(side));
+    erase_free(dev, x);
+    erase_event_destroy(fork);
+    erase_event_destroy(outside);
+    erase_stream_destroy(o);
+    erase_stream_destroy(side);
+}
+
+static void test_blas_threads(void **state)
+{
+    int cores = erase_device_cores(dev);
+    MUST(erase_device_set_blas_threads(dev, cores + 5));
+    assert_int_equal(erase_device_blas_threads(dev), cores);
+    assert_int_equal(erase_device_set_blas_threads(dev, 0), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "BLAS threads per stream must be at least 1, got 0"));
+    erase_stream_t *s;
+    atomic_int gate = 0;
+    MUST(erase_stream_create(dev, &s));
+    MUST(k_gate(s, &gate));
+    assert_int_equal(erase_device_set_blas_threads(dev, 1), ERASE_ERR_STATE);
+    atomic_store(&gate, 1);
+    MUST(erase_stream_synchronize(s));
+    MUST(erase_device_set_blas_threads(dev, 1));
+    assert_int_equal(erase_device_blas_threads(dev), 1);
+    erase_stream_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_order),
+        cmocka_unit_test(test_producer_consumer),
+        cmocka_unit_test(test_event_query_sync_elapsed),
+        cmocka_unit_test(test_unrecorded_event),
+        cmocka_unit_test(test_sticky_error),
+        cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_capture_rules),
+        cmocka_unit_test(test_blas_threads),
+    };
+    return cmocka_run_group_tests_name("device streams and events", tests, setup, teardown);
+}

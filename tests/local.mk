@@ -1,0 +1,24 @@
+# tests/: make check. Each test program prints TAP (cmocka) and is run by
+# automake's TAP driver; a test that cannot run here reports SKIP with why.
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
+	TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1'; export TSAN_OPTIONS; \
+	UBSAN_OPTIONS='print_stacktrace=1 halt_on_error=1'; export UBSAN_OPTIONS;
+
+if HAVE_CMOCKA
+DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm
+check_PROGRAMS += $(DEVICE_TESTS)
+TESTS += $(DEVICE_TESTS)
+TEST_CFLAGS = $(ERASE_CFLAGS) $(CMOCKA_CFLAGS)
+TEST_LIBS = $(ERASE_LIBS) $(CMOCKA_LIBS)
+
+tests_device_test_stream_SOURCES = tests/device/test-stream.c tests/device/kernels.c tests/device/kernels.h
+tests_device_test_stream_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_stream_LDADD = $(TEST_LIBS)
+tests_device_test_graph_SOURCES = tests/device/test-graph.c tests/device/kernels.c tests/device/kernels.h
+tests_device_test_graph_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_graph_LDADD = $(TEST_LIBS)
+tests_device_test_gemm_SOURCES = tests/device/test-gemm.c
+tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_gemm_LDADD = $(TEST_LIBS)
+endif
