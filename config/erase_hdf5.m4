@@ -27,6 +27,7 @@ AC_COMPUTE_INT([erase_h5_major], [H5_VERS_MAJOR], [[#include <hdf5.h>]], [erase_
 AC_COMPUTE_INT([erase_h5_minor], [H5_VERS_MINOR], [[#include <hdf5.h>]], [erase_h5_minor=?])
 AC_COMPUTE_INT([erase_h5_release], [H5_VERS_RELEASE], [[#include <hdf5.h>]], [erase_h5_release=?])
 CPPFLAGS=$save_CPPFLAGS; LDFLAGS=$save_LDFLAGS; LIBS=$save_LIBS
+AM_CONDITIONAL([HAVE_HDF5], [true])
 AC_DEFINE([HAVE_HDF5], [1], [parallel HDF5 is available])
 AC_SUBST([HDF5_CPPFLAGS]) AC_SUBST([HDF5_LDFLAGS]) AC_SUBST([HDF5_LIBS])
 erase_hdf5_summary="yes ($erase_h5_major.$erase_h5_minor.$erase_h5_release, parallel)"

@@ -29,6 +29,7 @@ AS_IF([test "x$with_mpi" = xguess || test "x$with_mpi" = xyes],
   [AC_PATH_PROG([MPIRUN], [mpirun])],
   [AC_PATH_PROG([MPIRUN], [mpirun], [], [$with_mpi/bin])])
 AS_IF([test -z "$MPIRUN"], [AC_MSG_ERROR([MPI was found but no mpirun: install openmpi-bin])])
+AM_CONDITIONAL([HAVE_MPI], [true])
 AC_DEFINE([HAVE_MPI], [1], [MPI is available])
 AC_SUBST([MPI_CPPFLAGS]) AC_SUBST([MPI_LDFLAGS]) AC_SUBST([MPI_LIBS]) AC_SUBST([MPIRUN])
 erase_mpi_summary="yes (Open MPI $erase_ompi_major.x, $MPIRUN)"
