@@ -14,3 +14,11 @@ lib_liberase_a_SOURCES = \
 
 # What every program linking liberase needs (the BLAS is loaded at run time).
 ERASE_LIBS = lib/liberase.a $(LIBS)
+
+# lib/ops: the model arithmetic (CPU kernels from one typed source).
+lib_liberase_a_SOURCES += \
+	lib/core/philox.h \
+	lib/ops/ops.h \
+	lib/ops/cpu/kernels.h lib/ops/cpu/kernels_impl.h \
+	lib/ops/cpu/kernels_f32.c lib/ops/cpu/kernels_f64.c \
+	lib/ops/cpu/ops_cpu.c

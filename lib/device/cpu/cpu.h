@@ -23,4 +23,16 @@ typedef erase_status_t (*erase_cpu_kernel_fn)(const void *args);
 erase_status_t erase_cpu_launch(erase_stream_t *stream, erase_cpu_kernel_fn fn, const void *args,
                                 size_t args_size);
 
+/*
+ * GEMM for use inside a CPU kernel (already on a stream's worker thread):
+ * runs synchronously through the loaded BLAS with the device's BLAS thread
+ * count. Row-major, C = alpha op(A) op(B) + beta C with op(A) m x k,
+ * op(B) k x n (as erase_sgemm); the caller has validated the shapes.
+ */
+void erase_cpu_gemm_f32(int transa, int transb, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alpha,
+                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                        int ldc);
+
 #endif

@@ -38,12 +38,17 @@ typedef void (*sgemm_fn)(int order, int transa, int transb, int m, int n, int k,
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
                          int ldc);
 
+typedef void (*dgemm_fn)(int order, int transa, int transb, int m, int n, int k, double alpha,
+                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                         int ldc);
+
 static struct {
     pthread_once_t once;
     erase_status_t status;
     char error[1024];
     void *handle;
     sgemm_fn sgemm;
+    dgemm_fn dgemm;
     void (*set_threads)(int);
     erase_blas_info_t info;
 } blas = { .once = PTHREAD_ONCE_INIT };
@@ -124,9 +129,10 @@ static void load_once(void)
         return;
     }
     *(void **)&blas.sgemm = dlsym(blas.handle, "cblas_sgemm");
-    if (!blas.sgemm) {
+    *(void **)&blas.dgemm = dlsym(blas.handle, "cblas_dgemm");
+    if (!blas.sgemm || !blas.dgemm) {
         blas.status = ERASE_ERR_BACKEND;
-        snprintf(blas.error, sizeof blas.error, "the BLAS library %s has no cblas_sgemm", lib);
+        snprintf(blas.error, sizeof blas.error, "the BLAS library %s has no cblas_sgemm or cblas_dgemm", lib);
         return;
     }
     *(void **)&blas.set_threads = dlsym(blas.handle, "openblas_set_num_threads");
@@ -179,9 +185,17 @@ void erase_blas_set_threads(int n)
         blas.set_threads(n);
 }
 
-void erase_blas_sgemm(int transa, int transb, int m, int n, int k, float alpha, const float *a,
-                      int lda, const float *b, int ldb, float beta, float *c, int ldc)
+void erase_cpu_gemm_f32(int transa, int transb, int m, int n, int k, float alpha, const float *a,
+                        int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     blas.sgemm(CBLAS_ROW_MAJOR, transa ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               transb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alpha,
+                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                        int ldc)
+{
+    blas.dgemm(CBLAS_ROW_MAJOR, transa ? CBLAS_TRANS : CBLAS_NO_TRANS,
                transb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -79,7 +79,7 @@ static erase_status_t gemm_kernel(const void *p)
 {
     const gemm_args_t *g = p;
     for (int i = 0; i < g->batch; i++)
-        erase_blas_sgemm(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a + i * g->sa, g->lda,
+        erase_cpu_gemm_f32(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a + i * g->sa, g->lda,
                          g->b + i * g->sb, g->ldb, g->beta, g->c + i * g->sc, g->ldc);
     return ERASE_OK;
 }

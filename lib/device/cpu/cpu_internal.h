@@ -118,9 +118,6 @@ typedef struct {
 erase_status_t erase_blas_load(const erase_blas_info_t **info);
 /* Threads each BLAS call uses (process-wide in OpenBLAS). */
 void erase_blas_set_threads(int n);
-void erase_blas_sgemm(int transa, int transb, int m, int n, int k, float alpha,
-                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                      int ldc);
 
 static inline cpu_stream_t *cpu_stream(erase_stream_t *s) { return (cpu_stream_t *)s; }
 static inline cpu_event_t *cpu_event(erase_event_t *e) { return (cpu_event_t *)e; }

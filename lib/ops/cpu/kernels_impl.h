@@ -1,0 +1,331 @@
+/*
+ * CPU kernel bodies of the ops, written once for a real type and compiled
+ * twice (kernels_f32.c: REAL = float, the kernels the CPU backend runs;
+ * kernels_f64.c: REAL = double, the same arithmetic in double precision
+ * for finite-difference gradient checks and as the fp32 reference).
+ *
+ * Conventions: row-major; batch-major activations [batch, width]; a
+ * backward writes (does not accumulate into) its outputs; NULL output
+ * pointers are skipped where documented in lib/ops/ops.h.
+ *
+ * Include with REAL, SUF(name) and GEMM defined.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/core/philox.h"
+
+void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
+                                 const REAL *b, REAL *y)
+{
+    if (in > 0)
+        GEMM(0, 1, batch, out, in, 1, x, in, w, in, 0, y, out);
+    else
+        memset(y, 0, sizeof(REAL) * (size_t)batch * out);
+    if (b)
+        for (int r = 0; r < batch; r++) {
+            REAL *yr = y + (size_t)r * out;
+            for (int j = 0; j < out; j++)
+                yr[j] += b[j];
+        }
+}
+
+void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, const REAL *w,
+                                  const REAL *dy, REAL *dx, REAL *dw, REAL *db)
+{
+    if (dx)
+        GEMM(0, 0, batch, in, out, 1, dy, out, w, in, 0, dx, in);
+    if (dw)
+        GEMM(1, 0, out, in, batch, 1, dy, out, x, in, 0, dw, in);
+    if (db) {
+        for (int j = 0; j < out; j++)
+            db[j] = 0;
+        for (int r = 0; r < batch; r++) {
+            const REAL *dyr = dy + (size_t)r * out;
+            for (int j = 0; j < out; j++)
+                db[j] += dyr[j];
+        }
+    }
+}
+
+void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)
+{
+    for (size_t i = 0; i < n; i++)
+        dx[i] = y[i] > 0 ? dy[i] : 0;
+}
+
+/* GELU with the exact erf form, as torch.nn.GELU() by default. */
+void SUF(erase_k_gelu_forward)(size_t n, const REAL *x, REAL *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (REAL)(0.5 * x[i] * (1.0 + erf(x[i] * 0.70710678118654752440)));
+}
+
+void SUF(erase_k_gelu_backward)(size_t n, const REAL *x, const REAL *dy, REAL *dx)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+        double pdf = 0.39894228040143267794 * exp(-0.5 * v * v);
+        dx[i] = (REAL)(dy[i] * (cdf + v * pdf));
+    }
+}
+
+/* Inverted dropout: keep element i when its Philox uniform is >= p. */
+void SUF(erase_k_dropout)(size_t n, float p, uint64_t seed, uint64_t offset, const REAL *x, REAL *y)
+{
+    REAL scale = p < 1 ? (REAL)(1.0 / (1.0 - p)) : 0;
+    for (size_t i = 0; i < n; i++)
+        y[i] = erase_philox_uniform(seed, offset, i) >= p ? x[i] * scale : 0;
+}
+
+void SUF(erase_k_concat_forward)(int batch, int n, const int *widths, const REAL *const *xs, REAL *y)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        total += widths[i];
+    for (int r = 0; r < batch; r++) {
+        REAL *yr = y + (size_t)r * total;
+        for (int i = 0; i < n; i++) {
+            memcpy(yr, xs[i] + (size_t)r * widths[i], sizeof(REAL) * (size_t)widths[i]);
+            yr += widths[i];
+        }
+    }
+}
+
+void SUF(erase_k_concat_backward)(int batch, int n, const int *widths, const REAL *dy, REAL *const *dxs)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        total += widths[i];
+    for (int r = 0; r < batch; r++) {
+        const REAL *dyr = dy + (size_t)r * total;
+        for (int i = 0; i < n; i++) {
+            if (dxs[i])
+                memcpy(dxs[i] + (size_t)r * widths[i], dyr, sizeof(REAL) * (size_t)widths[i]);
+            dyr += widths[i];
+        }
+    }
+}
+
+/* Row of table f for a 32-bit id: the last row holds "missing". */
+static inline uint32_t SUF(embedding_row)(uint32_t id, uint32_t rows)
+{
+    return id == UINT32_MAX ? rows - 1 : id % (rows - 1);
+}
+
+void SUF(erase_k_embedding_forward)(int batch, int fields, int dim, const uint32_t *rows,
+                                    const uint32_t *ids, const REAL *const *tables, REAL *out)
+{
+    for (int r = 0; r < batch; r++)
+        for (int f = 0; f < fields; f++) {
+            uint32_t row = SUF(embedding_row)(ids[(size_t)r * fields + f], rows[f]);
+            memcpy(out + ((size_t)r * fields + f) * dim, tables[f] + (size_t)row * dim,
+                   sizeof(REAL) * (size_t)dim);
+        }
+}
+
+typedef struct {
+    uint32_t row;
+    int sample;
+} SUF(row_ref_t);
+
+static int SUF(cmp_row_ref)(const void *a, const void *b)
+{
+    const SUF(row_ref_t) *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    return (x->sample > y->sample) - (x->sample < y->sample);
+}
+
+/*
+ * Sparse gradient of one field's table: the distinct rows touched, sorted,
+ * each with the sum of its samples' output gradients added in sample order
+ * (deterministic). `scratch` holds `batch` row references. Returns the
+ * number of distinct rows written to out_rows / out_grads.
+ */
+int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f, uint32_t rows,
+                                          const uint32_t *ids, const REAL *dout, void *scratch,
+                                          uint32_t *out_rows, REAL *out_grads)
+{
+    SUF(row_ref_t) *refs = scratch;
+    for (int r = 0; r < batch; r++) {
+        refs[r].row = SUF(embedding_row)(ids[(size_t)r * fields + f], rows);
+        refs[r].sample = r;
+    }
+    qsort(refs, (size_t)batch, sizeof *refs, SUF(cmp_row_ref));
+    int n = -1;
+    for (int i = 0; i < batch; i++) {
+        if (n < 0 || out_rows[n] != refs[i].row) {
+            n++;
+            out_rows[n] = refs[i].row;
+            memset(out_grads + (size_t)n * dim, 0, sizeof(REAL) * (size_t)dim);
+        }
+        const REAL *g = dout + ((size_t)refs[i].sample * fields + f) * dim;
+        REAL *acc = out_grads + (size_t)n * dim;
+        for (int d = 0; d < dim; d++)
+            acc[d] += g[d];
+    }
+    return n + 1;
+}
+
+/*
+ * DLRM pairwise-dot interaction of nvec vectors of width dim per sample:
+ * v_0 = dense[r], v_1.. = emb[r, 0..nvec-2]; out[r] = [v_0, <v_i,v_j> i<j].
+ */
+void SUF(erase_k_interaction_forward)(int batch, int nvec, int dim, const REAL *dense,
+                                      const REAL *emb, REAL *out)
+{
+    int width = dim + nvec * (nvec - 1) / 2;
+    for (int r = 0; r < batch; r++) {
+        const REAL *v0 = dense + (size_t)r * dim;
+        const REAL *e = emb + (size_t)r * (nvec - 1) * dim;
+        REAL *o = out + (size_t)r * width;
+        memcpy(o, v0, sizeof(REAL) * (size_t)dim);
+        REAL *z = o + dim;
+        for (int i = 0; i < nvec; i++) {
+            const REAL *vi = i == 0 ? v0 : e + (size_t)(i - 1) * dim;
+            for (int j = i + 1; j < nvec; j++) {
+                const REAL *vj = e + (size_t)(j - 1) * dim;
+                REAL s = 0;
+                for (int d = 0; d < dim; d++)
+                    s += vi[d] * vj[d];
+                *z++ = s;
+            }
+        }
+    }
+}
+
+void SUF(erase_k_interaction_backward)(int batch, int nvec, int dim, const REAL *dense,
+                                       const REAL *emb, const REAL *dout, REAL *ddense, REAL *demb)
+{
+    int width = dim + nvec * (nvec - 1) / 2;
+    for (int r = 0; r < batch; r++) {
+        const REAL *v0 = dense + (size_t)r * dim;
+        const REAL *e = emb + (size_t)r * (nvec - 1) * dim;
+        const REAL *g = dout + (size_t)r * width;
+        REAL *dv0 = ddense + (size_t)r * dim;
+        REAL *de = demb + (size_t)r * (nvec - 1) * dim;
+        memcpy(dv0, g, sizeof(REAL) * (size_t)dim);
+        memset(de, 0, sizeof(REAL) * (size_t)(nvec - 1) * dim);
+        const REAL *gz = g + dim;
+        for (int i = 0; i < nvec; i++) {
+            const REAL *vi = i == 0 ? v0 : e + (size_t)(i - 1) * dim;
+            REAL *dvi = i == 0 ? dv0 : de + (size_t)(i - 1) * dim;
+            for (int j = i + 1; j < nvec; j++) {
+                const REAL *vj = e + (size_t)(j - 1) * dim;
+                REAL *dvj = de + (size_t)(j - 1) * dim;
+                REAL gij = *gz++;
+                for (int d = 0; d < dim; d++) {
+                    dvi[d] += gij * vj[d];
+                    dvj[d] += gij * vi[d];
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Binary cross-entropy with logits, mean over the batch:
+ * l = max(z,0) - z*y + log1p(exp(-|z|)) (exact for any finite z).
+ * Returns the mean loss; dz = weight * (sigmoid(z) - y) / batch if dz.
+ */
+double SUF(erase_k_bce_with_logits)(int batch, const REAL *z, const REAL *y, double weight, REAL *dz)
+{
+    double sum = 0;
+    for (int r = 0; r < batch; r++) {
+        double v = z[r], t = y[r];
+        sum += (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
+        if (dz) {
+            double s = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+            dz[r] = (REAL)(weight * (s - t) / batch);
+        }
+    }
+    return batch ? sum / batch : 0;
+}
+
+/* Softmax cross-entropy with integer labels, mean over the batch. */
+double SUF(erase_k_softmax_xent)(int batch, int classes, const REAL *z, const int32_t *labels,
+                                 double weight, REAL *dz)
+{
+    double sum = 0;
+    for (int r = 0; r < batch; r++) {
+        const REAL *zr = z + (size_t)r * classes;
+        double m = zr[0];
+        for (int c = 1; c < classes; c++)
+            if (zr[c] > m)
+                m = zr[c];
+        double se = 0;
+        for (int c = 0; c < classes; c++)
+            se += exp(zr[c] - m);
+        double lse = m + log(se);
+        sum += lse - zr[labels[r]];
+        if (dz) {
+            REAL *dzr = dz + (size_t)r * classes;
+            for (int c = 0; c < classes; c++)
+                dzr[c] = (REAL)(weight * (exp(zr[c] - lse) - (c == labels[r])) / batch);
+        }
+    }
+    return batch ? sum / batch : 0;
+}
+
+/* Layer norm over the last dimension (biased variance, as PyTorch). */
+void SUF(erase_k_layernorm_forward)(int batch, int dim, double eps, const REAL *x,
+                                    const REAL *gamma, const REAL *beta, REAL *y, REAL *mean,
+                                    REAL *rstd)
+{
+    for (int r = 0; r < batch; r++) {
+        const REAL *xr = x + (size_t)r * dim;
+        REAL *yr = y + (size_t)r * dim;
+        double mu = 0, var = 0;
+        for (int d = 0; d < dim; d++)
+            mu += xr[d];
+        mu /= dim;
+        for (int d = 0; d < dim; d++)
+            var += (xr[d] - mu) * (xr[d] - mu);
+        var /= dim;
+        double rs = 1.0 / sqrt(var + eps);
+        for (int d = 0; d < dim; d++)
+            yr[d] = (REAL)((xr[d] - mu) * rs * gamma[d] + beta[d]);
+        mean[r] = (REAL)mu;
+        rstd[r] = (REAL)rs;
+    }
+}
+
+void SUF(erase_k_layernorm_backward)(int batch, int dim, const REAL *x, const REAL *gamma,
+                                     const REAL *mean, const REAL *rstd, const REAL *dy, REAL *dx,
+                                     REAL *dgamma, REAL *dbeta)
+{
+    if (dgamma)
+        memset(dgamma, 0, sizeof(REAL) * (size_t)dim);
+    if (dbeta)
+        memset(dbeta, 0, sizeof(REAL) * (size_t)dim);
+    for (int r = 0; r < batch; r++) {
+        const REAL *xr = x + (size_t)r * dim, *dyr = dy + (size_t)r * dim;
+        double mu = mean[r], rs = rstd[r], sum_g = 0, sum_gx = 0;
+        for (int d = 0; d < dim; d++) {
+            double xhat = (xr[d] - mu) * rs, g = dyr[d] * gamma[d];
+            sum_g += g;
+            sum_gx += g * xhat;
+            if (dgamma)
+                dgamma[d] += (REAL)(dyr[d] * xhat);
+            if (dbeta)
+                dbeta[d] += dyr[d];
+        }
+        if (dx) {
+            REAL *dxr = dx + (size_t)r * dim;
+            for (int d = 0; d < dim; d++) {
+                double xhat = (xr[d] - mu) * rs;
+                dxr[d] = (REAL)(rs * (dyr[d] * gamma[d] - (sum_g + xhat * sum_gx) / dim));
+            }
+        }
+    }
+}

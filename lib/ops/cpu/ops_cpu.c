@@ -1,0 +1,433 @@
+/*
+ * The ops of lib/ops/ops.h on the CPU backend: argument checks, then the
+ * single-precision kernel of lib/ops/cpu/kernels_impl.h launched on the
+ * stream with a copy of its arguments.
+ */
+#include "lib/ops/ops.h"
+
+#include "lib/device/cpu/cpu.h"
+#include "lib/ops/cpu/kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define REQUIRE(cond, ...)                                     \
+    do {                                                       \
+        if (!(cond))                                           \
+            return ERASE_ERROR(ERASE_ERR_INVALID, __VA_ARGS__); \
+    } while (0)
+
+#define LAUNCH(s, fn, args)                                           \
+    do {                                                              \
+        ERASE_CHECK(erase_cpu_launch((s), (fn), &(args), sizeof(args))); \
+        return ERASE_OK;                                              \
+    } while (0)
+
+/* ---- linear ------------------------------------------------------------- */
+
+typedef struct {
+    int batch, in, out;
+    const float *x, *w, *b, *dy;
+    float *y, *dx, *dw, *db;
+} linear_args_t;
+
+static erase_status_t linear_fwd_k(const void *p)
+{
+    const linear_args_t *a = p;
+    erase_k_linear_forward_f32(a->batch, a->in, a->out, a->x, a->w, a->b, a->y);
+    return ERASE_OK;
+}
+
+static erase_status_t linear_bwd_k(const void *p)
+{
+    const linear_args_t *a = p;
+    erase_k_linear_backward_f32(a->batch, a->in, a->out, a->x, a->w, a->dy, a->dx, a->dw, a->db);
+    return ERASE_OK;
+}
+
+erase_status_t erase_linear_forward(erase_stream_t *s, int batch, int in, int out, const float *x,
+                                    const float *w, const float *b, float *y)
+{
+    REQUIRE(batch >= 0 && in >= 0 && out > 0, "linear forward: bad shape batch=%d in=%d out=%d", batch, in, out);
+    if (batch == 0)
+        return ERASE_OK;
+    linear_args_t a = { .batch = batch, .in = in, .out = out, .x = x, .w = w, .b = b, .y = y };
+    LAUNCH(s, linear_fwd_k, a);
+}
+
+erase_status_t erase_linear_backward(erase_stream_t *s, int batch, int in, int out,
+                                     const float *x, const float *w, const float *dy, float *dx,
+                                     float *dw, float *db)
+{
+    REQUIRE(batch >= 0 && in > 0 && out > 0, "linear backward: bad shape batch=%d in=%d out=%d", batch, in, out);
+    linear_args_t a = { .batch = batch, .in = in, .out = out, .x = x, .w = w, .dy = dy,
+                        .dx = dx, .dw = dw, .db = db };
+    LAUNCH(s, linear_bwd_k, a);
+}
+
+/* ---- elementwise -------------------------------------------------------- */
+
+typedef struct {
+    size_t n;
+    const float *x, *y, *dy;
+    float *out;
+    float p, alpha;
+    uint64_t seed, offset;
+} eltwise_args_t;
+
+static erase_status_t relu_fwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_relu_forward_f32(a->n, a->x, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t relu_bwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_relu_backward_f32(a->n, a->y, a->dy, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t gelu_fwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_gelu_forward_f32(a->n, a->x, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t gelu_bwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_gelu_backward_f32(a->n, a->x, a->dy, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t dropout_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_dropout_f32(a->n, a->p, a->seed, a->offset, a->x, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t axpy_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    for (size_t i = 0; i < a->n; i++)
+        a->out[i] += a->alpha * a->x[i];
+    return ERASE_OK;
+}
+
+erase_status_t erase_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    eltwise_args_t a = { .n = n, .x = x, .out = y };
+    LAUNCH(s, relu_fwd_k, a);
+}
+
+erase_status_t erase_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
+                                   float *dx)
+{
+    eltwise_args_t a = { .n = n, .y = y, .dy = dy, .out = dx };
+    LAUNCH(s, relu_bwd_k, a);
+}
+
+erase_status_t erase_gelu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    eltwise_args_t a = { .n = n, .x = x, .out = y };
+    LAUNCH(s, gelu_fwd_k, a);
+}
+
+erase_status_t erase_gelu_backward(erase_stream_t *s, size_t n, const float *x, const float *dy,
+                                   float *dx)
+{
+    eltwise_args_t a = { .n = n, .x = x, .dy = dy, .out = dx };
+    LAUNCH(s, gelu_bwd_k, a);
+}
+
+erase_status_t erase_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
+                             const float *x, float *y)
+{
+    REQUIRE(p >= 0.0f && p < 1.0f, "dropout: probability %g outside [0, 1)", (double)p);
+    eltwise_args_t a = { .n = n, .p = p, .seed = seed, .offset = offset, .x = x, .out = y };
+    LAUNCH(s, dropout_k, a);
+}
+
+erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y)
+{
+    eltwise_args_t a = { .n = n, .alpha = alpha, .x = x, .out = y };
+    LAUNCH(s, axpy_k, a);
+}
+
+/* ---- concat ------------------------------------------------------------- */
+
+typedef struct {
+    int batch, n;
+    int widths[ERASE_CONCAT_MAX];
+    const float *xs[ERASE_CONCAT_MAX];
+    float *dxs[ERASE_CONCAT_MAX];
+    const float *dy;
+    float *y;
+} concat_args_t;
+
+static erase_status_t concat_fwd_k(const void *p)
+{
+    const concat_args_t *a = p;
+    erase_k_concat_forward_f32(a->batch, a->n, a->widths, a->xs, a->y);
+    return ERASE_OK;
+}
+
+static erase_status_t concat_bwd_k(const void *p)
+{
+    const concat_args_t *a = p;
+    erase_k_concat_backward_f32(a->batch, a->n, a->widths, a->dy, a->dxs);
+    return ERASE_OK;
+}
+
+static erase_status_t concat_args(concat_args_t *a, int batch, int n, const int *widths)
+{
+    REQUIRE(n >= 1 && n <= ERASE_CONCAT_MAX, "concat: %d inputs (1 to %d)", n, ERASE_CONCAT_MAX);
+    memset(a, 0, sizeof *a);
+    a->batch = batch;
+    a->n = n;
+    for (int i = 0; i < n; i++) {
+        REQUIRE(widths[i] > 0, "concat: input %d has width %d", i, widths[i]);
+        a->widths[i] = widths[i];
+    }
+    return ERASE_OK;
+}
+
+erase_status_t erase_concat_forward(erase_stream_t *s, int batch, int n, const int *widths,
+                                    const float *const *xs, float *y)
+{
+    concat_args_t a;
+    ERASE_CHECK(concat_args(&a, batch, n, widths));
+    for (int i = 0; i < n; i++)
+        a.xs[i] = xs[i];
+    a.y = y;
+    LAUNCH(s, concat_fwd_k, a);
+}
+
+erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const int *widths,
+                                     const float *dy, float *const *dxs)
+{
+    concat_args_t a;
+    ERASE_CHECK(concat_args(&a, batch, n, widths));
+    for (int i = 0; i < n; i++)
+        a.dxs[i] = dxs[i];
+    a.dy = dy;
+    LAUNCH(s, concat_bwd_k, a);
+}
+
+/* ---- embeddings ---------------------------------------------------------- */
+
+typedef struct {
+    int batch, fields, dim;
+    uint32_t rows[ERASE_FIELDS_MAX];
+    const uint32_t *ids;
+    const float *tables[ERASE_FIELDS_MAX];
+    float *out;
+    const float *dout;
+    uint32_t *grad_rows[ERASE_FIELDS_MAX];
+    float *grad_values[ERASE_FIELDS_MAX];
+    int *count;
+} embedding_args_t;
+
+static erase_status_t embedding_fwd_k(const void *p)
+{
+    const embedding_args_t *a = p;
+    erase_k_embedding_forward_f32(a->batch, a->fields, a->dim, a->rows, a->ids, a->tables, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t embedding_bwd_k(const void *p)
+{
+    const embedding_args_t *a = p;
+    void *scratch = malloc(ERASE_EMBEDDING_SCRATCH_BYTES(a->batch) + 1);
+    if (!scratch)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "embedding backward: no memory for %d rows", a->batch);
+    for (int f = 0; f < a->fields; f++)
+        a->count[f] = erase_k_embedding_backward_field_f32(a->batch, a->fields, a->dim, f,
+                                                            a->rows[f], a->ids, a->dout, scratch,
+                                                            a->grad_rows[f], a->grad_values[f]);
+    free(scratch);
+    return ERASE_OK;
+}
+
+static erase_status_t embedding_args(embedding_args_t *a, int batch, int fields, int dim,
+                                     const uint32_t *rows, const uint32_t *ids)
+{
+    REQUIRE(fields >= 1 && fields <= ERASE_FIELDS_MAX, "embedding: %d fields (1 to %d)", fields,
+            ERASE_FIELDS_MAX);
+    REQUIRE(batch >= 0 && dim > 0, "embedding: bad shape batch=%d dim=%d", batch, dim);
+    memset(a, 0, sizeof *a);
+    a->batch = batch;
+    a->fields = fields;
+    a->dim = dim;
+    a->ids = ids;
+    for (int f = 0; f < fields; f++) {
+        REQUIRE(rows[f] >= 2, "embedding: table %d has %u rows (at least 2: one for missing ids)",
+                f, rows[f]);
+        a->rows[f] = rows[f];
+    }
+    return ERASE_OK;
+}
+
+erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
+                                       const uint32_t *rows, const uint32_t *ids,
+                                       const float *const *tables, float *out)
+{
+    embedding_args_t a;
+    ERASE_CHECK(embedding_args(&a, batch, fields, dim, rows, ids));
+    for (int f = 0; f < fields; f++)
+        a.tables[f] = tables[f];
+    a.out = out;
+    LAUNCH(s, embedding_fwd_k, a);
+}
+
+erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                        const uint32_t *rows, const uint32_t *ids,
+                                        const float *dout, uint32_t *const *grad_rows,
+                                        float *const *grad_values, int *count)
+{
+    embedding_args_t a;
+    ERASE_CHECK(embedding_args(&a, batch, fields, dim, rows, ids));
+    for (int f = 0; f < fields; f++) {
+        a.grad_rows[f] = grad_rows[f];
+        a.grad_values[f] = grad_values[f];
+    }
+    a.dout = dout;
+    a.count = count;
+    LAUNCH(s, embedding_bwd_k, a);
+}
+
+/* ---- interaction --------------------------------------------------------- */
+
+typedef struct {
+    int batch, nvec, dim;
+    const float *dense, *emb, *dout;
+    float *out, *ddense, *demb;
+} interaction_args_t;
+
+static erase_status_t interaction_fwd_k(const void *p)
+{
+    const interaction_args_t *a = p;
+    erase_k_interaction_forward_f32(a->batch, a->nvec, a->dim, a->dense, a->emb, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t interaction_bwd_k(const void *p)
+{
+    const interaction_args_t *a = p;
+    erase_k_interaction_backward_f32(a->batch, a->nvec, a->dim, a->dense, a->emb, a->dout,
+                                     a->ddense, a->demb);
+    return ERASE_OK;
+}
+
+erase_status_t erase_interaction_forward(erase_stream_t *s, int batch, int nvec, int dim,
+                                         const float *dense, const float *emb, float *out)
+{
+    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
+    interaction_args_t a = { .batch = batch, .nvec = nvec, .dim = dim, .dense = dense, .emb = emb, .out = out };
+    LAUNCH(s, interaction_fwd_k, a);
+}
+
+erase_status_t erase_interaction_backward(erase_stream_t *s, int batch, int nvec, int dim,
+                                          const float *dense, const float *emb, const float *dout,
+                                          float *ddense, float *demb)
+{
+    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
+    interaction_args_t a = { .batch = batch, .nvec = nvec, .dim = dim, .dense = dense, .emb = emb,
+                             .dout = dout, .ddense = ddense, .demb = demb };
+    LAUNCH(s, interaction_bwd_k, a);
+}
+
+/* ---- losses ------------------------------------------------------------- */
+
+typedef struct {
+    int batch, classes;
+    const float *z, *y;
+    const int32_t *labels;
+    float weight;
+    float *loss, *dz;
+} loss_args_t;
+
+static erase_status_t bce_k(const void *p)
+{
+    const loss_args_t *a = p;
+    *a->loss = (float)erase_k_bce_with_logits_f32(a->batch, a->z, a->y, a->weight, a->dz);
+    return ERASE_OK;
+}
+
+static erase_status_t xent_k(const void *p)
+{
+    const loss_args_t *a = p;
+    for (int r = 0; r < a->batch; r++)
+        if (a->labels[r] < 0 || a->labels[r] >= a->classes)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "softmax cross-entropy: label %d of sample %d outside [0, %d)",
+                               a->labels[r], r, a->classes);
+    *a->loss = (float)erase_k_softmax_xent_f32(a->batch, a->classes, a->z, a->labels, a->weight, a->dz);
+    return ERASE_OK;
+}
+
+erase_status_t erase_bce_with_logits(erase_stream_t *s, int batch, const float *z, const float *y,
+                                     float weight, float *loss, float *dz)
+{
+    REQUIRE(batch >= 0 && loss, "bce: bad batch %d or NULL loss", batch);
+    loss_args_t a = { .batch = batch, .z = z, .y = y, .weight = weight, .loss = loss, .dz = dz };
+    LAUNCH(s, bce_k, a);
+}
+
+erase_status_t erase_softmax_xent(erase_stream_t *s, int batch, int classes, const float *z,
+                                  const int32_t *labels, float weight, float *loss, float *dz)
+{
+    REQUIRE(batch >= 0 && classes >= 2 && loss, "softmax cross-entropy: bad batch %d, classes %d or NULL loss", batch, classes);
+    loss_args_t a = { .batch = batch, .classes = classes, .z = z, .labels = labels,
+                      .weight = weight, .loss = loss, .dz = dz };
+    LAUNCH(s, xent_k, a);
+}
+
+/* ---- layer norm ---------------------------------------------------------- */
+
+typedef struct {
+    int batch, dim;
+    float eps;
+    const float *x, *gamma, *beta, *dy;
+    float *y, *mean, *rstd, *dx, *dgamma, *dbeta;
+    const float *cmean, *crstd;
+} layernorm_args_t;
+
+static erase_status_t layernorm_fwd_k(const void *p)
+{
+    const layernorm_args_t *a = p;
+    erase_k_layernorm_forward_f32(a->batch, a->dim, a->eps, a->x, a->gamma, a->beta, a->y,
+                                  a->mean, a->rstd);
+    return ERASE_OK;
+}
+
+static erase_status_t layernorm_bwd_k(const void *p)
+{
+    const layernorm_args_t *a = p;
+    erase_k_layernorm_backward_f32(a->batch, a->dim, a->x, a->gamma, a->cmean, a->crstd, a->dy,
+                                   a->dx, a->dgamma, a->dbeta);
+    return ERASE_OK;
+}
+
+erase_status_t erase_layernorm_forward(erase_stream_t *s, int batch, int dim, float eps,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float *y, float *mean, float *rstd)
+{
+    REQUIRE(batch >= 0 && dim > 0 && eps > 0, "layer norm: bad batch=%d dim=%d eps=%g", batch, dim, (double)eps);
+    layernorm_args_t a = { .batch = batch, .dim = dim, .eps = eps, .x = x, .gamma = gamma,
+                           .beta = beta, .y = y, .mean = mean, .rstd = rstd };
+    LAUNCH(s, layernorm_fwd_k, a);
+}
+
+erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
+                                        const float *gamma, const float *mean, const float *rstd,
+                                        const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    REQUIRE(batch >= 0 && dim > 0, "layer norm backward: bad batch=%d dim=%d", batch, dim);
+    layernorm_args_t a = { .batch = batch, .dim = dim, .x = x, .gamma = gamma, .cmean = mean,
+                           .crstd = rstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta };
+    LAUNCH(s, layernorm_bwd_k, a);
+}

@@ -1,0 +1,120 @@
+/*
+ * erase ops: the arithmetic of the models, each op declared once and
+ * enqueued on a stream of the device that owns its buffers. Shapes are
+ * row-major, batch-major ([batch, width]); all pointers are device pointers
+ * of that stream's device. A backward op writes (never accumulates into)
+ * its outputs; an output pointer given as NULL is not computed where so
+ * documented. Errors: ERASE_ERR_INVALID for impossible sizes (checked at
+ * enqueue), ERASE_ERR_NOMEM.
+ *
+ * The CPU implementations are lib/ops/cpu/kernels_impl.h (the same source
+ * in double precision is the reference of the gradient tests).
+ */
+#ifndef ERASE_OPS_OPS_H
+#define ERASE_OPS_OPS_H
+
+#include <stdint.h>
+
+#include "lib/device/device.h"
+
+/* Most inputs a concat takes, most fields an embedding op takes. */
+#define ERASE_CONCAT_MAX 16
+#define ERASE_FIELDS_MAX 64
+
+/* y[batch,out] = x[batch,in] w[out,in]^T + b[out] (b may be NULL). */
+erase_status_t erase_linear_forward(erase_stream_t *s, int batch, int in, int out, const float *x,
+                                    const float *w, const float *b, float *y);
+
+/* dx[batch,in] = dy w; dw[out,in] = dy^T x; db[out] = sum over rows of dy.
+ * Any of dx, dw, db may be NULL (not computed). */
+erase_status_t erase_linear_backward(erase_stream_t *s, int batch, int in, int out,
+                                     const float *x, const float *w, const float *dy, float *dx,
+                                     float *dw, float *db);
+
+/* y = max(x, 0); dx = dy * (y > 0). In place (y == x, dx == dy) allowed. */
+erase_status_t erase_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y);
+erase_status_t erase_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
+                                   float *dx);
+
+/* GELU, exact erf form (torch.nn.GELU()); backward takes the input x. */
+erase_status_t erase_gelu_forward(erase_stream_t *s, size_t n, const float *x, float *y);
+erase_status_t erase_gelu_backward(erase_stream_t *s, size_t n, const float *x, const float *dy,
+                                   float *dx);
+
+/*
+ * Inverted dropout with drop probability p in [0, 1): element i is kept
+ * (scaled by 1/(1-p)) when the Philox4x32-10 uniform of (seed, offset, i)
+ * is >= p. The backward is the same op applied to dy with the same
+ * (seed, offset): the mask is recomputed, never stored.
+ */
+erase_status_t erase_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
+                             const float *x, float *y);
+
+/* y[batch, sum widths] = [x_0 | x_1 | ...], at most ERASE_CONCAT_MAX inputs;
+ * backward splits dy (a NULL dx_i is skipped). */
+erase_status_t erase_concat_forward(erase_stream_t *s, int batch, int n, const int *widths,
+                                    const float *const *xs, float *y);
+erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const int *widths,
+                                     const float *dy, float *const *dxs);
+
+/*
+ * Embedding lookup, one id per field (sum pooling of a bag of one):
+ * out[batch, fields, dim] = tables[f][row(ids[r,f])] with row(h) = rows[f]-1
+ * for h == 0xFFFFFFFF (missing), else h mod (rows[f]-1). rows[f] >= 2.
+ */
+erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
+                                       const uint32_t *rows, const uint32_t *ids,
+                                       const float *const *tables, float *out);
+
+/*
+ * Sparse embedding gradient: for each field f, the distinct rows touched
+ * (ascending) in grad_rows[f][0..count[f]) and the sum of their samples'
+ * dout rows (added in sample order: deterministic) in grad_values[f]
+ * [count[f], dim]. grad_rows[f] holds `batch` entries, grad_values[f]
+ * batch*dim; count is a device array of `fields` ints. Never forms a dense
+ * table-sized gradient.
+ */
+erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                        const uint32_t *rows, const uint32_t *ids,
+                                        const float *dout, uint32_t *const *grad_rows,
+                                        float *const *grad_values, int *count);
+
+/*
+ * DLRM feature interaction of nvec = 1 + (fields) vectors of width dim:
+ * out[batch, dim + nvec(nvec-1)/2] = [v_0, <v_i, v_j> for i < j row-major]
+ * with v_0 = dense[r] and v_i = emb[r, i-1]. Backward gives both inputs'
+ * gradients.
+ */
+erase_status_t erase_interaction_forward(erase_stream_t *s, int batch, int nvec, int dim,
+                                         const float *dense, const float *emb, float *out);
+erase_status_t erase_interaction_backward(erase_stream_t *s, int batch, int nvec, int dim,
+                                          const float *dense, const float *emb, const float *dout,
+                                          float *ddense, float *demb);
+
+/*
+ * Binary cross-entropy with logits z[batch] and labels y[batch] in [0,1],
+ * mean over the batch, exact for |z| up to 1e4 and beyond: *loss (one
+ * device float) = mean; dz = weight * (sigmoid(z) - y) / batch (dz may be
+ * NULL).
+ */
+erase_status_t erase_bce_with_logits(erase_stream_t *s, int batch, const float *z, const float *y,
+                                     float weight, float *loss, float *dz);
+
+/* Softmax cross-entropy of z[batch, classes] with labels[batch] in
+ * [0, classes): *loss = mean; dz = weight * (softmax(z) - onehot) / batch. */
+erase_status_t erase_softmax_xent(erase_stream_t *s, int batch, int classes, const float *z,
+                                  const int32_t *labels, float weight, float *loss, float *dz);
+
+/* Layer norm over the last dim: y = (x - mean) * rstd * gamma + beta, with
+ * mean[batch] and rstd[batch] = 1/sqrt(var + eps) saved for backward. */
+erase_status_t erase_layernorm_forward(erase_stream_t *s, int batch, int dim, float eps,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float *y, float *mean, float *rstd);
+erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
+                                        const float *gamma, const float *mean, const float *rstd,
+                                        const float *dy, float *dx, float *dgamma, float *dbeta);
+
+/* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
+erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
+
+#endif
