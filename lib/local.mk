@@ -13,7 +13,7 @@ lib_liberase_a_SOURCES = \
 	lib/device/cpu/cpu_stream.c
 
 # What every program linking liberase needs (the BLAS is loaded at run time).
-ERASE_LIBS = lib/liberase.a $(LIBS)
+ERASE_LIBS = lib/liberase.a $(LIBCONFIG_LIBS) $(LIBS)
 
 # lib/ops: the model arithmetic (CPU kernels from one typed source).
 lib_liberase_a_SOURCES += \

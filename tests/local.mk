@@ -22,3 +22,6 @@ tests_device_test_gemm_SOURCES = tests/device/test-gemm.c
 tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_gemm_LDADD = $(TEST_LIBS)
 endif
+
+include tests/ops/local.mk
+include tests/nn/local.mk

@@ -1,0 +1,91 @@
+/*
+ * Model files: which built-in model (docs/models.md) and its sizes, read
+ * with libconfig (https://hyperrealm.github.io/libconfig/): `key = value;`
+ * settings, groups in braces, lists in brackets, `#` and `//` comments.
+ *
+ *   model = "ctr";                 # "ctr" or "mlp"
+ *   seed = 1;                      # initialisation seed (>= 0)
+ *   ctr: {
+ *     embedding_dim = 16;
+ *     table_rows = 10007;          # every table, or a list of 26 (each >= 2)
+ *     bottom_mlp = [64, 16];       # widths; the last must equal embedding_dim
+ *     subarch_width = 256;
+ *     subarchs = 6;
+ *     cuts = "all";                # "all", "none", or a list of boundaries [1, 3]
+ *     local_loss_weight = 1.0;     # lambda of every local loss (>= 0)
+ *   };
+ *   mlp: {
+ *     inputs = 784;
+ *     hidden = [1024, 1024, 1024]; # one block per hidden layer
+ *     classes = 10;
+ *     cuts = "all";
+ *     local_loss_weight = 1.0;
+ *   };
+ *
+ * Only the group of the chosen model may appear. Omitted keys take the
+ * reference defaults (erase_model_config_default). An unknown key, a wrong
+ * type or an impossible size is ERASE_ERR_FORMAT with a message naming the
+ * file, the line and the key, e.g.
+ *   "model.cfg:4: ctr.embedding_dim: expected an integer >= 1, got 0"
+ *   "model.cfg:6: unknown key 'ctr.embeding_dim'"
+ */
+#ifndef ERASE_NN_MODEL_CONFIG_H
+#define ERASE_NN_MODEL_CONFIG_H
+
+#include <stdint.h>
+
+#include "lib/core/status.h"
+
+#define ERASE_CTR_DENSE 13        /* dense features of the Criteo layout */
+#define ERASE_CTR_FIELDS 26       /* categorical features */
+#define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
+#define ERASE_MAX_BLOCKS 32
+
+typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1 } erase_model_kind_t;
+
+typedef struct {
+    erase_model_kind_t kind;
+    uint64_t seed;
+    /* Bit c (1 <= c < blocks) set: boundary c, between blocks c-1 and c, is
+     * a cut. */
+    uint32_t cut_mask;
+    float local_loss_weight;
+    struct {
+        int embedding_dim;
+        uint32_t table_rows[ERASE_CTR_FIELDS];
+        int bottom_mlp[ERASE_MAX_LAYERS];
+        int bottom_layers;
+        int subarch_width;
+        int subarchs;            /* blocks = 1 + subarchs */
+    } ctr;
+    struct {
+        int inputs;
+        int hidden[ERASE_MAX_LAYERS];
+        int hidden_layers;       /* blocks = hidden_layers */
+        int classes;
+    } mlp;
+} erase_model_config_t;
+
+/* The reference sizes of docs/models.md for `kind`, all boundaries cut, lambda 1, seed 1. */
+erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
+
+/* Number of blocks of the configured model. */
+int erase_model_config_blocks(const erase_model_config_t *cfg);
+
+/*
+ * Parse model-file text. `name` is used in messages (a path or "<string>").
+ * Errors: ERASE_ERR_FORMAT (syntax, unknown key, wrong type, impossible
+ * size; the message names name:line and the key).
+ */
+erase_status_t erase_model_config_parse(const char *text, const char *name,
+                                        erase_model_config_t *cfg);
+
+/* Read and parse a model file. Errors: ERASE_ERR_IO (cannot read: the
+ * message names the path and the reason), ERASE_ERR_FORMAT as above. */
+erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg);
+
+/* Write the configuration as model-file text (parses back to the same
+ * configuration). Returns the length written, or -1 if `size` is too small. */
+int erase_model_config_format(const erase_model_config_t *cfg, char *text, int size);
+
+#endif

@@ -1,0 +1,1 @@
+# tests/nn: model files, networks, optimizers (make check).

@@ -1,0 +1,1 @@
+# tests/ops: op gradients and reference checks (make check).
