@@ -22,3 +22,15 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/kernels.h lib/ops/cpu/kernels_impl.h \
 	lib/ops/cpu/kernels_f32.c lib/ops/cpu/kernels_f64.c \
 	lib/ops/cpu/ops_cpu.c
+
+# lib/nn: model files (libconfig).
+lib_liberase_a_SOURCES += \
+	lib/nn/model_config.c lib/nn/model_config.h
+
+# lib/nn and optimizer ops: networks of blocks, models, optimizers.
+lib_liberase_a_SOURCES += \
+	lib/core/lr_schedule.h \
+	lib/ops/cpu/optim_cpu.c \
+	lib/nn/batch.h lib/nn/param.h \
+	lib/nn/network.c lib/nn/network.h \
+	lib/nn/optim.c lib/nn/optim.h

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "lib/core/lr_schedule.h"
 #include "lib/device/device.h"
 
 /* Most inputs a concat takes, most fields an embedding op takes. */
@@ -116,5 +117,49 @@ erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, c
 
 /* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
 erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
+
+/* ---- optimizers --------------------------------------------------------
+ * The step number and learning rate live in device memory (an optimizer
+ * clock) and are advanced by an op, so a captured step graph replays with
+ * the right values; every update reads them when it runs. */
+typedef struct {
+    int64_t step;   /* updates applied so far, including the current one */
+    float lr;       /* learning rate of the current update */
+} erase_optim_clock_t;
+
+/* clock->step += 1; clock->lr = erase_lr_at(schedule, clock->step). */
+erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
+                                         const erase_lr_schedule_t *schedule);
+
+/* SGD with momentum (PyTorch's form): g' = g + wd*w; buf = mu*buf + g'
+ * (buf = g' at step 1); w -= lr * lr_mult * buf. buf may be NULL when mu = 0. */
+erase_status_t erase_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,
+                                const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                float weight_decay);
+
+/* AdamW (Loshchilov and Hutter, "Decoupled weight decay regularization",
+ * ICLR 2019; PyTorch's torch.optim.AdamW): w *= 1 - lr*wd; m, v moments;
+ * w -= lr * mhat / (sqrt(vhat) + eps) with bias-corrected mhat, vhat. */
+erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g, float *m,
+                                  float *v, const erase_optim_clock_t *clock, float lr_mult,
+                                  float beta1, float beta2, float eps, float weight_decay);
+
+/*
+ * Row-wise Adagrad on the rows of a sparse gradient (as torchrec's
+ * EXACT_ROWWISE_ADAGRAD): for each touched row r with gradient g[dim],
+ * acc[r] += mean(g^2); table[r] -= lr * lr_mult * g / (sqrt(acc[r]) + eps).
+ * Rows not in the gradient are untouched. grad_rows, grad_values, count as
+ * produced by erase_embedding_backward for one table.
+ */
+erase_status_t erase_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
+                                            const uint32_t *grad_rows, const float *grad_values,
+                                            const int *count, const erase_optim_clock_t *clock,
+                                            float lr_mult, float eps);
+
+/* Plain SGD on the rows of a sparse gradient: table[r] -= lr * lr_mult * g. */
+erase_status_t erase_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+                                       const uint32_t *grad_rows, const float *grad_values,
+                                       const int *count, const erase_optim_clock_t *clock,
+                                       float lr_mult);
 
 #endif

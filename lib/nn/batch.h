@@ -1,0 +1,18 @@
+/* One batch of model inputs, in device memory of the network's device. */
+#ifndef ERASE_NN_BATCH_H
+#define ERASE_NN_BATCH_H
+
+#include <stdint.h>
+
+typedef struct {
+    int size;                 /* samples in the batch (<= the network's max_batch) */
+    /* ctr */
+    const float *dense;       /* [size, 13]: log1p(max(x, 0)), missing -> 0 */
+    const uint32_t *sparse;   /* [size, 26]: 32-bit hashes, 0xFFFFFFFF = missing */
+    const float *label;       /* [size]: 0 or 1 */
+    /* mlp */
+    const float *features;    /* [size, inputs] */
+    const int32_t *classes;   /* [size]: 0 .. classes-1 */
+} erase_batch_t;
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * Networks: a chain of blocks (docs/models.md). Block b has a body (its
+ * layers), a head and a loss; boundary b (between blocks b-1 and b) is
+ * attached (the gradient of block b's input flows into block b-1) or a cut
+ * (block b reads block b-1's body output as a detached copy: no gradient
+ * crosses). Total loss L = L_main + sum_b lambda_b l_b.
+ *
+ * The network exposes each block's forward (body, head, loss and the
+ * gradient of the weighted loss at the head's output) and backward
+ * separately, so a scheduler decides when and on which stream each runs:
+ *   - forward_block(b) needs forward_block(b-1) done (it reads its output);
+ *   - backward_block(b) needs forward_block(b) done and, when boundary b+1
+ *     is attached, backward_block(b+1) done (it adds that block's input
+ *     gradient); with boundary b+1 a cut it depends on nothing later;
+ *   - forward_block(b) of the next batch overwrites block b's activations:
+ *     it must wait for backward_block(b) and backward_block(b+1) of this one.
+ * Backward writes (overwrites) every gradient of its block's parameters.
+ */
+#ifndef ERASE_NN_NETWORK_H
+#define ERASE_NN_NETWORK_H
+
+#include "lib/device/device.h"
+#include "lib/nn/batch.h"
+#include "lib/nn/model_config.h"
+#include "lib/nn/param.h"
+
+typedef struct erase_network erase_network_t;
+
+/*
+ * Build the model of `cfg` on `dev` for batches of up to max_batch samples:
+ * allocates parameters (initialised from cfg->seed, docs/models.md),
+ * gradients and activations. Errors: ERASE_ERR_INVALID, ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_network_create(erase_device_t *dev, const erase_model_config_t *cfg,
+                                    int max_batch, erase_network_t **out);
+void erase_network_destroy(erase_network_t *net);
+
+const erase_model_config_t *erase_network_config(const erase_network_t *net);
+erase_device_t *erase_network_device(const erase_network_t *net);
+int erase_network_blocks(const erase_network_t *net);
+int erase_network_max_batch(const erase_network_t *net);
+/* Name of block b ("input", "sub1", "layer0", ...). */
+const char *erase_network_block_name(const erase_network_t *net, int b);
+/* 1 if boundary b (0 < b < blocks) is a cut. */
+int erase_network_is_cut(const erase_network_t *net, int b);
+
+/* All parameters, in block order; block b owns params [first, first+count). */
+erase_param_t *erase_network_params(erase_network_t *net, int *count);
+void erase_network_block_params(const erase_network_t *net, int b, int *first, int *count);
+/* Parameter by name, or NULL. */
+erase_param_t *erase_network_param(erase_network_t *net, const char *name);
+
+/* Enqueue block b's forward: body, head, loss (into losses[b]) and the
+ * gradient of lambda_b * loss at the head output. */
+erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_stream_t *s,
+                                           const erase_batch_t *batch);
+/* Enqueue block b's backward: the gradients of its parameters. */
+erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,
+                                            const erase_batch_t *batch);
+
+/* Device array [blocks] of the last forward's unweighted mean losses. */
+const float *erase_network_losses(const erase_network_t *net);
+/* Block b's body output [batch, width] and head output [batch, head width]. */
+const float *erase_network_body_output(const erase_network_t *net, int b, int *width);
+const float *erase_network_head_output(const erase_network_t *net, int b, int *width);
+
+#endif

@@ -1,0 +1,138 @@
+#include "lib/nn/optim.h"
+
+#include "lib/ops/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct erase_optimizer {
+    erase_network_t *net;
+    erase_device_t *dev;
+    erase_optim_config_t cfg;
+    erase_optim_clock_t *clock;
+};
+
+erase_optim_config_t erase_optim_config_default(void)
+{
+    erase_optim_config_t c = {
+        .dense = ERASE_OPTIM_ADAMW,
+        .embedding = ERASE_OPTIM_ROWWISE_ADAGRAD,
+        .schedule = { .base = 1e-3, .warmup_steps = 0, .decay = ERASE_LR_CONSTANT },
+        .embedding_lr = 0.02,
+        .momentum = 0.9f,
+        .beta1 = 0.9f,
+        .beta2 = 0.999f,
+        .eps = 1e-8f,
+        .weight_decay = 0.0f,
+        .adagrad_eps = 1e-8f,
+    };
+    return c;
+}
+
+static erase_status_t zeros(erase_device_t *dev, size_t n, float **out)
+{
+    ERASE_CHECK(erase_malloc(dev, n * sizeof(float), (void **)out));
+    memset(*out, 0, n * sizeof(float));
+    return ERASE_OK;
+}
+
+erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_config_t *cfg,
+                                      erase_optimizer_t **out)
+{
+    if (cfg->dense != ERASE_OPTIM_SGD && cfg->dense != ERASE_OPTIM_ADAMW)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: dense parameters take sgd or adamw");
+    if (cfg->embedding != ERASE_OPTIM_SGD && cfg->embedding != ERASE_OPTIM_ROWWISE_ADAGRAD)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: embedding tables take sgd or rowwise_adagrad");
+    if (!(cfg->schedule.base > 0) || !(cfg->embedding_lr >= 0))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: learning rates must be positive (lr %g, embedding lr %g)",
+                           cfg->schedule.base, cfg->embedding_lr);
+    erase_optimizer_t *opt = calloc(1, sizeof *opt);
+    if (!opt)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "optimizer: no memory");
+    opt->net = net;
+    opt->cfg = *cfg;
+    int n;
+    erase_param_t *params = erase_network_params(net, &n);
+    opt->dev = erase_network_device(net);
+    erase_status_t st = erase_malloc(opt->dev, sizeof *opt->clock, (void **)&opt->clock);
+    if (st == ERASE_OK)
+        memset(opt->clock, 0, sizeof *opt->clock);
+    for (int i = 0; st == ERASE_OK && i < n; i++) {
+        erase_param_t *p = &params[i];
+        size_t numel = (size_t)erase_param_numel(p);
+        if (p->kind == ERASE_PARAM_EMBEDDING) {
+            if (cfg->embedding == ERASE_OPTIM_ROWWISE_ADAGRAD)
+                st = zeros(opt->dev, (size_t)p->rows, &p->state[0]);
+        } else if (cfg->dense == ERASE_OPTIM_ADAMW) {
+            st = zeros(opt->dev, numel, &p->state[0]);
+            if (st == ERASE_OK)
+                st = zeros(opt->dev, numel, &p->state[1]);
+        } else if (cfg->momentum != 0.0f) {
+            st = zeros(opt->dev, numel, &p->state[0]);
+        }
+    }
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        erase_optimizer_destroy(opt);
+        return st;
+    }
+    *out = opt;
+    return ERASE_OK;
+}
+
+void erase_optimizer_destroy(erase_optimizer_t *opt)
+{
+    if (!opt)
+        return;
+    int n;
+    erase_param_t *params = erase_network_params(opt->net, &n);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            erase_free(opt->dev, params[i].state[k]);
+            params[i].state[k] = NULL;
+        }
+    erase_free(opt->dev, opt->clock);
+    free(opt);
+}
+
+erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t *s)
+{
+    ERASE_CHECK(erase_optim_clock_advance(s, opt->clock, &opt->cfg.schedule));
+    return ERASE_OK;
+}
+
+erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s)
+{
+    const erase_optim_config_t *c = &opt->cfg;
+    int first, count, n;
+    erase_param_t *params = erase_network_params(opt->net, &n);
+    erase_network_block_params(opt->net, b, &first, &count);
+    float emb_mult = (float)(c->embedding_lr / c->schedule.base);
+    for (int i = first; i < first + count; i++) {
+        erase_param_t *p = &params[i];
+        if (p->kind == ERASE_PARAM_EMBEDDING) {
+            if (c->embedding == ERASE_OPTIM_ROWWISE_ADAGRAD)
+                ERASE_CHECK(erase_rowwise_adagrad_update(s, (int)p->cols, p->value, p->state[0],
+                                                         p->grad_rows, p->grad_values, p->grad_count,
+                                                         opt->clock, emb_mult, c->adagrad_eps));
+            else
+                ERASE_CHECK(erase_sparse_sgd_update(s, (int)p->cols, p->value, p->grad_rows,
+                                                    p->grad_values, p->grad_count, opt->clock,
+                                                    emb_mult));
+        } else if (c->dense == ERASE_OPTIM_ADAMW) {
+            ERASE_CHECK(erase_adamw_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
+                                           p->state[0], p->state[1], opt->clock, 1.0f, c->beta1,
+                                           c->beta2, c->eps, c->weight_decay));
+        } else {
+            ERASE_CHECK(erase_sgd_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
+                                         p->state[0], opt->clock, 1.0f, c->momentum,
+                                         c->weight_decay));
+        }
+    }
+    return ERASE_OK;
+}
+
+erase_optim_clock_t *erase_optimizer_clock(erase_optimizer_t *opt)
+{
+    return opt->clock;
+}

@@ -1,0 +1,58 @@
+/*
+ * Optimizers of a network: one rule for dense parameters (SGD with
+ * momentum or AdamW) and one for embedding tables (row-wise Adagrad or
+ * plain SGD, on the rows a batch touched only), a learning-rate schedule,
+ * and a step clock in device memory (see erase_optim_clock_t in
+ * lib/ops/ops.h) so that a captured step graph replays correctly.
+ *
+ * Per step: erase_optimizer_begin_step once (advances the clock), then
+ * erase_optimizer_update_block for every block, in any order and on any
+ * streams ordered after begin_step and after that block's backward (and,
+ * with data parallelism, its gradient all-reduce).
+ */
+#ifndef ERASE_NN_OPTIM_H
+#define ERASE_NN_OPTIM_H
+
+#include "lib/core/lr_schedule.h"
+#include "lib/ops/ops.h"
+#include "lib/nn/network.h"
+
+typedef enum {
+    ERASE_OPTIM_SGD = 0,               /* dense or sparse */
+    ERASE_OPTIM_ADAMW = 1,             /* dense */
+    ERASE_OPTIM_ROWWISE_ADAGRAD = 2    /* embedding tables */
+} erase_optim_kind_t;
+
+typedef struct {
+    erase_optim_kind_t dense;       /* SGD or ADAMW */
+    erase_optim_kind_t embedding;   /* SGD or ROWWISE_ADAGRAD */
+    erase_lr_schedule_t schedule;   /* learning rate of dense parameters */
+    double embedding_lr;            /* embedding learning rate after warm-up (follows the schedule) */
+    float momentum;                 /* SGD */
+    float beta1, beta2, eps;        /* AdamW */
+    float weight_decay;             /* SGD and AdamW (decoupled for AdamW) */
+    float adagrad_eps;
+} erase_optim_config_t;
+
+/* AdamW lr 1e-3 (betas 0.9, 0.999, eps 1e-8, no weight decay) for dense
+ * parameters, row-wise Adagrad lr 0.02 (eps 1e-8) for tables, constant. */
+erase_optim_config_t erase_optim_config_default(void);
+
+typedef struct erase_optimizer erase_optimizer_t;
+
+/* Allocate the state slots of every parameter (zeros) and the clock.
+ * Errors: ERASE_ERR_INVALID (a rule that does not apply), ERASE_ERR_NOMEM. */
+erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_config_t *cfg,
+                                      erase_optimizer_t **out);
+void erase_optimizer_destroy(erase_optimizer_t *opt);
+
+/* Enqueue the clock's advance: step + 1 and that step's learning rate. */
+erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t *s);
+
+/* Enqueue the updates of block b's parameters from their gradients. */
+erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s);
+
+/* The clock (device memory; read it after synchronizing). */
+erase_optim_clock_t *erase_optimizer_clock(erase_optimizer_t *opt);
+
+#endif

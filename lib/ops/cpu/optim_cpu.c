@@ -1,0 +1,153 @@
+/* Optimizer ops of lib/ops/ops.h on the CPU backend (single precision). */
+#include "lib/ops/ops.h"
+
+#include "lib/device/cpu/cpu.h"
+
+#include <math.h>
+
+typedef struct {
+    size_t n;
+    int dim;
+    float *w, *m, *v, *acc;
+    const float *g;
+    const uint32_t *rows;
+    const int *count;
+    erase_optim_clock_t *clock;
+    const erase_optim_clock_t *cclock;
+    erase_lr_schedule_t schedule;
+    float lr_mult, momentum, beta1, beta2, eps, wd;
+} optim_args_t;
+
+static erase_status_t clock_k(const void *p)
+{
+    const optim_args_t *a = p;
+    a->clock->step += 1;
+    a->clock->lr = (float)erase_lr_at(&a->schedule, a->clock->step);
+    return ERASE_OK;
+}
+
+static erase_status_t sgd_k(const void *p)
+{
+    const optim_args_t *a = p;
+    float lr = a->cclock->lr * a->lr_mult;
+    int first = a->cclock->step <= 1;
+    for (size_t i = 0; i < a->n; i++) {
+        float g = a->g[i] + a->wd * a->w[i];
+        if (a->m) {
+            a->m[i] = first ? g : a->momentum * a->m[i] + g;
+            g = a->m[i];
+        }
+        a->w[i] -= lr * g;
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t adamw_k(const void *p)
+{
+    const optim_args_t *a = p;
+    float lr = a->cclock->lr * a->lr_mult;
+    double t = (double)a->cclock->step;
+    float bc1 = (float)(1.0 - pow(a->beta1, t)), bc2 = (float)(1.0 - pow(a->beta2, t));
+    float step_size = lr / bc1, bc2_sqrt = sqrtf(bc2), decay = 1.0f - lr * a->wd;
+    for (size_t i = 0; i < a->n; i++) {
+        float g = a->g[i];
+        a->w[i] *= decay;
+        a->m[i] = a->beta1 * a->m[i] + (1.0f - a->beta1) * g;
+        a->v[i] = a->beta2 * a->v[i] + (1.0f - a->beta2) * g * g;
+        a->w[i] -= step_size * a->m[i] / (sqrtf(a->v[i]) / bc2_sqrt + a->eps);
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t adagrad_k(const void *p)
+{
+    const optim_args_t *a = p;
+    float lr = a->cclock->lr * a->lr_mult;
+    for (int i = 0; i < *a->count; i++) {
+        const float *g = a->g + (size_t)i * a->dim;
+        float *w = a->w + (size_t)a->rows[i] * a->dim;
+        float sq = 0;
+        for (int d = 0; d < a->dim; d++)
+            sq += g[d] * g[d];
+        a->acc[a->rows[i]] += sq / (float)a->dim;
+        float scale = lr / (sqrtf(a->acc[a->rows[i]]) + a->eps);
+        for (int d = 0; d < a->dim; d++)
+            w[d] -= scale * g[d];
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t sparse_sgd_k(const void *p)
+{
+    const optim_args_t *a = p;
+    float lr = a->cclock->lr * a->lr_mult;
+    for (int i = 0; i < *a->count; i++) {
+        const float *g = a->g + (size_t)i * a->dim;
+        float *w = a->w + (size_t)a->rows[i] * a->dim;
+        for (int d = 0; d < a->dim; d++)
+            w[d] -= lr * g[d];
+    }
+    return ERASE_OK;
+}
+
+#define LAUNCH(s, fn, args)                                              \
+    do {                                                                 \
+        ERASE_CHECK(erase_cpu_launch((s), (fn), &(args), sizeof(args))); \
+        return ERASE_OK;                                                 \
+    } while (0)
+
+erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
+                                         const erase_lr_schedule_t *schedule)
+{
+    optim_args_t a = { .clock = clock, .schedule = *schedule };
+    LAUNCH(s, clock_k, a);
+}
+
+erase_status_t erase_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,
+                                const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                float weight_decay)
+{
+    if (momentum != 0.0f && !buf)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sgd: momentum %g needs a buffer", (double)momentum);
+    optim_args_t a = { .n = n, .w = w, .g = g, .m = momentum != 0.0f ? buf : NULL,
+                       .cclock = clock, .lr_mult = lr_mult, .momentum = momentum,
+                       .wd = weight_decay };
+    LAUNCH(s, sgd_k, a);
+}
+
+erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g, float *m,
+                                  float *v, const erase_optim_clock_t *clock, float lr_mult,
+                                  float beta1, float beta2, float eps, float weight_decay)
+{
+    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "adamw: betas (%g, %g) must be in [0, 1), eps %g > 0",
+                           (double)beta1, (double)beta2, (double)eps);
+    optim_args_t a = { .n = n, .w = w, .g = g, .m = m, .v = v, .cclock = clock,
+                       .lr_mult = lr_mult, .beta1 = beta1, .beta2 = beta2, .eps = eps,
+                       .wd = weight_decay };
+    LAUNCH(s, adamw_k, a);
+}
+
+erase_status_t erase_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
+                                            const uint32_t *grad_rows, const float *grad_values,
+                                            const int *count, const erase_optim_clock_t *clock,
+                                            float lr_mult, float eps)
+{
+    if (dim < 1 || !(eps > 0))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "row-wise adagrad: dim %d, eps %g", dim, (double)eps);
+    optim_args_t a = { .dim = dim, .w = table, .acc = acc, .rows = grad_rows, .g = grad_values,
+                       .count = count, .cclock = clock, .lr_mult = lr_mult, .eps = eps };
+    LAUNCH(s, adagrad_k, a);
+}
+
+erase_status_t erase_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+                                       const uint32_t *grad_rows, const float *grad_values,
+                                       const int *count, const erase_optim_clock_t *clock,
+                                       float lr_mult)
+{
+    if (dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse sgd: dim %d", dim);
+    optim_args_t a = { .dim = dim, .w = table, .rows = grad_rows, .g = grad_values,
+                       .count = count, .cclock = clock, .lr_mult = lr_mult };
+    LAUNCH(s, sparse_sgd_k, a);
+}
