@@ -16,6 +16,7 @@ static const struct {
 } commands[] = {
     { "gemm", bench_gemm, "SGEMM GFLOP/s on 1 and 2 BLAS threads, share of the measured peak" },
     { "streams", bench_streams, "the same GEMM work on one stream vs two streams: overlap ratio" },
+    { "model", bench_model, "training samples/s of ctr and mlp, GEMM share, ratio to PyTorch (--torch)" },
 };
 
 static void usage(FILE *f)

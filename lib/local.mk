@@ -33,4 +33,5 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/optim_cpu.c \
 	lib/nn/batch.h lib/nn/param.h \
 	lib/nn/network.c lib/nn/network.h \
-	lib/nn/optim.c lib/nn/optim.h
+	lib/nn/optim.c lib/nn/optim.h \
+	lib/nn/train_step.c lib/nn/train_step.h

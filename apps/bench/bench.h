@@ -7,6 +7,7 @@
 /* Each subcommand: parse its own options, run, print a table; exit status. */
 int bench_gemm(int argc, char **argv);
 int bench_streams(int argc, char **argv);
+int bench_model(int argc, char **argv);
 
 /* Open the CPU device with `blas_threads` and print its description. */
 erase_device_t *bench_open_device(int blas_threads);
