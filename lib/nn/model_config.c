@@ -1,0 +1,585 @@
+/*
+ * Model files (lib/nn/model_config.h): libconfig text -> erase_model_config_t
+ * and back.
+ *
+ * Parsing works on a copy that starts from the reference defaults of the
+ * chosen model; the caller's configuration is written only on success. Keys
+ * are checked in a fixed order after the unknown-key scan, so that keys
+ * depending on others (the last bottom_mlp width on embedding_dim, cuts on
+ * the number of blocks) see their final values whatever the order in the
+ * file.
+ *
+ * libconfig 1.5 note: a plain integer literal is 32-bit; larger values need
+ * the `L` suffix (3000000000L), which erase_model_config_format writes.
+ */
+#include "lib/nn/model_config.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libconfig.h>
+
+static const char *const model_names[] = { "ctr", "mlp" };
+
+/* Boundaries 1 .. blocks-1 all set. */
+static uint32_t all_cuts(int blocks)
+{
+    if (blocks < 1)
+        return 0;
+    return (uint32_t)((((uint64_t)1 << blocks) - 1) & ~(uint64_t)1);
+}
+
+erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
+{
+    erase_model_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = kind;
+    cfg.seed = 1;
+    cfg.local_loss_weight = 1.0f;
+    if (kind == ERASE_MODEL_MLP) {
+        cfg.mlp.inputs = 784;
+        cfg.mlp.hidden_layers = 3;
+        for (int i = 0; i < 3; i++)
+            cfg.mlp.hidden[i] = 1024;
+        cfg.mlp.classes = 10;
+    } else {
+        cfg.ctr.embedding_dim = 16;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            cfg.ctr.table_rows[f] = 10007;
+        cfg.ctr.bottom_layers = 2;
+        cfg.ctr.bottom_mlp[0] = 64;
+        cfg.ctr.bottom_mlp[1] = 16;
+        cfg.ctr.subarch_width = 256;
+        cfg.ctr.subarchs = 6;
+    }
+    cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
+    return cfg;
+}
+
+int erase_model_config_blocks(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : 1 + cfg->ctr.subarchs;
+}
+
+/* ---- parsing helpers ---------------------------------------------------- */
+
+/* Pass a failure up without a breadcrumb: a mistake in the model file is
+ * located by "name:line: key", not by the parser's call chain. */
+#define TRY(call)                                                 \
+    do {                                                          \
+        erase_status_t try_s_ = (call);                           \
+        if (try_s_ != ERASE_OK)                                   \
+            return try_s_;                                        \
+    } while (0)
+
+/* Where a setting came from: the text's name, or the file an @include
+ * pulled it from. */
+static const char *origin(const char *name, const config_setting_t *s)
+{
+    const char *file = config_setting_source_file(s);
+    return file ? file : name;
+}
+
+/* "name:line: <message>" as ERASE_ERR_FORMAT. */
+static erase_status_t fail_at(const char *name, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static erase_status_t fail_at(const char *name, const config_setting_t *s, const char *fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%u: %s", origin(name, s), config_setting_source_line(s),
+                       what);
+}
+
+/* A setting's value as it reads in a message: 0, 2.5, "16", true, a list. */
+static void describe(const config_setting_t *s, char *buf, size_t size)
+{
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64:
+        snprintf(buf, size, "%lld", config_setting_get_int64(s));
+        break;
+    case CONFIG_TYPE_FLOAT:
+        snprintf(buf, size, "%g", config_setting_get_float(s));
+        if (!strpbrk(buf, ".eni")) /* 16.0 must not read as the integer 16 */
+            strncat(buf, ".0", size - strlen(buf) - 1);
+        break;
+    case CONFIG_TYPE_STRING:
+        snprintf(buf, size, "\"%s\"", config_setting_get_string(s));
+        break;
+    case CONFIG_TYPE_BOOL:
+        snprintf(buf, size, "%s", config_setting_get_bool(s) ? "true" : "false");
+        break;
+    case CONFIG_TYPE_GROUP:
+        snprintf(buf, size, "a group");
+        break;
+    default: /* [array] and (list) */
+        snprintf(buf, size, "a list");
+        break;
+    }
+}
+
+/* "name:line: path: expected <what>, got <value>" */
+static erase_status_t expected(const char *name, const config_setting_t *s, const char *path,
+                               const char *what)
+{
+    char got[256];
+    describe(s, got, sizeof got);
+    return fail_at(name, s, "%s: expected %s, got %s", path, what, got);
+}
+
+static bool is_integer(const config_setting_t *s)
+{
+    return config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64;
+}
+
+static bool is_list(const config_setting_t *s)
+{
+    return config_setting_is_array(s) || config_setting_is_list(s);
+}
+
+/*
+ * An integer in min..max. The message names the range as "in min..max" when
+ * `show_max` (a real limit of the model) or when the value is too large, and
+ * as ">= min" otherwise (max is only the range of the C type).
+ */
+static erase_status_t get_integer(const char *name, const config_setting_t *s, const char *path,
+                                  long long min, long long max, bool show_max, long long *out)
+{
+    long long v = is_integer(s) ? config_setting_get_int64(s) : 0;
+    if (!is_integer(s) || v < min || v > max) {
+        char what[96];
+        if (show_max || (is_integer(s) && v > max))
+            snprintf(what, sizeof what, "an integer in %lld..%lld", min, max);
+        else
+            snprintf(what, sizeof what, "an integer >= %lld", min);
+        return expected(name, s, path, what);
+    }
+    *out = v;
+    return ERASE_OK;
+}
+
+/* An int key of `group` (left unchanged when absent). */
+static erase_status_t read_int(const char *name, config_setting_t *group, const char *prefix,
+                               const char *key, int min, int max, bool show_max, int *out)
+{
+    config_setting_t *s = config_setting_get_member(group, key);
+    if (!s)
+        return ERASE_OK;
+    char path[64];
+    snprintf(path, sizeof path, "%s.%s", prefix, key);
+    long long v;
+    TRY(get_integer(name, s, path, min, max, show_max, &v));
+    *out = (int)v;
+    return ERASE_OK;
+}
+
+/*
+ * A list of min_count..max_count integers, each >= elem_min (key absent:
+ * out and count unchanged). `noun` names the elements in count messages
+ * ("expected 1..16 widths, got 17").
+ */
+static erase_status_t read_int_list(const char *name, config_setting_t *group, const char *prefix,
+                                    const char *key, int min_count, int max_count,
+                                    const char *noun, int elem_min, int *out, int *count)
+{
+    config_setting_t *s = config_setting_get_member(group, key);
+    if (!s)
+        return ERASE_OK;
+    char path[64], what[96];
+    snprintf(path, sizeof path, "%s.%s", prefix, key);
+    if (!is_list(s)) {
+        snprintf(what, sizeof what, "a list of %d..%d %s", min_count, max_count, noun);
+        return expected(name, s, path, what);
+    }
+    int n = config_setting_length(s);
+    if (n < min_count || n > max_count)
+        return fail_at(name, s, "%s: expected %d..%d %s, got %d", path, min_count, max_count, noun, n);
+    for (int i = 0; i < n; i++) {
+        char elem_path[80];
+        snprintf(elem_path, sizeof elem_path, "%s[%d]", path, i);
+        long long v;
+        TRY(get_integer(name, config_setting_get_elem(s, (unsigned)i), elem_path, elem_min,
+                                INT_MAX, false, &v));
+        out[i] = (int)v;
+    }
+    *count = n;
+    return ERASE_OK;
+}
+
+/* local_loss_weight: an int or a float >= 0 that fits a float. */
+static erase_status_t read_weight(const char *name, config_setting_t *group, const char *prefix,
+                                  float *out)
+{
+    config_setting_t *s = config_setting_get_member(group, "local_loss_weight");
+    if (!s)
+        return ERASE_OK;
+    char path[64];
+    snprintf(path, sizeof path, "%s.local_loss_weight", prefix);
+    double v;
+    if (is_integer(s))
+        v = (double)config_setting_get_int64(s);
+    else if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+        v = config_setting_get_float(s);
+    else
+        return expected(name, s, path, "a number >= 0");
+    if (!(v >= 0)) /* NaN fails too */
+        return expected(name, s, path, "a number >= 0");
+    if (v > FLT_MAX) {
+        char what[64];
+        snprintf(what, sizeof what, "a number <= %g", (double)FLT_MAX);
+        return expected(name, s, path, what);
+    }
+    *out = (float)v;
+    return ERASE_OK;
+}
+
+/* cuts: "all" (the default), "none" or a list of distinct boundaries in
+ * 1..blocks-1. */
+static erase_status_t read_cuts(const char *name, config_setting_t *group, const char *prefix,
+                                int blocks, uint32_t *mask)
+{
+    *mask = all_cuts(blocks);
+    config_setting_t *s = config_setting_get_member(group, "cuts");
+    if (!s)
+        return ERASE_OK;
+    char path[64];
+    snprintf(path, sizeof path, "%s.cuts", prefix);
+    const char *text = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
+    if (text && strcmp(text, "all") == 0)
+        return ERASE_OK;
+    if (text && strcmp(text, "none") == 0) {
+        *mask = 0;
+        return ERASE_OK;
+    }
+    if (!is_list(s))
+        return expected(name, s, path, "\"all\", \"none\" or a list of boundaries");
+    *mask = 0;
+    for (int i = 0; i < config_setting_length(s); i++) {
+        config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        if (!is_integer(e)) {
+            char elem_path[80];
+            snprintf(elem_path, sizeof elem_path, "%s[%d]", path, i);
+            return expected(name, e, elem_path, "a boundary number");
+        }
+        long long c = config_setting_get_int64(e);
+        if (c < 1 || c > blocks - 1)
+            return fail_at(name, e, "%s: boundary %lld outside 1..%d", path, c, blocks - 1);
+        if (*mask & (UINT32_C(1) << c))
+            return fail_at(name, e, "%s: boundary %lld listed twice", path, c);
+        *mask |= UINT32_C(1) << c;
+    }
+    return ERASE_OK;
+}
+
+/* The first member of `group` that is not in `keys` (NULL-terminated):
+ * "unknown key 'prefix.key'". */
+static erase_status_t check_keys(const char *name, config_setting_t *group, const char *prefix,
+                                 const char *const *keys)
+{
+    for (int i = 0; i < config_setting_length(group); i++) {
+        config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+        bool known = false;
+        for (const char *const *k = keys; *k && !known; k++)
+            known = strcmp(*k, config_setting_name(s)) == 0;
+        if (!known)
+            return fail_at(name, s, "unknown key '%s.%s'", prefix, config_setting_name(s));
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
+                                        "subarchs", "cuts", "local_loss_weight", NULL };
+    TRY(check_keys(name, g, "ctr", keys));
+    TRY(read_int(name, g, "ctr", "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
+
+    config_setting_t *rows = config_setting_get_member(g, "table_rows");
+    if (rows && is_integer(rows)) {
+        long long v;
+        TRY(get_integer(name, rows, "ctr.table_rows", 2, UINT32_MAX, false, &v));
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            cfg->ctr.table_rows[f] = (uint32_t)v;
+    } else if (rows && is_list(rows)) {
+        int n = config_setting_length(rows);
+        if (n != ERASE_CTR_FIELDS)
+            return fail_at(name, rows, "ctr.table_rows: expected %d table sizes, got %d",
+                           ERASE_CTR_FIELDS, n);
+        for (int f = 0; f < n; f++) {
+            char path[64];
+            snprintf(path, sizeof path, "ctr.table_rows[%d]", f);
+            long long v;
+            TRY(get_integer(name, config_setting_get_elem(rows, (unsigned)f), path, 2,
+                                    UINT32_MAX, false, &v));
+            cfg->ctr.table_rows[f] = (uint32_t)v;
+        }
+    } else if (rows) {
+        return expected(name, rows, "ctr.table_rows", "an integer >= 2 or a list of 26 table sizes");
+    }
+
+    /* Omitted, the bottom MLP is the reference 13-64-D for this D. */
+    cfg->ctr.bottom_layers = 2;
+    cfg->ctr.bottom_mlp[0] = 64;
+    cfg->ctr.bottom_mlp[1] = cfg->ctr.embedding_dim;
+    TRY(read_int_list(name, g, "ctr", "bottom_mlp", 1, ERASE_MAX_LAYERS, "widths", 1,
+                              cfg->ctr.bottom_mlp, &cfg->ctr.bottom_layers));
+    int last = cfg->ctr.bottom_mlp[cfg->ctr.bottom_layers - 1];
+    if (last != cfg->ctr.embedding_dim)
+        return fail_at(name, config_setting_get_member(g, "bottom_mlp"),
+                       "ctr.bottom_mlp: the last width (%d) must equal embedding_dim (%d)", last,
+                       cfg->ctr.embedding_dim);
+
+    TRY(read_int(name, g, "ctr", "subarch_width", 1, INT_MAX, false, &cfg->ctr.subarch_width));
+    TRY(read_int(name, g, "ctr", "subarchs", 1, ERASE_MAX_BLOCKS - 1, true, &cfg->ctr.subarchs));
+    TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, &cfg->cut_mask));
+    TRY(read_weight(name, g, "ctr", &cfg->local_loss_weight));
+    return ERASE_OK;
+}
+
+static erase_status_t parse_mlp(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "inputs", "hidden", "classes", "cuts", "local_loss_weight",
+                                        NULL };
+    TRY(check_keys(name, g, "mlp", keys));
+    TRY(read_int(name, g, "mlp", "inputs", 1, INT_MAX, false, &cfg->mlp.inputs));
+    TRY(read_int_list(name, g, "mlp", "hidden", 1, ERASE_MAX_LAYERS, "widths", 1,
+                              cfg->mlp.hidden, &cfg->mlp.hidden_layers));
+    TRY(read_int(name, g, "mlp", "classes", 2, INT_MAX, false, &cfg->mlp.classes));
+    TRY(read_cuts(name, g, "mlp", cfg->mlp.hidden_layers, &cfg->cut_mask));
+    TRY(read_weight(name, g, "mlp", &cfg->local_loss_weight));
+    return ERASE_OK;
+}
+
+static erase_status_t parse_root(const char *name, config_setting_t *root, erase_model_config_t *cfg)
+{
+    config_setting_t *model = config_setting_get_member(root, "model");
+    if (!model)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\" or \"mlp\")", name);
+    const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
+                           ? config_setting_get_string(model) : "";
+    erase_model_kind_t kind;
+    if (strcmp(text, "ctr") == 0)
+        kind = ERASE_MODEL_CTR;
+    else if (strcmp(text, "mlp") == 0)
+        kind = ERASE_MODEL_MLP;
+    else
+        return expected(name, model, "model", "\"ctr\" or \"mlp\"");
+    *cfg = erase_model_config_default(kind);
+    const char *mine = model_names[kind], *other = model_names[1 - kind];
+
+    for (int i = 0; i < config_setting_length(root); i++) {
+        config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+        const char *key = config_setting_name(s);
+        if (strcmp(key, "model") == 0 || strcmp(key, "seed") == 0 || strcmp(key, mine) == 0)
+            continue;
+        if (strcmp(key, other) == 0)
+            return fail_at(name, s, "group '%s' does not apply to model \"%s\"", other, mine);
+        return fail_at(name, s, "unknown key '%s'", key);
+    }
+
+    config_setting_t *seed = config_setting_get_member(root, "seed");
+    if (seed) {
+        long long v;
+        TRY(get_integer(name, seed, "seed", 0, LLONG_MAX, false, &v));
+        cfg->seed = (uint64_t)v;
+    }
+
+    config_setting_t *group = config_setting_get_member(root, mine);
+    if (!group)
+        return ERASE_OK;
+    if (!config_setting_is_group(group))
+        return expected(name, group, mine, "a group");
+    return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
+}
+
+erase_status_t erase_model_config_parse(const char *text, const char *name,
+                                        erase_model_config_t *cfg)
+{
+    if (!text || !cfg)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", text ? "cfg" : "text");
+    if (!name)
+        name = "<string>";
+    config_t lc;
+    config_init(&lc);
+    erase_status_t status;
+    if (!config_read_string(&lc, text)) {
+        const char *file = config_error_file(&lc); /* set inside an @include */
+        status = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: syntax error: %s", file ? file : name,
+                             config_error_line(&lc), config_error_text(&lc));
+    } else {
+        erase_model_config_t out;
+        status = parse_root(name, config_root_setting(&lc), &out);
+        if (status == ERASE_OK)
+            *cfg = out;
+    }
+    config_destroy(&lc);
+    return status;
+}
+
+erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg)
+{
+    if (!path || !cfg)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", path ? "cfg" : "path");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ERASE_ERROR(ERASE_ERR_IO, "cannot read model file %s: %s", path, strerror(errno));
+    size_t len = 0, cap = 4096;
+    char *text = malloc(cap);
+    erase_status_t status = ERASE_OK;
+    while (text) {
+        len += fread(text + len, 1, cap - 1 - len, f);
+        if (ferror(f)) {
+            status = ERASE_ERROR(ERASE_ERR_IO, "cannot read model file %s: %s", path, strerror(errno));
+            break;
+        }
+        if (feof(f))
+            break;
+        if (len == cap - 1) {
+            char *bigger = realloc(text, cap * 2);
+            if (!bigger)
+                free(text);
+            text = bigger;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!text)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "cannot read model file %s: out of memory", path);
+    if (status == ERASE_OK) {
+        text[len] = '\0';
+        status = erase_model_config_parse(text, path, cfg);
+        if (status != ERASE_OK)
+            erase_error_trail(__FILE__, __LINE__);
+    }
+    free(text);
+    return status;
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+typedef struct {
+    char *text;
+    int size;
+    long len; /* what the whole text needs, even past size */
+} writer_t;
+
+static void put(writer_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(writer_t *w, const char *fmt, ...)
+{
+    bool room = w->len < w->size;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(room ? w->text + w->len : NULL, room ? (size_t)(w->size - w->len) : 0, fmt, ap);
+    va_end(ap);
+    w->len += n > 0 ? n : 0;
+}
+
+/* An integer libconfig 1.5 reads back: beyond 32 bits it needs the L suffix
+ * (`wide`: write it anyway, as every element of an array must have the
+ * same type). */
+static void put_integer(writer_t *w, unsigned long long v, bool wide)
+{
+    put(w, wide || v > INT_MAX ? "%lluL" : "%llu", v);
+}
+
+static void put_int_list(writer_t *w, const int *v, int n)
+{
+    put(w, "[");
+    for (int i = 0; i < n; i++)
+        put(w, i ? ", %d" : "%d", v[i]);
+    put(w, "]");
+}
+
+static void put_cuts(writer_t *w, uint32_t mask, int blocks)
+{
+    if (mask == all_cuts(blocks)) {
+        put(w, "\"all\"");
+    } else if (mask == 0) {
+        put(w, "\"none\"");
+    } else {
+        const char *sep = "";
+        put(w, "[");
+        for (int c = 1; c < blocks; c++)
+            if (mask & (UINT32_C(1) << c)) {
+                put(w, "%s%d", sep, c);
+                sep = ", ";
+            }
+        put(w, "]");
+    }
+}
+
+/* A float that reads back as the same float, and as a float ("1.0", not "1"). */
+static void put_float(writer_t *w, float x)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, "%.9g", (double)x);
+    put(w, strpbrk(buf, ".eni") ? "%s" : "%s.0", buf);
+}
+
+/* Whether the text of `cfg` can be written at all (kind, list lengths,
+ * boundaries and the seed within what the file format can say). */
+static bool formattable(const erase_model_config_t *cfg)
+{
+    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP)
+        return false;
+    if (cfg->seed > (uint64_t)LLONG_MAX)
+        return false;
+    int layers = cfg->kind == ERASE_MODEL_CTR ? cfg->ctr.bottom_layers : cfg->mlp.hidden_layers;
+    if (layers < 1 || layers > ERASE_MAX_LAYERS)
+        return false;
+    int blocks = erase_model_config_blocks(cfg);
+    return blocks >= 1 && blocks <= ERASE_MAX_BLOCKS && (cfg->cut_mask & ~all_cuts(blocks)) == 0;
+}
+
+int erase_model_config_format(const erase_model_config_t *cfg, char *text, int size)
+{
+    if (!cfg || !text || size <= 0 || !formattable(cfg))
+        return -1;
+    writer_t w = { text, size, 0 };
+    put(&w, "model = \"%s\";\nseed = ", model_names[cfg->kind]);
+    put_integer(&w, cfg->seed, false);
+    put(&w, ";\n%s: {\n", model_names[cfg->kind]);
+    if (cfg->kind == ERASE_MODEL_CTR) {
+        put(&w, "  embedding_dim = %d;\n  table_rows = ", cfg->ctr.embedding_dim);
+        bool same = true, wide = false;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+            same = same && cfg->ctr.table_rows[f] == cfg->ctr.table_rows[0];
+            wide = wide || cfg->ctr.table_rows[f] > INT_MAX;
+        }
+        if (same) {
+            put_integer(&w, cfg->ctr.table_rows[0], false);
+        } else {
+            for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+                put(&w, "%s", f ? ", " : "[");
+                put_integer(&w, cfg->ctr.table_rows[f], wide);
+            }
+            put(&w, "]");
+        }
+        put(&w, ";\n  bottom_mlp = ");
+        put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
+        put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
+            cfg->ctr.subarchs);
+    } else {
+        put(&w, "  inputs = %d;\n  hidden = ", cfg->mlp.inputs);
+        put_int_list(&w, cfg->mlp.hidden, cfg->mlp.hidden_layers);
+        put(&w, ";\n  classes = %d;\n", cfg->mlp.classes);
+    }
+    put(&w, "  cuts = ");
+    put_cuts(&w, cfg->cut_mask, erase_model_config_blocks(cfg));
+    put(&w, ";\n  local_loss_weight = ");
+    put_float(&w, cfg->local_loss_weight);
+    put(&w, ";\n};\n");
+    return w.len < size ? (int)w.len : -1;
+}

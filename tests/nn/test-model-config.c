@@ -1,0 +1,521 @@
+/*
+ * Model files (lib/nn/model_config.h): the reference defaults, full ctr and
+ * mlp files with comments, format -> parse round trips (defaults and
+ * non-default values, including 64-bit seeds and table sizes), and every
+ * kind of error with its exact message "<name>:<line>: <what>". A failed
+ * parse leaves the caller's configuration untouched.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lib/nn/model_config.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+
+/* The message from "<name>:" on: erase_error_message() starts with the
+ * source location of the library (and any breadcrumbs). */
+static const char *message_from(const char *name)
+{
+    const char *m = erase_error_message();
+    char key[256];
+    snprintf(key, sizeof key, "%s:", name);
+    const char *p = strstr(m, key);
+    return p ? p : m;
+}
+
+static void assert_config_equal(const erase_model_config_t *a, const erase_model_config_t *b)
+{
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->seed, b->seed);
+    assert_int_equal(a->cut_mask, b->cut_mask);
+    assert_memory_equal(&a->local_loss_weight, &b->local_loss_weight, sizeof(float));
+    if (a->kind == ERASE_MODEL_CTR) {
+        assert_int_equal(a->ctr.embedding_dim, b->ctr.embedding_dim);
+        assert_memory_equal(a->ctr.table_rows, b->ctr.table_rows, sizeof a->ctr.table_rows);
+        assert_int_equal(a->ctr.bottom_layers, b->ctr.bottom_layers);
+        assert_memory_equal(a->ctr.bottom_mlp, b->ctr.bottom_mlp,
+                            (size_t)a->ctr.bottom_layers * sizeof(int));
+        assert_int_equal(a->ctr.subarch_width, b->ctr.subarch_width);
+        assert_int_equal(a->ctr.subarchs, b->ctr.subarchs);
+    } else {
+        assert_int_equal(a->mlp.inputs, b->mlp.inputs);
+        assert_int_equal(a->mlp.hidden_layers, b->mlp.hidden_layers);
+        assert_memory_equal(a->mlp.hidden, b->mlp.hidden, (size_t)a->mlp.hidden_layers * sizeof(int));
+        assert_int_equal(a->mlp.classes, b->mlp.classes);
+    }
+}
+
+/* Parse `text` as "bad.cfg": it must fail with ERASE_ERR_FORMAT, the message
+ * must read `want` from "bad.cfg:" on, and `cfg` must stay as it was. */
+static void expect_error(const char *text, const char *want)
+{
+    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_MLP), before = cfg;
+    erase_error_clear();
+    erase_status_t s = erase_model_config_parse(text, "bad.cfg", &cfg);
+    print_message("  %-44s -> %s\n", want, erase_error_message());
+    assert_int_equal(s, ERASE_ERR_FORMAT);
+    assert_string_equal(message_from("bad.cfg"), want);
+    assert_memory_equal(&cfg, &before, sizeof cfg);
+}
+
+/* `model = "ctr"; ctr: { <body> };` on lines 1..3 (the body is line 3). */
+static void expect_ctr_error(const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "model = \"ctr\";\nctr: {\n%s\n};\n", body);
+    expect_error(text, want);
+}
+
+static void expect_mlp_error(const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "model = \"mlp\";\nmlp: {\n%s\n};\n", body);
+    expect_error(text, want);
+}
+
+static void test_defaults(void **state)
+{
+    print_message("ctr defaults: D=16, 26 x 10007 rows, bottom 64-16, 6 x 256, all 6 cuts, lambda 1, seed 1\n");
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    assert_int_equal(c.kind, ERASE_MODEL_CTR);
+    assert_int_equal(c.ctr.embedding_dim, 16);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.table_rows[f], 10007);
+    assert_int_equal(c.ctr.bottom_layers, 2);
+    assert_int_equal(c.ctr.bottom_mlp[0], 64);
+    assert_int_equal(c.ctr.bottom_mlp[1], 16);
+    assert_int_equal(c.ctr.subarch_width, 256);
+    assert_int_equal(c.ctr.subarchs, 6);
+    assert_int_equal(erase_model_config_blocks(&c), 7);
+    assert_int_equal(c.cut_mask, 0x7e); /* boundaries 1..6 */
+    assert_true(c.local_loss_weight == 1.0f);
+    assert_int_equal(c.seed, 1);
+
+    print_message("mlp defaults: 784-1024-1024-1024, 10 classes, both cuts, lambda 1, seed 1\n");
+    erase_model_config_t m = erase_model_config_default(ERASE_MODEL_MLP);
+    assert_int_equal(m.kind, ERASE_MODEL_MLP);
+    assert_int_equal(m.mlp.inputs, 784);
+    assert_int_equal(m.mlp.hidden_layers, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(m.mlp.hidden[i], 1024);
+    assert_int_equal(m.mlp.classes, 10);
+    assert_int_equal(erase_model_config_blocks(&m), 3);
+    assert_int_equal(m.cut_mask, 0x6); /* boundaries 1, 2 */
+    assert_true(m.local_loss_weight == 1.0f);
+    assert_int_equal(m.seed, 1);
+
+    print_message("a file with only the model key gives the defaults\n");
+    erase_model_config_t p;
+    MUST(erase_model_config_parse("model = \"ctr\";", "min.cfg", &p));
+    assert_config_equal(&p, &c);
+    MUST(erase_model_config_parse("model = \"mlp\"; mlp: {};", "min.cfg", &p));
+    assert_config_equal(&p, &m);
+}
+
+static void test_parse_ctr(void **state)
+{
+    print_message("full ctr file with # and // comments, per-table sizes, a cut list\n");
+    char rows[512] = "";
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        snprintf(rows + strlen(rows), sizeof rows - strlen(rows), "%s%d", f ? ", " : "", 100 + f);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "# a small CTR model\n"
+             "model = \"ctr\";   // the reference CTR layout\n"
+             "seed = 42;\n"
+             "ctr: {\n"
+             "  embedding_dim = 8;          # D\n"
+             "  table_rows = [%s];\n"
+             "  bottom_mlp = [32, 16, 8];   // 13-32-16-8\n"
+             "  subarch_width = 64;\n"
+             "  subarchs = 3;\n"
+             "  cuts = [1, 3];\n"
+             "  local_loss_weight = 0.25;\n"
+             "};\n", rows);
+    erase_model_config_t c;
+    MUST(erase_model_config_parse(text, "ctr.cfg", &c));
+    assert_int_equal(c.kind, ERASE_MODEL_CTR);
+    assert_int_equal(c.seed, 42);
+    assert_int_equal(c.ctr.embedding_dim, 8);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.table_rows[f], 100 + f);
+    assert_int_equal(c.ctr.bottom_layers, 3);
+    assert_int_equal(c.ctr.bottom_mlp[0], 32);
+    assert_int_equal(c.ctr.bottom_mlp[1], 16);
+    assert_int_equal(c.ctr.bottom_mlp[2], 8);
+    assert_int_equal(c.ctr.subarch_width, 64);
+    assert_int_equal(c.ctr.subarchs, 3);
+    assert_int_equal(erase_model_config_blocks(&c), 4);
+    assert_int_equal(c.cut_mask, (1u << 1) | (1u << 3));
+    assert_true(c.local_loss_weight == 0.25f);
+
+    print_message("one table size for all 26; cuts \"none\"; an integer weight; omitted bottom_mlp is 64-D\n");
+    MUST(erase_model_config_parse("model = \"ctr\";\n"
+                                  "ctr: { embedding_dim = 32; table_rows = 3000000000L;\n"
+                                  "       cuts = \"none\"; local_loss_weight = 2; subarchs = 31; };\n",
+                                  "ctr.cfg", &c));
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.table_rows[f], 3000000000u);
+    assert_int_equal(c.cut_mask, 0);
+    assert_true(c.local_loss_weight == 2.0f);
+    assert_int_equal(c.ctr.bottom_layers, 2);
+    assert_int_equal(c.ctr.bottom_mlp[0], 64);
+    assert_int_equal(c.ctr.bottom_mlp[1], 32);
+    assert_int_equal(erase_model_config_blocks(&c), 32);
+
+    print_message("cuts = \"all\" with 31 sub-architectures: boundaries 1..31\n");
+    MUST(erase_model_config_parse("model = \"ctr\"; ctr: { subarchs = 31; cuts = \"all\"; };", "ctr.cfg", &c));
+    assert_int_equal(c.cut_mask, 0xfffffffeu);
+}
+
+static void test_parse_mlp(void **state)
+{
+    print_message("full mlp file with comments, keys in any order, a (libconfig list) of widths\n");
+    const char *text =
+        "// the feasibility experiment, smaller\n"
+        "mlp: {\n"
+        "  cuts = [2];            # only between layer1 and layer2\n"
+        "  hidden = (512, 256, 128);\n"
+        "  inputs = 100;\n"
+        "  classes = 2;\n"
+        "  local_loss_weight = 0.5;\n"
+        "};\n"
+        "seed = 3000000000L;      # beyond 32 bits\n"
+        "model = \"mlp\";\n";
+    erase_model_config_t c;
+    MUST(erase_model_config_parse(text, "mlp.cfg", &c));
+    assert_int_equal(c.kind, ERASE_MODEL_MLP);
+    assert_int_equal(c.seed, 3000000000u);
+    assert_int_equal(c.mlp.inputs, 100);
+    assert_int_equal(c.mlp.hidden_layers, 3);
+    assert_int_equal(c.mlp.hidden[0], 512);
+    assert_int_equal(c.mlp.hidden[1], 256);
+    assert_int_equal(c.mlp.hidden[2], 128);
+    assert_int_equal(c.mlp.classes, 2);
+    assert_int_equal(erase_model_config_blocks(&c), 3);
+    assert_int_equal(c.cut_mask, 1u << 2);
+    assert_true(c.local_loss_weight == 0.5f);
+
+    print_message("one hidden layer: one block, no boundaries, \"all\" is no cut\n");
+    MUST(erase_model_config_parse("model = \"mlp\"; mlp: { hidden = [10]; cuts = \"all\"; };", "mlp.cfg", &c));
+    assert_int_equal(erase_model_config_blocks(&c), 1);
+    assert_int_equal(c.cut_mask, 0);
+}
+
+/* format -> parse gives back `cfg`; returns the text length. */
+static int round_trip(const erase_model_config_t *cfg, const char *what)
+{
+    char text[4096];
+    int n = erase_model_config_format(cfg, text, sizeof text);
+    assert_true(n > 0);
+    assert_int_equal(n, (int)strlen(text));
+    erase_model_config_t back;
+    erase_status_t s = erase_model_config_parse(text, "formatted", &back);
+    if (s != ERASE_OK)
+        print_message("%s\n%s\n", text, erase_error_message());
+    assert_int_equal(s, ERASE_OK);
+    assert_config_equal(&back, cfg);
+    print_message("round trip %-40s: %d characters\n", what, n);
+    return n;
+}
+
+static void test_round_trip(void **state)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    round_trip(&c, "ctr defaults");
+    char text[4096];
+    int n = erase_model_config_format(&c, text, sizeof text);
+    print_message("ctr defaults format as:\n%s", text);
+    assert_string_equal(text,
+                        "model = \"ctr\";\n"
+                        "seed = 1;\n"
+                        "ctr: {\n"
+                        "  embedding_dim = 16;\n"
+                        "  table_rows = 10007;\n"
+                        "  bottom_mlp = [64, 16];\n"
+                        "  subarch_width = 256;\n"
+                        "  subarchs = 6;\n"
+                        "  cuts = \"all\";\n"
+                        "  local_loss_weight = 1.0;\n"
+                        "};\n");
+    assert_int_equal(n, (int)strlen(text));
+
+    c.seed = (uint64_t)INT64_MAX;
+    c.ctr.embedding_dim = 5;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        c.ctr.table_rows[f] = f == 7 ? 4294967295u : 2u + 1000u * (uint32_t)f;
+    c.ctr.bottom_layers = ERASE_MAX_LAYERS;
+    for (int i = 0; i < ERASE_MAX_LAYERS; i++)
+        c.ctr.bottom_mlp[i] = i == ERASE_MAX_LAYERS - 1 ? 5 : 100 + i;
+    c.ctr.subarch_width = 1;
+    c.ctr.subarchs = 31;
+    c.cut_mask = (1u << 1) | (1u << 17) | (1u << 31);
+    c.local_loss_weight = 0.1f;
+    round_trip(&c, "ctr, non-default everything");
+    c.cut_mask = 0;
+    c.local_loss_weight = 1e-7f;
+    round_trip(&c, "ctr, no cuts, tiny weight");
+    c.local_loss_weight = 0.0f;
+    c.cut_mask = 0xfffffffeu;
+    round_trip(&c, "ctr, all 31 cuts, weight 0");
+
+    erase_model_config_t m = erase_model_config_default(ERASE_MODEL_MLP);
+    round_trip(&m, "mlp defaults");
+    m.seed = 0;
+    m.mlp.inputs = 3;
+    m.mlp.hidden_layers = 5;
+    for (int i = 0; i < 5; i++)
+        m.mlp.hidden[i] = 7 * (i + 1);
+    m.mlp.classes = 2;
+    m.cut_mask = 1u << 3;
+    m.local_loss_weight = 3.14159274f;
+    round_trip(&m, "mlp, non-default everything");
+    m.mlp.hidden_layers = 1;
+    m.cut_mask = 0;
+    m.local_loss_weight = 123456792.0f;
+    round_trip(&m, "mlp, one block, large weight");
+}
+
+static void test_format_limits(void **state)
+{
+    print_message("format: -1 when the buffer is too small by one, exact fit accepted\n");
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_MLP);
+    char text[1024];
+    int n = erase_model_config_format(&c, text, sizeof text);
+    assert_true(n > 0);
+    char *exact = malloc((size_t)n + 1);
+    assert_non_null(exact);
+    assert_int_equal(erase_model_config_format(&c, exact, n + 1), n);
+    assert_string_equal(exact, text);
+    assert_int_equal(erase_model_config_format(&c, exact, n), -1);
+    assert_int_equal(erase_model_config_format(&c, exact, 1), -1);
+    free(exact);
+
+    print_message("format: -1 for a configuration the file format cannot express\n");
+    erase_model_config_t bad = c;
+    bad.kind = (erase_model_kind_t)7;
+    assert_int_equal(erase_model_config_format(&bad, text, sizeof text), -1);
+    bad = c;
+    bad.mlp.hidden_layers = ERASE_MAX_LAYERS + 1;
+    assert_int_equal(erase_model_config_format(&bad, text, sizeof text), -1);
+    bad = c;
+    bad.cut_mask = 1u << 3; /* 3 blocks: boundaries 1, 2 only */
+    assert_int_equal(erase_model_config_format(&bad, text, sizeof text), -1);
+}
+
+static void test_error_syntax(void **state)
+{
+    print_message("syntax errors name the line and libconfig's text\n");
+    expect_error("model = \"ctr\";\nseed = ;\n", "bad.cfg:2: syntax error: syntax error");
+    expect_error("model = \"ctr\";\nseed = 1;\n\nseed = 2;\n", "bad.cfg:4: syntax error: duplicate setting name");
+    expect_error("model = \"ctr\";\nctr: { table_rows = [1, \"x\"]; };\n",
+                 "bad.cfg:2: syntax error: mismatched element type in array");
+}
+
+static void test_error_model(void **state)
+{
+    print_message("the model key: required, \"ctr\" or \"mlp\"\n");
+    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\" or \"mlp\")");
+    expect_error("", "bad.cfg: missing key 'model' (\"ctr\" or \"mlp\")");
+    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\" or \"mlp\", got \"foo\"");
+    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\" or \"mlp\", got 1");
+    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\" or \"mlp\", got a list");
+}
+
+static void test_error_unknown_key(void **state)
+{
+    print_message("unknown keys, at the top and inside the model group\n");
+    expect_error("model = \"ctr\";\nsede = 1;\n", "bad.cfg:2: unknown key 'sede'");
+    expect_ctr_error("  embedding_dim = 16;\n  embeding_dim = 16;",
+                     "bad.cfg:4: unknown key 'ctr.embeding_dim'");
+    expect_mlp_error("  seed = 3;", "bad.cfg:3: unknown key 'mlp.seed'");
+    expect_mlp_error("  subarchs = 3;", "bad.cfg:3: unknown key 'mlp.subarchs'");
+}
+
+static void test_error_other_group(void **state)
+{
+    print_message("the group of the other model\n");
+    expect_error("model = \"ctr\";\nctr: {};\nmlp: { inputs = 3; };\n",
+                 "bad.cfg:3: group 'mlp' does not apply to model \"ctr\"");
+    expect_error("mlp: {};\nctr: {};\nmodel = \"mlp\";\n",
+                 "bad.cfg:2: group 'ctr' does not apply to model \"mlp\"");
+    print_message("the model's own group must be a group\n");
+    expect_error("model = \"ctr\";\nctr = 5;\n", "bad.cfg:2: ctr: expected a group, got 5");
+}
+
+static void test_error_integer_type(void **state)
+{
+    print_message("integer keys take only integers\n");
+    expect_ctr_error("  embedding_dim = 2.5;", "bad.cfg:3: ctr.embedding_dim: expected an integer >= 1, got 2.5");
+    expect_ctr_error("  embedding_dim = 16.0;", "bad.cfg:3: ctr.embedding_dim: expected an integer >= 1, got 16.0");
+    expect_ctr_error("  embedding_dim = \"16\";", "bad.cfg:3: ctr.embedding_dim: expected an integer >= 1, got \"16\"");
+    expect_ctr_error("  subarch_width = true;", "bad.cfg:3: ctr.subarch_width: expected an integer >= 1, got true");
+    expect_mlp_error("  inputs = [784];", "bad.cfg:3: mlp.inputs: expected an integer >= 1, got a list");
+    expect_error("model = \"mlp\";\nseed = 1.5;\n", "bad.cfg:2: seed: expected an integer >= 0, got 1.5");
+}
+
+static void test_error_integer_range(void **state)
+{
+    print_message("integer keys out of range\n");
+    expect_ctr_error("  embedding_dim = 0;", "bad.cfg:3: ctr.embedding_dim: expected an integer >= 1, got 0");
+    expect_ctr_error("  subarch_width = -4;", "bad.cfg:3: ctr.subarch_width: expected an integer >= 1, got -4");
+    expect_ctr_error("  subarchs = 0;", "bad.cfg:3: ctr.subarchs: expected an integer in 1..31, got 0");
+    expect_ctr_error("  subarchs = 32;", "bad.cfg:3: ctr.subarchs: expected an integer in 1..31, got 32");
+    expect_ctr_error("  embedding_dim = 3000000000L;",
+                     "bad.cfg:3: ctr.embedding_dim: expected an integer in 1..2147483647, got 3000000000");
+    expect_mlp_error("  classes = 1;", "bad.cfg:3: mlp.classes: expected an integer >= 2, got 1");
+    expect_mlp_error("  inputs = 0;", "bad.cfg:3: mlp.inputs: expected an integer >= 1, got 0");
+    expect_error("model = \"ctr\";\nseed = -1;\n", "bad.cfg:2: seed: expected an integer >= 0, got -1");
+}
+
+static void test_error_table_rows(void **state)
+{
+    print_message("table_rows: one integer >= 2 or a list of exactly 26\n");
+    expect_ctr_error("  table_rows = [10, 20, 30];", "bad.cfg:3: ctr.table_rows: expected 26 table sizes, got 3");
+    expect_ctr_error("  table_rows = [];", "bad.cfg:3: ctr.table_rows: expected 26 table sizes, got 0");
+    expect_ctr_error("  table_rows = 1;", "bad.cfg:3: ctr.table_rows: expected an integer >= 2, got 1");
+    expect_ctr_error("  table_rows = 5000000000L;",
+                     "bad.cfg:3: ctr.table_rows: expected an integer in 2..4294967295, got 5000000000");
+    expect_ctr_error("  table_rows = \"big\";",
+                     "bad.cfg:3: ctr.table_rows: expected an integer >= 2 or a list of 26 table sizes, got \"big\"");
+    char body[512] = "  table_rows = [";
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%s", f ? ",\n" : "",
+                 f == 5 ? "1" : "100");
+    strcat(body, "];");
+    expect_ctr_error(body, "bad.cfg:8: ctr.table_rows[5]: expected an integer >= 2, got 1");
+}
+
+static void test_error_bottom_mlp(void **state)
+{
+    print_message("bottom_mlp: 1..16 widths >= 1, the last equal to embedding_dim\n");
+    expect_ctr_error("  bottom_mlp = [64, 8];", "bad.cfg:3: ctr.bottom_mlp: the last width (8) must equal embedding_dim (16)");
+    expect_ctr_error("  bottom_mlp = [64, 16];\n  embedding_dim = 4;",
+                     "bad.cfg:3: ctr.bottom_mlp: the last width (16) must equal embedding_dim (4)");
+    expect_ctr_error("  bottom_mlp = [];", "bad.cfg:3: ctr.bottom_mlp: expected 1..16 widths, got 0");
+    expect_ctr_error("  bottom_mlp = [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,16];",
+                     "bad.cfg:3: ctr.bottom_mlp: expected 1..16 widths, got 17");
+    expect_ctr_error("  bottom_mlp = [64, 0, 16];", "bad.cfg:3: ctr.bottom_mlp[1]: expected an integer >= 1, got 0");
+    expect_ctr_error("  bottom_mlp = 16;", "bad.cfg:3: ctr.bottom_mlp: expected a list of 1..16 widths, got 16");
+}
+
+static void test_error_hidden(void **state)
+{
+    print_message("hidden: 1..16 widths >= 1\n");
+    expect_mlp_error("  hidden = [];", "bad.cfg:3: mlp.hidden: expected 1..16 widths, got 0");
+    expect_mlp_error("  hidden = [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1];", "bad.cfg:3: mlp.hidden: expected 1..16 widths, got 17");
+    expect_mlp_error("  hidden = (\n    10,\n    2.5);", "bad.cfg:5: mlp.hidden[1]: expected an integer >= 1, got 2.5");
+    expect_mlp_error("  hidden = \"1024\";", "bad.cfg:3: mlp.hidden: expected a list of 1..16 widths, got \"1024\"");
+}
+
+static void test_error_cuts(void **state)
+{
+    print_message("cuts: \"all\", \"none\" or distinct boundaries in 1..blocks-1\n");
+    expect_ctr_error("  cuts = [1, 9];", "bad.cfg:3: ctr.cuts: boundary 9 outside 1..6");
+    expect_ctr_error("  cuts = [0];", "bad.cfg:3: ctr.cuts: boundary 0 outside 1..6");
+    expect_ctr_error("  subarchs = 2;\n  cuts = [1, 3];", "bad.cfg:4: ctr.cuts: boundary 3 outside 1..2");
+    expect_ctr_error("  cuts = [2,\n          2];", "bad.cfg:4: ctr.cuts: boundary 2 listed twice");
+    expect_ctr_error("  cuts = \"some\";", "bad.cfg:3: ctr.cuts: expected \"all\", \"none\" or a list of boundaries, got \"some\"");
+    expect_ctr_error("  cuts = 3;", "bad.cfg:3: ctr.cuts: expected \"all\", \"none\" or a list of boundaries, got 3");
+    expect_ctr_error("  cuts = [1.5];", "bad.cfg:3: ctr.cuts[0]: expected a boundary number, got 1.5");
+    expect_mlp_error("  cuts = [3];", "bad.cfg:3: mlp.cuts: boundary 3 outside 1..2");
+}
+
+static void test_error_weight(void **state)
+{
+    print_message("local_loss_weight: an int or a float >= 0\n");
+    expect_ctr_error("  local_loss_weight = -0.5;", "bad.cfg:3: ctr.local_loss_weight: expected a number >= 0, got -0.5");
+    expect_mlp_error("  local_loss_weight = -1;", "bad.cfg:3: mlp.local_loss_weight: expected a number >= 0, got -1");
+    expect_mlp_error("  local_loss_weight = \"1\";", "bad.cfg:3: mlp.local_loss_weight: expected a number >= 0, got \"1\"");
+    expect_mlp_error("  local_loss_weight = 1e300;",
+                     "bad.cfg:3: mlp.local_loss_weight: expected a number <= 3.40282e+38, got 1e+300");
+}
+
+static void test_load(void **state)
+{
+    print_message("load: a missing file is ERASE_ERR_IO naming the path and the reason\n");
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    const char *missing = "/nonexistent-erase-dir/model.cfg";
+    assert_int_equal(erase_model_config_load(missing, &c), ERASE_ERR_IO);
+    print_message("  %s\n", erase_error_message());
+    assert_string_equal(strstr(erase_error_message(), "cannot read"),
+                        "cannot read model file /nonexistent-erase-dir/model.cfg: No such file or directory");
+
+    print_message("load: a directory is ERASE_ERR_IO too\n");
+    assert_int_equal(erase_model_config_load("/", &c), ERASE_ERR_IO);
+    print_message("  %s\n", erase_error_message());
+    assert_non_null(strstr(erase_error_message(), "cannot read model file /: "));
+
+    print_message("load: a file reads like parse, and messages name the path\n");
+    char path[] = "/tmp/test-model-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    /* longer than the first read buffer, to grow it */
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "# padding comment line %d ............\n", i);
+    fputs("model = \"mlp\";\nmlp: { hidden = [64, 32]; classes = 3; };\n", f);
+    fclose(f);
+    MUST(erase_model_config_load(path, &c));
+    assert_int_equal(c.kind, ERASE_MODEL_MLP);
+    assert_int_equal(c.mlp.hidden_layers, 2);
+    assert_int_equal(c.mlp.hidden[1], 32);
+    assert_int_equal(c.mlp.classes, 3);
+
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("model = \"mlp\";\nmlp: {\n  classes = 0;\n};\n", f);
+    fclose(f);
+    assert_int_equal(erase_model_config_load(path, &c), ERASE_ERR_FORMAT);
+    print_message("  %s\n", erase_error_message());
+    char want[256];
+    snprintf(want, sizeof want, "%s:3: mlp.classes: expected an integer >= 2, got 0", path);
+    assert_string_equal(message_from(path), want);
+    unlink(path);
+}
+
+static void test_null_arguments(void **state)
+{
+    print_message("NULL text, configuration or path: ERASE_ERR_INVALID; a NULL name reads \"<string>\"\n");
+    erase_model_config_t c;
+    assert_int_equal(erase_model_config_parse(NULL, "x", &c), ERASE_ERR_INVALID);
+    assert_int_equal(erase_model_config_parse("model = \"ctr\";", "x", NULL), ERASE_ERR_INVALID);
+    assert_int_equal(erase_model_config_load(NULL, &c), ERASE_ERR_INVALID);
+    assert_int_equal(erase_model_config_format(NULL, (char[8]){ 0 }, 8), -1);
+    assert_int_equal(erase_model_config_parse("model = \"x\";", NULL, &c), ERASE_ERR_FORMAT);
+    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\" or \"mlp\", got \"x\"");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_parse_ctr),
+        cmocka_unit_test(test_parse_mlp),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_format_limits),
+        cmocka_unit_test(test_error_syntax),
+        cmocka_unit_test(test_error_model),
+        cmocka_unit_test(test_error_unknown_key),
+        cmocka_unit_test(test_error_other_group),
+        cmocka_unit_test(test_error_integer_type),
+        cmocka_unit_test(test_error_integer_range),
+        cmocka_unit_test(test_error_table_rows),
+        cmocka_unit_test(test_error_bottom_mlp),
+        cmocka_unit_test(test_error_hidden),
+        cmocka_unit_test(test_error_cuts),
+        cmocka_unit_test(test_error_weight),
+        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_null_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
