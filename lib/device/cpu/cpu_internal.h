@@ -47,6 +47,7 @@ struct cpu_stream {
     cpu_node_t *head, *tail;
     uint64_t enqueued;       /* operations enqueued (guarded by lock) */
     uint64_t completed;      /* operations completed (guarded by lock) */
+    uint64_t wake_at;        /* lowest position a waiter waits for; UINT64_MAX: none */
     erase_status_t error;    /* sticky: first failure of an operation */
     char error_text[1024];
     int shutdown;

@@ -71,7 +71,12 @@ static void *worker_main(void *arg)
         if (!s->head)
             s->tail = NULL;
         s->completed = node->seq;
-        pthread_cond_broadcast(&s->done_cv);
+        if (s->completed >= s->wake_at) {
+            /* wake waiters only when one of them can go on: a host thread
+             * synchronizing on a long queue sleeps until its position */
+            s->wake_at = UINT64_MAX;
+            pthread_cond_broadcast(&s->done_cv);
+        }
         pthread_mutex_unlock(&s->lock);
         free(node);
     }
@@ -80,8 +85,11 @@ static void *worker_main(void *arg)
 void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->lock);
-    while (s->completed < seq)
+    while (s->completed < seq) {
+        if (seq < s->wake_at)
+            s->wake_at = seq;
         pthread_cond_wait(&s->done_cv, &s->lock);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -209,6 +217,7 @@ erase_status_t cpu_stream_create(erase_device_t *dev, erase_stream_t **out)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "stream: no memory");
     s->base.dev = dev;
     s->dev = cpu_device(dev);
+    s->wake_at = UINT64_MAX;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
@@ -260,8 +269,11 @@ erase_status_t cpu_stream_synchronize(erase_stream_t *stream)
         return ERASE_ERROR(ERASE_ERR_STATE, "stream synchronize is not allowed while the stream is capturing");
     }
     uint64_t target = s->enqueued;
-    while (s->completed < target)
+    while (s->completed < target) {
+        if (target < s->wake_at)
+            s->wake_at = target;
         pthread_cond_wait(&s->done_cv, &s->lock);
+    }
     erase_status_t st = s->error;
     char text[sizeof s->error_text];
     memcpy(text, s->error_text, sizeof text);
@@ -286,8 +298,11 @@ void cpu_device_drain(cpu_device_t *d)
     for (cpu_stream_t *s = d->streams; s; s = s->next_in_device) {
         pthread_mutex_lock(&s->lock);
         uint64_t target = s->enqueued;
-        while (s->completed < target)
+        while (s->completed < target) {
+            if (target < s->wake_at)
+                s->wake_at = target;
             pthread_cond_wait(&s->done_cv, &s->lock);
+        }
         pthread_mutex_unlock(&s->lock);
     }
     pthread_mutex_unlock(&d->lock);

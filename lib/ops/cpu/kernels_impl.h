@@ -16,8 +16,9 @@
 #include <string.h>
 
 #include "lib/core/philox.h"
+#include "lib/core/simd.h"
 
-void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
+ERASE_SIMD_CLONES void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                  const REAL *b, REAL *y)
 {
     if (in > 0)
@@ -32,7 +33,7 @@ void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, cons
         }
 }
 
-void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, const REAL *w,
+ERASE_SIMD_CLONES void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                   const REAL *dy, REAL *dx, REAL *dw, REAL *db)
 {
     if (dx)
@@ -50,13 +51,13 @@ void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, con
     }
 }
 
-void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
+ERASE_SIMD_CLONES void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
 {
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] > 0 ? x[i] : 0;
 }
 
-void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)
+ERASE_SIMD_CLONES void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)
 {
     for (size_t i = 0; i < n; i++)
         dx[i] = y[i] > 0 ? dy[i] : 0;
@@ -181,7 +182,7 @@ int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f,
  * DLRM pairwise-dot interaction of nvec vectors of width dim per sample:
  * v_0 = dense[r], v_1.. = emb[r, 0..nvec-2]; out[r] = [v_0, <v_i,v_j> i<j].
  */
-void SUF(erase_k_interaction_forward)(int batch, int nvec, int dim, const REAL *dense,
+ERASE_SIMD_CLONES void SUF(erase_k_interaction_forward)(int batch, int nvec, int dim, const REAL *dense,
                                       const REAL *emb, REAL *out)
 {
     int width = dim + nvec * (nvec - 1) / 2;
@@ -204,7 +205,7 @@ void SUF(erase_k_interaction_forward)(int batch, int nvec, int dim, const REAL *
     }
 }
 
-void SUF(erase_k_interaction_backward)(int batch, int nvec, int dim, const REAL *dense,
+ERASE_SIMD_CLONES void SUF(erase_k_interaction_backward)(int batch, int nvec, int dim, const REAL *dense,
                                        const REAL *emb, const REAL *dout, REAL *ddense, REAL *demb)
 {
     int width = dim + nvec * (nvec - 1) / 2;

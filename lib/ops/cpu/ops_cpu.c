@@ -5,6 +5,7 @@
  */
 #include "lib/ops/ops.h"
 
+#include "lib/core/simd.h"
 #include "lib/device/cpu/cpu.h"
 #include "lib/ops/cpu/kernels.h"
 
@@ -110,7 +111,7 @@ static erase_status_t dropout_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t axpy_k(const void *p)
+ERASE_SIMD_CLONES static erase_status_t axpy_k(const void *p)
 {
     const eltwise_args_t *a = p;
     for (size_t i = 0; i < a->n; i++)

@@ -1,6 +1,7 @@
 /* Optimizer ops of lib/ops/ops.h on the CPU backend (single precision). */
 #include "lib/ops/ops.h"
 
+#include "lib/core/simd.h"
 #include "lib/device/cpu/cpu.h"
 
 #include <math.h>
@@ -26,7 +27,7 @@ static erase_status_t clock_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t sgd_k(const void *p)
+ERASE_SIMD_CLONES static erase_status_t sgd_k(const void *p)
 {
     const optim_args_t *a = p;
     float lr = a->cclock->lr * a->lr_mult;
@@ -42,7 +43,7 @@ static erase_status_t sgd_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t adamw_k(const void *p)
+ERASE_SIMD_CLONES static erase_status_t adamw_k(const void *p)
 {
     const optim_args_t *a = p;
     float lr = a->cclock->lr * a->lr_mult;
@@ -59,7 +60,7 @@ static erase_status_t adamw_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t adagrad_k(const void *p)
+ERASE_SIMD_CLONES static erase_status_t adagrad_k(const void *p)
 {
     const optim_args_t *a = p;
     float lr = a->cclock->lr * a->lr_mult;
@@ -77,7 +78,7 @@ static erase_status_t adagrad_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t sparse_sgd_k(const void *p)
+ERASE_SIMD_CLONES static erase_status_t sparse_sgd_k(const void *p)
 {
     const optim_args_t *a = p;
     float lr = a->cclock->lr * a->lr_mult;
