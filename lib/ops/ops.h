@@ -46,7 +46,9 @@ erase_status_t erase_gelu_backward(erase_stream_t *s, size_t n, const float *x, 
  * Inverted dropout with drop probability p in [0, 1): element i is kept
  * (scaled by 1/(1-p)) when the Philox4x32-10 uniform of (seed, offset, i)
  * is >= p. The backward is the same op applied to dy with the same
- * (seed, offset): the mask is recomputed, never stored.
+ * (seed, offset): the mask is recomputed, never stored. `offset` counts
+ * Philox blocks of 4 elements: successive calls advance it by ceil(n / 4),
+ * as PyTorch does, or they reuse shifted random numbers.
  */
 erase_status_t erase_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
                              const float *x, float *y);

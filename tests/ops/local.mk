@@ -1,1 +1,16 @@
 # tests/ops: op gradients and reference checks (make check).
+if HAVE_CMOCKA
+OPS_TESTS = tests/ops/test-op-gradients tests/ops/test-op-stream tests/ops/test-op-numerics
+check_PROGRAMS += $(OPS_TESTS)
+TESTS += $(OPS_TESTS)
+
+tests_ops_test_op_gradients_SOURCES = tests/ops/test-op-gradients.c
+tests_ops_test_op_gradients_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_gradients_LDADD = $(TEST_LIBS)
+tests_ops_test_op_stream_SOURCES = tests/ops/test-op-stream.c
+tests_ops_test_op_stream_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_stream_LDADD = $(TEST_LIBS)
+tests_ops_test_op_numerics_SOURCES = tests/ops/test-op-numerics.c
+tests_ops_test_op_numerics_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_numerics_LDADD = $(TEST_LIBS)
+endif

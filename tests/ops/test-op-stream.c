@@ -1,0 +1,341 @@
+/*
+ * The stream ops of lib/ops/ops.h on the CPU backend: the launch plumbing
+ * (argument copies, per-field loops, the loss written to device memory)
+ * gives bitwise the results of the _f32 kernels called directly; a failure
+ * inside a kernel (a label out of range) is the stream's sticky error with
+ * its message; impossible shapes fail at enqueue with a precise message and
+ * enqueue nothing.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/core/rng.h"
+#include "lib/device/device.h"
+#include "lib/ops/cpu/kernels.h"
+#include "lib/ops/ops.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+
+static erase_device_t *dev;
+static erase_stream_t *stream;
+
+/* ---- device memory: every block of a test is freed at its end ----------- */
+
+#define ARENA_MAX 256
+static void *arena[ARENA_MAX];
+static int arena_n;
+
+/* Device memory filled with byte `fill` (so that an unwritten output shows). */
+static void *dmalloc(size_t bytes, int fill)
+{
+    assert_true(arena_n < ARENA_MAX);
+    void *p;
+    MUST(erase_malloc(dev, bytes, &p));
+    memset(p, fill, bytes);
+    arena[arena_n++] = p;
+    return p;
+}
+
+static float *fbuf(size_t n, int fill) { return dmalloc(n * sizeof(float), fill); }
+
+static void free_all(void)
+{
+    while (arena_n > 0)
+        erase_free(dev, arena[--arena_n]);
+}
+
+static int free_test(void **state)
+{
+    free_all();
+    return 0;
+}
+
+static void fill_f(uint64_t *rng, float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = erase_rng_uniform(rng, lo, hi);
+}
+
+/* ---- 3. stream ops give the kernels' results bitwise -------------------- */
+
+static void test_linear_bitwise(void **state)
+{
+    const int B = 9, I = 33, O = 17;
+    uint64_t rng = 301;
+    size_t nx = (size_t)B * I, nw = (size_t)O * I, ny = (size_t)B * O;
+    float *x = fbuf(nx, 0), *w = fbuf(nw, 0), *b = fbuf(O, 0), *dy = fbuf(ny, 0);
+    fill_f(&rng, x, nx, -1, 1);
+    fill_f(&rng, w, nw, -1, 1);
+    fill_f(&rng, b, O, -1, 1);
+    fill_f(&rng, dy, ny, -1, 1);
+    /* stream outputs start as NaN bytes, direct ones as zeros */
+    float *y = fbuf(ny, 0xff), *dx = fbuf(nx, 0xff), *dw = fbuf(nw, 0xff), *db = fbuf(O, 0xff);
+    float *dw2 = fbuf(nw, 0xff), *ynb = fbuf(ny, 0xff);
+    float *y_k = fbuf(ny, 0), *dx_k = fbuf(nx, 0), *dw_k = fbuf(nw, 0), *db_k = fbuf(O, 0);
+    float *ynb_k = fbuf(ny, 0);
+    MUST(erase_linear_forward(stream, B, I, O, x, w, b, y));
+    MUST(erase_linear_forward(stream, B, I, O, x, w, NULL, ynb));
+    MUST(erase_linear_backward(stream, B, I, O, x, w, dy, dx, dw, db));
+    MUST(erase_linear_backward(stream, B, I, O, x, w, dy, NULL, dw2, NULL));
+    MUST(erase_stream_synchronize(stream));
+    erase_k_linear_forward_f32(B, I, O, x, w, b, y_k);
+    erase_k_linear_forward_f32(B, I, O, x, w, NULL, ynb_k);
+    erase_k_linear_backward_f32(B, I, O, x, w, dy, dx_k, dw_k, db_k);
+    print_message("linear %dx%d -> %d: stream y, y (no bias), dx, dw, db, dw (dx = db = NULL) "
+                  "compared bitwise with the f32 kernels\n", B, I, O);
+    assert_memory_equal(y, y_k, ny * sizeof(float));
+    assert_memory_equal(ynb, ynb_k, ny * sizeof(float));
+    assert_memory_equal(dx, dx_k, nx * sizeof(float));
+    assert_memory_equal(dw, dw_k, nw * sizeof(float));
+    assert_memory_equal(db, db_k, O * sizeof(float));
+    assert_memory_equal(dw2, dw_k, nw * sizeof(float));
+    assert_true(isfinite(y[0]) && isfinite(dx[0]) && isfinite(dw[0]) && isfinite(db[0]));
+}
+
+static void test_embedding_bitwise(void **state)
+{
+    enum { B = 64, F = 3, D = 8 };
+    static const uint32_t rows[F] = { 10, 2, 1000 };
+    uint64_t rng = 302;
+    uint32_t *ids = dmalloc(sizeof(uint32_t) * B * F, 0);
+    for (int i = 0; i < B * F; i++) {
+        uint32_t k = erase_rng_below(&rng, 8);
+        ids[i] = k == 0 ? 0xFFFFFFFFu : k == 1 ? 0xFFFFFFFEu : erase_rng_below(&rng, 40);
+    }
+    float *tables[F];
+    for (int f = 0; f < F; f++) {
+        tables[f] = fbuf((size_t)rows[f] * D, 0);
+        fill_f(&rng, tables[f], (size_t)rows[f] * D, -1, 1);
+    }
+    size_t nout = (size_t)B * F * D;
+    float *out = fbuf(nout, 0xff), *out_k = fbuf(nout, 0), *dout = fbuf(nout, 0);
+    fill_f(&rng, dout, nout, -1, 1);
+    uint32_t *grows[F], *grows_k[F];
+    float *gvals[F], *gvals_k[F];
+    for (int f = 0; f < F; f++) {
+        grows[f] = dmalloc(sizeof(uint32_t) * B, 0xff);
+        gvals[f] = fbuf((size_t)B * D, 0xff);
+        grows_k[f] = dmalloc(sizeof(uint32_t) * B, 0);
+        gvals_k[f] = fbuf((size_t)B * D, 0);
+    }
+    int *count = dmalloc(sizeof(int) * F, 0xff);
+    MUST(erase_embedding_forward(stream, B, F, D, rows, ids, (const float *const *)tables, out));
+    MUST(erase_embedding_backward(stream, B, F, D, rows, ids, dout, grows, gvals, count));
+    MUST(erase_stream_synchronize(stream));
+
+    erase_k_embedding_forward_f32(B, F, D, rows, ids, (const float *const *)tables, out_k);
+    assert_memory_equal(out, out_k, nout * sizeof(float));
+    void *scratch = dmalloc(ERASE_EMBEDDING_SCRATCH_BYTES(B), 0);
+    for (int f = 0; f < F; f++) {
+        int n = erase_k_embedding_backward_field_f32(B, F, D, f, rows[f], ids, dout, scratch,
+                                                     grows_k[f], gvals_k[f]);
+        print_message("embedding field %d (%u rows): %d distinct rows; stream rows and values "
+                      "compared bitwise with the f32 kernel\n", f, rows[f], n);
+        assert_int_equal(count[f], n);
+        assert_true(n >= 1 && n <= B);
+        assert_memory_equal(grows[f], grows_k[f], sizeof(uint32_t) * (size_t)n);
+        assert_memory_equal(gvals[f], gvals_k[f], sizeof(float) * (size_t)n * D);
+    }
+}
+
+static void test_bce_bitwise(void **state)
+{
+    const int B = 100;
+    uint64_t rng = 303;
+    float *z = fbuf(B, 0), *y = fbuf(B, 0), *dz = fbuf(B, 0xff), *dz_k = fbuf(B, 0);
+    float *loss = fbuf(1, 0xff), *loss2 = fbuf(1, 0xff);
+    fill_f(&rng, z, B, -10, 10);
+    for (int r = 0; r < B; r++)
+        y[r] = (float)erase_rng_below(&rng, 2);
+    MUST(erase_bce_with_logits(stream, B, z, y, 0.7f, loss, dz));
+    MUST(erase_bce_with_logits(stream, B, z, y, 0.7f, loss2, NULL));
+    MUST(erase_stream_synchronize(stream));
+    float loss_k = (float)erase_k_bce_with_logits_f32(B, z, y, 0.7f, dz_k);
+    print_message("bce batch %d: stream loss %.9g, kernel loss %.9g; dz compared bitwise\n", B,
+                  (double)*loss, (double)loss_k);
+    assert_true(isfinite(loss_k) && loss_k > 0);
+    assert_memory_equal(loss, &loss_k, sizeof(float));
+    assert_memory_equal(loss2, &loss_k, sizeof(float));
+    assert_memory_equal(dz, dz_k, B * sizeof(float));
+}
+
+static void test_softmax_xent_bitwise(void **state)
+{
+    const int B = 12, C = 5;
+    uint64_t rng = 304;
+    float *z = fbuf((size_t)B * C, 0), *dz = fbuf((size_t)B * C, 0xff),
+          *dz_k = fbuf((size_t)B * C, 0), *loss = fbuf(1, 0xff);
+    int32_t *labels = dmalloc(sizeof(int32_t) * B, 0);
+    fill_f(&rng, z, (size_t)B * C, -4, 4);
+    for (int r = 0; r < B; r++)
+        labels[r] = (int32_t)erase_rng_below(&rng, C);
+    MUST(erase_softmax_xent(stream, B, C, z, labels, 0.5f, loss, dz));
+    MUST(erase_stream_synchronize(stream));
+    float loss_k = (float)erase_k_softmax_xent_f32(B, C, z, labels, 0.5f, dz_k);
+    print_message("softmax_xent %dx%d: stream loss %.9g, kernel loss %.9g; dz compared bitwise\n",
+                  B, C, (double)*loss, (double)loss_k);
+    assert_true(isfinite(loss_k) && loss_k > 0);
+    assert_memory_equal(loss, &loss_k, sizeof(float));
+    assert_memory_equal(dz, dz_k, (size_t)B * C * sizeof(float));
+}
+
+/* ---- 6. a label out of range fails the stream --------------------------- */
+
+static void xent_bad_label(int32_t bad, int sample, const char *expected)
+{
+    enum { B = 3, C = 5 };
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    float *z = fbuf(B * C, 0), *dz = fbuf(B * C, 0), *loss = fbuf(1, 0), *loss2 = fbuf(1, 0);
+    int32_t *labels = dmalloc(sizeof(int32_t) * B, 0);
+    for (int i = 0; i < B * C; i++)
+        z[i] = 0.1f * (float)i;
+    labels[0] = 2;
+    labels[1] = 4;
+    labels[2] = 0;
+    labels[sample] = bad;
+    *loss = 123.0f;
+    *loss2 = 456.0f;
+    dz[0] = 789.0f;
+    MUST(erase_softmax_xent(s, B, C, z, labels, 1.0f, loss, dz)); /* checked when it runs */
+    /* after the failure the stream only drains: this valid op must not run */
+    MUST(erase_bce_with_logits(s, B, z, z, 1.0f, loss2, NULL));
+    erase_status_t st = erase_stream_synchronize(s);
+    print_message("label %d of sample %d: synchronize -> %s: %s\n", bad, sample,
+                  erase_status_name(st), erase_error_message());
+    assert_int_equal(st, ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), expected));
+    assert_true(*loss == 123.0f && *loss2 == 456.0f && dz[0] == 789.0f); /* nothing written */
+    /* the error is sticky */
+    assert_int_equal(erase_stream_synchronize(s), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), expected));
+    erase_stream_destroy(s);
+}
+
+static void test_softmax_label_out_of_range(void **state)
+{
+    xent_bad_label(7, 1, "softmax cross-entropy: label 7 of sample 1 outside [0, 5)");
+    xent_bad_label(-1, 2, "softmax cross-entropy: label -1 of sample 2 outside [0, 5)");
+    xent_bad_label(5, 0, "softmax cross-entropy: label 5 of sample 0 outside [0, 5)");
+}
+
+/* ---- 7. bad shapes fail at enqueue --------------------------------------- */
+
+static void expect_invalid(erase_status_t st, const char *expected)
+{
+    print_message("%s -> %s\n", expected, erase_status_name(st));
+    assert_int_equal(st, ERASE_ERR_INVALID);
+    if (!strstr(erase_error_message(), expected))
+        fail_msg("message \"%s\" lacks \"%s\"", erase_error_message(), expected);
+}
+
+static void test_bad_shapes_at_enqueue(void **state)
+{
+    float *buf = fbuf(4096, 0), *loss = fbuf(1, 0);
+    uint32_t *ids = dmalloc(sizeof(uint32_t) * 64, 0);
+    int32_t *labels = dmalloc(sizeof(int32_t) * 8, 0);
+    int *count = dmalloc(sizeof(int) * ERASE_FIELDS_MAX, 0);
+    const float *tables[ERASE_FIELDS_MAX + 1];
+    float *grads[ERASE_FIELDS_MAX + 1];
+    uint32_t *grows[ERASE_FIELDS_MAX + 1];
+    uint32_t rows[ERASE_FIELDS_MAX + 1];
+    for (int f = 0; f <= ERASE_FIELDS_MAX; f++) {
+        tables[f] = buf;
+        grads[f] = buf;
+        grows[f] = ids;
+        rows[f] = 4;
+    }
+    const float *xs[ERASE_CONCAT_MAX + 1];
+    float *dxs[ERASE_CONCAT_MAX + 1];
+    int widths[ERASE_CONCAT_MAX + 1];
+    for (int i = 0; i <= ERASE_CONCAT_MAX; i++) {
+        xs[i] = buf;
+        dxs[i] = buf;
+        widths[i] = 1;
+    }
+    uint64_t before = erase_stream_enqueued(stream);
+
+    uint32_t one_row[1] = { 1 };
+    expect_invalid(erase_embedding_forward(stream, 4, 1, 8, one_row, ids, tables, buf),
+                   "embedding: table 0 has 1 rows (at least 2: one for missing ids)");
+    rows[2] = 0;
+    expect_invalid(erase_embedding_backward(stream, 4, 3, 8, rows, ids, buf, grows, grads, count),
+                   "embedding: table 2 has 0 rows (at least 2: one for missing ids)");
+    rows[2] = 4;
+    expect_invalid(erase_embedding_forward(stream, 4, ERASE_FIELDS_MAX + 1, 8, rows, ids, tables,
+                                           buf),
+                   "embedding: 65 fields (1 to 64)");
+    expect_invalid(erase_embedding_forward(stream, 4, 2, 0, rows, ids, tables, buf),
+                   "embedding: bad shape batch=4 dim=0");
+    expect_invalid(erase_concat_forward(stream, 2, ERASE_CONCAT_MAX + 1, widths, xs, buf),
+                   "concat: 17 inputs (1 to 16)");
+    widths[1] = 0;
+    expect_invalid(erase_concat_backward(stream, 2, 3, widths, buf, dxs),
+                   "concat: input 1 has width 0");
+    widths[1] = 1;
+    expect_invalid(erase_dropout(stream, 16, 1.0f, 1, 0, buf, buf),
+                   "dropout: probability 1 outside [0, 1)");
+    expect_invalid(erase_dropout(stream, 16, -0.5f, 1, 0, buf, buf),
+                   "dropout: probability -0.5 outside [0, 1)");
+    expect_invalid(erase_linear_forward(stream, 4, 3, 0, buf, buf, NULL, buf),
+                   "linear forward: bad shape batch=4 in=3 out=0");
+    expect_invalid(erase_linear_backward(stream, 4, 0, 3, buf, buf, buf, buf, buf, buf),
+                   "linear backward: bad shape batch=4 in=0 out=3");
+    expect_invalid(erase_interaction_forward(stream, 2, 1, 4, buf, buf, buf),
+                   "interaction: bad shape batch=2 nvec=1 dim=4");
+    expect_invalid(erase_softmax_xent(stream, 4, 1, buf, labels, 1.0f, loss, buf),
+                   "softmax cross-entropy: bad batch 4, classes 1 or NULL loss");
+    expect_invalid(erase_bce_with_logits(stream, -1, buf, buf, 1.0f, loss, buf),
+                   "bce: bad batch -1 or NULL loss");
+    expect_invalid(erase_layernorm_forward(stream, 2, 8, 0.0f, buf, buf, buf, buf, buf, buf),
+                   "layer norm: bad batch=2 dim=8 eps=0");
+
+    /* nothing was enqueued and the stream is healthy */
+    assert_int_equal(erase_stream_enqueued(stream), before);
+    MUST(erase_stream_synchronize(stream));
+}
+
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    o.blas_threads = 1; /* the same BLAS threading for the stream and the direct calls */
+    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &stream) != ERASE_OK) {
+        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+        return -1;
+    }
+    char text[512];
+    erase_device_describe(dev, text, sizeof text);
+    print_message("device: %s\n", text);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    free_all();
+    erase_stream_destroy(stream);
+    erase_device_close(dev);
+    return 0;
+}
+
+#define T(f) cmocka_unit_test_teardown(f, free_test)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_linear_bitwise),
+        T(test_embedding_bitwise),
+        T(test_bce_bitwise),
+        T(test_softmax_xent_bitwise),
+        T(test_softmax_label_out_of_range),
+        T(test_bad_shapes_at_enqueue),
+    };
+    return cmocka_run_group_tests_name("stream ops", tests, setup, teardown);
+}
