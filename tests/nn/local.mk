@@ -6,3 +6,18 @@ TESTS += tests/nn/test-model-config
 tests_nn_test_model_config_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_model_config_LDADD = $(TEST_LIBS)
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-models
+TESTS += tests/nn/test-models
+tests_nn_test_models_SOURCES = tests/nn/test-models.c tests/nn/h5ref.c tests/nn/h5ref.h
+tests_nn_test_models_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) \
+	-DERASE_TEST_DATA='"$(abs_top_srcdir)/tests/data"'
+tests_nn_test_models_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_models_LDFLAGS = $(AM_LDFLAGS) $(HDF5_LDFLAGS) $(MPI_LDFLAGS)
+tests_nn_test_models_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
+endif
+EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cuts_all.h5 \
+	tests/data/reference/ctr_cuts_2_4.h5 tests/data/reference/mlp_cuts_all.h5 \
+	tests/data/reference/mlp_cuts_none.h5 tests/reference/make_reference.py \
+	tests/reference/README.md

@@ -1,0 +1,344 @@
+/*
+ * Whole models against PyTorch: forward outputs, every loss and every
+ * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4) and mlp
+ * (all cuts, none) on the weights and inputs of the reference files made
+ * by tests/reference/make_reference.py. Also: with a cut, a block's
+ * gradients do not depend on later blocks (bitwise), and 100 training
+ * steps are bitwise reproducible.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/core/rng.h"
+#include "lib/nn/train_step.h"
+#include "tests/nn/h5ref.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+#define BOUND 1e-5
+
+static erase_device_t *dev;
+static erase_stream_t *stream;
+
+/*
+ * Worst |got - ref| / (|ref| + mean|ref|) over a tensor: relative error
+ * with a floor at the tensor's typical magnitude, so that elements that
+ * are tiny by cancellation do not dominate ("tol + |ref| eps", as llm.c).
+ */
+static double tensor_error(const float *got, const float *ref, size_t n)
+{
+    double mean = 0, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        mean += fabs(ref[i]);
+    mean = n ? mean / n : 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]) / (fabs(ref[i]) + mean + 1e-30);
+        if (!(e <= worst))
+            worst = isnan(e) ? INFINITY : e;
+    }
+    return worst;
+}
+
+typedef struct {
+    double worst;
+    char where[160];
+    int compared;
+} tally_t;
+
+static void tally(tally_t *t, const char *what, double e)
+{
+    t->compared++;
+    if (!(e <= t->worst)) {
+        t->worst = e;
+        snprintf(t->where, sizeof t->where, "%s", what);
+    }
+}
+
+static float *read_floats(hid_t f, const char *path, size_t n)
+{
+    float *v = malloc(n * sizeof(float) + 1);
+    assert_non_null(v);
+    if (h5ref_read(f, path, H5T_NATIVE_FLOAT, v, n) != 0)
+        fail_msg("reference dataset %s missing or not %zu elements", path, n);
+    return v;
+}
+
+static void check_reference(const char *file)
+{
+    hid_t f = h5ref_open(file);
+    char *model_file = h5ref_attr_string(f, "model_file");
+    assert_non_null(model_file);
+    int batch = (int)h5ref_attr_long(f, "batch");
+    erase_model_config_t cfg;
+    MUST(erase_model_config_parse(model_file, file, &cfg));
+    erase_network_t *net;
+    MUST(erase_network_create(dev, &cfg, batch, &net));
+
+    int nparams;
+    erase_param_t *params = erase_network_params(net, &nparams);
+    for (int i = 0; i < nparams; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/params/%s", params[i].name);
+        if (h5ref_read(f, path, H5T_NATIVE_FLOAT, params[i].value, (size_t)erase_param_numel(&params[i])))
+            fail_msg("%s: parameter %s missing or of another size", file, params[i].name);
+    }
+    erase_batch_t in = { .size = batch };
+    float *dense = NULL, *label = NULL, *features = NULL;
+    uint32_t *sparse = NULL;
+    int32_t *classes = NULL;
+    if (cfg.kind == ERASE_MODEL_CTR) {
+        MUST(erase_malloc(dev, sizeof(float) * batch * ERASE_CTR_DENSE, (void **)&dense));
+        MUST(erase_malloc(dev, sizeof(uint32_t) * batch * ERASE_CTR_FIELDS, (void **)&sparse));
+        MUST(erase_malloc(dev, sizeof(float) * batch, (void **)&label));
+        assert_int_equal(h5ref_read(f, "/input/dense", H5T_NATIVE_FLOAT, dense, (size_t)batch * ERASE_CTR_DENSE), 0);
+        assert_int_equal(h5ref_read(f, "/input/sparse", H5T_NATIVE_UINT32, sparse, (size_t)batch * ERASE_CTR_FIELDS), 0);
+        assert_int_equal(h5ref_read(f, "/input/label", H5T_NATIVE_FLOAT, label, (size_t)batch), 0);
+        in.dense = dense;
+        in.sparse = sparse;
+        in.label = label;
+    } else {
+        MUST(erase_malloc(dev, sizeof(float) * batch * cfg.mlp.inputs, (void **)&features));
+        MUST(erase_malloc(dev, sizeof(int32_t) * batch, (void **)&classes));
+        assert_int_equal(h5ref_read(f, "/input/features", H5T_NATIVE_FLOAT, features, (size_t)batch * cfg.mlp.inputs), 0);
+        assert_int_equal(h5ref_read(f, "/input/label", H5T_NATIVE_INT32, classes, (size_t)batch), 0);
+        in.features = features;
+        in.classes = classes;
+    }
+
+    MUST(erase_train_step_serial(net, NULL, stream, &in));
+    MUST(erase_stream_synchronize(stream));
+
+    tally_t t = { 0 };
+    double total = 0;
+    int blocks = erase_network_blocks(net);
+    const float *losses = erase_network_losses(net);
+    for (int b = 0; b < blocks; b++) {
+        const char *name = erase_network_block_name(net, b);
+        char path[128];
+        int w;
+        const float *body = erase_network_body_output(net, b, &w);
+        snprintf(path, sizeof path, "/output/%s/body", name);
+        float *ref = read_floats(f, path, (size_t)batch * w);
+        tally(&t, path, tensor_error(body, ref, (size_t)batch * w));
+        free(ref);
+        const float *head = erase_network_head_output(net, b, &w);
+        snprintf(path, sizeof path, "/output/%s/logits", name);
+        ref = read_floats(f, path, (size_t)batch * w);
+        tally(&t, path, tensor_error(head, ref, (size_t)batch * w));
+        free(ref);
+        snprintf(path, sizeof path, "/output/%s/loss", name);
+        ref = read_floats(f, path, 1);
+        tally(&t, path, tensor_error(&losses[b], ref, 1));
+        free(ref);
+        total += (b == blocks - 1 ? 1.0 : cfg.local_loss_weight) * losses[b];
+    }
+    float total_f = (float)total, *ref_total = read_floats(f, "/output/total_loss", 1);
+    tally(&t, "/output/total_loss", tensor_error(&total_f, ref_total, 1));
+    free(ref_total);
+
+    for (int i = 0; i < nparams; i++) {
+        erase_param_t *p = &params[i];
+        size_t n = (size_t)erase_param_numel(p);
+        char path[128];
+        snprintf(path, sizeof path, "/grad/%s", p->name);
+        float *ref = read_floats(f, path, n), *got = p->grad;
+        float *dense_grad = NULL;
+        if (p->kind == ERASE_PARAM_EMBEDDING) { /* sparse rows -> dense table gradient */
+            dense_grad = calloc(n, sizeof(float));
+            for (int r = 0; r < *p->grad_count; r++)
+                memcpy(dense_grad + (size_t)p->grad_rows[r] * p->cols,
+                       p->grad_values + (size_t)r * p->cols, sizeof(float) * (size_t)p->cols);
+            got = dense_grad;
+        }
+        tally(&t, path, tensor_error(got, ref, n));
+        free(dense_grad);
+        free(ref);
+    }
+    print_message("%s: %d tensors (outputs, losses, %d parameter gradients) vs PyTorch: "
+                  "worst relative error %.3g at %s (bound %.0e)\n",
+                  file, t.compared, nparams, t.worst, t.where, BOUND);
+    assert_true(t.worst <= BOUND);
+
+    erase_free(dev, dense);
+    erase_free(dev, sparse);
+    erase_free(dev, label);
+    erase_free(dev, features);
+    erase_free(dev, classes);
+    erase_network_destroy(net);
+    free(model_file);
+    H5Fclose(f);
+}
+
+static void test_ctr_cuts_none(void **state) { check_reference("ctr_cuts_none.h5"); }
+static void test_ctr_cuts_all(void **state) { check_reference("ctr_cuts_all.h5"); }
+static void test_ctr_cuts_2_4(void **state) { check_reference("ctr_cuts_2_4.h5"); }
+static void test_mlp_cuts_all(void **state) { check_reference("mlp_cuts_all.h5"); }
+static void test_mlp_cuts_none(void **state) { check_reference("mlp_cuts_none.h5"); }
+
+/* A small ctr for the tests below. */
+static erase_model_config_t small_ctr(uint32_t cut_mask)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    c.ctr.embedding_dim = 4;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        c.ctr.table_rows[f] = 50 + (uint32_t)f;
+    c.ctr.bottom_layers = 2;
+    c.ctr.bottom_mlp[0] = 8;
+    c.ctr.bottom_mlp[1] = 4;
+    c.ctr.subarch_width = 16;
+    c.cut_mask = cut_mask;
+    return c;
+}
+
+/* Gradients of blocks 0 and 1 after changing every later block's weights:
+ * bitwise unchanged when boundary 2 is a cut, changed when attached. */
+static int early_grads_move(uint32_t cut_mask)
+{
+    erase_model_config_t cfg = small_ctr(cut_mask);
+    erase_network_t *net;
+    erase_batch_t batch;
+    MUST(erase_network_create(dev, &cfg, 32, &net));
+    MUST(erase_batch_random(net, 32, 11, &batch));
+    MUST(erase_train_step_serial(net, NULL, stream, &batch));
+    MUST(erase_stream_synchronize(stream));
+    int first, count, n;
+    erase_param_t *params = erase_network_params(net, &n);
+    erase_network_block_params(net, 2, &first, &count);
+    int early = first; /* params of blocks 0 and 1 come first */
+    float **saved = calloc((size_t)early, sizeof *saved);
+    for (int i = 0; i < early; i++)
+        if (params[i].grad) {
+            size_t bytes = sizeof(float) * (size_t)erase_param_numel(&params[i]);
+            saved[i] = malloc(bytes);
+            memcpy(saved[i], params[i].grad, bytes);
+        }
+    uint64_t rng = 99;
+    for (int i = early; i < n; i++)
+        for (int64_t k = 0; k < erase_param_numel(&params[i]); k++)
+            params[i].value[k] += erase_rng_uniform(&rng, -0.5f, 0.5f);
+    MUST(erase_train_step_serial(net, NULL, stream, &batch));
+    MUST(erase_stream_synchronize(stream));
+    int moved = 0;
+    for (int i = 0; i < early; i++)
+        if (saved[i]) {
+            moved += memcmp(saved[i], params[i].grad, sizeof(float) * (size_t)erase_param_numel(&params[i])) != 0;
+            free(saved[i]);
+        }
+    free(saved);
+    erase_batch_free_random(net, &batch);
+    erase_network_destroy(net);
+    return moved;
+}
+
+static void test_cut_isolates_gradients(void **state)
+{
+    int with_cut = early_grads_move(1u << 2);
+    int attached = early_grads_move(0);
+    print_message("changing blocks 2..6: %d dense gradients of blocks 0-1 moved with boundary 2 cut, "
+                  "%d moved with no cuts\n", with_cut, attached);
+    assert_int_equal(with_cut, 0);
+    assert_true(attached > 0);
+}
+
+/* Parameters after 100 optimizer steps on fixed random batches. */
+static float *train_100(erase_model_config_t cfg, erase_optim_kind_t dense, size_t *total)
+{
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_batch_t batch[4];
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    ocfg.dense = dense;
+    ocfg.schedule.warmup_steps = 10;
+    ocfg.schedule.decay = ERASE_LR_COSINE;
+    ocfg.schedule.total_steps = 100;
+    MUST(erase_network_create(dev, &cfg, 64, &net));
+    MUST(erase_optimizer_create(net, &ocfg, &opt));
+    for (int i = 0; i < 4; i++)
+        MUST(erase_batch_random(net, 64, 100 + (uint64_t)i, &batch[i]));
+    for (int step = 0; step < 100; step++)
+        MUST(erase_train_step_serial(net, opt, stream, &batch[step % 4]));
+    MUST(erase_stream_synchronize(stream));
+    assert_int_equal(erase_optimizer_clock(opt)->step, 100);
+    int n;
+    erase_param_t *params = erase_network_params(net, &n);
+    *total = 0;
+    for (int i = 0; i < n; i++)
+        *total += (size_t)erase_param_numel(&params[i]);
+    float *out = malloc(*total * sizeof(float)), *p = out;
+    for (int i = 0; i < n; i++) {
+        memcpy(p, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+        p += erase_param_numel(&params[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        erase_batch_free_random(net, &batch[i]);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+    return out;
+}
+
+static void deterministic(const char *what, erase_model_config_t cfg, erase_optim_kind_t dense)
+{
+    size_t n1, n2;
+    float *a = train_100(cfg, dense, &n1), *b = train_100(cfg, dense, &n2);
+    assert_int_equal(n1, n2);
+    size_t differ = 0;
+    for (size_t i = 0; i < n1; i++)
+        differ += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    print_message("%s, 100 steps run twice: %zu of %zu parameters differ\n", what, differ, n1);
+    assert_int_equal(differ, 0);
+    free(a);
+    free(b);
+}
+
+static void test_deterministic_ctr(void **state)
+{
+    deterministic("ctr (six cuts, AdamW + row-wise Adagrad)", small_ctr(0x7e), ERASE_OPTIM_ADAMW);
+}
+
+static void test_deterministic_mlp(void **state)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_MLP);
+    c.mlp.inputs = 20;
+    c.mlp.hidden[0] = c.mlp.hidden[1] = c.mlp.hidden[2] = 32;
+    c.mlp.classes = 4;
+    deterministic("mlp (three blocks, SGD with momentum)", c, ERASE_OPTIM_SGD);
+}
+
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &stream) != ERASE_OK) {
+        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    erase_stream_destroy(stream);
+    erase_device_close(dev);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ctr_cuts_none),
+        cmocka_unit_test(test_ctr_cuts_all),
+        cmocka_unit_test(test_ctr_cuts_2_4),
+        cmocka_unit_test(test_mlp_cuts_all),
+        cmocka_unit_test(test_mlp_cuts_none),
+        cmocka_unit_test(test_cut_isolates_gradients),
+        cmocka_unit_test(test_deterministic_ctr),
+        cmocka_unit_test(test_deterministic_mlp),
+    };
+    return cmocka_run_group_tests_name("models against PyTorch", tests, setup, teardown);
+}
