@@ -52,6 +52,6 @@ ERASE_KERNELS_DECLARE(float, f32)
 ERASE_KERNELS_DECLARE(double, f64)
 
 /* Bytes of scratch erase_k_embedding_backward_field_* needs for `batch`. */
-#define ERASE_EMBEDDING_SCRATCH_BYTES(batch) ((size_t)(batch) * 8)
+#define ERASE_EMBEDDING_SCRATCH_BYTES(batch) ((size_t)(batch) * 16)
 
 #endif

@@ -139,30 +139,53 @@ typedef struct {
     int sample;
 } SUF(row_ref_t);
 
-static int SUF(cmp_row_ref)(const void *a, const void *b)
+/*
+ * Stable LSD radix sort of n row references by row, 8 bits a pass, passes
+ * whose digit is the same for every key skipped: O(n) for the small row
+ * numbers of embedding tables. `tmp` holds n references; returns the
+ * buffer holding the sorted result (refs or tmp).
+ */
+static SUF(row_ref_t) *SUF(radix_sort_rows)(SUF(row_ref_t) *refs, SUF(row_ref_t) *tmp, int n)
 {
-    const SUF(row_ref_t) *x = a, *y = b;
-    if (x->row != y->row)
-        return x->row < y->row ? -1 : 1;
-    return (x->sample > y->sample) - (x->sample < y->sample);
+    uint32_t all_or = 0, all_and = UINT32_MAX;
+    for (int i = 0; i < n; i++) {
+        all_or |= refs[i].row;
+        all_and &= refs[i].row;
+    }
+    for (int shift = 0; shift < 32; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xffu) == 0)
+            continue; /* every key has this digit */
+        int count[257] = { 0 };
+        for (int i = 0; i < n; i++)
+            count[((refs[i].row >> shift) & 0xffu) + 1]++;
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (int i = 0; i < n; i++)
+            tmp[count[(refs[i].row >> shift) & 0xffu]++] = refs[i];
+        SUF(row_ref_t) *t = refs;
+        refs = tmp;
+        tmp = t;
+    }
+    return refs;
 }
 
 /*
  * Sparse gradient of one field's table: the distinct rows touched, sorted,
  * each with the sum of its samples' output gradients added in sample order
- * (deterministic). `scratch` holds `batch` row references. Returns the
- * number of distinct rows written to out_rows / out_grads.
+ * (deterministic: the sort is stable). `scratch` holds
+ * ERASE_EMBEDDING_SCRATCH_BYTES(batch). Returns the number of distinct
+ * rows written to out_rows / out_grads.
  */
 int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f, uint32_t rows,
                                           const uint32_t *ids, const REAL *dout, void *scratch,
                                           uint32_t *out_rows, REAL *out_grads)
 {
-    SUF(row_ref_t) *refs = scratch;
+    SUF(row_ref_t) *refs = scratch, *tmp = refs + batch;
     for (int r = 0; r < batch; r++) {
         refs[r].row = SUF(embedding_row)(ids[(size_t)r * fields + f], rows);
         refs[r].sample = r;
     }
-    qsort(refs, (size_t)batch, sizeof *refs, SUF(cmp_row_ref));
+    refs = SUF(radix_sort_rows)(refs, tmp, batch);
     int n = -1;
     for (int i = 0; i < batch; i++) {
         if (n < 0 || out_rows[n] != refs[i].row) {
