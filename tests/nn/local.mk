@@ -21,3 +21,10 @@ EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cut
 	tests/data/reference/ctr_cuts_2_4.h5 tests/data/reference/mlp_cuts_all.h5 \
 	tests/data/reference/mlp_cuts_none.h5 tests/reference/make_reference.py \
 	tests/reference/README.md
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-optim
+TESTS += tests/nn/test-optim
+tests_nn_test_optim_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_optim_LDADD = $(TEST_LIBS)
+endif

@@ -1,0 +1,261 @@
+/*
+ * Optimizer ops and the learning-rate schedule against independent
+ * double-precision implementations of their published update rules
+ * (PyTorch's SGD and AdamW, torchrec's row-wise Adagrad), over several
+ * steps with a warm-up; rows a sparse gradient does not touch must stay
+ * bitwise unchanged.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/core/rng.h"
+#include "lib/ops/ops.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+#define N 37
+#define STEPS 6
+
+static erase_device_t *dev;
+static erase_stream_t *stream;
+
+static double rel(double got, double ref)
+{
+    return fabs(got - ref) / (fabs(ref) + 1e-6);
+}
+
+static void test_schedule(void **state)
+{
+    erase_lr_schedule_t s = { .base = 0.1, .warmup_steps = 4, .decay = ERASE_LR_COSINE,
+                              .total_steps = 14, .min = 0.01 };
+    /* warm-up: 0.025, 0.05, 0.075, 0.1; cosine over 10 steps after it */
+    assert_true(fabs(erase_lr_at(&s, 1) - 0.025) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 4) - 0.1) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 9) - (0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.5)))) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 14) - 0.01) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 100) - 0.01) < 1e-15);
+    s.decay = ERASE_LR_CONSTANT;
+    assert_true(erase_lr_at(&s, 50) == 0.1);
+    print_message("schedule: warm-up 4 steps to 0.1, cosine to 0.01 at step 14: lr(9) = %.6f\n",
+                  0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.5)));
+
+    erase_optim_clock_t *clock;
+    MUST(erase_malloc(dev, sizeof *clock, (void **)&clock));
+    memset(clock, 0, sizeof *clock);
+    s.decay = ERASE_LR_COSINE;
+    for (int i = 0; i < 9; i++)
+        MUST(erase_optim_clock_advance(stream, clock, &s));
+    MUST(erase_stream_synchronize(stream));
+    assert_int_equal(clock->step, 9);
+    assert_true(fabs(clock->lr - (float)erase_lr_at(&s, 9)) == 0);
+    erase_free(dev, clock);
+}
+
+typedef struct {
+    float *w, *g, *m, *v;
+    double wd[N], md[N], vd[N];
+    erase_optim_clock_t *clock;
+} dense_case_t;
+
+static void dense_init(dense_case_t *c, uint64_t seed)
+{
+    MUST(erase_malloc(dev, N * sizeof(float), (void **)&c->w));
+    MUST(erase_malloc(dev, N * sizeof(float), (void **)&c->g));
+    MUST(erase_malloc(dev, N * sizeof(float), (void **)&c->m));
+    MUST(erase_malloc(dev, N * sizeof(float), (void **)&c->v));
+    MUST(erase_malloc(dev, sizeof *c->clock, (void **)&c->clock));
+    memset(c->clock, 0, sizeof *c->clock);
+    uint64_t rng = seed;
+    for (int i = 0; i < N; i++) {
+        c->w[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
+        c->wd[i] = c->w[i];
+        c->m[i] = c->v[i] = 0.0f;
+        c->md[i] = c->vd[i] = 0.0;
+    }
+}
+
+static void dense_free(dense_case_t *c)
+{
+    erase_free(dev, c->w);
+    erase_free(dev, c->g);
+    erase_free(dev, c->m);
+    erase_free(dev, c->v);
+    erase_free(dev, c->clock);
+}
+
+static void new_gradient(dense_case_t *c, uint64_t *rng)
+{
+    for (int i = 0; i < N; i++)
+        c->g[i] = erase_rng_uniform(rng, -2.0f, 2.0f);
+}
+
+static void test_adamw(void **state)
+{
+    const erase_lr_schedule_t sched = { .base = 0.01, .warmup_steps = 2 };
+    const double b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
+    dense_case_t c;
+    dense_init(&c, 3);
+    uint64_t rng = 17;
+    double worst = 0;
+    for (int t = 1; t <= STEPS; t++) {
+        new_gradient(&c, &rng);
+        MUST(erase_optim_clock_advance(stream, c.clock, &sched));
+        MUST(erase_adamw_update(stream, N, c.w, c.g, c.m, c.v, c.clock, 1.0f, (float)b1, (float)b2,
+                                (float)eps, (float)wd));
+        MUST(erase_stream_synchronize(stream));
+        double lr = erase_lr_at(&sched, t);
+        for (int i = 0; i < N; i++) { /* torch.optim.AdamW, documented algorithm */
+            double g = c.g[i];
+            c.wd[i] *= 1 - lr * wd;
+            c.md[i] = b1 * c.md[i] + (1 - b1) * g;
+            c.vd[i] = b2 * c.vd[i] + (1 - b2) * g * g;
+            double mhat = c.md[i] / (1 - pow(b1, t)), vhat = c.vd[i] / (1 - pow(b2, t));
+            c.wd[i] -= lr * mhat / (sqrt(vhat) + eps);
+            double e = rel(c.w[i], c.wd[i]);
+            if (e > worst)
+                worst = e;
+        }
+    }
+    print_message("AdamW, %d steps (warm-up 2, wd 0.1): max relative error vs double reference %.3g\n",
+                  STEPS, worst);
+    assert_true(worst < 1e-5);
+    dense_free(&c);
+}
+
+static void test_sgd_momentum(void **state)
+{
+    const erase_lr_schedule_t sched = { .base = 0.05 };
+    const double mu = 0.9, wd = 0.01;
+    dense_case_t c;
+    dense_init(&c, 4);
+    uint64_t rng = 18;
+    double worst = 0;
+    for (int t = 1; t <= STEPS; t++) {
+        new_gradient(&c, &rng);
+        MUST(erase_optim_clock_advance(stream, c.clock, &sched));
+        MUST(erase_sgd_update(stream, N, c.w, c.g, c.m, c.clock, 1.0f, (float)mu, (float)wd));
+        MUST(erase_stream_synchronize(stream));
+        for (int i = 0; i < N; i++) { /* torch.optim.SGD: buf = g' at step 1 */
+            double g = c.g[i] + wd * c.wd[i];
+            c.md[i] = t == 1 ? g : mu * c.md[i] + g;
+            c.wd[i] -= 0.05 * c.md[i];
+            double e = rel(c.w[i], c.wd[i]);
+            if (e > worst)
+                worst = e;
+        }
+    }
+    print_message("SGD momentum 0.9, wd 0.01, %d steps: max relative error %.3g\n", STEPS, worst);
+    assert_true(worst < 1e-5);
+    assert_int_equal(erase_sgd_update(stream, N, c.w, c.g, NULL, c.clock, 1.0f, 0.9f, 0.0f), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "sgd: momentum 0.9 needs a buffer"));
+    dense_free(&c);
+}
+
+static void test_rowwise_adagrad(void **state)
+{
+    enum { ROWS = 6, DIM = 5 };
+    const erase_lr_schedule_t sched = { .base = 0.001 };
+    float *table, *acc, *values;
+    uint32_t *rows;
+    int *count;
+    erase_optim_clock_t *clock;
+    MUST(erase_malloc(dev, sizeof(float) * ROWS * DIM, (void **)&table));
+    MUST(erase_malloc(dev, sizeof(float) * ROWS, (void **)&acc));
+    MUST(erase_malloc(dev, sizeof(float) * ROWS * DIM, (void **)&values));
+    MUST(erase_malloc(dev, sizeof(uint32_t) * ROWS, (void **)&rows));
+    MUST(erase_malloc(dev, sizeof(int), (void **)&count));
+    MUST(erase_malloc(dev, sizeof *clock, (void **)&clock));
+    memset(clock, 0, sizeof *clock);
+    double ref[ROWS * DIM], acc_ref[ROWS] = { 0 };
+    float before[ROWS * DIM];
+    uint64_t rng = 5;
+    for (int i = 0; i < ROWS * DIM; i++)
+        ref[i] = table[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
+    memset(acc, 0, sizeof(float) * ROWS);
+    double worst = 0;
+    const float lr_mult = 20.0f; /* embedding lr 0.02 over a dense lr of 0.001 */
+    for (int t = 1; t <= STEPS; t++) {
+        *count = 2;
+        rows[0] = 1;
+        rows[1] = (uint32_t)(3 + t % 2); /* rows 3 and 4 alternate */
+        for (int i = 0; i < 2 * DIM; i++)
+            values[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
+        memcpy(before, table, sizeof before);
+        MUST(erase_optim_clock_advance(stream, clock, &sched));
+        MUST(erase_rowwise_adagrad_update(stream, DIM, table, acc, rows, values, count, clock, lr_mult, 1e-8f));
+        MUST(erase_stream_synchronize(stream));
+        for (int k = 0; k < 2; k++) { /* torchrec EXACT_ROWWISE_ADAGRAD */
+            int r = (int)rows[k];
+            double sq = 0;
+            for (int d = 0; d < DIM; d++)
+                sq += (double)values[k * DIM + d] * values[k * DIM + d];
+            acc_ref[r] += sq / DIM;
+            for (int d = 0; d < DIM; d++)
+                ref[r * DIM + d] -= 0.02 * values[k * DIM + d] / (sqrt(acc_ref[r]) + 1e-8);
+        }
+        for (int r = 0; r < ROWS; r++) {
+            int touched = r == (int)rows[0] || r == (int)rows[1];
+            for (int d = 0; d < DIM; d++) {
+                if (!touched)
+                    assert_memory_equal(&table[r * DIM + d], &before[r * DIM + d], sizeof(float));
+                double e = rel(table[r * DIM + d], ref[r * DIM + d]);
+                if (e > worst)
+                    worst = e;
+            }
+            if (!(rel(acc[r], acc_ref[r]) < 1e-5))
+                fail_msg("accumulator of row %d: %g, expected %g", r, (double)acc[r], acc_ref[r]);
+        }
+    }
+    print_message("row-wise Adagrad, %d steps on rows {1, 3|4} of 6: max relative error %.3g, "
+                  "untouched rows bitwise unchanged\n", STEPS, worst);
+    assert_true(worst < 1e-5);
+    /* plain sparse SGD on the same rows */
+    memcpy(before, table, sizeof before);
+    MUST(erase_sparse_sgd_update(stream, DIM, table, rows, values, count, clock, lr_mult));
+    MUST(erase_stream_synchronize(stream));
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < DIM; d++) {
+            int i = (int)rows[k] * DIM + d;
+            assert_true(rel(table[i], before[i] - 0.02 * values[k * DIM + d]) < 1e-6);
+        }
+    assert_memory_equal(&table[0], &before[0], sizeof(float) * DIM); /* row 0 untouched */
+    erase_free(dev, table);
+    erase_free(dev, acc);
+    erase_free(dev, values);
+    erase_free(dev, rows);
+    erase_free(dev, count);
+    erase_free(dev, clock);
+}
+
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &stream) != ERASE_OK)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    erase_stream_destroy(stream);
+    erase_device_close(dev);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_schedule),
+        cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_sgd_momentum),
+        cmocka_unit_test(test_rowwise_adagrad),
+    };
+    return cmocka_run_group_tests_name("optimizers", tests, setup, teardown);
+}
