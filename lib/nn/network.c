@@ -40,6 +40,8 @@ typedef struct {
     float weight;           /* lambda, or 1 for the main loss */
     float *d_in;            /* [max_batch, in_width] when boundary `index` is attached */
     int first_param, nparams;
+    float *grads;           /* every dense gradient of the block, contiguous */
+    size_t grad_count;
 } block_t;
 
 struct erase_network {
@@ -213,13 +215,27 @@ static erase_status_t alloc_layer(erase_network_t *net, layer_t *l)
 static erase_status_t allocate(erase_network_t *net)
 {
     size_t mb = (size_t)net->max_batch;
+    /* one contiguous dense-gradient buffer per block: one all-reduce each */
+    for (int b = 0; b < net->nblocks; b++) {
+        block_t *blk = &net->blocks[b];
+        for (int i = blk->first_param; i < blk->first_param + blk->nparams; i++)
+            if (net->params[i].kind == ERASE_PARAM_DENSE)
+                blk->grad_count += (size_t)erase_param_numel(&net->params[i]);
+        ALLOC(blk->grads, sizeof(float) * (blk->grad_count ? blk->grad_count : 1));
+        memset(blk->grads, 0, sizeof(float) * blk->grad_count);
+        size_t offset = 0;
+        for (int i = blk->first_param; i < blk->first_param + blk->nparams; i++)
+            if (net->params[i].kind == ERASE_PARAM_DENSE) {
+                net->params[i].grad = blk->grads + offset;
+                offset += (size_t)erase_param_numel(&net->params[i]);
+            }
+    }
     for (int i = 0; i < net->nparams; i++) {
         erase_param_t *p = &net->params[i];
         size_t bytes = sizeof(float) * (size_t)erase_param_numel(p);
         ALLOC(p->value, bytes);
         if (p->kind == ERASE_PARAM_DENSE) {
-            ALLOC(p->grad, bytes);
-            memset(p->grad, 0, bytes);
+            /* gradient: a slice of the block's buffer */
         } else {
             ALLOC(p->grad_rows, sizeof(uint32_t) * mb);
             ALLOC(p->grad_values, sizeof(float) * mb * (size_t)p->cols);
@@ -284,7 +300,6 @@ void erase_network_destroy(erase_network_t *net)
     for (int i = 0; i < net->nparams; i++) {
         erase_param_t *p = &net->params[i];
         erase_free(net->dev, p->value);
-        erase_free(net->dev, p->grad);
         erase_free(net->dev, p->grad_rows);
         erase_free(net->dev, p->grad_values);
         erase_free(net->dev, p->state[0]);
@@ -295,6 +310,7 @@ void erase_network_destroy(erase_network_t *net)
             free_layer(net, &net->blocks[b].layers[i]);
         free_layer(net, &net->blocks[b].head);
         erase_free(net->dev, net->blocks[b].d_in);
+        erase_free(net->dev, net->blocks[b].grads);
     }
     erase_free(net->dev, net->losses);
     free(net->params);
@@ -333,6 +349,12 @@ erase_param_t *erase_network_param(erase_network_t *net, const char *name)
         if (!strcmp(net->params[i].name, name))
             return &net->params[i];
     return NULL;
+}
+
+float *erase_network_block_grads(erase_network_t *net, int b, size_t *count)
+{
+    *count = net->blocks[b].grad_count;
+    return net->blocks[b].grads;
 }
 
 const float *erase_network_body_output(const erase_network_t *net, int b, int *width)

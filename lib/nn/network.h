@@ -47,6 +47,11 @@ int erase_network_is_cut(const erase_network_t *net, int b);
 /* All parameters, in block order; block b owns params [first, first+count). */
 erase_param_t *erase_network_params(erase_network_t *net, int *count);
 void erase_network_block_params(const erase_network_t *net, int b, int *first, int *count);
+/* Block b's dense gradients: one contiguous buffer of *count floats that
+ * every dense parameter's `grad` of the block points into (one all-reduce
+ * per block). Embedding tables' sparse gradients are separate. */
+float *erase_network_block_grads(erase_network_t *net, int b, size_t *count);
+
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
 
