@@ -1,6 +1,27 @@
 # apps/: the programs users run.
 bin_PROGRAMS += apps/erase-bench
 apps_erase_bench_SOURCES = apps/erase-bench.c apps/bench/bench.h \
-	apps/bench/bench_common.c apps/bench/bench_gemm.c apps/bench/bench_streams.c apps/bench/bench_model.c
+	apps/bench/bench_common.c apps/bench/bench_gemm.c apps/bench/bench_streams.c apps/bench/bench_model.c apps/bench/bench_schedules.c
 apps_erase_bench_LDADD = $(ERASE_LIBS)
 apps_erase_bench_CPPFLAGS = $(AM_CPPFLAGS) -DERASE_SRCDIR='"$(abs_top_srcdir)"'
+
+# erase-convert (Criteo logs and synthetic data -> HDF5 shards) and
+# erase-inspect (what is in erase's files): programs of io/.
+bin_PROGRAMS += apps/erase-convert apps/erase-inspect
+apps_erase_convert_SOURCES = apps/erase-convert.c
+apps_erase_convert_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_convert_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+apps_erase_inspect_SOURCES = apps/erase-inspect.c
+apps_erase_inspect_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_inspect_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+# erase-bench data: converter and reader speed.
+apps_erase_bench_SOURCES += apps/bench/bench_data.c
+apps_erase_bench_LDADD += $(ERASE_IO_LIBS) $(ERASE_LIBS)
+apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
+
+# erase-train: the main job.
+bin_PROGRAMS += apps/erase-train
+apps_erase_train_SOURCES = apps/erase-train.c apps/train/options.c apps/train/options.h \
+	apps/train/run.c apps/train/run.h
+apps_erase_train_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_train_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

@@ -34,4 +34,23 @@ lib_liberase_a_SOURCES += \
 	lib/nn/batch.h lib/nn/param.h \
 	lib/nn/network.c lib/nn/network.h \
 	lib/nn/optim.c lib/nn/optim.h \
-	lib/nn/train_step.c lib/nn/train_step.h
+	lib/nn/train_step.c lib/nn/train_step.h \
+	lib/nn/metrics.c lib/nn/metrics.h
+
+# lib/sched: step plans and the per-rank scheduler (early backward).
+lib_liberase_a_SOURCES += \
+	lib/ops/cpu/sparse_cpu.c \
+	lib/sched/sched.c lib/sched/sched.h \
+	lib/sched/plan.c lib/sched/plan.h \
+	lib/sched/reduce.c lib/sched/reduce.h \
+	lib/sched/trace.c lib/sched/trace.h
+
+# lib/comm: communicators (MPI on host buffers), watchdog, sequence check.
+lib_liberase_a_SOURCES += \
+	lib/comm/comm.h lib/comm/comm_internal.h \
+	lib/comm/comm_log.c \
+	lib/comm/check.c \
+	lib/comm/mpi_comm.c \
+	lib/comm/watchdog.c \
+	lib/comm/world.c
+ERASE_LIBS += $(MPI_LDFLAGS) $(MPI_LIBS)

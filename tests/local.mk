@@ -25,3 +25,6 @@ endif
 
 include tests/ops/local.mk
 include tests/nn/local.mk
+include tests/sched/local.mk
+include tests/comm/local.mk
+include tests/io/local.mk

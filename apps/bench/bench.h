@@ -8,6 +8,9 @@
 int bench_gemm(int argc, char **argv);
 int bench_streams(int argc, char **argv);
 int bench_model(int argc, char **argv);
+int bench_allreduce(int argc, char **argv);
+int bench_data(int argc, char **argv);
+int bench_schedules(int argc, char **argv);
 
 /* Open the CPU device with `blas_threads` and print its description. */
 erase_device_t *bench_open_device(int blas_threads);

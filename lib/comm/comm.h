@@ -11,7 +11,22 @@
  *
  * Two implementations behind this interface: MPI on host buffers (the CPU
  * backend; lib/comm/mpi_comm.c) and NCCL on device buffers (bootstrapped
- * over MPI; with the CUDA backend).
+ * over MPI; with the CUDA backend, not written yet: a collective issued on
+ * a non-CPU stream is ERASE_ERR_UNSUPPORTED).
+ *
+ * Ordering rule: the collectives of one communicator run one at a time on
+ * a rank (they are serialized internally) and must RUN in the same order on
+ * every rank, so issue them on one stream, or order the streams that issue
+ * them with events. Collectives of different communicators may run at the
+ * same time on different streams; their messages never mix. Sends and
+ * receives are not serialized (a send and a receive of one communicator
+ * may wait for each other on two streams).
+ *
+ * Failures inside a collective (an MPI error, sizes that differ between
+ * ranks) become the stream's sticky error, reported by the next
+ * erase_stream_synchronize with the operation, its number and the
+ * communicator. A collective that never completes is ended by the
+ * watchdog (see erase_world_init).
  *
  * Reductions are deterministic: the same inputs give bitwise the same
  * result on every rank and in every run, for a fixed number of ranks
@@ -39,7 +54,7 @@ typedef enum {
 
 typedef enum { ERASE_REDUCE_SUM = 0, ERASE_REDUCE_MEAN, ERASE_REDUCE_MAX } erase_reduce_t;
 
-/* Bytes of one element. */
+/* Bytes of one element (0 for an unknown dtype). */
 size_t erase_dtype_size(erase_dtype_t t);
 
 /* ---- the world ------------------------------------------------------------ */
@@ -66,6 +81,25 @@ typedef struct {
  * groups (rank = dp_rank * pp_size + pp_rank; world size not a multiple of
  * pp_size is ERASE_ERR_INVALID with a message giving both), install the
  * fatal hook (MPI_Abort on the world) and start the watchdog.
+ * If MPI is already initialised, its thread level is checked and MPI is
+ * left to its owner at finalize. options may be NULL (pp_size 0 means 1).
+ * Collective over MPI_COMM_WORLD; call once, from the main thread.
+ *
+ * Environment: ERASE_WATCHDOG_SECONDS overrides watchdog_seconds;
+ * ERASE_CHECK_COLLECTIVES=1 (0) turns check_sequence on (off);
+ * ERASE_VERBOSE: < 0 silent, 0 (default) one summary line from rank 0
+ * on stderr (world size, dp x pp, MPI library, thread level), >= 1 also
+ * one line per rank (host, rank, local rank, groups, pid, MPI library).
+ *
+ * The watchdog is a thread that watches the operations running on the
+ * world's communicators: one running longer than watchdog_seconds makes
+ * the rank print "[rank r host] watchdog: <op> #<n> on <comm> has not
+ * completed after N s; last collectives issued:" and the last 16
+ * operations of that communicator (operation, bytes, number, state), then
+ * take erase_fatal's path (MPI_Abort).
+ * Errors: ERASE_ERR_STATE (already initialised), ERASE_ERR_UNSUPPORTED,
+ * ERASE_ERR_INVALID (pp_size, environment), ERASE_ERR_COMM (MPI). After a
+ * failure the fatal hook is installed: erase_fatal ends the whole job.
  */
 erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_options_t *options,
                                 erase_world_t *world);
@@ -75,15 +109,41 @@ erase_comm_t *erase_world_comm(void);
 erase_comm_t *erase_dp_comm(void);
 erase_comm_t *erase_pp_comm(void);
 
-/* Finalize MPI (after every stream using a communicator is synchronized). */
+/* Stop the watchdog, free the communicators and finalize MPI (if
+ * erase_world_init started it), after every stream using a communicator is
+ * synchronized. Restores erase_fatal's plain abort(). No-op if the world
+ * is not initialised. */
 void erase_world_finalize(void);
+
+/* At ERASE_VERBOSE >= 1: print "[rank r host] device: <description>" for
+ * the device this rank computes on (erase_device_describe). */
+void erase_world_log_device(const erase_device_t *dev);
 
 /* ---- collectives on a stream ------------------------------------------------ */
 
+/* Rank in / size of the communicator (-1 / 0 for NULL). */
 int erase_comm_rank(const erase_comm_t *c);
 int erase_comm_size(const erase_comm_t *c);
 
-/* recv[i] = op over ranks of send[i], i < count; send == recv allowed (in place). */
+/* Collectives issued on c by this rank so far (the number the last one got;
+ * sends and receives not counted). For traces and tests. */
+uint64_t erase_comm_issued(erase_comm_t *c);
+
+/*
+ * The collectives below return once the operation is enqueued on s (a CPU
+ * stream); buffers must stay valid and untouched until it has run. count
+ * is in elements of dtype and must be the same on every rank (for the
+ * v-variants: the arrays must agree). Common errors: ERASE_ERR_INVALID (NULL
+ * communicator or stream, NULL buffer with elements, bad root/peer/tag or
+ * dtype, size overflow), ERASE_ERR_UNSUPPORTED (not a CPU stream),
+ * ERASE_ERR_NOMEM.
+ */
+
+/* recv[i] = op over ranks of send[i], i < count; send == recv allowed (in
+ * place), other overlaps are not. f32, f64, i32, i64 (u8 is
+ * ERASE_ERR_INVALID). mean = sum, then times 1/size in floating point;
+ * integer sums wrap modulo 2^bits and their mean is sum / size truncated.
+ * max propagates NaN. Bitwise identical on every rank (see above). */
 erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                size_t count, erase_dtype_t dtype, erase_reduce_t op);
 
@@ -91,15 +151,22 @@ erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *s
 erase_status_t erase_broadcast(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
                                erase_dtype_t dtype, int root);
 
-/* recv[r*count .. (r+1)*count) = send of rank r. */
+/* recv[r*count .. (r+1)*count) = send of rank r; send may be this rank's
+ * own block of recv (in place). */
 erase_status_t erase_allgather(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                size_t count, erase_dtype_t dtype);
 
-/* Variable sizes: rank r contributes counts[r] elements placed at displs[r]. */
+/* Variable sizes: rank r contributes counts[r] elements placed at displs[r]
+ * (elements); counts and displs have one entry per rank and are copied
+ * when the call is issued (at most 252 ranks: ERASE_ERR_UNSUPPORTED above). */
 erase_status_t erase_allgatherv(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                 const size_t *counts, const size_t *displs, erase_dtype_t dtype);
 
-/* Block r of send (count elements) goes to rank r; block r of recv came from rank r. */
+/* Block r of send (count elements) goes to rank r; block r of recv came
+ * from rank r. send and recv must not overlap. alltoallv: the counts and
+ * displacements (elements, one per rank, copied when issued; at most 126
+ * ranks) of what goes to and comes from each rank; recv_counts[r] must
+ * equal rank r's send_counts[this rank]. */
 erase_status_t erase_alltoall(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                               size_t count, erase_dtype_t dtype);
 erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *send,
@@ -107,12 +174,17 @@ erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *s
                                const size_t *recv_counts, const size_t *recv_displs,
                                erase_dtype_t dtype);
 
-/* Point to point (pipelines): matched by (peer, tag) in issue order. */
+/* Point to point (pipelines): matched by (peer, tag) in issue order; count
+ * must equal the sender's (a difference is ERASE_ERR_COMM on the stream).
+ * A send completes when its buffer may be reused (it may wait for the
+ * receive: put sends and receives that depend on each other on different
+ * streams). 0 <= tag <= MPI_TAG_UB. Not part of the collective sequence. */
 erase_status_t erase_send(erase_comm_t *c, erase_stream_t *s, const void *buf, size_t count,
                           erase_dtype_t dtype, int peer, int tag);
 erase_status_t erase_recv(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
                           erase_dtype_t dtype, int peer, int tag);
 
+/* Every rank of c has reached this point of its stream s. */
 erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
 
 /*
@@ -120,8 +192,16 @@ erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
  * collectives each rank issued on `c` since the last check; on a mismatch
  * every rank fails with ERASE_ERR_COMM and a message naming the first
  * mismatching rank and its operation ("rank 1 issued broadcast(4 x f32,
- * root 0) as collective #12 where rank 0 issued allreduce(4 x f32, sum)").
- * Blocking (host); call between steps.
+ * root 0) as collective #12 where rank 0 issued allreduce(4 x f32, sum)
+ * (communicator world)"; a rank that issued fewer collectives shows
+ * "nothing"). Collectives are numbered from 1 per communicator; the count
+ * of an alltoallv (this rank's elements sent) is not compared. Sends and
+ * receives are not part of the sequence. A collective issued inside a
+ * stream capture is logged each time the graph runs it.
+ * Blocking (host), collective over c: call between steps, from one thread;
+ * it works while stream workers wait in mismatched collectives (that is
+ * what it is for). When the check is off it returns ERASE_OK at once, so
+ * it can be called every step unconditionally.
  */
 erase_status_t erase_comm_check_sequence(erase_comm_t *c);
 

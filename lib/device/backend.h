@@ -7,6 +7,8 @@
 #ifndef ERASE_DEVICE_BACKEND_H
 #define ERASE_DEVICE_BACKEND_H
 
+#include <pthread.h>
+
 #include "lib/device/device.h"
 
 typedef struct erase_backend erase_backend_t;
@@ -14,10 +16,20 @@ typedef struct erase_backend erase_backend_t;
 struct erase_device {
     const erase_backend_t *backend;
     erase_device_kind_t kind;
+    int streams_created;
+    /* trace log (device.c): a ring of records, written by markers */
+    pthread_mutex_t trace_lock;
+    erase_trace_record_t *trace;
+    size_t trace_cap, trace_head, trace_len, trace_dropped;
 };
+
+/* Append a record to the device's trace log (markers call this when they
+ * run; any thread). */
+void erase_device_trace_append(erase_device_t *dev, const erase_trace_record_t *rec);
 
 struct erase_stream {
     erase_device_t *dev;
+    int number;             /* creation order on the device */
 };
 
 struct erase_event {
@@ -61,6 +73,7 @@ struct erase_backend {
     size_t (*graph_node_count)(const erase_graph_t *g);
     void (*graph_destroy)(erase_graph_t *g);
 
+    erase_status_t (*mark)(erase_stream_t *s, const char *label, int begin);
     erase_status_t (*sgemm_strided_batched)(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb,
                                             int m, int n, int k, float alpha,
                                             const float *a, int lda, int64_t stride_a,

@@ -26,6 +26,7 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
     switch (o.kind) {
     case ERASE_DEVICE_CPU:
         ERASE_CHECK(erase_cpu_device_open(&o, out));
+        pthread_mutex_init(&(*out)->trace_lock, NULL);
         return ERASE_OK;
     case ERASE_DEVICE_CUDA:
         return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
@@ -36,8 +37,12 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
 
 void erase_device_close(erase_device_t *dev)
 {
-    if (dev)
-        dev->backend->close(dev);
+    if (!dev)
+        return;
+    free(dev->trace);
+    dev->trace = NULL;
+    pthread_mutex_destroy(&dev->trace_lock);
+    dev->backend->close(dev);
 }
 
 void erase_device_describe(const erase_device_t *dev, char *text, size_t size)
@@ -89,6 +94,7 @@ erase_status_t erase_stream_create(erase_device_t *dev, erase_stream_t **out)
 {
     REQUIRE(dev && out, "erase_stream_create: NULL device or result pointer");
     ERASE_CHECK(dev->backend->stream_create(dev, out));
+    (*out)->number = dev->streams_created++;
     return ERASE_OK;
 }
 
@@ -189,6 +195,61 @@ void erase_graph_destroy(erase_graph_t *g)
     if (g)
         BACKEND(g)->graph_destroy(g);
 }
+
+erase_status_t erase_device_trace_enable(erase_device_t *dev, size_t capacity)
+{
+    REQUIRE(dev && capacity > 0, "trace: NULL device or zero capacity");
+    erase_trace_record_t *log = calloc(capacity, sizeof *log);
+    if (!log)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "trace: no memory for %zu records", capacity);
+    pthread_mutex_lock(&dev->trace_lock);
+    free(dev->trace);
+    dev->trace = log;
+    dev->trace_cap = capacity;
+    dev->trace_head = dev->trace_len = dev->trace_dropped = 0;
+    pthread_mutex_unlock(&dev->trace_lock);
+    return ERASE_OK;
+}
+
+void erase_device_trace_append(erase_device_t *dev, const erase_trace_record_t *rec)
+{
+    pthread_mutex_lock(&dev->trace_lock);
+    if (dev->trace) {
+        if (dev->trace_len == dev->trace_cap) { /* full: drop the oldest */
+            dev->trace_head = (dev->trace_head + 1) % dev->trace_cap;
+            dev->trace_len--;
+            dev->trace_dropped++;
+        }
+        dev->trace[(dev->trace_head + dev->trace_len) % dev->trace_cap] = *rec;
+        dev->trace_len++;
+    }
+    pthread_mutex_unlock(&dev->trace_lock);
+}
+
+size_t erase_device_trace_drain(erase_device_t *dev, erase_trace_record_t *out, size_t max,
+                                size_t *dropped)
+{
+    pthread_mutex_lock(&dev->trace_lock);
+    size_t n = 0;
+    while (n < max && dev->trace_len > 0) {
+        out[n++] = dev->trace[dev->trace_head];
+        dev->trace_head = (dev->trace_head + 1) % dev->trace_cap;
+        dev->trace_len--;
+    }
+    if (dropped)
+        *dropped = dev->trace_dropped;
+    pthread_mutex_unlock(&dev->trace_lock);
+    return n;
+}
+
+erase_status_t erase_stream_mark(erase_stream_t *s, const char *label, int begin)
+{
+    REQUIRE(s && label, "erase_stream_mark: NULL stream or label");
+    ERASE_CHECK(BACKEND(s)->mark(s, label, begin));
+    return ERASE_OK;
+}
+
+int erase_stream_number(const erase_stream_t *s) { return s->number; }
 
 erase_status_t erase_sgemm(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb, int m, int n,
                            int k, float alpha, const float *a, int lda, const float *b, int ldb,

@@ -171,6 +171,33 @@ size_t erase_graph_node_count(const erase_graph_t *graph);
 
 void erase_graph_destroy(erase_graph_t *graph);
 
+/* ---- tracing ------------------------------------------------------------
+ * Markers are operations like any other (captured into graphs too): when
+ * one runs, the device appends (label, stream, time) to its trace log, if
+ * tracing is enabled; otherwise markers cost one queue entry. */
+
+typedef struct {
+    const char *label;     /* as given to erase_stream_mark (must outlive the log) */
+    int stream;            /* the stream's number on its device (creation order, from 0) */
+    int begin;             /* 1 begin, 0 end of a range */
+    int64_t time_ns;       /* CLOCK_MONOTONIC when the marker ran */
+} erase_trace_record_t;
+
+/* Start logging markers, keeping up to `capacity` records (older ones are
+ * dropped and counted). Errors: ERASE_ERR_NOMEM. */
+erase_status_t erase_device_trace_enable(erase_device_t *dev, size_t capacity);
+
+/* Enqueue a marker: the begin (begin = 1) or end (0) of range `label`. */
+erase_status_t erase_stream_mark(erase_stream_t *stream, const char *label, int begin);
+
+/* Number of a stream on its device (0, 1, ... in creation order). */
+int erase_stream_number(const erase_stream_t *stream);
+
+/* Move up to `max` logged records (oldest first) into `out`; returns how
+ * many. *dropped (if not NULL) gets the records lost to a full log. */
+size_t erase_device_trace_drain(erase_device_t *dev, erase_trace_record_t *out, size_t max,
+                                size_t *dropped);
+
 /* ---- GEMM ------------------------------------------------------------- */
 
 typedef enum { ERASE_NO_TRANS = 0, ERASE_TRANS = 1 } erase_trans_t;

@@ -53,6 +53,7 @@ struct erase_network {
     erase_param_t *params;
     int nparams, params_cap;
     float *losses;          /* device [nblocks] */
+    int sparse_rows;        /* rows each sparse-gradient buffer holds */
     uint32_t table_rows[ERASE_CTR_FIELDS];
 };
 
@@ -250,6 +251,7 @@ static erase_status_t allocate(erase_network_t *net)
         if (b > 0 && !erase_network_is_cut(net, b))
             ALLOC(blk->d_in, sizeof(float) * mb * (size_t)blk->in_width);
     }
+    net->sparse_rows = net->max_batch;
     ALLOC(net->losses, sizeof(float) * (size_t)net->nblocks);
     memset(net->losses, 0, sizeof(float) * (size_t)net->nblocks);
     return ERASE_OK;
@@ -355,6 +357,30 @@ float *erase_network_block_grads(erase_network_t *net, int b, size_t *count)
 {
     *count = net->blocks[b].grad_count;
     return net->blocks[b].grads;
+}
+
+erase_status_t erase_network_reserve_sparse_rows(erase_network_t *net, int rows)
+{
+    if (rows <= net->sparse_rows)
+        return ERASE_OK;
+    for (int i = 0; i < net->nparams; i++) {
+        erase_param_t *p = &net->params[i];
+        if (p->kind != ERASE_PARAM_EMBEDDING)
+            continue;
+        uint32_t *r;
+        float *v;
+        ERASE_CHECK(erase_malloc(net->dev, sizeof(uint32_t) * (size_t)rows, (void **)&r));
+        if (erase_malloc(net->dev, sizeof(float) * (size_t)rows * (size_t)p->cols, (void **)&v) != ERASE_OK) {
+            erase_free(net->dev, r);
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory for %d sparse rows of %s", rows, p->name);
+        }
+        erase_free(net->dev, p->grad_rows);
+        erase_free(net->dev, p->grad_values);
+        p->grad_rows = r;
+        p->grad_values = v;
+    }
+    net->sparse_rows = rows;
+    return ERASE_OK;
 }
 
 const float *erase_network_body_output(const erase_network_t *net, int b, int *width)

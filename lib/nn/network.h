@@ -52,6 +52,11 @@ void erase_network_block_params(const erase_network_t *net, int b, int *first, i
  * per block). Embedding tables' sparse gradients are separate. */
 float *erase_network_block_grads(erase_network_t *net, int b, size_t *count);
 
+/* Grow every embedding table's sparse-gradient buffers to hold `rows` rows
+ * (data parallelism merges D ranks' rows: D x max_batch). Not while a
+ * stream uses them. Errors: ERASE_ERR_NOMEM. */
+erase_status_t erase_network_reserve_sparse_rows(erase_network_t *net, int rows);
+
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
 

@@ -120,6 +120,32 @@ erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, c
 /* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
 erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
 
+/* ---- sparse gradients across ranks ---------------------------------------- */
+
+/*
+ * Pack the sparse gradients of `tables` tables (table t: *count[t] rows
+ * rows[t][i] with values[t][i*dim ..]) into fixed-capacity slots:
+ * out_counts[t], out_rows[t*capacity + i], out_values[(t*capacity + i)*dim].
+ * A count above `capacity` fails (ERASE_ERR_INVALID) when the op runs.
+ */
+erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
+                                 const int *const *count, const uint32_t *const *rows,
+                                 const float *const *values, int *out_counts, uint32_t *out_rows,
+                                 float *out_values);
+
+/*
+ * Merge the packs of `ranks` ranks (concatenated by rank, as an all-gather
+ * of erase_sparse_pack's buffers leaves them) into each table's ascending
+ * unique rows: rows that several ranks touched are summed in rank order,
+ * then every value is multiplied by `scale` (1/ranks for a mean). Writes
+ * *count[t], rows[t], values[t] (room for ranks * capacity rows each).
+ * Every rank merging the same packs gets bitwise the same result.
+ */
+erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
+                                  float scale, const int *all_counts, const uint32_t *all_rows,
+                                  const float *all_values, int *const *count, uint32_t *const *rows,
+                                  float *const *values);
+
 /* ---- optimizers --------------------------------------------------------
  * The step number and learning rate live in device memory (an optimizer
  * clock) and are advanced by an op, so a captured step graph replays with

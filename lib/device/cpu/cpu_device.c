@@ -125,6 +125,7 @@ static const erase_backend_t cpu_backend = {
     .graph_launch = cpu_graph_launch,
     .graph_node_count = cpu_graph_node_count,
     .graph_destroy = cpu_graph_destroy,
+    .mark = cpu_stream_mark,
     .sgemm_strided_batched = cpu_sgemm_strided_batched,
 };
 

@@ -100,6 +100,7 @@ int cpu_is_capturing(const erase_stream_t *s);
 erase_status_t cpu_graph_launch(erase_graph_t *g, erase_stream_t *s);
 size_t cpu_graph_node_count(const erase_graph_t *g);
 void cpu_graph_destroy(erase_graph_t *g);
+erase_status_t cpu_stream_mark(erase_stream_t *s, const char *label, int begin);
 erase_status_t cpu_memcpy_async(erase_stream_t *s, void *dst, const void *src, size_t bytes);
 erase_status_t cpu_memset_async(erase_stream_t *s, void *dst, int value, size_t bytes);
 erase_status_t cpu_sgemm_strided_batched(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb,

@@ -423,6 +423,30 @@ erase_status_t cpu_event_elapsed_ms(erase_event_t *start, erase_event_t *end, do
     return ERASE_OK;
 }
 
+/* ---- trace markers ------------------------------------------------------ */
+
+typedef struct {
+    erase_device_t *dev;
+    const char *label;
+    int stream, begin;
+} mark_args_t;
+
+static erase_status_t mark_kernel(const void *p)
+{
+    const mark_args_t *a = p;
+    erase_trace_record_t rec = { .label = a->label, .stream = a->stream, .begin = a->begin,
+                                 .time_ns = erase_now_ns() };
+    erase_device_trace_append(a->dev, &rec);
+    return ERASE_OK;
+}
+
+erase_status_t cpu_stream_mark(erase_stream_t *s, const char *label, int begin)
+{
+    mark_args_t a = { .dev = s->dev, .label = label, .stream = s->number, .begin = begin };
+    ERASE_CHECK(cpu_stream_push_kernel(cpu_stream(s), mark_kernel, &a, sizeof a));
+    return ERASE_OK;
+}
+
 /* ---- copies ------------------------------------------------------------- */
 
 typedef struct {

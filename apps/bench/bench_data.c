@@ -1,0 +1,262 @@
+/*
+ * erase-bench data: speed of the data path on one core.
+ *   converter: lines/s of erase-convert criteo (parse + write shards) from
+ *              plain and gzip text into uncompressed and compressed shards;
+ *   reader:    samples/s delivered by the CTR reader (shuffled, global
+ *              batch G), with the decoding on the calling thread
+ *              (prefetch 0) and on the prefetch thread (prefetch 2), for
+ *              1 rank and for rank 0 of 4 (each rank reads whole blocks);
+ *   synth:     rows/s of erase-convert synth.
+ * Input: data/criteo/kaggle-train-first9999.tsv repeated to --lines lines,
+ * written to a temporary directory (removed at the end unless --keep).
+ * Goals (issue 5): converter >= 300,000 lines/s on one core; reader >= 10x
+ * the samples/s a training step consumes (--step-qps, default 40,000: what
+ * `erase-bench model` measures for ctr on one core here).
+ */
+#include "apps/bench/bench.h"
+
+#include "io/criteo_convert.h"
+#include "io/ctr_reader.h"
+#include "io/synth.h"
+#include "lib/core/timer.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#ifndef ERASE_SRCDIR
+#error "ERASE_SRCDIR must be defined"
+#endif
+
+/* Total size in bytes of the files in a directory. */
+static int64_t dir_bytes(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int64_t total = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+            total += sb.st_size;
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            remove_dir(path);
+        else
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* Write `lines` lines of the Kaggle sample, repeated, as plain text and gzip. */
+static int make_input(const char *tsv, const char *gz, int64_t lines)
+{
+    char src[4096];
+    snprintf(src, sizeof src, "%s/data/criteo/kaggle-train-first9999.tsv", ERASE_SRCDIR);
+    FILE *in = fopen(src, "rb");
+    if (!in) {
+        fprintf(stderr, "erase-bench data: cannot open %s\n", src);
+        return -1;
+    }
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *text = malloc((size_t)size);
+    if (!text || fread(text, 1, (size_t)size, in) != (size_t)size) {
+        fclose(in);
+        free(text);
+        return -1;
+    }
+    fclose(in);
+    FILE *out = fopen(tsv, "wb");
+    gzFile z = gzopen(gz, "wb6");
+    int64_t written = 0;
+    while (out && z && written < lines) {
+        const char *p = text, *end = text + size;
+        while (p < end && written < lines) {
+            const char *q = memchr(p, '\n', (size_t)(end - p));
+            size_t n = (size_t)(q ? q + 1 - p : end - p);
+            fwrite(p, 1, n, out);
+            gzwrite(z, p, (unsigned)n);
+            written++;
+            p += n;
+        }
+    }
+    int rc = out && z ? 0 : -1;
+    if (out)
+        fclose(out);
+    if (z)
+        gzclose(z);
+    free(text);
+    return rc;
+}
+
+typedef struct {
+    double samples_per_s, wait_fraction;
+} read_result_t;
+
+/* One epoch of the reader; samples/s and the share of the time it waited. */
+static read_result_t read_epoch(const char *dir, int64_t batch, int prefetch, int dp_size)
+{
+    erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
+    o.global_batch = batch;
+    o.prefetch = prefetch;
+    o.dp_size = dp_size;
+    o.dp_rank = 0;
+    o.seed = 7;
+    const char *in[1] = { dir };
+    erase_ctr_reader_t *r;
+    ERASE_MUST(erase_ctr_reader_open(in, 1, &o, &r));
+    erase_ctr_batch_t b;
+    double t0 = erase_now_s();
+    int64_t samples = 0;
+    for (;;) {
+        ERASE_MUST(erase_ctr_reader_next(r, &b));
+        if (b.end_of_epoch)
+            break;
+        samples += b.size;
+    }
+    double t = erase_now_s() - t0;
+    read_result_t res = { (double)samples / t, erase_ctr_reader_wait_seconds(r) / t };
+    erase_ctr_reader_close(r);
+    return res;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--step-qps Q] [--keep]\n"
+               "  defaults: --lines 1000000 --batch 4096 --step-qps 40000\n"
+               "  --keep     keep the temporary directory (its path is printed)\n");
+}
+
+int bench_data(int argc, char **argv)
+{
+    int64_t lines = 1000000, batch = 4096;
+    double step_qps = 40000;
+    int keep = 0;
+    static const struct option opts[] = { { "lines", required_argument, 0, 'l' },
+                                          { "batch", required_argument, 0, 'b' },
+                                          { "step-qps", required_argument, 0, 'q' },
+                                          { "keep", no_argument, 0, 'k' },
+                                          { "help", no_argument, 0, 'h' },
+                                          { 0, 0, 0, 0 } };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': lines = atoll(optarg); break;
+        case 'b': batch = atoll(optarg); break;
+        case 'q': step_qps = atof(optarg); break;
+        case 'k': keep = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (lines < 10000 || batch < 1 || !(step_qps > 0)) {
+        fprintf(stderr, "erase-bench data: need --lines >= 10000, --batch >= 1, --step-qps > 0\n");
+        return 2;
+    }
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/erase-bench-data-XXXXXX", tmp);
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "erase-bench data: cannot create a directory in %s\n", tmp);
+        return 1;
+    }
+    char tsv[4200], gz[4200], out_plain[4200], out_z[4200], out_gz[4200], out_synth[4200];
+    snprintf(tsv, sizeof tsv, "%s/input.tsv", dir);
+    snprintf(gz, sizeof gz, "%s/input.tsv.gz", dir);
+    snprintf(out_plain, sizeof out_plain, "%s/shards-none", dir);
+    snprintf(out_z, sizeof out_z, "%s/shards-deflate", dir);
+    snprintf(out_gz, sizeof out_gz, "%s/shards-from-gz", dir);
+    snprintf(out_synth, sizeof out_synth, "%s/synth", dir);
+    printf("# erase-bench data: %" PRId64 " Criteo lines (the Kaggle sample repeated) in %s\n", lines, dir);
+    if (make_input(tsv, gz, lines) != 0) {
+        fprintf(stderr, "erase-bench data: cannot write the input files\n");
+        remove_dir(dir);
+        return 1;
+    }
+    struct stat sb_tsv, sb_gz;
+    stat(tsv, &sb_tsv);
+    stat(gz, &sb_gz);
+
+    printf("\n# converter (erase-convert criteo), one core; goal >= 300000 lines/s\n");
+    printf("%-12s %-12s %12s %10s %12s %10s\n", "input", "shards", "lines/s", "MB/s in", "bytes/row", "goal");
+    struct {
+        const char *in, *out, *in_name, *out_name;
+        int compress;
+        int64_t in_bytes;
+    } conv[3] = {
+        { tsv, out_plain, "tsv", "none", 0, sb_tsv.st_size },
+        { tsv, out_z, "tsv", "deflate", 1, sb_tsv.st_size },
+        { gz, out_gz, "tsv.gz", "deflate", 1, sb_gz.st_size },
+    };
+    for (int i = 0; i < 3; i++) {
+        erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
+        o.out_dir = conv[i].out;
+        o.write.compress = conv[i].compress;
+        erase_criteo_convert_summary_t *s = malloc(sizeof *s);
+        const char *in[1] = { conv[i].in };
+        ERASE_MUST(erase_criteo_convert(in, 1, &o, s));
+        double lps = (double)s->lines / s->seconds;
+        printf("%-12s %-12s %12.0f %10.1f %12.1f %10s\n", conv[i].in_name, conv[i].out_name, lps,
+               (double)conv[i].in_bytes / 1e6 / s->seconds, (double)dir_bytes(conv[i].out) / (double)s->rows,
+               lps >= 300000 ? "met" : "MISSED");
+        free(s);
+    }
+
+    printf("\n# reader (shuffled, global batch %" PRId64 "), samples/s of one rank; goal >= 10 x %.0f = %.0f\n",
+           batch, step_qps, 10 * step_qps);
+    printf("%-10s %9s %4s %12s %10s %10s %8s\n", "shards", "prefetch", "dp", "samples/s", "x step", "waited", "goal");
+    const char *outs[2] = { out_plain, out_z }, *names[2] = { "none", "deflate" };
+    int prefetches[2] = { 0, 2 }, dps[2] = { 1, 4 };
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 2; p++)
+            for (int d = 0; d < 2; d++) {
+                read_result_t r = read_epoch(outs[i], batch, prefetches[p], dps[d]);
+                printf("%-10s %9d %4d %12.0f %10.1f %9.1f%% %8s\n", names[i], prefetches[p], dps[d],
+                       r.samples_per_s, r.samples_per_s / step_qps, 100 * r.wait_fraction,
+                       r.samples_per_s >= 10 * step_qps ? "met" : "MISSED");
+            }
+    printf("  (prefetch 0: decoding on the calling thread, one core; prefetch 2: on the\n"
+           "   prefetch thread, 'waited' = share of the time the caller waited for it;\n"
+           "   dp 4: rank 0 of 4 reads whole shuffle blocks for a quarter of their rows)\n");
+
+    erase_synth_options_t so = erase_synth_options_default();
+    so.out_dir = out_synth;
+    so.rows = lines;
+    erase_synth_summary_t ss;
+    ERASE_MUST(erase_synth_write(&so, &ss));
+    printf("\n# synth (erase-convert synth, deflate): %.0f rows/s; planted model NE %.4f at base rate %.4f\n",
+           (double)ss.rows / ss.seconds, ss.ne, ss.base_rate);
+
+    if (keep)
+        printf("# kept %s\n", dir);
+    else
+        remove_dir(dir);
+    return 0;
+}

@@ -1,0 +1,296 @@
+/*
+ * erase-convert: make the HDF5 CTR shards erase trains on.
+ *
+ *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
+ *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
+ *
+ * Both write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and DIR/index.txt
+ * atomically (nothing that looks valid is left by a failed or interrupted
+ * run), then print a summary. Exit status: 0 done, 1 failed, 2 usage.
+ */
+#include "config.h"
+#include "io/criteo_convert.h"
+#include "io/synth.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t cancelled;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    cancelled = 1;
+}
+
+/* SIGINT/SIGTERM stop the conversion cleanly (temporary files deleted). */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* "1000", "10k", "5M", "2G" (powers of 1000) -> *out; 0 or -1. */
+static int parse_count(const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || v < 0)
+        return -1;
+    int64_t mul = 1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1000, end++;
+    else if (*end == 'M')
+        mul = 1000000, end++;
+    else if (*end == 'G')
+        mul = 1000000000, end++;
+    if (*end || v > INT64_MAX / mul)
+        return -1;
+    *out = (int64_t)v * mul;
+    return 0;
+}
+
+static int parse_double(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    return errno || end == text || *end ? -1 : 0;
+}
+
+static int bad_value(const char *cmd, const char *opt, const char *value)
+{
+    fprintf(stderr, "erase-convert %s: %s: bad value '%s'\n", cmd, opt, value);
+    return 2;
+}
+
+static int failed(const char *cmd)
+{
+    fprintf(stderr, "erase-convert %s: error: %s\n", cmd, erase_error_message());
+    return 1;
+}
+
+static void usage_criteo(FILE *f)
+{
+    fprintf(f,
+            "usage: erase-convert criteo -o DIR [options] FILE...\n"
+            "  Criteo click logs -> HDF5 shards (erase-ctr-1). FILE: raw tab-separated\n"
+            "  (label, I1..I13, C1..C26; no header) or comma-separated with the header\n"
+            "  label,I1,...,C26; plain or gzip. Empty fields are missing values.\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
+            "  --chunk-rows N        HDF5 chunk length along rows (default 8192)\n"
+            "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
+            "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
+            "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
+            "  --force               replace a dataset already in DIR\n"
+            "  -q, --quiet           no progress lines\n");
+}
+
+static int cmd_criteo(int argc, char **argv)
+{
+    erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
+    o.write.converter = "erase-convert criteo " PACKAGE_VERSION;
+    o.progress = stderr;
+    static const struct option opts[] = {
+        { "out", required_argument, 0, 'o' },        { "shard-rows", required_argument, 0, 's' },
+        { "chunk-rows", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
+        { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
+        { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
+        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_dir = optarg; break;
+        case 's':
+            if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
+                return bad_value("criteo", "--shard-rows", optarg);
+            break;
+        case 'c':
+            if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
+                return bad_value("criteo", "--chunk-rows", optarg);
+            break;
+        case 'n': o.write.compress = 0; break;
+        case 'f':
+            if (!strcmp(optarg, "auto"))
+                o.format = ERASE_CRITEO_AUTO;
+            else if (!strcmp(optarg, "tsv"))
+                o.format = ERASE_CRITEO_TSV;
+            else if (!strcmp(optarg, "csv"))
+                o.format = ERASE_CRITEO_CSV;
+            else
+                return bad_value("criteo", "--format", optarg);
+            break;
+        case 'b': o.skip_bad = 1; break;
+        case 'F': o.force = 1; break;
+        case 'q': o.progress = NULL; break;
+        case 'h': usage_criteo(stdout); return 0;
+        default: usage_criteo(stderr); return 2;
+        }
+    }
+    if (!o.out_dir || optind >= argc) {
+        fprintf(stderr, "erase-convert criteo: %s\n", !o.out_dir ? "no output directory (-o DIR)" : "no input files");
+        usage_criteo(stderr);
+        return 2;
+    }
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_criteo_convert_summary_t *s = malloc(sizeof *s);
+    if (!s) {
+        fprintf(stderr, "erase-convert criteo: out of memory\n");
+        return 1;
+    }
+    erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    int rc = 0;
+    if (st != ERASE_OK) {
+        rc = failed("criteo");
+        fprintf(stderr, "erase-convert criteo: no dataset written to %s (%" PRId64 " lines read)\n", o.out_dir,
+                s->lines);
+    } else {
+        printf("erase-convert criteo: %s\n", o.out_dir);
+        erase_criteo_convert_print(s, stdout);
+    }
+    free(s);
+    return rc;
+}
+
+static void usage_synth(FILE *f)
+{
+    erase_synth_options_t d = erase_synth_options_default();
+    fprintf(f,
+            "usage: erase-convert synth -o DIR --rows N [options]\n"
+            "  Synthetic CTR shards from a planted logistic model over hashed features\n"
+            "  (io/synth.h); its parameters go to DIR/planted.h5 and the NE it achieves on\n"
+            "  the generated rows is printed.\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --rows N              rows to write (k, M, G suffixes: 10M)\n"
+            "  --seed S              seed (default %" PRIu64 ")\n"
+            "  --base-rate P         mean click probability (default %g)\n"
+            "  --signal X            std of the categorical weights (default %g)\n"
+            "  --dense-signal X      std of the dense weights (default %g)\n"
+            "  --zipf S              Zipf exponent of token popularity (default %g)\n"
+            "  --max-vocab N         cap on a field's vocabulary (default %" PRId64 ")\n"
+            "  --shard-rows N        rows per shard (default 1048576)\n"
+            "  --chunk-rows N        HDF5 chunk length along rows (default 8192)\n"
+            "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
+            "  --force               replace a dataset already in DIR\n"
+            "  -q, --quiet           no progress lines\n",
+            d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
+}
+
+static int cmd_synth(int argc, char **argv)
+{
+    erase_synth_options_t o = erase_synth_options_default();
+    o.write.converter = "erase-convert synth " PACKAGE_VERSION;
+    o.progress = stderr;
+    static const struct option opts[] = {
+        { "out", required_argument, 0, 'o' },          { "rows", required_argument, 0, 'r' },
+        { "seed", required_argument, 0, 'S' },         { "base-rate", required_argument, 0, 'p' },
+        { "signal", required_argument, 0, 'x' },       { "dense-signal", required_argument, 0, 'd' },
+        { "zipf", required_argument, 0, 'z' },         { "max-vocab", required_argument, 0, 'v' },
+        { "shard-rows", required_argument, 0, 's' },   { "chunk-rows", required_argument, 0, 'c' },
+        { "no-compress", no_argument, 0, 'n' },        { "force", no_argument, 0, 'F' },
+        { "quiet", no_argument, 0, 'q' },              { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    int64_t seed;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_dir = optarg; break;
+        case 'r':
+            if (parse_count(optarg, &o.rows) || o.rows < 1)
+                return bad_value("synth", "--rows", optarg);
+            break;
+        case 'S':
+            if (parse_count(optarg, &seed))
+                return bad_value("synth", "--seed", optarg);
+            o.seed = (uint64_t)seed;
+            break;
+        case 'p':
+            if (parse_double(optarg, &o.base_rate))
+                return bad_value("synth", "--base-rate", optarg);
+            break;
+        case 'x':
+            if (parse_double(optarg, &o.signal))
+                return bad_value("synth", "--signal", optarg);
+            break;
+        case 'd':
+            if (parse_double(optarg, &o.dense_signal))
+                return bad_value("synth", "--dense-signal", optarg);
+            break;
+        case 'z':
+            if (parse_double(optarg, &o.zipf_s))
+                return bad_value("synth", "--zipf", optarg);
+            break;
+        case 'v':
+            if (parse_count(optarg, &o.max_vocab))
+                return bad_value("synth", "--max-vocab", optarg);
+            break;
+        case 's':
+            if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
+                return bad_value("synth", "--shard-rows", optarg);
+            break;
+        case 'c':
+            if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
+                return bad_value("synth", "--chunk-rows", optarg);
+            break;
+        case 'n': o.write.compress = 0; break;
+        case 'F': o.force = 1; break;
+        case 'q': o.progress = NULL; break;
+        case 'h': usage_synth(stdout); return 0;
+        default: usage_synth(stderr); return 2;
+        }
+    }
+    if (!o.out_dir || o.rows < 1 || optind < argc) {
+        fprintf(stderr, "erase-convert synth: %s\n",
+                !o.out_dir ? "no output directory (-o DIR)" : o.rows < 1 ? "no --rows N" : "unexpected arguments");
+        usage_synth(stderr);
+        return 2;
+    }
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_synth_summary_t s;
+    if (erase_synth_write(&o, &s) != ERASE_OK)
+        return failed("synth");
+    printf("erase-convert synth: %s\n", o.out_dir);
+    erase_synth_print(&s, stdout);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
+               "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
+               "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("erase-convert (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+        return 0;
+    }
+    if (!strcmp(argv[1], "criteo"))
+        return cmd_criteo(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "synth"))
+        return cmd_synth(argc - 1, argv + 1);
+    fprintf(stderr, "erase-convert: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,167 @@
+/*
+ * erase-inspect: what is inside erase's files.
+ *
+ *   erase-inspect data DIR|FILE...   CTR shards: per shard rows, clicks,
+ *                                    layout and provenance; for the whole
+ *                                    dataset rows, base rate, missing rate
+ *                                    and value range of every feature
+ *                                    (categorical id ranges in hex)
+ *
+ * (Checkpoints will get their own command.) Every shard is validated as the
+ * reader validates it and read completely. Exit status: 0, 1 failed, 2 usage.
+ */
+#include "config.h"
+#include "io/ctr_index.h"
+#include "io/ctr_shard.h"
+#include "io/ctr_stats.h"
+#include "io/h5_util.h"
+#include "io/synth.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_ROWS 65536
+
+static int failed(const char *cmd)
+{
+    fprintf(stderr, "erase-inspect %s: error: %s\n", cmd, erase_error_message());
+    return 1;
+}
+
+/* Statistics of one shard, read completely. */
+static erase_status_t scan_shard(erase_ctr_shard_t *sh, erase_ctr_stats_t *st, uint8_t *label, float *dense,
+                                 uint32_t *sparse)
+{
+    int64_t rows = erase_ctr_shard_rows(sh);
+    for (int64_t b = 0; b < rows; b += READ_ROWS) {
+        int64_t n = rows - b < READ_ROWS ? rows - b : READ_ROWS;
+        ERASE_CHECK(erase_ctr_shard_read(sh, b, n, label, dense, sparse));
+        erase_ctr_stats_add(st, n, label, dense, sparse);
+    }
+    return ERASE_OK;
+}
+
+/* If DIR/planted.h5 exists (erase-convert synth), print the planted model's NE. */
+static void print_planted(const char *input)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", input, ERASE_SYNTH_PLANTED_NAME);
+    if (access(path, R_OK) != 0)
+        return;
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    double ne = NAN, bias = NAN;
+    if (f >= 0) {
+        hid_t a;
+        if (H5Aexists(f, "ne") > 0 && (a = H5Aopen(f, "ne", H5P_DEFAULT)) >= 0) {
+            H5Aread(a, H5T_NATIVE_DOUBLE, &ne);
+            H5Aclose(a);
+        }
+        if (H5Aexists(f, "bias") > 0 && (a = H5Aopen(f, "bias", H5P_DEFAULT)) >= 0) {
+            H5Aread(a, H5T_NATIVE_DOUBLE, &bias);
+            H5Aclose(a);
+        }
+        H5Fclose(f);
+    }
+    erase_h5_leave();
+    printf("planted model: %s (bias %.6f; NE of the planted model on these rows %.6f)\n", path, bias, ne);
+}
+
+static void usage_data(FILE *f)
+{
+    fprintf(f, "usage: erase-inspect data DIR|FILE...\n"
+               "  DIR: a dataset written by erase-convert (with index.txt); FILE: one shard.\n"
+               "  Prints every shard (rows, clicks, chunking, compression, converter, sources)\n"
+               "  and for all rows: base rate, missing rate and range of every feature.\n");
+}
+
+static int cmd_data(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage_data(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    erase_ctr_list_t list;
+    if (erase_ctr_list_resolve((const char *const *)argv + 1, argc - 1, &list) != ERASE_OK)
+        return failed("data");
+    uint8_t *label = malloc(READ_ROWS);
+    float *dense = malloc(sizeof(float) * READ_ROWS * ERASE_CTR_SHARD_DENSE);
+    uint32_t *sparse = malloc(sizeof(uint32_t) * READ_ROWS * ERASE_CTR_SHARD_FIELDS);
+    int rc = 0;
+    if (!label || !dense || !sparse) {
+        fprintf(stderr, "erase-inspect data: out of memory\n");
+        rc = 1;
+    }
+    erase_ctr_stats_t all;
+    erase_ctr_stats_init(&all);
+    printf("%-40s %10s %9s %9s %7s %11s  %s\n", "shard", "rows", "clicks", "base rate", "chunk", "compression",
+           "converter; sources");
+    for (int i = 0; rc == 0 && i < list.count; i++) {
+        erase_ctr_shard_t *sh;
+        if (erase_ctr_shard_open(list.paths[i], &sh) != ERASE_OK) {
+            rc = failed("data");
+            break;
+        }
+        if (list.rows[i] >= 0 && list.rows[i] != erase_ctr_shard_rows(sh)) {
+            fprintf(stderr, "erase-inspect data: error: %s has %" PRId64 " rows, its index says %" PRId64 "\n",
+                    list.paths[i], erase_ctr_shard_rows(sh), list.rows[i]);
+            rc = 1;
+        }
+        erase_ctr_stats_t st;
+        erase_ctr_stats_init(&st);
+        if (rc == 0 && scan_shard(sh, &st, label, dense, sparse) != ERASE_OK)
+            rc = failed("data");
+        if (rc == 0) {
+            char converter[128], sources[512];
+            erase_ctr_shard_attr_text(sh, "converter", converter, sizeof converter);
+            erase_ctr_shard_attr_text(sh, "source_files", sources, sizeof sources);
+            for (char *p = sources; *p; p++)
+                if (*p == '\n')
+                    *p = ',';
+            printf("%-40s %10" PRId64 " %9" PRId64 " %9.6f %7" PRId64 " %11s  %s; %s\n", list.paths[i], st.rows,
+                   st.clicks, erase_ctr_stats_base_rate(&st), erase_ctr_shard_chunk_rows(sh),
+                   erase_ctr_shard_compressed(sh) ? "deflate" : "none", converter, sources);
+            erase_ctr_stats_merge(&all, &st);
+        }
+        erase_ctr_shard_close(sh);
+    }
+    if (rc == 0) {
+        printf("\n%d shard%s, format %s\n", list.count, list.count == 1 ? "" : "s", ERASE_CTR_FORMAT);
+        erase_ctr_stats_print(&all, stdout, "");
+        for (int i = 1; i < argc; i++)
+            print_planted(argv[i]);
+    }
+    free(label);
+    free(dense);
+    free(sparse);
+    erase_ctr_list_free(&list);
+    return rc;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: erase-inspect COMMAND [ARGS]   (COMMAND --help for more)\n\n"
+               "  data     CTR shards (a directory from erase-convert or shard files): rows,\n"
+               "           base rate, missing rate per feature, categorical id ranges\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("erase-inspect (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+        return 0;
+    }
+    if (!strcmp(argv[1], "data"))
+        return cmd_data(argc - 1, argv + 1);
+    fprintf(stderr, "erase-inspect: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,35 @@
+/*
+ * erase-train: train a model of detached blocks on CTR shards, on every
+ * rank of an MPI job (mpirun -np N, srun, sbatch), data parallel, with the
+ * early-backward schedules; evaluate; print QPS, NE and AUC.
+ * Exit status: 0 done, 1 failed (the whole job is brought down), 2 usage.
+ */
+#include "apps/train/options.h"
+#include "apps/train/run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    train_options_t o;
+    int help;
+    erase_status_t st = train_options_parse(argc, argv, &o, &help);
+    if (help) {
+        train_options_usage(stdout);
+        return 0;
+    }
+    if (st != ERASE_OK) {
+        fprintf(stderr, "erase-train: %s\n", erase_error_message());
+        return 2;
+    }
+    erase_world_t world;
+    erase_world_options_t wo = { .pp_size = 1, .watchdog_seconds = o.watchdog,
+                                 .check_sequence = o.check_collectives };
+    ERASE_MUST(erase_world_init(&argc, &argv, &wo, &world));
+    st = train_run(&o, &world);
+    if (st != ERASE_OK)
+        erase_fatal(__FILE__, __LINE__, "erase-train", st);
+    erase_world_finalize();
+    return 0;
+}

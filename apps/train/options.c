@@ -1,0 +1,256 @@
+#include "apps/train/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libconfig.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_STRING, T_INT, T_DOUBLE, T_FLAG } opt_type_t;
+
+typedef struct {
+    const char *name;           /* command line, with '-' (run file: '_') */
+    opt_type_t type;
+    size_t offset, size;        /* field of train_options_t */
+    const char *def;
+    const char *help;
+} opt_def_t;
+
+#define S(field) T_STRING, offsetof(train_options_t, field), sizeof(((train_options_t *)0)->field)
+#define I(field) T_INT, offsetof(train_options_t, field), 0
+#define D(field) T_DOUBLE, offsetof(train_options_t, field), 0
+#define F(field) T_FLAG, offsetof(train_options_t, field), 0
+
+static const opt_def_t defs[] = {
+    { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line" },
+    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes" },
+    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)" },
+    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order" },
+    { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty" },
+    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (DESIGN.md, Schedules)" },
+    { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end" },
+    { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end" },
+    { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)" },
+    { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3" },
+    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)" },
+    { "epochs", I(epochs), "1", "epochs over the training data" },
+    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)" },
+    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd" },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up" },
+    { "momentum", D(momentum), "0.9", "sgd momentum" },
+    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)" },
+    { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd" },
+    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up" },
+    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up" },
+    { "lr-decay", S(lr_decay), "constant", "after warm-up: constant | cosine (to 0 at the last step)" },
+    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)" },
+    { "log-every", I(log_every), "10", "steps between progress lines" },
+    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)" },
+    { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up" },
+    { "trace-steps", I(trace_steps), "5", "steps to trace" },
+    { "device", S(device), "auto", "cpu | cuda | auto (cuda when a GPU is visible, else cpu)" },
+    { "seed", I(seed), "1", "seed of initialisation and data shuffling" },
+    { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)" },
+    { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks" },
+    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted" },
+    { "quiet", F(quiet), "0", "no progress lines, only the summary" },
+};
+#define NDEFS (sizeof defs / sizeof defs[0])
+
+static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const char *text,
+                                const char *where)
+{
+    char *field = (char *)o + d->offset;
+    char *end;
+    switch (d->type) {
+    case T_STRING:
+        if (strlen(text) >= d->size)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: value longer than %zu characters", where, d->name, d->size - 1);
+        strcpy(field, text);
+        return ERASE_OK;
+    case T_INT: {
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (errno || end == text || *end)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected an integer, got '%s'", where, d->name, text);
+        *(int64_t *)field = v;
+        return ERASE_OK;
+    }
+    case T_DOUBLE: {
+        errno = 0;
+        double v = strtod(text, &end);
+        if (errno || end == text || *end)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected a number, got '%s'", where, d->name, text);
+        *(double *)field = v;
+        return ERASE_OK;
+    }
+    case T_FLAG:
+        if (!strcmp(text, "1") || !strcmp(text, "true") || !strcmp(text, "yes"))
+            *(int *)field = 1;
+        else if (!strcmp(text, "0") || !strcmp(text, "false") || !strcmp(text, "no"))
+            *(int *)field = 0;
+        else
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected true or false, got '%s'", where, d->name, text);
+        return ERASE_OK;
+    }
+    return ERASE_ERROR(ERASE_ERR_INVALID, "option --%s: unknown type", d->name);
+}
+
+void train_options_default(train_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < NDEFS; i++)
+        set_value(o, &defs[i], defs[i].def, "");
+}
+
+static const opt_def_t *find(const char *name)
+{
+    for (size_t i = 0; i < NDEFS; i++)
+        if (!strcmp(defs[i].name, name))
+            return &defs[i];
+    return NULL;
+}
+
+/* Apply the run file's settings. */
+static erase_status_t read_run_file(const char *path, train_options_t *o)
+{
+    config_t cfg;
+    config_init(&cfg);
+    if (!config_read_file(&cfg, path)) {
+        erase_status_t st = config_error_type(&cfg) == CONFIG_ERR_FILE_IO
+            ? ERASE_ERROR(ERASE_ERR_IO, "cannot read run file %s", path)
+            : ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: syntax error: %s", path, config_error_line(&cfg),
+                          config_error_text(&cfg));
+        config_destroy(&cfg);
+        return st;
+    }
+    config_setting_t *root = config_root_setting(&cfg);
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; st == ERASE_OK && i < config_setting_length(root); i++) {
+        config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+        char name[64], where[1200], text[1100];
+        snprintf(name, sizeof name, "%s", config_setting_name(s));
+        for (char *p = name; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        snprintf(where, sizeof where, "%s:%d: ", path, config_setting_source_line(s));
+        const opt_def_t *d = find(name);
+        if (!d || !strcmp(name, "config")) {
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%sunknown option '%s' (erase-train --help lists them)",
+                             where, config_setting_name(s));
+            break;
+        }
+        switch (config_setting_type(s)) {
+        case CONFIG_TYPE_STRING:
+            snprintf(text, sizeof text, "%s", config_setting_get_string(s));
+            break;
+        case CONFIG_TYPE_INT:
+        case CONFIG_TYPE_INT64:
+            snprintf(text, sizeof text, "%lld", config_setting_get_int64(s));
+            break;
+        case CONFIG_TYPE_FLOAT:
+            snprintf(text, sizeof text, "%.17g", config_setting_get_float(s));
+            break;
+        case CONFIG_TYPE_BOOL:
+            snprintf(text, sizeof text, "%d", config_setting_get_bool(s));
+            break;
+        default:
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s%s: expected a value, got a group or list", where,
+                             config_setting_name(s));
+            continue;
+        }
+        if ((d->type == T_STRING) != (config_setting_type(s) == CONFIG_TYPE_STRING)) {
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s%s: expected %s", where, config_setting_name(s),
+                             d->type == T_STRING ? "a string in quotes" : "a number or true/false");
+            continue;
+        }
+        st = set_value(o, d, text, where);
+        if (st != ERASE_OK)
+            st = ERASE_ERR_FORMAT;
+    }
+    config_destroy(&cfg);
+    return st;
+}
+
+erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help)
+{
+    train_options_default(o);
+    *help = 0;
+    for (int i = 1; i < argc; i++) { /* the run file first, whatever its place */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            *help = 1;
+            return ERASE_OK;
+        }
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            ERASE_CHECK(read_run_file(argv[i + 1], o));
+        else if (!strncmp(argv[i], "--config=", 9))
+            ERASE_CHECK(read_run_file(argv[i] + 9, o));
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "unexpected argument '%s' (options are --name value)", a);
+        char name[64];
+        const char *value = NULL, *eq = strchr(a + 2, '=');
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+        if (eq)
+            value = eq + 1;
+        const opt_def_t *d = find(name);
+        int negated = 0;
+        if (!d && !strncmp(name, "no-", 3) && (d = find(name + 3)) && d->type == T_FLAG)
+            negated = 1;
+        if (!d)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s (erase-train --help lists them)", name);
+        if (d->type == T_FLAG) {
+            ERASE_CHECK(set_value(o, d, value ? value : negated ? "0" : "1", ""));
+            continue;
+        }
+        if (!value) {
+            if (i + 1 >= argc)
+                return ERASE_ERROR(ERASE_ERR_INVALID, "--%s needs a value", name);
+            value = argv[++i];
+        }
+        if (!strcmp(name, "config"))
+            continue; /* read above */
+        ERASE_CHECK(set_value(o, d, value, ""));
+    }
+    return ERASE_OK;
+}
+
+void train_options_usage(FILE *f)
+{
+    fprintf(f, "usage: [mpirun -np N | srun] erase-train --train DIR [options]\n\n"
+               "Trains a model of detached blocks on CTR shards (erase-convert) on every rank\n"
+               "(data parallel), evaluates it, and prints QPS, NE, AUC. Options (default):\n");
+    for (size_t i = 0; i < NDEFS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s", defs[i].name,
+                 defs[i].type == T_FLAG ? "" : defs[i].type == T_STRING ? " S" : " N");
+        fprintf(f, "  %-26s %s", left, defs[i].help);
+        if (defs[i].type == T_FLAG)
+            fprintf(f, " (%s)\n", atoi(defs[i].def) ? "on; --no-" : "off");
+        else
+            fprintf(f, " (%s)\n", defs[i].def[0] ? defs[i].def : "none");
+    }
+    fprintf(f, "\nA flag F is turned off with --no-F. A run file sets the same options,\n"
+               "e.g. `early_backward = \"async\"; lr = 0.002;`; the command line wins.\n");
+}
+
+void train_options_print(const train_options_t *o, FILE *f)
+{
+    for (size_t i = 0; i < NDEFS; i++) {
+        const char *field = (const char *)o + defs[i].offset;
+        char name[64];
+        snprintf(name, sizeof name, "%s", defs[i].name);
+        for (char *p = name; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        switch (defs[i].type) {
+        case T_STRING: fprintf(f, "%s = \"%s\";\n", name, field); break;
+        case T_INT: fprintf(f, "%s = %lld;\n", name, (long long)*(const int64_t *)field); break;
+        case T_DOUBLE: fprintf(f, "%s = %.17g;\n", name, *(const double *)field); break;
+        case T_FLAG: fprintf(f, "%s = %s;\n", name, *(const int *)field ? "true" : "false"); break;
+        }
+    }
+}

@@ -1,0 +1,66 @@
+/*
+ * erase-train's options: one table gives every option's name, type,
+ * default and help; the command line (--name value) and a run file
+ * (--config FILE: libconfig, `name = value;` with '-' written '_') set
+ * them, the command line overriding the run file.
+ */
+#ifndef ERASE_APPS_TRAIN_OPTIONS_H
+#define ERASE_APPS_TRAIN_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/core/status.h"
+
+typedef struct {
+    char config[1024];          /* run file */
+    char model[1024];           /* model file, or "ctr" / "mlp" (reference sizes) */
+    char train[1024];           /* training data: shard directory or file */
+    char eval[1024];            /* evaluation data; empty: hold out --eval-fraction of --train */
+    double eval_fraction;
+    char early_backward[16];    /* off | blocking | async | graph */
+    char reduce[8];             /* early | end */
+    char update[8];             /* early | end */
+    int64_t side_streams;
+    char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
+    int64_t batch;              /* samples per rank per step */
+    int64_t epochs;
+    int64_t steps;              /* 0: epochs decide */
+    char optimizer[16];         /* adamw | sgd */
+    double lr;
+    double momentum;
+    double weight_decay;
+    char embedding_optimizer[24]; /* rowwise_adagrad | sgd */
+    double embedding_lr;
+    int64_t warmup_steps;
+    char lr_decay[16];          /* constant | cosine */
+    int64_t eval_every;         /* steps; 0: at the end of every epoch */
+    int64_t log_every;          /* steps between progress lines */
+    char metrics[1024];         /* JSON-lines metrics file */
+    char trace[1024];           /* Chrome trace of the first traced steps */
+    int64_t trace_steps;
+    char device[8];             /* cpu | cuda | auto */
+    int64_t seed;
+    int shuffle;
+    int check_collectives;
+    double watchdog;            /* seconds */
+    int quiet;
+} train_options_t;
+
+/* Defaults of every option. */
+void train_options_default(train_options_t *o);
+
+/*
+ * Parse argv (and the run file it names with --config, read first). Returns
+ * ERASE_OK, or ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming
+ * the option, file and line. *help is set when --help was given.
+ */
+erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help);
+
+/* --help text: every option with its default. */
+void train_options_usage(FILE *f);
+
+/* The options as run-file text (for logs and checkpoints). */
+void train_options_print(const train_options_t *o, FILE *f);
+
+#endif

@@ -1,0 +1,542 @@
+/*
+ * erase-train's run. Rank 0 prints; every rank trains its share of each
+ * global batch (the reader splits it) and joins every collective.
+ */
+#include "apps/train/run.h"
+
+#include "io/ctr_reader.h"
+#include "lib/core/stats.h"
+#include "lib/core/timer.h"
+#include "lib/nn/metrics.h"
+#include "lib/sched/sched.h"
+#include "lib/sched/trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const train_options_t *o;
+    const erase_world_t *w;
+    int root;
+    erase_device_t *dev;
+    erase_stream_t *host;            /* host-side collectives (metrics) */
+    erase_model_config_t cfg;
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sched;
+    erase_ctr_reader_t *train, *eval;
+    erase_batch_t batch;             /* fixed device buffers of one rank's batch */
+    float *logits;                   /* host copy of the last block's head output */
+    FILE *metrics;
+    int tty;
+    /* progress */
+    int64_t step, total_steps, epoch;
+    double *step_s;                  /* per-step seconds */
+    int64_t window_steps;
+    erase_ctr_metrics_t window;      /* only the first 4 words (no AUC) are used */
+    double block_loss[ERASE_MAX_BLOCKS];
+    double t_start;
+    erase_ctr_summary_t last_eval;
+    int64_t evals, eval_step;        /* evaluations done, step of the last one */
+} run_t;
+
+#define TRY(call) ERASE_CHECK(call)
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
+{
+    if (!strcmp(text, "all")) {
+        *mask = 0;
+        for (int b = 1; b < blocks; b++)
+            *mask |= 1u << b;
+        return ERASE_OK;
+    }
+    if (!strcmp(text, "none")) {
+        *mask = 0;
+        return ERASE_OK;
+    }
+    *mask = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || b < 1 || b >= blocks)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: expected all, none or boundaries 1..%d separated by commas",
+                               text, blocks - 1);
+        *mask |= 1u << b;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: expected all, none or boundaries 1..%d separated by commas",
+                               text, blocks - 1);
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t setup_model(run_t *r)
+{
+    const train_options_t *o = r->o;
+    if (!strcmp(o->model, "ctr"))
+        r->cfg = erase_model_config_default(ERASE_MODEL_CTR);
+    else if (!strcmp(o->model, "mlp"))
+        r->cfg = erase_model_config_default(ERASE_MODEL_MLP);
+    else
+        TRY(erase_model_config_load(o->model, &r->cfg));
+    if (r->cfg.kind != ERASE_MODEL_CTR)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train trains ctr models on CTR shards "
+                           "(mlp is for erase-bench)", o->model);
+    if (o->cuts[0])
+        TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
+    r->cfg.seed = (uint64_t)o->seed;
+    return ERASE_OK;
+}
+
+static erase_status_t open_readers(run_t *r)
+{
+    const train_options_t *o = r->o;
+    if (!o->train[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
+    if (o->batch < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld: must be >= 1", (long long)o->batch);
+    erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
+    ro.global_batch = o->batch * r->w->dp_size;
+    ro.dp_rank = r->w->dp_rank;
+    ro.dp_size = r->w->dp_size;
+    ro.seed = (uint64_t)o->seed;
+    ro.shuffle = o->shuffle;
+    ro.drop_last = 1;
+    const char *train_in[1] = { o->train };
+    const char *eval_in[1] = { o->eval[0] ? o->eval : o->train };
+    if (!o->eval[0]) {
+        ro.part = ERASE_CTR_PART_TRAIN;
+        ro.eval_fraction = o->eval_fraction;
+    }
+    TRY(erase_ctr_reader_open(train_in, 1, &ro, &r->train));
+    erase_ctr_reader_options_t eo = ro;
+    eo.shuffle = 0;
+    eo.drop_last = 0;
+    eo.part = o->eval[0] ? ERASE_CTR_PART_ALL : ERASE_CTR_PART_EVAL;
+    TRY(erase_ctr_reader_open(eval_in, 1, &eo, &r->eval));
+    TRY(erase_ctr_reader_check_tables(r->train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, r->cfg.ctr.table_rows));
+    return ERASE_OK;
+}
+
+static erase_status_t parse_choice(const char *opt, const char *value, const char *const *names, int n, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(value, names[i])) {
+            *out = i;
+            return ERASE_OK;
+        }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: expected one of %s", opt, value, list);
+}
+
+static erase_status_t setup_training(run_t *r)
+{
+    const train_options_t *o = r->o;
+    static const char *const timing[] = { "early", "end" };
+    static const char *const dense_opt[] = { "sgd", "adamw" };
+    static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
+    static const char *const decay[] = { "constant", "cosine" };
+    static const char *const modes[] = { "off", "blocking", "async", "graph" };
+    int mode, reduce, update, dense, emb, dec;
+    TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
+    TRY(parse_choice("reduce", o->reduce, timing, 2, &reduce));
+    TRY(parse_choice("update", o->update, timing, 2, &update));
+    TRY(parse_choice("optimizer", o->optimizer, dense_opt, 2, &dense));
+    TRY(parse_choice("embedding-optimizer", o->embedding_optimizer, emb_opt, 2, &emb));
+    TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
+
+    erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
+    r->total_steps = o->steps > 0 ? o->steps : o->epochs * info.steps_per_epoch;
+    if (r->total_steps < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
+                           (long long)o->epochs, (long long)info.steps_per_epoch);
+    TRY(erase_network_create(r->dev, &r->cfg, (int)o->batch, &r->net));
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
+    oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
+    oc.schedule.base = o->lr;
+    oc.schedule.warmup_steps = o->warmup_steps;
+    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : ERASE_LR_COSINE;
+    oc.schedule.total_steps = r->total_steps;
+    oc.schedule.min = 0;
+    oc.embedding_lr = o->embedding_lr;
+    oc.momentum = (float)o->momentum;
+    oc.weight_decay = (float)o->weight_decay;
+    TRY(erase_optimizer_create(r->net, &oc, &r->opt));
+    erase_sched_options_t so = erase_sched_options_default();
+    so.mode = (erase_early_backward_t)mode;
+    so.reduce = (erase_timing_t)reduce;
+    so.update = (erase_timing_t)update;
+    so.side_streams = (int)o->side_streams;
+    so.dp = erase_dp_comm();
+    so.trace = o->trace[0] != 0;
+    TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
+
+    size_t n = (size_t)o->batch;
+    TRY(erase_malloc(r->dev, n * ERASE_CTR_DENSE * sizeof(float), (void **)&r->batch.dense));
+    TRY(erase_malloc(r->dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&r->batch.sparse));
+    TRY(erase_malloc(r->dev, n * sizeof(float), (void **)&r->batch.label));
+    if (!(r->logits = malloc(n * sizeof(float))) || !(r->step_s = calloc((size_t)r->total_steps, sizeof(double))))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory");
+    return ERASE_OK;
+}
+
+/* Copy this rank's batch into the fixed device buffers (the step reads them). */
+static erase_status_t load_batch(run_t *r, const erase_ctr_batch_t *b)
+{
+    erase_stream_t *s = erase_sched_main_stream(r->sched);
+    size_t n = (size_t)b->size;
+    r->batch.size = (int)b->size;
+    TRY(erase_memcpy_async(s, (void *)r->batch.dense, b->dense, n * ERASE_CTR_DENSE * sizeof(float)));
+    TRY(erase_memcpy_async(s, (void *)r->batch.sparse, b->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
+    TRY(erase_memcpy_async(s, (void *)r->batch.label, b->label, n * sizeof(float)));
+    return ERASE_OK;
+}
+
+/* Host copy of the last block's logits (after the stream finished). */
+static erase_status_t read_logits(run_t *r, int n)
+{
+    int width;
+    const float *z = erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &width);
+    erase_stream_t *s = erase_sched_main_stream(r->sched);
+    TRY(erase_memcpy_async(s, r->logits, z, (size_t)n * sizeof(float)));
+    TRY(erase_stream_synchronize(s));
+    return ERASE_OK;
+}
+
+/* Sum `words` int64 of m over the data-parallel ranks, in place. */
+static erase_status_t reduce_metrics(run_t *r, erase_ctr_metrics_t *m, size_t words)
+{
+    TRY(erase_allreduce(erase_dp_comm(), r->host, m, m, words, ERASE_DTYPE_I64, ERASE_REDUCE_SUM));
+    TRY(erase_stream_synchronize(r->host));
+    return ERASE_OK;
+}
+
+/* ---- evaluation ---------------------------------------------------------------- */
+
+static erase_status_t evaluate(run_t *r)
+{
+    erase_ctr_metrics_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "evaluation: no memory");
+    erase_status_t st = erase_ctr_reader_seek(r->eval, (erase_ctr_cursor_t){ 0, 0 });
+    erase_stream_t *s = erase_sched_main_stream(r->sched);
+    TRY(erase_sched_synchronize(r->sched));
+    while (st == ERASE_OK) {
+        erase_ctr_batch_t b;
+        st = erase_ctr_reader_next(r->eval, &b);
+        if (st != ERASE_OK || b.end_of_epoch)
+            break;
+        if (b.size == 0)
+            continue; /* this rank's share of the last batch is empty */
+        st = load_batch(r, &b);
+        for (int blk = 0; st == ERASE_OK && blk < erase_network_blocks(r->net); blk++)
+            st = erase_network_forward_block(r->net, blk, s, &r->batch);
+        if (st == ERASE_OK)
+            st = read_logits(r, (int)b.size);
+        if (st == ERASE_OK)
+            erase_ctr_metrics_add(m, r->logits, b.label, (int)b.size);
+    }
+    if (st == ERASE_OK)
+        st = reduce_metrics(r, m, ERASE_CTR_METRICS_WORDS);
+    if (st == ERASE_OK) {
+        r->last_eval = erase_ctr_metrics_summary(m);
+        r->evals++;
+        r->eval_step = r->step;
+        if (r->root) {
+            const erase_ctr_summary_t *e = &r->last_eval;
+            printf("%seval   step %lld: NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
+                   r->tty ? "\r\033[K" : "", (long long)r->step, e->ne, e->auc, e->log_loss,
+                   e->calibration, (long long)e->samples, e->base_rate);
+            if (r->metrics)
+                fprintf(r->metrics, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,"
+                                    "\"ne\":%.6f,\"auc\":%.6f,\"log_loss\":%.6f,\"calibration\":%.6f,"
+                                    "\"base_rate\":%.6f}\n",
+                        (long long)r->step, (long long)r->epoch, (long long)e->samples, e->ne, e->auc,
+                        e->log_loss, e->calibration, e->base_rate);
+        }
+    }
+    free(m);
+    if (st != ERASE_OK)
+        erase_error_trail(__FILE__, __LINE__);
+    return st;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+static double window_ne(const erase_ctr_metrics_t *m)
+{
+    erase_ctr_summary_t s = erase_ctr_metrics_summary(m);
+    return s.ne;
+}
+
+static erase_status_t log_progress(run_t *r, int force)
+{
+    if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
+        return ERASE_OK;
+    TRY(reduce_metrics(r, &r->window, 4)); /* samples, positives, loss, prediction */
+    double n = (double)r->window.samples;
+    double loss = (double)r->window.loss_fixed / 4294967296.0 / (n > 0 ? n : 1);
+    double ne = window_ne(&r->window);
+    int64_t from = r->step - r->window_steps;
+    double sec = 0;
+    for (int64_t i = from; i < r->step; i++)
+        sec += r->step_s[i];
+    double qps = sec > 0 ? n / sec : 0;
+    double elapsed = erase_now_s() - r->t_start;
+    double eta = r->step > 0 ? elapsed / (double)r->step * (double)(r->total_steps - r->step) : 0;
+    float lr = erase_optimizer_clock(r->opt)->lr;
+    if (r->root && !r->o->quiet) {
+        if (r->tty)
+            printf("\r\033[Kstep %lld/%lld  %.0f samples/s  loss %.4f  NE %.4f  lr %.3g  ETA %.0f s",
+                   (long long)r->step, (long long)r->total_steps, qps, loss, ne, lr, eta);
+        else
+            printf("train  step %lld/%lld epoch %lld: %.0f samples/s, loss %.4f, NE %.4f, lr %.3g, ETA %.0f s\n",
+                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, loss, ne, lr, eta);
+        fflush(stdout);
+    }
+    if (r->root && r->metrics) {
+        fprintf(r->metrics, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,\"qps\":%.1f,"
+                            "\"loss\":%.6f,\"ne\":%.6f,\"lr\":%.6g,\"block_losses\":[",
+                (long long)r->step, (long long)r->epoch, (long long)r->window.samples, qps, loss, ne, lr);
+        for (int b = 0; b < erase_network_blocks(r->net); b++)
+            fprintf(r->metrics, "%s%.6f", b ? "," : "", r->block_loss[b] / (double)r->window_steps);
+        fprintf(r->metrics, "]}\n");
+        fflush(r->metrics);
+    }
+    memset(&r->window, 0, 4 * sizeof(int64_t));
+    r->window_steps = 0;
+    for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
+        r->block_loss[b] = 0;
+    return ERASE_OK;
+}
+
+/* ---- trace ------------------------------------------------------------------ */
+
+/* Gather every rank's trace events to rank 0, which writes the JSON file. */
+static erase_status_t write_trace(run_t *r, int64_t t0_ns)
+{
+    size_t cap = (size_t)1 << 18;
+    erase_trace_record_t *rec = malloc(cap * sizeof *rec);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!rec || !mem)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "trace: no memory");
+    size_t n = erase_sched_trace_collect(r->sched, rec, cap);
+    const char *names[32];
+    for (int k = 0; k < erase_sched_streams(r->sched); k++)
+        names[k] = erase_sched_stream_name(r->sched, k);
+    erase_trace_write_events(mem, rec, n, r->w->rank, names, erase_sched_streams(r->sched), t0_ns,
+                             r->w->rank == 0);
+    fclose(mem);
+    erase_trace_overlap_t ov = erase_trace_overlap(rec, n);
+    free(rec);
+    int ranks = r->w->size;
+    int64_t mine = (int64_t)len, *lens = calloc((size_t)ranks, sizeof *lens);
+    size_t *counts = calloc((size_t)ranks, sizeof *counts), *displs = calloc((size_t)ranks, sizeof *displs);
+    erase_status_t st = erase_allgather(erase_world_comm(), r->host, &mine, lens, 1, ERASE_DTYPE_I64);
+    if (st == ERASE_OK)
+        st = erase_stream_synchronize(r->host);
+    size_t total = 0;
+    for (int i = 0; st == ERASE_OK && i < ranks; i++) {
+        counts[i] = (size_t)lens[i];
+        displs[i] = total;
+        total += counts[i];
+    }
+    char *all = malloc(total + 1);
+    if (st == ERASE_OK)
+        st = erase_allgatherv(erase_world_comm(), r->host, text, all, counts, displs, ERASE_DTYPE_U8);
+    if (st == ERASE_OK)
+        st = erase_stream_synchronize(r->host);
+    if (st == ERASE_OK && r->root) {
+        FILE *f = fopen(r->o->trace, "w");
+        if (!f) {
+            st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write the trace", r->o->trace);
+        } else {
+            fputs("[\n", f);
+            fwrite(all, 1, total, f);
+            fputs("\n]\n", f);
+            fclose(f);
+            printf("%strace  %s: %d ranks, %.0f%% of backward time overlapped a forward on rank 0 "
+                   "(jobs/trace-svg draws it)\n", r->tty ? "\r\033[K" : "", r->o->trace, ranks,
+                   100 * ov.overlap_fraction);
+        }
+    }
+    free(all);
+    free(text);
+    free(lens);
+    free(counts);
+    free(displs);
+    return st;
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static erase_status_t train_loop(run_t *r)
+{
+    const train_options_t *o = r->o;
+    int blocks = erase_network_blocks(r->net);
+    int64_t warmup = r->total_steps >= 20 ? 5 : r->total_steps / 4;
+    int64_t trace_from = warmup, trace_to = warmup + o->trace_steps, trace_t0 = 0;
+    r->t_start = erase_now_s();
+    while (r->step < r->total_steps) {
+        erase_ctr_batch_t b;
+        TRY(erase_ctr_reader_next(r->train, &b));
+        if (b.end_of_epoch) {
+            r->epoch = b.epoch + 1;
+            if (o->eval_every == 0)
+                TRY(evaluate(r));
+            if (o->steps == 0 && r->epoch >= o->epochs)
+                break;
+            continue;
+        }
+        if (o->trace[0] && r->step == trace_from) {
+            TRY(erase_sched_synchronize(r->sched));
+            erase_trace_record_t scratch[64];
+            while (erase_sched_trace_collect(r->sched, scratch, 64) == 64)
+                ; /* forget the warm-up's records */
+            trace_t0 = erase_now_ns();
+        }
+        double t0 = erase_now_s();
+        TRY(load_batch(r, &b));
+        TRY(erase_sched_step(r->sched, &r->batch));
+        TRY(erase_sched_synchronize(r->sched));
+        r->step_s[r->step] = erase_now_s() - t0;
+        r->step++;
+        TRY(read_logits(r, (int)b.size));
+        erase_ctr_metrics_t *w = &r->window;
+        erase_ctr_metrics_t one;
+        memset(&one, 0, 4 * sizeof(int64_t));
+        /* the first four words only: add without touching the AUC bins */
+        for (int i = 0; i < b.size; i++) {
+            double v = r->logits[i], t = b.label[i] > 0.5f;
+            double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
+            double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+            one.samples++;
+            one.positives += t > 0;
+            one.loss_fixed += (int64_t)llround((loss > 50 ? 50 : loss) * 4294967296.0);
+            one.prediction_fixed += (int64_t)llround(p * 4294967296.0);
+        }
+        w->samples += one.samples;
+        w->positives += one.positives;
+        w->loss_fixed += one.loss_fixed;
+        w->prediction_fixed += one.prediction_fixed;
+        const float *losses = erase_network_losses(r->net);
+        for (int k = 0; k < blocks; k++)
+            r->block_loss[k] += losses[k];
+        r->window_steps++;
+        if (o->trace[0] && r->step == trace_to)
+            TRY(write_trace(r, trace_t0));
+        TRY(log_progress(r, 0));
+        if (o->eval_every > 0 && r->step % o->eval_every == 0)
+            TRY(evaluate(r));
+    }
+    TRY(log_progress(r, 1));
+    if (r->evals == 0 || r->eval_step != r->step) /* the trained model is always evaluated */
+        TRY(evaluate(r));
+    return ERASE_OK;
+}
+
+static void summary(run_t *r)
+{
+    const train_options_t *o = r->o;
+    int64_t warmup = r->step >= 20 ? 5 : r->step / 4, n = r->step - warmup;
+    double *qps = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double global = (double)(o->batch * r->w->dp_size), total_s = 0;
+    for (int64_t i = 0; i < r->step; i++)
+        total_s += r->step_s[i];
+    for (int64_t i = 0; i < n; i++)
+        qps[i] = global / r->step_s[warmup + i];
+    double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
+    free(qps);
+    if (!r->root)
+        return;
+    int blocks = erase_network_blocks(r->net), cuts = 0;
+    for (int b = 1; b < blocks; b++)
+        cuts += erase_network_is_cut(r->net, b);
+    const erase_ctr_summary_t *e = &r->last_eval;
+    double wait = erase_ctr_reader_wait_seconds(r->train);
+    printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
+    printf("  model      ctr, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n", blocks,
+           cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s", global);
+    printf("  schedule   early backward %s (reduce %s, update %s, %lld side stream%s), %d BLAS thread%s per stream\n",
+           o->early_backward, o->reduce, o->update, (long long)o->side_streams, o->side_streams == 1 ? "" : "s",
+           erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
+    double epochs = (double)r->step / (double)erase_ctr_reader_info(r->train).steps_per_epoch;
+    printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
+    printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
+           (long long)warmup);
+    printf("  eval       NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
+           e->ne, e->auc, e->log_loss, e->calibration, (long long)e->samples, e->base_rate);
+    printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
+    if (r->metrics) {
+        fprintf(r->metrics, "{\"type\":\"summary\",\"steps\":%lld,\"qps_p50\":%.1f,\"qps_p90\":%.1f,"
+                            "\"ne\":%.6f,\"auc\":%.6f,\"ranks\":%d,\"mode\":\"%s\"}\n",
+                (long long)r->step, p50, p90, e->ne, e->auc, r->w->size, o->early_backward);
+    }
+}
+
+erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
+{
+    run_t r = { .o = o, .w = w, .root = w->rank == 0 };
+    r.tty = r.root && isatty(STDOUT_FILENO) && !o->quiet;
+    erase_device_options_t dopt = erase_device_options_default();
+    if (!strcmp(o->device, "cuda"))
+        dopt.kind = ERASE_DEVICE_CUDA;
+    else if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--device %s: expected cpu, cuda or auto", o->device);
+    erase_status_t st = erase_device_open(&dopt, &r.dev);
+    if (st == ERASE_OK)
+        st = erase_stream_create(r.dev, &r.host);
+    if (st == ERASE_OK)
+        st = setup_model(&r);
+    if (st == ERASE_OK)
+        st = open_readers(&r);
+    if (st == ERASE_OK)
+        st = setup_training(&r);
+    if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, "w")))
+        st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write", o->metrics);
+    if (st == ERASE_OK && r.root) {
+        char dev[512];
+        erase_device_describe(r.dev, dev, sizeof dev);
+        erase_ctr_reader_info_t ti = erase_ctr_reader_info(r.train), ei = erase_ctr_reader_info(r.eval);
+        printf("erase-train: %d rank%s on %s\n  device %s\n  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n",
+               w->size, w->size == 1 ? "" : "s", w->host, dev, o->train, (long long)ti.samples,
+               (long long)ti.steps_per_epoch, (long long)ei.samples);
+        fflush(stdout);
+    }
+    if (st == ERASE_OK)
+        st = train_loop(&r);
+    if (st == ERASE_OK)
+        summary(&r);
+    if (st != ERASE_OK)
+        erase_error_trail(__FILE__, __LINE__);
+    else if (r.sched)
+        st = erase_sched_synchronize(r.sched);
+    if (r.metrics)
+        fclose(r.metrics);
+    erase_sched_destroy(r.sched);
+    erase_optimizer_destroy(r.opt);
+    if (r.dev) {
+        erase_free(r.dev, (void *)r.batch.dense);
+        erase_free(r.dev, (void *)r.batch.sparse);
+        erase_free(r.dev, (void *)r.batch.label);
+    }
+    erase_network_destroy(r.net);
+    erase_ctr_reader_close(r.train);
+    erase_ctr_reader_close(r.eval);
+    free(r.logits);
+    free(r.step_s);
+    erase_stream_destroy(r.host);
+    erase_device_close(r.dev);
+    return st;
+}

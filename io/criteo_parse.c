@@ -1,0 +1,207 @@
+#include "io/criteo_parse.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SHOW_MAX 40 /* bytes of a bad value shown in a message */
+
+static const char *const bad_names[ERASE_CRITEO_BAD_KINDS] = {
+    "ok", "wrong field count", "bad label", "bad integer", "bad hex id", "out of range",
+};
+
+const char *erase_criteo_bad_name(erase_criteo_bad_t why)
+{
+    return (unsigned)why < ERASE_CRITEO_BAD_KINDS ? bad_names[why] : "unknown";
+}
+
+/* Hex digit value + 1 of a byte; 0 for a byte that is not a hex digit. */
+static const unsigned char hex_plus1[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+/* A value for a message: at most SHOW_MAX bytes, '?' for unprintable bytes. */
+static void show_value(char *out, size_t size, const char *v, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < SHOW_MAX && k + 1 < size; i++, k++)
+        out[k] = (v[i] >= 0x20 && v[i] < 0x7f) ? v[i] : '?';
+    if (n > SHOW_MAX)
+        for (int i = 0; i < 3 && k + 1 < size; i++)
+            out[k++] = '.';
+    out[k] = '\0';
+}
+
+static void field_name(char *out, size_t size, int f)
+{
+    if (f == 0)
+        snprintf(out, size, "label");
+    else if (f <= ERASE_CTR_SHARD_DENSE)
+        snprintf(out, size, "I%d", f);
+    else
+        snprintf(out, size, "C%d", f - ERASE_CTR_SHARD_DENSE);
+}
+
+/* Message "field X: <what>, got '<value>'". */
+static erase_criteo_bad_t bad_field(erase_criteo_bad_t kind, char *why, size_t size, int f, const char *what,
+                                    const char *v, size_t n)
+{
+    if (why && size) {
+        char name[16], shown[SHOW_MAX + 8];
+        field_name(name, sizeof name, f);
+        show_value(shown, sizeof shown, v, n);
+        snprintf(why, size, "field %s: %s, got '%s'", name, what, shown);
+    }
+    return kind;
+}
+
+/* Decimal integer with an optional '-' and an optional ".0..." tail.
+ * Returns 0 (value in *out), 1 (not an integer), 2 (outside int32). */
+static int parse_int(const char *p, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (p[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    size_t digits_start = i;
+    int64_t v = 0;
+    int big = 0;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+        if (v < 100000000000LL)
+            v = v * 10 + (p[i] - '0');
+        else
+            big = 1;
+    }
+    if (i == digits_start)
+        return 1;
+    if (i < n) {
+        if (p[i] != '.' || i + 1 == n)
+            return 1;
+        for (i++; i < n; i++)
+            if (p[i] != '0')
+                return 1;
+    }
+    if (neg)
+        v = -v;
+    if (big || v > 2147483647LL || v < -2147483648LL)
+        return 2;
+    *out = v;
+    return 0;
+}
+
+/* 1..8 hex digits. Returns 0 (value in *out), 1 (a byte that is not a hex
+ * digit), 2 (more than 8 digits). */
+static int parse_hex(const char *p, size_t n, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = hex_plus1[(unsigned char)p[i]];
+        if (d == 0)
+            return 1;
+        v = (v << 4) | (d - 1);
+    }
+    if (n > 8)
+        return 2;
+    *out = v;
+    return 0;
+}
+
+erase_criteo_bad_t erase_criteo_parse_line(const char *line, size_t len, char sep,
+                                           erase_criteo_row_t *row, char *why, size_t why_size)
+{
+    if (why && why_size)
+        why[0] = '\0';
+    if (len && line[len - 1] == '\r')
+        len--;
+    const char *start[ERASE_CRITEO_FIELDS + 1];
+    const char *p = line, *end = line + len;
+    int fields = 0;
+    for (;;) {
+        const char *q = memchr(p, sep, (size_t)(end - p));
+        if (fields < ERASE_CRITEO_FIELDS)
+            start[fields] = p;
+        fields++;
+        if (!q)
+            break;
+        p = q + 1;
+    }
+    if (fields != ERASE_CRITEO_FIELDS) {
+        if (why && why_size)
+            snprintf(why, why_size, "expected %d %s fields (label, I1-I13, C1-C26), got %d", ERASE_CRITEO_FIELDS,
+                     sep == '\t' ? "tab-separated" : "comma-separated", fields);
+        return ERASE_CRITEO_BAD_FIELDS;
+    }
+    start[ERASE_CRITEO_FIELDS] = end + 1;
+
+    /* label */
+    size_t n = (size_t)(start[1] - start[0] - 1);
+    int64_t v = -1;
+    if (n == 0 || parse_int(start[0], n, &v) != 0 || (v != 0 && v != 1))
+        return bad_field(ERASE_CRITEO_BAD_LABEL, why, why_size, 0, "expected 0 or 1", start[0], n);
+    row->label = (uint8_t)v;
+
+    for (int j = 0; j < ERASE_CTR_SHARD_DENSE; j++) {
+        int f = 1 + j;
+        const char *s = start[f];
+        n = (size_t)(start[f + 1] - s - 1);
+        if (n == 0) {
+            row->dense[j] = NAN;
+            continue;
+        }
+        int rc = parse_int(s, n, &v);
+        if (rc == 1)
+            return bad_field(ERASE_CRITEO_BAD_INTEGER, why, why_size, f, "expected an integer", s, n);
+        if (rc == 2)
+            return bad_field(ERASE_CRITEO_BAD_RANGE, why, why_size, f,
+                             "value out of range -2147483648..2147483647", s, n);
+        row->dense[j] = (float)v;
+    }
+    row->remapped = 0;
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
+        int f = 1 + ERASE_CTR_SHARD_DENSE + k;
+        const char *s = start[f];
+        n = (size_t)(start[f + 1] - s - 1);
+        if (n == 0) {
+            row->sparse[k] = ERASE_CTR_SPARSE_MISSING;
+            continue;
+        }
+        uint32_t id = 0;
+        int rc = parse_hex(s, n, &id);
+        if (rc == 1)
+            return bad_field(ERASE_CRITEO_BAD_HEX, why, why_size, f, "expected a hexadecimal id of up to 8 digits",
+                             s, n);
+        if (rc == 2)
+            return bad_field(ERASE_CRITEO_BAD_RANGE, why, why_size, f, "value out of range (more than 32 bits)", s,
+                             n);
+        if (id == ERASE_CTR_SPARSE_MISSING) {
+            id = ERASE_CTR_SPARSE_FFFFFFFF;
+            row->remapped++;
+        }
+        row->sparse[k] = id;
+    }
+    return ERASE_CRITEO_OK;
+}
+
+int erase_criteo_check_header(const char *line, size_t len, char *why, size_t why_size)
+{
+    char want[256];
+    size_t k = (size_t)snprintf(want, sizeof want, "label");
+    for (int j = 1; j <= ERASE_CTR_SHARD_DENSE; j++)
+        k += (size_t)snprintf(want + k, sizeof want - k, ",I%d", j);
+    for (int j = 1; j <= ERASE_CTR_SHARD_FIELDS; j++)
+        k += (size_t)snprintf(want + k, sizeof want - k, ",C%d", j);
+    if (len && line[len - 1] == '\r')
+        len--;
+    if (len == k && memcmp(line, want, k) == 0)
+        return 0;
+    if (why && why_size) {
+        char shown[SHOW_MAX + 8];
+        show_value(shown, sizeof shown, line, len);
+        snprintf(why, why_size, "expected the header label,I1..I13,C1..C26, got '%s'", shown);
+    }
+    return -1;
+}

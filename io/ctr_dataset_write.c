@@ -1,0 +1,204 @@
+#include "io/ctr_dataset_write.h"
+
+#include "io/ctr_index.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    erase_ctr_writer_t *w;
+    char name[32];    /* part-00000.h5 */
+    char *sources;    /* one per line */
+    int64_t rows;
+    int published;    /* renamed to its final name by a commit */
+} shard_t;
+
+struct erase_ctr_dataset_writer {
+    char *dir;
+    int64_t shard_rows, rows;
+    erase_ctr_write_options_t o;
+    shard_t *shards;
+    int count, cap;
+    int committed;
+};
+
+/* Delete an old dataset: the shards its index lists, then the index. */
+static erase_status_t remove_old(const char *dir)
+{
+    erase_ctr_list_t old;
+    const char *in[1] = { dir };
+    if (erase_ctr_list_resolve(in, 1, &old) == ERASE_OK) {
+        erase_status_t st = ERASE_OK;
+        for (int i = 0; i < old.count && st == ERASE_OK; i++)
+            if (unlink(old.paths[i]) != 0 && errno != ENOENT)
+                st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", old.paths[i], strerror(errno));
+        erase_ctr_list_free(&old);
+        if (st != ERASE_OK)
+            return st;
+    }
+    erase_error_clear();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
+    return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows,
+                                             const erase_ctr_write_options_t *options, int force,
+                                             erase_ctr_dataset_writer_t **out)
+{
+    *out = NULL;
+    if (!dir || !dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
+    if (shard_rows < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: rows per shard must be >= 1, got %" PRId64, dir, shard_rows);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a directory", dir);
+    char index[4096];
+    snprintf(index, sizeof index, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
+    if (access(index, F_OK) == 0) {
+        if (!force)
+            return ERASE_ERROR(ERASE_ERR_INVALID,
+                               "%s: already holds a dataset (%s); remove it or replace it (--force)", dir,
+                               ERASE_CTR_INDEX_NAME);
+        ERASE_CHECK(remove_old(dir));
+    }
+    erase_ctr_dataset_writer_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->dir = strdup(dir))) {
+        free(w);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
+    }
+    w->shard_rows = shard_rows;
+    w->o = options ? *options : erase_ctr_write_options_default();
+    if (w->o.chunk_rows > shard_rows) /* no chunk larger than a shard */
+        w->o.chunk_rows = shard_rows;
+    *out = w;
+    return ERASE_OK;
+}
+
+/* Begin shard number w->count. */
+static erase_status_t begin_shard(erase_ctr_dataset_writer_t *w)
+{
+    if (w->count == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 16;
+        shard_t *s = realloc(w->shards, sizeof *s * (size_t)cap);
+        if (!s)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->dir);
+        w->shards = s;
+        w->cap = cap;
+    }
+    shard_t *s = &w->shards[w->count];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "part-%05d.h5", w->count);
+    w->count++;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", w->dir, s->name);
+    ERASE_CHECK(erase_ctr_writer_open(path, &w->o, &s->w));
+    return ERASE_OK;
+}
+
+/* Record `source` for shard s unless it is already its last one. */
+static erase_status_t add_source(shard_t *s, const char *source)
+{
+    size_t old = s->sources ? strlen(s->sources) : 0, n = strlen(source);
+    if (s->sources) {
+        const char *last = strrchr(s->sources, '\n');
+        last = last ? last + 1 : s->sources;
+        if (strcmp(last, source) == 0)
+            return ERASE_OK;
+    }
+    char *t = realloc(s->sources, old + n + 2);
+    if (!t)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory");
+    if (old)
+        t[old++] = '\n';
+    memcpy(t + old, source, n + 1);
+    s->sources = t;
+    return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                               const float *dense, const uint32_t *sparse, const char *source)
+{
+    if (w->committed)
+        return ERASE_ERROR(ERASE_ERR_STATE, "%s: append after commit", w->dir);
+    while (n > 0) {
+        shard_t *s = w->count ? &w->shards[w->count - 1] : NULL;
+        if (!s || s->rows == w->shard_rows) {
+            if (s)
+                ERASE_CHECK(erase_ctr_writer_finish(s->w, s->sources));
+            ERASE_CHECK(begin_shard(w));
+            s = &w->shards[w->count - 1];
+        }
+        int64_t k = w->shard_rows - s->rows < n ? w->shard_rows - s->rows : n;
+        ERASE_CHECK(erase_ctr_writer_append(s->w, k, label, dense, sparse));
+        ERASE_CHECK(add_source(s, source));
+        s->rows += k;
+        w->rows += k;
+        n -= k;
+        label += k;
+        dense += k * ERASE_CTR_SHARD_DENSE;
+        sparse += k * ERASE_CTR_SHARD_FIELDS;
+    }
+    return ERASE_OK;
+}
+
+int erase_ctr_dataset_writer_shards(const erase_ctr_dataset_writer_t *w) { return w->count; }
+int64_t erase_ctr_dataset_writer_rows(const erase_ctr_dataset_writer_t *w) { return w->rows; }
+
+erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w)
+{
+    if (w->committed)
+        return ERASE_ERROR(ERASE_ERR_STATE, "%s: committed twice", w->dir);
+    if (w->rows == 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no rows to write", w->dir);
+    shard_t *last = &w->shards[w->count - 1];
+    ERASE_CHECK(erase_ctr_writer_finish(last->w, last->sources));
+    const char **names = malloc(sizeof *names * (size_t)w->count);
+    int64_t *rows = malloc(sizeof *rows * (size_t)w->count);
+    erase_status_t st = ERASE_OK;
+    if (!names || !rows)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->dir);
+    for (int i = 0; st == ERASE_OK && i < w->count; i++) {
+        st = erase_ctr_writer_publish(w->shards[i].w);
+        w->shards[i].published = st == ERASE_OK;
+        names[i] = w->shards[i].name;
+        rows[i] = w->shards[i].rows;
+    }
+    if (st == ERASE_OK)
+        st = erase_ctr_index_write(w->dir, names, rows, w->count);
+    free(names);
+    free(rows);
+    ERASE_CHECK(st);
+    w->committed = 1;
+    return ERASE_OK;
+}
+
+void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w)
+{
+    if (!w)
+        return;
+    for (int i = 0; i < w->count; i++) {
+        /* temporary files go with the writer; a shard published by a
+         * commit that failed later (no index) is deleted too */
+        erase_ctr_writer_free(w->shards[i].w);
+        if (!w->committed && w->shards[i].published) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", w->dir, w->shards[i].name);
+            unlink(path);
+        }
+        free(w->shards[i].sources);
+    }
+    free(w->shards);
+    free(w->dir);
+    free(w);
+}

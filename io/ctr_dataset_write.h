@@ -1,0 +1,54 @@
+/*
+ * Writing a dataset of CTR shards into a directory: shards of a fixed
+ * number of rows (io/ctr_shard_write.h), all kept under temporary names
+ * until erase_ctr_dataset_writer_commit() renames them and writes the
+ * index (io/ctr_index.h) last. Used by the Criteo converter and the
+ * synthetic data generator.
+ */
+#ifndef ERASE_IO_CTR_DATASET_WRITE_H
+#define ERASE_IO_CTR_DATASET_WRITE_H
+
+#include <stdint.h>
+
+#include "io/ctr_shard_write.h"
+#include "lib/core/status.h"
+
+typedef struct erase_ctr_dataset_writer erase_ctr_dataset_writer_t;
+
+/*
+ * Prepare `dir` (created if missing) for a new dataset of shards with
+ * `shard_rows` rows (>= 1). If `dir` already holds a dataset (an
+ * index.txt): ERASE_ERR_INVALID "DIR: already holds a dataset (index.txt);
+ * remove it or replace it (--force)" unless `force`, in which case the old
+ * index and the shards it lists are deleted first. Errors also:
+ * ERASE_ERR_IO (cannot create the directory), ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows,
+                                             const erase_ctr_write_options_t *options, int force,
+                                             erase_ctr_dataset_writer_t **out);
+
+/*
+ * Append `n` rows (layout of erase_ctr_writer_append) that came from
+ * `source` (a file name or a description; recorded in the source_files
+ * attribute of every shard they land in). Shards are finished as they
+ * fill. Errors: those of io/ctr_shard_write.h.
+ */
+erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                               const float *dense, const uint32_t *sparse, const char *source);
+
+/* Shards begun so far; rows appended so far. */
+int erase_ctr_dataset_writer_shards(const erase_ctr_dataset_writer_t *w);
+int64_t erase_ctr_dataset_writer_rows(const erase_ctr_dataset_writer_t *w);
+
+/*
+ * Finish the last shard, rename every shard to its final name and write
+ * DIR/index.txt. Errors: ERASE_ERR_FORMAT (no rows were appended:
+ * "DIR: no rows to write"), ERASE_ERR_IO.
+ */
+erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w);
+
+/* Release the writer; if it was not committed, every temporary file is
+ * deleted. NULL is allowed. */
+void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w);
+
+#endif

@@ -1,0 +1,140 @@
+#include "io/ctr_index.h"
+
+#include "io/ctr_shard_write.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, const int64_t *rows,
+                                     int count)
+{
+    size_t cap = 128, len = 0;
+    for (int i = 0; i < count; i++)
+        cap += strlen(names[i]) + 24;
+    char *text = malloc(cap);
+    if (!text)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the index", dir);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "# erase-ctr-1 index: shards in global order, \"FILE ROWS\", FILE relative to this directory\n");
+    for (int i = 0; i < count; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%s %" PRId64 "\n", names[i], rows[i]);
+    size_t n = strlen(dir) + sizeof ERASE_CTR_INDEX_NAME + 1;
+    char *path = malloc(n);
+    erase_status_t st = ERASE_OK;
+    if (!path) {
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the index", dir);
+    } else {
+        snprintf(path, n, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
+        st = erase_write_file_atomic(path, text, len);
+    }
+    free(path);
+    free(text);
+    ERASE_CHECK(st);
+    return ERASE_OK;
+}
+
+/* Append one entry to the list. */
+static erase_status_t list_add(erase_ctr_list_t *l, const char *path, int64_t rows)
+{
+    char **p = realloc(l->paths, sizeof *p * (size_t)(l->count + 1));
+    if (p)
+        l->paths = p;
+    int64_t *r = realloc(l->rows, sizeof *r * (size_t)(l->count + 1));
+    if (r)
+        l->rows = r;
+    char *copy = strdup(path);
+    if (!p || !r || !copy) {
+        free(copy);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
+    }
+    l->paths[l->count] = copy;
+    l->rows[l->count] = rows;
+    l->count++;
+    return ERASE_OK;
+}
+
+/* Show a line of the index in a message: at most 60 bytes, printable. */
+static void show(char *out, size_t size, const char *line)
+{
+    size_t n = 0;
+    for (; line[n] && n < 60 && n + 1 < size; n++)
+        out[n] = isprint((unsigned char)line[n]) ? line[n] : '?';
+    out[n] = '\0';
+}
+
+static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return ERASE_ERROR(ERASE_ERR_FORMAT,
+                               "%s: no %s: not a dataset written by erase-convert (or not complete)", dir,
+                               ERASE_CTR_INDEX_NAME);
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    char line[4096 + 64];
+    int lineno = 0, listed = 0;
+    erase_status_t st = ERASE_OK;
+    while (st == ERASE_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        char name[4096], extra[2];
+        long long rows;
+        if (sscanf(line, "%4095s %lld %1s", name, &rows, extra) != 2 || rows < 0 || strchr(name, '/')) {
+            char shown[64];
+            show(shown, sizeof shown, line);
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: expected 'FILE ROWS', got '%s'", path, lineno, shown);
+            break;
+        }
+        char shard[8192];
+        snprintf(shard, sizeof shard, "%s/%s", dir, name);
+        st = list_add(l, shard, (int64_t)rows);
+        listed++;
+    }
+    fclose(f);
+    ERASE_CHECK(st);
+    if (listed == 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: lists no shards", path);
+    return ERASE_OK;
+}
+
+erase_status_t erase_ctr_list_resolve(const char *const *inputs, int n, erase_ctr_list_t *list)
+{
+    memset(list, 0, sizeof *list);
+    if (n < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "no data files or directories given");
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < n && st == ERASE_OK; i++) {
+        struct stat sb;
+        if (stat(inputs[i], &sb) != 0)
+            st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", inputs[i], strerror(errno));
+        else if (S_ISDIR(sb.st_mode))
+            st = read_index(inputs[i], list);
+        else
+            st = list_add(list, inputs[i], -1);
+    }
+    if (st != ERASE_OK) {
+        erase_ctr_list_free(list);
+        erase_error_trail(__FILE__, __LINE__);
+        return st;
+    }
+    return ERASE_OK;
+}
+
+void erase_ctr_list_free(erase_ctr_list_t *list)
+{
+    for (int i = 0; i < list->count; i++)
+        free(list->paths[i]);
+    free(list->paths);
+    free(list->rows);
+    memset(list, 0, sizeof *list);
+}

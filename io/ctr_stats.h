@@ -1,0 +1,45 @@
+/*
+ * Summary statistics of CTR rows in the shard layout (io/ctr_shard.h):
+ * what erase-convert prints after a conversion and erase-inspect prints for
+ * a dataset. Counts are exact (64-bit).
+ */
+#ifndef ERASE_IO_CTR_STATS_H
+#define ERASE_IO_CTR_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/ctr_shard.h"
+
+typedef struct {
+    int64_t rows;
+    int64_t clicks;                                  /* rows with label 1 */
+    int64_t dense_missing[ERASE_CTR_SHARD_DENSE];    /* NaN values per feature */
+    float dense_min[ERASE_CTR_SHARD_DENSE];          /* over present values (+inf if none) */
+    float dense_max[ERASE_CTR_SHARD_DENSE];          /* (-inf if none) */
+    int64_t sparse_missing[ERASE_CTR_SHARD_FIELDS];  /* ERASE_CTR_SPARSE_MISSING values per field */
+    uint32_t sparse_min[ERASE_CTR_SHARD_FIELDS];     /* over present ids (0xFFFFFFFF if none) */
+    uint32_t sparse_max[ERASE_CTR_SHARD_FIELDS];     /* (0 if none) */
+} erase_ctr_stats_t;
+
+/* Empty statistics. */
+void erase_ctr_stats_init(erase_ctr_stats_t *s);
+
+/* Add `n` rows: label [n], dense [n, 13] (NaN = missing), sparse [n, 26]. */
+void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
+                         const uint32_t *sparse);
+
+/* Add the counts of `src` to `dst`. */
+void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src);
+
+/* Clicks / rows (0 when there are no rows). */
+double erase_ctr_stats_base_rate(const erase_ctr_stats_t *s);
+
+/*
+ * Print rows, clicks, base rate, and a table of every feature: missing
+ * rate, and the value range (I1..I13: min..max of the counts; C1..C26:
+ * min..max of the ids in hex). Each line starts with `prefix`.
+ */
+void erase_ctr_stats_print(const erase_ctr_stats_t *s, FILE *out, const char *prefix);
+
+#endif

@@ -1,0 +1,213 @@
+#include "io/h5_util.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
+static H5E_auto2_t saved_func;
+static void *saved_data;
+static char remembered[512]; /* erase_h5_remember(); guarded by h5_lock */
+
+void erase_h5_enter(void)
+{
+    pthread_mutex_lock(&h5_lock);
+    H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    remembered[0] = '\0';
+}
+
+void erase_h5_leave(void)
+{
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
+    pthread_mutex_unlock(&h5_lock);
+}
+
+typedef struct {
+    char *text;
+    size_t size;
+    int found;
+} detail_t;
+
+/* H5E_WALK_UPWARD visits the innermost (most specific) error first. */
+static herr_t detail_walk(unsigned n, const H5E_error2_t *err, void *data)
+{
+    detail_t *d = data;
+    if (!d->found && err->desc && err->desc[0]) {
+        snprintf(d->text, d->size, "%s", err->desc);
+        d->found = 1;
+    }
+    return 0;
+}
+
+const char *erase_h5_detail(char *text, size_t size)
+{
+    if (size == 0)
+        return text;
+    text[0] = '\0';
+    detail_t d = { text, size, 0 };
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, detail_walk, &d);
+    H5Eclear2(H5E_DEFAULT);
+    if (!d.found)
+        snprintf(text, size, "%s", remembered);
+    remembered[0] = '\0';
+    return text;
+}
+
+void erase_h5_remember(void)
+{
+    char text[sizeof remembered];
+    detail_t d = { text, sizeof text, 0 };
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, detail_walk, &d);
+    if (d.found)
+        snprintf(remembered, sizeof remembered, "%s", text);
+}
+
+const char *erase_h5_type_name(hid_t type, char *text, size_t size)
+{
+    H5T_class_t cls = H5Tget_class(type);
+    size_t bytes = H5Tget_size(type);
+    switch (cls) {
+    case H5T_INTEGER:
+        snprintf(text, size, "%s%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", bytes * 8);
+        break;
+    case H5T_FLOAT: snprintf(text, size, "float%zu", bytes * 8); break;
+    case H5T_STRING: snprintf(text, size, "string"); break;
+    case H5T_COMPOUND: snprintf(text, size, "compound"); break;
+    case H5T_ENUM: snprintf(text, size, "enum"); break;
+    case H5T_ARRAY: snprintf(text, size, "array"); break;
+    case H5T_OPAQUE: snprintf(text, size, "opaque"); break;
+    case H5T_BITFIELD: snprintf(text, size, "bitfield%zu", bytes * 8); break;
+    default: snprintf(text, size, "an unknown type"); break;
+    }
+    return text;
+}
+
+/* Create (replacing any old one) and write an attribute of `type` and `space`. */
+static int attr_write(hid_t loc, const char *name, hid_t type, hid_t space, hid_t mem_type,
+                      const void *value)
+{
+    if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0) {
+        erase_h5_remember();
+        return -1;
+    }
+    hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) {
+        erase_h5_remember();
+        return -1;
+    }
+    int rc = H5Awrite(a, mem_type, value) < 0 ? -1 : 0;
+    if (rc)
+        erase_h5_remember();
+    H5Aclose(a);
+    return rc;
+}
+
+int erase_h5_attr_write_string(hid_t loc, const char *name, const char *value)
+{
+    size_t n = strlen(value);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return -1;
+    H5Tset_size(t, n + 1); /* with the terminating NUL, as C writes it */
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t s = H5Screate(H5S_SCALAR);
+    int rc = s < 0 ? -1 : attr_write(loc, name, t, s, t, value);
+    if (s >= 0)
+        H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int erase_h5_attr_write_int64(hid_t loc, const char *name, int64_t value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    if (s < 0)
+        return -1;
+    int rc = attr_write(loc, name, H5T_STD_I64LE, s, H5T_NATIVE_INT64, &value);
+    H5Sclose(s);
+    return rc;
+}
+
+int erase_h5_attr_write_array(hid_t loc, const char *name, hid_t mem_type, const void *values,
+                              size_t n)
+{
+    hsize_t dims[1] = { n };
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    if (s < 0)
+        return -1;
+    hid_t file_type = H5Tequal(mem_type, H5T_NATIVE_UINT32) > 0  ? H5T_STD_U32LE
+                      : H5Tequal(mem_type, H5T_NATIVE_FLOAT) > 0 ? H5T_IEEE_F32LE
+                      : H5Tequal(mem_type, H5T_NATIVE_INT64) > 0 ? H5T_STD_I64LE
+                                                                 : H5T_IEEE_F64LE;
+    int rc = attr_write(loc, name, file_type, s, mem_type, values);
+    H5Sclose(s);
+    return rc;
+}
+
+int erase_h5_attr_read_string(hid_t loc, const char *name, char *text, size_t size)
+{
+    if (size)
+        text[0] = '\0';
+    if (H5Aexists(loc, name) <= 0)
+        return 1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0)
+        return -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    int rc = -1;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING &&
+        H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        if (H5Tis_variable_str(t) > 0) {
+            char *v = NULL;
+            H5Tset_size(mt, H5T_VARIABLE);
+            if (H5Aread(a, mt, &v) >= 0) {
+                snprintf(text, size, "%s", v ? v : "");
+                rc = 0;
+            }
+            if (v)
+                H5free_memory(v);
+        } else {
+            size_t n = H5Tget_size(t);
+            char buf[4096];
+            if (n < sizeof buf) {
+                H5Tset_size(mt, n + 1);
+                H5Tset_strpad(mt, H5T_STR_NULLTERM);
+                memset(buf, 0, sizeof buf);
+                if (H5Aread(a, mt, buf) >= 0) {
+                    snprintf(text, size, "%s", buf);
+                    rc = 0;
+                }
+            }
+        }
+        H5Tclose(mt);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+int erase_h5_attr_read_int64(hid_t loc, const char *name, int64_t *value)
+{
+    if (H5Aexists(loc, name) <= 0)
+        return 1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0)
+        return -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    int rc = -1;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_INTEGER &&
+        H5Sget_simple_extent_npoints(sp) == 1 && H5Aread(a, H5T_NATIVE_INT64, value) >= 0)
+        rc = 0;
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}

@@ -1,0 +1,23 @@
+# io/: HDF5 data files (CTR shards: writer, validated reader with prefetch),
+# Criteo text parsing and conversion, synthetic data. Uses lib/core.
+noinst_LIBRARIES += io/liberase_io.a
+io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)
+io_liberase_io_a_SOURCES = \
+	io/h5_util.c io/h5_util.h \
+	io/criteo_parse.c io/criteo_parse.h \
+	io/criteo_convert.c io/criteo_convert.h \
+	io/ctr_shard.c io/ctr_shard.h \
+	io/ctr_shard_write.c io/ctr_shard_write.h \
+	io/ctr_index.c io/ctr_index.h \
+	io/ctr_dataset_write.c io/ctr_dataset_write.h \
+	io/ctr_stats.c io/ctr_stats.h \
+	io/ctr_reader.c io/ctr_reader.h \
+	io/synth.c io/synth.h
+EXTRA_DIST += io/README.md
+
+# What a program using io/ links, before $(ERASE_LIBS).
+ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS)
+
+# The Criteo samples (data/criteo/SOURCES.md) used by tests and benchmarks.
+EXTRA_DIST += data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
+	data/criteo/paddlerec-part0.tsv data/criteo/deepctr-sample.csv

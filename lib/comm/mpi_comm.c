@@ -1,0 +1,697 @@
+/*
+ * The MPI communicator on host buffers: every collective of comm.h as an
+ * operation on a CPU stream, whose worker thread makes the MPI calls.
+ *
+ * All collectives are built from point-to-point messages on the comm's
+ * `coll` duplicate, with the tag (sequence number << 4 | kind): the
+ * sequence number counts the collectives this rank has run on the comm, so
+ * two ranks that disagree on what the n-th collective is never match each
+ * other's messages (they wait, and the watchdog or the sequence check
+ * reports it) instead of silently combining the wrong buffers.
+ *
+ *   all-reduce  ring reduce-scatter + ring all-gather (n-1 steps each). The
+ *               buffer is cut into n chunks (chunk i: count/n elements, one
+ *               more for i < count % n). Chunk c is reduced along the ring
+ *               starting at rank c: ((x_c + x_{c+1}) + x_{c+2}) + ...
+ *               (indices mod n), by the one rank that finishes it, and then
+ *               copied to every rank: the result is bitwise identical on all
+ *               ranks and in every run, for a fixed number of ranks.
+ *   all-gather(v)  ring, n-1 steps.
+ *   all-to-all(v)  pairwise: at step k rank r sends to r+k, receives from r-k.
+ *   broadcast   binomial tree from the root.
+ *   barrier     dissemination (ceil(log2 n) rounds of one-byte messages).
+ *
+ * Messages larger than 1 GiB are sent in 1 GiB pieces (MPI counts are int).
+ * Zero-byte chunks are not sent (both sides know the sizes).
+ */
+#include "lib/comm/comm_internal.h"
+
+#include "lib/device/cpu/cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMM_PIECE ((size_t)1 << 30)
+
+/* The argument block of every comm operation (copied by erase_cpu_launch). */
+typedef struct {
+    erase_comm_t *c;
+    comm_op_t op;
+    int captured;       /* issued into a stream capture: numbered when it runs */
+    const void *send;
+    void *recv;
+    uint64_t vec[];     /* allgatherv: counts[n], displs[n];
+                           alltoallv: send_counts, send_displs, recv_counts, recv_displs */
+} comm_args_t;
+
+/* Largest number of ranks whose v-collective counts fit an argument block. */
+#define COMM_MAX_VEC ((ERASE_CPU_MAX_ARGS - sizeof(comm_args_t)) / sizeof(uint64_t))
+_Static_assert(COMM_MAX_VEC / 2 >= 252 && COMM_MAX_VEC / 4 >= 126,
+               "comm.h promises allgatherv on 252 ranks and alltoallv on 126");
+
+/* ---- communicator lifetime ------------------------------------------------ */
+
+erase_status_t comm_create(const char *name, MPI_Comm base, erase_comm_t **out)
+{
+    erase_comm_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "communicator %s: no memory", name);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->coll = c->p2p = c->check = MPI_COMM_NULL;
+    MPI_Comm *dups[3] = { &c->coll, &c->p2p, &c->check };
+    static const char *const role[3] = { "collectives", "p2p", "check" };
+    for (int i = 0; i < 3; i++) {
+        int rc = MPI_Comm_dup(base, dups[i]);
+        if (rc != MPI_SUCCESS) {
+            erase_status_t st = comm_mpi_error(__FILE__, __LINE__, rc, "MPI_Comm_dup");
+            comm_destroy(c);
+            return st;
+        }
+        MPI_Comm_set_errhandler(*dups[i], MPI_ERRORS_RETURN);
+        char mpi_name[MPI_MAX_OBJECT_NAME];
+        snprintf(mpi_name, sizeof mpi_name, "erase %s %s", name, role[i]);
+        MPI_Comm_set_name(*dups[i], mpi_name);
+    }
+    MPI_Comm_rank(c->coll, &c->rank);
+    MPI_Comm_size(c->coll, &c->size);
+    int *ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    c->tag_ub = flag && ub && *ub >= 32767 ? *ub : 32767; /* 32767: the least MPI promises */
+    c->tag_seq_mod = ((uint64_t)c->tag_ub + 1) / 16;
+    pthread_mutex_init(&c->exec, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    *out = c;
+    return ERASE_OK;
+}
+
+void comm_destroy(erase_comm_t *c)
+{
+    if (!c)
+        return;
+    MPI_Comm *dups[3] = { &c->coll, &c->p2p, &c->check };
+    for (int i = 0; i < 3; i++)
+        if (*dups[i] != MPI_COMM_NULL)
+            MPI_Comm_free(dups[i]);
+    if (c->size) { /* mutexes were initialised */
+        pthread_mutex_destroy(&c->exec);
+        pthread_mutex_destroy(&c->lock);
+    }
+    free(c->scratch);
+    free(c->log);
+    free(c);
+}
+
+int erase_comm_rank(const erase_comm_t *c)
+{
+    return c ? c->rank : -1;
+}
+
+int erase_comm_size(const erase_comm_t *c)
+{
+    return c ? c->size : 0;
+}
+
+uint64_t erase_comm_issued(erase_comm_t *c)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    uint64_t n = c->issued;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+/* ---- messages --------------------------------------------------------------- */
+
+static erase_status_t wait_error(int rc, const MPI_Status *stat, int n, int dst, int src)
+{
+    int code = rc;
+    if (rc == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++)
+            if (stat[i].MPI_ERROR != MPI_SUCCESS) {
+                code = stat[i].MPI_ERROR;
+                break;
+            }
+    char what[96];
+    snprintf(what, sizeof what, "MPI_Waitall (send to rank %d, receive from rank %d)", dst, src);
+    return comm_mpi_error(__FILE__, __LINE__, code, what);
+}
+
+/*
+ * Send sbytes of sbuf to `dst` and receive rbytes into rbuf from `src` at
+ * once (either may be 0 bytes: nothing is sent or received). The receive
+ * must get exactly rbytes.
+ */
+static erase_status_t exchange(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+                               size_t rbytes, int src, int tag)
+{
+    size_t ns = (sbytes + COMM_PIECE - 1) / COMM_PIECE;
+    size_t nr = (rbytes + COMM_PIECE - 1) / COMM_PIECE;
+    size_t steps = ns > nr ? ns : nr;
+    for (size_t k = 0; k < steps; k++) {
+        MPI_Request req[2];
+        MPI_Status stat[2];
+        int n = 0, rlen = 0;
+        if (k < nr) {
+            size_t off = k * COMM_PIECE;
+            rlen = (int)(rbytes - off < COMM_PIECE ? rbytes - off : COMM_PIECE);
+            COMM_MPI_CHECK(MPI_Irecv((char *)rbuf + off, rlen, MPI_BYTE, src, tag, comm, &req[n++]),
+                           "MPI_Irecv");
+        }
+        if (k < ns) {
+            size_t off = k * COMM_PIECE;
+            int slen = (int)(sbytes - off < COMM_PIECE ? sbytes - off : COMM_PIECE);
+            COMM_MPI_CHECK(MPI_Isend((const char *)sbuf + off, slen, MPI_BYTE, dst, tag, comm,
+                                     &req[n++]),
+                           "MPI_Isend");
+        }
+        int rc = MPI_Waitall(n, req, stat);
+        if (rc != MPI_SUCCESS)
+            return wait_error(rc, stat, n, dst, src);
+        if (k < nr) {
+            int got = -1;
+            MPI_Get_count(&stat[0], MPI_BYTE, &got);
+            if (got != rlen)
+                return ERASE_ERROR(ERASE_ERR_COMM,
+                                   "received %d bytes from rank %d where %d were expected "
+                                   "(ranks disagree on the size)", got, src, rlen);
+        }
+    }
+    return ERASE_OK;
+}
+
+/* ---- reductions --------------------------------------------------------------- */
+
+/* acc[i] = in[i] (op) acc[i]; the mean's last step also scales by 1/size. */
+static void reduce_f32(float *acc, const float *in, size_t n, int op, int scale, int size)
+{
+    if (op == ERASE_REDUCE_MAX) {
+        for (size_t i = 0; i < n; i++)
+            if (in[i] > acc[i] || isnan(in[i]))
+                acc[i] = in[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc[i] = in[i] + acc[i];
+    if (scale) {
+        float s = 1.0f / (float)size;
+        for (size_t i = 0; i < n; i++)
+            acc[i] = acc[i] * s;
+    }
+}
+
+static void reduce_f64(double *acc, const double *in, size_t n, int op, int scale, int size)
+{
+    if (op == ERASE_REDUCE_MAX) {
+        for (size_t i = 0; i < n; i++)
+            if (in[i] > acc[i] || isnan(in[i]))
+                acc[i] = in[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc[i] = in[i] + acc[i];
+    if (scale) {
+        double s = 1.0 / (double)size;
+        for (size_t i = 0; i < n; i++)
+            acc[i] = acc[i] * s;
+    }
+}
+
+/* Integer sums wrap modulo 2^bits (computed unsigned); the mean truncates. */
+static void reduce_i32(int32_t *acc, const int32_t *in, size_t n, int op, int scale, int size)
+{
+    if (op == ERASE_REDUCE_MAX) {
+        for (size_t i = 0; i < n; i++)
+            if (in[i] > acc[i])
+                acc[i] = in[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc[i] = (int32_t)((uint32_t)in[i] + (uint32_t)acc[i]);
+    if (scale)
+        for (size_t i = 0; i < n; i++)
+            acc[i] = acc[i] / size;
+}
+
+static void reduce_i64(int64_t *acc, const int64_t *in, size_t n, int op, int scale, int size)
+{
+    if (op == ERASE_REDUCE_MAX) {
+        for (size_t i = 0; i < n; i++)
+            if (in[i] > acc[i])
+                acc[i] = in[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        acc[i] = (int64_t)((uint64_t)in[i] + (uint64_t)acc[i]);
+    if (scale)
+        for (size_t i = 0; i < n; i++)
+            acc[i] = acc[i] / size;
+}
+
+static void reduce(int dtype, int op, void *acc, const void *in, size_t n, int last, int size)
+{
+    int scale = last && op == ERASE_REDUCE_MEAN;
+    switch (dtype) {
+    case ERASE_DTYPE_F32: reduce_f32(acc, in, n, op, scale, size); break;
+    case ERASE_DTYPE_F64: reduce_f64(acc, in, n, op, scale, size); break;
+    case ERASE_DTYPE_I32: reduce_i32(acc, in, n, op, scale, size); break;
+    case ERASE_DTYPE_I64: reduce_i64(acc, in, n, op, scale, size); break;
+    default: break; /* rejected when issued */
+    }
+}
+
+/* ---- algorithms (run on the stream worker, with c->exec held) ---------------- */
+
+/* Chunk i of `count` elements cut into n: offset and length in elements. */
+static size_t chunk_off(size_t count, size_t n, size_t i)
+{
+    size_t base = count / n, rem = count % n;
+    return i * base + (i < rem ? i : rem);
+}
+
+static size_t chunk_len(size_t count, size_t n, size_t i)
+{
+    return count / n + (i < count % n ? 1 : 0);
+}
+
+static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    size_t count = a->op.count, n = (size_t)c->size, r = (size_t)c->rank;
+    size_t es = erase_dtype_size(a->op.dtype);
+    char *buf = a->recv;
+    if (count && a->send != a->recv)
+        memmove(buf, a->send, count * es);
+    if (n == 1 || count == 0)
+        return ERASE_OK; /* the mean of one rank is its value */
+    size_t chunk_bytes = chunk_len(count, n, 0) * es;
+    if (c->scratch_bytes < chunk_bytes) {
+        void *p = realloc(c->scratch, chunk_bytes);
+        if (!p)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "all-reduce: no memory for a %zu-byte chunk",
+                               chunk_bytes);
+        c->scratch = p;
+        c->scratch_bytes = chunk_bytes;
+    }
+    int right = (int)((r + 1) % n), left = (int)((r + n - 1) % n);
+    /* reduce-scatter: at step s send chunk r-s, receive chunk r-s-1 and add
+     * it; after n-1 steps this rank holds chunk r+1 reduced over all ranks */
+    for (size_t s = 0; s + 1 < n; s++) {
+        size_t sc = (r + n - s) % n, rc = (r + 2 * n - s - 1) % n;
+        ERASE_CHECK(exchange(c->coll, buf + chunk_off(count, n, sc) * es,
+                             chunk_len(count, n, sc) * es, right, c->scratch,
+                             chunk_len(count, n, rc) * es, left, tag));
+        reduce(a->op.dtype, a->op.reduce, buf + chunk_off(count, n, rc) * es, c->scratch,
+               chunk_len(count, n, rc), s + 2 == n, c->size);
+    }
+    /* all-gather: at step s pass on chunk r+1-s, receive chunk r-s */
+    for (size_t s = 0; s + 1 < n; s++) {
+        size_t sc = (r + 1 + n - s) % n, rc = (r + n - s) % n;
+        ERASE_CHECK(exchange(c->coll, buf + chunk_off(count, n, sc) * es,
+                             chunk_len(count, n, sc) * es, right,
+                             buf + chunk_off(count, n, rc) * es, chunk_len(count, n, rc) * es,
+                             left, tag));
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t tree_broadcast(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    size_t bytes = a->op.count * erase_dtype_size(a->op.dtype);
+    int n = c->size, root = a->op.peer;
+    int vr = (c->rank - root + n) % n; /* rank relative to the root */
+    if (bytes == 0 || n == 1)
+        return ERASE_OK;
+    int mask = 1;
+    while (mask < n) {
+        if (vr & mask) {
+            int src = (vr - mask + root) % n;
+            ERASE_CHECK(exchange(c->coll, NULL, 0, MPI_PROC_NULL, a->recv, bytes, src, tag));
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (vr + mask < n) {
+            int dst = (vr + mask + root) % n;
+            ERASE_CHECK(exchange(c->coll, a->recv, bytes, dst, NULL, 0, MPI_PROC_NULL, tag));
+        }
+    return ERASE_OK;
+}
+
+/* Block i of an all-gather(v): elements and displacement. */
+static size_t gather_count(const comm_args_t *a, int n, int i)
+{
+    return a->op.kind == COMM_OP_ALLGATHERV ? (size_t)a->vec[i] : (size_t)a->op.count;
+}
+
+static size_t gather_displ(const comm_args_t *a, int n, int i)
+{
+    return a->op.kind == COMM_OP_ALLGATHERV ? (size_t)a->vec[n + i]
+                                            : (size_t)i * (size_t)a->op.count;
+}
+
+static erase_status_t ring_allgather(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    int n = c->size, r = c->rank;
+    size_t es = erase_dtype_size(a->op.dtype);
+    char *buf = a->recv;
+    char *own = buf + gather_displ(a, n, r) * es;
+    size_t own_bytes = gather_count(a, n, r) * es;
+    if (own_bytes && (const void *)own != a->send)
+        memmove(own, a->send, own_bytes);
+    int right = (r + 1) % n, left = (r + n - 1) % n;
+    for (int s = 0; s + 1 < n; s++) {
+        int sb = (r - s + n) % n, rb = (r - s - 1 + 2 * n) % n;
+        ERASE_CHECK(exchange(c->coll, buf + gather_displ(a, n, sb) * es,
+                             gather_count(a, n, sb) * es, right,
+                             buf + gather_displ(a, n, rb) * es, gather_count(a, n, rb) * es,
+                             left, tag));
+    }
+    return ERASE_OK;
+}
+
+/* Block i of an all-to-all(v): which = 0 send counts, 1 send displs, 2 recv counts, 3 recv displs. */
+static size_t a2a_get(const comm_args_t *a, int n, int which, int i)
+{
+    if (a->op.kind == COMM_OP_ALLTOALLV)
+        return (size_t)a->vec[which * n + i];
+    return (which & 1) ? (size_t)i * (size_t)a->op.count : (size_t)a->op.count;
+}
+
+static erase_status_t pairwise_alltoall(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    int n = c->size, r = c->rank;
+    size_t es = erase_dtype_size(a->op.dtype);
+    const char *sbuf = a->send;
+    char *rbuf = a->recv;
+    size_t own = a2a_get(a, n, 0, r) * es;
+    if (own)
+        memmove(rbuf + a2a_get(a, n, 3, r) * es, sbuf + a2a_get(a, n, 1, r) * es, own);
+    for (int k = 1; k < n; k++) {
+        int dst = (r + k) % n, src = (r - k + n) % n;
+        ERASE_CHECK(exchange(c->coll, sbuf + a2a_get(a, n, 1, dst) * es,
+                             a2a_get(a, n, 0, dst) * es, dst, rbuf + a2a_get(a, n, 3, src) * es,
+                             a2a_get(a, n, 2, src) * es, src, tag));
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t dissemination_barrier(erase_comm_t *c, int tag)
+{
+    int n = c->size, r = c->rank;
+    unsigned char token = 1, got = 0;
+    for (int k = 1; k < n; k <<= 1)
+        ERASE_CHECK(exchange(c->coll, &token, 1, (r + k) % n, &got, 1, (r - k + n) % n, tag));
+    return ERASE_OK;
+}
+
+/* ---- stream operations --------------------------------------------------------- */
+
+/* Re-state a failure of `op` with what, which and where. */
+static erase_status_t op_failed(erase_comm_t *c, const comm_op_t *op, erase_status_t st)
+{
+    char what[160], why[1024];
+    comm_op_describe(op, what, sizeof what);
+    snprintf(why, sizeof why, "%s", erase_error_message()[0] ? erase_error_message()
+                                                              : erase_status_name(st));
+    return ERASE_ERROR(st, "%s #%llu on %s (rank %d of %d): %s", what,
+                       (unsigned long long)op->seq, c->name, c->rank, c->size, why);
+}
+
+static erase_status_t collective_kernel(const void *args)
+{
+    const comm_args_t *a = args;
+    erase_comm_t *c = a->c;
+    comm_op_t op = a->op;
+    pthread_mutex_lock(&c->exec);
+    if (a->captured)
+        comm_log_issue(c, &op); /* a graph replay: it is issued now */
+    uint64_t run = ++c->exec_seq;
+    int tag = (int)(((run % c->tag_seq_mod) << 4) | op.kind);
+    int slot = comm_log_begin(c, &op);
+    erase_status_t st = ERASE_OK;
+    switch ((comm_op_kind_t)op.kind) {
+    case COMM_OP_ALLREDUCE: st = ring_allreduce(c, a, tag); break;
+    case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
+    case COMM_OP_ALLGATHER:
+    case COMM_OP_ALLGATHERV: st = ring_allgather(c, a, tag); break;
+    case COMM_OP_ALLTOALL:
+    case COMM_OP_ALLTOALLV: st = pairwise_alltoall(c, a, tag); break;
+    case COMM_OP_BARRIER: st = dissemination_barrier(c, tag); break;
+    default: st = ERASE_ERROR(ERASE_ERR_INVALID, "not a collective: %d", op.kind); break;
+    }
+    comm_log_end(c, slot, &op, st == ERASE_OK);
+    pthread_mutex_unlock(&c->exec);
+    return st == ERASE_OK ? ERASE_OK : op_failed(c, &op, st);
+}
+
+/* Send or receive, in 1 GiB pieces; the receive must get exactly count elements. */
+static erase_status_t p2p_kernel(const void *args)
+{
+    const comm_args_t *a = args;
+    erase_comm_t *c = a->c;
+    comm_op_t op = a->op;
+    if (a->captured)
+        comm_log_issue(c, &op);
+    int slot = comm_log_begin(c, &op);
+    size_t bytes = op.count * erase_dtype_size(op.dtype);
+    erase_status_t st = ERASE_OK;
+    for (size_t off = 0; off < bytes && st == ERASE_OK; off += COMM_PIECE) {
+        int len = (int)(bytes - off < COMM_PIECE ? bytes - off : COMM_PIECE);
+        MPI_Status stat;
+        int rc;
+        if (op.kind == COMM_OP_SEND) {
+            rc = MPI_Send((const char *)a->send + off, len, MPI_BYTE, op.peer, op.tag, c->p2p);
+        } else {
+            rc = MPI_Recv((char *)a->recv + off, len, MPI_BYTE, op.peer, op.tag, c->p2p, &stat);
+            int got = -1;
+            if (rc == MPI_SUCCESS && (MPI_Get_count(&stat, MPI_BYTE, &got), got != len))
+                st = ERASE_ERROR(ERASE_ERR_COMM,
+                                 "received %d bytes where %d were expected (the sender's count "
+                                 "differs)", got, len);
+        }
+        if (rc != MPI_SUCCESS)
+            st = comm_mpi_error(__FILE__, __LINE__, rc,
+                                op.kind == COMM_OP_SEND ? "MPI_Send" : "MPI_Recv");
+    }
+    comm_log_end(c, slot, &op, st == ERASE_OK);
+    return st == ERASE_OK ? ERASE_OK : op_failed(c, &op, st);
+}
+
+/* ---- issuing -------------------------------------------------------------------- */
+
+static erase_status_t check_common(const erase_comm_t *c, erase_stream_t *s, int dtype,
+                                   const char *what)
+{
+    if (!c)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no communicator (is erase_world_init done?)", what);
+    if (!s)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no stream", what);
+    if (erase_device_kind(erase_stream_device(s)) != ERASE_DEVICE_CPU)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
+                           "%s: the MPI communicator works on host buffers and CPU streams; "
+                           "device buffers need the NCCL communicator (CUDA backend)", what);
+    if (dtype < ERASE_DTYPE_F32 || dtype > ERASE_DTYPE_U8)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: unknown dtype %d", what, dtype);
+    return ERASE_OK;
+}
+
+/* count elements of `dtype`, times `blocks`, fit in size_t bytes */
+static erase_status_t check_bytes(size_t count, int dtype, size_t blocks, const char *what)
+{
+    size_t es = erase_dtype_size((erase_dtype_t)dtype);
+    if (blocks == 0)
+        blocks = 1;
+    if (count > SIZE_MAX / es / blocks)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: %zu x %zu elements of %zu bytes overflow",
+                           what, blocks, count, es);
+    return ERASE_OK;
+}
+
+static erase_status_t issue(erase_comm_t *c, erase_stream_t *s, comm_args_t *a, size_t args_size,
+                            erase_cpu_kernel_fn fn)
+{
+    a->c = c;
+    a->captured = erase_stream_is_capturing(s);
+    if (!a->captured)
+        comm_log_issue(c, &a->op);
+    ERASE_CHECK(erase_cpu_launch(s, fn, a, args_size));
+    return ERASE_OK;
+}
+
+/* An argument block with room for the v-collectives' arrays. */
+typedef union {
+    comm_args_t a;
+    _Alignas(16) unsigned char bytes[ERASE_CPU_MAX_ARGS];
+} comm_args_buf_t;
+
+erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                               size_t count, erase_dtype_t dtype, erase_reduce_t op)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_allreduce"));
+    if (dtype == ERASE_DTYPE_U8)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allreduce: reductions are defined for f32, "
+                           "f64, i32 and i64, not u8");
+    if (op < ERASE_REDUCE_SUM || op > ERASE_REDUCE_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allreduce: unknown reduction %d", (int)op);
+    ERASE_CHECK(check_bytes(count, dtype, 1, "erase_allreduce"));
+    if (count && (!send || !recv))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allreduce: NULL buffer for %zu elements", count);
+    comm_args_t a = { .op = { .kind = COMM_OP_ALLREDUCE, .dtype = (uint8_t)dtype,
+                              .reduce = (uint8_t)op, .count = count },
+                      .send = send, .recv = recv };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_broadcast(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
+                               erase_dtype_t dtype, int root)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_broadcast"));
+    if (root < 0 || root >= c->size)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_broadcast: root %d is not a rank of %s "
+                           "(size %d)", root, c->name, c->size);
+    ERASE_CHECK(check_bytes(count, dtype, 1, "erase_broadcast"));
+    if (count && !buf)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_broadcast: NULL buffer for %zu elements", count);
+    comm_args_t a = { .op = { .kind = COMM_OP_BROADCAST, .dtype = (uint8_t)dtype, .peer = root,
+                              .count = count },
+                      .send = buf, .recv = buf };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_allgather(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                               size_t count, erase_dtype_t dtype)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_allgather"));
+    ERASE_CHECK(check_bytes(count, dtype, (size_t)c->size, "erase_allgather"));
+    if (count && (!send || !recv))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allgather: NULL buffer for %zu elements", count);
+    comm_args_t a = { .op = { .kind = COMM_OP_ALLGATHER, .dtype = (uint8_t)dtype, .count = count },
+                      .send = send, .recv = recv };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_allgatherv(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                                const size_t *counts, const size_t *displs, erase_dtype_t dtype)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_allgatherv"));
+    int n = c->size;
+    if ((size_t)n * 2 > COMM_MAX_VEC)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "erase_allgatherv: %d ranks; the counts of at "
+                           "most %zu ranks fit a stream operation", n, COMM_MAX_VEC / 2);
+    if (!counts || !displs)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allgatherv: NULL counts or displacements");
+    comm_args_buf_t b;
+    memset(&b.a, 0, sizeof b.a);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        ERASE_CHECK(check_bytes(counts[i], dtype, 1, "erase_allgatherv"));
+        ERASE_CHECK(check_bytes(displs[i], dtype, 1, "erase_allgatherv"));
+        b.a.vec[i] = counts[i];
+        b.a.vec[n + i] = displs[i];
+        total += counts[i];
+    }
+    if ((counts[c->rank] && !send) || (total && !recv))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_allgatherv: NULL buffer");
+    b.a.op = (comm_op_t){ .kind = COMM_OP_ALLGATHERV, .dtype = (uint8_t)dtype, .count = total };
+    b.a.send = send;
+    b.a.recv = recv;
+    ERASE_CHECK(issue(c, s, &b.a, sizeof b.a + 2 * (size_t)n * sizeof(uint64_t), collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_alltoall(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                              size_t count, erase_dtype_t dtype)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_alltoall"));
+    ERASE_CHECK(check_bytes(count, dtype, (size_t)c->size, "erase_alltoall"));
+    if (count && (!send || !recv))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall: NULL buffer for %zu elements", count);
+    if (count && send == recv)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall: send and recv must not overlap");
+    comm_args_t a = { .op = { .kind = COMM_OP_ALLTOALL, .dtype = (uint8_t)dtype, .count = count },
+                      .send = send, .recv = recv };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *send,
+                               const size_t *send_counts, const size_t *send_displs, void *recv,
+                               const size_t *recv_counts, const size_t *recv_displs,
+                               erase_dtype_t dtype)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_alltoallv"));
+    int n = c->size;
+    if ((size_t)n * 4 > COMM_MAX_VEC)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "erase_alltoallv: %d ranks; the counts of at "
+                           "most %zu ranks fit a stream operation", n, COMM_MAX_VEC / 4);
+    if (!send_counts || !send_displs || !recv_counts || !recv_displs)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoallv: NULL counts or displacements");
+    comm_args_buf_t b;
+    memset(&b.a, 0, sizeof b.a);
+    const size_t *arrays[4] = { send_counts, send_displs, recv_counts, recv_displs };
+    uint64_t sent = 0, received = 0;
+    for (int w = 0; w < 4; w++)
+        for (int i = 0; i < n; i++) {
+            ERASE_CHECK(check_bytes(arrays[w][i], dtype, 1, "erase_alltoallv"));
+            b.a.vec[w * n + i] = arrays[w][i];
+        }
+    for (int i = 0; i < n; i++) {
+        sent += send_counts[i];
+        received += recv_counts[i];
+    }
+    if ((sent && !send) || (received && !recv))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoallv: NULL buffer");
+    b.a.op = (comm_op_t){ .kind = COMM_OP_ALLTOALLV, .dtype = (uint8_t)dtype, .count = sent };
+    b.a.send = send;
+    b.a.recv = recv;
+    ERASE_CHECK(issue(c, s, &b.a, sizeof b.a + 4 * (size_t)n * sizeof(uint64_t), collective_kernel));
+    return ERASE_OK;
+}
+
+static erase_status_t p2p_issue(erase_comm_t *c, erase_stream_t *s, int kind, const void *send,
+                                void *recv, size_t count, erase_dtype_t dtype, int peer, int tag,
+                                const char *what)
+{
+    ERASE_CHECK(check_common(c, s, dtype, what));
+    if (peer < 0 || peer >= c->size)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: peer %d is not a rank of %s (size %d)", what,
+                           peer, c->name, c->size);
+    if (tag < 0 || tag > c->tag_ub)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: tag %d outside 0..%d", what, tag, c->tag_ub);
+    ERASE_CHECK(check_bytes(count, dtype, 1, what));
+    if (count && !send && !recv)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: NULL buffer for %zu elements", what, count);
+    comm_args_t a = { .op = { .kind = (uint8_t)kind, .dtype = (uint8_t)dtype, .peer = peer,
+                              .tag = tag, .count = count },
+                      .send = send, .recv = recv };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, p2p_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_send(erase_comm_t *c, erase_stream_t *s, const void *buf, size_t count,
+                          erase_dtype_t dtype, int peer, int tag)
+{
+    ERASE_CHECK(p2p_issue(c, s, COMM_OP_SEND, buf, NULL, count, dtype, peer, tag, "erase_send"));
+    return ERASE_OK;
+}
+
+erase_status_t erase_recv(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
+                          erase_dtype_t dtype, int peer, int tag)
+{
+    ERASE_CHECK(p2p_issue(c, s, COMM_OP_RECV, NULL, buf, count, dtype, peer, tag, "erase_recv"));
+    return ERASE_OK;
+}
+
+erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s)
+{
+    ERASE_CHECK(check_common(c, s, ERASE_DTYPE_U8, "erase_barrier"));
+    comm_args_t a = { .op = { .kind = COMM_OP_BARRIER, .dtype = ERASE_DTYPE_U8 } };
+    ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
+    return ERASE_OK;
+}

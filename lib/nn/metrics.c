@@ -1,0 +1,58 @@
+#include "lib/nn/metrics.h"
+
+#include <math.h>
+#include <string.h>
+
+#define FIXED 4294967296.0 /* 2^32 */
+#define LOSS_CLAMP 50.0
+
+void erase_ctr_metrics_clear(erase_ctr_metrics_t *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void erase_ctr_metrics_add(erase_ctr_metrics_t *m, const float *z, const float *y, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double v = z[i], t = y[i] > 0.5f ? 1.0 : 0.0;
+        double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
+        if (loss > LOSS_CLAMP)
+            loss = LOSS_CLAMP;
+        double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+        int bin = (int)(p * ERASE_AUC_BINS);
+        if (bin >= ERASE_AUC_BINS)
+            bin = ERASE_AUC_BINS - 1;
+        m->samples++;
+        m->loss_fixed += (int64_t)llround(loss * FIXED);
+        m->prediction_fixed += (int64_t)llround(p * FIXED);
+        if (t > 0) {
+            m->positives++;
+            m->pos_bins[bin]++;
+        } else {
+            m->neg_bins[bin]++;
+        }
+    }
+}
+
+erase_ctr_summary_t erase_ctr_metrics_summary(const erase_ctr_metrics_t *m)
+{
+    erase_ctr_summary_t s = { .samples = m->samples, .ne = NAN, .auc = NAN, .calibration = NAN,
+                              .log_loss = NAN, .base_rate = NAN };
+    if (m->samples == 0)
+        return s;
+    double n = (double)m->samples, p = (double)m->positives / n;
+    s.base_rate = p;
+    s.log_loss = (double)m->loss_fixed / FIXED / n;
+    if (p > 0 && p < 1) {
+        s.ne = s.log_loss / -(p * log(p) + (1 - p) * log(1 - p));
+        s.calibration = (double)m->prediction_fixed / FIXED / n / p;
+        /* AUC = P(score_pos > score_neg) + P(tie) / 2, bins ascending */
+        double neg_below = 0, area = 0;
+        for (int b = 0; b < ERASE_AUC_BINS; b++) {
+            area += (double)m->pos_bins[b] * (neg_below + 0.5 * (double)m->neg_bins[b]);
+            neg_below += (double)m->neg_bins[b];
+        }
+        s.auc = area / ((double)m->positives * (double)(m->samples - m->positives));
+    }
+    return s;
+}

@@ -1,0 +1,122 @@
+/* Sparse-gradient pack and merge of lib/ops/ops.h on the CPU backend. */
+#include "lib/ops/ops.h"
+
+#include "lib/device/cpu/cpu.h"
+
+#include <string.h>
+
+typedef struct {
+    int ranks, tables, capacity, dim;
+    float scale;
+    const int *count[ERASE_FIELDS_MAX];
+    const uint32_t *rows[ERASE_FIELDS_MAX];
+    const float *values[ERASE_FIELDS_MAX];
+    int *out_count[ERASE_FIELDS_MAX];
+    uint32_t *out_rows[ERASE_FIELDS_MAX];
+    float *out_values[ERASE_FIELDS_MAX];
+    int *packed_counts;
+    uint32_t *packed_rows;
+    float *packed_values;
+    const int *all_counts;
+    const uint32_t *all_rows;
+    const float *all_values;
+} sparse_args_t;
+
+static erase_status_t pack_k(const void *p)
+{
+    const sparse_args_t *a = p;
+    for (int t = 0; t < a->tables; t++) {
+        int n = *a->count[t];
+        if (n < 0 || n > a->capacity)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sparse pack: table %d has %d rows, capacity %d", t, n, a->capacity);
+        a->packed_counts[t] = n;
+        size_t slot = (size_t)t * a->capacity;
+        memcpy(a->packed_rows + slot, a->rows[t], sizeof(uint32_t) * (size_t)n);
+        memcpy(a->packed_values + slot * a->dim, a->values[t], sizeof(float) * (size_t)n * a->dim);
+    }
+    return ERASE_OK;
+}
+
+/* k-way merge of the ranks' ascending row lists of table t */
+static erase_status_t merge_k(const void *p)
+{
+    const sparse_args_t *a = p;
+    int pos[1024];
+    if (a->ranks > 1024)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks (at most 1024)", a->ranks);
+    for (int t = 0; t < a->tables; t++) {
+        for (int r = 0; r < a->ranks; r++)
+            pos[r] = 0;
+        int out = 0;
+        for (;;) {
+            uint32_t next = UINT32_MAX;
+            int any = 0;
+            for (int r = 0; r < a->ranks; r++) {
+                int n = a->all_counts[r * a->tables + t];
+                size_t base = ((size_t)r * a->tables + t) * a->capacity;
+                if (pos[r] < n && (!any || a->all_rows[base + pos[r]] < next)) {
+                    next = a->all_rows[base + pos[r]];
+                    any = 1;
+                }
+            }
+            if (!any)
+                break;
+            float *v = a->out_values[t] + (size_t)out * a->dim;
+            memset(v, 0, sizeof(float) * (size_t)a->dim);
+            for (int r = 0; r < a->ranks; r++) { /* rank order: deterministic */
+                int n = a->all_counts[r * a->tables + t];
+                size_t base = ((size_t)r * a->tables + t) * a->capacity;
+                if (pos[r] < n && a->all_rows[base + pos[r]] == next) {
+                    const float *g = a->all_values + (base + (size_t)pos[r]) * a->dim;
+                    for (int d = 0; d < a->dim; d++)
+                        v[d] += g[d];
+                    pos[r]++;
+                }
+            }
+            for (int d = 0; d < a->dim; d++)
+                v[d] *= a->scale;
+            a->out_rows[t][out++] = next;
+        }
+        *a->out_count[t] = out;
+    }
+    return ERASE_OK;
+}
+
+erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
+                                 const int *const *count, const uint32_t *const *rows,
+                                 const float *const *values, int *out_counts, uint32_t *out_rows,
+                                 float *out_values)
+{
+    if (tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse pack: %d tables (1 to %d), capacity %d, dim %d",
+                           tables, ERASE_FIELDS_MAX, capacity, dim);
+    sparse_args_t a = { .tables = tables, .capacity = capacity, .dim = dim,
+                        .packed_counts = out_counts, .packed_rows = out_rows, .packed_values = out_values };
+    for (int t = 0; t < tables; t++) {
+        a.count[t] = count[t];
+        a.rows[t] = rows[t];
+        a.values[t] = values[t];
+    }
+    ERASE_CHECK(erase_cpu_launch(s, pack_k, &a, sizeof a));
+    return ERASE_OK;
+}
+
+erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
+                                  float scale, const int *all_counts, const uint32_t *all_rows,
+                                  const float *all_values, int *const *count, uint32_t *const *rows,
+                                  float *const *values)
+{
+    if (ranks < 1 || tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks, %d tables, capacity %d, dim %d",
+                           ranks, tables, capacity, dim);
+    sparse_args_t a = { .ranks = ranks, .tables = tables, .capacity = capacity, .dim = dim,
+                        .scale = scale, .all_counts = all_counts, .all_rows = all_rows,
+                        .all_values = all_values };
+    for (int t = 0; t < tables; t++) {
+        a.out_count[t] = count[t];
+        a.out_rows[t] = rows[t];
+        a.out_values[t] = values[t];
+    }
+    ERASE_CHECK(erase_cpu_launch(s, merge_k, &a, sizeof a));
+    return ERASE_OK;
+}

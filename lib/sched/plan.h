@@ -1,0 +1,64 @@
+/*
+ * Step plans (internal to lib/sched): the operations of one training step,
+ * each bound to a stream, with the event edges that remain, in the order
+ * they are issued. Built once per configuration; identical on every rank
+ * of a data-parallel group, so collectives appear in one fixed order.
+ *
+ * Streams: 0 = main (forwards), 1..S = side streams (backwards, early
+ * modes), S+1 = comm (gradient reductions and optimizer updates).
+ */
+#ifndef ERASE_SCHED_PLAN_H
+#define ERASE_SCHED_PLAN_H
+
+#include "lib/sched/sched.h"
+
+typedef enum {
+    PLAN_CLOCK,      /* optimizer clock advance (step number, learning rate) */
+    PLAN_FORWARD,    /* block forward, head and loss */
+    PLAN_BACKWARD,   /* block backward */
+    PLAN_REDUCE,     /* block gradient all-reduce (data parallel) */
+    PLAN_UPDATE,     /* block optimizer update */
+    PLAN_RECORD,     /* record event `event` on the stream */
+    PLAN_WAIT        /* the stream waits on event `event` */
+} plan_kind_t;
+
+typedef struct {
+    plan_kind_t kind;
+    int block;       /* FORWARD .. UPDATE */
+    int stream;      /* 0 main, 1..S side, S+1 comm */
+    int event;       /* RECORD / WAIT: index into the plan's events */
+    int deferred;    /* async mode: issued by the scheduler thread, not the host */
+} plan_op_t;
+
+/* Events of a plan, by role (index = base + block). */
+typedef struct {
+    int forward_done;    /* + b: after block b's forward (main) */
+    int backward_done;   /* + b: after block b's backward */
+    int reduced;         /* + b: after block b's reduction */
+    int updated;         /* + b: after block b's update (cross-step edge) */
+    int clock;           /* after the clock advance */
+    int fork;            /* main, at step start (graph capture fork) */
+    int join;            /* + k: last op of stream k (graph capture join) */
+    int count;
+} plan_events_t;
+
+typedef struct {
+    plan_op_t *ops;
+    int nops, cap;
+    int nstreams;        /* S + 2 */
+    plan_events_t ev;
+} plan_t;
+
+/*
+ * Build the plan of one step for `blocks` blocks with cuts cut[b] (b >= 1),
+ * the options' mode, reduce and update timing, side streams, and whether
+ * gradients are reduced at all (data parallel). Errors: ERASE_ERR_NOMEM.
+ */
+erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, const erase_sched_options_t *o,
+                          int reduce);
+void plan_free(plan_t *plan);
+
+/* One line per op, for logs and tests ("main: forward sub1"). */
+void plan_print(const plan_t *plan, const char *const *block_names, FILE *out);
+
+#endif

@@ -1,0 +1,128 @@
+#include "lib/sched/reduce.h"
+
+#include "lib/ops/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int tables, first;          /* embedding params [first, first + tables) */
+    int dim;
+    int *counts, *all_counts;   /* [tables], [D * tables] */
+    uint32_t *rows, *all_rows;  /* [tables * cap], [D * tables * cap] */
+    float *values, *all_values; /* [tables * cap * dim], [D * ...] */
+} sparse_block_t;
+
+struct sched_reduce {
+    erase_network_t *net;
+    erase_device_t *dev;
+    erase_comm_t *dp;
+    int ranks, capacity;        /* capacity: rows per table per rank = max_batch */
+    sparse_block_t blocks[ERASE_MAX_BLOCKS];
+};
+
+#define ALLOC(ptr, n) ERASE_CHECK(erase_malloc(r->dev, sizeof(*(ptr)) * (size_t)(n), (void **)&(ptr)))
+
+static erase_status_t setup_block(sched_reduce_t *r, int b)
+{
+    int first, count, n;
+    erase_param_t *params = erase_network_params(r->net, &n);
+    erase_network_block_params(r->net, b, &first, &count);
+    sparse_block_t *sb = &r->blocks[b];
+    for (int i = first; i < first + count; i++) {
+        if (params[i].kind != ERASE_PARAM_EMBEDDING)
+            continue;
+        if (sb->tables == 0) {
+            sb->first = i;
+            sb->dim = (int)params[i].cols;
+        } else if (i != sb->first + sb->tables || params[i].cols != sb->dim) {
+            return ERASE_ERROR(ERASE_ERR_INVALID, "reduce: block %d's tables are not consecutive "
+                               "parameters of one width", b);
+        }
+        sb->tables++;
+    }
+    if (sb->tables == 0)
+        return ERASE_OK;
+    if (sb->tables > ERASE_FIELDS_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "reduce: %d tables in a block (at most %d)", sb->tables, ERASE_FIELDS_MAX);
+    size_t slots = (size_t)sb->tables * (size_t)r->capacity;
+    ALLOC(sb->counts, sb->tables);
+    ALLOC(sb->all_counts, (size_t)r->ranks * sb->tables);
+    ALLOC(sb->rows, slots);
+    ALLOC(sb->all_rows, slots * (size_t)r->ranks);
+    ALLOC(sb->values, slots * (size_t)sb->dim);
+    ALLOC(sb->all_values, slots * (size_t)sb->dim * (size_t)r->ranks);
+    return ERASE_OK;
+}
+
+erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, sched_reduce_t **out)
+{
+    sched_reduce_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "reduce: no memory");
+    r->net = net;
+    r->dev = erase_network_device(net);
+    r->dp = dp;
+    r->ranks = erase_comm_size(dp);
+    r->capacity = erase_network_max_batch(net);
+    erase_status_t st = erase_network_reserve_sparse_rows(net, r->ranks * r->capacity);
+    for (int b = 0; st == ERASE_OK && b < erase_network_blocks(net); b++)
+        st = setup_block(r, b);
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        sched_reduce_destroy(r);
+        return st;
+    }
+    *out = r;
+    return ERASE_OK;
+}
+
+void sched_reduce_destroy(sched_reduce_t *r)
+{
+    if (!r)
+        return;
+    for (int b = 0; b < ERASE_MAX_BLOCKS; b++) {
+        sparse_block_t *sb = &r->blocks[b];
+        erase_free(r->dev, sb->counts);
+        erase_free(r->dev, sb->all_counts);
+        erase_free(r->dev, sb->rows);
+        erase_free(r->dev, sb->all_rows);
+        erase_free(r->dev, sb->values);
+        erase_free(r->dev, sb->all_values);
+    }
+    free(r);
+}
+
+erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s)
+{
+    size_t count;
+    float *grads = erase_network_block_grads(r->net, b, &count);
+    if (count)
+        ERASE_CHECK(erase_allreduce(r->dp, s, grads, grads, count, ERASE_DTYPE_F32, ERASE_REDUCE_MEAN));
+    sparse_block_t *sb = &r->blocks[b];
+    if (sb->tables == 0)
+        return ERASE_OK;
+    int n;
+    erase_param_t *params = erase_network_params(r->net, &n) + sb->first;
+    const int *counts[ERASE_FIELDS_MAX];
+    const uint32_t *rows[ERASE_FIELDS_MAX];
+    const float *values[ERASE_FIELDS_MAX];
+    int *out_counts[ERASE_FIELDS_MAX];
+    uint32_t *out_rows[ERASE_FIELDS_MAX];
+    float *out_values[ERASE_FIELDS_MAX];
+    for (int t = 0; t < sb->tables; t++) {
+        counts[t] = out_counts[t] = params[t].grad_count;
+        rows[t] = out_rows[t] = params[t].grad_rows;
+        values[t] = out_values[t] = params[t].grad_values;
+    }
+    size_t slots = (size_t)sb->tables * (size_t)r->capacity;
+    ERASE_CHECK(erase_sparse_pack(s, sb->tables, r->capacity, sb->dim, counts, rows, values,
+                                  sb->counts, sb->rows, sb->values));
+    ERASE_CHECK(erase_allgather(r->dp, s, sb->counts, sb->all_counts, (size_t)sb->tables, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_allgather(r->dp, s, sb->rows, sb->all_rows, slots, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_allgather(r->dp, s, sb->values, sb->all_values, slots * (size_t)sb->dim, ERASE_DTYPE_F32));
+    ERASE_CHECK(erase_sparse_merge(s, r->ranks, sb->tables, r->capacity, sb->dim, 1.0f / (float)r->ranks,
+                                   sb->all_counts, sb->all_rows, sb->all_values, out_counts, out_rows,
+                                   out_values));
+    return ERASE_OK;
+}

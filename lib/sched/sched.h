@@ -1,0 +1,100 @@
+/*
+ * The per-rank scheduler: runs training steps of a network under one of
+ * the early-backward modes (DESIGN.md, Schedules; the ERASE method):
+ *
+ *   off       forward of all blocks, one backward over all blocks in
+ *             reverse, the gradient all-reduces, the optimizer: one stream
+ *             (the baseline);
+ *   blocking  after block b's forward and loss, the host enqueues b's
+ *             backward on side stream (b mod S) and its all-reduce and
+ *             update on the comm stream; the main stream goes on with
+ *             block b+1's forward;
+ *   async     the same plan, but a scheduler thread enqueues the backward,
+ *             all-reduce and update, so the host never stalls on enqueue;
+ *   graph     the async step captured once as a graph and replayed every
+ *             step (launch and collective order fixed).
+ *
+ * A block's backward can start early only when the boundary after it is a
+ * cut; attached blocks form a segment whose backward runs in reverse after
+ * the segment's last forward. The schedule changes when and where the ops
+ * run, never what they compute: every mode gives bitwise the same
+ * parameters (lib/nn/train_step.h is the single-stream reference).
+ */
+#ifndef ERASE_SCHED_SCHED_H
+#define ERASE_SCHED_SCHED_H
+
+#include <stdio.h>
+
+#include "lib/comm/comm.h"
+#include "lib/nn/optim.h"
+
+typedef enum {
+    ERASE_EB_OFF = 0,
+    ERASE_EB_BLOCKING,
+    ERASE_EB_ASYNC,
+    ERASE_EB_GRAPH
+} erase_early_backward_t;
+
+typedef enum { ERASE_AT_EARLY = 0, ERASE_AT_END = 1 } erase_timing_t;
+
+typedef struct {
+    erase_early_backward_t mode;
+    erase_timing_t reduce;      /* per-block all-reduce right after the backward, or all at step end */
+    erase_timing_t update;      /* per-block optimizer update when its gradients are ready, or at end */
+    int side_streams;           /* S >= 1 (early modes) */
+    erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
+    int trace;                  /* mark every op's range and enable the device's trace log
+                                 * (262,144 records) for erase_sched_trace_collect */
+} erase_sched_options_t;
+
+/* "off", "blocking", "async", "graph" <-> mode; -1 / NULL when unknown. */
+int erase_early_backward_parse(const char *name);
+const char *erase_early_backward_name(erase_early_backward_t mode);
+
+/* off, reduce early, update early, 1 side stream, no data parallelism. */
+erase_sched_options_t erase_sched_options_default(void);
+
+typedef struct erase_sched erase_sched_t;
+
+/*
+ * A scheduler for `net` trained by `opt` (both outlive it): creates its
+ * streams (main, S side, comm), events, and the step plan. The CPU
+ * device's BLAS threads are set to cores / (concurrent compute streams):
+ * all cores for `off`, cores / (1 + S) otherwise (at least 1).
+ * Errors: ERASE_ERR_INVALID (bad options), ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
+                                  const erase_sched_options_t *options, erase_sched_t **out);
+void erase_sched_destroy(erase_sched_t *sched);
+
+/*
+ * Enqueue one training step on `batch` (device memory that must stay
+ * unchanged until the step's ops that read it ran: erase_sched_synchronize,
+ * or per the data loader's events). In graph mode every step must pass the
+ * same buffers as the first (ERASE_ERR_INVALID otherwise: the graph holds
+ * their addresses).
+ */
+erase_status_t erase_sched_step(erase_sched_t *sched, const erase_batch_t *batch);
+
+/* Wait until everything enqueued so far has run; returns a stream's sticky error. */
+erase_status_t erase_sched_synchronize(erase_sched_t *sched);
+
+/* The main stream (forwards); e.g. to order data copies before a step. */
+erase_stream_t *erase_sched_main_stream(erase_sched_t *sched);
+
+/*
+ * With options.trace: move the device's logged marker records (oldest
+ * first, at most `max`) into `out`, with each record's `stream` renumbered
+ * to the plan's streams (0 main, 1..S side, S+1 comm; see
+ * erase_sched_stream_name). Call after erase_sched_synchronize.
+ */
+size_t erase_sched_trace_collect(erase_sched_t *sched, erase_trace_record_t *out, size_t max);
+
+/* Name of plan stream k: "main", "side0", ..., "comm". */
+const char *erase_sched_stream_name(const erase_sched_t *sched, int k);
+int erase_sched_streams(const erase_sched_t *sched);
+
+/* Print the step plan (one op per line). */
+void erase_sched_print_plan(const erase_sched_t *sched, FILE *out);
+
+#endif

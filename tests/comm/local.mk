@@ -1,0 +1,23 @@
+# tests/comm: communicators under real mpirun (make check). Each test is a
+# shell driver (executable, run by the TAP driver) that starts mpirun on a
+# test program; rank 0 or the driver prints TAP. MPIRUN comes from configure.
+AM_TESTS_ENVIRONMENT += MPIRUN='$(MPIRUN)'; export MPIRUN;
+
+COMM_TEST_DRIVERS = tests/comm/test-collectives-np2.sh tests/comm/test-collectives-np4.sh \
+	tests/comm/test-kill.sh tests/comm/test-watchdog.sh tests/comm/test-fatal.sh \
+	tests/comm/test-mismatch.sh
+TESTS += $(COMM_TEST_DRIVERS)
+EXTRA_DIST += $(COMM_TEST_DRIVERS) tests/comm/mpi.sh tests/comm/tsan.supp tests/comm/lsan.supp
+
+# failure modes of a job (no cmocka: the drivers judge)
+check_PROGRAMS += tests/comm/test-failures
+tests_comm_test_failures_SOURCES = tests/comm/test-failures.c
+tests_comm_test_failures_LDADD = $(ERASE_LIBS)
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/comm/test-collectives
+tests_comm_test_collectives_SOURCES = tests/comm/test-collectives.c \
+	tests/device/kernels.c tests/device/kernels.h
+tests_comm_test_collectives_CFLAGS = $(TEST_CFLAGS)
+tests_comm_test_collectives_LDADD = $(TEST_LIBS)
+endif

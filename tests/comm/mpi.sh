@@ -1,0 +1,72 @@
+# Sourced by the tests/comm drivers: how to run mpirun in `make check`.
+# MPIRUN comes from configure (AM_TESTS_ENVIRONMENT); the drivers run from
+# the top build directory.
+
+skip() { echo "1..0 # SKIP $*"; exit 0; }
+
+: "${MPIRUN:=mpirun}"
+command -v "$MPIRUN" >/dev/null 2>&1 || skip "no mpirun ($MPIRUN)"
+command -v timeout >/dev/null 2>&1 || skip "no timeout(1) to bound the run"
+
+# --oversubscribe: more ranks than cores (CI has 2); --bind-to none: a rank's
+# stream workers and its host thread must not share one core.
+MPI_FLAGS="--oversubscribe --bind-to none"
+# CI runs as root; Open MPI refuses that unless told.
+if [ "$(id -u)" = 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+
+# Sanitizer builds: Open MPI is not instrumented; these files suppress
+# reports whose stacks are inside Open MPI only (see the files). Leaks are
+# matched by the modules on their allocation stack, so unwind it fully
+# (Open MPI has no frame pointers, and unloads its components at finalize).
+comm_dir=$(cd "$(dirname "$0")" && pwd)
+TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$comm_dir/tsan.supp"
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS }suppressions=$comm_dir/lsan.supp"
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS }fast_unwind_on_malloc=0"
+export TSAN_OPTIONS LSAN_OPTIONS ASAN_OPTIONS
+
+# need PROGRAM: skip unless the test program was built (cmocka missing).
+need() { [ -x "$1" ] || skip "$1 was not built"; }
+
+# now_ms: wall clock in milliseconds.
+now_ms() { date +%s%3N; }
+
+# tap_report FILE: copy a rank log into the TAP stream as comments.
+tap_report() { sed 's/^/# /' "$1"; }
+
+# tap STATUS DESCRIPTION: the next TAP result, ok when STATUS is 0.
+tap_n=0
+tap() {
+    tap_n=$((tap_n + 1))
+    if [ "$1" = 0 ]; then echo "ok $tap_n - $2"; else echo "not ok $tap_n - $2"; fi
+}
+
+# workdir: a scratch directory $dir, removed at exit.
+workdir() {
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/erase-comm.XXXXXX") || exit 99
+    trap 'rm -rf "$dir"' EXIT
+}
+
+# start_job NP MODE: tests/comm/test-failures MODE on NP ranks in the
+# background (pid $job, started at $t0 ms), output in $dir/out and $dir/err.
+# The caller exports ERASE_* settings first.
+start_job() {
+    ERASE_TEST_DIR=$dir; export ERASE_TEST_DIR
+    t0=$(now_ms)
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$1" tests/comm/test-failures "$2" \
+        >"$dir/out" 2>"$dir/err" &
+    job=$!
+}
+
+# end_job: wait for it; sets rc (mpirun's exit status) and ms (duration
+# since $t0).
+end_job() {
+    wait "$job"
+    rc=$?
+    ms=$(($(now_ms) - t0))
+}
+
+# no_rank_done: 0 if no rank got to the end of its program.
+no_rank_done() { ! ls "$dir"/rank*.done >/dev/null 2>&1; }

@@ -1,0 +1,6 @@
+#!/bin/sh
+# Every collective of the MPI communicator on 2 ranks (TAP from rank 0).
+. "$(dirname "$0")/mpi.sh"
+need tests/comm/test-collectives
+ERASE_WATCHDOG_SECONDS=60 exec timeout -k 5 300 \
+    "$MPIRUN" $MPI_FLAGS -np 2 tests/comm/test-collectives --pp 1

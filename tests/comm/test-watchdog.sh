@@ -1,0 +1,24 @@
+#!/bin/sh
+# A rank that stops issuing collectives: the others' watchdog prints the
+# stuck collective and the last ones issued, then ends the job.
+. "$(dirname "$0")/mpi.sh"
+need tests/comm/test-failures
+workdir
+WATCHDOG=2
+SLACK=20
+ERASE_WATCHDOG_SECONDS=$WATCHDOG; export ERASE_WATCHDOG_SECONDS
+echo "1..6"
+start_job 2 stall
+end_job
+[ "$rc" != 0 ] && [ "$rc" != 124 ]; tap $? "the job failed (mpirun exit status $rc; 124 = timeout)"
+[ "$ms" -le $(((WATCHDOG + SLACK) * 1000)) ]
+tap $? "it ended $ms ms after mpirun started (limit: watchdog $WATCHDOG s + $SLACK s)"
+grep -Eq '^\[rank 0 [^]]+\] watchdog: allreduce\(1024 x f32, sum\) #4 on world has not completed after [0-9]+ s; last collectives issued:$' "$dir/err"
+tap $? "rank 0 names the stuck collective"
+grep -Eq '^\[rank 0 [^]]+\]   #1 allreduce\(1024 x f32, sum\), 4096 bytes, done$' "$dir/err" &&
+    grep -Eq '^\[rank 0 [^]]+\]   #4 allreduce\(1024 x f32, sum\), 4096 bytes, running$' "$dir/err"
+tap $? "and lists the last collectives (#1 done ... #4 running)"
+grep -Eq '^\[rank 0 [^]]+\] lib/comm/watchdog\.c:[0-9]+: watchdog -> ' "$dir/err"
+tap $? "then takes the fatal path"
+no_rank_done; tap $? "no rank finished its program"
+tap_report "$dir/err"

@@ -1,0 +1,771 @@
+/*
+ * The CTR reader (io/ctr_reader.h) on the Kaggle sample converted into 4
+ * shards: the model's inputs (log1p(max(x, 0)), missing -> 0) from the
+ * stored values; the same global batches on 1, 2, 3 and 4 data-parallel
+ * ranks (rank parts concatenated), every rank taking every step, the
+ * last-partial-batch policy (dropped in training; split, possibly 0 rows,
+ * in evaluation), each epoch a permutation, shuffled differently per
+ * epoch; the cursor saved and restored continuing the exact sequence;
+ * train/eval splits by fraction and by shard; shards that are truncated,
+ * not HDF5, of another schema or damaged rejected with messages naming the
+ * file and dataset; the table check.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <hdf5.h>
+
+#include "io/criteo_convert.h"
+#include "io/ctr_reader.h"
+#include "tests/io/io_util.h"
+
+#define MUST(call)                                                                         \
+    do {                                                                                   \
+        erase_status_t must_s_ = (call);                                                   \
+        if (must_s_ != ERASE_OK)                                                           \
+            fail_msg("%s failed: %s", #call, erase_error_message());                       \
+    } while (0)
+
+#define ROWS 9999
+
+static char *scratch;
+static const char *data; /* the Kaggle sample in shards of 3000 rows */
+static io_rows_t raw;    /* its rows as stored */
+
+static erase_ctr_reader_options_t opts(int64_t G, int rank, int size)
+{
+    erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
+    o.global_batch = G;
+    o.dp_rank = rank;
+    o.dp_size = size;
+    o.seed = 11;
+    o.block_rows = 500;
+    return o;
+}
+
+static erase_ctr_reader_t *open_reader(const char *input, const erase_ctr_reader_options_t *o)
+{
+    erase_ctr_reader_t *r;
+    const char *in[1] = { input };
+    MUST(erase_ctr_reader_open(in, 1, o, &r));
+    return r;
+}
+
+/* What the model must receive for stored value x. */
+static float model_value(float x)
+{
+    return isnan(x) ? 0.0f : log1pf(x > 0 ? x : 0.0f);
+}
+
+static void test_model_inputs(void **state)
+{
+    erase_ctr_reader_options_t o = opts(ROWS, 0, 1);
+    o.shuffle = 0;
+    o.drop_last = 0;
+    o.prefetch = 0;
+    erase_ctr_reader_t *r = open_reader(data, &o);
+    erase_ctr_reader_info_t info = erase_ctr_reader_info(r);
+    assert_int_equal(info.shards, 4);
+    assert_int_equal(info.total_rows, ROWS);
+    assert_int_equal(info.samples, ROWS);
+    assert_int_equal(info.steps_per_epoch, 1);
+    assert_int_equal(info.blocks, 6 + 6 + 6 + 2); /* 3000 = 6 x 500; 999 = 500 + 499 */
+    erase_ctr_batch_t b;
+    MUST(erase_ctr_reader_next(r, &b));
+    assert_int_equal(b.size, ROWS);
+    assert_int_equal(b.end_of_epoch, 0);
+    int64_t missing = 0, negative = 0;
+    for (int64_t i = 0; i < ROWS; i++) {
+        assert_int_equal(b.row_id[i], i);
+        assert_true(b.label[i] == (float)raw.label[i]);
+        for (int j = 0; j < 13; j++) {
+            float x = raw.dense[i * 13 + j], want = model_value(x);
+            missing += isnan(x);
+            negative += x < 0;
+            if (memcmp(&b.dense[i * 13 + j], &want, 4) != 0)
+                fail_msg("row %lld I%d: stored %g, model gets %g, expected %g", (long long)i, j + 1, x,
+                         b.dense[i * 13 + j], want);
+        }
+    }
+    assert_memory_equal(b.sparse, raw.sparse, (size_t)ROWS * 26 * 4);
+    MUST(erase_ctr_reader_next(r, &b));
+    assert_int_equal(b.end_of_epoch, 1);
+    assert_int_equal(b.size, 0);
+    erase_ctr_cursor_t c = erase_ctr_reader_cursor(r);
+    assert_int_equal(c.epoch, 1);
+    assert_int_equal(c.samples, 0);
+    erase_ctr_reader_close(r);
+    print_message("one batch of all %d rows in file order: dense = log1p(max(x,0)) (%lld missing -> 0, %lld "
+                  "negative -> 0), ids and labels as stored\n",
+                  ROWS, (long long)missing, (long long)negative);
+}
+
+/* ---- the same global batches on 1..4 ranks ---------------------------------- */
+
+typedef struct {
+    const char *name;
+    int64_t G;
+    int shuffle, drop_last;
+    erase_ctr_part_t part;
+    double eval_fraction;
+    int eval_shards;
+    int64_t samples, steps;  /* expected per epoch */
+} rank_case_t;
+
+static void run_ranks(const rank_case_t *c, int epochs)
+{
+    erase_ctr_reader_t *rd[5][4] = { { 0 } };
+    for (int D = 1; D <= 4; D++)
+        for (int r = 0; r < D; r++) {
+            erase_ctr_reader_options_t o = opts(c->G, r, D);
+            o.shuffle = c->shuffle;
+            o.drop_last = c->drop_last;
+            o.part = c->part;
+            o.eval_fraction = c->eval_fraction;
+            o.eval_shards = c->eval_shards;
+            o.prefetch = (r + D) % 3; /* 0, 1 and 2 mixed */
+            rd[D][r] = open_reader(data, &o);
+            erase_ctr_reader_info_t info = erase_ctr_reader_info(rd[D][r]);
+            assert_int_equal(info.samples, c->samples);
+            assert_int_equal(info.steps_per_epoch, c->steps);
+        }
+    int64_t *seen = calloc(ROWS, sizeof *seen), *first_order = malloc(sizeof(int64_t) * ROWS);
+    assert_true(seen && first_order);
+    int64_t zero_parts = 0, compared = 0, epoch_rows = 0, order_changed = 0;
+    int64_t lo_id = INT64_MAX, hi_id = -1;
+    for (int e = 0; e < epochs;) {
+        erase_ctr_batch_t ref;
+        MUST(erase_ctr_reader_next(rd[1][0], &ref));
+        for (int D = 2; D <= 4; D++) {
+            int64_t at = 0;
+            for (int r = 0; r < D; r++) {
+                erase_ctr_batch_t b;
+                MUST(erase_ctr_reader_next(rd[D][r], &b));
+                if (b.end_of_epoch != ref.end_of_epoch || b.epoch != ref.epoch || b.step != ref.step)
+                    fail_msg("%s: D=%d rank %d at epoch %lld step %lld: end %d epoch %lld step %lld", c->name, D, r,
+                             (long long)ref.epoch, (long long)ref.step, b.end_of_epoch, (long long)b.epoch,
+                             (long long)b.step);
+                if (ref.end_of_epoch)
+                    continue;
+                int64_t m = ref.global_size, lo = r * m / D, hi = (r + 1) * m / D;
+                assert_int_equal(b.global_size, m);
+                assert_int_equal(b.size, hi - lo);
+                assert_int_equal(b.first_sample, ref.first_sample + lo);
+                assert_int_equal(at, lo);
+                if (b.size == 0)
+                    zero_parts++;
+                if (b.size && (memcmp(b.dense, ref.dense + at * 13, sizeof(float) * (size_t)b.size * 13) ||
+                               memcmp(b.sparse, ref.sparse + at * 26, sizeof(uint32_t) * (size_t)b.size * 26) ||
+                               memcmp(b.label, ref.label + at, sizeof(float) * (size_t)b.size) ||
+                               memcmp(b.row_id, ref.row_id + at, sizeof(int64_t) * (size_t)b.size)))
+                    fail_msg("%s: D=%d rank %d differs from rows [%lld, %lld) of the 1-rank batch (epoch %lld "
+                             "step %lld)", c->name, D, r, (long long)lo, (long long)hi, (long long)ref.epoch,
+                             (long long)ref.step);
+                at += b.size;
+                compared += b.size;
+            }
+        }
+        if (ref.end_of_epoch) {
+            assert_int_equal(ref.step, c->steps);
+            assert_int_equal(epoch_rows, c->drop_last ? c->steps * c->G : c->samples);
+            erase_ctr_cursor_t cur = erase_ctr_reader_cursor(rd[1][0]);
+            assert_int_equal(cur.epoch, e + 1);
+            assert_int_equal(cur.samples, 0);
+            epoch_rows = 0;
+            e++;
+            continue;
+        }
+        assert_true(ref.size == (ref.step < c->samples / c->G ? c->G : c->samples % c->G));
+        for (int64_t i = 0; i < ref.size; i++) {
+            int64_t id = ref.row_id[i];
+            assert_true(id >= 0 && id < ROWS);
+            if (seen[id] == e + 1)
+                fail_msg("%s: row %lld twice in epoch %d", c->name, (long long)id, e);
+            seen[id] = e + 1;
+            lo_id = id < lo_id ? id : lo_id;
+            hi_id = id > hi_id ? id : hi_id;
+            int64_t pos = ref.first_sample + i;
+            if (e == 0)
+                first_order[pos] = id;
+            else if (first_order[pos] != id)
+                order_changed++;
+        }
+        epoch_rows += ref.size;
+    }
+    if (c->shuffle)
+        assert_true(order_changed > 0);
+    else
+        assert_int_equal(order_changed, 0);
+    for (int D = 1; D <= 4; D++)
+        for (int r = 0; r < D; r++)
+            erase_ctr_reader_close(rd[D][r]);
+    print_message("%s: G %lld, %lld samples, %lld steps/epoch x %d epochs on 1-4 ranks: %lld rank rows equal "
+                  "to the 1-rank batches, %lld empty rank parts, rows %lld..%lld, %lld positions reordered in "
+                  "epoch 1\n",
+                  c->name, (long long)c->G, (long long)c->samples, (long long)c->steps, epochs, (long long)compared,
+                  (long long)zero_parts, (long long)lo_id, (long long)hi_id, (long long)order_changed);
+    free(seen);
+    free(first_order);
+}
+
+static void test_ranks_drop_last(void **state)
+{
+    rank_case_t c = { "train, drop last", 1000, 1, 1, ERASE_CTR_PART_ALL, 0, 0, ROWS, 9 };
+    run_ranks(&c, 2);
+    rank_case_t small = { "train by shard, G 7", 7, 1, 1, ERASE_CTR_PART_TRAIN, 0, 1, 9000, 1285 };
+    run_ranks(&small, 2);
+}
+
+static void test_ranks_keep_last(void **state)
+{
+    rank_case_t c = { "all, keep last", 333, 1, 0, ERASE_CTR_PART_ALL, 0, 0, ROWS, 31 };
+    run_ranks(&c, 2);
+    rank_case_t plain = { "file order, keep last", 64, 0, 0, ERASE_CTR_PART_ALL, 0, 0, ROWS, 157 };
+    run_ranks(&plain, 2);
+}
+
+/* Evaluation: 2000 held-out rows, G 666: the last step has 2 samples, so on
+ * 3 and 4 ranks some ranks get none and still take the step. */
+static void test_last_batch_split(void **state)
+{
+    rank_case_t c = { "eval 20%, keep last", 666, 1, 0, ERASE_CTR_PART_EVAL, 0.2, 0, 2000, 4 };
+    run_ranks(&c, 2);
+    const int64_t want[5][4] = { { 0 }, { 2 }, { 1, 1 }, { 0, 1, 1 }, { 0, 1, 0, 1 } };
+    for (int D = 1; D <= 4; D++)
+        for (int r = 0; r < D; r++) {
+            erase_ctr_reader_options_t o = opts(666, r, D);
+            o.drop_last = 0;
+            o.part = ERASE_CTR_PART_EVAL;
+            o.eval_fraction = 0.2;
+            erase_ctr_reader_t *rd = open_reader(data, &o);
+            erase_ctr_batch_t b;
+            for (int s = 0; s < 4; s++) {
+                MUST(erase_ctr_reader_next(rd, &b));
+                assert_int_equal(b.end_of_epoch, 0);
+                assert_int_equal(b.step, s);
+            }
+            assert_int_equal(b.global_size, 2);
+            assert_int_equal(b.size, want[D][r]);
+            MUST(erase_ctr_reader_next(rd, &b));
+            assert_int_equal(b.end_of_epoch, 1);
+            erase_ctr_reader_close(rd);
+        }
+    /* the same data for training drops those 2 samples: 3 steps of 666 */
+    erase_ctr_reader_options_t o = opts(666, 1, 3);
+    o.part = ERASE_CTR_PART_EVAL;
+    o.eval_fraction = 0.2;
+    erase_ctr_reader_t *rd = open_reader(data, &o);
+    assert_int_equal(erase_ctr_reader_info(rd).steps_per_epoch, 3);
+    erase_ctr_reader_close(rd);
+    print_message("last step of 2 samples: sizes by rank (1..4 ranks) = 2 | 1 1 | 0 1 1 | 0 1 0 1; "
+                  "dropped with drop_last (3 steps)\n");
+}
+
+/* ---- cursor ------------------------------------------------------------------- */
+
+/* Row ids of the next `items` results (-1 marks an end of epoch). */
+static int64_t *collect(erase_ctr_reader_t *r, int items, int64_t per_item)
+{
+    int64_t *ids = malloc(sizeof(int64_t) * (size_t)(items * per_item));
+    assert_non_null(ids);
+    for (int k = 0; k < items; k++) {
+        erase_ctr_batch_t b;
+        MUST(erase_ctr_reader_next(r, &b));
+        for (int64_t i = 0; i < per_item; i++)
+            ids[k * per_item + i] = b.end_of_epoch ? -1 : i < b.size ? b.row_id[i] : -2;
+    }
+    return ids;
+}
+
+static void test_cursor(void **state)
+{
+    const int64_t G = 256; /* 39 steps per epoch */
+    enum { ITEMS = 45 };   /* steps 30..38 of epoch 0, its end, steps 0..34 of epoch 1 */
+    for (int D = 1; D <= 2; D++) {
+        int rank = D - 1;
+        erase_ctr_reader_options_t o = opts(G, rank, D);
+        erase_ctr_reader_t *r = open_reader(data, &o);
+        erase_ctr_batch_t b;
+        for (int k = 0; k < 30; k++)
+            MUST(erase_ctr_reader_next(r, &b));
+        erase_ctr_cursor_t saved = erase_ctr_reader_cursor(r);
+        assert_int_equal(saved.epoch, 0);
+        assert_int_equal(saved.samples, 30 * G);
+        int64_t per = G / D;
+        int64_t *want = collect(r, ITEMS, per); /* crosses the end of epoch 0 */
+        MUST(erase_ctr_reader_seek(r, saved));
+        int64_t *again = collect(r, ITEMS, per);
+        assert_memory_equal(want, again, sizeof(int64_t) * (size_t)(ITEMS * per));
+        /* a new reader, another prefetch depth, restored from the cursor */
+        o.prefetch = 0;
+        erase_ctr_reader_t *fresh = open_reader(data, &o);
+        MUST(erase_ctr_reader_seek(fresh, saved));
+        int64_t *restored = collect(fresh, ITEMS, per);
+        assert_memory_equal(want, restored, sizeof(int64_t) * (size_t)(ITEMS * per));
+        int ends = 0;
+        for (int k = 0; k < ITEMS; k++)
+            ends += want[k * per] == -1;
+        assert_int_equal(ends, 1);
+        erase_ctr_cursor_t c = erase_ctr_reader_cursor(fresh);
+        assert_int_equal(c.epoch, 1);
+        assert_int_equal(c.samples, (ITEMS - 9 - 1) * G);
+        /* into epoch 1 directly: the same as reading through epoch 0 */
+        MUST(erase_ctr_reader_seek(fresh, (erase_ctr_cursor_t){ 1, 5 * G }));
+        int64_t *direct = collect(fresh, 10, per);
+        assert_memory_equal(direct, want + (9 + 1 + 5) * per, sizeof(int64_t) * (size_t)(10 * per));
+        free(want);
+        free(again);
+        free(restored);
+        free(direct);
+        erase_ctr_reader_close(fresh);
+        /* a cursor outside the data */
+        assert_int_equal(erase_ctr_reader_seek(r, (erase_ctr_cursor_t){ 0, ROWS + 1 }), ERASE_ERR_INVALID);
+        assert_string_equal(io_error_root(), "cursor (epoch 0, samples 10000) outside this data: epoch >= 0 and "
+                                             "samples in [0, 9999] expected");
+        erase_ctr_reader_close(r);
+    }
+    print_message("cursor (0, 7680) saved and restored (same reader, new reader with prefetch 0, rank 0 of 1 "
+                  "and 1 of 2): the same %d results across the end of epoch 0\n", ITEMS);
+}
+
+/* ---- splits --------------------------------------------------------------------- */
+
+/* Sorted row ids of one epoch of a part. */
+static int64_t part_rows(erase_ctr_part_t part, double fraction, int shards, int shuffle, int64_t *ids)
+{
+    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    o.drop_last = 0;
+    o.part = part;
+    o.eval_fraction = fraction;
+    o.eval_shards = shards;
+    o.shuffle = shuffle;
+    erase_ctr_reader_t *r = open_reader(data, &o);
+    int64_t n = 0;
+    erase_ctr_batch_t b;
+    for (;;) {
+        MUST(erase_ctr_reader_next(r, &b));
+        if (b.end_of_epoch)
+            break;
+        memcpy(ids + n, b.row_id, sizeof(int64_t) * (size_t)b.size);
+        n += b.size;
+    }
+    erase_ctr_reader_close(r);
+    int64_t *mark = calloc(ROWS, sizeof *mark);
+    for (int64_t i = 0; i < n; i++)
+        mark[ids[i]]++;
+    int64_t k = 0;
+    for (int64_t i = 0; i < ROWS; i++) {
+        assert_true(mark[i] <= 1);
+        if (mark[i])
+            ids[k++] = i;
+    }
+    free(mark);
+    return n;
+}
+
+static void test_splits(void **state)
+{
+    int64_t *a = malloc(sizeof(int64_t) * ROWS), *b = malloc(sizeof(int64_t) * ROWS);
+    /* by fraction: the last round(0.2 * 9999) = 2000 rows */
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        assert_int_equal(part_rows(ERASE_CTR_PART_TRAIN, 0.2, 0, shuffle, a), 7999);
+        assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0.2, 0, shuffle, b), 2000);
+        for (int64_t i = 0; i < 7999; i++)
+            assert_int_equal(a[i], i);
+        for (int64_t i = 0; i < 2000; i++)
+            assert_int_equal(b[i], 7999 + i);
+    }
+    /* by shard: the last shard (999 rows) */
+    assert_int_equal(part_rows(ERASE_CTR_PART_TRAIN, 0, 1, 1, a), 9000);
+    assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0, 1, 1, b), 999);
+    assert_int_equal(a[8999], 8999);
+    assert_int_equal(b[0], 9000);
+    assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0, 2, 1, b), 3999);
+    assert_int_equal(b[0], 6000);
+    free(a);
+    free(b);
+
+    /* bad options */
+    const char *in[1] = { data };
+    erase_ctr_reader_t *r = NULL;
+    struct {
+        erase_ctr_reader_options_t o;
+        const char *message;
+    } bad[6];
+    for (int i = 0; i < 6; i++)
+        bad[i].o = opts(100, 0, 1);
+    bad[0].o.part = ERASE_CTR_PART_TRAIN;
+    bad[0].message = "part train needs a split: eval_fraction in (0, 1) or eval_shards >= 1, got 0 and 0";
+    bad[1].o.part = ERASE_CTR_PART_EVAL;
+    bad[1].o.eval_shards = 5;
+    bad[1].message = "eval_shards 5: the dataset has only 4 shards";
+    bad[2].o.part = ERASE_CTR_PART_TRAIN;
+    bad[2].o.eval_shards = 4;
+    bad[2].message = "the train part has no rows (9999 rows in 4 shards)";
+    bad[3].o.global_batch = 10000;
+    bad[3].message = "global batch 10000 is larger than the 9999 samples of the selected part: no step";
+    bad[4].o.dp_rank = 4;
+    bad[4].o.dp_size = 4;
+    bad[4].message = "dp_rank 4 outside [0, dp_size = 4)";
+    bad[5].o.global_batch = 0;
+    bad[5].message = "global_batch must be >= 1, got 0";
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(erase_ctr_reader_open(in, 1, &bad[i].o, &r), ERASE_ERR_INVALID);
+        assert_null(r);
+        assert_string_equal(io_error_root(), bad[i].message);
+    }
+    print_message("fraction 0.2: train = rows 0..7998, eval = 7999..9998 (shuffled or not); by shard: the "
+                  "last 1 or 2 shards; 6 bad option sets refused with exact messages\n");
+}
+
+/* ---- rejected files --------------------------------------------------------------- */
+
+typedef enum {
+    V_OK, V_NO_FORMAT, V_FORMAT_OTHER, V_FORMAT_NUMBER, V_NO_ROWS, V_NO_DENSE, V_DENSE_GROUP,
+    V_LABEL_FLOAT, V_SPARSE_SIGNED, V_DENSE_12, V_SPARSE_SHORT, V_VARIANTS
+} variant_t;
+
+static void write_dataset(hid_t f, const char *name, hid_t type, int rank, hsize_t n, hsize_t cols)
+{
+    hsize_t dims[2] = { n, cols };
+    hid_t sp = H5Screate_simple(rank, dims, NULL);
+    hid_t d = H5Dcreate2(f, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(d >= 0);
+    size_t bytes = (size_t)(n * cols * 8);
+    void *zero = calloc(1, bytes + 8);
+    H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, zero);
+    free(zero);
+    H5Dclose(d);
+    H5Sclose(sp);
+}
+
+static void write_string_attr(hid_t f, const char *name, const char *value)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(value) + 1);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, t, value);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+}
+
+/* A 100-row shard written by hand, right or wrong in one way. */
+static void make_shard(const char *path, variant_t v)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(f >= 0);
+    if (v == V_FORMAT_NUMBER) {
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, "format", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        int one = 1;
+        H5Awrite(a, H5T_NATIVE_INT, &one);
+        H5Aclose(a);
+        H5Sclose(sp);
+    } else if (v != V_NO_FORMAT) {
+        write_string_attr(f, "format", v == V_FORMAT_OTHER ? "erase-ctr-0" : "erase-ctr-1");
+    }
+    if (v != V_NO_ROWS) {
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, "rows", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        int64_t rows = 100;
+        H5Awrite(a, H5T_NATIVE_INT64, &rows);
+        H5Aclose(a);
+        H5Sclose(sp);
+    }
+    write_dataset(f, "/label", v == V_LABEL_FLOAT ? H5T_IEEE_F32LE : H5T_STD_U8LE, 1, 100, 1);
+    if (v == V_DENSE_GROUP)
+        H5Gclose(H5Gcreate2(f, "/dense", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    else if (v != V_NO_DENSE)
+        write_dataset(f, "/dense", H5T_IEEE_F32LE, 2, 100, v == V_DENSE_12 ? 12 : 13);
+    write_dataset(f, "/sparse", v == V_SPARSE_SIGNED ? H5T_STD_I32LE : H5T_STD_U32LE, 2,
+                  v == V_SPARSE_SHORT ? 99 : 100, 26);
+    H5Fclose(f);
+}
+
+static void expect_rejected(const char *input, erase_status_t status, const char *message)
+{
+    erase_ctr_reader_options_t o = opts(10, 0, 1);
+    const char *in[1] = { input };
+    erase_ctr_reader_t *r = NULL;
+    erase_status_t got = erase_ctr_reader_open(in, 1, &o, &r);
+    if (got != status || strcmp(io_error_root(), message) != 0)
+        fail_msg("%s: got %s '%s', expected %s '%s'", input, erase_status_name(got), io_error_root(),
+                 erase_status_name(status), message);
+    assert_null(r);
+}
+
+static void test_rejected_files(void **state)
+{
+    static const char *const messages[V_VARIANTS] = {
+        [V_NO_FORMAT] = "%s: not an erase CTR shard: no attribute 'format' on the root group",
+        [V_FORMAT_OTHER] = "%s: attribute format: expected \"erase-ctr-1\", got \"erase-ctr-0\"",
+        [V_FORMAT_NUMBER] = "%s: attribute format: expected \"erase-ctr-1\", got a value that is not a string",
+        [V_NO_ROWS] = "%s: attribute rows: expected an integer >= 0",
+        [V_NO_DENSE] = "%s: dataset /dense: missing",
+        [V_DENSE_GROUP] = "%s: dataset /dense: missing (the name is not a dataset)",
+        [V_LABEL_FLOAT] = "%s: dataset /label: expected uint8, got float32",
+        [V_SPARSE_SIGNED] = "%s: dataset /sparse: expected uint32, got int32",
+        [V_DENSE_12] = "%s: dataset /dense: expected shape [100, 13] (rows = 100), got [100, 12]",
+        [V_SPARSE_SHORT] = "%s: dataset /sparse: expected shape [100, 26] (rows = 100), got [99, 26]",
+    };
+    char want[4096];
+    const char *ok = io_path(scratch, "ok.h5");
+    make_shard(ok, V_OK);
+    erase_ctr_reader_options_t o = opts(10, 0, 1);
+    erase_ctr_reader_t *r = open_reader(ok, &o);
+    assert_int_equal(erase_ctr_reader_info(r).samples, 100);
+    erase_ctr_reader_close(r);
+    for (int v = V_NO_FORMAT; v < V_VARIANTS; v++) {
+        char name[32];
+        snprintf(name, sizeof name, "bad-%d.h5", v);
+        const char *path = io_path(scratch, name);
+        make_shard(path, (variant_t)v);
+        snprintf(want, sizeof want, messages[v], path);
+        expect_rejected(path, ERASE_ERR_FORMAT, want);
+    }
+
+    /* truncated: the first half of a real shard */
+    const char *shard = io_path(data, "part-00000.h5"), *cut = io_path(scratch, "truncated.h5");
+    struct stat sb;
+    assert_int_equal(stat(shard, &sb), 0);
+    FILE *in = fopen(shard, "rb"), *out = fopen(cut, "wb");
+    char *bytes = malloc((size_t)sb.st_size);
+    assert_int_equal(fread(bytes, 1, (size_t)sb.st_size, in), (size_t)sb.st_size);
+    fwrite(bytes, 1, (size_t)sb.st_size / 2, out);
+    fclose(in);
+    fclose(out);
+    free(bytes);
+    snprintf(want, sizeof want,
+             "%s: not an HDF5 file or damaged (truncated?): truncated file: eof = %lld, sblock->base_addr = 0, "
+             "stored_eof = %lld",
+             cut, (long long)sb.st_size / 2, (long long)sb.st_size);
+    expect_rejected(cut, ERASE_ERR_FORMAT, want);
+    print_message("truncated: %s\n", io_error_root());
+
+    /* not HDF5 at all; missing */
+    const char *text = io_path(scratch, "text.h5");
+    assert_int_equal(io_write_text(text, "label\tI1\n"), 0);
+    snprintf(want, sizeof want, "%s: not an HDF5 file or damaged (truncated?): file signature not found", text);
+    expect_rejected(text, ERASE_ERR_FORMAT, want);
+    const char *none = io_path(scratch, "none.h5");
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", none);
+    expect_rejected(none, ERASE_ERR_IO, want);
+
+    /* directories: no index, an index that does not match, a bad index line */
+    char *dir = io_scratch_make("reader-dir");
+    snprintf(want, sizeof want, "%s: no index.txt: not a dataset written by erase-convert (or not complete)", dir);
+    expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    make_shard(io_path(dir, "s.h5"), V_OK);
+    assert_int_equal(io_write_text(io_path(dir, "index.txt"), "# index\ns.h5 200\n"), 0);
+    snprintf(want, sizeof want, "%s/index.txt: %s/s.h5 has 100 rows, the index says 200", dir, dir);
+    expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    assert_int_equal(io_write_text(io_path(dir, "index.txt"), "s.h5 100\ns.h5\n"), 0);
+    snprintf(want, sizeof want, "%s/index.txt:2: expected 'FILE ROWS', got 's.h5'", dir);
+    expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    assert_int_equal(io_write_text(io_path(dir, "index.txt"), "s.h5 100\ns.h5 100\n"), 0);
+    r = open_reader(dir, &o); /* a shard may be listed twice */
+    assert_int_equal(erase_ctr_reader_info(r).samples, 200);
+    erase_ctr_reader_close(r);
+    io_scratch_remove(dir);
+    print_message("%d wrong schemas, a truncated file, a text file, a missing file and 3 bad directories "
+                  "rejected at open with the file and dataset named\n", V_VARIANTS - 1);
+}
+
+/* A shard whose first /dense chunk is overwritten: open succeeds (metadata
+ * intact), the read fails in the prefetch thread and next() reports it. */
+static void test_damaged_chunk(void **state)
+{
+    const char *src = io_path(data, "part-00000.h5"), *dst = io_path(scratch, "damaged.h5");
+    struct stat sb;
+    assert_int_equal(stat(src, &sb), 0);
+    FILE *in = fopen(src, "rb");
+    char *bytes = malloc((size_t)sb.st_size);
+    assert_int_equal(fread(bytes, 1, (size_t)sb.st_size, in), (size_t)sb.st_size);
+    fclose(in);
+    hid_t f = H5Fopen(src, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "/dense", H5P_DEFAULT);
+    hsize_t offset[2] = { 0, 0 };
+    unsigned mask;
+    haddr_t addr;
+    hsize_t size;
+    assert_true(H5Dget_chunk_info_by_coord(d, offset, &mask, &addr, &size) >= 0);
+    H5Dclose(d);
+    H5Fclose(f);
+    memset(bytes + addr + size / 4, 0x5a, size / 2);
+    FILE *out = fopen(dst, "wb");
+    fwrite(bytes, 1, (size_t)sb.st_size, out);
+    fclose(out);
+    free(bytes);
+    for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
+        erase_ctr_reader_options_t o = opts(100, 0, 1);
+        o.shuffle = 0;
+        o.prefetch = prefetch;
+        erase_ctr_reader_t *r = open_reader(dst, &o);
+        erase_ctr_batch_t b;
+        char want[4096];
+        snprintf(want, sizeof want, "%s: dataset /dense: reading rows [0, 100) failed: ", dst);
+        for (int k = 0; k < 2; k++) { /* and again: the failure sticks */
+            assert_int_equal(erase_ctr_reader_next(r, &b), ERASE_ERR_IO);
+            const char *m = io_error_root();
+            if (strncmp(m, want, strlen(want)) != 0 || strlen(m) == strlen(want))
+                fail_msg("prefetch %d: got '%s', expected '%s<HDF5's reason>'", prefetch, m, want);
+        }
+        print_message("damaged chunk, prefetch %d: %s\n", prefetch, io_error_root());
+        erase_ctr_reader_close(r);
+    }
+}
+
+static void test_check_tables(void **state)
+{
+    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    erase_ctr_reader_t *r = open_reader(data, &o);
+    uint32_t rows[26];
+    for (int f = 0; f < 26; f++)
+        rows[f] = 10007;
+    MUST(erase_ctr_reader_check_tables(r, 13, 26, rows));
+    rows[4] = 1;
+    assert_int_equal(erase_ctr_reader_check_tables(r, 13, 26, rows), ERASE_ERR_INVALID);
+    assert_string_equal(io_error_root(), "table C5 has 1 row: needs >= 2 (the missing-id row and one for ids)");
+    rows[4] = 2;
+    MUST(erase_ctr_reader_check_tables(r, 13, 26, rows));
+    assert_int_equal(erase_ctr_reader_check_tables(r, 13, 20, rows), ERASE_ERR_INVALID);
+    assert_string_equal(io_error_root(), "the data has 26 categorical features, the model 20");
+    assert_int_equal(erase_ctr_reader_check_tables(r, 12, 26, rows), ERASE_ERR_INVALID);
+    assert_string_equal(io_error_root(), "the data has 13 dense features, the model 12");
+
+    /* the time waited: the per-batch waits add up to the total */
+    double sum = 0;
+    erase_ctr_batch_t b;
+    for (int k = 0; k < 120; k++) {
+        MUST(erase_ctr_reader_next(r, &b));
+        assert_true(b.wait_s >= 0);
+        sum += b.wait_s;
+    }
+    assert_true(erase_ctr_reader_wait_seconds(r) == sum);
+    erase_ctr_reader_close(r);
+    print_message("tables of 10007 and 2 rows accepted, 1 row and wrong feature counts refused; waited %.6f s "
+                  "over 120 batches\n", sum);
+}
+
+/* 20 shards (more than the reader keeps open): shuffled epochs read every
+ * row once with the stored values; a shard replaced after open is refused
+ * when it is reopened. */
+static void test_many_shards(void **state)
+{
+    const char *many = io_path(scratch, "many");
+    erase_criteo_convert_options_t co = erase_criteo_convert_options_default();
+    co.out_dir = many;
+    co.shard_rows = 500;
+    co.write.chunk_rows = 250;
+    const char *src[1] = { io_sample("kaggle-train-first9999.tsv") };
+    MUST(erase_criteo_convert(src, 1, &co, NULL));
+    erase_ctr_reader_options_t o = opts(300, 0, 1);
+    o.drop_last = 0;
+    o.block_rows = 250;
+    erase_ctr_reader_t *r = open_reader(many, &o);
+    assert_int_equal(erase_ctr_reader_info(r).shards, 20);
+    int64_t *seen = calloc(ROWS, sizeof *seen);
+    for (int e = 1; e <= 2;) {
+        erase_ctr_batch_t b;
+        MUST(erase_ctr_reader_next(r, &b));
+        if (b.end_of_epoch) {
+            for (int64_t i = 0; i < ROWS; i++)
+                assert_int_equal(seen[i], e);
+            e++;
+            continue;
+        }
+        for (int64_t i = 0; i < b.size; i++) {
+            int64_t id = b.row_id[i];
+            assert_int_equal(seen[id], e - 1);
+            seen[id] = e;
+            assert_memory_equal(b.sparse + i * 26, raw.sparse + id * 26, 26 * 4);
+            for (int j = 0; j < 13; j++) {
+                float want = model_value(raw.dense[id * 13 + j]);
+                assert_memory_equal(&b.dense[i * 13 + j], &want, 4);
+            }
+            assert_true(b.label[i] == (float)raw.label[id]);
+        }
+    }
+    erase_ctr_reader_close(r);
+    free(seen);
+
+    o.shuffle = 0;
+    o.prefetch = 0;
+    r = open_reader(many, &o);
+    const char *third = io_path(many, "part-00003.h5"), *last = io_path(many, "part-00019.h5");
+    FILE *in = fopen(last, "rb"), *out = fopen(io_path(many, "swap.tmp"), "wb");
+    assert_true(in && out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    assert_int_equal(rename(io_path(many, "swap.tmp"), third), 0);
+    erase_ctr_batch_t b;
+    erase_status_t st = ERASE_OK;
+    for (int k = 0; k < 10 && st == ERASE_OK; k++)
+        st = erase_ctr_reader_next(r, &b);
+    assert_int_equal(st, ERASE_ERR_FORMAT);
+    char want[4096];
+    snprintf(want, sizeof want, "%s: has 499 rows now, 500 when the reader opened it", third);
+    assert_string_equal(io_error_root(), want);
+    erase_ctr_reader_close(r);
+    print_message("20 shards, 2 shuffled epochs: every row once per epoch with its stored values; a shard "
+                  "replaced after open: '%s'\n", want);
+}
+
+static int setup(void **state)
+{
+    scratch = io_scratch_make("reader");
+    if (!scratch)
+        return -1;
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/kaggle", scratch);
+    data = dir;
+    erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
+    o.out_dir = data;
+    o.shard_rows = 3000;
+    o.write.chunk_rows = 500;
+    const char *in[1] = { io_sample("kaggle-train-first9999.tsv") };
+    if (erase_criteo_convert(in, 1, &o, NULL) != ERASE_OK || io_rows_load(data, &raw) != ERASE_OK) {
+        fprintf(stderr, "setup: %s\n", erase_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    io_rows_free(&raw);
+    io_scratch_remove(scratch);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_inputs),
+        cmocka_unit_test(test_ranks_drop_last),
+        cmocka_unit_test(test_ranks_keep_last),
+        cmocka_unit_test(test_last_batch_split),
+        cmocka_unit_test(test_cursor),
+        cmocka_unit_test(test_splits),
+        cmocka_unit_test(test_rejected_files),
+        cmocka_unit_test(test_damaged_chunk),
+        cmocka_unit_test(test_check_tables),
+        cmocka_unit_test(test_many_shards),
+    };
+    return cmocka_run_group_tests_name("CTR reader", tests, setup, teardown);
+}

@@ -1,0 +1,124 @@
+#include "tests/sched/equivalence.h"
+
+#include "lib/nn/train_step.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GLOBAL_BATCH 64
+#define POOL 4
+
+erase_model_config_t equivalence_model(erase_model_kind_t kind)
+{
+    erase_model_config_t c = erase_model_config_default(kind);
+    if (kind == ERASE_MODEL_CTR) {
+        c.ctr.embedding_dim = 4;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            c.ctr.table_rows[f] = 40 + (uint32_t)f;
+        c.ctr.bottom_mlp[0] = 8;
+        c.ctr.bottom_mlp[1] = 4;
+        c.ctr.subarch_width = 32;
+    } else {
+        c.mlp.inputs = 24;
+        c.mlp.hidden[0] = c.mlp.hidden[1] = c.mlp.hidden[2] = 48;
+        c.mlp.classes = 6;
+    }
+    return c;
+}
+
+#define MUST(call)                                                                       \
+    do {                                                                                 \
+        erase_status_t st_ = (call);                                                     \
+        if (st_ != ERASE_OK) {                                                           \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, erase_error_message()); \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+/* Rank `rank`'s rows of global batch `k`: rows [rank*local, (rank+1)*local). */
+static void slice(erase_network_t *net, const erase_batch_t *global, int rank, int local, erase_batch_t *out)
+{
+    const erase_model_config_t *c = erase_network_config(net);
+    *out = *global;
+    out->size = local;
+    size_t r0 = (size_t)rank * (size_t)local;
+    if (c->kind == ERASE_MODEL_CTR) {
+        out->dense = global->dense + r0 * ERASE_CTR_DENSE;
+        out->sparse = global->sparse + r0 * ERASE_CTR_FIELDS;
+        out->label = global->label + r0;
+    } else {
+        out->features = global->features + r0 * (size_t)c->mlp.inputs;
+        out->classes = global->classes + r0;
+    }
+}
+
+static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_batch_t *to)
+{
+    const erase_model_config_t *c = erase_network_config(net);
+    size_t n = (size_t)from->size;
+    if (c->kind == ERASE_MODEL_CTR) {
+        memcpy((void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float));
+        memcpy((void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t));
+        memcpy((void *)to->label, from->label, n * sizeof(float));
+    } else {
+        memcpy((void *)to->features, from->features, n * (size_t)c->mlp.inputs * sizeof(float));
+        memcpy((void *)to->classes, from->classes, n * sizeof(int32_t));
+    }
+}
+
+float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
+                         const erase_sched_options_t *o, int steps, int rank, int dp, size_t *n)
+{
+    int local = GLOBAL_BATCH / dp;
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sc;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    ocfg.schedule.warmup_steps = 5;
+    MUST(erase_network_create(dev, cfg, local, &net));
+    MUST(erase_optimizer_create(net, &ocfg, &opt));
+    MUST(erase_sched_create(net, opt, o, &sc));
+    erase_batch_t global[POOL], mine[POOL], fixed;
+    for (int k = 0; k < POOL; k++) {
+        MUST(erase_batch_random(net, GLOBAL_BATCH, 500 + (uint64_t)k, &global[k]));
+        slice(net, &global[k], rank, local, &mine[k]);
+    }
+    MUST(erase_batch_random(net, local, 1, &fixed));
+    for (int t = 0; t < steps; t++) {
+        if (o->mode == ERASE_EB_GRAPH) {
+            MUST(erase_sched_synchronize(sc));
+            copy_batch(net, &mine[t % POOL], &fixed);
+            MUST(erase_sched_step(sc, &fixed));
+        } else {
+            MUST(erase_sched_step(sc, &mine[t % POOL]));
+        }
+    }
+    MUST(erase_sched_synchronize(sc));
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    size_t total = 0;
+    for (int i = 0; i < np; i++)
+        total += (size_t)erase_param_numel(&params[i]);
+    float *out = malloc(total * sizeof(float)), *p = out;
+    for (int i = 0; i < np; i++) {
+        memcpy(p, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+        p += erase_param_numel(&params[i]);
+    }
+    *n = total;
+    erase_sched_destroy(sc);
+    for (int k = 0; k < POOL; k++)
+        erase_batch_free_random(net, &global[k]);
+    erase_batch_free_random(net, &fixed);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+    return out;
+}
+
+size_t equivalence_differ(const float *a, const float *b, size_t n)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return d;
+}

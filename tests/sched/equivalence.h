@@ -1,0 +1,25 @@
+/* Shared by the schedule-equivalence tests (one rank and under mpirun). */
+#ifndef ERASE_TESTS_SCHED_EQUIVALENCE_H
+#define ERASE_TESTS_SCHED_EQUIVALENCE_H
+
+#include <stddef.h>
+
+#include "lib/sched/sched.h"
+
+/* A small ctr (six cuts) or mlp (three blocks, all cut) for the tests. */
+erase_model_config_t equivalence_model(erase_model_kind_t kind);
+
+/*
+ * Train `steps` steps of `cfg` under `o` on this rank's share of fixed
+ * random batches (global batch 64 split over `dp` ranks, rank `rank`) and
+ * return every parameter value concatenated (malloc'd, *n floats).
+ * Eager modes cycle through 4 batch buffers without synchronizing between
+ * steps; graph mode copies each step's data into its one buffer.
+ */
+float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
+                         const erase_sched_options_t *o, int steps, int rank, int dp, size_t *n);
+
+/* Number of floats of a and b (n each) whose bits differ. */
+size_t equivalence_differ(const float *a, const float *b, size_t n);
+
+#endif

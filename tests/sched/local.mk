@@ -1,0 +1,19 @@
+# tests/sched: step plans and the scheduler (make check).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-equivalence
+TESTS += tests/sched/test-equivalence
+tests_sched_test_equivalence_SOURCES = tests/sched/test-equivalence.c \
+	tests/sched/equivalence.c tests/sched/equivalence.h
+tests_sched_test_equivalence_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_equivalence_LDADD = $(TEST_LIBS)
+endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-equivalence-mpi
+tests_sched_test_equivalence_mpi_SOURCES = tests/sched/test-equivalence-mpi.c \
+	tests/sched/equivalence.c tests/sched/equivalence.h
+tests_sched_test_equivalence_mpi_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_equivalence_mpi_LDADD = $(TEST_LIBS)
+endif
+TESTS += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh
+EXTRA_DIST += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh

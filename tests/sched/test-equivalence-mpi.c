@@ -1,0 +1,140 @@
+/*
+ * Schedule equivalence under data parallelism (run by mpirun -np 2 and 4):
+ * 50 steps of ctr (six cuts; dense all-reduce and sparse embedding
+ * gradients gathered and merged) and mlp give bitwise the same parameters
+ * under off, blocking, async and graph, with the all-reduce early or at
+ * step end, and every rank holds bitwise the same replica. Rank 0 prints
+ * TAP; the counts it asserts are summed over all ranks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/sched/equivalence.h"
+
+#define STEPS 50
+
+static erase_device_t *dev;
+static erase_world_t world;
+static erase_stream_t *host; /* for host-side collectives of the test */
+
+/* Sum of v over the ranks. */
+static int64_t sum_ranks(int64_t v)
+{
+    int64_t out;
+    assert_int_equal(erase_allreduce(erase_world_comm(), host, &v, &out, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM), ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(host), ERASE_OK);
+    return out;
+}
+
+/* Floats of `p` that differ from rank 0's copy, summed over ranks. */
+static int64_t differ_from_rank0(const float *p, size_t n)
+{
+    float *r0 = malloc(n * sizeof(float));
+    memcpy(r0, p, n * sizeof(float));
+    assert_int_equal(erase_broadcast(erase_world_comm(), host, r0, n, ERASE_DTYPE_F32, 0), ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(host), ERASE_OK);
+    int64_t d = (int64_t)equivalence_differ(p, r0, n);
+    free(r0);
+    return sum_ranks(d);
+}
+
+static void equivalent(erase_model_kind_t kind)
+{
+    erase_model_config_t cfg = equivalence_model(kind);
+    erase_sched_options_t base = erase_sched_options_default();
+    base.dp = erase_dp_comm();
+    size_t n_ref;
+    float *ref = equivalence_train(dev, &cfg, &base, STEPS, world.dp_rank, world.dp_size, &n_ref);
+    int64_t replicas = differ_from_rank0(ref, n_ref);
+    print_message("%s on %d ranks, off: %lld parameters differ between replicas\n",
+                  kind == ERASE_MODEL_CTR ? "ctr" : "mlp", world.size, (long long)replicas);
+    assert_int_equal(replicas, 0);
+    static const struct { erase_early_backward_t mode; erase_timing_t reduce; int side; } cases[] = {
+        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1 }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1 },
+        { ERASE_EB_ASYNC, ERASE_AT_EARLY, 1 },    { ERASE_EB_ASYNC, ERASE_AT_END, 2 },
+        { ERASE_EB_GRAPH, ERASE_AT_EARLY, 1 },    { ERASE_EB_GRAPH, ERASE_AT_END, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        erase_sched_options_t o = base;
+        o.mode = cases[i].mode;
+        o.reduce = cases[i].reduce;
+        o.side_streams = cases[i].side;
+        size_t n;
+        float *got = equivalence_train(dev, &cfg, &o, STEPS, world.dp_rank, world.dp_size, &n);
+        assert_int_equal(n, n_ref);
+        int64_t vs_off = sum_ranks((int64_t)equivalence_differ(ref, got, n));
+        int64_t vs_rank0 = differ_from_rank0(got, n);
+        print_message("%s on %d ranks, %-8s reduce %-5s: %lld parameters differ from off, "
+                      "%lld between replicas (of %zu per rank)\n",
+                      kind == ERASE_MODEL_CTR ? "ctr" : "mlp", world.size,
+                      erase_early_backward_name(o.mode), o.reduce == ERASE_AT_EARLY ? "early" : "end",
+                      (long long)vs_off, (long long)vs_rank0, n);
+        assert_int_equal(vs_off, 0);
+        assert_int_equal(vs_rank0, 0);
+        free(got);
+    }
+    free(ref);
+}
+
+static void test_ctr(void **state) { equivalent(ERASE_MODEL_CTR); }
+static void test_mlp(void **state) { equivalent(ERASE_MODEL_MLP); }
+
+/* A graph with the step's collectives inside, replayed 1,000 times. */
+static void test_graph_replays(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_MLP);
+    erase_sched_options_t o = erase_sched_options_default();
+    o.dp = erase_dp_comm();
+    o.mode = ERASE_EB_GRAPH;
+    size_t n;
+    float *p = equivalence_train(dev, &cfg, &o, 1000, world.dp_rank, world.dp_size, &n);
+    int64_t replicas = differ_from_rank0(p, n);
+    int64_t finite = 0;
+    for (size_t i = 0; i < n; i++)
+        finite += p[i] == p[i] && p[i] - p[i] == 0;
+    print_message("graph replayed 1000 times on %d ranks: %lld parameters differ between replicas, "
+                  "%lld of %zu finite\n", world.size, (long long)replicas, (long long)finite, n);
+    assert_int_equal(replicas, 0);
+    assert_int_equal(finite, (int64_t)n);
+    free(p);
+}
+
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &host) != ERASE_OK)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    erase_stream_destroy(host);
+    erase_device_close(dev);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    erase_world_options_t wo = { .pp_size = 1 };
+    ERASE_MUST(erase_world_init(&argc, &argv, &wo, &world));
+    if (world.rank != 0 && !freopen("/dev/null", "w", stdout))
+        erase_fatal(__FILE__, __LINE__, "silence stdout", ERASE_ERR_IO);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ctr),
+        cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_graph_replays),
+    };
+    char name[64];
+    snprintf(name, sizeof name, "schedule equivalence on %d ranks", world.size);
+    int failed = cmocka_run_group_tests_name(name, tests, setup, teardown);
+    erase_world_finalize();
+    return failed;
+}
