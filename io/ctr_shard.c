@@ -130,6 +130,11 @@ static erase_status_t validate(erase_ctr_shard_t *s)
                            ERASE_CTR_FORMAT, format);
     if (erase_h5_attr_read_int64(s->file, "rows", &s->rows) != 0 || s->rows < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute rows: expected an integer >= 0", s->path);
+    int64_t missing;
+    rc = erase_h5_attr_read_int64(s->file, "sparse_missing", &missing); /* optional; if there, the reserved id */
+    if (rc < 0 || (rc == 0 && missing != (int64_t)ERASE_CTR_SPARSE_MISSING))
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute sparse_missing: expected %" PRIu32 " (0xFFFFFFFF)%s",
+                           s->path, ERASE_CTR_SPARSE_MISSING, rc < 0 ? ", got a value that is not an integer" : "");
     hid_t *ids[3] = { &s->label, &s->dense, &s->sparse };
     for (int i = 0; i < 3; i++)
         ERASE_CHECK(open_dataset(s, &specs[i], ids[i]));

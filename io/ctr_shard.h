@@ -50,6 +50,7 @@ typedef struct erase_ctr_shard erase_ctr_shard_t;
  *                     "F: not an erase CTR shard: no attribute 'format' on the root group"
  *                     "F: attribute format: expected \"erase-ctr-1\", got \"x\""
  *                     "F: attribute rows: expected an integer >= 0"
+ *                     "F: attribute sparse_missing: expected 4294967295 (0xFFFFFFFF)" (optional attribute)
  *                     "F: dataset /dense: missing"
  *                     "F: dataset /label: expected uint8, got float32"
  *                     "F: dataset /dense: expected shape [1000, 13] (rows = 1000), got [1000, 12]"

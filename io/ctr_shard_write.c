@@ -128,7 +128,7 @@ erase_status_t erase_ctr_writer_open(const char *path, const erase_ctr_write_opt
     if (w->file < 0) {
         char detail[256];
         erase_h5_detail(detail, sizeof detail);
-        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create: %s (%s)", w->temp, detail, strerror(errno));
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create: %s", w->temp, detail);
     } else {
         st = create_datasets(w);
     }

@@ -488,8 +488,14 @@ static void summary(run_t *r)
 erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
 {
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
-    r.tty = r.root && isatty(STDOUT_FILENO) && !o->quiet;
+    /* a progress line redrawn in place only on a real terminal: launchers
+     * (mpirun, srun) hand ranks a pseudo-terminal even when their own
+     * output goes to a file or pipe */
+    int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_PROCID");
+    r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
     erase_device_options_t dopt = erase_device_options_default();
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    dopt.cores = online > w->local_size ? (int)(online / w->local_size) : 1; /* share the host */
     if (!strcmp(o->device, "cuda"))
         dopt.kind = ERASE_DEVICE_CUDA;
     else if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))

@@ -95,7 +95,6 @@ struct erase_comm {
 
 /* World state shared by the files of lib/comm (world.c owns it). */
 extern int comm_check_enabled;  /* erase_world_options_t.check_sequence or env */
-extern double comm_watchdog_s;  /* seconds */
 extern int comm_world_rank;     /* for "[rank r host]" prefixes */
 extern char comm_host[64];
 

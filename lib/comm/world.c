@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 int comm_check_enabled;
-double comm_watchdog_s = 600.0;
 int comm_world_rank = -1;
 char comm_host[64] = "?";
 
@@ -161,7 +160,6 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
         return ERASE_ERROR(ERASE_ERR_INVALID, "ERASE_WATCHDOG_SECONDS=%g: must be positive", v);
     if (set)
         watchdog = v;
-    comm_watchdog_s = watchdog;
     ERASE_CHECK(env_number("ERASE_CHECK_COLLECTIVES", &v, &set));
     comm_check_enabled = set ? v != 0 : o.check_sequence != 0;
 

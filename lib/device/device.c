@@ -13,7 +13,7 @@
 
 erase_device_options_t erase_device_options_default(void)
 {
-    erase_device_options_t o = { .kind = ERASE_DEVICE_CPU, .blas_threads = 0 };
+    erase_device_options_t o = { .kind = ERASE_DEVICE_CPU, .blas_threads = 0, .cores = 0 };
     return o;
 }
 
@@ -23,6 +23,7 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
     *out = NULL;
     erase_device_options_t o = options ? *options : erase_device_options_default();
     REQUIRE(o.blas_threads >= 0, "erase_device_open: blas_threads %d < 0", o.blas_threads);
+    REQUIRE(o.cores >= 0, "erase_device_open: cores %d < 0", o.cores);
     switch (o.kind) {
     case ERASE_DEVICE_CPU:
         ERASE_CHECK(erase_cpu_device_open(&o, out));

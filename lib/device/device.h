@@ -43,6 +43,9 @@ typedef struct {
      * 0 = automatic: all cores (the single-stream baseline's best setting).
      * Schedules that run GEMMs on S streams at once set cores / S. */
     int blas_threads;
+    /* Cores this process may use (CPU; 0: all online cores). Ranks sharing
+     * a host divide its cores: erase-train gives each cores / local ranks. */
+    int cores;
 } erase_device_options_t;
 
 /* Defaults: CPU, automatic BLAS threads. */

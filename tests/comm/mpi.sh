@@ -1,4 +1,5 @@
-# Sourced by the tests/comm drivers: how to run mpirun in `make check`.
+# Sourced by the drivers of MPI tests (tests/comm, tests/sched): how to run
+# mpirun in `make check`, TAP helpers, sanitizer suppressions for Open MPI.
 # MPIRUN comes from configure (AM_TESTS_ENVIRONMENT); the drivers run from
 # the top build directory.
 
@@ -21,7 +22,11 @@ fi
 # reports whose stacks are inside Open MPI only (see the files). Leaks are
 # matched by the modules on their allocation stack, so unwind it fully
 # (Open MPI has no frame pointers, and unloads its components at finalize).
-comm_dir=$(cd "$(dirname "$0")" && pwd)
+# (This file's folder: drivers in other folders source it too.)
+for comm_dir in "${srcdir:-.}/tests/comm" "$(dirname "$0")" "$(dirname "$0")/../comm"; do
+    [ -f "$comm_dir/lsan.supp" ] && break
+done
+comm_dir=$(cd "$comm_dir" && pwd)
 TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$comm_dir/tsan.supp"
 LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS }suppressions=$comm_dir/lsan.supp"
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS }fast_unwind_on_malloc=0"

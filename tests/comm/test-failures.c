@@ -15,6 +15,9 @@
  *             allreduce(4 x f32, sum) as collective #4; the sequence check
  *             (ERASE_CHECK_COLLECTIVES=1) must report it on every rank, which
  *             then takes the fatal path with that message
+ *   pp3       erase_world_init with pp_size 3 on a world that is not a
+ *             multiple of 3: the error names both, and the fatal path ends
+ *             the job
  *
  * Usage: mpirun -np N test-failures MODE
  */
@@ -66,7 +69,8 @@ static erase_status_t open_input(const char *path, FILE **f)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    ERASE_MUST(erase_world_init(&argc, &argv, NULL, &world));
+    erase_world_options_t options = { .pp_size = !strcmp(mode, "pp3") ? 3 : 1 };
+    ERASE_MUST(erase_world_init(&argc, &argv, &options, &world));
     erase_device_options_t o = erase_device_options_default();
     o.blas_threads = 1;
     erase_device_t *dev;
@@ -115,7 +119,7 @@ int main(int argc, char **argv)
                                        ERASE_REDUCE_SUM));
         ERASE_MUST(erase_comm_check_sequence(erase_world_comm()));
     } else {
-        fprintf(stderr, "usage: test-failures loop|stall|fatal|mismatch\n");
+        fprintf(stderr, "usage: test-failures loop|stall|fatal|mismatch|pp3\n");
         return 2;
     }
     erase_stream_destroy(s);

@@ -431,7 +431,7 @@ static void test_splits(void **state)
 
 typedef enum {
     V_OK, V_NO_FORMAT, V_FORMAT_OTHER, V_FORMAT_NUMBER, V_NO_ROWS, V_NO_DENSE, V_DENSE_GROUP,
-    V_LABEL_FLOAT, V_SPARSE_SIGNED, V_DENSE_12, V_SPARSE_SHORT, V_VARIANTS
+    V_LABEL_FLOAT, V_SPARSE_SIGNED, V_DENSE_12, V_SPARSE_SHORT, V_MISSING_ZERO, V_VARIANTS
 } variant_t;
 
 static void write_dataset(hid_t f, const char *name, hid_t type, int rank, hsize_t n, hsize_t cols)
@@ -483,6 +483,14 @@ static void make_shard(const char *path, variant_t v)
         H5Aclose(a);
         H5Sclose(sp);
     }
+    if (v == V_MISSING_ZERO) {
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, "sparse_missing", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        int64_t zero = 0;
+        H5Awrite(a, H5T_NATIVE_INT64, &zero);
+        H5Aclose(a);
+        H5Sclose(sp);
+    }
     write_dataset(f, "/label", v == V_LABEL_FLOAT ? H5T_IEEE_F32LE : H5T_STD_U8LE, 1, 100, 1);
     if (v == V_DENSE_GROUP)
         H5Gclose(H5Gcreate2(f, "/dense", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -518,6 +526,7 @@ static void test_rejected_files(void **state)
         [V_SPARSE_SIGNED] = "%s: dataset /sparse: expected uint32, got int32",
         [V_DENSE_12] = "%s: dataset /dense: expected shape [100, 13] (rows = 100), got [100, 12]",
         [V_SPARSE_SHORT] = "%s: dataset /sparse: expected shape [100, 26] (rows = 100), got [99, 26]",
+        [V_MISSING_ZERO] = "%s: attribute sparse_missing: expected 4294967295 (0xFFFFFFFF)",
     };
     char want[4096];
     const char *ok = io_path(scratch, "ok.h5");

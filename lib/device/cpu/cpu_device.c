@@ -26,8 +26,8 @@ static void cpu_describe(const erase_device_t *dev, char *text, size_t size)
         snprintf(text, size, "cpu: %d cores, BLAS not loaded", d->cores);
         return;
     }
-    snprintf(text, size, "cpu: %d cores, %s kernel %s (%s), %d BLAS thread%s per stream%s",
-             d->cores, b->name, b->kernel, b->kernel_note, d->blas_threads,
+    snprintf(text, size, "cpu: %d core%s, %s kernel %s (%s), %d BLAS thread%s per stream%s",
+             d->cores, d->cores == 1 ? "" : "s", b->name, b->kernel, b->kernel_note, d->blas_threads,
              d->blas_threads == 1 ? "" : "s",
              b->has_thread_control ? "" : " (fixed by the library)");
 }
@@ -139,6 +139,8 @@ erase_status_t erase_cpu_device_open(const erase_device_options_t *options, eras
     d->base.backend = &cpu_backend;
     d->base.kind = ERASE_DEVICE_CPU;
     d->cores = online_cores();
+    if (options->cores > 0 && options->cores < d->cores)
+        d->cores = options->cores;
     pthread_mutex_init(&d->lock, NULL);
     int threads = options->blas_threads > 0 ? options->blas_threads : d->cores;
     d->blas_threads = threads > d->cores ? d->cores : threads;
