@@ -90,7 +90,7 @@ static void usage_criteo(FILE *f)
             "  label,I1,...,C26; plain or gzip. Empty fields are missing values.\n"
             "  -o, --out DIR         output directory (created if missing)\n"
             "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
-            "  --chunk-rows N        HDF5 chunk length along rows (default 8192)\n"
+            "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
@@ -183,7 +183,7 @@ static void usage_synth(FILE *f)
             "  --zipf S              Zipf exponent of token popularity (default %g)\n"
             "  --max-vocab N         cap on a field's vocabulary (default %" PRId64 ")\n"
             "  --shard-rows N        rows per shard (default 1048576)\n"
-            "  --chunk-rows N        HDF5 chunk length along rows (default 8192)\n"
+            "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --force               replace a dataset already in DIR\n"
             "  -q, --quiet           no progress lines\n",

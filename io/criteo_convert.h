@@ -54,7 +54,7 @@ typedef struct {
     erase_ctr_stats_t stats; /* of the rows written */
 } erase_criteo_convert_summary_t;
 
-/* Defaults: 1048576-row shards, 8192-row chunks, compressed, detect the
+/* Defaults: 1048576-row shards, 1024-row chunks, compressed, detect the
  * layout, stop at the first bad line, no progress. out_dir must be set. */
 erase_criteo_convert_options_t erase_criteo_convert_options_default(void);
 

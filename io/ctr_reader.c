@@ -96,7 +96,7 @@ erase_ctr_reader_options_t erase_ctr_reader_options_default(void)
     o.dp_rank = 0;
     o.dp_size = 1;
     o.shuffle = 1;
-    o.block_rows = 8192;
+    o.block_rows = 1024;
     o.prefetch = 2;
     o.drop_last = 1;
     o.part = ERASE_CTR_PART_ALL;

@@ -238,8 +238,9 @@ erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *s, int64_t begin, int64_t
                                     float *dense, uint32_t *sparse)
 {
     if (begin < 0 || count < 0 || begin + count > s->rows)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: rows [%" PRId64 ", %" PRId64 ") outside the shard's %" PRId64 " rows",
-                           s->path, begin, begin + count, s->rows);
+        return ERASE_ERROR(ERASE_ERR_INVALID,
+                           "%s: rows [%" PRId64 ", %" PRId64 ") outside the shard's %" PRId64 " rows", s->path, begin,
+                           begin + count, s->rows);
     if (count == 0)
         return ERASE_OK;
     erase_status_t st = ERASE_OK;

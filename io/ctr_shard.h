@@ -19,7 +19,7 @@
  *                             0xFFFFFFFF = missing (a real ffffffff token is
  *                             stored as 0xFFFFFFFE); reduced modulo each
  *                             table's size by the model.
- * Datasets are chunked along N (8192 rows by default) and optionally
+ * Datasets are chunked along N (1024 rows by default) and optionally
  * compressed (shuffle + deflate level 1).
  *
  * The format attribute is written last, when the file is complete, and the

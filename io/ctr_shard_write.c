@@ -32,7 +32,7 @@ static const char description[] =
 
 erase_ctr_write_options_t erase_ctr_write_options_default(void)
 {
-    erase_ctr_write_options_t o = { .chunk_rows = 8192, .compress = 1, .converter = NULL };
+    erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL };
     return o;
 }
 

@@ -21,14 +21,14 @@
 #include "lib/core/status.h"
 
 typedef struct {
-    int64_t chunk_rows;    /* chunk length along N (default 8192, >= 1) */
+    int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see ctr_reader.h on why small) */
     int compress;          /* 1: shuffle + deflate level 1 (default); 0: none */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
 } erase_ctr_write_options_t;
 
 typedef struct erase_ctr_writer erase_ctr_writer_t;
 
-/* Defaults: 8192-row chunks, compressed. */
+/* Defaults: 1024-row chunks, compressed. */
 erase_ctr_write_options_t erase_ctr_write_options_default(void);
 
 /*

@@ -12,7 +12,8 @@ io_liberase_io_a_SOURCES = \
 	io/ctr_dataset_write.c io/ctr_dataset_write.h \
 	io/ctr_stats.c io/ctr_stats.h \
 	io/ctr_reader.c io/ctr_reader.h \
-	io/synth.c io/synth.h
+	io/synth.c io/synth.h \
+	io/checkpoint.c io/checkpoint.h
 EXTRA_DIST += io/README.md
 
 # What a program using io/ links, before $(ERASE_LIBS).

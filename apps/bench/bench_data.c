@@ -5,7 +5,8 @@
  *   reader:    samples/s delivered by the CTR reader (shuffled, global
  *              batch G), with the decoding on the calling thread
  *              (prefetch 0) and on the prefetch thread (prefetch 2), for
- *              1 rank and for rank 0 of 4 (each rank reads whole blocks);
+ *              1 rank and for rank 0 of 4 (a rank decompresses every block
+ *              its part touches: see --chunk);
  *   synth:     rows/s of erase-convert synth.
  * Input: data/criteo/kaggle-train-first9999.tsv repeated to --lines lines,
  * written to a temporary directory (removed at the end unless --keep).
@@ -120,10 +121,11 @@ typedef struct {
 } read_result_t;
 
 /* One epoch of the reader; samples/s and the share of the time it waited. */
-static read_result_t read_epoch(const char *dir, int64_t batch, int prefetch, int dp_size)
+static read_result_t read_epoch(const char *dir, int64_t batch, int64_t block, int prefetch, int dp_size)
 {
     erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
     o.global_batch = batch;
+    o.block_rows = block;
     o.prefetch = prefetch;
     o.dp_size = dp_size;
     o.dp_rank = 0;
@@ -148,18 +150,20 @@ static read_result_t read_epoch(const char *dir, int64_t batch, int prefetch, in
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--step-qps Q] [--keep]\n"
-               "  defaults: --lines 1000000 --batch 4096 --step-qps 40000\n"
+    fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--chunk R] [--step-qps Q] [--keep]\n"
+               "  defaults: --lines 1000000 --batch 4096 --chunk 1024 --step-qps 40000\n"
+               "  --chunk R  HDF5 chunk rows of the shards and shuffle block rows of the reader\n"
                "  --keep     keep the temporary directory (its path is printed)\n");
 }
 
 int bench_data(int argc, char **argv)
 {
-    int64_t lines = 1000000, batch = 4096;
+    int64_t lines = 1000000, batch = 4096, chunk = erase_ctr_write_options_default().chunk_rows;
     double step_qps = 40000;
     int keep = 0;
     static const struct option opts[] = { { "lines", required_argument, 0, 'l' },
                                           { "batch", required_argument, 0, 'b' },
+                                          { "chunk", required_argument, 0, 'c' },
                                           { "step-qps", required_argument, 0, 'q' },
                                           { "keep", no_argument, 0, 'k' },
                                           { "help", no_argument, 0, 'h' },
@@ -170,14 +174,15 @@ int bench_data(int argc, char **argv)
         switch (c) {
         case 'l': lines = atoll(optarg); break;
         case 'b': batch = atoll(optarg); break;
+        case 'c': chunk = atoll(optarg); break;
         case 'q': step_qps = atof(optarg); break;
         case 'k': keep = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (lines < 10000 || batch < 1 || !(step_qps > 0)) {
-        fprintf(stderr, "erase-bench data: need --lines >= 10000, --batch >= 1, --step-qps > 0\n");
+    if (lines < 10000 || batch < 1 || chunk < 1 || !(step_qps > 0)) {
+        fprintf(stderr, "erase-bench data: need --lines >= 10000, --batch >= 1, --chunk >= 1, --step-qps > 0\n");
         return 2;
     }
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -194,7 +199,8 @@ int bench_data(int argc, char **argv)
     snprintf(out_z, sizeof out_z, "%s/shards-deflate", dir);
     snprintf(out_gz, sizeof out_gz, "%s/shards-from-gz", dir);
     snprintf(out_synth, sizeof out_synth, "%s/synth", dir);
-    printf("# erase-bench data: %" PRId64 " Criteo lines (the Kaggle sample repeated) in %s\n", lines, dir);
+    printf("# erase-bench data: %" PRId64 " Criteo lines (the Kaggle sample repeated) in %s; chunks of %" PRId64
+           " rows\n", lines, dir, chunk);
     if (make_input(tsv, gz, lines) != 0) {
         fprintf(stderr, "erase-bench data: cannot write the input files\n");
         remove_dir(dir);
@@ -219,6 +225,7 @@ int bench_data(int argc, char **argv)
         erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
         o.out_dir = conv[i].out;
         o.write.compress = conv[i].compress;
+        o.write.chunk_rows = chunk;
         erase_criteo_convert_summary_t *s = malloc(sizeof *s);
         const char *in[1] = { conv[i].in };
         ERASE_MUST(erase_criteo_convert(in, 1, &o, s));
@@ -229,26 +236,28 @@ int bench_data(int argc, char **argv)
         free(s);
     }
 
-    printf("\n# reader (shuffled, global batch %" PRId64 "), samples/s of one rank; goal >= 10 x %.0f = %.0f\n",
-           batch, step_qps, 10 * step_qps);
+    printf("\n# reader (shuffled in blocks of %" PRId64 " rows, global batch %" PRId64 "), samples/s of one rank; "
+           "goal >= 10 x %.0f = %.0f\n",
+           chunk, batch, step_qps, 10 * step_qps);
     printf("%-10s %9s %4s %12s %10s %10s %8s\n", "shards", "prefetch", "dp", "samples/s", "x step", "waited", "goal");
     const char *outs[2] = { out_plain, out_z }, *names[2] = { "none", "deflate" };
     int prefetches[2] = { 0, 2 }, dps[2] = { 1, 4 };
     for (int i = 0; i < 2; i++)
         for (int p = 0; p < 2; p++)
             for (int d = 0; d < 2; d++) {
-                read_result_t r = read_epoch(outs[i], batch, prefetches[p], dps[d]);
+                read_result_t r = read_epoch(outs[i], batch, chunk, prefetches[p], dps[d]);
                 printf("%-10s %9d %4d %12.0f %10.1f %9.1f%% %8s\n", names[i], prefetches[p], dps[d],
                        r.samples_per_s, r.samples_per_s / step_qps, 100 * r.wait_fraction,
                        r.samples_per_s >= 10 * step_qps ? "met" : "MISSED");
             }
     printf("  (prefetch 0: decoding on the calling thread, one core; prefetch 2: on the\n"
            "   prefetch thread, 'waited' = share of the time the caller waited for it;\n"
-           "   dp 4: rank 0 of 4 reads whole shuffle blocks for a quarter of their rows)\n");
+           "   dp 4: rank 0 of 4 decompresses every block its quarter of a batch touches)\n");
 
     erase_synth_options_t so = erase_synth_options_default();
     so.out_dir = out_synth;
     so.rows = lines;
+    so.write.chunk_rows = chunk;
     erase_synth_summary_t ss;
     ERASE_MUST(erase_synth_write(&so, &ss));
     printf("\n# synth (erase-convert synth, deflate): %.0f rows/s; planted model NE %.4f at base rate %.4f\n",

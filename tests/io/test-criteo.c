@@ -453,7 +453,8 @@ static void test_bad_lines_in_files(void **state)
     o = options(io_path(scratch, "noheader-out"));
     o.format = ERASE_CRITEO_CSV;
     assert_int_equal(erase_criteo_convert(cin, 1, &o, &summary), ERASE_ERR_FORMAT);
-    snprintf(want, sizeof want, "%s:1: expected the header label,I1..I13,C1..C26, got '1,5,-2,260.0,,17668,0,1,33,,,2,0,1618112...'",
+    snprintf(want, sizeof want,
+             "%s:1: expected the header label,I1..I13,C1..C26, got '1,5,-2,260.0,,17668,0,1,33,,,2,0,1618112...'",
              csv);
     assert_string_equal(io_error_root(), want);
 

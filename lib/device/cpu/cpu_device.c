@@ -35,11 +35,22 @@ static void cpu_describe(const erase_device_t *dev, char *text, size_t size)
 static int cpu_cores(const erase_device_t *dev) { return ((const cpu_device_t *)dev)->cores; }
 static int cpu_blas_threads(const erase_device_t *dev) { return ((const cpu_device_t *)dev)->blas_threads; }
 
+/* ThreadSanitizer cannot see OpenBLAS's own thread synchronization (its
+ * pool hands work over by spinning on plain memory), so a TSan build runs
+ * every BLAS call on the calling stream's thread alone. */
+#if defined(__SANITIZE_THREAD__)
+#define BLAS_THREADS_MAX 1
+#else
+#define BLAS_THREADS_MAX 1024
+#endif
+
 static erase_status_t cpu_set_blas_threads(erase_device_t *dev, int n)
 {
     cpu_device_t *d = cpu_device(dev);
     if (n > d->cores)
         n = d->cores;
+    if (n > BLAS_THREADS_MAX)
+        n = BLAS_THREADS_MAX;
     pthread_mutex_lock(&d->lock);
     for (cpu_stream_t *s = d->streams; s; s = s->next_in_device)
         if (!cpu_stream_idle(s)) {
@@ -144,6 +155,8 @@ erase_status_t erase_cpu_device_open(const erase_device_options_t *options, eras
     pthread_mutex_init(&d->lock, NULL);
     int threads = options->blas_threads > 0 ? options->blas_threads : d->cores;
     d->blas_threads = threads > d->cores ? d->cores : threads;
+    if (d->blas_threads > BLAS_THREADS_MAX)
+        d->blas_threads = BLAS_THREADS_MAX;
     if (!info->has_thread_control)
         d->blas_threads = 1; /* unknown library: we cannot tell, assume its calls are serial */
     erase_blas_set_threads(d->blas_threads);

@@ -1,0 +1,1091 @@
+#include "io/checkpoint.h"
+
+#include "config.h"
+#include "io/ctr_shard_write.h"
+#include "io/h5_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/core/timer.h"
+
+static const char description[] =
+    "erase checkpoint (format erase-ckpt-1; io/checkpoint.h). /meta: attributes of the run (step, "
+    "samples_seen, epoch, sizes, schedule, optimizers, seed, the model file text `model`, the run "
+    "options `options`, version). /params/<block>/<path>: float32 parameters (docs/models.md). "
+    "/optim: the optimizer clock (attributes step, lr) and /optim/<block>/<path>/<slot>: float32 "
+    "optimizer state. /rng/<rank>: uint64 random-number state words of each rank. /data/cursor: "
+    "int64 {epoch, samples of the epoch delivered}; /data/rank_cursors: the cursor of every rank. "
+    "/index: every dataset with its type, shape and FNV-1a 64 checksum (also each dataset's "
+    "`fnv1a64` attribute), verified on load.";
+
+int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t)
+{
+    return t->ndim == 2 ? t->dims[0] * t->dims[1] : t->dims[0];
+}
+
+uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- small file-system helpers ------------------------------------------------ */
+
+static int fsync_path(const char *path, int directory)
+{
+    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* "dir/name" into out (ERASE_CKPT_PATH_MAX). Returns -1 when too long. */
+static int join(char *out, const char *dir, const char *name)
+{
+    int n = snprintf(out, ERASE_CKPT_PATH_MAX, "%s/%s", dir, name);
+    return n < 0 || n >= ERASE_CKPT_PATH_MAX ? -1 : 0;
+}
+
+int64_t erase_ckpt_name_step(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "ckpt-", 5) != 0)
+        return -1;
+    const char *p = base + 5;
+    if (*p < '0' || *p > '9')
+        return -1;
+    int64_t step = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (step > (INT64_MAX - 9) / 10)
+            return -1;
+        step = step * 10 + (*p - '0');
+    }
+    return strcmp(p, ".h5") == 0 ? step : -1;
+}
+
+/* A temporary file of ours: ".ckpt-<step>.h5.tmp". */
+static int is_temp_name(const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(name, ".ckpt-", 6) && n > 4 && !strcmp(name + n - 4, ".tmp");
+}
+
+typedef struct {
+    int64_t step;
+    char *name;
+} entry_t;
+
+static int entry_newest_first(const void *a, const void *b)
+{
+    const entry_t *x = a, *y = b;
+    return x->step < y->step ? 1 : x->step > y->step ? -1 : strcmp(x->name, y->name);
+}
+
+/* The checkpoint files of dir, newest first. A missing directory: none. */
+static erase_status_t list_dir(const char *dir, entry_t **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return ERASE_OK;
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot list the checkpoint directory: %s", dir, strerror(errno));
+    }
+    entry_t *list = NULL;
+    int count = 0, cap = 0;
+    erase_status_t st = ERASE_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t step = erase_ckpt_name_step(e->d_name);
+        if (step < 0)
+            continue;
+        if (count == cap) {
+            cap = cap ? 2 * cap : 16;
+            entry_t *grown = realloc(list, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory listing checkpoints", dir);
+                break;
+            }
+            list = grown;
+        }
+        if (!(list[count].name = strdup(e->d_name))) {
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory listing checkpoints", dir);
+            break;
+        }
+        list[count++].step = step;
+    }
+    closedir(d);
+    if (st != ERASE_OK) {
+        for (int i = 0; i < count; i++)
+            free(list[i].name);
+        free(list);
+        return st;
+    }
+    if (count > 1)
+        qsort(list, (size_t)count, sizeof *list, entry_newest_first);
+    *out = list;
+    *n = count;
+    return ERASE_OK;
+}
+
+static void free_list(entry_t *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(list[i].name);
+    free(list);
+}
+
+/* Keep the `keep` newest checkpoints of steps <= step; remove stale
+ * temporary files. Returns how many checkpoints were removed. */
+static int prune(const char *dir, int64_t step, int keep)
+{
+    entry_t *list;
+    int n, removed = 0;
+    if (list_dir(dir, &list, &n) != ERASE_OK) {
+        erase_error_clear(); /* pruning is best effort: the checkpoint is published */
+        return 0;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (list[i].step > step)
+            continue;
+        if (kept < keep) {
+            kept++;
+            continue;
+        }
+        char path[ERASE_CKPT_PATH_MAX];
+        if (join(path, dir, list[i].name) == 0 && unlink(path) == 0)
+            removed++;
+    }
+    free_list(list, n);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char path[ERASE_CKPT_PATH_MAX];
+            if (is_temp_name(e->d_name) && join(path, dir, e->d_name) == 0)
+                unlink(path);
+        }
+        closedir(d);
+    }
+    return removed;
+}
+
+erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n)
+{
+    *paths = NULL;
+    *n = 0;
+    entry_t *list;
+    int count;
+    ERASE_CHECK(list_dir(dir, &list, &count));
+    char latest[ERASE_CKPT_PATH_MAX], name[256] = "";
+    if (join(latest, dir, "latest") == 0) {
+        FILE *f = fopen(latest, "r");
+        if (f) {
+            if (fgets(name, sizeof name, f)) {
+                name[strcspn(name, "\r\n")] = '\0';
+                if (strchr(name, '/') || erase_ckpt_name_step(name) < 0)
+                    name[0] = '\0'; /* not a name we wrote: ignore it */
+            } else {
+                name[0] = '\0';
+            }
+            fclose(f);
+        }
+    }
+    int have_latest = 0;
+    for (int i = 0; name[0] && i < count; i++)
+        have_latest |= !strcmp(list[i].name, name);
+    char **out = calloc((size_t)count + 1, sizeof *out);
+    erase_status_t st = out ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
+    int k = 0;
+    for (int i = -1; st == ERASE_OK && i < count; i++) {
+        const char *pick = i < 0 ? (have_latest ? name : NULL) : list[i].name;
+        if (!pick || (i >= 0 && have_latest && !strcmp(pick, name)))
+            continue;
+        char path[ERASE_CKPT_PATH_MAX];
+        if (join(path, dir, pick) != 0)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s/%s: path too long", dir, pick);
+        else if (!(out[k] = strdup(path)))
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
+        else
+            k++;
+    }
+    free_list(list, count);
+    if (st != ERASE_OK) {
+        erase_ckpt_candidates_free(out, k);
+        return st;
+    }
+    *paths = out;
+    *n = k;
+    return ERASE_OK;
+}
+
+void erase_ckpt_candidates_free(char **paths, int n)
+{
+    if (!paths)
+        return;
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+/* ---- writing ----------------------------------------------------------------- */
+
+/* A tensor name: components of [A-Za-z0-9_.-], separated by single '/'. */
+static int valid_name(const char *name)
+{
+    if (!name[0] || name[0] == '/' || strlen(name) >= ERASE_CKPT_NAME_MAX - 32)
+        return 0;
+    const char *prev = "/";
+    for (const char *p = name; *p; prev = p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                 c == '-' || c == '.' || c == '/';
+        if (!ok || (c == '/' && *prev == '/'))
+            return 0;
+    }
+    return *prev != '/';
+}
+
+static void shape_text(int ndim, const int64_t *dims, char *text, size_t size)
+{
+    if (ndim == 2)
+        snprintf(text, size, "[%" PRId64 ", %" PRId64 "]", dims[0], dims[1]);
+    else
+        snprintf(text, size, "[%" PRId64 "]", dims[0]);
+}
+
+static int attr_write_scalar(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = s >= 0 ? H5Acreate2(loc, name, file_type, s, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    int rc = a >= 0 && H5Awrite(a, mem_type, value) >= 0 ? 0 : -1;
+    if (rc)
+        erase_h5_remember();
+    if (a >= 0)
+        H5Aclose(a);
+    if (s >= 0)
+        H5Sclose(s);
+    return rc;
+}
+
+typedef struct {
+    hid_t file;
+    const char *temp;    /* for messages */
+    FILE *index;         /* the /index text */
+    hid_t lcpl;          /* creates intermediate groups */
+} writer_t;
+
+/* Write one dataset with its shape, meaning and checksum attributes and
+ * its /index line; the lock is held. */
+static erase_status_t write_dataset(writer_t *w, const char *path, hid_t file_type, hid_t mem_type,
+                                    int ndim, const int64_t *dims, const void *data, size_t elem,
+                                    const char *meaning, const uint64_t *sum)
+{
+    hsize_t hd[2] = { (hsize_t)dims[0], ndim == 2 ? (hsize_t)dims[1] : 1 };
+    size_t bytes = elem * (size_t)hd[0] * (size_t)hd[1];
+    uint64_t h = sum ? *sum : erase_ckpt_fnv1a64(data, bytes);
+    char shape[64], type[32];
+    shape_text(ndim, dims, shape, sizeof shape);
+    hid_t sp = H5Screate_simple(ndim, hd, NULL);
+    hid_t d = sp >= 0 ? H5Dcreate2(w->file, path, file_type, sp, w->lcpl, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    int ok = d >= 0 && (bytes == 0 || H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
+    if (!ok)
+        erase_h5_remember();
+    ok = ok && erase_h5_attr_write_string(d, "shape", shape) == 0 &&
+         erase_h5_attr_write_string(d, "meaning", meaning ? meaning : "") == 0 &&
+         attr_write_scalar(d, "fnv1a64", H5T_STD_U64LE, H5T_NATIVE_UINT64, &h) == 0;
+    if (ok)
+        erase_h5_type_name(file_type, type, sizeof type);
+    if (d >= 0)
+        H5Dclose(d);
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (!ok) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot write: %s", w->temp, path,
+                           erase_h5_detail(detail, sizeof detail));
+    }
+    fprintf(w->index, "%s %s %s %016" PRIx64 "\n", path, type, shape, h);
+    return ERASE_OK;
+}
+
+static erase_status_t write_tensors(writer_t *w, const char *group, const erase_ckpt_tensor_t *t, int n,
+                                    const uint64_t *sums)
+{
+    for (int i = 0; i < n; i++) {
+        char path[ERASE_CKPT_NAME_MAX + 16];
+        snprintf(path, sizeof path, "/%s/%s", group, t[i].name);
+        ERASE_CHECK(write_dataset(w, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t[i].ndim, t[i].dims, t[i].data,
+                                  sizeof(float), t[i].meaning, sums ? &sums[i] : NULL));
+    }
+    return ERASE_OK;
+}
+
+static const char *nz(const char *s) { return s ? s : ""; }
+
+/* /meta and its attributes; the lock is held. Returns the failing name or NULL. */
+static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
+{
+    hid_t g = H5Gcreate2(file, "/meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) {
+        erase_h5_remember();
+        return "/meta";
+    }
+    char created[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    const char *bad = NULL;
+    if (erase_h5_attr_write_int64(g, "step", m->step)) bad = "step";
+    else if (erase_h5_attr_write_int64(g, "samples_seen", m->samples_seen)) bad = "samples_seen";
+    else if (erase_h5_attr_write_int64(g, "epoch", m->epoch)) bad = "epoch";
+    else if (erase_h5_attr_write_int64(g, "global_batch", m->global_batch)) bad = "global_batch";
+    else if (erase_h5_attr_write_int64(g, "world_size", m->world_size)) bad = "world_size";
+    else if (erase_h5_attr_write_int64(g, "dp_size", m->dp_size)) bad = "dp_size";
+    else if (erase_h5_attr_write_int64(g, "pp_size", m->pp_size)) bad = "pp_size";
+    else if (erase_h5_attr_write_string(g, "pp_layout", nz(m->pp_layout))) bad = "pp_layout";
+    else if (erase_h5_attr_write_string(g, "schedule", nz(m->schedule))) bad = "schedule";
+    else if (erase_h5_attr_write_string(g, "dense_optimizer", nz(m->dense_optimizer))) bad = "dense_optimizer";
+    else if (erase_h5_attr_write_string(g, "embedding_optimizer", nz(m->embedding_optimizer))) bad = "embedding_optimizer";
+    else if (attr_write_scalar(g, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &m->seed)) bad = "seed";
+    else if (erase_h5_attr_write_string(g, "model", nz(m->model))) bad = "model";
+    else if (erase_h5_attr_write_string(g, "options", nz(m->options))) bad = "options";
+    else if (erase_h5_attr_write_string(g, "version", PACKAGE_NAME " " PACKAGE_VERSION)) bad = "version";
+    else if (erase_h5_attr_write_string(g, "created", created)) bad = "created";
+    H5Gclose(g);
+    return bad;
+}
+
+/* Everything but the `format` attribute; the lock is held. */
+static erase_status_t write_body(writer_t *w, const erase_ckpt_meta_t *m, const erase_ckpt_tensor_t *params,
+                                 int np, const erase_ckpt_tensor_t *optim, int no,
+                                 const erase_ckpt_rank_t *ranks, int nranks, const uint64_t *sums,
+                                 int sleep_ms)
+{
+    char detail[256];
+    if (erase_h5_attr_write_string(w->file, "description", description))
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: attribute description: cannot write: %s", w->temp,
+                           erase_h5_detail(detail, sizeof detail));
+    const char *bad = write_meta(w->file, m);
+    if (bad)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: /meta attribute %s: cannot write: %s", w->temp, bad,
+                           erase_h5_detail(detail, sizeof detail));
+    ERASE_CHECK(write_tensors(w, "params", params, np, sums));
+    if (sleep_ms > 0) {
+        erase_h5_leave(); /* let other HDF5 users (the data reader) run meanwhile */
+        usleep((useconds_t)sleep_ms * 1000);
+        erase_h5_enter();
+    }
+    hid_t g = H5Gcreate2(w->file, "/optim", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int ok = g >= 0 && erase_h5_attr_write_int64(g, "step", m->clock_step) == 0 &&
+             attr_write_scalar(g, "lr", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, &m->clock_lr) == 0 &&
+             erase_h5_attr_write_string(g, "meaning", "optimizer clock: step = updates applied, lr = learning "
+                                                      "rate of the last update; below: state slots per parameter") == 0;
+    if (!ok)
+        erase_h5_remember();
+    if (g >= 0)
+        H5Gclose(g);
+    if (!ok)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: group /optim: cannot write the clock: %s", w->temp,
+                           erase_h5_detail(detail, sizeof detail));
+    ERASE_CHECK(write_tensors(w, "optim", optim, no, sums ? sums + np : NULL));
+    for (int r = 0; r < nranks; r++) {
+        char path[64];
+        snprintf(path, sizeof path, "/rng/%d", r);
+        int64_t dims[1] = { 2 };
+        ERASE_CHECK(write_dataset(w, path, H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, dims, ranks[r].rng, 8,
+                                  "random-number state words of this rank: {seed, draws}; erase draws "
+                                  "random numbers only as pure functions of (seed, epoch, block), so draws is 0",
+                                  NULL));
+    }
+    int64_t cursor[2] = { m->epoch, m->epoch_samples }, cdims[1] = { 2 };
+    ERASE_CHECK(write_dataset(w, "/data/cursor", H5T_STD_I64LE, H5T_NATIVE_INT64, 1, cdims, cursor, 8,
+                              "data cursor {epoch, samples of that epoch delivered over all ranks}: the "
+                              "next step starts at that position of the epoch's global sample order",
+                              NULL));
+    int64_t *rc = malloc(sizeof(int64_t) * 2 * (size_t)(nranks > 0 ? nranks : 1));
+    if (!rc)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->temp);
+    for (int r = 0; r < nranks; r++) {
+        rc[2 * r] = ranks[r].epoch;
+        rc[2 * r + 1] = ranks[r].samples;
+    }
+    int64_t rdims[2] = { nranks, 2 };
+    erase_status_t st = write_dataset(w, "/data/rank_cursors", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, rdims, rc, 8,
+                                      "row r: the data cursor {epoch, samples} rank r reported", NULL);
+    free(rc);
+    ERASE_CHECK(st);
+    return ERASE_OK;
+}
+
+/* Write the /index text as a scalar string dataset and its checksum as a
+ * root attribute; the lock is held. */
+static erase_status_t write_index(writer_t *w, const char *text, size_t len)
+{
+    uint64_t h = erase_ckpt_fnv1a64(text, len);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    int ok = t >= 0 && H5Tset_size(t, len + 1) >= 0 && H5Tset_strpad(t, H5T_STR_NULLTERM) >= 0;
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t d = ok && s >= 0 ? H5Dcreate2(w->file, "/index", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    ok = d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) >= 0 &&
+         erase_h5_attr_write_string(d, "meaning", "every dataset of this file: path, type, shape, FNV-1a 64 "
+                                                  "of its bytes (little-endian), hex") == 0 &&
+         attr_write_scalar(w->file, "index_fnv1a64", H5T_STD_U64LE, H5T_NATIVE_UINT64, &h) == 0;
+    if (!ok)
+        erase_h5_remember();
+    if (d >= 0)
+        H5Dclose(d);
+    if (s >= 0)
+        H5Sclose(s);
+    if (t >= 0)
+        H5Tclose(t);
+    if (!ok) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset /index: cannot write: %s", w->temp,
+                           erase_h5_detail(detail, sizeof detail));
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t check_tensors(const char *what, const erase_ckpt_tensor_t *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!valid_name(t[i].name))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s tensor %d: bad name '%s' (components of "
+                               "[A-Za-z0-9_.-] separated by '/')", what, i, t[i].name);
+        if ((t[i].ndim != 1 && t[i].ndim != 2) || t[i].dims[0] < 0 || (t[i].ndim == 2 && t[i].dims[1] < 0))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: bad shape", what, t[i].name);
+        if (!t[i].data && erase_ckpt_tensor_numel(&t[i]) > 0)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: no data", what, t[i].name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(t[i].name, t[j].name))
+                return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: written twice", what, t[i].name);
+    }
+    return ERASE_OK;
+}
+
+static int debug_sleep_ms(void)
+{
+    const char *e = getenv("ERASE_DEBUG_CKPT_SLEEP_MS");
+    return e ? atoi(e) : 0;
+}
+
+erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
+                                const erase_ckpt_tensor_t *params, int np,
+                                const erase_ckpt_tensor_t *optim, int no,
+                                const erase_ckpt_rank_t *ranks, int nranks,
+                                const uint64_t *sums, int keep, erase_ckpt_report_t *report)
+{
+    double t0 = erase_now_s();
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (keep < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
+    if (meta->step < 0 || np < 0 || no < 0 || nranks < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative step or count");
+    ERASE_CHECK(check_tensors("params", params, np));
+    ERASE_CHECK(check_tensors("optim", optim, no));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
+    char name[64], temp_name[80], path[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX], latest[ERASE_CKPT_PATH_MAX];
+    snprintf(name, sizeof name, "ckpt-%" PRId64 ".h5", meta->step);
+    snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
+    if (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
+
+    char *index = NULL;
+    size_t index_len = 0;
+    writer_t w = { .file = -1, .temp = temp, .index = open_memstream(&index, &index_len), .lcpl = -1 };
+    if (!w.index)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp);
+    erase_status_t st = ERASE_OK;
+    char detail[256];
+    erase_h5_enter();
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* the 1.8 format: checksummed superblock and object headers; any size of attribute */
+    if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot set up HDF5 file access: %s", temp,
+                         erase_h5_detail(detail, sizeof detail));
+    if (st == ERASE_OK && (w.lcpl = H5Pcreate(H5P_LINK_CREATE)) >= 0)
+        H5Pset_create_intermediate_group(w.lcpl, 1);
+    if (st == ERASE_OK && (w.file = H5Fcreate(temp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create: %s", temp, erase_h5_detail(detail, sizeof detail));
+    if (st == ERASE_OK)
+        st = write_body(&w, meta, params, np, optim, no, ranks, nranks, sums, debug_sleep_ms());
+    if (st == ERASE_OK) {
+        fflush(w.index);
+        st = write_index(&w, index, index_len);
+    }
+    if (st == ERASE_OK && erase_h5_attr_write_string(w.file, "format", ERASE_CKPT_FORMAT))
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: attribute format: cannot write: %s", temp,
+                         erase_h5_detail(detail, sizeof detail));
+    if (st == ERASE_OK && H5Fflush(w.file, H5F_SCOPE_GLOBAL) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: flush failed: %s", temp, erase_h5_detail(detail, sizeof detail));
+    if (w.file >= 0 && H5Fclose(w.file) < 0 && st == ERASE_OK)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: close failed: %s", temp, erase_h5_detail(detail, sizeof detail));
+    if (w.lcpl >= 0)
+        H5Pclose(w.lcpl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    erase_h5_leave();
+    fclose(w.index);
+    free(index);
+    if (st == ERASE_OK && fsync_path(temp, 0) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", temp, strerror(errno));
+    if (st == ERASE_OK && rename(temp, path) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
+    if (st != ERASE_OK) {
+        unlink(temp);
+        erase_error_trail(__FILE__, __LINE__);
+        return st;
+    }
+    if (fsync_path(dir, 1) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the checkpoint directory failed: %s", dir, strerror(errno));
+    char line[80];
+    snprintf(line, sizeof line, "%s\n", name);
+    ERASE_CHECK(erase_write_file_atomic(latest, line, strlen(line)));
+    int removed = prune(dir, meta->step, keep);
+    if (report) {
+        struct stat sb;
+        snprintf(report->path, sizeof report->path, "%s", path);
+        report->bytes = stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+        report->seconds = erase_now_s() - t0;
+        report->mb_per_s = report->seconds > 0 ? (double)report->bytes / report->seconds / 1e6 : 0;
+        report->removed = removed;
+    }
+    return ERASE_OK;
+}
+
+/* ---- reading ----------------------------------------------------------------- */
+
+struct erase_ckpt {
+    char *path;
+    erase_ckpt_meta_t meta;
+    char *text[9];                     /* owned strings of meta */
+    erase_ckpt_tensor_t *t[2];         /* params, optim */
+    int n[2], cap[2];
+    erase_ckpt_rank_t *ranks;
+    int nranks;
+};
+
+const char *erase_ckpt_path(const erase_ckpt_t *ck) { return ck->path; }
+const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck) { return &ck->meta; }
+int erase_ckpt_count(const erase_ckpt_t *ck, erase_ckpt_group_t g) { return ck->n[g]; }
+int erase_ckpt_ranks(const erase_ckpt_t *ck) { return ck->nranks; }
+
+const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i)
+{
+    return i >= 0 && i < ck->n[g] ? &ck->t[g][i] : NULL;
+}
+
+const erase_ckpt_tensor_t *erase_ckpt_find(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *name)
+{
+    for (int i = 0; i < ck->n[g]; i++)
+        if (!strcmp(ck->t[g][i].name, name))
+            return &ck->t[g][i];
+    return NULL;
+}
+
+const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r)
+{
+    return r >= 0 && r < ck->nranks ? &ck->ranks[r] : NULL;
+}
+
+void erase_ckpt_close(erase_ckpt_t *ck)
+{
+    if (!ck)
+        return;
+    for (int g = 0; g < 2; g++) {
+        for (int i = 0; i < ck->n[g]; i++)
+            free(ck->t[g][i].data);
+        free(ck->t[g]);
+    }
+    for (size_t i = 0; i < sizeof ck->text / sizeof ck->text[0]; i++)
+        free(ck->text[i]);
+    free(ck->ranks);
+    free(ck->path);
+    free(ck);
+}
+
+/* A string attribute of any length (malloc'ed), or NULL when missing or not
+ * a scalar string; the lock is held. */
+static char *read_string_attr(hid_t loc, const char *name)
+{
+    if (H5Aexists(loc, name) <= 0)
+        return NULL;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0)
+        return NULL;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    char *out = NULL;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING && H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        if (H5Tis_variable_str(t) > 0) {
+            char *v = NULL;
+            H5Tset_size(mt, H5T_VARIABLE);
+            if (H5Aread(a, mt, &v) >= 0)
+                out = strdup(v ? v : "");
+            if (v)
+                H5free_memory(v);
+        } else {
+            size_t n = H5Tget_size(t);
+            out = calloc(n + 2, 1);
+            H5Tset_size(mt, n + 1);
+            H5Tset_strpad(mt, H5T_STR_NULLTERM);
+            if (out && H5Aread(a, mt, out) < 0) {
+                free(out);
+                out = NULL;
+            }
+        }
+        H5Tclose(mt);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    H5Aclose(a);
+    return out;
+}
+
+/* A scalar numeric attribute converted to mem_type; 0 or -1. */
+static int read_scalar_attr(hid_t loc, const char *name, hid_t mem_type, void *value)
+{
+    if (H5Aexists(loc, name) <= 0)
+        return -1;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0)
+        return -1;
+    hid_t sp = H5Aget_space(a), t = H5Aget_type(a);
+    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    int rc = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1 && (c == H5T_INTEGER || c == H5T_FLOAT) &&
+                     H5Aread(a, mem_type, value) >= 0
+                 ? 0
+                 : -1;
+    if (t >= 0)
+        H5Tclose(t);
+    if (sp >= 0)
+        H5Sclose(sp);
+    H5Aclose(a);
+    return rc;
+}
+
+/* The /index text (malloc'ed) or NULL; the lock is held. */
+static char *read_index(hid_t file)
+{
+    if (H5Lexists(file, "/index", H5P_DEFAULT) <= 0)
+        return NULL;
+    hid_t d = H5Dopen2(file, "/index", H5P_DEFAULT);
+    if (d < 0)
+        return NULL;
+    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+    char *out = NULL;
+    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
+        H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
+        size_t n = H5Tget_size(t);
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, n + 1);
+        H5Tset_strpad(mt, H5T_STR_NULLTERM);
+        out = calloc(n + 2, 1);
+        if (out && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+            erase_h5_remember();
+            free(out);
+            out = NULL;
+        }
+        H5Tclose(mt);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    H5Dclose(d);
+    return out;
+}
+
+static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int ndim, const int64_t *dims,
+                                 float *data)
+{
+    if (ck->n[g] == ck->cap[g]) {
+        int cap = ck->cap[g] ? 2 * ck->cap[g] : 64;
+        erase_ckpt_tensor_t *grown = realloc(ck->t[g], (size_t)cap * sizeof *grown);
+        if (!grown)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
+        ck->t[g] = grown;
+        ck->cap[g] = cap;
+    }
+    erase_ckpt_tensor_t *t = &ck->t[g][ck->n[g]++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->ndim = ndim;
+    t->dims[0] = dims[0];
+    t->dims[1] = ndim == 2 ? dims[1] : 1;
+    t->data = data;
+    return ERASE_OK;
+}
+
+/* Parse "[a]" or "[a, b]". */
+static int parse_shape(const char *s, int *ndim, int64_t *dims)
+{
+    long long a, b;
+    char end;
+    if (sscanf(s, "[%lld, %lld%c", &a, &b, &end) == 3 && end == ']' && a >= 0 && b >= 0) {
+        *ndim = 2;
+        dims[0] = a;
+        dims[1] = b;
+        return 0;
+    }
+    if (sscanf(s, "[%lld%c", &a, &end) == 2 && end == ']' && a >= 0) {
+        *ndim = 1;
+        dims[0] = a;
+        dims[1] = 1;
+        return 0;
+    }
+    return -1;
+}
+
+/* Read and verify one dataset listed in /index; the lock is held. *data is
+ * malloc'ed (elem-byte elements). */
+static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
+                                   int ndim, const int64_t *dims, uint64_t sum, void **data)
+{
+    *data = NULL;
+    hid_t mem_type, want_class;
+    size_t elem;
+    if (!strcmp(type, "float32")) {
+        mem_type = H5T_NATIVE_FLOAT, want_class = H5T_FLOAT, elem = 4;
+    } else if (!strcmp(type, "int64")) {
+        mem_type = H5T_NATIVE_INT64, want_class = H5T_INTEGER, elem = 8;
+    } else if (!strcmp(type, "uint64")) {
+        mem_type = H5T_NATIVE_UINT64, want_class = H5T_INTEGER, elem = 8;
+    } else {
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: dataset %s has type %s (float32, int64 or uint64 "
+                           "expected)", ck->path, path, type);
+    }
+    if (H5Lexists(file, path, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s is missing (listed in /index)", ck->path, path);
+    }
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    if (d < 0) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot open: %s", ck->path, path,
+                           erase_h5_detail(detail, sizeof detail));
+    }
+    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+    hsize_t hd[2] = { 0, 0 };
+    int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (rank == ndim)
+        H5Sget_simple_extent_dims(sp, hd, NULL);
+    char got[32] = "?";
+    if (t >= 0)
+        erase_h5_type_name(t, got, sizeof got);
+    erase_status_t st = ERASE_OK;
+    if (t < 0 || H5Tget_class(t) != want_class || H5Tget_size(t) != elem || strcmp(got, type))
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: type %s, /index says %s", ck->path, path, got, type);
+    else if (rank != ndim || (int64_t)hd[0] != dims[0] || (ndim == 2 && (int64_t)hd[1] != dims[1])) {
+        char want[64], have[64];
+        shape_text(ndim, dims, want, sizeof want);
+        int64_t hv[2] = { (int64_t)hd[0], (int64_t)hd[1] };
+        if (rank == 1 || rank == 2)
+            shape_text(rank, hv, have, sizeof have);
+        else
+            snprintf(have, sizeof have, "rank %d", rank);
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: shape %s, /index says %s", ck->path, path, have, want);
+    }
+    size_t count = (size_t)dims[0] * (size_t)(ndim == 2 ? dims[1] : 1);
+    void *buf = NULL;
+    if (st == ERASE_OK && !(buf = malloc(count * elem + 1)))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, count * elem);
+    if (st == ERASE_OK && count > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        char detail[256];
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot read: %s", ck->path, path,
+                         erase_h5_detail(detail, sizeof detail));
+    }
+    if (st == ERASE_OK) {
+        uint64_t h = erase_ckpt_fnv1a64(buf, count * elem), attr = 0;
+        if (h != sum)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
+                             "stored %016" PRIx64 " (damaged data)", ck->path, path, h, sum);
+        else if (read_scalar_attr(d, "fnv1a64", H5T_NATIVE_UINT64, &attr) != 0 || attr != sum)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: attribute fnv1a64 missing or not the checksum "
+                             "in /index", ck->path, path);
+    }
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    H5Dclose(d);
+    if (st != ERASE_OK) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    return ERASE_OK;
+}
+
+/* One /index line: path type shape sum. */
+static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_t *cursor, int *have_cursor,
+                                int64_t **rank_cursors, int64_t *rank_cursor_rows)
+{
+    char path[ERASE_CKPT_NAME_MAX + 16], type[32], shape[64];
+    unsigned long long sum;
+    char *sp1 = strchr(line, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    char *sp3 = sp2 ? strrchr(sp2 + 1, ' ') : NULL;
+    if (!sp1 || !sp2 || !sp3 || (size_t)(sp1 - line) >= sizeof path || (size_t)(sp2 - sp1 - 1) >= sizeof type ||
+        (size_t)(sp3 - sp2 - 1) >= sizeof shape)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: bad line '%s'", ck->path, line);
+    snprintf(path, sizeof path, "%.*s", (int)(sp1 - line), line);
+    snprintf(type, sizeof type, "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
+    snprintf(shape, sizeof shape, "%.*s", (int)(sp3 - sp2 - 1), sp2 + 1);
+    char *end;
+    errno = 0;
+    sum = strtoull(sp3 + 1, &end, 16);
+    int ndim;
+    int64_t dims[2];
+    if (errno || *end || end == sp3 + 1 || parse_shape(shape, &ndim, dims) != 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: bad line '%s'", ck->path, line);
+    void *data;
+    ERASE_CHECK(read_dataset(ck, file, path, type, ndim, dims, (uint64_t)sum, &data));
+    erase_status_t st = ERASE_OK;
+    if (!strncmp(path, "/params/", 8) || !strncmp(path, "/optim/", 7)) {
+        int g = path[1] == 'p' ? ERASE_CKPT_PARAMS : ERASE_CKPT_OPTIM;
+        if (strcmp(type, "float32"))
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: type %s, float32 expected", ck->path, path, type);
+        else
+            st = add_tensor(ck, g, path + (g == ERASE_CKPT_PARAMS ? 8 : 7), ndim, dims, data);
+        if (st == ERASE_OK)
+            return ERASE_OK;
+    } else if (!strncmp(path, "/rng/", 5)) {
+        char *e;
+        long r = strtol(path + 5, &e, 10);
+        if (*e || e == path + 5 || r < 0 || r > 1000000 || strcmp(type, "uint64") || ndim != 1 || dims[0] != 2)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected /rng/<rank> uint64 [2]", ck->path, path);
+        if (st == ERASE_OK && r >= ck->nranks) {
+            erase_ckpt_rank_t *grown = realloc(ck->ranks, (size_t)(r + 1) * sizeof *grown);
+            if (!grown)
+                st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
+            else {
+                memset(grown + ck->nranks, 0, (size_t)(r + 1 - ck->nranks) * sizeof *grown);
+                ck->ranks = grown;
+                ck->nranks = (int)r + 1;
+            }
+        }
+        if (st == ERASE_OK)
+            memcpy(ck->ranks[r].rng, data, 2 * sizeof(uint64_t));
+    } else if (!strcmp(path, "/data/cursor")) {
+        if (strcmp(type, "int64") || ndim != 1 || dims[0] != 2)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected int64 [2]", ck->path, path);
+        else {
+            memcpy(cursor, data, 2 * sizeof(int64_t));
+            *have_cursor = 1;
+        }
+    } else if (!strcmp(path, "/data/rank_cursors")) {
+        if (strcmp(type, "int64") || ndim != 2 || dims[1] != 2)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected int64 [ranks, 2]", ck->path, path);
+        else {
+            free(*rank_cursors);
+            *rank_cursors = data;
+            *rank_cursor_rows = dims[0];
+            return ERASE_OK;
+        }
+    } /* other datasets (later versions) are verified and ignored */
+    free(data);
+    return st;
+}
+
+/* /meta's attributes into ck->meta; the lock is held. */
+static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
+{
+    if (H5Lexists(file, "/meta", H5P_DEFAULT) <= 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /meta is missing", ck->path);
+    hid_t g = H5Gopen2(file, "/meta", H5P_DEFAULT);
+    if (g < 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /meta: cannot open", ck->path);
+    static const char *const ints[] = { "step", "samples_seen", "epoch", "global_batch", "world_size", "dp_size",
+                                        "pp_size" };
+    int64_t v[7];
+    static const char *const strs[] = { "pp_layout", "schedule", "dense_optimizer", "embedding_optimizer",
+                                        "model", "options", "version", "created" };
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; st == ERASE_OK && i < 7; i++)
+        if (read_scalar_attr(g, ints[i], H5T_NATIVE_INT64, &v[i]) != 0)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute %s is missing or not an integer", ck->path, ints[i]);
+    for (int i = 0; st == ERASE_OK && i < 8; i++)
+        if (!(ck->text[i] = read_string_attr(g, strs[i])))
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute %s is missing or not a string", ck->path, strs[i]);
+    if (st == ERASE_OK && read_scalar_attr(g, "seed", H5T_NATIVE_UINT64, &ck->meta.seed) != 0)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute seed is missing", ck->path);
+    H5Gclose(g);
+    if (st != ERASE_OK)
+        return st;
+    erase_ckpt_meta_t *m = &ck->meta;
+    m->step = v[0], m->samples_seen = v[1], m->epoch = v[2], m->global_batch = v[3];
+    m->world_size = (int)v[4], m->dp_size = (int)v[5], m->pp_size = (int)v[6];
+    m->pp_layout = ck->text[0], m->schedule = ck->text[1], m->dense_optimizer = ck->text[2];
+    m->embedding_optimizer = ck->text[3], m->model = ck->text[4], m->options = ck->text[5];
+    m->version = ck->text[6], m->created = ck->text[7];
+    if (H5Lexists(file, "/optim", H5P_DEFAULT) <= 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /optim is missing", ck->path);
+    hid_t o = H5Gopen2(file, "/optim", H5P_DEFAULT);
+    if (o < 0 || read_scalar_attr(o, "step", H5T_NATIVE_INT64, &m->clock_step) != 0 ||
+        read_scalar_attr(o, "lr", H5T_NATIVE_FLOAT, &m->clock_lr) != 0)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /optim: the clock attributes step and lr are missing", ck->path);
+    if (o >= 0)
+        H5Gclose(o);
+    return st;
+}
+
+/* Everything of an open file; the lock is held. */
+static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
+{
+    char format[64];
+    int rc = erase_h5_attr_read_string(file, "format", format, sizeof format);
+    if (rc == 1)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no format attribute: not an erase checkpoint, or not "
+                           "completely written", ck->path);
+    if (rc != 0 || strcmp(format, ERASE_CKPT_FORMAT))
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: format '%s', expected '%s'", ck->path, format, ERASE_CKPT_FORMAT);
+    char *index = read_index(file);
+    if (!index) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /index is missing or unreadable%s%s", ck->path,
+                           erase_h5_detail(detail, sizeof detail)[0] ? ": " : "", detail);
+    }
+    uint64_t want = 0;
+    erase_status_t st = ERASE_OK;
+    if (read_scalar_attr(file, "index_fnv1a64", H5T_NATIVE_UINT64, &want) != 0)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute index_fnv1a64 is missing", ck->path);
+    else if (erase_ckpt_fnv1a64(index, strlen(index)) != want)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /index: checksum does not match (damaged)", ck->path);
+    int64_t cursor[2] = { 0, 0 }, *rank_cursors = NULL, rows = 0;
+    int have_cursor = 0;
+    for (char *line = index, *next; st == ERASE_OK && line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (*line)
+            st = load_line(ck, file, line, cursor, &have_cursor, &rank_cursors, &rows);
+    }
+    free(index);
+    if (st == ERASE_OK)
+        st = read_meta(ck, file);
+    if (st == ERASE_OK && !have_cursor)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /data/cursor is missing", ck->path);
+    if (st == ERASE_OK && rank_cursors && rows != ck->nranks)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /data/rank_cursors has %" PRId64 " rows, /rng %d ranks", ck->path,
+                         rows, ck->nranks);
+    if (st == ERASE_OK && !ck->n[ERASE_CKPT_PARAMS])
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no parameters under /params", ck->path);
+    for (int r = 0; st == ERASE_OK && rank_cursors && r < ck->nranks; r++) {
+        ck->ranks[r].epoch = rank_cursors[2 * r];
+        ck->ranks[r].samples = rank_cursors[2 * r + 1];
+    }
+    free(rank_cursors);
+    if (st == ERASE_OK) {
+        if (cursor[0] != ck->meta.epoch)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /data/cursor epoch %" PRId64 ", /meta epoch %" PRId64, ck->path,
+                             cursor[0], ck->meta.epoch);
+        ck->meta.epoch_samples = cursor[1];
+    }
+    return st;
+}
+
+erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
+{
+    *out = NULL;
+    if (access(path, R_OK) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    erase_ckpt_t *ck = calloc(1, sizeof *ck);
+    if (!ck || !(ck->path = strdup(path))) {
+        free(ck);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
+    }
+    erase_status_t st;
+    erase_h5_enter();
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+        char detail[256];
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 (truncated or not a checkpoint): %s", path,
+                         erase_h5_detail(detail, sizeof detail));
+    } else {
+        st = load_file(ck, file);
+        H5Fclose(file);
+    }
+    erase_h5_leave();
+    if (st != ERASE_OK) {
+        erase_ckpt_close(ck);
+        return st;
+    }
+    *out = ck;
+    return ERASE_OK;
+}
+
+erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                               int n, const char *what)
+{
+    const char *group = g == ERASE_CKPT_PARAMS ? "params" : "optim";
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&msg, &len);
+    if (!m)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
+    int diffs = 0;
+    for (int i = 0; i < n; i++) {
+        const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
+        char a[64], b[64];
+        shape_text(want[i].ndim, want[i].dims, b, sizeof b);
+        if (!t) {
+            if (diffs++ < 20)
+                fprintf(m, "%s%s/%s %s: not in the checkpoint", diffs > 1 ? "; " : "", group, want[i].name, b);
+            continue;
+        }
+        shape_text(t->ndim, t->dims, a, sizeof a);
+        if (strcmp(a, b) && diffs++ < 20)
+            fprintf(m, "%s%s/%s: %s in the checkpoint, %s in this run", diffs > 1 ? "; " : "", group,
+                    want[i].name, a, b);
+    }
+    for (int i = 0; i < ck->n[g]; i++) {
+        int found = 0;
+        for (int j = 0; !found && j < n; j++)
+            found = !strcmp(ck->t[g][i].name, want[j].name);
+        char a[64];
+        shape_text(ck->t[g][i].ndim, ck->t[g][i].dims, a, sizeof a);
+        if (!found && diffs++ < 20)
+            fprintf(m, "%s%s/%s %s: only in the checkpoint", diffs > 1 ? "; " : "", group, ck->t[g][i].name, a);
+    }
+    if (diffs > 20)
+        fprintf(m, "; and %d more", diffs - 20);
+    fclose(m);
+    if (diffs) {
+        erase_status_t st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: %s differs from the checkpoint's (%d difference%s): %s",
+                                        ck->path, what, diffs, diffs == 1 ? "" : "s", msg);
+        free(msg);
+        return st;
+    }
+    free(msg);
+    for (int i = 0; i < n; i++) {
+        const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
+        memcpy(want[i].data, t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
+    }
+    return ERASE_OK;
+}

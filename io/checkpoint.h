@@ -1,0 +1,205 @@
+/*
+ * Checkpoints (DESIGN.md, Data and files): one HDF5 file per checkpoint,
+ * format "erase-ckpt-1", written only by the caller that holds the whole
+ * state (rank 0 of erase-train) and published atomically.
+ *
+ * Layout (every dataset carries `shape`, `meaning` and `fnv1a64`
+ * attributes, so `h5dump -A FILE` shows what is there):
+ *
+ *   /                      format = "erase-ckpt-1" (written last), description
+ *   /meta                  attributes: step, samples_seen, epoch, global_batch,
+ *                          world_size, dp_size, pp_size, pp_layout, schedule,
+ *                          dense_optimizer, embedding_optimizer, seed, model
+ *                          (the model file text), options (the run options
+ *                          text), version (library), created (UTC)
+ *   /params/<block>/<path> float32 [rows, cols] or [rows]: the parameters
+ *                          (docs/models.md names), written once
+ *   /optim                 attributes step, lr: the optimizer clock (updates
+ *                          applied; the learning rate of the last one)
+ *   /optim/<block>/<path>/<slot>  float32: optimizer state of that parameter
+ *   /rng/<rank>            uint64 [2]: that rank's random-number state words
+ *   /data/cursor           int64 [2]: {epoch, samples of that epoch delivered}
+ *   /data/rank_cursors     int64 [ranks, 2]: the cursor every rank reported
+ *   /index                 string: one line per dataset above,
+ *                          "<path> <type> <shape> <fnv1a64 hex>"
+ *
+ * Integrity. fnv1a64 is FNV-1a (64 bit) over the dataset's bytes in
+ * little-endian order; the file is created with the HDF5 1.8+ format, whose
+ * metadata (superblock, object headers) HDF5 checksums itself. A file
+ * whose `format` is missing, whose /index names a dataset that is missing
+ * or has another shape, or whose data fails its checksum is damaged:
+ * erase_ckpt_open() fails with ERASE_ERR_FORMAT naming the file and the
+ * dataset; a file HDF5 cannot open (truncated, not HDF5) is ERASE_ERR_FORMAT
+ * too, with HDF5's reason.
+ *
+ * Publication (erase_ckpt_write). The file is written as
+ * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
+ * DIR/ckpt-<step>.h5, the directory fsynced; then DIR/latest (one line: the
+ * file name) is replaced the same way; then old checkpoints are removed.
+ * A crash at any instant leaves every earlier published checkpoint intact,
+ * and no file named ckpt-*.h5 is ever partly written.
+ */
+#ifndef ERASE_IO_CHECKPOINT_H
+#define ERASE_IO_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/core/status.h"
+
+#define ERASE_CKPT_FORMAT "erase-ckpt-1"
+#define ERASE_CKPT_NAME_MAX 160  /* tensor names, below /params or /optim */
+#define ERASE_CKPT_PATH_MAX 4096
+
+/* The two groups of tensors. */
+typedef enum { ERASE_CKPT_PARAMS = 0, ERASE_CKPT_OPTIM = 1 } erase_ckpt_group_t;
+
+/*
+ * One float32 tensor: `name` is its path below the group ("sub1/fc0/weight"
+ * in /params, "sub1/fc0/weight/exp_avg" in /optim; components separated by
+ * '/', no empty component). dims[0..ndim) (ndim 1 or 2) in elements. `data`
+ * is host memory of dims[0] * dims[1 if ndim 2] floats: the source when
+ * writing, the loaded values (owned by the checkpoint) when reading.
+ * `meaning` is a one-line description stored as an attribute (may be NULL).
+ */
+typedef struct {
+    char name[ERASE_CKPT_NAME_MAX];
+    int ndim;
+    int64_t dims[2];
+    float *data;
+    const char *meaning;
+} erase_ckpt_tensor_t;
+
+/* Elements of a tensor. */
+int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t);
+
+/* The state of one rank that is not replicated: its random-number state
+ * and its data cursor. */
+typedef struct {
+    uint64_t rng[2];         /* random-number state words (erase-train: {seed, 0}) */
+    int64_t epoch, samples;  /* data cursor: epoch, samples of it delivered (all ranks) */
+} erase_ckpt_rank_t;
+
+/*
+ * What a checkpoint says about the run. When writing, text fields are
+ * copied from the pointers; when reading, the checkpoint owns them (valid
+ * until erase_ckpt_close).
+ */
+typedef struct {
+    int64_t step;               /* training steps done (optimizer updates) */
+    int64_t samples_seen;       /* training samples consumed, over all ranks */
+    int64_t epoch;              /* current epoch (0-based) */
+    int64_t epoch_samples;      /* samples of `epoch` delivered (the data cursor) */
+    int64_t global_batch;       /* samples per step over all ranks when written */
+    int world_size, dp_size, pp_size;
+    const char *pp_layout;      /* which blocks each pipeline stage holds, e.g. "stage 0: blocks 0-6" */
+    const char *schedule;       /* early-backward mode and its settings */
+    const char *dense_optimizer, *embedding_optimizer;
+    uint64_t seed;
+    int64_t clock_step;         /* optimizer clock: updates applied */
+    float clock_lr;             /* optimizer clock: learning rate of the last update */
+    const char *model;          /* model file text (erase_model_config_format) */
+    const char *options;        /* run options text */
+    const char *version;        /* library that wrote it ("erase 0.1.0"); ignored when writing */
+    const char *created;        /* UTC time of writing; ignored when writing */
+} erase_ckpt_meta_t;
+
+/* What erase_ckpt_write did. */
+typedef struct {
+    char path[ERASE_CKPT_PATH_MAX]; /* the published file */
+    int64_t bytes;                  /* size of the file */
+    double seconds;                 /* from creating the temporary file to the pruning */
+    double mb_per_s;                /* bytes / seconds / 1e6 */
+    int removed;                    /* older checkpoints removed (keep) */
+} erase_ckpt_report_t;
+
+/* FNV-1a 64 of `bytes` bytes (offset basis 0xcbf29ce484222325, prime
+ * 0x100000001b3): the checksum stored with every dataset. */
+uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes);
+
+/*
+ * Write a checkpoint of meta->step into directory `dir` (created if
+ * missing, one level) and publish it as described above; then keep the
+ * `keep` newest checkpoints of steps <= meta->step (keep >= 1; newer ones,
+ * left by an earlier run, are not touched) and remove stale temporary
+ * files. params[np] and optim[no] are written under /params and /optim;
+ * ranks[nranks] under /rng/<r> and /data/rank_cursors; the data cursor is
+ * meta's (epoch, epoch_samples). `sums`, if not NULL, holds the
+ * precomputed fnv1a64 of params then optim (np + no values; the caller's
+ * cross-rank check computed them), else they are computed here.
+ * Environment (tests): ERASE_DEBUG_CKPT_SLEEP_MS=N sleeps N ms after the
+ * parameters are written, before the optimizer state, the `format`
+ * attribute and the rename (a window to kill the writer in).
+ * Errors: ERASE_ERR_INVALID (bad names, shapes or keep), ERASE_ERR_IO
+ * (naming the file or dataset and the reason; no checkpoint is published
+ * and the temporary file is removed), ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
+                                const erase_ckpt_tensor_t *params, int np,
+                                const erase_ckpt_tensor_t *optim, int no,
+                                const erase_ckpt_rank_t *ranks, int nranks,
+                                const uint64_t *sums, int keep, erase_ckpt_report_t *report);
+
+/* ---- reading --------------------------------------------------------------- */
+
+typedef struct erase_ckpt erase_ckpt_t;
+
+/*
+ * Open a checkpoint file, validate it completely (format, every dataset of
+ * /index present with its shape and checksum, /meta complete) and load
+ * every tensor into host memory. Errors: ERASE_ERR_IO (cannot read the
+ * file), ERASE_ERR_FORMAT (not a checkpoint or damaged: the message names
+ * the file and what is wrong, e.g. "D/ckpt-40.h5: dataset
+ * /params/emb/3: checksum 0x... does not match the stored 0x..."),
+ * ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out);
+void erase_ckpt_close(erase_ckpt_t *ck);
+
+/* The file's path and its meta data. */
+const char *erase_ckpt_path(const erase_ckpt_t *ck);
+const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck);
+
+/* Tensors of a group, in the order written (/index order); data loaded. */
+int erase_ckpt_count(const erase_ckpt_t *ck, erase_ckpt_group_t g);
+const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i);
+/* The tensor of a group with this name, or NULL. */
+const erase_ckpt_tensor_t *erase_ckpt_find(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *name);
+
+/* Per-rank state: the number of ranks written and rank r's (r < count). */
+int erase_ckpt_ranks(const erase_ckpt_t *ck);
+const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
+
+/*
+ * Copy group g's tensors into `want` (their data pointers: host memory of
+ * their shapes) by name. Every tensor of `want` must exist in the
+ * checkpoint with the same shape and the checkpoint must have no other
+ * tensor in g; otherwise nothing is copied and the result is
+ * ERASE_ERR_INVALID with a message listing every difference (at most 20,
+ * then how many more), e.g.
+ *   "D/ckpt-40.h5: the model differs from the checkpoint's: params/emb/0:
+ *    [101, 4] in the checkpoint, [103, 4] in this model; params/sub3/fc0/weight:
+ *    not in the checkpoint"
+ * `what` names the group in that message ("the model", "the optimizer").
+ */
+erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                               int n, const char *what);
+
+/* ---- a checkpoint directory ---------------------------------------------------- */
+
+/*
+ * The checkpoints of `dir` to try, best first: the file DIR/latest names
+ * (if it names one that exists), then every DIR/ckpt-<step>.h5 by step,
+ * newest first. *paths is an array of *n malloc'ed paths (free with
+ * erase_ckpt_candidates_free); *n = 0 when there is none. A missing
+ * directory gives none. Errors: ERASE_ERR_IO (cannot list the directory),
+ * ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n);
+void erase_ckpt_candidates_free(char **paths, int n);
+
+/* Step of a checkpoint file name "ckpt-<step>.h5" (the last path
+ * component), or -1 if the name is not of that form. */
+int64_t erase_ckpt_name_step(const char *path);
+
+#endif
