@@ -39,9 +39,16 @@ typedef struct {
     char metrics[1024];         /* JSON-lines metrics file */
     char trace[1024];           /* Chrome trace of the first traced steps */
     int64_t trace_steps;
+    char checkpoint_dir[1024];  /* "" : no checkpoints */
+    int64_t checkpoint_every;   /* steps; 0: at the end and on signals only */
+    int64_t keep_checkpoints;   /* K newest kept */
+    char resume[1024];          /* "", auto, or a checkpoint file (or directory) */
+    char init_from[1024];       /* warm start: a checkpoint file (or directory) */
+    int init_from_optimizer;    /* with init_from: also the optimizer state */
     char device[8];             /* cpu | cuda | auto */
     int64_t seed;
     int shuffle;
+    char nonfinite[8];          /* stop | skip: a step with a NaN or infinite gradient */
     int check_collectives;
     double watchdog;            /* seconds */
     int quiet;

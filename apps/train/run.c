@@ -41,6 +41,7 @@ typedef struct {
     double t_start;
     erase_ctr_summary_t last_eval;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
+    int64_t skipped;                 /* steps skipped for non-finite gradients */
 } run_t;
 
 #define TRY(call) ERASE_CHECK(call)
@@ -145,6 +146,12 @@ static erase_status_t setup_training(run_t *r)
     static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
     static const char *const decay[] = { "constant", "cosine" };
     static const char *const modes[] = { "off", "blocking", "async", "graph" };
+    static const char *const nonfinite[] = { "stop", "skip" };
+    int policy;
+    TRY(parse_choice("nonfinite", o->nonfinite, nonfinite, 2, &policy));
+    if (policy == 1 && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
+                           "an early update could apply before a later block's gradient is found non-finite");
     int mode, reduce, update, dense, emb, dec;
     TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
     TRY(parse_choice("reduce", o->reduce, timing, 2, &reduce));
@@ -379,6 +386,26 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     return st;
 }
 
+/* A step whose gradients were not finite updated nothing (lib/sched);
+ * every rank found it alike, so every rank stops or goes on alike. */
+static erase_status_t check_nonfinite(run_t *r)
+{
+    int b = erase_sched_nonfinite_block(r->sched);
+    if (b < 0)
+        return ERASE_OK;
+    const float *losses = erase_network_losses(r->net);
+    if (!strcmp(r->o->nonfinite, "skip")) {
+        r->skipped++;
+        if (r->root)
+            printf("%sstep %lld skipped: non-finite gradient in block %s (its loss %g)\n", r->tty ? "\r\033[K" : "",
+                   (long long)r->step, erase_network_block_name(r->net, b), (double)losses[b]);
+        return ERASE_OK;
+    }
+    return ERASE_ERROR(ERASE_ERR_INVALID, "step %lld: non-finite gradient in block %s (its loss on rank %d: %g); "
+                       "stopping before any further update (--nonfinite skip would skip such steps)",
+                       (long long)r->step, erase_network_block_name(r->net, b), r->w->rank, (double)losses[b]);
+}
+
 /* ---- the loop ------------------------------------------------------------------ */
 
 static erase_status_t train_loop(run_t *r)
@@ -412,6 +439,7 @@ static erase_status_t train_loop(run_t *r)
         TRY(erase_sched_synchronize(r->sched));
         r->step_s[r->step] = erase_now_s() - t0;
         r->step++;
+        TRY(check_nonfinite(r));
         TRY(read_logits(r, (int)b.size));
         erase_ctr_metrics_t *w = &r->window;
         erase_ctr_metrics_t one;
@@ -478,6 +506,8 @@ static void summary(run_t *r)
     printf("  eval       NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
            e->ne, e->auc, e->log_loss, e->calibration, (long long)e->samples, e->base_rate);
     printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
+    if (r->skipped)
+        printf("  skipped    %lld step%s with non-finite gradients\n", (long long)r->skipped, r->skipped == 1 ? "" : "s");
     if (r->metrics) {
         fprintf(r->metrics, "{\"type\":\"summary\",\"steps\":%lld,\"qps_p50\":%.1f,\"qps_p90\":%.1f,"
                             "\"ne\":%.6f,\"auc\":%.6f,\"ranks\":%d,\"mode\":\"%s\"}\n",

@@ -32,7 +32,8 @@ erase_status_t erase_linear_backward(erase_stream_t *s, int batch, int in, int o
                                      const float *x, const float *w, const float *dy, float *dx,
                                      float *dw, float *db);
 
-/* y = max(x, 0); dx = dy * (y > 0). In place (y == x, dx == dy) allowed. */
+/* y = max(x, 0) (NaN stays NaN, as torch.relu); dx = dy * (y > 0). In place
+ * (y == x, dx == dy) allowed. */
 erase_status_t erase_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y);
 erase_status_t erase_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
                                    float *dx);
@@ -153,11 +154,23 @@ erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int 
 typedef struct {
     int64_t step;   /* updates applied so far, including the current one */
     float lr;       /* learning rate of the current update */
+    int32_t nonfinite; /* set by erase_check_finite (its code): every update of this step is skipped */
 } erase_optim_clock_t;
 
-/* clock->step += 1; clock->lr = erase_lr_at(schedule, clock->step). */
+/* clock->step += 1; clock->lr = erase_lr_at(schedule, clock->step);
+ * clock->nonfinite = 0. */
 erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
                                          const erase_lr_schedule_t *schedule);
+
+/*
+ * If any of x[0..n) is NaN or infinite and clock->nonfinite is still 0,
+ * set it to `code` (> 0; e.g. 1 + the block's index): the first finding of
+ * a step is kept. With `rows` not NULL, n is per row and *rows rows are
+ * checked (a sparse gradient's values). Every optimizer update reading the
+ * clock then leaves its parameters unchanged.
+ */
+erase_status_t erase_check_finite(erase_stream_t *s, const float *x, size_t n, const int *rows,
+                                  int code, erase_optim_clock_t *clock);
 
 /* SGD with momentum (PyTorch's form): g' = g + wd*w; buf = mu*buf + g'
  * (buf = g' at step 1); w -= lr * lr_mult * buf. buf may be NULL when mu = 0. */

@@ -25,29 +25,26 @@ static erase_status_t push(plan_t *p, plan_kind_t kind, int block, int stream, i
 #define RECORD(event, stream, deferred) ERASE_CHECK(push(p, PLAN_RECORD, -1, (stream), (event), (deferred)))
 #define WAIT(event, stream, deferred) ERASE_CHECK(push(p, PLAN_WAIT, -1, (stream), (event), (deferred)))
 
-static erase_status_t build_off(plan_t *p, int blocks, int reduce)
+static erase_status_t build_off(plan_t *p, int blocks)
 {
     OP(PLAN_CLOCK, -1, MAIN, 0);
     for (int b = 0; b < blocks; b++)
         OP(PLAN_FORWARD, b, MAIN, 0);
     for (int b = blocks - 1; b >= 0; b--)
         OP(PLAN_BACKWARD, b, MAIN, 0);
-    if (reduce)
-        for (int b = blocks - 1; b >= 0; b--)
-            OP(PLAN_REDUCE, b, MAIN, 0);
+    for (int b = blocks - 1; b >= 0; b--)
+        OP(PLAN_REDUCE, b, MAIN, 0);
     for (int b = 0; b < blocks; b++)
         OP(PLAN_UPDATE, b, MAIN, 0);
     return ERASE_OK;
 }
 
 /* Reduce (if any) then update block c on the comm stream, after its backward. */
-static erase_status_t reduce_block(plan_t *p, int c, int comm, int reduce, int deferred)
+static erase_status_t reduce_block(plan_t *p, int c, int comm, int deferred)
 {
     WAIT(p->ev.backward_done + c, comm, deferred);
-    if (reduce) {
-        OP(PLAN_REDUCE, c, comm, deferred);
-        RECORD(p->ev.reduced + c, comm, deferred);
-    }
+    OP(PLAN_REDUCE, c, comm, deferred);
+    RECORD(p->ev.reduced + c, comm, deferred);
     return ERASE_OK;
 }
 
@@ -59,7 +56,7 @@ static erase_status_t update_block(plan_t *p, int c, int comm, int deferred)
 }
 
 static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
-                                  const erase_sched_options_t *o, int reduce)
+                                  const erase_sched_options_t *o)
 {
     int S = o->side_streams, comm = S + 1, graph = o->mode == ERASE_EB_GRAPH;
     int d = o->mode == ERASE_EB_ASYNC || graph; /* deferred to the scheduler thread */
@@ -91,7 +88,7 @@ static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
         }
         for (int c = b; c >= lo; c--) {
             if (o->reduce == ERASE_AT_EARLY)
-                ERASE_CHECK(reduce_block(p, c, comm, reduce, d));
+                ERASE_CHECK(reduce_block(p, c, comm, d));
             if (o->reduce == ERASE_AT_EARLY && o->update == ERASE_AT_EARLY)
                 ERASE_CHECK(update_block(p, c, comm, d));
         }
@@ -100,7 +97,7 @@ static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
     }
     if (o->reduce == ERASE_AT_END)
         for (int c = 0; c < blocks; c++)
-            ERASE_CHECK(reduce_block(p, c, comm, reduce, d));
+            ERASE_CHECK(reduce_block(p, c, comm, d));
     if (o->reduce == ERASE_AT_END || o->update == ERASE_AT_END)
         for (int c = 0; c < blocks; c++)
             ERASE_CHECK(update_block(p, c, comm, d));
@@ -112,8 +109,7 @@ static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
     return ERASE_OK;
 }
 
-erase_status_t plan_build(plan_t *p, int blocks, const int *cut, const erase_sched_options_t *o,
-                          int reduce)
+erase_status_t plan_build(plan_t *p, int blocks, const int *cut, const erase_sched_options_t *o)
 {
     memset(p, 0, sizeof *p);
     p->nstreams = o->mode == ERASE_EB_OFF ? 1 : o->side_streams + 2;
@@ -125,8 +121,8 @@ erase_status_t plan_build(plan_t *p, int blocks, const int *cut, const erase_sch
     p->ev.fork = 4 * blocks + 1;
     p->ev.join = 4 * blocks + 2;
     p->ev.count = 4 * blocks + 2 + p->nstreams;
-    erase_status_t st = o->mode == ERASE_EB_OFF ? build_off(p, blocks, reduce)
-                                                : build_early(p, blocks, cut, o, reduce);
+    erase_status_t st = o->mode == ERASE_EB_OFF ? build_off(p, blocks)
+                                                : build_early(p, blocks, cut, o);
     if (st != ERASE_OK) {
         plan_free(p);
         erase_error_trail(__FILE__, __LINE__);

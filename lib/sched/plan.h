@@ -16,7 +16,7 @@ typedef enum {
     PLAN_CLOCK,      /* optimizer clock advance (step number, learning rate) */
     PLAN_FORWARD,    /* block forward, head and loss */
     PLAN_BACKWARD,   /* block backward */
-    PLAN_REDUCE,     /* block gradient all-reduce (data parallel) */
+    PLAN_REDUCE,     /* block gradient all-reduce (data parallel) and finiteness check */
     PLAN_UPDATE,     /* block optimizer update */
     PLAN_RECORD,     /* record event `event` on the stream */
     PLAN_WAIT        /* the stream waits on event `event` */
@@ -50,12 +50,11 @@ typedef struct {
 } plan_t;
 
 /*
- * Build the plan of one step for `blocks` blocks with cuts cut[b] (b >= 1),
- * the options' mode, reduce and update timing, side streams, and whether
- * gradients are reduced at all (data parallel). Errors: ERASE_ERR_NOMEM.
+ * Build the plan of one step for `blocks` blocks with cuts cut[b] (b >= 1)
+ * and the options' mode, reduce and update timing and side streams.
+ * Errors: ERASE_ERR_NOMEM.
  */
-erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, const erase_sched_options_t *o,
-                          int reduce);
+erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, const erase_sched_options_t *o);
 void plan_free(plan_t *plan);
 
 /* One line per op, for logs and tests ("main: forward sub1"). */

@@ -76,6 +76,29 @@ erase_sched_options_t erase_sched_options_default(void)
 
 static erase_status_t issue_op(erase_sched_t *sc, const plan_op_t *op, const erase_batch_t *batch);
 
+/* Block b's gradients: all-reduced over the data-parallel group, then
+ * checked: a non-finite value marks the step (erase_optim_clock_t), so no
+ * update of it changes a parameter. Reduced gradients are identical on
+ * every rank, so every rank takes the same decision. */
+static erase_status_t reduce_and_check(erase_sched_t *sc, int b, erase_stream_t *s)
+{
+    if (sc->reduce)
+        ERASE_CHECK(sched_reduce_block(sc->reduce, b, s));
+    erase_optim_clock_t *clock = erase_optimizer_clock(sc->opt);
+    size_t count;
+    const float *grads = erase_network_block_grads(sc->net, b, &count);
+    if (count)
+        ERASE_CHECK(erase_check_finite(s, grads, count, NULL, b + 1, clock));
+    int first, n, np;
+    erase_param_t *params = erase_network_params(sc->net, &np);
+    erase_network_block_params(sc->net, b, &first, &n);
+    for (int i = first; i < first + n; i++)
+        if (params[i].kind == ERASE_PARAM_EMBEDDING)
+            ERASE_CHECK(erase_check_finite(s, params[i].grad_values, (size_t)params[i].cols,
+                                           params[i].grad_count, b + 1, clock));
+    return ERASE_OK;
+}
+
 /* Issue one op; with tracing, between a begin and an end marker. */
 static erase_status_t issue(erase_sched_t *sc, const plan_op_t *op, const erase_batch_t *batch)
 {
@@ -104,7 +127,7 @@ static erase_status_t issue_op(erase_sched_t *sc, const plan_op_t *op, const era
         ERASE_CHECK(erase_network_backward_block(sc->net, op->block, s, batch));
         break;
     case PLAN_REDUCE:
-        ERASE_CHECK(sched_reduce_block(sc->reduce, op->block, s));
+        ERASE_CHECK(reduce_and_check(sc, op->block, s));
         break;
     case PLAN_UPDATE:
         ERASE_CHECK(erase_optimizer_update_block(sc->opt, op->block, s));
@@ -245,6 +268,11 @@ erase_status_t erase_sched_synchronize(erase_sched_t *sc)
     return ERASE_OK;
 }
 
+int erase_sched_nonfinite_block(erase_sched_t *sc)
+{
+    return erase_optimizer_clock(sc->opt)->nonfinite - 1;
+}
+
 erase_stream_t *erase_sched_main_stream(erase_sched_t *sc)
 {
     return sc->streams[0];
@@ -305,7 +333,7 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
         sc->names[b] = erase_network_block_name(net, b);
     }
     int dp = o.dp && erase_comm_size(o.dp) > 1;
-    erase_status_t st = plan_build(&sc->plan, blocks, cut, &o, dp);
+    erase_status_t st = plan_build(&sc->plan, blocks, cut, &o);
     if (st == ERASE_OK && dp)
         st = sched_reduce_create(net, o.dp, &sc->reduce);
     for (int k = 0; st == ERASE_OK && k < sc->plan.nstreams; k++)

@@ -79,6 +79,17 @@ erase_status_t erase_sched_step(erase_sched_t *sched, const erase_batch_t *batch
 /* Wait until everything enqueued so far has run; returns a stream's sticky error. */
 erase_status_t erase_sched_synchronize(erase_sched_t *sched);
 
+/*
+ * After erase_sched_synchronize: the block whose gradients were found
+ * non-finite in the last step (NaN or infinity, on this rank after the
+ * reduction, hence on every rank of the data-parallel group alike), or -1.
+ * Such a step updates no parameter: every update of it is skipped (with
+ * update early, blocks updated before the finding keep their update; with
+ * `off` or update at end none is updated). The caller decides: skip the
+ * step and go on, or stop with a clear message.
+ */
+int erase_sched_nonfinite_block(erase_sched_t *sched);
+
 /* The main stream (forwards); e.g. to order data copies before a step. */
 erase_stream_t *erase_sched_main_stream(erase_sched_t *sched);
 

@@ -11,11 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "lib/nn/train_step.h"
 #include "tests/sched/equivalence.h"
 
 #define STEPS 50
@@ -106,6 +108,60 @@ static void test_graph_replays(void **state)
     free(p);
 }
 
+/* A NaN in rank 1's batch only: every rank finds the same block, no rank
+ * updates a parameter, the replicas stay identical. */
+static void test_nonfinite_agreement(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sc;
+    erase_batch_t batch;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    erase_sched_options_t o = erase_sched_options_default();
+    o.mode = ERASE_EB_ASYNC;
+    o.update = ERASE_AT_END;
+    o.dp = erase_dp_comm();
+    assert_int_equal(erase_network_create(dev, &cfg, 16, &net), ERASE_OK);
+    assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
+    assert_int_equal(erase_sched_create(net, opt, &o, &sc), ERASE_OK);
+    assert_int_equal(erase_batch_random(net, 16, 40 + (uint64_t)world.dp_rank, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    size_t total = 0;
+    for (int i = 0; i < np; i++)
+        total += (size_t)erase_param_numel(&params[i]);
+    float *before = malloc(total * sizeof(float)), *after = malloc(total * sizeof(float));
+    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
+        memcpy(before + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    if (world.dp_rank == 1)
+        ((float *)batch.dense)[3] = NAN;
+    assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
+    int b = erase_sched_nonfinite_block(sc);
+    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
+        memcpy(after + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    int64_t sum_b = sum_ranks(b), sum_b2 = sum_ranks((int64_t)b * b);
+    int64_t changed = sum_ranks((int64_t)equivalence_differ(before, after, total));
+    int64_t replicas = differ_from_rank0(after, total);
+    print_message("NaN in rank 1's batch on %d ranks: block found on rank 0: %s, same on every rank: %s; "
+                  "%lld parameters changed, %lld differ between replicas\n", world.size,
+                  b >= 0 ? erase_network_block_name(net, b) : "(none)",
+                  sum_b * sum_b == sum_b2 * world.size ? "yes" : "no", (long long)changed, (long long)replicas);
+    assert_int_equal(b, 0);
+    assert_true(sum_b == (int64_t)b * world.size && sum_b2 == (int64_t)b * b * world.size);
+    assert_int_equal(changed, 0);
+    assert_int_equal(replicas, 0);
+    free(before);
+    free(after);
+    erase_batch_free_random(net, &batch);
+    erase_sched_destroy(sc);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+}
+
 static int setup(void **state)
 {
     erase_device_options_t o = erase_device_options_default();
@@ -131,6 +187,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_nonfinite_agreement),
     };
     char name[64];
     snprintf(name, sizeof name, "schedule equivalence on %d ranks", world.size);

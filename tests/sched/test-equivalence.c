@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "lib/nn/train_step.h"
 #include "tests/sched/equivalence.h"
 
 #define STEPS 50
@@ -56,6 +59,62 @@ static void equivalent(erase_model_kind_t kind)
 }
 
 static void test_ctr(void **state) { equivalent(ERASE_MODEL_CTR); }
+
+/* A NaN weight in sub3: the step is found non-finite and updates nothing. */
+static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sc;
+    erase_batch_t batch;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    erase_sched_options_t o = erase_sched_options_default();
+    o.mode = mode;
+    o.update = update;
+    assert_int_equal(erase_network_create(dev, &cfg, 32, &net), ERASE_OK);
+    assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
+    assert_int_equal(erase_sched_create(net, opt, &o, &sc), ERASE_OK);
+    assert_int_equal(erase_batch_random(net, 32, 3, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
+    assert_int_equal(erase_sched_nonfinite_block(sc), -1);
+    erase_network_param(net, "sub3/fc0/weight")->value[5] = NAN;
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    size_t total = 0;
+    for (int i = 0; i < np; i++)
+        total += (size_t)erase_param_numel(&params[i]);
+    float *before = malloc(total * sizeof(float)), *after = malloc(total * sizeof(float));
+    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
+        memcpy(before + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
+    assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
+    int b = erase_sched_nonfinite_block(sc);
+    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
+        memcpy(after + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    size_t changed = equivalence_differ(before, after, total);
+    /* NaN != NaN bitwise-equal: equivalence_differ compares bits */
+    print_message("%s, update %s: NaN weight in sub3 -> non-finite gradient found in block %s; "
+                  "%zu of %zu parameters changed by the step\n", erase_early_backward_name(mode),
+                  update == ERASE_AT_EARLY ? "early" : "end", b >= 0 ? erase_network_block_name(net, b) : "(none)",
+                  changed, total);
+    assert_true(b >= 3);
+    assert_int_equal(changed, 0);
+    free(before);
+    free(after);
+    erase_batch_free_random(net, &batch);
+    erase_sched_destroy(sc);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+}
+
+static void test_nonfinite(void **state)
+{
+    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY);
+    nonfinite(ERASE_EB_ASYNC, ERASE_AT_END);
+    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END);
+}
 static void test_mlp(void **state) { equivalent(ERASE_MODEL_MLP); }
 
 static int setup(void **state)
@@ -75,6 +134,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_nonfinite),
     };
     return cmocka_run_group_tests_name("schedule equivalence on one rank", tests, setup, teardown);
 }

@@ -53,8 +53,8 @@ ERASE_SIMD_CLONES void SUF(erase_k_linear_backward)(int batch, int in, int out, 
 
 ERASE_SIMD_CLONES void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
 {
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i] > 0 ? x[i] : 0;
+    for (size_t i = 0; i < n; i++) /* NaN stays NaN, as torch.relu */
+        y[i] = x[i] <= 0 ? 0 : x[i];
 }
 
 ERASE_SIMD_CLONES void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)

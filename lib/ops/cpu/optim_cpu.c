@@ -17,6 +17,7 @@ typedef struct {
     const erase_optim_clock_t *cclock;
     erase_lr_schedule_t schedule;
     float lr_mult, momentum, beta1, beta2, eps, wd;
+    int code;
 } optim_args_t;
 
 static erase_status_t clock_k(const void *p)
@@ -24,12 +25,27 @@ static erase_status_t clock_k(const void *p)
     const optim_args_t *a = p;
     a->clock->step += 1;
     a->clock->lr = (float)erase_lr_at(&a->schedule, a->clock->step);
+    a->clock->nonfinite = 0;
+    return ERASE_OK;
+}
+
+ERASE_SIMD_CLONES static erase_status_t finite_k(const void *p)
+{
+    const optim_args_t *a = p;
+    size_t n = a->count ? (size_t)*a->count * a->n : a->n;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= !isfinite(a->g[i]);
+    if (bad && a->clock->nonfinite == 0)
+        a->clock->nonfinite = a->code;
     return ERASE_OK;
 }
 
 ERASE_SIMD_CLONES static erase_status_t sgd_k(const void *p)
 {
     const optim_args_t *a = p;
+    if (a->cclock->nonfinite)
+        return ERASE_OK; /* a non-finite gradient somewhere: the step is skipped */
     float lr = a->cclock->lr * a->lr_mult;
     int first = a->cclock->step <= 1;
     for (size_t i = 0; i < a->n; i++) {
@@ -46,6 +62,8 @@ ERASE_SIMD_CLONES static erase_status_t sgd_k(const void *p)
 ERASE_SIMD_CLONES static erase_status_t adamw_k(const void *p)
 {
     const optim_args_t *a = p;
+    if (a->cclock->nonfinite)
+        return ERASE_OK; /* a non-finite gradient somewhere: the step is skipped */
     float lr = a->cclock->lr * a->lr_mult;
     double t = (double)a->cclock->step;
     float bc1 = (float)(1.0 - pow(a->beta1, t)), bc2 = (float)(1.0 - pow(a->beta2, t));
@@ -63,6 +81,8 @@ ERASE_SIMD_CLONES static erase_status_t adamw_k(const void *p)
 ERASE_SIMD_CLONES static erase_status_t adagrad_k(const void *p)
 {
     const optim_args_t *a = p;
+    if (a->cclock->nonfinite)
+        return ERASE_OK; /* a non-finite gradient somewhere: the step is skipped */
     float lr = a->cclock->lr * a->lr_mult;
     for (int i = 0; i < *a->count; i++) {
         const float *g = a->g + (size_t)i * a->dim;
@@ -81,6 +101,8 @@ ERASE_SIMD_CLONES static erase_status_t adagrad_k(const void *p)
 ERASE_SIMD_CLONES static erase_status_t sparse_sgd_k(const void *p)
 {
     const optim_args_t *a = p;
+    if (a->cclock->nonfinite)
+        return ERASE_OK; /* a non-finite gradient somewhere: the step is skipped */
     float lr = a->cclock->lr * a->lr_mult;
     for (int i = 0; i < *a->count; i++) {
         const float *g = a->g + (size_t)i * a->dim;
@@ -102,6 +124,15 @@ erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t 
 {
     optim_args_t a = { .clock = clock, .schedule = *schedule };
     LAUNCH(s, clock_k, a);
+}
+
+erase_status_t erase_check_finite(erase_stream_t *s, const float *x, size_t n, const int *rows,
+                                  int code, erase_optim_clock_t *clock)
+{
+    if (code < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "check finite: code %d must be > 0", code);
+    optim_args_t a = { .n = n, .g = x, .count = rows, .clock = clock, .code = code };
+    LAUNCH(s, finite_k, a);
 }
 
 erase_status_t erase_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,

@@ -1,0 +1,699 @@
+/*
+ * erase-train's checkpoints: the network's tensors as io/checkpoint.h
+ * tensors, the collectives that make every rank agree, signals, resume.
+ */
+#include "apps/train/checkpoint.h"
+
+#include "io/checkpoint.h"
+#include "lib/core/timer.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MESSAGE_MAX 2048
+
+struct train_ckpt {
+    train_ckpt_env_t e;
+    int enabled;                      /* --checkpoint-dir given */
+    erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
+    float **dev[2];                   /* their device memory when it is not host memory, else NULL */
+    int n[2];
+    char schedule[256], layout[128];
+    /* signals */
+    int handlers;
+    struct sigaction old_term, old_usr1;
+    /* the last checkpoint written */
+    int64_t last_step, last_epoch, last_samples;
+    char last_path[ERASE_CKPT_PATH_MAX];
+    int count;
+    double seconds, bytes;
+    FILE *metrics;
+    /* test hooks */
+    int64_t kill_step;
+    int kill_rank;
+    FILE *sample_log;
+};
+
+static volatile sig_atomic_t pending_signal;
+
+static void on_signal(int sig)
+{
+    pending_signal = sig;
+}
+
+const char *train_ckpt_signal_name(int sig)
+{
+    static char other[32];
+    if (sig == SIGTERM)
+        return "SIGTERM";
+    if (sig == SIGUSR1)
+        return "SIGUSR1";
+    snprintf(other, sizeof other, "signal %d", sig);
+    return other;
+}
+
+/* The root cause of an error message: without breadcrumbs and the
+ * "file.c:123: " of where it was set. */
+static const char *root_cause(const char *msg)
+{
+    const char *p;
+    while ((p = strstr(msg, " -> ")) != NULL)
+        msg = p + 4;
+    const char *colon = strstr(msg, ".c:");
+    if (colon && colon - msg < 64 && !memchr(msg, ' ', (size_t)(colon - msg))) {
+        const char *q = colon + 3;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (q[0] == ':' && q[1] == ' ')
+            msg = q + 2;
+    }
+    return msg;
+}
+
+/* ---- the tensors ---------------------------------------------------------------- */
+
+static erase_status_t add(train_ckpt_t *ck, int g, int *cap, const char *name, int ndim, int64_t rows,
+                          int64_t cols, float *data, const char *meaning)
+{
+    if (ck->n[g] == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        erase_ckpt_tensor_t *t = realloc(ck->t[g], (size_t)*cap * sizeof *t);
+        float **d = realloc(ck->dev[g], (size_t)*cap * sizeof *d);
+        if (t)
+            ck->t[g] = t;
+        if (d)
+            ck->dev[g] = d;
+        if (!t || !d)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+    }
+    erase_ckpt_tensor_t *t = &ck->t[g][ck->n[g]];
+    memset(t, 0, sizeof *t);
+    if ((size_t)snprintf(t->name, sizeof t->name, "%s", name) >= sizeof t->name)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: tensor name too long: %s", name);
+    t->ndim = ndim;
+    t->dims[0] = rows;
+    t->dims[1] = ndim == 2 ? cols : 1;
+    t->meaning = meaning;
+    t->data = data;
+    ck->dev[g][ck->n[g]] = data;
+    ck->n[g]++;
+    return ERASE_OK;
+}
+
+/* Every parameter and optimizer slot, named as in the file. */
+static erase_status_t name_tensors(train_ckpt_t *ck)
+{
+    const train_options_t *o = ck->e.o;
+    int n, cap[2] = { 0, 0 };
+    erase_param_t *p = erase_network_params(ck->e.net, &n);
+    int adamw = !strcmp(o->optimizer, "adamw"), adagrad = !strcmp(o->embedding_optimizer, "rowwise_adagrad");
+    for (int i = 0; i < n; i++) {
+        int emb = p[i].kind == ERASE_PARAM_EMBEDDING;
+        ERASE_CHECK(add(ck, 0, &cap[0], p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].value,
+                        emb ? "embedding table [rows, dim]: row of id h is h mod (rows - 1), the last row is "
+                              "the missing id (docs/models.md)"
+                            : p[i].ndim == 2 ? "weight [out, in] (y = x W^T + b)" : "bias [out]"));
+    }
+    for (int i = 0; i < n; i++) {
+        int emb = p[i].kind == ERASE_PARAM_EMBEDDING;
+        for (int k = 0; k < 2; k++) {
+            if (!p[i].state[k])
+                continue;
+            const char *slot, *meaning;
+            int ndim = p[i].ndim;
+            int64_t rows = p[i].rows, cols = p[i].cols;
+            if (emb && adagrad) {
+                slot = "adagrad_sum";
+                meaning = "row-wise Adagrad accumulator [rows]: sum over updates of the mean squared gradient "
+                          "of the row";
+                ndim = 1;
+                cols = 1;
+            } else if (emb) {
+                return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s has optimizer state the checkpoint does "
+                                   "not know (embedding optimizer %s)", p[i].name, o->embedding_optimizer);
+            } else if (adamw) {
+                slot = k == 0 ? "exp_avg" : "exp_avg_sq";
+                meaning = k == 0 ? "AdamW first moment (beta1-average of gradients), shape of the parameter"
+                                 : "AdamW second moment (beta2-average of squared gradients), shape of the "
+                                   "parameter";
+            } else {
+                slot = "momentum_buffer";
+                meaning = "SGD momentum buffer, shape of the parameter";
+            }
+            char name[ERASE_CKPT_NAME_MAX];
+            snprintf(name, sizeof name, "%s/%s", p[i].name, slot);
+            ERASE_CHECK(add(ck, 1, &cap[1], name, ndim, rows, cols, p[i].state[k], meaning));
+        }
+    }
+    /* device memory that is not host memory goes through host copies */
+    erase_device_t *dev = erase_network_device(ck->e.net);
+    int staged = erase_device_kind(dev) != ERASE_DEVICE_CPU;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ck->n[g]; i++) {
+            if (!staged) {
+                ck->dev[g][i] = NULL;
+                continue;
+            }
+            size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
+            if (!(ck->t[g][i].data = malloc(bytes ? bytes : 1)))
+                return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory for a host copy of %s", ck->t[g][i].name);
+        }
+    return ERASE_OK;
+}
+
+/* Copy group g between device memory and the host copies (no-op on CPU). */
+static erase_status_t stage(train_ckpt_t *ck, int g, int to_host)
+{
+    int any = 0;
+    for (int i = 0; i < ck->n[g]; i++) {
+        if (!ck->dev[g][i])
+            continue;
+        size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
+        if (to_host)
+            ERASE_CHECK(erase_memcpy_async(ck->e.host, ck->t[g][i].data, ck->dev[g][i], bytes));
+        else
+            ERASE_CHECK(erase_memcpy_async(ck->e.host, ck->dev[g][i], ck->t[g][i].data, bytes));
+        any = 1;
+    }
+    if (any)
+        ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    return ERASE_OK;
+}
+
+erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out)
+{
+    *out = NULL;
+    const train_options_t *o = env->o;
+    if (o->keep_checkpoints < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--keep-checkpoints %lld: must be >= 1", (long long)o->keep_checkpoints);
+    if (o->checkpoint_every < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-every %lld: must be >= 0 (0: only at the end and on "
+                           "signals)", (long long)o->checkpoint_every);
+    if (o->resume[0] && o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
+                           "--init-from starts a new one from its parameters)", o->resume, o->init_from);
+    if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
+    if (o->init_from_optimizer && !o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
+    train_ckpt_t *ck = calloc(1, sizeof *ck);
+    if (!ck)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+    ck->e = *env;
+    ck->enabled = o->checkpoint_dir[0] != 0;
+    ck->last_step = -1;
+    ck->kill_step = -1;
+    erase_status_t st = name_tensors(ck);
+    int blocks = erase_network_blocks(env->net);
+    snprintf(ck->schedule, sizeof ck->schedule, "early_backward %s, reduce %s, update %s, side_streams %lld, "
+             "batch %lld per rank", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
+             (long long)o->batch);
+    snprintf(ck->layout, sizeof ck->layout, "%d stage%s: ", env->w->pp_size, env->w->pp_size == 1 ? "" : "s");
+    if (env->w->pp_size == 1)
+        snprintf(ck->layout + strlen(ck->layout), sizeof ck->layout - strlen(ck->layout),
+                 "stage 0 holds blocks 0-%d", blocks - 1);
+    else
+        snprintf(ck->layout + strlen(ck->layout), sizeof ck->layout - strlen(ck->layout), "(not recorded)");
+    const char *kill = getenv("ERASE_DEBUG_KILL_AT_STEP");
+    if (kill && *kill) {
+        char *end;
+        ck->kill_step = strtoll(kill, &end, 10);
+        ck->kill_rank = *end == ':' ? atoi(end + 1) : env->w->size - 1;
+    }
+    const char *log = getenv("ERASE_DEBUG_SAMPLE_LOG");
+    if (st == ERASE_OK && log && *log) {
+        char path[ERASE_CKPT_PATH_MAX];
+        snprintf(path, sizeof path, "%s.%d", log, env->w->rank);
+        if (!(ck->sample_log = fopen(path, "a")))
+            st = ERASE_ERROR(ERASE_ERR_IO, "ERASE_DEBUG_SAMPLE_LOG: cannot write %s", path);
+    }
+    if (st == ERASE_OK && ck->enabled) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        pending_signal = 0;
+        if (sigaction(SIGTERM, &sa, &ck->old_term) != 0 || sigaction(SIGUSR1, &sa, &ck->old_usr1) != 0)
+            st = ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers");
+        else
+            ck->handlers = 1;
+    }
+    if (st != ERASE_OK) {
+        train_ckpt_destroy(ck);
+        return st;
+    }
+    *out = ck;
+    return ERASE_OK;
+}
+
+void train_ckpt_destroy(train_ckpt_t *ck)
+{
+    if (!ck)
+        return;
+    if (ck->handlers) {
+        sigaction(SIGTERM, &ck->old_term, NULL);
+        sigaction(SIGUSR1, &ck->old_usr1, NULL);
+    }
+    for (int g = 0; g < 2; g++) {
+        for (int i = 0; ck->dev[g] && i < ck->n[g]; i++)
+            if (ck->dev[g][i])
+                free(ck->t[g][i].data);
+        free(ck->t[g]);
+        free(ck->dev[g]);
+    }
+    if (ck->sample_log)
+        fclose(ck->sample_log);
+    free(ck);
+}
+
+void train_ckpt_set_metrics(train_ckpt_t *ck, FILE *metrics)
+{
+    ck->metrics = metrics;
+}
+
+void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, double *bytes)
+{
+    *count = ck ? ck->count : 0;
+    *seconds = ck ? ck->seconds : 0;
+    *bytes = ck ? ck->bytes : 0;
+}
+
+const char *train_ckpt_last_path(const train_ckpt_t *ck)
+{
+    return ck ? ck->last_path : "";
+}
+
+void train_ckpt_log_samples(train_ckpt_t *ck, const erase_ctr_batch_t *b)
+{
+    if (!ck || !ck->sample_log)
+        return;
+    for (int64_t i = 0; i < b->size; i++)
+        fprintf(ck->sample_log, "%" PRId64 " %" PRId64 " %" PRId64 "\n", b->epoch, b->first_sample + i, b->row_id[i]);
+    fflush(ck->sample_log);
+}
+
+/* ---- agreeing ------------------------------------------------------------------ */
+
+/* Rank 0's status and message to every rank; on the others a failure of
+ * rank 0 becomes theirs. */
+static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const char *what)
+{
+    int64_t code = st;
+    char msg[MESSAGE_MAX];
+    memset(msg, 0, sizeof msg);
+    if (ck->e.w->rank == 0 && st != ERASE_OK)
+        snprintf(msg, sizeof msg, "%s", erase_error_message());
+    erase_comm_t *c = erase_world_comm();
+    ERASE_CHECK(erase_broadcast(c, ck->e.host, &code, 1, ERASE_DTYPE_I64, 0));
+    ERASE_CHECK(erase_broadcast(c, ck->e.host, msg, sizeof msg, ERASE_DTYPE_U8, 0));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    if (code == ERASE_OK || ck->e.w->rank == 0)
+        return st;
+    msg[sizeof msg - 1] = '\0';
+    return ERASE_ERROR((erase_status_t)code, "%s (rank 0): %s", what, root_cause(msg));
+}
+
+/* ---- writing ----------------------------------------------------------------- */
+
+static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+{
+    const train_options_t *o = ck->e.o;
+    const erase_world_t *w = ck->e.w;
+    double t0 = erase_now_s();
+    int np = ck->n[0], no = ck->n[1], nt = np + no;
+    ERASE_CHECK(stage(ck, 0, 1));
+    ERASE_CHECK(stage(ck, 1, 1));
+    /* every replica must hold the same tensors: compare their checksums */
+    int dp = w->dp_size;
+    uint64_t *sums = malloc(sizeof(uint64_t) * (size_t)(nt ? nt : 1));
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)(nt ? nt : 1) * (size_t)dp);
+    int64_t mine[4], *ranks = malloc(sizeof(int64_t) * 4 * (size_t)w->size);
+    erase_ckpt_rank_t *rs = calloc((size_t)w->size, sizeof *rs);
+    erase_status_t st = sums && all && ranks && rs ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+    for (int i = 0; st == ERASE_OK && i < nt; i++) {
+        const erase_ckpt_tensor_t *t = i < np ? &ck->t[0][i] : &ck->t[1][i - np];
+        sums[i] = erase_ckpt_fnv1a64(t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
+    }
+    erase_ctr_cursor_t cur = erase_ctr_reader_cursor(ck->e.train);
+    mine[0] = o->seed;
+    mine[1] = 0;
+    mine[2] = cur.epoch;
+    mine[3] = cur.samples;
+    if (st == ERASE_OK)
+        st = erase_allgather(erase_dp_comm(), ck->e.host, sums, all, (size_t)nt, ERASE_DTYPE_I64);
+    if (st == ERASE_OK)
+        st = erase_allgather(erase_world_comm(), ck->e.host, mine, ranks, 4, ERASE_DTYPE_I64);
+    if (st == ERASE_OK)
+        st = erase_stream_synchronize(ck->e.host);
+    for (int r = 1; st == ERASE_OK && r < dp; r++)
+        for (int i = 0; st == ERASE_OK && i < nt; i++)
+            if (all[(size_t)r * (size_t)nt + (size_t)i] != all[i])
+                st = ERASE_ERROR(ERASE_ERR_COMM, "checkpoint at step %lld: data-parallel rank %d's %s/%s differs "
+                                 "from rank 0's (checksums %016" PRIx64 " and %016" PRIx64 "): the replicas "
+                                 "diverged", (long long)pos->step, r, i < np ? "params" : "optim",
+                                 i < np ? ck->t[0][i].name : ck->t[1][i - np].name,
+                                 all[(size_t)r * (size_t)nt + (size_t)i], all[i]);
+    for (int r = 0; st == ERASE_OK && r < w->size; r++) {
+        rs[r].rng[0] = (uint64_t)ranks[4 * r];
+        rs[r].rng[1] = (uint64_t)ranks[4 * r + 1];
+        rs[r].epoch = ranks[4 * r + 2];
+        rs[r].samples = ranks[4 * r + 3];
+        if (rs[r].epoch != cur.epoch || rs[r].samples != cur.samples)
+            st = ERASE_ERROR(ERASE_ERR_COMM, "checkpoint at step %lld: rank %d's data cursor (epoch %lld, "
+                             "sample %lld) is not this rank's (%lld, %lld)", (long long)pos->step, r,
+                             (long long)rs[r].epoch, (long long)rs[r].samples, (long long)cur.epoch,
+                             (long long)cur.samples);
+    }
+    erase_ckpt_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    char *model = NULL, *options = NULL;
+    size_t options_len = 0;
+    if (st == ERASE_OK && w->rank == 0) {
+        const int cap = 1 << 16;
+        FILE *f = open_memstream(&options, &options_len);
+        if (!(model = malloc((size_t)cap)) || !f)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+        else if (erase_model_config_format(ck->e.cfg, model, cap) < 0)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: the model configuration cannot be written as text");
+        else
+            train_options_print(o, f);
+        if (f)
+            fclose(f);
+    }
+    if (st == ERASE_OK && w->rank == 0) {
+        erase_optim_clock_t *clock = erase_optimizer_clock(ck->e.opt), c;
+        st = erase_memcpy_async(ck->e.host, &c, clock, sizeof c);
+        if (st == ERASE_OK)
+            st = erase_stream_synchronize(ck->e.host);
+        erase_ckpt_meta_t m = { .step = pos->step,
+                                .samples_seen = pos->samples_seen,
+                                .epoch = cur.epoch,
+                                .epoch_samples = cur.samples,
+                                .global_batch = ck->e.global_batch,
+                                .world_size = w->size,
+                                .dp_size = w->dp_size,
+                                .pp_size = w->pp_size,
+                                .pp_layout = ck->layout,
+                                .schedule = ck->schedule,
+                                .dense_optimizer = o->optimizer,
+                                .embedding_optimizer = o->embedding_optimizer,
+                                .seed = (uint64_t)o->seed,
+                                .clock_step = c.step,
+                                .clock_lr = c.lr,
+                                .model = model,
+                                .options = options };
+        if (st == ERASE_OK)
+            st = erase_ckpt_write(o->checkpoint_dir, &m, ck->t[0], np, ck->t[1], no, rs, w->size, sums,
+                                  (int)o->keep_checkpoints, &rep);
+    }
+    free(model);
+    free(options);
+    free(sums);
+    free(all);
+    free(ranks);
+    free(rs);
+    /* every rank learns whether rank 0 wrote it */
+    st = share_status(ck, st, "writing the checkpoint");
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        return st;
+    }
+    double sec = erase_now_s() - t0;
+    ck->count++;
+    ck->seconds += sec;
+    ck->bytes += (double)rep.bytes;
+    ck->last_step = pos->step;
+    ck->last_epoch = cur.epoch;
+    ck->last_samples = cur.samples;
+    if (w->rank == 0) {
+        snprintf(ck->last_path, sizeof ck->last_path, "%s", rep.path);
+        printf("ckpt   step %lld: %s, %.1f MB in %.3f s (%.0f MB/s written; %.3f s in all)%s\n",
+               (long long)pos->step, rep.path, (double)rep.bytes / 1e6, rep.seconds, rep.mb_per_s, sec,
+               rep.removed ? ", older ones removed" : "");
+        fflush(stdout);
+        if (ck->metrics) {
+            fprintf(ck->metrics, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%lld,"
+                                 "\"write_seconds\":%.6f,\"seconds\":%.6f,\"mb_per_s\":%.1f}\n",
+                    (long long)pos->step, rep.path, (long long)rep.bytes, rep.seconds, sec, rep.mb_per_s);
+            fflush(ck->metrics);
+        }
+    }
+    return ERASE_OK;
+}
+
+erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop)
+{
+    *stop = 0;
+    if (!ck)
+        return ERASE_OK;
+    if (ck->kill_step >= 0 && pos->step == ck->kill_step && ck->e.w->rank == ck->kill_rank) {
+        fflush(stdout);
+        kill(getpid(), SIGKILL); /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death */
+    }
+    if (!ck->enabled)
+        return ERASE_OK;
+    int32_t flag = pending_signal, any = 0;
+    ERASE_CHECK(erase_allreduce(erase_world_comm(), ck->e.host, &flag, &any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    int64_t every = ck->e.o->checkpoint_every;
+    if (any || (every > 0 && pos->step % every == 0))
+        ERASE_CHECK(save(ck, pos));
+    *stop = any;
+    return ERASE_OK;
+}
+
+erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+{
+    if (!ck || !ck->enabled)
+        return ERASE_OK;
+    erase_ctr_cursor_t cur = erase_ctr_reader_cursor(ck->e.train);
+    if (ck->last_step == pos->step && ck->last_epoch == cur.epoch && ck->last_samples == cur.samples)
+        return ERASE_OK;
+    ERASE_CHECK(save(ck, pos));
+    return ERASE_OK;
+}
+
+/* ---- resuming ------------------------------------------------------------------ */
+
+/* Print the options that differ between the checkpoint's run and this one. */
+static void note_option_changes(const char *old_text, const train_options_t *o)
+{
+    char *now = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&now, &len);
+    if (!f)
+        return;
+    train_options_print(o, f);
+    fclose(f);
+    char *changes = NULL;
+    size_t clen = 0;
+    FILE *c = open_memstream(&changes, &clen);
+    int count = 0;
+    for (const char *line = now; c && line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        const char *eq = memchr(line, '=', n);
+        if (eq && eq > line) {
+            size_t key = (size_t)(eq - line);
+            const char *old = old_text, *found = NULL;
+            while (old && *old) {
+                if (!strncmp(old, line, key) && (old == old_text || old[-1] == '\n'))
+                    found = old;
+                const char *nl = strchr(old, '\n');
+                old = nl ? nl + 1 : NULL;
+            }
+            size_t on = 0;
+            if (found) {
+                const char *nl = strchr(found, '\n');
+                on = nl ? (size_t)(nl - found) : strlen(found);
+            }
+            int skip = !strncmp(line, "resume ", 7) || !strncmp(line, "init_from", 9);
+            if (!skip && (!found || on != n || strncmp(found, line, n))) {
+                const char *ov = found ? found + key + 2 : "(not set)";
+                int ol = found ? (int)(on - key - 2) : 9;
+                if (ol > 0 && ov[ol - 1] == ';')
+                    ol--;
+                int nl2 = (int)(n - key - 2);
+                if (nl2 > 0 && line[key + 2 + nl2 - 1] == ';')
+                    nl2--;
+                fprintf(c, "%s%.*s %.*s -> %.*s", count++ ? "; " : "", (int)key - 1, line, ol, ov, nl2,
+                        line + key + 2);
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    if (c)
+        fclose(c);
+    if (count)
+        printf("note   options that differ from the checkpoint's run: %s\n", changes);
+    free(changes);
+    free(now);
+}
+
+/* Rank 0: check that the checkpoint fits this run and load its tensors
+ * into the host data. */
+static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, int resume, int optim)
+{
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
+    const erase_world_t *w = ck->e.w;
+    ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->t[0], ck->n[0], "the model"));
+    if (resume && (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout)))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s (%s), "
+                           "this run %d (%s)", erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s",
+                           m->pp_layout, w->pp_size, ck->layout);
+    if (optim) {
+        erase_status_t st = erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->t[1], ck->n[1], "the optimizer state");
+        if (st != ERASE_OK) {
+            char msg[MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", root_cause(erase_error_message()));
+            return ERASE_ERROR(st, "%s (the checkpoint's optimizers: %s + %s; this run's: %s + %s)", msg,
+                               m->dense_optimizer, m->embedding_optimizer, ck->e.o->optimizer,
+                               ck->e.o->embedding_optimizer);
+        }
+    }
+    return ERASE_OK;
+}
+
+/* Rank 0: pick and load. *action: 0 nothing, 1 resume, 2 init. */
+static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
+{
+    const train_options_t *o = ck->e.o;
+    int resume = o->resume[0] != 0;
+    const char *want = resume ? o->resume : o->init_from;
+    const char *dir = NULL;
+    char **paths = NULL;
+    int n = 0;
+    *action = 0;
+    if (resume && !strcmp(want, "auto"))
+        dir = o->checkpoint_dir;
+    else {
+        struct stat sb;
+        if (stat(want, &sb) == 0 && S_ISDIR(sb.st_mode))
+            dir = want; /* a checkpoint directory: its newest usable checkpoint */
+    }
+    if (dir) {
+        ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
+        if (n == 0) {
+            if (resume && !strcmp(want, "auto")) {
+                printf("resume no checkpoint in %s yet: starting at step 0\n", dir);
+                return ERASE_OK;
+            }
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: no checkpoint (ckpt-<step>.h5) in this directory",
+                               resume ? "resume" : "init-from", want);
+        }
+    } else {
+        paths = calloc(1, sizeof *paths);
+        if (!paths || !(paths[0] = strdup(want))) {
+            free(paths);
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+        }
+        n = 1;
+    }
+    erase_ckpt_t *f = NULL;
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < n; i++) {
+        st = erase_ckpt_open(paths[i], &f);
+        if (st == ERASE_OK)
+            break;
+        if (!dir)
+            break; /* a file named explicitly: its error is the answer */
+        fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", paths[i],
+                root_cause(erase_error_message()));
+        fflush(stderr);
+    }
+    if (st != ERASE_OK && dir)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "--%s %s: none of the %d checkpoint%s in %s is usable (all damaged, "
+                         "see above)", resume ? "resume" : "init-from", want, n, n == 1 ? "" : "s", dir);
+    int load_optim = resume || o->init_from_optimizer;
+    if (st == ERASE_OK)
+        st = check_and_load(ck, f, resume, load_optim);
+    if (st == ERASE_OK) {
+        const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
+        const erase_world_t *w = ck->e.w;
+        *action = resume ? 1 : 2;
+        hdr[2] = m->step;
+        hdr[3] = m->epoch;
+        hdr[4] = m->epoch_samples;
+        hdr[5] = m->samples_seen;
+        hdr[6] = m->clock_step;
+        memcpy(&hdr[7], &m->clock_lr, sizeof m->clock_lr);
+        if (resume) {
+            printf("resume from %s: step %lld, epoch %lld at sample %lld of the epoch, %lld samples seen, lr %.6g "
+                   "(written by %s with %d rank%s)\n",
+                   erase_ckpt_path(f), (long long)m->step, (long long)m->epoch, (long long)m->epoch_samples,
+                   (long long)m->samples_seen, m->clock_lr, m->version, m->world_size, m->world_size == 1 ? "" : "s");
+            if (m->dp_size != w->dp_size)
+                printf("note   the checkpoint was written by %d data-parallel rank%s, this run has %d: the data "
+                       "continue from global sample %lld of epoch %lld (the same sample sequence), but the results "
+                       "are not expected to be bitwise equal to a run that kept %d (the gradient reduction "
+                       "changes)\n",
+                       m->dp_size, m->dp_size == 1 ? "" : "s", w->dp_size, (long long)m->epoch_samples,
+                       (long long)m->epoch, m->dp_size);
+            if (m->global_batch != ck->e.global_batch)
+                printf("note   global batch %lld, the checkpoint's run had %lld: steps now take %lld samples\n",
+                       (long long)ck->e.global_batch, (long long)m->global_batch, (long long)ck->e.global_batch);
+            note_option_changes(m->options, o);
+        } else {
+            printf("init   from %s (step %lld of an earlier run): parameters%s loaded; this run starts at step 0 "
+                   "on its own data%s\n",
+                   erase_ckpt_path(f), (long long)m->step, load_optim ? " and optimizer state" : "",
+                   load_optim ? " (the optimizer clock restarts: warm-up and AdamW bias correction from step 1)" : "");
+        }
+        fflush(stdout);
+    }
+    erase_ckpt_close(f);
+    erase_ckpt_candidates_free(paths, n);
+    return st;
+}
+
+erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *resumed)
+{
+    memset(pos, 0, sizeof *pos);
+    *resumed = 0;
+    const train_options_t *o = ck->e.o;
+    if (!o->resume[0] && !o->init_from[0])
+        return ERASE_OK;
+    int64_t hdr[8];
+    memset(hdr, 0, sizeof hdr);
+    int action = 0;
+    erase_status_t st = ERASE_OK;
+    if (ck->e.w->rank == 0) {
+        st = pick(ck, &action, hdr);
+        hdr[1] = action;
+    }
+    ERASE_CHECK(share_status(ck, st, o->resume[0] ? "--resume" : "--init-from"));
+    erase_comm_t *c = erase_world_comm();
+    ERASE_CHECK(erase_broadcast(c, ck->e.host, hdr, 8, ERASE_DTYPE_I64, 0));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    action = (int)hdr[1];
+    if (action == 0)
+        return ERASE_OK;
+    int groups = action == 1 || o->init_from_optimizer ? 2 : 1;
+    for (int g = 0; g < groups; g++)
+        for (int i = 0; i < ck->n[g]; i++)
+            ERASE_CHECK(erase_broadcast(c, ck->e.host, ck->t[g][i].data,
+                                        (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]), ERASE_DTYPE_F32, 0));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    for (int g = 0; g < groups; g++)
+        ERASE_CHECK(stage(ck, g, 0));
+    if (action != 1)
+        return ERASE_OK;
+    erase_optim_clock_t clock = { .step = hdr[6] };
+    memcpy(&clock.lr, &hdr[7], sizeof clock.lr);
+    ERASE_CHECK(erase_memcpy_async(ck->e.host, erase_optimizer_clock(ck->e.opt), &clock, sizeof clock));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    ERASE_CHECK(erase_ctr_reader_seek(ck->e.train, (erase_ctr_cursor_t){ hdr[3], hdr[4] }));
+    pos->step = hdr[2];
+    pos->epoch = hdr[3];
+    pos->samples_seen = hdr[5];
+    *resumed = 1;
+    ck->last_step = pos->step; /* a final checkpoint of the same position is not rewritten */
+    ck->last_epoch = hdr[3];
+    ck->last_samples = hdr[4];
+    return ERASE_OK;
+}

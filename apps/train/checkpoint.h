@@ -1,0 +1,117 @@
+/*
+ * erase-train's checkpoints (io/checkpoint.h has the file format):
+ * writing every --checkpoint-every steps, at the end and on SIGTERM or
+ * SIGUSR1; --resume auto|PATH; --init-from CKPT [--init-from-optimizer].
+ *
+ * Who does what. Every data-parallel replica holds the same parameters and
+ * optimizer state; before writing, every rank hashes its tensors and the
+ * hashes are compared across the dp group (a replica that drifted is an
+ * error, not a silent checkpoint). Per-rank state (random-number state
+ * words, data cursor) is gathered to every rank; rank 0 alone writes the
+ * file and tells the others whether it succeeded. On resume rank 0 alone
+ * reads and validates the checkpoint and broadcasts what it loaded, so all
+ * ranks agree on the file, the step and every value, and only rank 0 needs
+ * to see the checkpoint directory.
+ *
+ * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
+ * (sigaction); after every step the ranks all-reduce (max) the flag on the
+ * host stream, so all stop after the same step, write a checkpoint and
+ * leave the loop.
+ *
+ * Test hooks (environment): ERASE_DEBUG_KILL_AT_STEP=N[:R] makes world rank
+ * R (default: the last rank) SIGKILL itself right after step N;
+ * ERASE_DEBUG_SAMPLE_LOG=PREFIX makes every rank append "epoch position
+ * row_id" for every training sample it takes to PREFIX.<rank>;
+ * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write.
+ */
+#ifndef ERASE_APPS_TRAIN_CHECKPOINT_H
+#define ERASE_APPS_TRAIN_CHECKPOINT_H
+
+#include <stdio.h>
+
+#include "apps/train/options.h"
+#include "io/ctr_reader.h"
+#include "lib/comm/comm.h"
+#include "lib/nn/optim.h"
+
+/* What the checkpoints of a run work with (all outlive the train_ckpt_t). */
+typedef struct {
+    const train_options_t *o;
+    const erase_world_t *w;
+    erase_stream_t *host;             /* host-side collectives */
+    const erase_model_config_t *cfg;  /* the model as trained (cuts and seed applied) */
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_ctr_reader_t *train;        /* the training data (cursor) */
+    int64_t global_batch;             /* samples per step over all ranks */
+} train_ckpt_env_t;
+
+/* Where training stands. */
+typedef struct {
+    int64_t step;          /* steps done */
+    int64_t epoch;         /* current epoch */
+    int64_t samples_seen;  /* training samples consumed over all ranks */
+} train_ckpt_pos_t;
+
+typedef struct train_ckpt train_ckpt_t;
+
+/*
+ * Prepare checkpoints for a run: check the options (--keep-checkpoints >=
+ * 1, --resume and --init-from not both, --resume auto needs
+ * --checkpoint-dir, --init-from-optimizer needs --init-from), name the
+ * tensors (parameters and optimizer slots) and, with --checkpoint-dir,
+ * install the SIGTERM/SIGUSR1 handlers. Local (no collective).
+ * Errors: ERASE_ERR_INVALID naming the option, ERASE_ERR_NOMEM.
+ */
+erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out);
+
+/* Restore the default signal handlers and free. NULL is allowed. */
+void train_ckpt_destroy(train_ckpt_t *ck);
+
+/*
+ * --resume / --init-from, collective over the world (call on every rank,
+ * after the network, optimizer and reader exist and before the first
+ * step). Rank 0 picks the checkpoint (auto: DIR/latest, else the newest
+ * ckpt-*.h5; a damaged one is skipped with a message naming it), checks
+ * that the model (tensor names and shapes), the optimizer state and the
+ * pipeline layout match, and broadcasts the values. Resume sets *pos, the
+ * optimizer clock and the reader's cursor; --init-from loads parameters
+ * (and optimizer state) only and leaves *pos at step 0. *resumed is 1 when
+ * the run continues a checkpoint. Rank 0 prints what it did.
+ * Errors (the same on every rank): ERASE_ERR_INVALID (a different model or
+ * layout: the message lists the differences), ERASE_ERR_FORMAT (a damaged
+ * checkpoint named explicitly, or no usable one in the directory),
+ * ERASE_ERR_IO, ERASE_ERR_COMM.
+ */
+erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *resumed);
+
+/*
+ * After a step (collective over the world, every rank, every step): with
+ * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 and
+ * write a checkpoint when one did or when the step is a multiple of
+ * --checkpoint-every. *stop is the signal number when the run must stop
+ * (the checkpoint is written), else 0. Without --checkpoint-dir: nothing.
+ * Errors: a failed write (on every rank), ERASE_ERR_COMM (replicas differ).
+ */
+erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
+
+/* At the end of training (collective): write the final checkpoint unless
+ * the last one is of this very position. No-op without --checkpoint-dir. */
+erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos);
+
+/* ERASE_DEBUG_SAMPLE_LOG: record the samples of a training batch. */
+void train_ckpt_log_samples(train_ckpt_t *ck, const erase_ctr_batch_t *b);
+
+/* Checkpoint lines also go to this metrics file (rank 0; NULL: none). */
+void train_ckpt_set_metrics(train_ckpt_t *ck, FILE *metrics);
+
+/* Checkpoints written by this run, their total seconds (as training saw
+ * them: hashing, gathering, writing) and bytes; the last one's path ("" if
+ * none). */
+void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, double *bytes);
+const char *train_ckpt_last_path(const train_ckpt_t *ck);
+
+/* Name of a signal number ("SIGTERM", "SIGUSR1"). */
+const char *train_ckpt_signal_name(int sig);
+
+#endif
