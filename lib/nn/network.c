@@ -345,6 +345,18 @@ void erase_network_block_params(const erase_network_t *net, int b, int *first, i
     *count = net->blocks[b].nparams;
 }
 
+size_t erase_network_copy_params(erase_network_t *net, float *out)
+{
+    size_t total = 0;
+    for (int i = 0; i < net->nparams; i++) {
+        size_t n = (size_t)erase_param_numel(&net->params[i]);
+        if (out)
+            memcpy(out + total, net->params[i].value, n * sizeof(float));
+        total += n;
+    }
+    return total;
+}
+
 erase_param_t *erase_network_param(erase_network_t *net, const char *name)
 {
     for (int i = 0; i < net->nparams; i++)

@@ -57,6 +57,11 @@ float *erase_network_block_grads(erase_network_t *net, int b, size_t *count);
  * stream uses them. Errors: ERASE_ERR_NOMEM. */
 erase_status_t erase_network_reserve_sparse_rows(erase_network_t *net, int rows);
 
+/* Every parameter's values, concatenated in parameter order, copied to
+ * `out` (host memory; the device's memory must be host-visible: CPU).
+ * Returns the number of floats; with out == NULL it only counts them. */
+size_t erase_network_copy_params(erase_network_t *net, float *out);
+
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
 

@@ -266,16 +266,9 @@ static float *train_100(erase_model_config_t cfg, erase_optim_kind_t dense, size
         MUST(erase_train_step_serial(net, opt, stream, &batch[step % 4]));
     MUST(erase_stream_synchronize(stream));
     assert_int_equal(erase_optimizer_clock(opt)->step, 100);
-    int n;
-    erase_param_t *params = erase_network_params(net, &n);
-    *total = 0;
-    for (int i = 0; i < n; i++)
-        *total += (size_t)erase_param_numel(&params[i]);
-    float *out = malloc(*total * sizeof(float)), *p = out;
-    for (int i = 0; i < n; i++) {
-        memcpy(p, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
-        p += erase_param_numel(&params[i]);
-    }
+    *total = erase_network_copy_params(net, NULL);
+    float *out = malloc(*total * sizeof(float));
+    erase_network_copy_params(net, out);
     for (int i = 0; i < 4; i++)
         erase_batch_free_random(net, &batch[i]);
     erase_optimizer_destroy(opt);

@@ -95,16 +95,9 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
         }
     }
     MUST(erase_sched_synchronize(sc));
-    int np;
-    erase_param_t *params = erase_network_params(net, &np);
-    size_t total = 0;
-    for (int i = 0; i < np; i++)
-        total += (size_t)erase_param_numel(&params[i]);
-    float *out = malloc(total * sizeof(float)), *p = out;
-    for (int i = 0; i < np; i++) {
-        memcpy(p, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
-        p += erase_param_numel(&params[i]);
-    }
+    size_t total = erase_network_copy_params(net, NULL);
+    float *out = malloc(total * sizeof(float));
+    erase_network_copy_params(net, out);
     *n = total;
     erase_sched_destroy(sc);
     for (int k = 0; k < POOL; k++)

@@ -128,21 +128,15 @@ static void test_nonfinite_agreement(void **state)
     assert_int_equal(erase_batch_random(net, 16, 40 + (uint64_t)world.dp_rank, &batch), ERASE_OK);
     assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
-    int np;
-    erase_param_t *params = erase_network_params(net, &np);
-    size_t total = 0;
-    for (int i = 0; i < np; i++)
-        total += (size_t)erase_param_numel(&params[i]);
+    size_t total = erase_network_copy_params(net, NULL);
     float *before = malloc(total * sizeof(float)), *after = malloc(total * sizeof(float));
-    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
-        memcpy(before + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    erase_network_copy_params(net, before);
     if (world.dp_rank == 1)
         ((float *)batch.dense)[3] = NAN;
     assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
     int b = erase_sched_nonfinite_block(sc);
-    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
-        memcpy(after + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    erase_network_copy_params(net, after);
     int64_t sum_b = sum_ranks(b), sum_b2 = sum_ranks((int64_t)b * b);
     int64_t changed = sum_ranks((int64_t)equivalence_differ(before, after, total));
     int64_t replicas = differ_from_rank0(after, total);

@@ -80,19 +80,13 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
     assert_int_equal(erase_sched_nonfinite_block(sc), -1);
     erase_network_param(net, "sub3/fc0/weight")->value[5] = NAN;
-    int np;
-    erase_param_t *params = erase_network_params(net, &np);
-    size_t total = 0;
-    for (int i = 0; i < np; i++)
-        total += (size_t)erase_param_numel(&params[i]);
+    size_t total = erase_network_copy_params(net, NULL);
     float *before = malloc(total * sizeof(float)), *after = malloc(total * sizeof(float));
-    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
-        memcpy(before + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    erase_network_copy_params(net, before);
     assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
     int b = erase_sched_nonfinite_block(sc);
-    for (int i = 0, k = 0; i < np; k += (int)erase_param_numel(&params[i]), i++)
-        memcpy(after + k, params[i].value, sizeof(float) * (size_t)erase_param_numel(&params[i]));
+    erase_network_copy_params(net, after);
     size_t changed = equivalence_differ(before, after, total);
     /* NaN != NaN bitwise-equal: equivalence_differ compares bits */
     print_message("%s, update %s: NaN weight in sub3 -> non-finite gradient found in block %s; "
