@@ -43,7 +43,7 @@ static const opt_def_t defs[] = {
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd" },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up" },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up" },
-    { "lr-decay", S(lr_decay), "constant", "after warm-up: constant | cosine (to 0 at the last step)" },
+    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant" },
     { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)" },
     { "log-every", I(log_every), "10", "steps between progress lines" },
     { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)" },
