@@ -7,10 +7,18 @@
  *                                    and value range of every feature
  *                                    (categorical id ranges in hex)
  *
- * (Checkpoints will get their own command.) Every shard is validated as the
- * reader validates it and read completely. Exit status: 0, 1 failed, 2 usage.
+ *   erase-inspect ckpt FILE          a checkpoint (io/checkpoint.h): step,
+ *                                    samples, epoch and cursor, sizes,
+ *                                    schedule, optimizer clock, the model
+ *                                    file and run options, every tensor
+ *                                    with its shape and L2 norm
+ *
+ * Every shard is validated as the reader validates it and read completely;
+ * a checkpoint is validated as a resume validates it (every checksum).
+ * Exit status: 0, 1 failed (or damaged), 2 usage.
  */
 #include "config.h"
+#include "io/checkpoint.h"
 #include "io/ctr_index.h"
 #include "io/ctr_shard.h"
 #include "io/ctr_stats.h"
@@ -142,11 +150,94 @@ static int cmd_data(int argc, char **argv)
     return rc;
 }
 
+/* ---- ckpt ------------------------------------------------------------------------ */
+
+static void usage_ckpt(FILE *f)
+{
+    fprintf(f, "usage: erase-inspect ckpt FILE\n"
+               "  FILE: a checkpoint written by erase-train (DIR/ckpt-<step>.h5). Validates it\n"
+               "  (format, every dataset and its FNV-1a 64 checksum) and prints step, samples,\n"
+               "  epoch and data cursor, world/dp/pp sizes, schedule, optimizer clock, the\n"
+               "  model file, the run options, and every tensor with its shape and L2 norm.\n");
+}
+
+static void print_indented(const char *text)
+{
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("    %.*s\n", n, p);
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
+static void print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *group)
+{
+    int n = erase_ckpt_count(ck, g), width = 0;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        int w = (int)strlen(erase_ckpt_tensor(ck, g, i)->name);
+        width = w > width ? w : width;
+        total += erase_ckpt_tensor_numel(erase_ckpt_tensor(ck, g, i));
+    }
+    printf("/%s: %d tensors, %" PRId64 " floats (%.1f MB)\n", group, n, total, (double)total * 4 / 1e6);
+    for (int i = 0; i < n; i++) {
+        const erase_ckpt_tensor_t *t = erase_ckpt_tensor(ck, g, i);
+        char shape[64];
+        if (t->ndim == 2)
+            snprintf(shape, sizeof shape, "[%" PRId64 ", %" PRId64 "]", t->dims[0], t->dims[1]);
+        else
+            snprintf(shape, sizeof shape, "[%" PRId64 "]", t->dims[0]);
+        double ss = 0;
+        int64_t k = erase_ckpt_tensor_numel(t);
+        for (int64_t j = 0; j < k; j++)
+            ss += (double)t->data[j] * (double)t->data[j];
+        printf("  %-*s  %-14s L2 %.6g\n", width, t->name, shape, sqrt(ss));
+    }
+}
+
+static int cmd_ckpt(int argc, char **argv)
+{
+    if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage_ckpt(argc != 2 ? stderr : stdout);
+        return argc != 2 ? 2 : 0;
+    }
+    erase_ckpt_t *ck;
+    if (erase_ckpt_open(argv[1], &ck) != ERASE_OK)
+        return failed("ckpt");
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    printf("checkpoint %s: format %s, written by %s at %s; every dataset verified (FNV-1a 64)\n", argv[1],
+           ERASE_CKPT_FORMAT, m->version, m->created);
+    printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
+           (double)m->clock_lr);
+    printf("  samples     %" PRId64 " seen; epoch %" PRId64 ", data cursor at sample %" PRId64 " of the epoch; "
+           "global batch %" PRId64 "\n", m->samples_seen, m->epoch, m->epoch_samples, m->global_batch);
+    printf("  sizes       world %d = dp %d x pp %d (%s)\n", m->world_size, m->dp_size, m->pp_size, m->pp_layout);
+    printf("  schedule    %s\n", m->schedule);
+    printf("  optimizer   %s (dense), %s (embedding tables)\n", m->dense_optimizer, m->embedding_optimizer);
+    printf("  seed        %" PRIu64 "\n", m->seed);
+    for (int r = 0; r < erase_ckpt_ranks(ck); r++) {
+        const erase_ckpt_rank_t *s = erase_ckpt_rank(ck, r);
+        printf("  rank %-6d rng {%" PRIu64 ", %" PRIu64 "}, cursor (epoch %" PRId64 ", sample %" PRId64 ")\n", r,
+               s->rng[0], s->rng[1], s->epoch, s->samples);
+    }
+    printf("model file:\n");
+    print_indented(m->model);
+    printf("run options:\n");
+    print_indented(m->options);
+    print_tensors(ck, ERASE_CKPT_PARAMS, "params");
+    print_tensors(ck, ERASE_CKPT_OPTIM, "optim");
+    erase_ckpt_close(ck);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-inspect COMMAND [ARGS]   (COMMAND --help for more)\n\n"
                "  data     CTR shards (a directory from erase-convert or shard files): rows,\n"
-               "           base rate, missing rate per feature, categorical id ranges\n");
+               "           base rate, missing rate per feature, categorical id ranges\n"
+               "  ckpt     a checkpoint of erase-train: step, samples, sizes, schedule, model\n"
+               "           file, every tensor with shape and L2 norm (validated first)\n");
 }
 
 int main(int argc, char **argv)
@@ -161,6 +252,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "data"))
         return cmd_data(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "ckpt"))
+        return cmd_ckpt(argc - 1, argv + 1);
     fprintf(stderr, "erase-inspect: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

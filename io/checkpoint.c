@@ -1043,6 +1043,7 @@ erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what)
 {
+    enum { LISTED = 10 };
     const char *group = g == ERASE_CKPT_PARAMS ? "params" : "optim";
     char *msg = NULL;
     size_t len = 0;
@@ -1052,17 +1053,12 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
     int diffs = 0;
     for (int i = 0; i < n; i++) {
         const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
-        char a[64], b[64];
+        char a[64] = "missing", b[64];
         shape_text(want[i].ndim, want[i].dims, b, sizeof b);
-        if (!t) {
-            if (diffs++ < 20)
-                fprintf(m, "%s%s/%s %s: not in the checkpoint", diffs > 1 ? "; " : "", group, want[i].name, b);
-            continue;
-        }
-        shape_text(t->ndim, t->dims, a, sizeof a);
-        if (strcmp(a, b) && diffs++ < 20)
-            fprintf(m, "%s%s/%s: %s in the checkpoint, %s in this run", diffs > 1 ? "; " : "", group,
-                    want[i].name, a, b);
+        if (t)
+            shape_text(t->ndim, t->dims, a, sizeof a);
+        if ((!t || strcmp(a, b)) && diffs++ < LISTED)
+            fprintf(m, "%s%s/%s %s -> %s", diffs > 1 ? "; " : "", group, want[i].name, a, b);
     }
     for (int i = 0; i < ck->n[g]; i++) {
         int found = 0;
@@ -1070,15 +1066,16 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
             found = !strcmp(ck->t[g][i].name, want[j].name);
         char a[64];
         shape_text(ck->t[g][i].ndim, ck->t[g][i].dims, a, sizeof a);
-        if (!found && diffs++ < 20)
-            fprintf(m, "%s%s/%s %s: only in the checkpoint", diffs > 1 ? "; " : "", group, ck->t[g][i].name, a);
+        if (!found && diffs++ < LISTED)
+            fprintf(m, "%s%s/%s %s -> missing", diffs > 1 ? "; " : "", group, ck->t[g][i].name, a);
     }
-    if (diffs > 20)
-        fprintf(m, "; and %d more", diffs - 20);
+    if (diffs > LISTED)
+        fprintf(m, "; and %d more", diffs - LISTED);
     fclose(m);
     if (diffs) {
-        erase_status_t st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: %s differs from the checkpoint's (%d difference%s): %s",
-                                        ck->path, what, diffs, diffs == 1 ? "" : "s", msg);
+        erase_status_t st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: %s differs from the checkpoint's in %d tensor%s "
+                                        "(checkpoint -> this run): %s", ck->path, what, diffs,
+                                        diffs == 1 ? "" : "s", msg);
         free(msg);
         return st;
     }

@@ -175,12 +175,12 @@ const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
  * their shapes) by name. Every tensor of `want` must exist in the
  * checkpoint with the same shape and the checkpoint must have no other
  * tensor in g; otherwise nothing is copied and the result is
- * ERASE_ERR_INVALID with a message listing every difference (at most 20,
+ * ERASE_ERR_INVALID with a message listing the differences (the first 10,
  * then how many more), e.g.
- *   "D/ckpt-40.h5: the model differs from the checkpoint's: params/emb/0:
- *    [101, 4] in the checkpoint, [103, 4] in this model; params/sub3/fc0/weight:
- *    not in the checkpoint"
- * `what` names the group in that message ("the model", "the optimizer").
+ *   "D/ckpt-40.h5: the model differs from the checkpoint's in 2 tensors
+ *    (checkpoint -> this run): params/input/emb/0 [101, 4] -> [103, 4];
+ *    params/sub3/fc0/weight missing -> [256, 256]"
+ * `what` names the group in that message ("the model", "the optimizer state").
  */
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what);

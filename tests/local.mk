@@ -28,3 +28,4 @@ include tests/nn/local.mk
 include tests/sched/local.mk
 include tests/comm/local.mk
 include tests/io/local.mk
+include tests/ckpt/local.mk

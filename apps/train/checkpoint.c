@@ -7,6 +7,7 @@
 #include "io/checkpoint.h"
 #include "lib/core/timer.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -56,21 +57,33 @@ const char *train_ckpt_signal_name(int sig)
     return other;
 }
 
-/* The root cause of an error message: without breadcrumbs and the
- * "file.c:123: " of where it was set. */
+/* Length of a leading "path.c:123 -> " or "path.c:123: " of msg, else 0. */
+static size_t crumb_length(const char *msg)
+{
+    size_t i = 0;
+    while (msg[i] && msg[i] != ' ' && msg[i] != ':')
+        i++;
+    if (i < 3 || strncmp(msg + i - 2, ".c", 2) || msg[i] != ':')
+        return 0;
+    size_t j = ++i;
+    while (msg[i] >= '0' && msg[i] <= '9')
+        i++;
+    if (i == j)
+        return 0;
+    if (!strncmp(msg + i, " -> ", 4))
+        return i + 4;
+    if (!strncmp(msg + i, ": ", 2))
+        return i + 2;
+    return 0;
+}
+
+/* An error message as a user reads it: without the leading breadcrumbs
+ * and the "file.c:123: " where it was set. */
 static const char *root_cause(const char *msg)
 {
-    const char *p;
-    while ((p = strstr(msg, " -> ")) != NULL)
-        msg = p + 4;
-    const char *colon = strstr(msg, ".c:");
-    if (colon && colon - msg < 64 && !memchr(msg, ' ', (size_t)(colon - msg))) {
-        const char *q = colon + 3;
-        while (*q >= '0' && *q <= '9')
-            q++;
-        if (q[0] == ':' && q[1] == ' ')
-            msg = q + 2;
-    }
+    size_t k;
+    while ((k = crumb_length(msg)) > 0)
+        msg += k;
     return msg;
 }
 
@@ -432,9 +445,9 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     ck->last_samples = cur.samples;
     if (w->rank == 0) {
         snprintf(ck->last_path, sizeof ck->last_path, "%s", rep.path);
-        printf("ckpt   step %lld: %s, %.1f MB in %.3f s (%.0f MB/s written; %.3f s in all)%s\n",
-               (long long)pos->step, rep.path, (double)rep.bytes / 1e6, rep.seconds, rep.mb_per_s, sec,
-               rep.removed ? ", older ones removed" : "");
+        printf("%sckpt   step %lld: %s, %.1f MB in %.3f s (%.0f MB/s written; %.3f s in all)%s\n",
+               ck->e.tty ? "\r\033[K" : "", (long long)pos->step, rep.path, (double)rep.bytes / 1e6, rep.seconds,
+               rep.mb_per_s, sec, rep.removed ? ", older ones removed" : "");
         fflush(stdout);
         if (ck->metrics) {
             fprintf(ck->metrics, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%lld,"
@@ -480,49 +493,50 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 
 /* ---- resuming ------------------------------------------------------------------ */
 
-/* Print the options that differ between the checkpoint's run and this one. */
+/* The value of `name = value;` in run-options text (train_options_print),
+ * without the ';', into out; 0, or -1 when the option is not there. */
+static int option_value(const char *text, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > n + 3 && !strncmp(line, name, n) && !strncmp(line + n, " = ", 3)) {
+            size_t v = len - n - 3;
+            if (v > 0 && line[n + 3 + v - 1] == ';')
+                v--;
+            snprintf(out, size, "%.*s", (int)v, line + n + 3);
+            return 0;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
+/* Print the options that differ between the checkpoint's run and this one
+ * (all but --resume and --init-from*). */
 static void note_option_changes(const char *old_text, const train_options_t *o)
 {
-    char *now = NULL;
-    size_t len = 0;
+    char *now = NULL, *changes = NULL;
+    size_t len = 0, clen = 0;
     FILE *f = open_memstream(&now, &len);
     if (!f)
         return;
     train_options_print(o, f);
     fclose(f);
-    char *changes = NULL;
-    size_t clen = 0;
     FILE *c = open_memstream(&changes, &clen);
     int count = 0;
     for (const char *line = now; c && line && *line;) {
         const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        const char *eq = memchr(line, '=', n);
-        if (eq && eq > line) {
-            size_t key = (size_t)(eq - line);
-            const char *old = old_text, *found = NULL;
-            while (old && *old) {
-                if (!strncmp(old, line, key) && (old == old_text || old[-1] == '\n'))
-                    found = old;
-                const char *nl = strchr(old, '\n');
-                old = nl ? nl + 1 : NULL;
-            }
-            size_t on = 0;
-            if (found) {
-                const char *nl = strchr(found, '\n');
-                on = nl ? (size_t)(nl - found) : strlen(found);
-            }
-            int skip = !strncmp(line, "resume ", 7) || !strncmp(line, "init_from", 9);
-            if (!skip && (!found || on != n || strncmp(found, line, n))) {
-                const char *ov = found ? found + key + 2 : "(not set)";
-                int ol = found ? (int)(on - key - 2) : 9;
-                if (ol > 0 && ov[ol - 1] == ';')
-                    ol--;
-                int nl2 = (int)(n - key - 2);
-                if (nl2 > 0 && line[key + 2 + nl2 - 1] == ';')
-                    nl2--;
-                fprintf(c, "%s%.*s %.*s -> %.*s", count++ ? "; " : "", (int)key - 1, line, ol, ov, nl2,
-                        line + key + 2);
+        char name[64], was[1100], is[1100];
+        const char *eq = strstr(line, " = ");
+        if (eq && (size_t)(eq - line) < sizeof name) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - line), line);
+            if (strcmp(name, "resume") && strncmp(name, "init_from", 9) && option_value(now, name, is, sizeof is) == 0) {
+                if (option_value(old_text, name, was, sizeof was) != 0)
+                    snprintf(was, sizeof was, "(not set)");
+                if (strcmp(was, is))
+                    fprintf(c, "%s%s %s -> %s", count++ ? "; " : "", name, was, is);
             }
         }
         line = end ? end + 1 : NULL;
@@ -546,17 +560,47 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s (%s), "
                            "this run %d (%s)", erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s",
                            m->pp_layout, w->pp_size, ck->layout);
-    if (optim) {
-        erase_status_t st = erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->t[1], ck->n[1], "the optimizer state");
-        if (st != ERASE_OK) {
-            char msg[MESSAGE_MAX];
-            snprintf(msg, sizeof msg, "%s", root_cause(erase_error_message()));
-            return ERASE_ERROR(st, "%s (the checkpoint's optimizers: %s + %s; this run's: %s + %s)", msg,
-                               m->dense_optimizer, m->embedding_optimizer, ck->e.o->optimizer,
-                               ck->e.o->embedding_optimizer);
+    if (optim && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
+                  strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s (dense) + %s "
+                           "(tables), this run's %s + %s (use the same ones, or --init-from for the parameters only)",
+                           erase_ckpt_path(f), m->dense_optimizer, m->embedding_optimizer, ck->e.o->optimizer,
+                           ck->e.o->embedding_optimizer);
+    if (optim)
+        ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->t[1], ck->n[1], "the optimizer state"));
+    return ERASE_OK;
+}
+
+/* The newest checkpoint of path's directory older than path ("" if none):
+ * offered when path itself cannot be used. */
+static void previous_checkpoint(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    int64_t step = erase_ckpt_name_step(path);
+    if (step < 0)
+        return;
+    char dir[ERASE_CKPT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    char **paths;
+    int n;
+    if (erase_ckpt_candidates(dir, &paths, &n) != ERASE_OK) {
+        erase_error_clear();
+        return;
+    }
+    int64_t best = -1;
+    for (int i = 0; i < n; i++) {
+        int64_t s = erase_ckpt_name_step(paths[i]);
+        if (s < step && s > best) {
+            best = s;
+            snprintf(out, size, "%s", paths[i]);
         }
     }
-    return ERASE_OK;
+    erase_ckpt_candidates_free(paths, n);
 }
 
 /* Rank 0: pick and load. *action: 0 nothing, 1 resume, 2 init. */
@@ -602,9 +646,19 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
             break;
         if (!dir)
             break; /* a file named explicitly: its error is the answer */
-        fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", paths[i],
-                root_cause(erase_error_message()));
+        const char *why = root_cause(erase_error_message());
+        size_t len = strlen(paths[i]);
+        if (!strncmp(why, paths[i], len) && !strncmp(why + len, ": ", 2))
+            why += len + 2; /* the message names the file already */
+        fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", paths[i], why);
         fflush(stderr);
+    }
+    if (st != ERASE_OK && !dir) {
+        char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
+        snprintf(why, sizeof why, "%s", root_cause(erase_error_message()));
+        previous_checkpoint(want, other, sizeof other);
+        st = ERASE_ERROR(st, "--%s %s: %s%s%s", resume ? "resume" : "init-from", want, why,
+                         other[0] ? "; the previous checkpoint there is " : "", other);
     }
     if (st != ERASE_OK && dir)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "--%s %s: none of the %d checkpoint%s in %s is usable (all damaged, "
@@ -656,12 +710,21 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     memset(pos, 0, sizeof *pos);
     *resumed = 0;
     const train_options_t *o = ck->e.o;
+    erase_status_t st = ERASE_OK;
+    if (ck->enabled && ck->e.w->rank == 0) { /* fail now, not at the first checkpoint */
+        const char *dir = o->checkpoint_dir;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
+        else if (access(dir, W_OK | X_OK) != 0)
+            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
+    }
+    if (ck->enabled)
+        ERASE_CHECK(share_status(ck, st, "--checkpoint-dir"));
     if (!o->resume[0] && !o->init_from[0])
         return ERASE_OK;
     int64_t hdr[8];
     memset(hdr, 0, sizeof hdr);
     int action = 0;
-    erase_status_t st = ERASE_OK;
     if (ck->e.w->rank == 0) {
         st = pick(ck, &action, hdr);
         hdr[1] = action;

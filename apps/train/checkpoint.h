@@ -16,7 +16,10 @@
  * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
  * (sigaction); after every step the ranks all-reduce (max) the flag on the
  * host stream, so all stop after the same step, write a checkpoint and
- * leave the loop.
+ * leave the loop (erase-train then exits 0). Slurm signals every task
+ * itself (srun, `--signal`); Open MPI's mpirun forwards SIGUSR1 as is, but
+ * on SIGTERM it forwards it and SIGKILLs the ranks shortly after, and exits
+ * non-zero itself: under mpirun, send SIGUSR1.
  *
  * Test hooks (environment): ERASE_DEBUG_KILL_AT_STEP=N[:R] makes world rank
  * R (default: the last rank) SIGKILL itself right after step N;
@@ -44,6 +47,7 @@ typedef struct {
     erase_optimizer_t *opt;
     erase_ctr_reader_t *train;        /* the training data (cursor) */
     int64_t global_batch;             /* samples per step over all ranks */
+    int tty;                          /* rank 0 redraws a progress line: clear it before printing */
 } train_ckpt_env_t;
 
 /* Where training stands. */
@@ -69,9 +73,10 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
 void train_ckpt_destroy(train_ckpt_t *ck);
 
 /*
- * --resume / --init-from, collective over the world (call on every rank,
- * after the network, optimizer and reader exist and before the first
- * step). Rank 0 picks the checkpoint (auto: DIR/latest, else the newest
+ * Set-up, collective over the world (call on every rank, after the
+ * network, optimizer and reader exist and before the first step): rank 0
+ * creates --checkpoint-dir (one level) and checks that it can write there;
+ * then --resume / --init-from: rank 0 picks the checkpoint (auto: DIR/latest, else the newest
  * ckpt-*.h5; a damaged one is skipped with a message naming it), checks
  * that the model (tensor names and shapes), the optimizer state and the
  * pipeline layout match, and broadcasts the values. Resume sets *pos, the

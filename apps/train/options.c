@@ -52,7 +52,7 @@ static const opt_def_t defs[] = {
     { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)" },
     { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)" },
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir" },
-    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any) or a checkpoint file" },
+    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory" },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)" },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state" },
     { "device", S(device), "auto", "cpu | cuda | auto (cuda when a GPU is visible, else cpu)" },

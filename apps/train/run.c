@@ -4,6 +4,7 @@
  */
 #include "apps/train/run.h"
 
+#include "apps/train/checkpoint.h"
 #include "io/ctr_reader.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
@@ -42,6 +43,11 @@ typedef struct {
     erase_ctr_summary_t last_eval;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     int64_t skipped;                 /* steps skipped for non-finite gradients */
+    /* checkpoints (apps/train/checkpoint.h) */
+    train_ckpt_t *ckpt;
+    int64_t first_step;              /* step this run started at (> 0 when resumed) */
+    int64_t samples_seen;            /* training samples consumed, all ranks, since step 0 */
+    int stopped;                     /* the signal that stopped training, or 0 */
 } run_t;
 
 #define TRY(call) ERASE_CHECK(call)
@@ -299,7 +305,8 @@ static erase_status_t log_progress(run_t *r, int force)
         sec += r->step_s[i];
     double qps = sec > 0 ? n / sec : 0;
     double elapsed = erase_now_s() - r->t_start;
-    double eta = r->step > 0 ? elapsed / (double)r->step * (double)(r->total_steps - r->step) : 0;
+    int64_t done = r->step - r->first_step;
+    double eta = done > 0 ? elapsed / (double)done * (double)(r->total_steps - r->step) : 0;
     float lr = erase_optimizer_clock(r->opt)->lr;
     if (r->root && !r->o->quiet) {
         if (r->tty)
@@ -412,7 +419,8 @@ static erase_status_t train_loop(run_t *r)
 {
     const train_options_t *o = r->o;
     int blocks = erase_network_blocks(r->net);
-    int64_t warmup = r->total_steps >= 20 ? 5 : r->total_steps / 4;
+    int64_t left = r->total_steps - r->first_step;
+    int64_t warmup = r->first_step + (left >= 20 ? 5 : left / 4);
     int64_t trace_from = warmup, trace_to = warmup + o->trace_steps, trace_t0 = 0;
     r->t_start = erase_now_s();
     while (r->step < r->total_steps) {
@@ -433,12 +441,14 @@ static erase_status_t train_loop(run_t *r)
                 ; /* forget the warm-up's records */
             trace_t0 = erase_now_ns();
         }
+        train_ckpt_log_samples(r->ckpt, &b);
         double t0 = erase_now_s();
         TRY(load_batch(r, &b));
         TRY(erase_sched_step(r->sched, &r->batch));
         TRY(erase_sched_synchronize(r->sched));
         r->step_s[r->step] = erase_now_s() - t0;
         r->step++;
+        r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
         TRY(read_logits(r, (int)b.size));
         erase_ctr_metrics_t *w = &r->window;
@@ -467,7 +477,12 @@ static erase_status_t train_loop(run_t *r)
         TRY(log_progress(r, 0));
         if (o->eval_every > 0 && r->step % o->eval_every == 0)
             TRY(evaluate(r));
+        /* every N steps and on SIGTERM/SIGUSR1 (all ranks agree): a checkpoint */
+        TRY(train_ckpt_after_step(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }, &r->stopped));
+        if (r->stopped)
+            return log_progress(r, 1);
     }
+    TRY(train_ckpt_final(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }));
     TRY(log_progress(r, 1));
     if (r->evals == 0 || r->eval_step != r->step) /* the trained model is always evaluated */
         TRY(evaluate(r));
@@ -477,13 +492,14 @@ static erase_status_t train_loop(run_t *r)
 static void summary(run_t *r)
 {
     const train_options_t *o = r->o;
-    int64_t warmup = r->step >= 20 ? 5 : r->step / 4, n = r->step - warmup;
+    int64_t done = r->step - r->first_step; /* steps of this run (after a resume: since it) */
+    int64_t warmup = done >= 20 ? 5 : done / 4, n = done - warmup;
     double *qps = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     double global = (double)(o->batch * r->w->dp_size), total_s = 0;
-    for (int64_t i = 0; i < r->step; i++)
+    for (int64_t i = r->first_step; i < r->step; i++)
         total_s += r->step_s[i];
     for (int64_t i = 0; i < n; i++)
-        qps[i] = global / r->step_s[warmup + i];
+        qps[i] = global / r->step_s[r->first_step + warmup + i];
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
     if (!r->root)
@@ -508,6 +524,15 @@ static void summary(run_t *r)
     printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
     if (r->skipped)
         printf("  skipped    %lld step%s with non-finite gradients\n", (long long)r->skipped, r->skipped == 1 ? "" : "s");
+    int ckpts;
+    double ckpt_s, ckpt_bytes;
+    train_ckpt_stats(r->ckpt, &ckpts, &ckpt_s, &ckpt_bytes);
+    if (r->first_step > 0)
+        printf("  resumed    at step %lld\n", (long long)r->first_step);
+    if (ckpts)
+        printf("  checkpoint %d written, %.3f s each (%.0f MB/s), %.1f%% of training time; last %s\n", ckpts,
+               ckpt_s / ckpts, ckpt_s > 0 ? ckpt_bytes / ckpt_s / 1e6 : 0, total_s > 0 ? 100 * ckpt_s / total_s : 0,
+               train_ckpt_last_path(r->ckpt));
     if (r->metrics) {
         fprintf(r->metrics, "{\"type\":\"summary\",\"steps\":%lld,\"qps_p50\":%.1f,\"qps_p90\":%.1f,"
                             "\"ne\":%.6f,\"auc\":%.6f,\"ranks\":%d,\"mode\":\"%s\"}\n",
@@ -539,8 +564,6 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
         st = open_readers(&r);
     if (st == ERASE_OK)
         st = setup_training(&r);
-    if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, "w")))
-        st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write", o->metrics);
     if (st == ERASE_OK && r.root) {
         char dev[512];
         erase_device_describe(r.dev, dev, sizeof dev);
@@ -550,16 +573,42 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
                (long long)ti.steps_per_epoch, (long long)ei.samples);
         fflush(stdout);
     }
+    /* checkpoints: --resume / --init-from load here, before the first step */
+    train_ckpt_env_t ce = { .o = o, .w = w, .host = r.host, .cfg = &r.cfg, .net = r.net, .opt = r.opt,
+                            .train = r.train, .global_batch = o->batch * w->dp_size, .tty = r.tty };
+    train_ckpt_pos_t pos;
+    int resumed = 0;
+    if (st == ERASE_OK)
+        st = train_ckpt_create(&ce, &r.ckpt);
+    if (st == ERASE_OK)
+        st = train_ckpt_restore(r.ckpt, &pos, &resumed);
+    if (st == ERASE_OK && resumed) {
+        r.step = r.first_step = pos.step;
+        r.epoch = pos.epoch;
+        r.samples_seen = pos.samples_seen;
+    }
+    /* a resumed run continues its metrics file */
+    if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))
+        st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write", o->metrics);
+    if (st == ERASE_OK)
+        train_ckpt_set_metrics(r.ckpt, r.metrics);
     if (st == ERASE_OK)
         st = train_loop(&r);
-    if (st == ERASE_OK)
+    if (st == ERASE_OK && !r.stopped)
         summary(&r);
+    if (st == ERASE_OK && r.stopped && r.root) {
+        printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
+               r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
+               train_ckpt_last_path(r.ckpt));
+        fflush(stdout);
+    }
     if (st != ERASE_OK)
         erase_error_trail(__FILE__, __LINE__);
     else if (r.sched)
         st = erase_sched_synchronize(r.sched);
     if (r.metrics)
         fclose(r.metrics);
+    train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
     erase_optimizer_destroy(r.opt);
     if (r.dev) {

@@ -1,0 +1,203 @@
+/*
+ * ckpt-tool: what the checkpoint tests need beyond erase-train.
+ *
+ *   ckpt-tool compare A B        byte-exact comparison of two checkpoints:
+ *                                every /params and /optim tensor (names,
+ *                                shapes, bytes), the optimizer clock, step,
+ *                                samples seen and the data cursor. Prints
+ *                                what it compares and every difference.
+ *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
+ *                                bytes in the file (a damaged checkpoint)
+ *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
+ *   ckpt-tool set-int FILE OBJECT ATTR VALUE  overwrite an integer attribute
+ *                                (e.g. /meta pp_size: another layout)
+ *   ckpt-tool rows-equal A B TENSOR  print how many rows of TENSOR
+ *                                ("params/input/emb/0") are bitwise equal in A and B
+ *
+ * Exit status: 0 equal / done, 1 different, 2 error (message on stderr).
+ */
+#include "io/checkpoint.h"
+#include "io/h5_util.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int compare_group(const erase_ckpt_t *a, const erase_ckpt_t *b, erase_ckpt_group_t g, const char *name)
+{
+    int diffs = 0, same = 0;
+    int64_t bytes = 0;
+    for (int i = 0; i < erase_ckpt_count(a, g); i++) {
+        const erase_ckpt_tensor_t *x = erase_ckpt_tensor(a, g, i), *y = erase_ckpt_find(b, g, x->name);
+        if (!y) {
+            printf("  %s/%s: only in the first\n", name, x->name);
+            diffs++;
+            continue;
+        }
+        if (x->ndim != y->ndim || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1]) {
+            printf("  %s/%s: shapes differ\n", name, x->name);
+            diffs++;
+            continue;
+        }
+        size_t n = (size_t)erase_ckpt_tensor_numel(x);
+        if (memcmp(x->data, y->data, n * sizeof(float)) != 0) {
+            size_t k = 0;
+            while (k < n && !memcmp(&x->data[k], &y->data[k], sizeof(float)))
+                k++;
+            printf("  %s/%s: differs first at element %zu: %.9g vs %.9g\n", name, x->name, k, (double)x->data[k],
+                   (double)y->data[k]);
+            diffs++;
+            continue;
+        }
+        same++;
+        bytes += (int64_t)(n * sizeof(float));
+    }
+    for (int i = 0; i < erase_ckpt_count(b, g); i++)
+        if (!erase_ckpt_find(a, g, erase_ckpt_tensor(b, g, i)->name)) {
+            printf("  %s/%s: only in the second\n", name, erase_ckpt_tensor(b, g, i)->name);
+            diffs++;
+        }
+    printf("  /%s: %d tensors bitwise equal (%" PRId64 " bytes), %d different\n", name, same, bytes, diffs);
+    return diffs;
+}
+
+static int compare(const char *pa, const char *pb)
+{
+    erase_ckpt_t *a = NULL, *b = NULL;
+    if (erase_ckpt_open(pa, &a) != ERASE_OK || erase_ckpt_open(pb, &b) != ERASE_OK) {
+        fprintf(stderr, "ckpt-tool compare: %s\n", erase_error_message());
+        erase_ckpt_close(a);
+        return 2;
+    }
+    printf("compare %s and %s\n", pa, pb);
+    int diffs = compare_group(a, b, ERASE_CKPT_PARAMS, "params") + compare_group(a, b, ERASE_CKPT_OPTIM, "optim");
+    const erase_ckpt_meta_t *x = erase_ckpt_meta(a), *y = erase_ckpt_meta(b);
+#define FIELD(f, fmt, cast)                                                                          \
+    do {                                                                                             \
+        int eq = x->f == y->f;                                                                       \
+        printf("  %-14s " fmt " %s " fmt "\n", #f, (cast)x->f, eq ? "==" : "!=", (cast)y->f);        \
+        diffs += !eq;                                                                                \
+    } while (0)
+    FIELD(step, "%lld", long long);
+    FIELD(samples_seen, "%lld", long long);
+    FIELD(epoch, "%lld", long long);
+    FIELD(epoch_samples, "%lld", long long);
+    FIELD(clock_step, "%lld", long long);
+    int eq = !memcmp(&x->clock_lr, &y->clock_lr, sizeof x->clock_lr);
+    printf("  %-14s %.9g %s %.9g\n", "clock_lr", (double)x->clock_lr, eq ? "==" : "!=", (double)y->clock_lr);
+    diffs += !eq;
+    printf("%s\n", diffs ? "DIFFERENT" : "IDENTICAL");
+    erase_ckpt_close(a);
+    erase_ckpt_close(b);
+    return diffs ? 1 : 0;
+}
+
+static int damage(const char *path, const char *dataset, int flip)
+{
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, flip ? H5F_ACC_RDONLY : H5F_ACC_RDWR, H5P_DEFAULT);
+    haddr_t off = HADDR_UNDEF;
+    hsize_t size = 0;
+    int ok = f >= 0;
+    if (ok && flip) {
+        hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
+        if (d >= 0) {
+            off = H5Dget_offset(d);
+            size = H5Dget_storage_size(d);
+            H5Dclose(d);
+        }
+        ok = off != HADDR_UNDEF && size > 0;
+    } else if (ok) {
+        ok = H5Ldelete(f, dataset, H5P_DEFAULT) >= 0;
+    }
+    if (f >= 0)
+        H5Fclose(f);
+    erase_h5_leave();
+    if (!ok) {
+        fprintf(stderr, "ckpt-tool: %s: cannot %s %s\n", path, flip ? "locate" : "remove", dataset);
+        return 2;
+    }
+    if (flip) {
+        int fd = open(path, O_RDWR);
+        unsigned char c;
+        off_t at = (off_t)(off + size / 2);
+        if (fd < 0 || pread(fd, &c, 1, at) != 1) {
+            fprintf(stderr, "ckpt-tool: %s: cannot read byte %lld\n", path, (long long)at);
+            return 2;
+        }
+        c ^= 0x10;
+        int rc = pwrite(fd, &c, 1, at) == 1 ? 0 : 2;
+        close(fd);
+        printf("flipped a bit of %s at byte %lld of %s\n", dataset, (long long)at, path);
+        return rc;
+    }
+    printf("removed %s from %s\n", dataset, path);
+    return 0;
+}
+
+static int set_int(const char *path, const char *object, const char *attr, long long value)
+{
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t o = f >= 0 ? H5Oopen(f, object, H5P_DEFAULT) : -1;
+    hid_t a = o >= 0 ? H5Aopen(o, attr, H5P_DEFAULT) : -1;
+    int64_t v = value;
+    int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0;
+    if (a >= 0)
+        H5Aclose(a);
+    if (o >= 0)
+        H5Oclose(o);
+    if (f >= 0)
+        H5Fclose(f);
+    erase_h5_leave();
+    if (!ok) {
+        fprintf(stderr, "ckpt-tool: %s: cannot set %s %s\n", path, object, attr);
+        return 2;
+    }
+    printf("set %s %s = %lld in %s\n", object, attr, value, path);
+    return 0;
+}
+
+static int rows_equal(const char *pa, const char *pb, const char *tensor)
+{
+    erase_ckpt_t *a = NULL, *b = NULL;
+    if (erase_ckpt_open(pa, &a) != ERASE_OK || erase_ckpt_open(pb, &b) != ERASE_OK) {
+        fprintf(stderr, "ckpt-tool rows-equal: %s\n", erase_error_message());
+        erase_ckpt_close(a);
+        return 2;
+    }
+    erase_ckpt_group_t g = !strncmp(tensor, "optim/", 6) ? ERASE_CKPT_OPTIM : ERASE_CKPT_PARAMS;
+    const char *name = strchr(tensor, '/') ? strchr(tensor, '/') + 1 : tensor;
+    const erase_ckpt_tensor_t *x = erase_ckpt_find(a, g, name), *y = erase_ckpt_find(b, g, name);
+    int rc = 2;
+    if (x && y && x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1]) {
+        int64_t same = 0, cols = x->ndim == 2 ? x->dims[1] : 1;
+        for (int64_t r = 0; r < x->dims[0]; r++)
+            same += !memcmp(x->data + r * cols, y->data + r * cols, sizeof(float) * (size_t)cols);
+        printf("%lld of %lld rows\n", (long long)same, (long long)x->dims[0]);
+        rc = 0;
+    } else {
+        fprintf(stderr, "ckpt-tool rows-equal: %s is not in both with one shape\n", tensor);
+    }
+    erase_ckpt_close(a);
+    erase_ckpt_close(b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 6 && !strcmp(argv[1], "set-int"))
+        return set_int(argv[2], argv[3], argv[4], atoll(argv[5]));
+    if (argc == 5 && !strcmp(argv[1], "rows-equal"))
+        return rows_equal(argv[2], argv[3], argv[4]);
+    if (argc == 4 && !strcmp(argv[1], "compare"))
+        return compare(argv[2], argv[3]);
+    if (argc == 4 && (!strcmp(argv[1], "flip") || !strcmp(argv[1], "unlink")))
+        return damage(argv[2], argv[3], !strcmp(argv[1], "flip"));
+    fprintf(stderr, "usage: ckpt-tool compare A B | flip FILE DATASET | unlink FILE DATASET |\n"
+                    "       set-int FILE OBJECT ATTR VALUE | rows-equal A B TENSOR\n");
+    return 2;
+}

@@ -1,0 +1,97 @@
+# Sourced by the checkpoint test drivers (tests/ckpt/test-*.sh, soak.sh):
+# mpirun set-up (tests/comm/mpi.sh), a scratch directory with a small
+# synthetic dataset and a tiny model, and helpers to run erase-train.
+# Run from the top build directory (make check does).
+
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+need apps/erase-convert
+need apps/erase-inspect
+need tests/ckpt/ckpt-tool
+# Open MPI leaks at exit; io/'s leaks are checked by tests/ckpt/test-checkpoint.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export ASAN_OPTIONS
+unset ERASE_DEBUG_KILL_AT_STEP ERASE_DEBUG_CKPT_SLEEP_MS ERASE_DEBUG_SAMPLE_LOG
+
+# A scratch directory $dir in the build tree (removed at exit unless
+# ERASE_KEEP_TEST_DIR=1) with data/ (4,000 synthetic rows: 3,200 train,
+# 800 eval) and model.cfg (26 tables of 101 rows, D = 4, 3 blocks).
+setup_data() {
+    dir=$(mktemp -d "$PWD/tmp-ckpt-XXXXXX") || exit 99
+    if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
+    apps/erase-convert synth -q -o "$dir/data" --rows 4000 --chunk-rows 256 --shard-rows 2000 \
+        >"$dir/convert.log" 2>&1 || { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert synth failed"; exit 0; }
+    cat >"$dir/model.cfg" <<'CFG'
+model = "ctr";
+ctr: {
+  embedding_dim = 4;
+  table_rows = 101;
+  bottom_mlp = [8, 4];
+  subarch_width = 16;
+  subarchs = 2;
+  cuts = "all";
+};
+CFG
+}
+
+# random N: sets $r to a pseudo-random integer in [0, N) drawn from $seed
+# (printed by the driver, so a failure can be replayed with ERASE_TEST_SEED).
+# Not in $(...): the subshell would not advance $seed.
+seed=${ERASE_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+random() {
+    seed=$(( (seed * 1103515245 + 12345) % 2147483648 ))
+    r=$(( seed / 65536 % $1 ))
+}
+
+# train NP ARGS...: erase-train on NP ranks, the data and model of setup_data,
+# in the foreground; output in $out (stdout and stderr); rc = exit status.
+train() {
+    np=$1; shift
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$dir/data" \
+        --model "$dir/model.cfg" --device cpu --quiet "$@" >"$out" 2>&1
+    rc=$?
+}
+
+# train_bg NP ARGS...: the same in the background: $job (pid of timeout).
+train_bg() {
+    np=$1; shift
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$dir/data" \
+        --model "$dir/model.cfg" --device cpu --quiet "$@" >"$out" 2>&1 &
+    job=$!
+}
+
+# rank_pid R: pid of world rank R of the background job ("" if none).
+rank_pid() {
+    for mp in $(pgrep -P "$job"); do
+        for p in $(pgrep -P "$mp"); do
+            if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+                echo "$p"
+                return
+            fi
+        done
+    done
+}
+
+# mpirun_pid: pid of mpirun of the background job.
+mpirun_pid() { pgrep -P "$job" | head -1; }
+
+# wait_for SECONDS CMD...: poll CMD every 50 ms until it succeeds; 1 on timeout.
+wait_for() {
+    limit=$(( $1 * 20 )); shift
+    i=0
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -ge $limit ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+# lr_per_step FILE: "step lr" of every train line of a metrics file, one per
+# step (a resumed run repeats steps after its checkpoint: same values).
+lr_per_step() {
+    grep '"type":"train"' "$1" | sed 's/.*"step":\([0-9]*\),.*"lr":\([^,]*\),.*/\1 \2/' | sort -n -u
+}
+
+# show FILE: a log in the TAP stream as comments.
+show() { sed 's/^/#   /' "$1"; }

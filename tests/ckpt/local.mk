@@ -1,0 +1,22 @@
+# tests/ckpt: checkpoints (io/checkpoint.h) and erase-train's kill and
+# resume, damaged checkpoints, signals, changed rank counts and warm start
+# under real mpirun (make check). tests/ckpt/soak.sh: a longer kill-and-
+# resume soak, run by hand (not in make check).
+check_PROGRAMS += tests/ckpt/ckpt-tool
+tests_ckpt_ckpt_tool_SOURCES = tests/ckpt/ckpt-tool.c
+tests_ckpt_ckpt_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+tests_ckpt_ckpt_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+
+CKPT_TEST_DRIVERS = tests/ckpt/test-kill-resume.sh tests/ckpt/test-resume.sh
+TESTS += $(CKPT_TEST_DRIVERS)
+EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/ckpt/test-checkpoint
+TESTS += tests/ckpt/test-checkpoint
+tests_ckpt_test_checkpoint_SOURCES = tests/ckpt/test-checkpoint.c tests/io/io_util.c tests/io/io_util.h
+tests_ckpt_test_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) \
+	-DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
+tests_ckpt_test_checkpoint_CFLAGS = $(TEST_CFLAGS)
+tests_ckpt_test_checkpoint_LDADD = $(ERASE_IO_LIBS) $(TEST_LIBS)
+endif

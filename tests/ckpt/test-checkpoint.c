@@ -1,0 +1,344 @@
+/*
+ * Checkpoint files (io/checkpoint.h) without MPI: what is written reads
+ * back bitwise with its meta data; the directory keeps the K newest and
+ * never touches newer ones, stale temporary files go, `latest` comes first
+ * among the candidates; a truncated file, a flipped bit, a missing dataset
+ * and a missing `format` are each refused with a message naming the file
+ * and what is wrong; loading into a different model lists the differences.
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io/checkpoint.h"
+#include "io/h5_util.h"
+#include "tests/io/io_util.h"
+
+#define MUST(call)                                                                         \
+    do {                                                                                   \
+        erase_status_t must_s_ = (call);                                                   \
+        if (must_s_ != ERASE_OK)                                                           \
+            fail_msg("%s failed: %s", #call, erase_error_message());                       \
+    } while (0)
+
+static char *scratch;
+
+/* A small state: an embedding table, a weight, a bias; two optimizer slots. */
+typedef struct {
+    float emb[7 * 3], w[2 * 5], b[2], acc[7], m[2 * 5];
+    erase_ckpt_tensor_t params[3], optim[2];
+    erase_ckpt_rank_t ranks[2];
+    erase_ckpt_meta_t meta;
+} state_t;
+
+static void make_state(state_t *s, int64_t step, float salt)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < 21; i++)
+        s->emb[i] = salt + 0.25f * (float)i - 1.0f / 3.0f;
+    for (int i = 0; i < 10; i++)
+        s->w[i] = -salt * (float)i, s->m[i] = 1e-7f * (float)i;
+    s->b[0] = -0.0f; /* a negative zero must survive bitwise */
+    s->b[1] = NAN;   /* so must a NaN */
+    for (int i = 0; i < 7; i++)
+        s->acc[i] = (float)i * 0.5f;
+    erase_ckpt_tensor_t p[3] = { { .name = "input/emb/0", .ndim = 2, .dims = { 7, 3 }, .data = s->emb, .meaning = "table" },
+                                 { .name = "sub1/fc0/weight", .ndim = 2, .dims = { 2, 5 }, .data = s->w },
+                                 { .name = "sub1/fc0/bias", .ndim = 1, .dims = { 2, 1 }, .data = s->b } };
+    erase_ckpt_tensor_t o[2] = { { .name = "input/emb/0/adagrad_sum", .ndim = 1, .dims = { 7, 1 }, .data = s->acc },
+                                 { .name = "sub1/fc0/weight/exp_avg", .ndim = 2, .dims = { 2, 5 }, .data = s->m } };
+    memcpy(s->params, p, sizeof p);
+    memcpy(s->optim, o, sizeof o);
+    for (int r = 0; r < 2; r++)
+        s->ranks[r] = (erase_ckpt_rank_t){ .rng = { 42, (uint64_t)r }, .epoch = 1, .samples = 96 };
+    s->meta = (erase_ckpt_meta_t){ .step = step, .samples_seen = 32 * step, .epoch = 1, .epoch_samples = 96,
+                                   .global_batch = 32, .world_size = 2, .dp_size = 2, .pp_size = 1,
+                                   .pp_layout = "1 stage", .schedule = "early_backward graph",
+                                   .dense_optimizer = "adamw", .embedding_optimizer = "rowwise_adagrad",
+                                   .seed = 42, .clock_step = step, .clock_lr = 0.00025f,
+                                   .model = "model = \"ctr\";\n", .options = "batch = 16;\n" };
+}
+
+static void write_state(const char *dir, int64_t step, int keep)
+{
+    state_t s;
+    make_state(&s, step, (float)step);
+    erase_ckpt_report_t rep;
+    MUST(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, keep, &rep));
+    assert_true(rep.bytes > 0);
+    assert_int_equal(erase_ckpt_name_step(rep.path), step);
+}
+
+static void test_round_trip(void **unused)
+{
+    (void)unused;
+    const char *dir = io_path(scratch, "rt");
+    state_t s;
+    make_state(&s, 10, 10.0f);
+    erase_ckpt_report_t rep;
+    MUST(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 3, &rep));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ckpt-10.h5", dir);
+    assert_string_equal(rep.path, path);
+    printf("# wrote %s: %lld bytes in %.4f s\n", rep.path, (long long)rep.bytes, rep.seconds);
+    FILE *f = fopen(io_path(dir, "latest"), "r");
+    char line[64] = "";
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_string_equal(line, "ckpt-10.h5\n");
+
+    erase_ckpt_t *ck;
+    MUST(erase_ckpt_open(path, &ck));
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    assert_int_equal(m->step, 10);
+    assert_int_equal(m->samples_seen, 320);
+    assert_int_equal(m->epoch, 1);
+    assert_int_equal(m->epoch_samples, 96);
+    assert_int_equal(m->global_batch, 32);
+    assert_int_equal(m->world_size, 2);
+    assert_int_equal(m->dp_size, 2);
+    assert_int_equal(m->pp_size, 1);
+    assert_int_equal(m->seed, 42);
+    assert_int_equal(m->clock_step, 10);
+    assert_true(m->clock_lr == 0.00025f);
+    assert_string_equal(m->pp_layout, "1 stage");
+    assert_string_equal(m->schedule, "early_backward graph");
+    assert_string_equal(m->dense_optimizer, "adamw");
+    assert_string_equal(m->embedding_optimizer, "rowwise_adagrad");
+    assert_string_equal(m->model, "model = \"ctr\";\n");
+    assert_string_equal(m->options, "batch = 16;\n");
+    assert_non_null(strstr(m->version, "erase "));
+    assert_int_equal(erase_ckpt_count(ck, ERASE_CKPT_PARAMS), 3);
+    assert_int_equal(erase_ckpt_count(ck, ERASE_CKPT_OPTIM), 2);
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < (g ? 2 : 3); i++) {
+            const erase_ckpt_tensor_t *want = g ? &s.optim[i] : &s.params[i];
+            const erase_ckpt_tensor_t *got = erase_ckpt_tensor(ck, (erase_ckpt_group_t)g, i);
+            assert_string_equal(got->name, want->name);
+            assert_int_equal(got->ndim, want->ndim);
+            assert_int_equal(got->dims[0], want->dims[0]);
+            assert_int_equal(erase_ckpt_tensor_numel(got), erase_ckpt_tensor_numel(want));
+            assert_memory_equal(got->data, want->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(want));
+        }
+    assert_int_equal(erase_ckpt_ranks(ck), 2);
+    assert_int_equal(erase_ckpt_rank(ck, 1)->rng[0], 42);
+    assert_int_equal(erase_ckpt_rank(ck, 1)->rng[1], 1);
+    assert_int_equal(erase_ckpt_rank(ck, 1)->samples, 96);
+    assert_null(erase_ckpt_find(ck, ERASE_CKPT_PARAMS, "nope"));
+
+    /* loading into the same shapes copies bitwise */
+    state_t t;
+    make_state(&t, 10, 99.0f);
+    MUST(erase_ckpt_load(ck, ERASE_CKPT_PARAMS, t.params, 3, "the model"));
+    assert_memory_equal(t.emb, s.emb, sizeof s.emb);
+    assert_memory_equal(t.b, s.b, sizeof s.b);
+    /* a different model: every difference listed, nothing copied */
+    float other[8 * 3];
+    memset(other, 0, sizeof other);
+    erase_ckpt_tensor_t want[3] = { { .name = "input/emb/0", .ndim = 2, .dims = { 8, 3 }, .data = other },
+                                    { .name = "sub1/fc0/weight", .ndim = 2, .dims = { 2, 5 }, .data = t.w },
+                                    { .name = "sub2/fc0/bias", .ndim = 1, .dims = { 2, 1 }, .data = t.b } };
+    assert_int_equal(erase_ckpt_load(ck, ERASE_CKPT_PARAMS, want, 3, "the model"), ERASE_ERR_INVALID);
+    char expect[8192];
+    snprintf(expect, sizeof expect,
+             "%s: the model differs from the checkpoint's in 3 tensors (checkpoint -> this run): "
+             "params/input/emb/0 [7, 3] -> [8, 3]; params/sub2/fc0/bias missing -> [2]; "
+             "params/sub1/fc0/bias [2] -> missing", path);
+    assert_string_equal(io_error_root(), expect);
+    assert_true(other[0] == 0.0f);
+    erase_ckpt_close(ck);
+}
+
+static void test_directory(void **unused)
+{
+    (void)unused;
+    const char *dir = io_path(scratch, "dir");
+    for (int64_t step = 5; step <= 20; step += 5)
+        write_state(dir, step, 2);
+    assert_int_equal(io_count_files(dir, ".h5"), 2);
+    char **paths;
+    int n;
+    MUST(erase_ckpt_candidates(dir, &paths, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(erase_ckpt_name_step(paths[0]), 20);
+    assert_int_equal(erase_ckpt_name_step(paths[1]), 15);
+    erase_ckpt_candidates_free(paths, n);
+    /* `latest` comes first, whatever its step */
+    assert_int_equal(io_write_text(io_path(dir, "latest"), "ckpt-15.h5\n"), 0);
+    MUST(erase_ckpt_candidates(dir, &paths, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(erase_ckpt_name_step(paths[0]), 15);
+    assert_int_equal(erase_ckpt_name_step(paths[1]), 20);
+    erase_ckpt_candidates_free(paths, n);
+    /* an earlier step (a run restarted from an older checkpoint): newer
+     * checkpoints stay, stale temporary files go */
+    assert_int_equal(io_write_text(io_path(dir, ".ckpt-7.h5.tmp"), "half written"), 0);
+    write_state(dir, 3, 1);
+    assert_int_equal(io_count_files(dir, ".h5"), 3);
+    assert_int_equal(io_count_files(dir, ".tmp"), 0);
+    MUST(erase_ckpt_candidates(dir, &paths, &n));
+    assert_int_equal(n, 3);
+    assert_int_equal(erase_ckpt_name_step(paths[0]), 3); /* latest */
+    assert_int_equal(erase_ckpt_name_step(paths[1]), 20);
+    erase_ckpt_candidates_free(paths, n);
+    /* nothing there: no candidates, no error */
+    MUST(erase_ckpt_candidates(io_path(scratch, "none"), &paths, &n));
+    assert_int_equal(n, 0);
+    erase_ckpt_candidates_free(paths, n);
+
+    assert_int_equal(erase_ckpt_name_step("d/ckpt-120.h5"), 120);
+    assert_int_equal(erase_ckpt_name_step("ckpt-0.h5"), 0);
+    assert_int_equal(erase_ckpt_name_step("ckpt-.h5"), -1);
+    assert_int_equal(erase_ckpt_name_step("ckpt-12.h5.tmp"), -1);
+    assert_int_equal(erase_ckpt_name_step(".ckpt-12.h5"), -1);
+}
+
+/* Copy src to dst. */
+static void copy_file(const char *src, const char *dst)
+{
+    FILE *a = fopen(src, "rb"), *b = fopen(dst, "wb");
+    assert_non_null(a);
+    assert_non_null(b);
+    char buf[65536];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, a)) > 0)
+        assert_int_equal(fwrite(buf, 1, k, b), k);
+    fclose(a);
+    fclose(b);
+}
+
+static void expect_damage(const char *path, const char *why)
+{
+    erase_ckpt_t *ck = NULL;
+    assert_int_equal(erase_ckpt_open(path, &ck), ERASE_ERR_FORMAT);
+    assert_null(ck);
+    char expect[8192];
+    snprintf(expect, sizeof expect, "%s: %s", path, why);
+    const char *got = io_error_root();
+    printf("# %s\n", got);
+    if (strncmp(got, expect, strlen(expect)) != 0)
+        fail_msg("expected \"%s...\", got \"%s\"", expect, got);
+}
+
+static void test_damage(void **unused)
+{
+    (void)unused;
+    const char *dir = io_path(scratch, "dmg");
+    write_state(dir, 10, 3);
+    char good[4096], bad[4096];
+    snprintf(good, sizeof good, "%s/ckpt-10.h5", dir);
+    snprintf(bad, sizeof bad, "%s/bad.h5", dir);
+
+    /* truncated */
+    copy_file(good, bad);
+    struct stat sb;
+    assert_int_equal(stat(good, &sb), 0);
+    assert_int_equal(truncate(bad, sb.st_size / 2), 0);
+    expect_damage(bad, "cannot open as HDF5 (truncated or not a checkpoint): ");
+
+    /* a flipped bit in a dataset's data */
+    copy_file(good, bad);
+    erase_h5_enter();
+    hid_t f = H5Fopen(bad, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "/params/sub1/fc0/weight", H5P_DEFAULT);
+    haddr_t off = H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    erase_h5_leave();
+    assert_true(off != HADDR_UNDEF);
+    int fd = open(bad, O_RDWR);
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, (off_t)off + 5), 1);
+    c ^= 1;
+    assert_int_equal(pwrite(fd, &c, 1, (off_t)off + 5), 1);
+    close(fd);
+    expect_damage(bad, "dataset /params/sub1/fc0/weight: checksum ");
+
+    /* a dataset gone */
+    copy_file(good, bad);
+    erase_h5_enter();
+    f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Ldelete(f, "/optim/input/emb/0/adagrad_sum", H5P_DEFAULT) >= 0);
+    H5Fclose(f);
+    erase_h5_leave();
+    expect_damage(bad, "dataset /optim/input/emb/0/adagrad_sum is missing (listed in /index)");
+
+    /* never completed: no `format` */
+    copy_file(good, bad);
+    erase_h5_enter();
+    f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Adelete(f, "format") >= 0);
+    H5Fclose(f);
+    erase_h5_leave();
+    expect_damage(bad, "no format attribute: not an erase checkpoint, or not completely written");
+
+    /* not HDF5 at all */
+    assert_int_equal(io_write_text(bad, "hello"), 0);
+    expect_damage(bad, "cannot open as HDF5 (truncated or not a checkpoint)");
+
+    /* the original is still fine */
+    erase_ckpt_t *ck;
+    MUST(erase_ckpt_open(good, &ck));
+    erase_ckpt_close(ck);
+}
+
+static void test_bad_arguments(void **unused)
+{
+    (void)unused;
+    state_t s;
+    make_state(&s, 1, 1.0f);
+    const char *dir = io_path(scratch, "args");
+    assert_int_equal(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 0, NULL),
+                     ERASE_ERR_INVALID);
+    snprintf(s.params[1].name, sizeof s.params[1].name, "sub1//weight");
+    assert_int_equal(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 1, NULL),
+                     ERASE_ERR_INVALID);
+    assert_non_null(strstr(io_error_root(), "bad name 'sub1//weight'"));
+    snprintf(s.params[1].name, sizeof s.params[1].name, "input/emb/0");
+    assert_int_equal(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 1, NULL),
+                     ERASE_ERR_INVALID);
+    assert_non_null(strstr(io_error_root(), "written twice"));
+    assert_int_equal(io_count_files(dir, ".h5"), 0);
+    erase_ckpt_t *ck;
+    assert_int_equal(erase_ckpt_open(io_path(scratch, "missing.h5"), &ck), ERASE_ERR_IO);
+    /* FNV-1a 64 reference values */
+    assert_true(erase_ckpt_fnv1a64("", 0) == 0xcbf29ce484222325ull);
+    assert_true(erase_ckpt_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(erase_ckpt_fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+}
+
+static int setup(void **unused)
+{
+    (void)unused;
+    scratch = io_scratch_make("ckpt");
+    return scratch ? 0 : -1;
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    io_scratch_remove(scratch);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_directory),
+        cmocka_unit_test(test_damage),
+        cmocka_unit_test(test_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,142 @@
+#!/bin/sh
+# Resuming erase-train (issue 7), beyond kills: damaged checkpoints are
+# skipped with a message naming them and the previous one is used (and the
+# run still ends bitwise equal); a different model or pipeline layout is
+# refused with what differs; 2 ranks resumed on 1 and on 3 take the same
+# global sample sequence; SIGUSR1 (to mpirun) and SIGTERM (to one rank)
+# stop every rank after the same step with a checkpoint and status 0;
+# --init-from starts a new run from a checkpoint's parameters; erase-inspect
+# ckpt shows a checkpoint.
+. "$(dirname "$0")/ckpt.sh"
+setup_data
+echo "1..14"
+# global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
+ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
+R=$dir/ref
+
+out=$dir/ref.out
+ERASE_DEBUG_SAMPLE_LOG=$dir/samples.ref train 2 $ARGS --batch 12 --checkpoint-dir "$R"
+[ $rc = 0 ] && [ -f "$R/ckpt-30.h5" ] && [ -f "$R/ckpt-36.h5" ] && [ -f "$R/ckpt-40.h5" ]
+tap $? "reference run on 2 ranks: checkpoints $(ls "$R" | tr '\n' ' ')"
+[ $rc = 0 ] || show "$out"
+
+# ---- damaged checkpoints: the newest truncated, the next with a flipped bit
+D=$dir/damaged
+cp -r "$R" "$D"
+truncate -s 5000 "$D/ckpt-40.h5"
+tests/ckpt/ckpt-tool flip "$D/ckpt-36.h5" /params/sub1/fc0/weight >/dev/null
+out=$dir/damaged.out
+train 2 $ARGS --batch 12 --checkpoint-dir "$D" --resume auto
+grep -q "^erase-train: checkpoint $D/ckpt-40.h5 is damaged, skipping it: cannot open as HDF5 (truncated or not a checkpoint): truncated file: eof = 5000" "$out" &&
+grep -q "^erase-train: checkpoint $D/ckpt-36.h5 is damaged, skipping it: dataset /params/sub1/fc0/weight: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" "$out" &&
+grep -q "^resume from $D/ckpt-30.h5: step 30, epoch 0 at sample 720 of the epoch, 720 samples seen" "$out"
+tap $? "truncated ckpt-40.h5 and a flipped bit in ckpt-36.h5: both named and skipped, resumed from ckpt-30.h5"
+grep -E '^(erase-train: checkpoint|resume from)' "$out" | sed 's/^/# /'
+tests/ckpt/ckpt-tool compare "$R/ckpt-40.h5" "$D/ckpt-40.h5" >"$dir/compare.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ]; tap $? "that run ends bitwise equal to the reference (status $rc)"
+
+# ---- every checkpoint damaged: refused, not restarted from scratch
+A=$dir/alldamaged
+mkdir "$A"
+cp "$R/ckpt-36.h5" "$A/"
+tests/ckpt/ckpt-tool flip "$A/ckpt-36.h5" /optim/sub2/fc1/weight/exp_avg >/dev/null
+out=$dir/alldamaged.out
+train 2 $ARGS --batch 12 --checkpoint-dir "$A" --resume auto
+[ $rc != 0 ] && grep -q "none of the 1 checkpoint in $A is usable (all damaged, see above)" "$out"
+tap $? "only damaged checkpoints: --resume auto fails (status $rc)"
+
+# ---- a different model: refused, listing what differs
+sed 's/table_rows = 101/table_rows = 103/' "$dir/model.cfg" >"$dir/model2.cfg"
+out=$dir/model.out
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --model "$dir/model2.cfg" \
+    --device cpu --quiet $ARGS --batch 12 --resume "$R/ckpt-30.h5" >"$out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "$R/ckpt-30.h5: the model differs from the checkpoint's in 26 tensors (checkpoint -> this run): params/input/emb/0 \[101, 4\] -> \[103, 4\]; params/input/emb/1 \[101, 4\] -> \[103, 4\];" "$out"
+tap $? "another model (tables of 103 rows): refused with the tensors that differ (status $rc)"
+grep -o 'the model differs.*' "$out" | head -1 | cut -c1-200 | sed 's/^/# /'
+
+# ---- a different pipeline layout: refused
+P=$dir/pp
+mkdir "$P"
+cp "$R/ckpt-30.h5" "$P/"
+tests/ckpt/ckpt-tool set-int "$P/ckpt-30.h5" /meta pp_size 2 >/dev/null
+out=$dir/pp.out
+train 2 $ARGS --batch 12 --resume "$P/ckpt-30.h5"
+[ $rc != 0 ] && grep -q "$P/ckpt-30.h5: the pipeline layout differs: the checkpoint has 2 stages (1 stage: stage 0 holds blocks 0-2), this run 1 (1 stage: stage 0 holds blocks 0-2)" "$out"
+tap $? "another pipeline layout (pp_size 2 in /meta): refused (status $rc)"
+
+# ---- 2 ranks -> 1 and 3 ranks: the same global sample sequence
+awk '$2 >= 720 && $2 < 960' "$dir"/samples.ref.* | sort -n -k1 -k2 >"$dir/seq.ref"
+for np in 1 3; do
+    out=$dir/dp$np.out
+    ERASE_DEBUG_SAMPLE_LOG=$dir/samples.dp$np train $np $ARGS --batch $((24 / np)) --checkpoint-dir "$dir/dp$np" \
+        --resume "$R/ckpt-30.h5"
+    cat "$dir"/samples.dp$np.* | sort -n -k1 -k2 >"$dir/seq.dp$np"
+    [ $rc = 0 ] && cmp -s "$dir/seq.ref" "$dir/seq.dp$np" && [ "$(wc -l <"$dir/seq.ref")" = 240 ] &&
+        grep -q "^note   the checkpoint was written by 2 data-parallel ranks, this run has $np: the data continue from global sample 720 of epoch 0 (the same sample sequence), but the results are not expected to be bitwise equal" "$out"
+    tap $? "resumed from 2 ranks onto $np: samples 720..959 (epoch, position, row id) equal the 2-rank run's; the log says bitwise equality is not expected"
+    [ $rc = 0 ] || show "$out"
+done
+
+# ---- signals: SIGUSR1 to mpirun, then SIGTERM to one rank of the resumed run
+S=$dir/sig
+LONG="--batch 12 --steps 100000 --log-every 1 --checkpoint-dir $S"
+out=$dir/sig1.out
+train_bg 2 $LONG --metrics "$dir/sig1.jsonl"
+trained() { [ -f "$1" ] && [ "$(grep -c '"type":"train"' "$1")" -ge "$2" ]; }
+wait_for 60 trained "$dir/sig1.jsonl" 3 && kill -USR1 "$(mpirun_pid)"
+wait "$job"; rc=$?
+line=$(grep '^erase-train: stopped by SIGUSR1 after step ' "$out")
+n1=$(echo "$line" | sed 's/.*after step \([0-9]*\);.*/\1/')
+echo "# $line"
+[ $rc = 0 ] && [ -n "$n1" ] && [ "$line" = "erase-train: stopped by SIGUSR1 after step $n1; checkpoint $S/ckpt-$n1.h5 (continue with --resume auto)" ] &&
+    apps/erase-inspect ckpt "$S/ckpt-$n1.h5" | grep -q "^  step        $n1 "
+tap $? "SIGUSR1 to mpirun: every rank stopped after step ${n1:-?}, wrote $S/ckpt-${n1:-?}.h5, status $rc"
+[ $rc = 0 ] || show "$out"
+out=$dir/sig2.out
+train_bg 2 $LONG --metrics "$dir/sig2.jsonl" --resume auto
+wait_for 60 trained "$dir/sig2.jsonl" $((${n1:-0} + 3)) && kill -TERM "$(rank_pid 1)"
+wait "$job"; rc=$?
+line=$(grep '^erase-train: stopped by SIGTERM after step ' "$out")
+n2=$(echo "$line" | sed 's/.*after step \([0-9]*\);.*/\1/')
+echo "# $line"
+[ $rc = 0 ] && grep -q "^resume from $S/ckpt-$n1.h5: step $n1," "$out" && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] &&
+    [ -f "$S/ckpt-$n2.h5" ]
+tap $? "resumed at step ${n1:-?}, SIGTERM to rank 1 only: both stopped after step ${n2:-?} with a checkpoint, status $rc"
+[ $rc = 0 ] || show "$out"
+
+# ---- warm start: --init-from (another seed, so nothing equals the reference by chance)
+out=$dir/init.out
+train 1 --batch 12 --steps 3 --seed 7 --checkpoint-dir "$dir/init" --init-from "$R/ckpt-40.h5"
+same=$(tests/ckpt/ckpt-tool rows-equal "$R/ckpt-40.h5" "$dir/init/ckpt-3.h5" params/input/emb/0 | cut -d' ' -f1)
+out0=$out; out=$dir/fresh.out
+train 1 --batch 12 --steps 3 --seed 7 --checkpoint-dir "$dir/fresh"
+fresh=$(tests/ckpt/ckpt-tool rows-equal "$R/ckpt-40.h5" "$dir/fresh/ckpt-3.h5" params/input/emb/0 | cut -d' ' -f1)
+grep -q "^init   from $R/ckpt-40.h5 (step 40 of an earlier run): parameters loaded; this run starts at step 0" "$out0" &&
+    apps/erase-inspect ckpt "$dir/init/ckpt-3.h5" | grep -q "^  step        3 (optimizer clock: step 3," &&
+    [ "${same:-0}" -gt 50 ] && [ "${fresh:-1}" = 0 ]
+tap $? "--init-from: a new run at step 0; after 3 steps ${same:-?} of 101 rows of table 0 are the checkpoint's (without --init-from: ${fresh:-?})"
+out=$dir/initopt.out
+train 1 --batch 12 --steps 3 --seed 7 --checkpoint-dir "$dir/initopt" --init-from "$R" --init-from-optimizer
+accs=$(tests/ckpt/ckpt-tool rows-equal "$R/ckpt-40.h5" "$dir/initopt/ckpt-3.h5" optim/input/emb/0/adagrad_sum | cut -d' ' -f1)
+grep -q "^init   from $R/ckpt-40.h5 (step 40 of an earlier run): parameters and optimizer state loaded" "$out" &&
+    [ "${accs:-0}" -gt 50 ]
+tap $? "--init-from DIR --init-from-optimizer: the newest checkpoint's optimizer state too (${accs:-?} of 101 Adagrad accumulators kept)"
+
+# ---- erase-inspect ckpt
+apps/erase-inspect ckpt "$R/ckpt-40.h5" >"$dir/inspect.out" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "^  step        40 (optimizer clock: step 40, lr " "$dir/inspect.out" &&
+    grep -q "^  sizes       world 2 = dp 2 x pp 1" "$dir/inspect.out" &&
+    grep -q "^  samples     960 seen; epoch 0, data cursor at sample 960 of the epoch; global batch 24" "$dir/inspect.out" &&
+    grep -q "^      table_rows = 101;" "$dir/inspect.out" &&
+    grep -Eq "^  input/emb/0 +\[101, 4\] +L2 [0-9.]+" "$dir/inspect.out" &&
+    grep -Eq "^  sub2/fc1/weight/exp_avg_sq +\[16, 16\] +L2 [0-9.e-]+" "$dir/inspect.out"
+tap $? "erase-inspect ckpt: step, samples, sizes, model file, tensors with shape and L2 norm"
+sed -n '1,6p' "$dir/inspect.out" | sed 's/^/# /'
+apps/erase-inspect ckpt "$A/ckpt-36.h5" >"$dir/inspect-bad.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "dataset /optim/sub2/fc1/weight/exp_avg: checksum .* does not match" "$dir/inspect-bad.out"
+tap $? "erase-inspect ckpt of a damaged checkpoint: status $rc, the damage named"
+exit 0
