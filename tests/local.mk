@@ -29,3 +29,4 @@ include tests/sched/local.mk
 include tests/comm/local.mk
 include tests/io/local.mk
 include tests/ckpt/local.mk
+include tests/slurm/local.mk

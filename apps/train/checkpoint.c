@@ -623,6 +623,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     if (dir) {
         ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
         if (n == 0) {
+            erase_ckpt_candidates_free(paths, n);
             if (resume && !strcmp(want, "auto")) {
                 printf("resume no checkpoint in %s yet: starting at step 0\n", dir);
                 return ERASE_OK;

@@ -1,0 +1,180 @@
+# shellcheck shell=bash
+# Sourced by tests/slurm drivers: a private single-node Slurm cluster on
+# localhost (Debian's slurm-wlm 22.05 and munge), everything under one
+# temporary directory, nothing from /etc/slurm or the system's munged.
+#   cluster_start DIR   start munged, slurmctld and slurmd under DIR; exports
+#                       SLURM_CONF; returns non-zero (and says why) on failure
+#   cluster_stop        stop every daemon cluster_start started (idempotent)
+# Needs root (slurmd starts jobs as their user). Bounded: each wait gives up
+# after a few seconds.
+
+cluster_pids=()
+
+# cluster_log MESSAGE: a TAP comment.
+cluster_log() { echo "# slurm: $*"; }
+
+# cluster_free_port: an unused TCP port on localhost (none listening).
+cluster_free_port() {
+    local p
+    for _ in $(seq 50); do
+        p=$((20000 + RANDOM % 30000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+
+# cluster_wait_file FILE SECONDS: wait until FILE (or socket) exists.
+cluster_wait_file() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        [ -e "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+cluster_start() {
+    local d=$1 cpus mem ctld_port slurmd_port first_id
+    mkdir -p "$d/munge" "$d/state" "$d/spool" "$d/tmp" "$d/etc"
+    chmod 711 "$d/munge"
+
+    # munged: its own key, socket, pid, seed and log under $d/munge.
+    mungekey --create --keyfile="$d/munge/munge.key" --force >/dev/null 2>&1 ||
+        dd if=/dev/urandom of="$d/munge/munge.key" bs=1024 count=1 2>/dev/null
+    chmod 400 "$d/munge/munge.key"
+    # The daemons run in the foreground as children of this shell, which
+    # reaps them when they stop (daemonized, they would stay zombies where
+    # init does not reap).
+    munged --foreground --force --socket="$d/munge/munge.socket" --key-file="$d/munge/munge.key" \
+        --pid-file="$d/munge/munged.pid" --seed-file="$d/munge/munged.seed" \
+        --log-file="$d/munge/munged.log" >"$d/munge/munged.err" 2>&1 &
+    cluster_pids+=($!)
+    if ! cluster_wait_file "$d/munge/munge.socket" 5 || ! cluster_alive "${cluster_pids[0]}"; then
+        cluster_log "munged did not start:"
+        sed 's/^/#   /' "$d/munge/munged.err" "$d/munge/munged.log" 2>/dev/null
+        return 1
+    fi
+
+    # slurm.conf: one node "localhost" that advertises 4 CPUs whatever the
+    # machine has (config_overrides), so 4 ranks fit on a 2-core CI machine.
+    cpus=4
+    mem=$(awk '/MemTotal/ { printf "%d", $2 / 1024 / 2 }' /proc/meminfo)
+    if ! ctld_port=$(cluster_free_port) || ! slurmd_port=$(cluster_free_port); then
+        cluster_log "no free TCP port"; return 1
+    fi
+    # Job ids start at 1 on a fresh cluster, and much is named after them:
+    # PMIx's per-job directories, Open MPI's job id under srun (a hash of the
+    # PMIx namespace "slurm.pmix.JOB.STEP") and with it its session directory
+    # and shared-memory segments. Two clusters (concurrent test runs, or the
+    # leftovers of a crashed job) would share those: start at a random id.
+    first_id=$((1000 + (RANDOM * 32768 + RANDOM) % 60000000))
+    cat >"$d/etc/slurm.conf" <<CONF
+# erase tests/slurm: a private single-node cluster (see tests/slurm/cluster.sh)
+ClusterName=erase-test
+FirstJobId=$first_id
+SlurmctldHost=localhost
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# cred_expire: also how long a requeued job waits before it may start again
+# (default 120 s).
+AuthInfo=socket=$d/munge/munge.socket,cred_expire=5
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool
+SlurmctldPidFile=$d/slurmctld.pid
+SlurmdPidFile=$d/slurmd.pid
+SlurmctldLogFile=$d/slurmctld.log
+SlurmdLogFile=$d/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+# PMIx's per-job directories live under TmpFS (and the spool): keep them
+# here, not in /tmp.
+TmpFS=$d/tmp
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=1
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+MailProg=/bin/true
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+JobRequeue=1
+KillWait=10
+MinJobAge=600
+InactiveLimit=0
+SlurmctldTimeout=30
+SlurmdTimeout=30
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+    # slurmd 22.05 loads a cgroup plugin even with proctrack/linuxproc and
+    # task/none, and its autodetection fails in containers: pin v1 (which
+    # loads here without a v1 hierarchy; nothing uses it).
+    printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n' >"$d/etc/cgroup.conf"
+    SLURM_CONF=$d/etc/slurm.conf
+    export SLURM_CONF
+
+    slurmctld -D -i -f "$SLURM_CONF" >"$d/slurmctld.err" 2>&1 &
+    cluster_pids+=($!)
+    slurmd -D -N localhost -f "$SLURM_CONF" >"$d/slurmd.err" 2>&1 &
+    cluster_pids+=($!)
+
+    # the node registers and becomes idle
+    local p state end=$((SECONDS + 15))
+    while [ $SECONDS -lt $end ]; do
+        state=$(timeout 5 sinfo -h -n localhost -o %T 2>/dev/null || true)
+        [ "$state" = idle ] && return 0
+        for p in "${cluster_pids[@]}"; do cluster_alive "$p" || break 2; done
+        sleep 0.1
+    done
+    cluster_log "node localhost is '${state:-unknown}', not idle"
+    tail -20 "$d/slurmctld.err" "$d/slurmctld.log" "$d/slurmd.err" "$d/slurmd.log" 2>/dev/null | sed 's/^/#   /'
+    return 1
+}
+
+# cluster_alive PID: the process runs (a daemon whose parent does not reap
+# it stays a zombie after it exits: that counts as gone).
+cluster_alive() {
+    local st
+    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+    [ -n "$st" ] && [ "$st" != Z ]
+}
+
+cluster_stop() {
+    local i p alive
+    [ ${#cluster_pids[@]} -gt 0 ] || return 0
+    # jobs first: slurmd kills their processes (slurmstepd leaves once its
+    # job has ended), then the daemons, newest first
+    # (clients bounded by timeout, in case slurmctld stops answering)
+    if [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ]; then
+        timeout 10 scancel --quiet --full --signal=KILL --user="$(id -un)" >/dev/null 2>&1 || true
+        timeout 10 scancel --quiet --user="$(id -un)" >/dev/null 2>&1 || true
+        local end=$((SECONDS + 15))
+        while [ $SECONDS -lt $end ]; do
+            [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break
+            sleep 0.1
+        done
+    fi
+    for ((i = ${#cluster_pids[@]} - 1; i >= 0; i--)); do
+        kill -TERM "${cluster_pids[i]}" 2>/dev/null || true
+    done
+    for ((i = 0; i < 50; i++)); do
+        alive=
+        for p in "${cluster_pids[@]}"; do cluster_alive "$p" && alive=1; done
+        [ -z "$alive" ] && break
+        sleep 0.1
+    done
+    for p in "${cluster_pids[@]}"; do
+        if cluster_alive "$p"; then kill -KILL "$p" 2>/dev/null || true; fi
+        wait "$p" 2>/dev/null || true
+    done
+    cluster_pids=()
+}
