@@ -9,7 +9,7 @@ if HAVE_CMOCKA
 DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm
 check_PROGRAMS += $(DEVICE_TESTS)
 TESTS += $(DEVICE_TESTS)
-TEST_CFLAGS = $(ERASE_CFLAGS) $(CMOCKA_CFLAGS)
+TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 TEST_LIBS = $(ERASE_LIBS) $(CMOCKA_LIBS)
 
 tests_device_test_stream_SOURCES = tests/device/test-stream.c tests/device/kernels.c tests/device/kernels.h

@@ -15,6 +15,7 @@ typedef struct {
     size_t offset, size;        /* field of train_options_t */
     const char *def;
     const char *help;
+    const char *choices;        /* string options with fixed values: "a|b|c" */
 } opt_def_t;
 
 #define S(field) T_STRING, offsetof(train_options_t, field), sizeof(((train_options_t *)0)->field)
@@ -23,47 +24,61 @@ typedef struct {
 #define F(field) T_FLAG, offsetof(train_options_t, field), 0
 
 static const opt_def_t defs[] = {
-    { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line" },
-    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes" },
-    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)" },
-    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order" },
-    { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty" },
-    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (DESIGN.md, Schedules)" },
-    { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end" },
-    { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end" },
-    { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)" },
-    { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3" },
-    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)" },
-    { "epochs", I(epochs), "1", "epochs over the training data" },
-    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)" },
-    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd" },
-    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up" },
-    { "momentum", D(momentum), "0.9", "sgd momentum" },
-    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)" },
-    { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd" },
-    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up" },
-    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up" },
-    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant" },
-    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)" },
-    { "log-every", I(log_every), "10", "steps between progress lines" },
-    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)" },
-    { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up" },
-    { "trace-steps", I(trace_steps), "5", "steps to trace" },
-    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)" },
-    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)" },
-    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir" },
-    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory" },
-    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)" },
-    { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state" },
-    { "device", S(device), "auto", "cpu | cuda | auto (cuda when a GPU is visible, else cpu)" },
-    { "seed", I(seed), "1", "seed of initialisation and data shuffling" },
-    { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)" },
-    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it" },
-    { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks" },
-    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted" },
-    { "quiet", F(quiet), "0", "no progress lines, only the summary" },
+    { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL },
+    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes", NULL },
+    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL },
+    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL },
+    { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL },
+    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (README, Schedules)", "off|blocking|async|graph" },
+    { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end" },
+    { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end" },
+    { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL },
+    { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL },
+    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL },
+    { "epochs", I(epochs), "1", "epochs over the training data", NULL },
+    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL },
+    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd" },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL },
+    { "momentum", D(momentum), "0.9", "sgd momentum", NULL },
+    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL },
+    { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd" },
+    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL },
+    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL },
+    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant" },
+    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL },
+    { "log-every", I(log_every), "10", "steps between progress lines", NULL },
+    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)", NULL },
+    { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL },
+    { "trace-steps", I(trace_steps), "5", "steps to trace", NULL },
+    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL },
+    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL },
+    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL },
+    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL },
+    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL },
+    { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL },
+    { "device", S(device), "auto", "cpu | cuda | auto (this version has only the cpu backend: auto is cpu)", "cpu|cuda|auto" },
+    { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL },
+    { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL },
+    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip" },
+    { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL },
+    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL },
+    { "quiet", F(quiet), "0", "no progress lines, only the summary", NULL },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
+
+/* Whether `text` is one of the '|'-separated `choices`. */
+static int is_choice(const char *choices, const char *text)
+{
+    size_t n = strlen(text);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, text, n))
+            return 1;
+        p += len + (bar != NULL);
+    }
+    return 0;
+}
 
 static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const char *text,
                                 const char *where)
@@ -74,6 +89,8 @@ static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const ch
     case T_STRING:
         if (strlen(text) >= d->size)
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: value longer than %zu characters", where, d->name, d->size - 1);
+        if (d->choices && !is_choice(d->choices, text))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected one of %s", where, d->name, text, d->choices);
         strcpy(field, text);
         return ERASE_OK;
     case T_INT: {
@@ -256,7 +273,7 @@ void train_options_print(const train_options_t *o, FILE *f)
         switch (defs[i].type) {
         case T_STRING: fprintf(f, "%s = \"%s\";\n", name, field); break;
         case T_INT: fprintf(f, "%s = %lld;\n", name, (long long)*(const int64_t *)field); break;
-        case T_DOUBLE: fprintf(f, "%s = %.17g;\n", name, *(const double *)field); break;
+        case T_DOUBLE: fprintf(f, "%s = %.10g;\n", name, *(const double *)field); break;
         case T_FLAG: fprintf(f, "%s = %s;\n", name, *(const int *)field ? "true" : "false"); break;
         }
     }

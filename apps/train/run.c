@@ -121,12 +121,19 @@ static erase_status_t open_readers(run_t *r)
         ro.part = ERASE_CTR_PART_TRAIN;
         ro.eval_fraction = o->eval_fraction;
     }
-    TRY(erase_ctr_reader_open(train_in, 1, &ro, &r->train));
+    char why[2048];
+    if (erase_ctr_reader_open(train_in, 1, &ro, &r->train) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_message()); /* the message is rewritten below */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
+    }
     erase_ctr_reader_options_t eo = ro;
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_CTR_PART_ALL : ERASE_CTR_PART_EVAL;
-    TRY(erase_ctr_reader_open(eval_in, 1, &eo, &r->eval));
+    if (erase_ctr_reader_open(eval_in, 1, &eo, &r->eval) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_message());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train", eval_in[0], why);
+    }
     TRY(erase_ctr_reader_check_tables(r->train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, r->cfg.ctr.table_rows));
     return ERASE_OK;
 }
@@ -512,9 +519,13 @@ static void summary(run_t *r)
     printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
     printf("  model      ctr, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n", blocks,
            cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s", global);
-    printf("  schedule   early backward %s (reduce %s, update %s, %lld side stream%s), %d BLAS thread%s per stream\n",
-           o->early_backward, o->reduce, o->update, (long long)o->side_streams, o->side_streams == 1 ? "" : "s",
-           erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
+    if (!strcmp(o->early_backward, "off"))
+        printf("  schedule   early backward off (one stream, backward at step end), %d BLAS thread%s\n",
+               erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
+    else
+        printf("  schedule   early backward %s (reduce %s, update %s, %lld side stream%s), %d BLAS thread%s per stream\n",
+               o->early_backward, o->reduce, o->update, (long long)o->side_streams, o->side_streams == 1 ? "" : "s",
+               erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
     double epochs = (double)r->step / (double)erase_ctr_reader_info(r->train).steps_per_epoch;
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,

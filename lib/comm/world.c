@@ -185,9 +185,9 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
                 world->size, world->local_rank, world->local_size, world->dp_rank, world->dp_size,
                 world->pp_rank, world->pp_size, (long)getpid(), mpi);
     if (g.verbose >= 0 && world->rank == 0)
-        fprintf(stderr, "[rank 0 %s] erase: world of %d ranks on %d host%s (dp %d x pp %d), %s, "
+        fprintf(stderr, "[rank 0 %s] erase: world of %d rank%s on %d host%s (dp %d x pp %d), %s, "
                 "%s, watchdog %g s, collective sequence check %s\n", comm_host, world->size,
-                hosts, hosts == 1 ? "" : "s", world->dp_size, world->pp_size, mpi,
+                world->size == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s", world->dp_size, world->pp_size, mpi,
                 thread_level_name(provided), watchdog, comm_check_enabled ? "on" : "off");
 
     erase_comm_t *comms[3] = { g.world, g.dp, g.pp };
