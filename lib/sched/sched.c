@@ -359,8 +359,11 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     }
     if (st == ERASE_OK && o.trace)
         st = erase_device_trace_enable(sc->dev, (size_t)1 << 18);
+    int segments = 1; /* runs of attached blocks: backwards can overlap forwards only across a cut */
+    for (int b = 1; b < blocks; b++)
+        segments += cut[b];
     if (st == ERASE_OK) { /* BLAS threads: the cores shared by the streams computing at once */
-        int compute = o.mode == ERASE_EB_OFF ? 1 : 1 + o.side_streams;
+        int compute = o.mode == ERASE_EB_OFF || segments == 1 ? 1 : 1 + o.side_streams;
         int threads = erase_device_cores(sc->dev) / compute;
         st = erase_device_set_blas_threads(sc->dev, threads < 1 ? 1 : threads);
     }

@@ -60,7 +60,8 @@ typedef struct erase_sched erase_sched_t;
  * A scheduler for `net` trained by `opt` (both outlive it): creates its
  * streams (main, S side, comm), events, and the step plan. The CPU
  * device's BLAS threads are set to cores / (concurrent compute streams):
- * all cores for `off`, cores / (1 + S) otherwise (at least 1).
+ * all cores for `off` and for a model without cuts (its backward cannot
+ * overlap a forward), cores / (1 + S) otherwise (at least 1).
  * Errors: ERASE_ERR_INVALID (bad options), ERASE_ERR_NOMEM.
  */
 erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
