@@ -632,40 +632,8 @@ void erase_ckpt_close(erase_ckpt_t *ck)
  * a scalar string; the lock is held. */
 static char *read_string_attr(hid_t loc, const char *name)
 {
-    if (H5Aexists(loc, name) <= 0)
-        return NULL;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0)
-        return NULL;
-    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
-    char *out = NULL;
-    if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING && H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        if (H5Tis_variable_str(t) > 0) {
-            char *v = NULL;
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &v) >= 0)
-                out = strdup(v ? v : "");
-            if (v)
-                H5free_memory(v);
-        } else {
-            size_t n = H5Tget_size(t);
-            out = calloc(n + 2, 1);
-            H5Tset_size(mt, n + 1);
-            H5Tset_strpad(mt, H5T_STR_NULLTERM);
-            if (out && H5Aread(a, mt, out) < 0) {
-                free(out);
-                out = NULL;
-            }
-        }
-        H5Tclose(mt);
-    }
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
-    H5Aclose(a);
-    return out;
+    int rc;
+    return erase_h5_attr_read_string_alloc(loc, name, &rc);
 }
 
 /* A scalar numeric attribute converted to mem_type; 0 or -1. */

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -146,40 +147,35 @@ int erase_h5_attr_write_array(hid_t loc, const char *name, hid_t mem_type, const
     return rc;
 }
 
-int erase_h5_attr_read_string(hid_t loc, const char *name, char *text, size_t size)
+char *erase_h5_attr_read_string_alloc(hid_t loc, const char *name, int *rc)
 {
-    if (size)
-        text[0] = '\0';
+    *rc = 1;
     if (H5Aexists(loc, name) <= 0)
-        return 1;
+        return NULL;
+    *rc = -1;
     hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
     if (a < 0)
-        return -1;
+        return NULL;
     hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
-    int rc = -1;
+    char *out = NULL;
     if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING &&
         H5Sget_simple_extent_type(sp) == H5S_SCALAR) {
         hid_t mt = H5Tcopy(H5T_C_S1);
         if (H5Tis_variable_str(t) > 0) {
             char *v = NULL;
             H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &v) >= 0) {
-                snprintf(text, size, "%s", v ? v : "");
-                rc = 0;
-            }
+            if (H5Aread(a, mt, &v) >= 0)
+                out = strdup(v ? v : "");
             if (v)
                 H5free_memory(v);
         } else {
             size_t n = H5Tget_size(t);
-            char buf[4096];
-            if (n < sizeof buf) {
-                H5Tset_size(mt, n + 1);
-                H5Tset_strpad(mt, H5T_STR_NULLTERM);
-                memset(buf, 0, sizeof buf);
-                if (H5Aread(a, mt, buf) >= 0) {
-                    snprintf(text, size, "%s", buf);
-                    rc = 0;
-                }
+            out = calloc(n + 2, 1);
+            H5Tset_size(mt, n + 1);
+            H5Tset_strpad(mt, H5T_STR_NULLTERM);
+            if (out && H5Aread(a, mt, out) < 0) {
+                free(out);
+                out = NULL;
             }
         }
         H5Tclose(mt);
@@ -189,6 +185,18 @@ int erase_h5_attr_read_string(hid_t loc, const char *name, char *text, size_t si
     if (t >= 0)
         H5Tclose(t);
     H5Aclose(a);
+    if (out)
+        *rc = 0;
+    return out;
+}
+
+int erase_h5_attr_read_string(hid_t loc, const char *name, char *text, size_t size)
+{
+    int rc;
+    char *value = erase_h5_attr_read_string_alloc(loc, name, &rc);
+    if (size)
+        snprintf(text, size, "%s", value ? value : "");
+    free(value);
     return rc;
 }
 

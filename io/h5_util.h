@@ -66,6 +66,10 @@ int erase_h5_attr_write_array(hid_t loc, const char *name, hid_t mem_type, const
  */
 int erase_h5_attr_read_string(hid_t loc, const char *name, char *text, size_t size);
 
+/* The same, of any length: a malloc'ed copy, or NULL with *rc = 1 (missing)
+ * or -1 (not a scalar string, unreadable, no memory). Call with the lock held. */
+char *erase_h5_attr_read_string_alloc(hid_t loc, const char *name, int *rc);
+
 /*
  * Read a scalar integer attribute as int64. Returns 0, 1 when missing, -1
  * when it is not a scalar integer. Call with the lock held.
