@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct {
     double p50, p90, step_ms, overlap, backward_ms;
@@ -164,8 +163,7 @@ int bench_schedules(int argc, char **argv)
     erase_comm_t *dp = world.dp_size > 1 ? erase_dp_comm() : NULL;
     erase_device_t *dev;
     erase_device_options_t dopt = erase_device_options_default();
-    long online = sysconf(_SC_NPROCESSORS_ONLN); /* ranks on one host share its cores */
-    dopt.cores = online > world.local_size ? (int)(online / world.local_size) : 1;
+    dopt.cores = erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
     ERASE_MUST(erase_device_open(&dopt, &dev));
     if (root) {
         char text[512];

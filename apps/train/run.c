@@ -292,20 +292,13 @@ static erase_status_t evaluate(run_t *r)
 
 /* ---- progress ---------------------------------------------------------------- */
 
-static double window_ne(const erase_ctr_metrics_t *m)
-{
-    erase_ctr_summary_t s = erase_ctr_metrics_summary(m);
-    return s.ne;
-}
-
 static erase_status_t log_progress(run_t *r, int force)
 {
     if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
         return ERASE_OK;
-    TRY(reduce_metrics(r, &r->window, 4)); /* samples, positives, loss, prediction */
-    double n = (double)r->window.samples;
-    double loss = (double)r->window.loss_fixed / 4294967296.0 / (n > 0 ? n : 1);
-    double ne = window_ne(&r->window);
+    TRY(reduce_metrics(r, &r->window, ERASE_CTR_METRICS_SUM_WORDS));
+    erase_ctr_summary_t sum = erase_ctr_metrics_summary(&r->window);
+    double n = (double)r->window.samples, loss = sum.log_loss, ne = sum.ne;
     int64_t from = r->step - r->window_steps;
     double sec = 0;
     for (int64_t i = from; i < r->step; i++)
@@ -333,7 +326,7 @@ static erase_status_t log_progress(run_t *r, int force)
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
-    memset(&r->window, 0, 4 * sizeof(int64_t));
+    memset(&r->window, 0, ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t));
     r->window_steps = 0;
     for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
         r->block_loss[b] = 0;
@@ -458,23 +451,7 @@ static erase_status_t train_loop(run_t *r)
         r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
         TRY(read_logits(r, (int)b.size));
-        erase_ctr_metrics_t *w = &r->window;
-        erase_ctr_metrics_t one;
-        memset(&one, 0, 4 * sizeof(int64_t));
-        /* the first four words only: add without touching the AUC bins */
-        for (int i = 0; i < b.size; i++) {
-            double v = r->logits[i], t = b.label[i] > 0.5f;
-            double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
-            double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-            one.samples++;
-            one.positives += t > 0;
-            one.loss_fixed += (int64_t)llround((loss > 50 ? 50 : loss) * 4294967296.0);
-            one.prediction_fixed += (int64_t)llround(p * 4294967296.0);
-        }
-        w->samples += one.samples;
-        w->positives += one.positives;
-        w->loss_fixed += one.loss_fixed;
-        w->prediction_fixed += one.prediction_fixed;
+        erase_ctr_metrics_add_sums(&r->window, r->logits, b.label, (int)b.size);
         const float *losses = erase_network_losses(r->net);
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
@@ -560,8 +537,7 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_PROCID");
     r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
     erase_device_options_t dopt = erase_device_options_default();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    dopt.cores = online > w->local_size ? (int)(online / w->local_size) : 1; /* share the host */
+    dopt.cores = erase_world_cores_per_rank(w); /* ranks on one host share its cores */
     if (!strcmp(o->device, "cuda"))
         dopt.kind = ERASE_DEVICE_CUDA;
     else if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))

@@ -115,6 +115,10 @@ erase_comm_t *erase_pp_comm(void);
  * is not initialised. */
 void erase_world_finalize(void);
 
+/* Cores each rank of this host may use: online cores / ranks on the host
+ * (at least 1), for erase_device_options_t.cores. */
+int erase_world_cores_per_rank(const erase_world_t *world);
+
 /* At ERASE_VERBOSE >= 1: print "[rank r host] device: <description>" for
  * the device this rank computes on (erase_device_describe). */
 void erase_world_log_device(const erase_device_t *dev);

@@ -219,6 +219,13 @@ erase_comm_t *erase_pp_comm(void)
     return g.pp;
 }
 
+int erase_world_cores_per_rank(const erase_world_t *world)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = world->local_size > 0 ? world->local_size : 1;
+    return online > local ? (int)(online / local) : 1;
+}
+
 void erase_world_finalize(void)
 {
     if (!g.initialized)

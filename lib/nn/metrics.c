@@ -11,27 +11,37 @@ void erase_ctr_metrics_clear(erase_ctr_metrics_t *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Add one sample's counts and sums; returns its probability bin. */
+static int add_sample(erase_ctr_metrics_t *m, float z, float y)
+{
+    double v = z, t = y > 0.5f ? 1.0 : 0.0;
+    double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
+    if (loss > LOSS_CLAMP)
+        loss = LOSS_CLAMP;
+    double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+    m->samples++;
+    m->positives += t > 0;
+    m->loss_fixed += (int64_t)llround(loss * FIXED);
+    m->prediction_fixed += (int64_t)llround(p * FIXED);
+    int bin = (int)(p * ERASE_AUC_BINS);
+    return bin >= ERASE_AUC_BINS ? ERASE_AUC_BINS - 1 : bin;
+}
+
 void erase_ctr_metrics_add(erase_ctr_metrics_t *m, const float *z, const float *y, int n)
 {
     for (int i = 0; i < n; i++) {
-        double v = z[i], t = y[i] > 0.5f ? 1.0 : 0.0;
-        double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
-        if (loss > LOSS_CLAMP)
-            loss = LOSS_CLAMP;
-        double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-        int bin = (int)(p * ERASE_AUC_BINS);
-        if (bin >= ERASE_AUC_BINS)
-            bin = ERASE_AUC_BINS - 1;
-        m->samples++;
-        m->loss_fixed += (int64_t)llround(loss * FIXED);
-        m->prediction_fixed += (int64_t)llround(p * FIXED);
-        if (t > 0) {
-            m->positives++;
+        int bin = add_sample(m, z[i], y[i]);
+        if (y[i] > 0.5f)
             m->pos_bins[bin]++;
-        } else {
+        else
             m->neg_bins[bin]++;
-        }
     }
+}
+
+void erase_ctr_metrics_add_sums(erase_ctr_metrics_t *m, const float *z, const float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        add_sample(m, z[i], y[i]);
 }
 
 erase_ctr_summary_t erase_ctr_metrics_summary(const erase_ctr_metrics_t *m)

@@ -27,13 +27,19 @@ typedef struct {
     int64_t neg_bins[ERASE_AUC_BINS];
 } erase_ctr_metrics_t;
 
-/* The int64 words of the struct, in order: what an all-reduce (sum) adds. */
+/* The int64 words of the struct, in order: what an all-reduce (sum) adds;
+ * the first ERASE_CTR_METRICS_SUM_WORDS are the counts and sums alone. */
 #define ERASE_CTR_METRICS_WORDS (sizeof(erase_ctr_metrics_t) / sizeof(int64_t))
+#define ERASE_CTR_METRICS_SUM_WORDS 4
 
 void erase_ctr_metrics_clear(erase_ctr_metrics_t *m);
 
 /* Add n samples: logits z[n] (before the sigmoid) and labels y[n] in {0, 1}. */
 void erase_ctr_metrics_add(erase_ctr_metrics_t *m, const float *z, const float *y, int n);
+
+/* The same for the counts and sums only (samples, positives, log loss,
+ * prediction): the AUC bins are untouched, for cheap running windows. */
+void erase_ctr_metrics_add_sums(erase_ctr_metrics_t *m, const float *z, const float *y, int n);
 
 typedef struct {
     int64_t samples;
