@@ -52,6 +52,11 @@ struct erase_backend {
     void (*free)(erase_device_t *dev, void *ptr);
     erase_status_t (*memcpy_async)(erase_stream_t *s, void *dst, const void *src, size_t bytes);
     erase_status_t (*memset_async)(erase_stream_t *s, void *dst, int value, size_t bytes);
+    int host_accessible;
+    erase_status_t (*memcpy_sync)(erase_device_t *dev, void *dst, const void *src, size_t bytes);
+    erase_status_t (*memset_sync)(erase_device_t *dev, void *dst, int value, size_t bytes);
+    erase_status_t (*host_alloc)(erase_device_t *dev, size_t bytes, void **ptr);
+    void (*host_free)(erase_device_t *dev, void *ptr);
 
     erase_status_t (*stream_create)(erase_device_t *dev, erase_stream_t **out);
     void (*stream_destroy)(erase_stream_t *s);
@@ -82,7 +87,8 @@ struct erase_backend {
                                             int batch);
 };
 
-/* Backend constructors (cpu/cpu_device.c; cuda/ when built). */
+/* Backend constructors (cpu/cpu_device.c; cuda/cuda_device.c when built). */
 erase_status_t erase_cpu_device_open(const erase_device_options_t *options, erase_device_t **out);
+erase_status_t erase_cuda_device_open(const erase_device_options_t *options, erase_device_t **out);
 
 #endif

@@ -1,4 +1,6 @@
 /* Public device entry points: argument checks, then dispatch to the backend. */
+#include "config.h"
+
 #include "lib/device/backend.h"
 
 #include <stdlib.h>
@@ -13,7 +15,8 @@
 
 erase_device_options_t erase_device_options_default(void)
 {
-    erase_device_options_t o = { .kind = ERASE_DEVICE_CPU, .blas_threads = 0, .cores = 0 };
+    erase_device_options_t o = { .kind = ERASE_DEVICE_CPU, .blas_threads = 0, .cores = 0,
+                                 .ordinal = 0 };
     return o;
 }
 
@@ -89,6 +92,41 @@ erase_status_t erase_memset_async(erase_stream_t *s, void *dst, int value, size_
     REQUIRE(bytes == 0 || dst, "erase_memset_async: NULL pointer for %zu bytes", bytes);
     ERASE_CHECK(BACKEND(s)->memset_async(s, dst, value, bytes));
     return ERASE_OK;
+}
+
+int erase_device_host_accessible(const erase_device_t *dev) { return dev->backend->host_accessible; }
+
+erase_status_t erase_memcpy_sync(erase_device_t *dev, void *dst, const void *src, size_t bytes)
+{
+    REQUIRE(dev != NULL, "erase_memcpy_sync: NULL device");
+    REQUIRE(bytes == 0 || (dst && src), "erase_memcpy_sync: NULL pointer for %zu bytes", bytes);
+    if (bytes == 0)
+        return ERASE_OK;
+    ERASE_CHECK(dev->backend->memcpy_sync(dev, dst, src, bytes));
+    return ERASE_OK;
+}
+
+erase_status_t erase_memset_sync(erase_device_t *dev, void *dst, int value, size_t bytes)
+{
+    REQUIRE(dev != NULL, "erase_memset_sync: NULL device");
+    REQUIRE(bytes == 0 || dst, "erase_memset_sync: NULL pointer for %zu bytes", bytes);
+    if (bytes == 0)
+        return ERASE_OK;
+    ERASE_CHECK(dev->backend->memset_sync(dev, dst, value, bytes));
+    return ERASE_OK;
+}
+
+erase_status_t erase_host_alloc(erase_device_t *dev, size_t bytes, void **ptr)
+{
+    REQUIRE(dev && ptr, "erase_host_alloc: NULL device or result pointer");
+    ERASE_CHECK(dev->backend->host_alloc(dev, bytes, ptr));
+    return ERASE_OK;
+}
+
+void erase_host_free(erase_device_t *dev, void *ptr)
+{
+    if (ptr)
+        dev->backend->host_free(dev, ptr);
 }
 
 erase_status_t erase_stream_create(erase_device_t *dev, erase_stream_t **out)

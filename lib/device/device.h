@@ -46,6 +46,9 @@ typedef struct {
     /* Cores this process may use (CPU; 0: all online cores). Ranks sharing
      * a host divide its cores: erase-train gives each cores / local ranks. */
     int cores;
+    /* CUDA: the GPU to use (cudaSetDevice numbering); erase-train gives
+     * each rank its local rank. Ignored by the CPU backend. */
+    int ordinal;
 } erase_device_options_t;
 
 /* Defaults: CPU, automatic BLAS threads. */
@@ -93,9 +96,39 @@ erase_status_t erase_device_set_blas_threads(erase_device_t *dev, int n);
 erase_status_t erase_malloc(erase_device_t *dev, size_t bytes, void **ptr);
 void erase_free(erase_device_t *dev, void *ptr);
 
-/* Enqueue a copy of `bytes` bytes (regions must not overlap) / a fill. */
+/* Enqueue a copy of `bytes` bytes (regions must not overlap) / a fill.
+ * Either side of a copy may be device memory or host memory (CUDA:
+ * cudaMemcpyDefault through unified addressing; pinned host memory from
+ * erase_host_alloc lets the copy overlap compute). */
 erase_status_t erase_memcpy_async(erase_stream_t *stream, void *dst, const void *src, size_t bytes);
 erase_status_t erase_memset_async(erase_stream_t *stream, void *dst, int value, size_t bytes);
+
+/*
+ * Whether host code may read and write this device's memory directly (1 on
+ * the CPU backend, 0 on CUDA). Code that is not itself a kernel moves data
+ * with the copies below and never dereferences a device pointer, so that
+ * it runs on every backend.
+ */
+int erase_device_host_accessible(const erase_device_t *dev);
+
+/*
+ * Blocking copy / fill between host and device memory of `dev`, outside
+ * every stream: the caller makes sure no stream is using the bytes (e.g.
+ * after erase_stream_synchronize). CPU: memcpy / memset; CUDA: cudaMemcpy /
+ * cudaMemset followed by a device synchronize. Errors: ERASE_ERR_INVALID
+ * (NULL pointer with bytes), ERASE_ERR_BACKEND (the CUDA call failed).
+ */
+erase_status_t erase_memcpy_sync(erase_device_t *dev, void *dst, const void *src, size_t bytes);
+erase_status_t erase_memset_sync(erase_device_t *dev, void *dst, int value, size_t bytes);
+
+/*
+ * Host memory for staging data to the device (the data reader's batches):
+ * page-locked on CUDA (cudaMallocHost) so that erase_memcpy_async overlaps
+ * compute; 64-byte aligned on the CPU. bytes == 0 gives a unique pointer.
+ * Errors: ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_host_alloc(erase_device_t *dev, size_t bytes, void **ptr);
+void erase_host_free(erase_device_t *dev, void *ptr);
 
 /* ---- streams ---------------------------------------------------------- */
 

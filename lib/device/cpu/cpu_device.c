@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int online_cores(void)
@@ -78,6 +79,19 @@ static erase_status_t cpu_malloc(erase_device_t *dev, size_t bytes, void **ptr)
 
 static void cpu_free(erase_device_t *dev, void *ptr) { free(ptr); }
 
+/* Device memory is host memory: the blocking copies are plain ones. */
+static erase_status_t cpu_memcpy_sync(erase_device_t *dev, void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return ERASE_OK;
+}
+
+static erase_status_t cpu_memset_sync(erase_device_t *dev, void *dst, int value, size_t bytes)
+{
+    memset(dst, value, bytes);
+    return ERASE_OK;
+}
+
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc, batch;
     float alpha, beta;
@@ -119,6 +133,11 @@ static const erase_backend_t cpu_backend = {
     .free = cpu_free,
     .memcpy_async = cpu_memcpy_async,
     .memset_async = cpu_memset_async,
+    .host_accessible = 1,
+    .memcpy_sync = cpu_memcpy_sync,
+    .memset_sync = cpu_memset_sync,
+    .host_alloc = cpu_malloc,
+    .host_free = cpu_free,
     .stream_create = cpu_stream_create,
     .stream_destroy = cpu_stream_destroy,
     .stream_synchronize = cpu_stream_synchronize,
