@@ -54,3 +54,18 @@ lib_liberase_a_SOURCES += \
 	lib/comm/watchdog.c \
 	lib/comm/world.c
 ERASE_LIBS += $(MPI_LDFLAGS) $(MPI_LIBS)
+
+# The CUDA backend (configure found nvcc and cuBLAS): C sources against the
+# CUDA runtime API, kernels in .cu files compiled by nvcc for the
+# architectures of --with-cuda-arch (machine code plus PTX for newer GPUs).
+if HAVE_CUDA
+SUFFIXES = .cu
+NVCC_FLAGS = $(NVCC_ARCH_FLAGS) -std=c++17 -O3 --expt-relaxed-constexpr \
+	-Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings \
+	-I$(top_srcdir) -I$(top_builddir) $(CUDA_CPPFLAGS)
+.cu.o:
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+lib_liberase_a_SOURCES += lib/device/cuda/cuda.h
+AM_CPPFLAGS += $(CUDA_CPPFLAGS)
+ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
+endif
