@@ -114,7 +114,8 @@ make -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; die "bu
 say "built"
 
 # ---- GPU tests ---------------------------------------------------------------
-gpu_tests=$(cd "$work/src" && sed -n 's/^GPU_TESTS *+\{0,1\}= *//p' tests/local.mk tests/*/local.mk | tr -d '\\' | xargs)
+gpu_tests=$(make -s print-gpu-tests)
+[ -n "$gpu_tests" ] || die "the build lists no GPU tests (make print-gpu-tests)"
 say "GPU tests: $gpu_tests"
 make -j"$(nproc)" check TESTS="$gpu_tests" >"$out/gpu-tests.log" 2>&1
 gpu_rc=$?
