@@ -49,8 +49,14 @@ erase_status_t cuda_begin_capture(erase_stream_t *stream)
         return ERASE_ERROR(ERASE_ERR_BACKEND, "begin_capture: the capture did not start (status %d)",
                            (int)cs);
     }
+    erase_status_t st2 = cuda_trace_capture_begin(s->dev, id);
+    if (st2 != ERASE_OK) {
+        cudaGraph_t g = NULL;
+        if (cudaStreamEndCapture(s->s, &g) == cudaSuccess && g)
+            (void)cudaGraphDestroy(g);
+        return st2;
+    }
     s->capture_id = id;
-    cuda_trace_capture_begin(s->dev);
     return ERASE_OK;
 }
 
@@ -91,6 +97,14 @@ erase_status_t cuda_end_capture(erase_stream_t *stream, erase_graph_t **out)
         if (rc == cudaSuccess)
             return ERASE_ERROR(ERASE_ERR_BACKEND, "cudaStreamEndCapture returned no graph");
         return cuda_fail(__FILE__, __LINE__, rc, "cudaStreamEndCapture");
+    }
+    if (cuda_capture_is_broken(d, id)) {
+        (void)cudaGraphDestroy(graph);
+        (void)cuda_trace_capture_end(d, id, NULL);
+        return ERASE_ERROR(ERASE_ERR_STATE,
+                           "end_capture: the capture was invalidated: a call inside it was refused "
+                           "(a stream waited on an event recorded outside this capture); the "
+                           "capture is discarded");
     }
     erase_status_t st = ERASE_OK;
     cuda_graph_t *g = calloc(1, sizeof *g);

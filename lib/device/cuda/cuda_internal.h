@@ -27,6 +27,9 @@
 #include "lib/device/backend.h"
 #include "lib/device/cuda/cuda.h"
 
+/* Captures in progress at once on one device. */
+#define CUDA_MAX_CAPTURES 64
+
 typedef struct cuda_device cuda_device_t;
 typedef struct cuda_stream cuda_stream_t;
 typedef struct cuda_event cuda_event_t;
@@ -65,7 +68,9 @@ struct cuda_device {
     nvtxDomainHandle_t nvtx;    /* NVTX domain "erase" */
 
     pthread_mutex_t lock;       /* the fields below */
-    int captures;               /* captures in progress on this device */
+    int captures;               /* captures in progress on this device ... */
+    unsigned long long active[CUDA_MAX_CAPTURES]; /* ... their CUDA ids (0: free slot) */
+    int broken[CUDA_MAX_CAPTURES]; /* a call inside it was refused by erase's own rules */
     cudaEvent_t *pool;          /* free timing events for trace marks */
     size_t pool_n, pool_cap;
     cuda_marks_t pending;       /* issued marks, in issue order */
@@ -99,7 +104,8 @@ struct cuda_event {
     erase_event_t base;
     cudaEvent_t ev;             /* created with timing */
     atomic_int recorded;        /* recorded outside a capture at least once */
-    atomic_int in_capture;      /* last recorded inside a capture */
+    atomic_int in_capture;      /* last recorded inside a capture ... */
+    _Atomic unsigned long long capture_id; /* ... with this CUDA capture id */
 };
 
 struct cuda_graph {
@@ -147,9 +153,16 @@ erase_status_t cuda_trace_open(cuda_device_t *d);   /* NVTX domain, time base */
 void cuda_trace_close(cuda_device_t *d);            /* after every stream/graph is gone */
 erase_status_t cuda_stream_mark(erase_stream_t *s, const char *label, int begin);
 void cuda_trace_flush(erase_device_t *dev);
-/* Capture bookkeeping: count a capture, hand its marks to a graph (or give
- * them back to the pool when the capture failed: g == NULL). */
-void cuda_trace_capture_begin(cuda_device_t *d);
+/* Capture bookkeeping: count a capture (ERASE_ERR_STATE beyond
+ * CUDA_MAX_CAPTURES), hand its marks to a graph at its end (or give them
+ * back to the pool when the capture failed: g == NULL). */
+erase_status_t cuda_trace_capture_begin(cuda_device_t *d, unsigned long long id);
+/* Whether the capture with this id is still in progress on the device. */
+int cuda_capture_active(cuda_device_t *d, unsigned long long id);
+/* Mark a capture in progress as broken (end_capture then fails, as when
+ * CUDA invalidates a capture) / whether it is. */
+void cuda_capture_break(cuda_device_t *d, unsigned long long id);
+int cuda_capture_is_broken(cuda_device_t *d, unsigned long long id);
 erase_status_t cuda_trace_capture_end(cuda_device_t *d, unsigned long long id, cuda_graph_t *g);
 /* A graph launch: its captured marks become pending. Errors: NOMEM. */
 erase_status_t cuda_trace_graph_launched(cuda_device_t *d, cuda_graph_t *g);

@@ -168,6 +168,7 @@ erase_status_t cuda_event_create(erase_device_t *dev, erase_event_t **out)
     e->base.dev = dev;
     atomic_init(&e->recorded, 0);
     atomic_init(&e->in_capture, 0);
+    atomic_init(&e->capture_id, 0ULL);
     cudaError_t rc = cudaEventCreate(&e->ev);
     if (rc != cudaSuccess) {
         free(e);
@@ -192,13 +193,14 @@ erase_status_t cuda_event_record(erase_event_t *event, erase_stream_t *stream)
     cuda_event_t *e = cuda_event_of(event);
     cuda_stream_t *s = cuda_stream_of(stream);
     ERASE_CHECK(cuda_use(s->dev));
-    erase_status_t st = ERASE_OK;
-    int cap = cuda_capturing(s->s, &st);
-    if (cap < 0)
-        return st;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    CUDA_TRY(cudaStreamGetCaptureInfo(s->s, &cs, &id, NULL, NULL, NULL, NULL));
+    int cap = cs != cudaStreamCaptureStatusNone;
     /* inside a capture the record is a dependency point of the graph (for
      * the waits that fork and join streams), not a timestamp */
     CUDA_TRY(cudaEventRecord(e->ev, s->s));
+    atomic_store(&e->capture_id, cap ? id : 0ULL);
     atomic_store(&e->in_capture, cap);
     if (!cap)
         atomic_store(&e->recorded, 1);
@@ -212,9 +214,26 @@ erase_status_t cuda_stream_wait_event(erase_stream_t *stream, erase_event_t *eve
     cuda_stream_t *s = cuda_stream_of(stream);
     if (!atomic_load(&e->recorded) && !atomic_load(&e->in_capture))
         return ERASE_OK; /* never recorded: already reached (capturing or not) */
+    if (atomic_load(&e->in_capture) && !cuda_capture_active(s->dev, atomic_load(&e->capture_id)))
+        return ERASE_ERROR(ERASE_ERR_STATE,
+                           "stream wait: the event was last recorded inside a stream capture that "
+                           "has ended; only its graph can use it");
     ERASE_CHECK(cuda_use(s->dev));
-    /* a capturing stream waiting on an event recorded outside its capture
-     * fails with cudaErrorStreamCaptureIsolation: ERASE_ERR_STATE */
+    if (!atomic_load(&e->in_capture)) {
+        /* recorded outside every capture: a capturing stream may not wait
+         * on it (device.h); the capture is broken, as on the CPU backend */
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        unsigned long long id = 0;
+        CUDA_TRY(cudaStreamGetCaptureInfo(s->s, &cs, &id, NULL, NULL, NULL, NULL));
+        if (cs != cudaStreamCaptureStatusNone) {
+            cuda_capture_break(s->dev, id);
+            return ERASE_ERROR(ERASE_ERR_STATE,
+                               "stream wait inside a capture on an event recorded outside this "
+                               "capture; the capture is invalidated");
+        }
+    }
+    /* other capture errors (e.g. an event of another capture) come from
+     * CUDA as cudaErrorStreamCapture*: ERASE_ERR_STATE */
     CUDA_TRY(cudaStreamWaitEvent(s->s, e->ev, cudaEventWaitDefault));
     cuda_count(s);
     return ERASE_OK;

@@ -254,18 +254,63 @@ erase_status_t cuda_stream_mark(erase_stream_t *stream, const char *label, int b
 
 /* ---- captures and graphs ------------------------------------------------------ */
 
-void cuda_trace_capture_begin(cuda_device_t *d)
+erase_status_t cuda_trace_capture_begin(cuda_device_t *d, unsigned long long id)
 {
     pthread_mutex_lock(&d->lock);
-    d->captures++;
+    for (int i = 0; i < CUDA_MAX_CAPTURES; i++)
+        if (d->active[i] == 0) {
+            d->active[i] = id;
+            d->broken[i] = 0;
+            d->captures++;
+            pthread_mutex_unlock(&d->lock);
+            return ERASE_OK;
+        }
     pthread_mutex_unlock(&d->lock);
+    return ERASE_ERROR(ERASE_ERR_STATE, "begin_capture: too many captures in progress (at most %d)",
+                       CUDA_MAX_CAPTURES);
+}
+
+void cuda_capture_break(cuda_device_t *d, unsigned long long id)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < CUDA_MAX_CAPTURES; i++)
+        if (id != 0 && d->active[i] == id)
+            d->broken[i] = 1;
+    pthread_mutex_unlock(&d->lock);
+}
+
+int cuda_capture_is_broken(cuda_device_t *d, unsigned long long id)
+{
+    int broken = 0;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < CUDA_MAX_CAPTURES; i++)
+        if (id != 0 && d->active[i] == id)
+            broken = d->broken[i];
+    pthread_mutex_unlock(&d->lock);
+    return broken;
+}
+
+int cuda_capture_active(cuda_device_t *d, unsigned long long id)
+{
+    int found = 0;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < CUDA_MAX_CAPTURES && !found; i++)
+        found = id != 0 && d->active[i] == id;
+    pthread_mutex_unlock(&d->lock);
+    return found;
 }
 
 erase_status_t cuda_trace_capture_end(cuda_device_t *d, unsigned long long id, cuda_graph_t *g)
 {
     erase_status_t st = ERASE_OK;
     pthread_mutex_lock(&d->lock);
-    d->captures--;
+    for (int i = 0; i < CUDA_MAX_CAPTURES; i++)
+        if (d->active[i] == id) {
+            d->active[i] = 0;
+            d->broken[i] = 0;
+            d->captures--;
+            break;
+        }
     size_t keep = 0;
     for (size_t i = 0; i < d->captured.n; i++) {
         cuda_mark_t m = d->captured.v[i];
