@@ -49,7 +49,8 @@ static const char *root_cause(const char *msg)
     return p ? p + 2 : last;
 }
 
-static int setup(void **state)
+/* Open the GPU (or note why not) and the CPU oracle. */
+static int open_devices(void)
 {
     erase_device_options_t o = erase_device_options_default();
     o.kind = ERASE_DEVICE_CUDA;
@@ -67,25 +68,32 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
+static void close_devices(void)
 {
     erase_device_close(gpu);
     erase_device_close(cpu);
-    return 0;
 }
 
-#define NEED_GPU()                                                   \
-    do {                                                             \
-        if (!gpu) {                                                  \
-            printf("# SKIP reason: %s\n", no_gpu_reason);            \
-            skip();                                                  \
-        }                                                            \
-    } while (0)
+/* Without a GPU main() reports every case below as SKIP itself (cmocka
+ * 1.1.5 prints a skipped case as "not ok # SKIP", which automake's TAP
+ * driver counts as a failure); with one, a case needing it never skips. */
+#define NEED_GPU() assert_non_null(gpu)
 
 /* ---- always runs ---------------------------------------------------------- */
 
-static void test_open_errors(void **state)
+/* Plain checks (no cmocka: they also run when the cmocka cases are all
+ * skipped); prints what is wrong and returns the number of failures. */
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            printf("# %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+static int open_errors_check(void)
 {
+    int failures = 0;
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
     erase_device_options_t o = erase_device_options_default();
@@ -95,30 +103,36 @@ static void test_open_errors(void **state)
         printf("# no GPU: checking the error of erase_device_open(CUDA)\n");
         for (int ordinal = 0; ordinal <= 3; ordinal += 3) {
             o.ordinal = ordinal;
-            assert_int_equal(erase_device_open(&o, &d), ERASE_ERR_UNSUPPORTED);
-            assert_null(d);
+            CHECK(erase_device_open(&o, &d) == ERASE_ERR_UNSUPPORTED);
+            CHECK(d == NULL);
             const char *why = root_cause(erase_error_message());
             printf("# %s\n", why);
-            assert_int_equal(strncmp(why, "no CUDA device visible: ", 24), 0);
+            CHECK(strncmp(why, "no CUDA device visible: ", 24) == 0);
             if (rc != cudaSuccess)
-                assert_non_null(strstr(why, cudaGetErrorString(rc)));
+                CHECK(strstr(why, cudaGetErrorString(rc)) != NULL);
         }
-        assert_null(gpu);
+        CHECK(gpu == NULL);
     } else {
         printf("# %d GPU(s): checking out-of-range ordinals\n", count);
         int bad[2] = { count, -1 };
         for (int i = 0; i < 2; i++) {
             o.ordinal = bad[i];
-            assert_int_equal(erase_device_open(&o, &d), ERASE_ERR_INVALID);
-            assert_null(d);
+            CHECK(erase_device_open(&o, &d) == ERASE_ERR_INVALID);
+            CHECK(d == NULL);
             char want[64];
             snprintf(want, sizeof want, "%d GPU", count);
-            assert_non_null(strstr(erase_error_message(), "out of range"));
-            assert_non_null(strstr(erase_error_message(), want));
+            CHECK(strstr(erase_error_message(), "out of range") != NULL);
+            CHECK(strstr(erase_error_message(), want) != NULL);
         }
-        assert_non_null(gpu);
+        CHECK(gpu != NULL);
     }
+    for (int c = 0; c < ERASE_CUDA_FAULT_COUNT; c++)
+        for (int k = 0; k < c; k++)
+            CHECK(strcmp(erase_cuda_fault_text(c), erase_cuda_fault_text(k)) != 0);
+    return failures;
 }
+
+static void test_open_errors(void **state) { assert_int_equal(open_errors_check(), 0); }
 
 /* ---- device and memory --------------------------------------------------- */
 
@@ -776,9 +790,6 @@ static void test_trace(void **state)
 
 static void test_fault_word(void **state)
 {
-    for (int c = 0; c < ERASE_CUDA_FAULT_COUNT; c++)
-        for (int d = 0; d < c; d++)
-            assert_string_not_equal(erase_cuda_fault_text(c), erase_cuda_fault_text(d));
     NEED_GPU();
     erase_stream_t *s;
     MUST(erase_stream_create(gpu, &s));
@@ -819,5 +830,22 @@ int main(void)
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_fault_word),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    const size_t ntests = sizeof tests / sizeof tests[0];
+    if (open_devices() != 0) {
+        printf("Bail out! cannot open the CPU device: %s\n", erase_error_message());
+        return 1;
+    }
+    int failed;
+    if (gpu) {
+        failed = cmocka_run_group_tests(tests, NULL, NULL);
+    } else {
+        /* TAP by hand: the no-GPU check, then every GPU case as SKIP */
+        printf("1..%zu\n", ntests);
+        failed = open_errors_check() != 0;
+        printf("%s 1 - %s\n", failed ? "not ok" : "ok", tests[0].name);
+        for (size_t i = 1; i < ntests; i++)
+            printf("ok %zu # SKIP %s: %s\n", i + 1, tests[i].name, no_gpu_reason);
+    }
+    close_devices();
+    return failed ? 1 : 0;
 }
