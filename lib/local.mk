@@ -65,7 +65,13 @@ NVCC_FLAGS = $(NVCC_ARCH_FLAGS) -std=c++17 -O3 --expt-relaxed-constexpr \
 	-I$(top_srcdir) -I$(top_builddir) $(CUDA_CPPFLAGS)
 .cu.o:
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
-lib_liberase_a_SOURCES += lib/device/cuda/cuda.h
+lib_liberase_a_SOURCES += \
+	lib/device/cuda/cuda.h lib/device/cuda/cuda_internal.h \
+	lib/device/cuda/cuda_device.c \
+	lib/device/cuda/cuda_stream.c \
+	lib/device/cuda/cuda_graph.c \
+	lib/device/cuda/cuda_blas.c \
+	lib/device/cuda/cuda_trace.c
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

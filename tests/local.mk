@@ -28,6 +28,15 @@ tests_device_test_graph_LDADD = $(TEST_LIBS)
 tests_device_test_gemm_SOURCES = tests/device/test-gemm.c
 tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_gemm_LDADD = $(TEST_LIBS)
+
+# The CUDA backend: every case but the no-GPU check reports SKIP without a GPU.
+if HAVE_CUDA
+check_PROGRAMS += tests/device/test-cuda
+TESTS += tests/device/test-cuda
+tests_device_test_cuda_SOURCES = tests/device/test-cuda.c
+tests_device_test_cuda_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_cuda_LDADD = $(TEST_LIBS)
+endif
 endif
 
 include tests/ops/local.mk
