@@ -33,6 +33,7 @@ tests_device_test_gemm_LDADD = $(TEST_LIBS)
 if HAVE_CUDA
 check_PROGRAMS += tests/device/test-cuda
 TESTS += tests/device/test-cuda
+GPU_TESTS += tests/device/test-cuda
 tests_device_test_cuda_SOURCES = tests/device/test-cuda.c
 tests_device_test_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_cuda_LDADD = $(TEST_LIBS)
