@@ -8,6 +8,7 @@ COMM_TEST_DRIVERS = tests/comm/test-collectives-np2.sh tests/comm/test-collectiv
 	tests/comm/test-mismatch.sh tests/comm/test-id-exchange-np2.sh \
 	tests/comm/test-id-exchange-np4.sh tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh
 TESTS += $(COMM_TEST_DRIVERS)
+GPU_TESTS += tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh
 EXTRA_DIST += $(COMM_TEST_DRIVERS) tests/comm/mpi.sh tests/comm/tsan.supp tests/comm/lsan.supp
 
 # the file-system exchange of NCCL ids (no NCCL, no GPU: every build)
