@@ -45,15 +45,24 @@ lib_liberase_a_SOURCES += \
 	lib/sched/reduce.c lib/sched/reduce.h \
 	lib/sched/trace.c lib/sched/trace.h
 
-# lib/comm: communicators (MPI on host buffers), watchdog, sequence check.
+# lib/comm: communicators (MPI on host buffers, NCCL on device buffers when
+# configure found NCCL), watchdog, sequence check, file-system id exchange.
 lib_liberase_a_SOURCES += \
 	lib/comm/comm.h lib/comm/comm_internal.h \
 	lib/comm/comm_log.c \
 	lib/comm/check.c \
 	lib/comm/mpi_comm.c \
+	lib/comm/nccl_id.c \
 	lib/comm/watchdog.c \
 	lib/comm/world.c
 ERASE_LIBS += $(MPI_LDFLAGS) $(MPI_LIBS)
+if HAVE_NCCL
+lib_liberase_a_SOURCES += lib/comm/nccl_comm.c
+AM_CPPFLAGS += $(NCCL_CPPFLAGS)
+ERASE_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
+else
+lib_liberase_a_SOURCES += lib/comm/nccl_none.c
+endif
 
 # The CUDA backend (configure found nvcc and cuBLAS): C sources against the
 # CUDA runtime API, kernels in .cu files compiled by nvcc for the

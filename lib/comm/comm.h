@@ -9,10 +9,16 @@
  * are issued in the order the caller gives, which must be the same on
  * every rank of the communicator.
  *
- * Two implementations behind this interface: MPI on host buffers (the CPU
- * backend; lib/comm/mpi_comm.c) and NCCL on device buffers (bootstrapped
- * over MPI; with the CUDA backend, not written yet: a collective issued on
- * a non-CPU stream is ERASE_ERR_UNSUPPORTED).
+ * Two implementations behind this interface, chosen by the stream's device:
+ *   - MPI on host buffers and CPU streams (lib/comm/mpi_comm.c);
+ *   - NCCL on device buffers and CUDA streams (lib/comm/nccl_comm.c), in
+ *     builds that found NCCL, once erase_world_attach_device has created
+ *     an NCCL communicator beside each MPI one (bootstrapped over MPI or a
+ *     shared directory). The collective is enqueued on the CUDA stream by
+ *     the calling thread (ncclAllReduce, ...), so it is capturable in a CUDA
+ *     graph. Without an attached NCCL communicator (or without NCCL in the
+ *     build) a collective on a CUDA stream is ERASE_ERR_UNSUPPORTED.
+ * Where the two differ, the functions below say so ("NCCL:").
  *
  * Ordering rule: the collectives of one communicator run one at a time on
  * a rank (they are serialized internally) and must RUN in the same order on
@@ -32,6 +38,14 @@
  * result on every rank and in every run, for a fixed number of ranks
  * (a fixed-order ring reduce-scatter + all-gather, not MPI_Allreduce,
  * whose summation order MPI does not promise).
+ * NCCL: the result is the same on every rank (NCCL's ring and tree
+ * algorithms reduce each element once and copy it); across runs it is
+ * bitwise the same only while NCCL picks the same algorithm, protocol and
+ * channel count, which depend on the size, the topology and NCCL's version.
+ * erase does not set them; for bitwise reproducible runs set
+ * NCCL_ALGO=Ring and NCCL_PROTO=Simple (and keep the GPUs, the NCCL version
+ * and the rank count fixed). The result differs from the MPI path's in the
+ * last bits in general (another summation order).
  */
 #ifndef ERASE_COMM_COMM_H
 #define ERASE_COMM_COMM_H
@@ -123,6 +137,46 @@ int erase_world_cores_per_rank(const erase_world_t *world);
  * the device this rank computes on (erase_device_describe). */
 void erase_world_log_device(const erase_device_t *dev);
 
+/*
+ * Let the world's communicators (world, dp, pp) run collectives on streams
+ * of `dev`. A CPU device: nothing to do (ERASE_OK). A CUDA device (builds
+ * with NCCL): for each communicator, rank 0 of its group calls
+ * ncclGetUniqueId and sends the id to the group with MPI_Bcast, or, when
+ * ERASE_NCCL_ID_DIR is set, through a file in that shared directory
+ * (DIR/erase-nccl-<group>-<job>.id, written atomically by rank 0 of the
+ * group and removed once every rank has joined; <group> is world, dp<i> or
+ * pp<i>, <job> from ERASE_JOB_ID, SLURM_JOB_ID or Open MPI's job id; the
+ * others wait up to ERASE_NCCL_ID_TIMEOUT seconds, default 300); then every
+ * rank calls ncclCommInitRankConfig (blocking) on the device.
+ * Device choice: one GPU per rank. The ordinal is the caller's (e.g.
+ * erase_world_t.local_rank, or 0 when the launcher gives each rank its own
+ * CUDA_VISIBLE_DEVICES); it is not required to equal the local rank, but
+ * two ranks of one host on the same physical GPU (same PCI bus id) are
+ * ERASE_ERR_INVALID naming both, as NCCL would hang on them.
+ * Collective over the world, from the main thread, once, after
+ * erase_world_init; every rank passes a device of the same kind
+ * (ERASE_ERR_INVALID otherwise, on every rank).
+ * Afterwards: the fatal path calls ncclCommAbort on each communicator
+ * before MPI_Abort; erase_world_finalize destroys them (synchronize the
+ * streams first). At ERASE_VERBOSE >= 1 each rank prints "[rank r host]
+ * nccl: NCCL x.y.z on CUDA device <ordinal> (PCI <bus id>), local rank l,
+ * world rank a of n, dp rank ..., pp rank ..., id over <MPI | DIR>"; rank 0
+ * prints one summary line at ERASE_VERBOSE >= 0.
+ * Watchdog: each NCCL operation issued outside a graph capture is followed
+ * by an event that the watchdog polls; one not completed watchdog_seconds
+ * after it was ISSUED (it may wait behind earlier work on its stream)
+ * fires as for MPI. Operations inside a capture are not watched one by one
+ * (a graph replay is one unit to CUDA); NCCL's asynchronous errors
+ * (ncclCommGetAsyncError) are polled for every communicator all the time
+ * and take the fatal path.
+ * Errors: ERASE_ERR_STATE (world not initialised, or already attached),
+ * ERASE_ERR_INVALID (NULL device, kinds differ, shared GPU, no job id for
+ * ERASE_NCCL_ID_DIR), ERASE_ERR_UNSUPPORTED (a CUDA device in a build
+ * without NCCL), ERASE_ERR_BACKEND (CUDA or NCCL), ERASE_ERR_COMM (MPI, the
+ * id file never came), ERASE_ERR_IO (the id file cannot be written).
+ */
+erase_status_t erase_world_attach_device(erase_device_t *dev);
+
 /* ---- collectives on a stream ------------------------------------------------ */
 
 /* Rank in / size of the communicator (-1 / 0 for NULL). */
@@ -135,19 +189,30 @@ uint64_t erase_comm_issued(erase_comm_t *c);
 
 /*
  * The collectives below return once the operation is enqueued on s (a CPU
- * stream); buffers must stay valid and untouched until it has run. count
+ * stream: host buffers; a CUDA stream: device buffers of the attached
+ * device); buffers must stay valid and untouched until it has run. count
  * is in elements of dtype and must be the same on every rank (for the
  * v-variants: the arrays must agree). Common errors: ERASE_ERR_INVALID (NULL
  * communicator or stream, NULL buffer with elements, bad root/peer/tag or
- * dtype, size overflow), ERASE_ERR_UNSUPPORTED (not a CPU stream),
- * ERASE_ERR_NOMEM.
+ * dtype, size overflow), ERASE_ERR_UNSUPPORTED (a CUDA stream without an
+ * attached NCCL communicator), ERASE_ERR_NOMEM; on a CUDA stream also
+ * ERASE_ERR_INVALID (a stream of a device other than the attached one),
+ * ERASE_ERR_BACKEND / ERASE_ERR_COMM (NCCL or CUDA refused the operation:
+ * "<nccl call>: <NCCL error string> (<ncclGetLastError>)"). NCCL reports
+ * failures while the operation runs asynchronously: the watchdog polls them
+ * and takes the fatal path (there is no per-stream sticky error for them).
  */
 
 /* recv[i] = op over ranks of send[i], i < count; send == recv allowed (in
  * place), other overlaps are not. f32, f64, i32, i64 (u8 is
  * ERASE_ERR_INVALID). mean = sum, then times 1/size in floating point;
  * integer sums wrap modulo 2^bits and their mean is sum / size truncated.
- * max propagates NaN. Bitwise identical on every rank (see above). */
+ * max propagates NaN. Bitwise identical on every rank (see above).
+ * NCCL: sum and max are ncclSum and ncclMax; mean is ncclAvg, which for
+ * floats multiplies each rank's value by 1/size before the sum (exact when
+ * size is a power of two and nothing underflows, else it may differ from
+ * the MPI path in the last bit) and for integers is the wrapping sum
+ * divided by size, truncated, as above; NaN in max follows NCCL. */
 erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                size_t count, erase_dtype_t dtype, erase_reduce_t op);
 
@@ -182,13 +247,20 @@ erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *s
  * must equal the sender's (a difference is ERASE_ERR_COMM on the stream).
  * A send completes when its buffer may be reused (it may wait for the
  * receive: put sends and receives that depend on each other on different
- * streams). 0 <= tag <= MPI_TAG_UB. Not part of the collective sequence. */
+ * streams). 0 <= tag <= MPI_TAG_UB. Not part of the collective sequence.
+ * NCCL: ncclSend / ncclRecv have no tags (the tag is range-checked, not
+ * matched): sends and receives between two ranks match in issue order, and
+ * NCCL runs a communicator's operations one after the other in issue order
+ * whatever the stream, so two ranks that exchange must order their calls
+ * to match (rank a: send then receive; rank b: receive then send), or use
+ * erase_alltoallv. */
 erase_status_t erase_send(erase_comm_t *c, erase_stream_t *s, const void *buf, size_t count,
                           erase_dtype_t dtype, int peer, int tag);
 erase_status_t erase_recv(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
                           erase_dtype_t dtype, int peer, int tag);
 
-/* Every rank of c has reached this point of its stream s. */
+/* Every rank of c has reached this point of its stream s. (NCCL: an
+ * all-reduce of one int on a device word of the communicator.) */
 erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
 
 /*
@@ -201,7 +273,8 @@ erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
  * "nothing"). Collectives are numbered from 1 per communicator; the count
  * of an alltoallv (this rank's elements sent) is not compared. Sends and
  * receives are not part of the sequence. A collective issued inside a
- * stream capture is logged each time the graph runs it.
+ * stream capture is logged each time the graph runs it (NCCL: through a
+ * host node added to the graph while the check is on).
  * Blocking (host), collective over c: call between steps, from one thread;
  * it works while stream workers wait in mismatched collectives (that is
  * what it is for). When the check is off it returns ERASE_OK at once, so

@@ -34,7 +34,8 @@ typedef enum {
     COMM_OP_BARRIER,
     COMM_OP_SEND,       /* point to point: not part of the collective sequence */
     COMM_OP_RECV,
-    COMM_OP_CHECK       /* erase_comm_check_sequence (host) */
+    COMM_OP_CHECK,      /* erase_comm_check_sequence (host) */
+    COMM_OP_NCCL_INIT   /* erase_world_attach_device: ncclCommInitRank (host) */
 } comm_op_kind_t;
 
 /*
@@ -93,8 +94,51 @@ struct erase_comm {
     int log_failed;             /* an append ran out of memory */
 };
 
+/* The argument block of every comm operation (mpi_comm.c copies it into a
+ * CPU stream operation; the NCCL path reads it when the call is issued). */
+typedef struct {
+    erase_comm_t *c;
+    comm_op_t op;
+    int captured;       /* issued into a stream capture: numbered when it runs */
+    const void *send;
+    void *recv;
+    uint64_t vec[];     /* allgatherv: counts[n], displs[n];
+                           alltoallv: send_counts, send_displs, recv_counts, recv_displs */
+} comm_args_t;
+
+/*
+ * The device-buffer implementation (NCCL, lib/comm/nccl_comm.c), installed
+ * by erase_world_attach_device for a CUDA device. world.c, mpi_comm.c and
+ * watchdog.c reach it only through this table, so that programs that never
+ * attach a CUDA device do not link NCCL or the CUDA backend.
+ *   issue      enqueue a validated operation (a->op, buffers, a->vec) on
+ *              the CUDA stream s; bookkeeping (numbers, history, watch)
+ *              included. Errors: ERASE_ERR_INVALID (a stream of another
+ *              device), ERASE_ERR_BACKEND / ERASE_ERR_COMM (CUDA, NCCL).
+ *   poll       watchdog thread, every period: retire completed operations
+ *              of c, take the fatal path on an asynchronous NCCL error;
+ *              returns 1 with the oldest unfinished operation and its age
+ *              (seconds) when one is older than limit_s, else 0.
+ *   abort_all  fatal hook: ncclCommAbort every communicator (bounded in
+ *              time; safe from any thread, even inside an NCCL call).
+ *   finalize   erase_world_finalize: destroy the NCCL communicators (the
+ *              caller has synchronized the streams).
+ */
+typedef struct {
+    erase_status_t (*issue)(erase_comm_t *c, erase_stream_t *s, const comm_args_t *a);
+    int (*poll)(erase_comm_t *c, double limit_s, comm_op_t *stuck, double *age_s);
+    void (*abort_all)(void);
+    void (*finalize)(void);
+} comm_device_ops_t;
+
+/* The table installed by erase_world_attach_device (NULL: none). Atomic:
+ * the watchdog thread and the fatal hook read it. */
+const comm_device_ops_t *comm_device_ops(void);
+void comm_device_ops_set(const comm_device_ops_t *ops);
+
 /* World state shared by the files of lib/comm (world.c owns it). */
 extern int comm_check_enabled;  /* erase_world_options_t.check_sequence or env */
+extern int comm_verbose;        /* ERASE_VERBOSE */
 extern int comm_world_rank;     /* for "[rank r host]" prefixes */
 extern char comm_host[64];
 
@@ -131,5 +175,50 @@ erase_status_t comm_mpi_error(const char *file, int line, int code, const char *
 /* Watchdog thread (watchdog.c). */
 erase_status_t comm_watchdog_start(erase_comm_t *const *comms, int n, double seconds);
 void comm_watchdog_stop(void);
+/* Print "<op> #n on <comm> has not completed after N s" and the comm's
+ * history, then take erase_fatal's path (any thread). */
+__attribute__((noreturn)) void comm_watchdog_fire(erase_comm_t *c, const comm_op_t *stuck,
+                                                  double elapsed);
+
+/*
+ * File-system exchange of a bootstrap id (nccl_id.c; bytes in, bytes out:
+ * no NCCL or MPI in it), for ERASE_NCCL_ID_DIR. The file of a group is
+ * DIR/erase-nccl-<group>-<job>.id, <job> from comm_job_id.
+ */
+#define COMM_ID_TIMEOUT_DEFAULT 300.0  /* seconds; env ERASE_NCCL_ID_TIMEOUT */
+
+/* The job's id for file names: ERASE_JOB_ID, else SLURM_JOB_ID[.SLURM_STEP_ID],
+ * else Open MPI's OMPI_MCA_ess_base_jobid; characters other than
+ * [A-Za-z0-9._-] become '_'. ERASE_ERR_INVALID when none is set (id files
+ * of different jobs must not meet). */
+erase_status_t comm_job_id(char *text, size_t size);
+
+/* DIR/erase-nccl-<group>-<job>.id into path. Errors: comm_job_id's,
+ * ERASE_ERR_INVALID (path longer than size). */
+erase_status_t comm_id_file_path(const char *dir, const char *group, char *path, size_t size);
+
+/* Write bytes to path atomically: path.tmp.<pid>, fsync, rename, fsync of
+ * the directory. Errors: ERASE_ERR_IO naming the file and the errno text. */
+erase_status_t comm_id_file_write(const char *path, const void *id, size_t bytes);
+
+/* Wait up to timeout_s seconds for path to appear and read exactly bytes
+ * from it (polling every 10..100 ms; open() each time, which revalidates
+ * on NFS). Errors: ERASE_ERR_COMM "NCCL id exchange: no id file <path>
+ * after <t> s (rank 0 of group <group> writes it; ERASE_NCCL_ID_DIR must be
+ * a directory shared by every rank)"; ERASE_ERR_FORMAT when the file has
+ * another size; ERASE_ERR_IO on a read error. */
+erase_status_t comm_id_file_read(const char *path, const char *group, void *id, size_t bytes,
+                                 double timeout_s);
+
+/* The whole exchange for one group: the writer (rank 0 of the group)
+ * writes `id`, the others read it into `id`. timeout_s <= 0: the
+ * environment's ERASE_NCCL_ID_TIMEOUT or COMM_ID_TIMEOUT_DEFAULT. The
+ * writer removes the file later with comm_id_file_remove, once every rank
+ * has read it (e.g. after ncclCommInitRank, which returns on every rank
+ * only when all have joined). */
+erase_status_t comm_id_exchange_fs(const char *dir, const char *group, int writer, void *id,
+                                   size_t bytes, double timeout_s);
+/* Remove the group's id file (writer; errors ignored but ENOENT-safe). */
+void comm_id_file_remove(const char *dir, const char *group);
 
 #endif

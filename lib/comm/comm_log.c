@@ -70,6 +70,7 @@ void comm_op_describe(const comm_op_t *op, char *text, size_t size)
         snprintf(text, size, "recv(%llu x %s, peer %d, tag %d)", n, t, (int)op->peer, (int)op->tag);
         return;
     case COMM_OP_CHECK: snprintf(text, size, "check_sequence()"); return;
+    case COMM_OP_NCCL_INIT: snprintf(text, size, "nccl_init()"); return;
     }
     snprintf(text, size, "unknown operation %d", (int)op->kind);
 }
@@ -128,7 +129,7 @@ int comm_log_begin(erase_comm_t *c, const comm_op_t *op)
             slot = i;
             break;
         }
-    comm_history_t *h = op->kind == COMM_OP_CHECK ? NULL : history_find(c, op);
+    comm_history_t *h = op->kind >= COMM_OP_CHECK ? NULL : history_find(c, op);
     if (h)
         h->state = COMM_RUNNING_NOW;
     pthread_mutex_unlock(&c->lock);
@@ -140,7 +141,7 @@ void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok)
     pthread_mutex_lock(&c->lock);
     if (slot >= 0)
         c->running[slot].active = 0;
-    comm_history_t *h = op->kind == COMM_OP_CHECK ? NULL : history_find(c, op);
+    comm_history_t *h = op->kind >= COMM_OP_CHECK ? NULL : history_find(c, op);
     if (h)
         h->state = ok ? COMM_DONE : COMM_FAILED;
     pthread_mutex_unlock(&c->lock);

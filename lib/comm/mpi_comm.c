@@ -1,6 +1,9 @@
 /*
  * The MPI communicator on host buffers: every collective of comm.h as an
- * operation on a CPU stream, whose worker thread makes the MPI calls.
+ * operation on a CPU stream, whose worker thread makes the MPI calls. The
+ * public entry points check their arguments here for both implementations
+ * and send an operation on a CUDA stream to NCCL (nccl_comm.c, through
+ * comm_device_ops()).
  *
  * All collectives are built from point-to-point messages on the comm's
  * `coll` duplicate, with the tag (sequence number << 4 | kind): the
@@ -24,6 +27,8 @@
  * Messages larger than 1 GiB are sent in 1 GiB pieces (MPI counts are int).
  * Zero-byte chunks are not sent (both sides know the sizes).
  */
+#include "config.h"
+
 #include "lib/comm/comm_internal.h"
 
 #include "lib/device/cpu/cpu.h"
@@ -34,17 +39,6 @@
 #include <string.h>
 
 #define COMM_PIECE ((size_t)1 << 30)
-
-/* The argument block of every comm operation (copied by erase_cpu_launch). */
-typedef struct {
-    erase_comm_t *c;
-    comm_op_t op;
-    int captured;       /* issued into a stream capture: numbered when it runs */
-    const void *send;
-    void *recv;
-    uint64_t vec[];     /* allgatherv: counts[n], displs[n];
-                           alltoallv: send_counts, send_displs, recv_counts, recv_displs */
-} comm_args_t;
 
 /* Largest number of ranks whose v-collective counts fit an argument block. */
 #define COMM_MAX_VEC ((ERASE_CPU_MAX_ARGS - sizeof(comm_args_t)) / sizeof(uint64_t))
@@ -489,10 +483,6 @@ static erase_status_t check_common(const erase_comm_t *c, erase_stream_t *s, int
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no communicator (is erase_world_init done?)", what);
     if (!s)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no stream", what);
-    if (erase_device_kind(erase_stream_device(s)) != ERASE_DEVICE_CPU)
-        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
-                           "%s: the MPI communicator works on host buffers and CPU streams; "
-                           "device buffers need the NCCL communicator (CUDA backend)", what);
     if (dtype < ERASE_DTYPE_F32 || dtype > ERASE_DTYPE_U8)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: unknown dtype %d", what, dtype);
     return ERASE_OK;
@@ -510,9 +500,41 @@ static erase_status_t check_bytes(size_t count, int dtype, size_t blocks, const 
     return ERASE_OK;
 }
 
+/* A stream of a device other than the CPU: the NCCL communicator attached
+ * by erase_world_attach_device, or ERASE_ERR_UNSUPPORTED saying why not. */
+static erase_status_t issue_device(erase_comm_t *c, erase_stream_t *s, comm_args_t *a)
+{
+    char what[160];
+    comm_op_describe(&a->op, what, sizeof what);
+    if (erase_device_kind(erase_stream_device(s)) != ERASE_DEVICE_CUDA)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "%s on %s: a stream of an unknown device kind %d",
+                           what, c->name, (int)erase_device_kind(erase_stream_device(s)));
+    const comm_device_ops_t *ops = comm_device_ops();
+#ifdef HAVE_NCCL
+    if (!ops)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
+                           "%s on %s: a CUDA stream needs the NCCL communicators; call "
+                           "erase_world_attach_device with the CUDA device first", what, c->name);
+#else
+    if (!ops)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
+                           "%s on %s: a CUDA stream needs the NCCL communicators, and this build "
+                           "of erase has no NCCL (configure --with-nccl)", what, c->name);
+#endif
+    a->c = c;
+    ERASE_CHECK(ops->issue(c, s, a));
+    return ERASE_OK;
+}
+
+/* Enqueue the operation described by a (args_size bytes) on s: a CPU
+ * stream runs fn on its worker (MPI), a CUDA stream goes to NCCL. */
 static erase_status_t issue(erase_comm_t *c, erase_stream_t *s, comm_args_t *a, size_t args_size,
                             erase_cpu_kernel_fn fn)
 {
+    if (erase_device_kind(erase_stream_device(s)) != ERASE_DEVICE_CPU) {
+        ERASE_CHECK(issue_device(c, s, a));
+        return ERASE_OK;
+    }
     a->c = c;
     a->captured = erase_stream_is_capturing(s);
     if (!a->captured)

@@ -5,6 +5,10 @@
  * collective sequence) makes it print what is stuck and the last
  * COMM_HISTORY operations of that communicator, then take the fatal path
  * (erase_fatal -> MPI_Abort), so that the job ends instead of hanging.
+ *
+ * NCCL operations (nccl_comm.c) complete on the GPU: each one issued outside
+ * a graph capture is followed by an event that the watchdog polls through
+ * comm_device_ops()->poll, which also polls NCCL's asynchronous errors.
  */
 #include "lib/comm/comm_internal.h"
 
@@ -45,8 +49,7 @@ static int op_is_p2p(const comm_op_t *op)
 }
 
 /* Print what is stuck and the comm's last operations, then end the job. */
-__attribute__((noreturn)) static void watchdog_fire(erase_comm_t *c, const comm_op_t *stuck,
-                                                    double elapsed)
+void comm_watchdog_fire(erase_comm_t *c, const comm_op_t *stuck, double elapsed)
 {
     comm_history_t hist[COMM_HISTORY];
     pthread_mutex_lock(&c->lock);
@@ -105,7 +108,7 @@ static void watchdog_look(erase_comm_t *c, int64_t now, int64_t limit_ns)
     }
     pthread_mutex_unlock(&c->lock);
     if (found)
-        watchdog_fire(c, &stuck, (double)(now - oldest) * 1e-9);
+        comm_watchdog_fire(c, &stuck, (double)(now - oldest) * 1e-9);
 }
 
 static void *watchdog_main(void *arg)
@@ -131,6 +134,15 @@ static void *watchdog_main(void *arg)
         erase_comm_t *comms[WATCHDOG_MAX_COMMS];
         memcpy(comms, wd.comms, sizeof comms);
         pthread_mutex_unlock(&wd.lock);
+        /* NCCL operations first: retiring the completed ones frees their
+         * watch slots before the look at what is still running */
+        const comm_device_ops_t *ops = comm_device_ops();
+        for (int i = 0; ops && i < n; i++) {
+            comm_op_t stuck;
+            double age;
+            if (ops->poll(comms[i], wd.seconds, &stuck, &age))
+                comm_watchdog_fire(comms[i], &stuck, age);
+        }
         int64_t now = erase_now_ns();
         for (int i = 0; i < n; i++)
             watchdog_look(comms[i], now, limit_ns);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 int comm_check_enabled;
+int comm_verbose;
 int comm_world_rank = -1;
 char comm_host[64] = "?";
 
@@ -28,9 +29,26 @@ static struct {
     erase_comm_t *world, *dp, *pp;
 } g;
 
-/* The fatal hook: bring every rank down (erase_fatal printed why). */
+static const comm_device_ops_t *device_ops; /* atomic: see comm_device_ops */
+
+const comm_device_ops_t *comm_device_ops(void)
+{
+    return __atomic_load_n(&device_ops, __ATOMIC_ACQUIRE);
+}
+
+void comm_device_ops_set(const comm_device_ops_t *ops)
+{
+    __atomic_store_n(&device_ops, ops, __ATOMIC_RELEASE);
+}
+
+/* The fatal hook: bring every rank down (erase_fatal printed why). NCCL
+ * communicators are aborted first, so that no GPU kernel of this rank keeps
+ * waiting for a peer while MPI takes the processes down. */
 static void world_abort(int exit_code)
 {
+    const comm_device_ops_t *ops = comm_device_ops();
+    if (ops)
+        ops->abort_all();
     int finalized = 1;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -150,6 +168,7 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
     int set;
     ERASE_CHECK(env_number("ERASE_VERBOSE", &v, &set));
     g.verbose = set ? (int)v : 0;
+    comm_verbose = g.verbose;
     double watchdog = o.watchdog_seconds;
     if (watchdog < 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog_seconds %g is negative", watchdog);
@@ -231,6 +250,10 @@ void erase_world_finalize(void)
     if (!g.initialized)
         return;
     comm_watchdog_stop();
+    const comm_device_ops_t *ops = comm_device_ops();
+    if (ops) /* NCCL before the MPI communicators its ids travelled on */
+        ops->finalize();
+    comm_device_ops_set(NULL);
     comm_destroy(g.pp);
     comm_destroy(g.dp);
     comm_destroy(g.world);
@@ -241,4 +264,5 @@ void erase_world_finalize(void)
         MPI_Finalize();
     memset(&g, 0, sizeof g);
     comm_check_enabled = 0;
+    comm_verbose = 0;
 }

@@ -5,9 +5,23 @@ AM_TESTS_ENVIRONMENT += MPIRUN='$(MPIRUN)'; export MPIRUN;
 
 COMM_TEST_DRIVERS = tests/comm/test-collectives-np2.sh tests/comm/test-collectives-np4.sh \
 	tests/comm/test-kill.sh tests/comm/test-watchdog.sh tests/comm/test-fatal.sh \
-	tests/comm/test-mismatch.sh
+	tests/comm/test-mismatch.sh tests/comm/test-id-exchange-np2.sh \
+	tests/comm/test-id-exchange-np4.sh tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh
 TESTS += $(COMM_TEST_DRIVERS)
+GPU_TESTS += tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh
 EXTRA_DIST += $(COMM_TEST_DRIVERS) tests/comm/mpi.sh tests/comm/tsan.supp tests/comm/lsan.supp
+
+# the file-system exchange of NCCL ids (no NCCL, no GPU: every build)
+check_PROGRAMS += tests/comm/test-id-exchange
+tests_comm_test_id_exchange_SOURCES = tests/comm/test-id-exchange.c
+tests_comm_test_id_exchange_LDADD = $(ERASE_LIBS)
+
+# NCCL collectives on CUDA streams (needs a GPU: prints SKIP without one;
+# in builds without NCCL it checks that attaching is a no-op for a CPU
+# device and UNSUPPORTED for a CUDA one)
+check_PROGRAMS += tests/comm/test-nccl
+tests_comm_test_nccl_SOURCES = tests/comm/test-nccl.c
+tests_comm_test_nccl_LDADD = $(ERASE_LIBS)
 
 # failure modes of a job (no cmocka: the drivers judge)
 check_PROGRAMS += tests/comm/test-failures

@@ -1,0 +1,7 @@
+#!/bin/sh
+# NCCL collectives on CUDA streams on 2 rank(s), one GPU each (SKIP without
+# 2 GPU(s) or without the CUDA backend); see tests/comm/test-nccl.c.
+. "$(dirname "$0")/mpi.sh"
+need tests/comm/test-nccl
+ERASE_WATCHDOG_SECONDS=120 ERASE_VERBOSE=1 exec timeout -k 5 300 \
+    "$MPIRUN" $MPI_FLAGS -np 2 tests/comm/test-nccl
