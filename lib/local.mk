@@ -72,7 +72,11 @@ lib_liberase_a_SOURCES += lib/device/cuda/cuda.h
 lib_liberase_a_SOURCES += \
 	lib/ops/cuda/ops_cuda.h lib/ops/cuda/ops_cuda.c \
 	lib/ops/cuda/scratch.c lib/ops/cuda/common.cuh \
-	lib/ops/cuda/eltwise.cu
+	lib/ops/cuda/eltwise.cu lib/ops/cuda/linear.cu \
+	lib/ops/cuda/sortreduce.cuh lib/ops/cuda/sortreduce.cu \
+	lib/ops/cuda/embedding.cu lib/ops/cuda/interaction.cu \
+	lib/ops/cuda/losses.cu lib/ops/cuda/layernorm.cu \
+	lib/ops/cuda/sparse.cu lib/ops/cuda/optim.cu
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif
