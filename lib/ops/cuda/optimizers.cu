@@ -1,5 +1,6 @@
 /*
- * Optimizer ops on CUDA. The clock (step, lr, nonfinite) lives in device
+ * Optimizer ops on CUDA (not optim.cu: lib/nn/optim.o would share its
+ * archive member name). The clock (step, lr, nonfinite) lives in device
  * memory: every update kernel reads it when it runs, so a captured step
  * graph replays with the current values. Formulas are those of the CPU
  * kernels (lib/ops/cpu/optim_cpu.c): PyTorch's SGD with momentum, AdamW
