@@ -66,7 +66,7 @@ AM_CONDITIONAL([HAVE_NCCL], [test "x$have_nccl" = xyes])
 AC_SUBST([CUDA_CPPFLAGS]) AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
 AC_SUBST([NCCL_CPPFLAGS]) AC_SUBST([NCCL_LDFLAGS]) AC_SUBST([NCCL_LIBS])
 AC_SUBST([NVCC_ARCH_FLAGS])
-AS_IF([test "x$have_cuda" = xyes], [erase_build_extra=", CUDA toolchain found (this version has no CUDA sources yet)"])
+AS_IF([test "x$have_cuda" = xyes], [erase_build_extra=", CUDA backend (cuBLAS, CUDA graphs, NVTX)"])
 ])
 
 # ERASE_CHECK_CMOCKA: the unit-test framework used by make check.

@@ -66,7 +66,13 @@ NVCC_FLAGS = $(NVCC_ARCH_FLAGS) -std=c++17 -O3 --expt-relaxed-constexpr \
 	-I$(top_srcdir) -I$(top_builddir) $(CUDA_CPPFLAGS)
 .cu.o:
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
-lib_liberase_a_SOURCES += lib/device/cuda/cuda.h
+lib_liberase_a_SOURCES += \
+	lib/device/cuda/cuda.h lib/device/cuda/cuda_internal.h \
+	lib/device/cuda/cuda_device.c \
+	lib/device/cuda/cuda_stream.c \
+	lib/device/cuda/cuda_graph.c \
+	lib/device/cuda/cuda_blas.c \
+	lib/device/cuda/cuda_trace.c
 
 # CUDA ops: kernels by family, their launchers, the table erase_ops_cuda.
 lib_liberase_a_SOURCES += \

@@ -5,6 +5,13 @@ AM_TESTS_ENVIRONMENT = CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; 
 	TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1'; export TSAN_OPTIONS; \
 	UBSAN_OPTIONS='print_stacktrace=1 halt_on_error=1'; export UBSAN_OPTIONS;
 
+# Tests that need a GPU (they SKIP without one): each folder adds its own to
+# GPU_TESTS as well as to TESTS; tests/gpu/device-check.sh runs them first.
+GPU_TESTS =
+print-gpu-tests:
+	@echo $(GPU_TESTS)
+.PHONY: print-gpu-tests
+
 if HAVE_CMOCKA
 DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm
 check_PROGRAMS += $(DEVICE_TESTS)
@@ -21,6 +28,15 @@ tests_device_test_graph_LDADD = $(TEST_LIBS)
 tests_device_test_gemm_SOURCES = tests/device/test-gemm.c
 tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_gemm_LDADD = $(TEST_LIBS)
+
+# The CUDA backend: every case but the no-GPU check reports SKIP without a GPU.
+if HAVE_CUDA
+check_PROGRAMS += tests/device/test-cuda
+TESTS += tests/device/test-cuda
+tests_device_test_cuda_SOURCES = tests/device/test-cuda.c
+tests_device_test_cuda_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_cuda_LDADD = $(TEST_LIBS)
+endif
 endif
 
 include tests/ops/local.mk

@@ -79,6 +79,10 @@ struct erase_backend {
     void (*graph_destroy)(erase_graph_t *g);
 
     erase_status_t (*mark)(erase_stream_t *s, const char *label, int begin);
+    /* Optional (NULL on the CPU, whose markers append when they run):
+     * move the markers that have run since the last call into the trace
+     * log; called by erase_device_trace_drain before it reads the log. */
+    void (*trace_flush)(erase_device_t *dev);
     erase_status_t (*sgemm_strided_batched)(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb,
                                             int m, int n, int k, float alpha,
                                             const float *a, int lda, int64_t stride_a,

@@ -33,8 +33,14 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
         pthread_mutex_init(&(*out)->trace_lock, NULL);
         return ERASE_OK;
     case ERASE_DEVICE_CUDA:
+#ifdef HAVE_CUDA
+        ERASE_CHECK(erase_cuda_device_open(&o, out));
+        pthread_mutex_init(&(*out)->trace_lock, NULL);
+        return ERASE_OK;
+#else
         return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
                            "--device cuda: this build of erase has no CUDA backend");
+#endif
     }
     return ERASE_ERROR(ERASE_ERR_INVALID, "erase_device_open: unknown device kind %d", (int)o.kind);
 }
@@ -268,6 +274,8 @@ void erase_device_trace_append(erase_device_t *dev, const erase_trace_record_t *
 size_t erase_device_trace_drain(erase_device_t *dev, erase_trace_record_t *out, size_t max,
                                 size_t *dropped)
 {
+    if (dev->backend->trace_flush)
+        dev->backend->trace_flush(dev);
     pthread_mutex_lock(&dev->trace_lock);
     size_t n = 0;
     while (n < max && dev->trace_len > 0) {

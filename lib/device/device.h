@@ -114,8 +114,9 @@ int erase_device_host_accessible(const erase_device_t *dev);
 /*
  * Blocking copy / fill between host and device memory of `dev`, outside
  * every stream: the caller makes sure no stream is using the bytes (e.g.
- * after erase_stream_synchronize). CPU: memcpy / memset; CUDA: cudaMemcpy /
- * cudaMemset followed by a device synchronize. Errors: ERASE_ERR_INVALID
+ * after erase_stream_synchronize). CPU: memcpy / memset; CUDA: the copy or
+ * fill on the device's private stream, then a synchronize of that stream
+ * (complete on return; other streams are not waited for). Errors: ERASE_ERR_INVALID
  * (NULL pointer with bytes), ERASE_ERR_BACKEND (the CUDA call failed).
  */
 erase_status_t erase_memcpy_sync(erase_device_t *dev, void *dst, const void *src, size_t bytes);

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# erase on a GPU machine: build, run the GPU tests, run the schedule
+# benchmark, and write a short table plus logs to a results folder.
+#
+#   tests/gpu/device-check.sh            (from the top of the tree)
+#
+# Made for a machine with an NVIDIA GPU, the CUDA toolkit (nvcc, cuBLAS;
+# NCCL from the toolkit or from Python's nvidia-nccl package) and NO
+# network: it may lack Open MPI, HDF5, libconfig, cmocka, OpenBLAS and the
+# autotools. What it needs comes from _gpu/, made beforehand on a Debian 12
+# machine by tests/gpu/prepare.sh: Debian packages (unpacked here into a
+# private prefix, never into /) and a `make dist` tarball of this tree.
+#
+# Environment:
+#   OUT                results folder (default: _gpu/results)
+#   ERASE_GPU_WORK     scratch folder for the prefix, sources and build
+#                      (default: /tmp/erase-gpu; emptied first)
+#   CUDA_HOME          CUDA toolkit (default: the folder above nvcc's bin/)
+#   ERASE_GPU_STEPS    benchmark steps per mode (default 50)
+# Exit status: 0 when the build and every GPU test passed, 1 otherwise.
+# Budget: about 2 minutes to build on 16 cores, a minute of tests, two of
+# benchmark; the full test suite runs last, bounded by what is left of 8
+# minutes.
+set -uo pipefail
+start=$(date +%s)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+kit=$top/_gpu
+out=${OUT:-$kit/results}
+work=${ERASE_GPU_WORK:-/tmp/erase-gpu}
+steps=${ERASE_GPU_STEPS:-50}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+status=0
+
+say() { echo "[device-check +$(( $(date +%s) - start ))s] $*" | tee -a "$summary"; }
+fail() { say "FAILED: $*"; status=1; }
+die() { say "FAILED: $*"; say "logs in $out"; exit 1; }
+
+# ---- the machine ---------------------------------------------------------
+{
+    date -u '+%Y-%m-%d %H:%M UTC'
+    uname -srm
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
+    command -v nvcc && nvcc --version | tail -2
+    nproc
+} >"$out/machine.txt" 2>&1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+say "GPU: ${gpu:-none visible}; $(nproc) cores"
+[ -d "$kit/debs" ] && ls "$kit"/erase-*.tar.gz >/dev/null 2>&1 ||
+    die "no kit in $kit: run tests/gpu/prepare.sh on a Debian 12 machine first"
+
+# ---- private prefix of Debian packages ------------------------------------
+rm -rf "$work"
+deps=$work/deps
+mkdir -p "$deps"
+for deb in "$kit"/debs/*.deb; do
+    # a .deb is an ar archive; its files are in data.tar.{xz,zst,gz}
+    member=$(ar t "$deb" | grep '^data\.tar')
+    case $member in
+    *.xz) ar p "$deb" "$member" | tar -xJ -C "$deps" ;;
+    *.zst) ar p "$deb" "$member" | tar --zstd -x -C "$deps" ;;
+    *) ar p "$deb" "$member" | tar -xz -C "$deps" ;;
+    esac || die "cannot unpack $deb"
+done
+multiarch=x86_64-linux-gnu
+lib=$deps/usr/lib/$multiarch
+# Debian makes these names with update-alternatives, which unpacking skips.
+ln -sf mpirun.openmpi "$deps/usr/bin/mpirun"
+ln -sf mpicc.openmpi "$deps/usr/bin/mpicc"
+[ -e "$deps/usr/bin/pkg-config" ] || ln -sf pkgconf "$deps/usr/bin/pkg-config"
+[ -e "$lib/libopenblas.so.0" ] || ln -sf openblas-pthread/libopenblas.so.0 "$lib/libopenblas.so.0"
+export PATH=$deps/usr/bin:$PATH
+export LD_LIBRARY_PATH=$lib:$lib/openmpi/lib:$lib/hdf5/openmpi:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OPAL_PREFIX=$deps/usr                 # relocates Open MPI
+export PMIX_INSTALL_PREFIX=$deps/usr         # and its PMIx
+export PMIX_MCA_mca_base_component_path=$lib/pmix2/lib/pmix
+export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$deps/usr/share/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$deps          # .pc files say /usr
+# No ssh on such machines; every rank is local.
+export OMPI_MCA_plm_rsh_agent=
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+say "prefix: $(ls "$kit"/debs/*.deb | wc -l) Debian packages unpacked in $deps"
+
+# ---- CUDA and NCCL ---------------------------------------------------------
+cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+nccl_opt=
+if [ ! -f "$cuda/include/nccl.h" ]; then
+    # Python's nvidia-nccl wheel: headers and libnccl.so.2 without the
+    # unversioned name the linker wants.
+    ncclpy=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)
+    if [ -n "$ncclpy" ] && [ -f "$ncclpy/include/nccl.h" ]; then
+        mkdir -p "$work/nccl/lib"
+        ln -sf "$ncclpy/include" "$work/nccl/include"
+        for f in "$ncclpy"/lib/libnccl.so*; do ln -sf "$f" "$work/nccl/lib/"; done
+        [ -e "$work/nccl/lib/libnccl.so" ] || ln -sf "$(ls "$ncclpy"/lib/libnccl.so.* | head -1)" "$work/nccl/lib/libnccl.so"
+        nccl_opt=--with-nccl=$work/nccl
+    fi
+fi
+say "CUDA: $cuda; NCCL: ${nccl_opt:-from the toolkit}"
+
+# ---- build -----------------------------------------------------------------
+mkdir -p "$work/src" "$work/build"
+tar -xzf "$(ls "$kit"/erase-*.tar.gz | head -1)" -C "$work/src" --strip-components=1 ||
+    die "cannot unpack the source tarball"
+cd "$work/build" || die "no build folder"
+# MPI, HDF5, libconfig and cmocka through pkg-config in the prefix
+"$work/src/configure" --with-cuda="$cuda" $nccl_opt \
+    --with-blas="$lib/openblas-pthread/libopenblas.so.0" \
+    >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; die "configure (log: configure.log)"; }
+grep -A14 'erase .* configuration' "$out/configure.log" | tee -a "$summary"
+grep -q 'CUDA toolkit *: yes' "$out/configure.log" || die "configure did not find CUDA"
+make -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; die "build (log: build.log)"; }
+say "built"
+
+# ---- GPU tests ---------------------------------------------------------------
+gpu_tests=$(make -s print-gpu-tests)
+[ -n "$gpu_tests" ] || die "the build lists no GPU tests (make print-gpu-tests)"
+say "GPU tests: $gpu_tests"
+make -j"$(nproc)" check TESTS="$gpu_tests" >"$out/gpu-tests.log" 2>&1
+gpu_rc=$?
+for t in $gpu_tests; do
+    cp "$t.log" "$out/$(echo "$t" | tr / -).log" 2>/dev/null
+done
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):|^# (TOTAL|PASS|SKIP|FAIL|ERROR)' "$out/gpu-tests.log" | tee -a "$summary"
+[ $gpu_rc -eq 0 ] || fail "GPU tests (logs: tests-*.log)"
+grep -q '^SKIP' "$out/gpu-tests.log" && fail "a GPU test skipped on a GPU machine (see its log)"
+
+# ---- schedule benchmark --------------------------------------------------------
+say "benchmark: erase-bench schedules --device cuda, ctr and mlp, every mode vs off"
+for model in ctr mlp; do
+    timeout 150 ./apps/erase-bench schedules --device cuda --model $model \
+        --batch 256,1024,4096,16384 --steps "$steps" --warmup 10 \
+        >"$out/bench-$model.txt" 2>&1 || fail "erase-bench schedules --model $model (bench-$model.txt)"
+    grep -E '^(model|ctr|mlp)' "$out/bench-$model.txt" | tee -a "$summary"
+done
+
+# ---- the whole suite, in what is left of 8 minutes -------------------------------
+left=$(( 480 - ($(date +%s) - start) - 20 ))
+if [ $left -gt 60 ]; then
+    say "full make check (at most ${left}s)"
+    timeout $left make -j"$(nproc)" check >"$out/check.log" 2>&1
+    rc=$?
+    grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR)' "$out/check.log" | tee -a "$summary"
+    [ $rc -eq 124 ] && say "full make check stopped at the time limit"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && fail "full make check (check.log)"
+fi
+say "done in $(( $(date +%s) - start ))s, status $status; logs in $out"
+exit $status
