@@ -17,8 +17,9 @@ ERASE_LIBS = lib/liberase.a $(LIBCONFIG_LIBS) $(LIBS)
 
 # lib/ops: the model arithmetic (CPU kernels from one typed source).
 lib_liberase_a_SOURCES += \
-	lib/core/philox.h \
-	lib/ops/ops.h \
+	lib/core/philox.h lib/core/hd.h \
+	lib/ops/ops.h lib/ops/ops.c lib/ops/ops_impl.h \
+	lib/ops/cpu/ops_cpu.h \
 	lib/ops/cpu/kernels.h lib/ops/cpu/kernels_impl.h \
 	lib/ops/cpu/kernels_f32.c lib/ops/cpu/kernels_f64.c \
 	lib/ops/cpu/ops_cpu.c
@@ -81,6 +82,16 @@ lib_liberase_a_SOURCES += \
 	lib/device/cuda/cuda_graph.c \
 	lib/device/cuda/cuda_blas.c \
 	lib/device/cuda/cuda_trace.c
+
+# CUDA ops: kernels by family, their launchers, the table erase_ops_cuda.
+lib_liberase_a_SOURCES += \
+	lib/ops/cuda/ops_cuda.h lib/ops/cuda/ops_cuda.c \
+	lib/ops/cuda/scratch.c lib/ops/cuda/common.cuh \
+	lib/ops/cuda/eltwise.cu lib/ops/cuda/linear.cu \
+	lib/ops/cuda/sortreduce.cuh lib/ops/cuda/sortreduce.cu \
+	lib/ops/cuda/embedding.cu lib/ops/cuda/interaction.cu \
+	lib/ops/cuda/losses.cu lib/ops/cuda/layernorm.cu \
+	lib/ops/cuda/sparse.cu lib/ops/cuda/optimizers.cu
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

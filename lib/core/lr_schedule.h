@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "lib/core/hd.h"
+
 typedef enum { ERASE_LR_CONSTANT = 0, ERASE_LR_COSINE = 1 } erase_lr_decay_t;
 
 typedef struct {
@@ -24,7 +26,7 @@ typedef struct {
  * min + (base - min) * (1 + cos(pi * t)) / 2 with t = (step - warmup) /
  * (total - warmup) clamped to [0, 1] (Loshchilov and Hutter, SGDR, 2017).
  */
-static inline double erase_lr_at(const erase_lr_schedule_t *s, int64_t step)
+ERASE_HD static inline double erase_lr_at(const erase_lr_schedule_t *s, int64_t step)
 {
     if (s->warmup_steps > 0 && step <= s->warmup_steps)
         return s->base * (double)step / (double)s->warmup_steps;

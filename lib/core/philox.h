@@ -11,8 +11,10 @@
 
 #include <stdint.h>
 
+#include "lib/core/hd.h"
+
 /* Four 32-bit random words for 128-bit counter ctr[0..3] under a 64-bit key. */
-static inline void erase_philox4x32(uint64_t key, const uint32_t ctr_in[4], uint32_t out[4])
+ERASE_HD static inline void erase_philox4x32(uint64_t key, const uint32_t ctr_in[4], uint32_t out[4])
 {
     uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
     uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
@@ -34,7 +36,7 @@ static inline void erase_philox4x32(uint64_t key, const uint32_t ctr_in[4], uint
 }
 
 /* Uniform float in [0, 1) for element `index` of the stream (key, offset). */
-static inline float erase_philox_uniform(uint64_t key, uint64_t offset, uint64_t index)
+ERASE_HD static inline float erase_philox_uniform(uint64_t key, uint64_t offset, uint64_t index)
 {
     uint64_t block = offset + index / 4;
     uint32_t ctr[4] = { (uint32_t)block, (uint32_t)(block >> 32), 0, 0 }, out[4];

@@ -14,3 +14,14 @@ tests_ops_test_op_numerics_SOURCES = tests/ops/test-op-numerics.c
 tests_ops_test_op_numerics_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_numerics_LDADD = $(TEST_LIBS)
 endif
+
+# CUDA ops against the CPU oracle (skips without a GPU).
+if HAVE_CMOCKA
+if HAVE_CUDA
+check_PROGRAMS += tests/ops/test-cuda-parity
+TESTS += tests/ops/test-cuda-parity
+tests_ops_test_cuda_parity_SOURCES = tests/ops/test-cuda-parity.c
+tests_ops_test_cuda_parity_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_cuda_parity_LDADD = $(TEST_LIBS)
+endif
+endif

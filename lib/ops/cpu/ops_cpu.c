@@ -1,9 +1,10 @@
 /*
- * The ops of lib/ops/ops.h on the CPU backend: argument checks, then the
- * single-precision kernel of lib/ops/cpu/kernels_impl.h launched on the
- * stream with a copy of its arguments.
+ * The ops of lib/ops/ops.h on the CPU backend: the single-precision kernel
+ * of lib/ops/cpu/kernels_impl.h launched on the stream with a copy of its
+ * arguments. Arguments were validated by lib/ops/ops.c; this file exports
+ * its launchers only through the table erase_ops_cpu (at its end).
  */
-#include "lib/ops/ops.h"
+#include "lib/ops/cpu/ops_cpu.h"
 
 #include "lib/core/simd.h"
 #include "lib/device/cpu/cpu.h"
@@ -11,12 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#define REQUIRE(cond, ...)                                     \
-    do {                                                       \
-        if (!(cond))                                           \
-            return ERASE_ERROR(ERASE_ERR_INVALID, __VA_ARGS__); \
-    } while (0)
 
 #define LAUNCH(s, fn, args)                                           \
     do {                                                              \
@@ -46,21 +41,17 @@ static erase_status_t linear_bwd_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_linear_forward(erase_stream_t *s, int batch, int in, int out, const float *x,
+static erase_status_t cpu_linear_forward(erase_stream_t *s, int batch, int in, int out, const float *x,
                                     const float *w, const float *b, float *y)
 {
-    REQUIRE(batch >= 0 && in >= 0 && out > 0, "linear forward: bad shape batch=%d in=%d out=%d", batch, in, out);
-    if (batch == 0)
-        return ERASE_OK;
     linear_args_t a = { .batch = batch, .in = in, .out = out, .x = x, .w = w, .b = b, .y = y };
     LAUNCH(s, linear_fwd_k, a);
 }
 
-erase_status_t erase_linear_backward(erase_stream_t *s, int batch, int in, int out,
+static erase_status_t cpu_linear_backward(erase_stream_t *s, int batch, int in, int out,
                                      const float *x, const float *w, const float *dy, float *dx,
                                      float *dw, float *db)
 {
-    REQUIRE(batch >= 0 && in > 0 && out > 0, "linear backward: bad shape batch=%d in=%d out=%d", batch, in, out);
     linear_args_t a = { .batch = batch, .in = in, .out = out, .x = x, .w = w, .dy = dy,
                         .dx = dx, .dw = dw, .db = db };
     LAUNCH(s, linear_bwd_k, a);
@@ -119,41 +110,40 @@ ERASE_SIMD_CLONES static erase_status_t axpy_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+static erase_status_t cpu_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
 {
     eltwise_args_t a = { .n = n, .x = x, .out = y };
     LAUNCH(s, relu_fwd_k, a);
 }
 
-erase_status_t erase_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
+static erase_status_t cpu_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
                                    float *dx)
 {
     eltwise_args_t a = { .n = n, .y = y, .dy = dy, .out = dx };
     LAUNCH(s, relu_bwd_k, a);
 }
 
-erase_status_t erase_gelu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+static erase_status_t cpu_gelu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
 {
     eltwise_args_t a = { .n = n, .x = x, .out = y };
     LAUNCH(s, gelu_fwd_k, a);
 }
 
-erase_status_t erase_gelu_backward(erase_stream_t *s, size_t n, const float *x, const float *dy,
+static erase_status_t cpu_gelu_backward(erase_stream_t *s, size_t n, const float *x, const float *dy,
                                    float *dx)
 {
     eltwise_args_t a = { .n = n, .x = x, .dy = dy, .out = dx };
     LAUNCH(s, gelu_bwd_k, a);
 }
 
-erase_status_t erase_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
+static erase_status_t cpu_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
                              const float *x, float *y)
 {
-    REQUIRE(p >= 0.0f && p < 1.0f, "dropout: probability %g outside [0, 1)", (double)p);
     eltwise_args_t a = { .n = n, .p = p, .seed = seed, .offset = offset, .x = x, .out = y };
     LAUNCH(s, dropout_k, a);
 }
 
-erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y)
+static erase_status_t cpu_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y)
 {
     eltwise_args_t a = { .n = n, .alpha = alpha, .x = x, .out = y };
     LAUNCH(s, axpy_k, a);
@@ -184,35 +174,32 @@ static erase_status_t concat_bwd_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t concat_args(concat_args_t *a, int batch, int n, const int *widths)
+/* Fill the launch arguments' shape part (validated by lib/ops/ops.c). */
+static void concat_args(concat_args_t *a, int batch, int n, const int *widths)
 {
-    REQUIRE(n >= 1 && n <= ERASE_CONCAT_MAX, "concat: %d inputs (1 to %d)", n, ERASE_CONCAT_MAX);
     memset(a, 0, sizeof *a);
     a->batch = batch;
     a->n = n;
-    for (int i = 0; i < n; i++) {
-        REQUIRE(widths[i] > 0, "concat: input %d has width %d", i, widths[i]);
+    for (int i = 0; i < n; i++)
         a->widths[i] = widths[i];
-    }
-    return ERASE_OK;
 }
 
-erase_status_t erase_concat_forward(erase_stream_t *s, int batch, int n, const int *widths,
+static erase_status_t cpu_concat_forward(erase_stream_t *s, int batch, int n, const int *widths,
                                     const float *const *xs, float *y)
 {
     concat_args_t a;
-    ERASE_CHECK(concat_args(&a, batch, n, widths));
+    concat_args(&a, batch, n, widths);
     for (int i = 0; i < n; i++)
         a.xs[i] = xs[i];
     a.y = y;
     LAUNCH(s, concat_fwd_k, a);
 }
 
-erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const int *widths,
+static erase_status_t cpu_concat_backward(erase_stream_t *s, int batch, int n, const int *widths,
                                      const float *dy, float *const *dxs)
 {
     concat_args_t a;
-    ERASE_CHECK(concat_args(&a, batch, n, widths));
+    concat_args(&a, batch, n, widths);
     for (int i = 0; i < n; i++)
         a.dxs[i] = dxs[i];
     a.dy = dy;
@@ -254,44 +241,38 @@ static erase_status_t embedding_bwd_k(const void *p)
     return ERASE_OK;
 }
 
-static erase_status_t embedding_args(embedding_args_t *a, int batch, int fields, int dim,
-                                     const uint32_t *rows, const uint32_t *ids)
+/* Fill the launch arguments' shape part (validated by lib/ops/ops.c). */
+static void embedding_args(embedding_args_t *a, int batch, int fields, int dim,
+                           const uint32_t *rows, const uint32_t *ids)
 {
-    REQUIRE(fields >= 1 && fields <= ERASE_FIELDS_MAX, "embedding: %d fields (1 to %d)", fields,
-            ERASE_FIELDS_MAX);
-    REQUIRE(batch >= 0 && dim > 0, "embedding: bad shape batch=%d dim=%d", batch, dim);
     memset(a, 0, sizeof *a);
     a->batch = batch;
     a->fields = fields;
     a->dim = dim;
     a->ids = ids;
-    for (int f = 0; f < fields; f++) {
-        REQUIRE(rows[f] >= 2, "embedding: table %d has %u rows (at least 2: one for missing ids)",
-                f, rows[f]);
+    for (int f = 0; f < fields; f++)
         a->rows[f] = rows[f];
-    }
-    return ERASE_OK;
 }
 
-erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
+static erase_status_t cpu_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
                                        const uint32_t *rows, const uint32_t *ids,
                                        const float *const *tables, float *out)
 {
     embedding_args_t a;
-    ERASE_CHECK(embedding_args(&a, batch, fields, dim, rows, ids));
+    embedding_args(&a, batch, fields, dim, rows, ids);
     for (int f = 0; f < fields; f++)
         a.tables[f] = tables[f];
     a.out = out;
     LAUNCH(s, embedding_fwd_k, a);
 }
 
-erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
+static erase_status_t cpu_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
                                         const uint32_t *rows, const uint32_t *ids,
                                         const float *dout, uint32_t *const *grad_rows,
                                         float *const *grad_values, int *count)
 {
     embedding_args_t a;
-    ERASE_CHECK(embedding_args(&a, batch, fields, dim, rows, ids));
+    embedding_args(&a, batch, fields, dim, rows, ids);
     for (int f = 0; f < fields; f++) {
         a.grad_rows[f] = grad_rows[f];
         a.grad_values[f] = grad_values[f];
@@ -324,19 +305,17 @@ static erase_status_t interaction_bwd_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_interaction_forward(erase_stream_t *s, int batch, int nvec, int dim,
+static erase_status_t cpu_interaction_forward(erase_stream_t *s, int batch, int nvec, int dim,
                                          const float *dense, const float *emb, float *out)
 {
-    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
     interaction_args_t a = { .batch = batch, .nvec = nvec, .dim = dim, .dense = dense, .emb = emb, .out = out };
     LAUNCH(s, interaction_fwd_k, a);
 }
 
-erase_status_t erase_interaction_backward(erase_stream_t *s, int batch, int nvec, int dim,
+static erase_status_t cpu_interaction_backward(erase_stream_t *s, int batch, int nvec, int dim,
                                           const float *dense, const float *emb, const float *dout,
                                           float *ddense, float *demb)
 {
-    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
     interaction_args_t a = { .batch = batch, .nvec = nvec, .dim = dim, .dense = dense, .emb = emb,
                              .dout = dout, .ddense = ddense, .demb = demb };
     LAUNCH(s, interaction_bwd_k, a);
@@ -370,18 +349,16 @@ static erase_status_t xent_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_bce_with_logits(erase_stream_t *s, int batch, const float *z, const float *y,
+static erase_status_t cpu_bce_with_logits(erase_stream_t *s, int batch, const float *z, const float *y,
                                      float weight, float *loss, float *dz)
 {
-    REQUIRE(batch >= 0 && loss, "bce: bad batch %d or NULL loss", batch);
     loss_args_t a = { .batch = batch, .z = z, .y = y, .weight = weight, .loss = loss, .dz = dz };
     LAUNCH(s, bce_k, a);
 }
 
-erase_status_t erase_softmax_xent(erase_stream_t *s, int batch, int classes, const float *z,
+static erase_status_t cpu_softmax_xent(erase_stream_t *s, int batch, int classes, const float *z,
                                   const int32_t *labels, float weight, float *loss, float *dz)
 {
-    REQUIRE(batch >= 0 && classes >= 2 && loss, "softmax cross-entropy: bad batch %d, classes %d or NULL loss", batch, classes);
     loss_args_t a = { .batch = batch, .classes = classes, .z = z, .labels = labels,
                       .weight = weight, .loss = loss, .dz = dz };
     LAUNCH(s, xent_k, a);
@@ -413,22 +390,52 @@ static erase_status_t layernorm_bwd_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_layernorm_forward(erase_stream_t *s, int batch, int dim, float eps,
+static erase_status_t cpu_layernorm_forward(erase_stream_t *s, int batch, int dim, float eps,
                                        const float *x, const float *gamma, const float *beta,
                                        float *y, float *mean, float *rstd)
 {
-    REQUIRE(batch >= 0 && dim > 0 && eps > 0, "layer norm: bad batch=%d dim=%d eps=%g", batch, dim, (double)eps);
     layernorm_args_t a = { .batch = batch, .dim = dim, .eps = eps, .x = x, .gamma = gamma,
                            .beta = beta, .y = y, .mean = mean, .rstd = rstd };
     LAUNCH(s, layernorm_fwd_k, a);
 }
 
-erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
+static erase_status_t cpu_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
                                         const float *gamma, const float *mean, const float *rstd,
                                         const float *dy, float *dx, float *dgamma, float *dbeta)
 {
-    REQUIRE(batch >= 0 && dim > 0, "layer norm backward: bad batch=%d dim=%d", batch, dim);
     layernorm_args_t a = { .batch = batch, .dim = dim, .x = x, .gamma = gamma, .cmean = mean,
                            .crstd = rstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta };
     LAUNCH(s, layernorm_bwd_k, a);
 }
+
+/* The CPU table of lib/ops/ops_impl.h (optimizer and sparse launchers from
+ * optim_cpu.c and sparse_cpu.c). */
+const erase_ops_impl_t erase_ops_cpu = {
+    .name = "cpu",
+    .linear_forward = cpu_linear_forward,
+    .linear_backward = cpu_linear_backward,
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .dropout = cpu_dropout,
+    .concat_forward = cpu_concat_forward,
+    .concat_backward = cpu_concat_backward,
+    .embedding_forward = cpu_embedding_forward,
+    .embedding_backward = cpu_embedding_backward,
+    .interaction_forward = cpu_interaction_forward,
+    .interaction_backward = cpu_interaction_backward,
+    .bce_with_logits = cpu_bce_with_logits,
+    .softmax_xent = cpu_softmax_xent,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .axpy = cpu_axpy,
+    .sparse_pack = erase_cpu_sparse_pack,
+    .sparse_merge = erase_cpu_sparse_merge,
+    .optim_clock_advance = erase_cpu_optim_clock_advance,
+    .check_finite = erase_cpu_check_finite,
+    .sgd_update = erase_cpu_sgd_update,
+    .adamw_update = erase_cpu_adamw_update,
+    .rowwise_adagrad_update = erase_cpu_rowwise_adagrad_update,
+    .sparse_sgd_update = erase_cpu_sparse_sgd_update,
+};

@@ -1,5 +1,6 @@
-/* Optimizer ops of lib/ops/ops.h on the CPU backend (single precision). */
-#include "lib/ops/ops.h"
+/* Optimizer ops of lib/ops/ops.h on the CPU backend (single precision);
+ * arguments validated by lib/ops/ops.c. */
+#include "lib/ops/cpu/ops_cpu.h"
 
 #include "lib/core/simd.h"
 #include "lib/device/cpu/cpu.h"
@@ -119,66 +120,55 @@ ERASE_SIMD_CLONES static erase_status_t sparse_sgd_k(const void *p)
         return ERASE_OK;                                                 \
     } while (0)
 
-erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
+erase_status_t erase_cpu_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
                                          const erase_lr_schedule_t *schedule)
 {
     optim_args_t a = { .clock = clock, .schedule = *schedule };
     LAUNCH(s, clock_k, a);
 }
 
-erase_status_t erase_check_finite(erase_stream_t *s, const float *x, size_t n, const int *rows,
+erase_status_t erase_cpu_check_finite(erase_stream_t *s, const float *x, size_t n, const int *rows,
                                   int code, erase_optim_clock_t *clock)
 {
-    if (code < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "check finite: code %d must be > 0", code);
     optim_args_t a = { .n = n, .g = x, .count = rows, .clock = clock, .code = code };
     LAUNCH(s, finite_k, a);
 }
 
-erase_status_t erase_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,
+erase_status_t erase_cpu_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,
                                 const erase_optim_clock_t *clock, float lr_mult, float momentum,
                                 float weight_decay)
 {
-    if (momentum != 0.0f && !buf)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sgd: momentum %g needs a buffer", (double)momentum);
     optim_args_t a = { .n = n, .w = w, .g = g, .m = momentum != 0.0f ? buf : NULL,
                        .cclock = clock, .lr_mult = lr_mult, .momentum = momentum,
                        .wd = weight_decay };
     LAUNCH(s, sgd_k, a);
 }
 
-erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g, float *m,
+erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g, float *m,
                                   float *v, const erase_optim_clock_t *clock, float lr_mult,
                                   float beta1, float beta2, float eps, float weight_decay)
 {
-    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "adamw: betas (%g, %g) must be in [0, 1), eps %g > 0",
-                           (double)beta1, (double)beta2, (double)eps);
     optim_args_t a = { .n = n, .w = w, .g = g, .m = m, .v = v, .cclock = clock,
                        .lr_mult = lr_mult, .beta1 = beta1, .beta2 = beta2, .eps = eps,
                        .wd = weight_decay };
     LAUNCH(s, adamw_k, a);
 }
 
-erase_status_t erase_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
+erase_status_t erase_cpu_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
                                             const uint32_t *grad_rows, const float *grad_values,
                                             const int *count, const erase_optim_clock_t *clock,
                                             float lr_mult, float eps)
 {
-    if (dim < 1 || !(eps > 0))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "row-wise adagrad: dim %d, eps %g", dim, (double)eps);
     optim_args_t a = { .dim = dim, .w = table, .acc = acc, .rows = grad_rows, .g = grad_values,
                        .count = count, .cclock = clock, .lr_mult = lr_mult, .eps = eps };
     LAUNCH(s, adagrad_k, a);
 }
 
-erase_status_t erase_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+erase_status_t erase_cpu_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
                                        const uint32_t *grad_rows, const float *grad_values,
                                        const int *count, const erase_optim_clock_t *clock,
                                        float lr_mult)
 {
-    if (dim < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse sgd: dim %d", dim);
     optim_args_t a = { .dim = dim, .w = table, .rows = grad_rows, .g = grad_values,
                        .count = count, .cclock = clock, .lr_mult = lr_mult };
     LAUNCH(s, sparse_sgd_k, a);

@@ -1,5 +1,6 @@
-/* Sparse-gradient pack and merge of lib/ops/ops.h on the CPU backend. */
-#include "lib/ops/ops.h"
+/* Sparse-gradient pack and merge of lib/ops/ops.h on the CPU backend;
+ * arguments validated by lib/ops/ops.c. */
+#include "lib/ops/cpu/ops_cpu.h"
 
 #include "lib/device/cpu/cpu.h"
 
@@ -45,8 +46,13 @@ static erase_status_t merge_k(const void *p)
     if (a->ranks > 1024)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks (at most 1024)", a->ranks);
     for (int t = 0; t < a->tables; t++) {
-        for (int r = 0; r < a->ranks; r++)
+        for (int r = 0; r < a->ranks; r++) {
+            int n = a->all_counts[r * a->tables + t];
+            if (n < 0 || n > a->capacity)
+                return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: rank %d table %d has %d rows, capacity %d",
+                                   r, t, n, a->capacity);
             pos[r] = 0;
+        }
         int out = 0;
         for (;;) {
             uint32_t next = UINT32_MAX;
@@ -82,14 +88,11 @@ static erase_status_t merge_k(const void *p)
     return ERASE_OK;
 }
 
-erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
+erase_status_t erase_cpu_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
                                  const int *const *count, const uint32_t *const *rows,
                                  const float *const *values, int *out_counts, uint32_t *out_rows,
                                  float *out_values)
 {
-    if (tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse pack: %d tables (1 to %d), capacity %d, dim %d",
-                           tables, ERASE_FIELDS_MAX, capacity, dim);
     sparse_args_t a = { .tables = tables, .capacity = capacity, .dim = dim,
                         .packed_counts = out_counts, .packed_rows = out_rows, .packed_values = out_values };
     for (int t = 0; t < tables; t++) {
@@ -101,14 +104,11 @@ erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, in
     return ERASE_OK;
 }
 
-erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
+erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
                                   float scale, const int *all_counts, const uint32_t *all_rows,
                                   const float *all_values, int *const *count, uint32_t *const *rows,
                                   float *const *values)
 {
-    if (ranks < 1 || tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks, %d tables, capacity %d, dim %d",
-                           ranks, tables, capacity, dim);
     sparse_args_t a = { .ranks = ranks, .tables = tables, .capacity = capacity, .dim = dim,
                         .scale = scale, .all_counts = all_counts, .all_rows = all_rows,
                         .all_values = all_values };

@@ -1,0 +1,42 @@
+/*
+ * Internal to lib/ops/cpu: the optimizer (optim_cpu.c) and sparse-gradient
+ * (sparse_cpu.c) launchers that ops_cpu.c puts into the table erase_ops_cpu.
+ * Signatures and semantics of the ops of lib/ops/ops.h; arguments were
+ * validated by lib/ops/ops.c.
+ */
+#ifndef ERASE_OPS_CPU_OPS_CPU_H
+#define ERASE_OPS_CPU_OPS_CPU_H
+
+#include "lib/ops/ops_impl.h"
+
+erase_status_t erase_cpu_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
+                                     const int *const *count, const uint32_t *const *rows,
+                                     const float *const *values, int *out_counts,
+                                     uint32_t *out_rows, float *out_values);
+erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity,
+                                      int dim, float scale, const int *all_counts,
+                                      const uint32_t *all_rows, const float *all_values,
+                                      int *const *count, uint32_t *const *rows,
+                                      float *const *values);
+erase_status_t erase_cpu_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
+                                             const erase_lr_schedule_t *schedule);
+erase_status_t erase_cpu_check_finite(erase_stream_t *s, const float *x, size_t n,
+                                      const int *rows, int code, erase_optim_clock_t *clock);
+erase_status_t erase_cpu_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g,
+                                    float *buf, const erase_optim_clock_t *clock, float lr_mult,
+                                    float momentum, float weight_decay);
+erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g,
+                                      float *m, float *v, const erase_optim_clock_t *clock,
+                                      float lr_mult, float beta1, float beta2, float eps,
+                                      float weight_decay);
+erase_status_t erase_cpu_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table,
+                                                float *acc, const uint32_t *grad_rows,
+                                                const float *grad_values, const int *count,
+                                                const erase_optim_clock_t *clock, float lr_mult,
+                                                float eps);
+erase_status_t erase_cpu_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+                                           const uint32_t *grad_rows, const float *grad_values,
+                                           const int *count, const erase_optim_clock_t *clock,
+                                           float lr_mult);
+
+#endif

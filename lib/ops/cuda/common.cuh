@@ -1,0 +1,161 @@
+/*
+ * Shared pieces of the CUDA kernels of lib/ops/cuda: the C headers of erase
+ * included with C linkage (system headers first, so that their include
+ * guards keep them out of the extern "C" block), grid sizes for grid-stride
+ * loops, warp-shuffle and block reductions with a fixed order (results are
+ * bitwise reproducible run to run: no floating-point atomics anywhere), the
+ * fault helper, and a column-sum kernel.
+ */
+#ifndef ERASE_OPS_CUDA_COMMON_CUH
+#define ERASE_OPS_CUDA_COMMON_CUH
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+extern "C" {
+#include "lib/core/philox.h"
+#include "lib/core/status.h"
+#include "lib/device/device.h"
+#include "lib/ops/cuda/ops_cuda.h"
+}
+#include "lib/device/cuda/cuda.h"
+
+/* Threads per block of the grid-stride kernels. */
+#define ERASE_CUDA_THREADS 256
+/* Most blocks a grid-stride kernel launches (larger sizes loop). */
+#define ERASE_CUDA_MAX_BLOCKS 8192
+/* Blocks of kernels whose size is only known on the device (row counts). */
+#define ERASE_CUDA_DEVICE_SIZED_BLOCKS 512
+#define ERASE_CUDA_FULL_MASK 0xffffffffu
+
+/* Blocks of `threads` threads covering n items (at least 1, at most
+ * ERASE_CUDA_MAX_BLOCKS; kernels loop over the rest). */
+static inline unsigned erase_cuda_blocks(size_t n, unsigned threads)
+{
+    size_t b = (n + threads - 1) / threads;
+    if (b < 1)
+        b = 1;
+    if (b > ERASE_CUDA_MAX_BLOCKS)
+        b = ERASE_CUDA_MAX_BLOCKS;
+    return (unsigned)b;
+}
+
+/* First index and stride of a 1-D grid-stride loop. */
+#define ERASE_CUDA_GRID_LOOP(i, n)                                                           \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n);          \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* Sum over the 32 lanes of a warp (butterfly: every lane gets the same
+ * bits, as IEEE addition is commutative; the order is fixed). All lanes
+ * must call it. */
+template <typename T> __device__ inline T erase_warp_sum(T v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
+    return v;
+}
+
+/* Maximum over the 32 lanes of a warp (every lane gets it). */
+__device__ inline double erase_warp_max(double v)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        double u = __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
+        v = u > v ? u : v;
+    }
+    return v;
+}
+
+/* Sum over a block (blockDim.x a multiple of 32, at most 1024): warp sums,
+ * then warp 0 adds the warps' sums in a fixed order. Every thread gets the
+ * result. All threads must call it; it synchronizes the block. */
+__device__ inline double erase_block_sum(double v)
+{
+    __shared__ double part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = erase_warp_sum(v);
+    __syncthreads(); /* part[] may still be read by a previous call */
+    if (lane == 0)
+        part[warp] = v;
+    __syncthreads();
+    double t = lane < warps ? part[lane] : 0.0;
+    return erase_warp_sum(t);
+}
+
+/* Inclusive prefix sum of one int per thread over a block (blockDim.x a
+ * multiple of 32, at most 1024); *total gets the block's sum. Every thread
+ * must call it; it synchronizes the block. */
+__device__ inline int erase_block_scan(int v, int *total)
+{
+    __shared__ int part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int o = 1; o < 32; o <<= 1) {
+        int t = __shfl_up_sync(ERASE_CUDA_FULL_MASK, v, o);
+        if (lane >= o)
+            v += t;
+    }
+    __syncthreads(); /* part[] may still be read by a previous call */
+    if (lane == 31)
+        part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < warps ? part[lane] : 0;
+        for (int o = 1; o < 32; o <<= 1) {
+            int t = __shfl_up_sync(ERASE_CUDA_FULL_MASK, w, o);
+            if (lane >= o)
+                w += t;
+        }
+        part[lane] = w;
+    }
+    __syncthreads();
+    if (warp > 0)
+        v += part[warp - 1];
+    *total = part[warps - 1];
+    return v;
+}
+
+/* Report a kernel-time failure through the device's fault word (the first
+ * fault is kept); see lib/device/cuda/cuda.h. */
+__device__ inline void erase_cuda_raise(int *fault, int code)
+{
+    atomicCAS(fault, 0, code);
+}
+
+/*
+ * out[c] = sum over r < rows of term(r, c) for c < cols, in single
+ * precision (as the CPU kernels accumulate). Blocks of 32 x 32 threads:
+ * thread (x, y) of block b owns column 32b + x and sums rows y, y + 32,
+ * ... in order; thread y = 0 then adds the 32 partial sums in order of y.
+ * The order depends only on the shape: bitwise reproducible.
+ */
+template <typename Term> __global__ void erase_colsum_kernel(int rows, int cols, Term term, float *out)
+{
+    __shared__ float part[32][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    float acc = 0.0f;
+    if (c < cols)
+        for (int r = threadIdx.y; r < rows; r += 32)
+            acc += term(r, c);
+    part[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        float sum = 0.0f;
+        for (int y = 0; y < 32; y++)
+            sum += part[y][threadIdx.x];
+        out[c] = sum;
+    }
+}
+
+/* Launch erase_colsum_kernel for a rows x cols term on `st`. */
+template <typename Term>
+static inline void erase_colsum(cudaStream_t st, int rows, int cols, Term term, float *out)
+{
+    dim3 threads(32, 32);
+    erase_colsum_kernel<<<(unsigned)((cols + 31) / 32), threads, 0, st>>>(rows, cols, term, out);
+}
+
+#endif

@@ -1,0 +1,32 @@
+/* The CUDA table of lib/ops/ops_impl.h: the launchers of the .cu files of lib/ops/cuda. */
+#include "lib/ops/cuda/ops_cuda.h"
+
+const erase_ops_impl_t erase_ops_cuda = {
+    .name = "cuda",
+    .linear_forward = erase_cuda_op_linear_forward,
+    .linear_backward = erase_cuda_op_linear_backward,
+    .relu_forward = erase_cuda_op_relu_forward,
+    .relu_backward = erase_cuda_op_relu_backward,
+    .gelu_forward = erase_cuda_op_gelu_forward,
+    .gelu_backward = erase_cuda_op_gelu_backward,
+    .dropout = erase_cuda_op_dropout,
+    .concat_forward = erase_cuda_op_concat_forward,
+    .concat_backward = erase_cuda_op_concat_backward,
+    .embedding_forward = erase_cuda_op_embedding_forward,
+    .embedding_backward = erase_cuda_op_embedding_backward,
+    .interaction_forward = erase_cuda_op_interaction_forward,
+    .interaction_backward = erase_cuda_op_interaction_backward,
+    .bce_with_logits = erase_cuda_op_bce_with_logits,
+    .softmax_xent = erase_cuda_op_softmax_xent,
+    .layernorm_forward = erase_cuda_op_layernorm_forward,
+    .layernorm_backward = erase_cuda_op_layernorm_backward,
+    .axpy = erase_cuda_op_axpy,
+    .sparse_pack = erase_cuda_op_sparse_pack,
+    .sparse_merge = erase_cuda_op_sparse_merge,
+    .optim_clock_advance = erase_cuda_op_optim_clock_advance,
+    .check_finite = erase_cuda_op_check_finite,
+    .sgd_update = erase_cuda_op_sgd_update,
+    .adamw_update = erase_cuda_op_adamw_update,
+    .rowwise_adagrad_update = erase_cuda_op_rowwise_adagrad_update,
+    .sparse_sgd_update = erase_cuda_op_sparse_sgd_update,
+};

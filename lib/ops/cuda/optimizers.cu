@@ -1,0 +1,211 @@
+/*
+ * Optimizer ops on CUDA (not optim.cu: lib/nn/optim.o would share its
+ * archive member name). The clock (step, lr, nonfinite) lives in device
+ * memory: every update kernel reads it when it runs, so a captured step
+ * graph replays with the current values. Formulas are those of the CPU
+ * kernels (lib/ops/cpu/optim_cpu.c): PyTorch's SGD with momentum, AdamW
+ * (Loshchilov and Hutter, ICLR 2019) with bias corrections computed in
+ * double and rounded to float, torchrec's exact row-wise Adagrad.
+ */
+#include "lib/ops/cuda/common.cuh"
+
+// ---------------------------------------------------------------------------
+// CUDA kernels
+
+/* One thread: step += 1, lr from the schedule, nonfinite cleared. */
+__global__ void clock_kernel(erase_optim_clock_t *clock, erase_lr_schedule_t schedule)
+{
+    clock->step += 1;
+    clock->lr = (float)erase_lr_at(&schedule, clock->step);
+    clock->nonfinite = 0;
+}
+
+/* Whether v is NaN or infinite (comparisons with NaN are false). */
+__device__ inline int not_finite(float v) { return !(fabsf(v) <= FLT_MAX); }
+
+/* n values (or n per row times *rows) checked; a warp that finds one sets
+ * clock->nonfinite to `code` if it is still 0 (an integer CAS: the first
+ * finding is kept). No thread leaves before the vote. */
+__global__ void check_finite_kernel(const float *x, size_t n, const int *rows, int code,
+                                    erase_optim_clock_t *clock)
+{
+    size_t total = rows ? (size_t)(*rows > 0 ? *rows : 0) * n : n;
+    int bad = 0;
+    ERASE_CUDA_GRID_LOOP(i, total)
+    bad |= not_finite(x[i]);
+    if (__any_sync(ERASE_CUDA_FULL_MASK, bad) && (threadIdx.x & 31) == 0)
+        atomicCAS((int *)&clock->nonfinite, 0, code);
+}
+
+/* SGD with momentum: g' = g + wd w; buf = mu buf + g' (g' at step 1). */
+__global__ void sgd_kernel(size_t n, float *w, const float *g, float *buf,
+                           const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                           float wd)
+{
+    if (clock->nonfinite)
+        return; /* a non-finite gradient somewhere: the step is skipped */
+    float lr = clock->lr * lr_mult;
+    int first = clock->step <= 1;
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        float gi = g[i] + wd * w[i];
+        if (buf) {
+            buf[i] = first ? gi : momentum * buf[i] + gi;
+            gi = buf[i];
+        }
+        w[i] -= lr * gi;
+    }
+}
+
+/* AdamW; thread 0 of each block computes the step's scalars. */
+__global__ void adamw_kernel(size_t n, float *w, const float *g, float *m, float *v,
+                             const erase_optim_clock_t *clock, float lr_mult, float beta1,
+                             float beta2, float eps, float wd)
+{
+    __shared__ float scalars[3]; /* step_size, sqrt(bc2), decay */
+    if (clock->nonfinite)
+        return; /* uniform over the grid: no thread reaches the barrier */
+    if (threadIdx.x == 0) {
+        float lr = clock->lr * lr_mult;
+        double t = (double)clock->step;
+        float bc1 = (float)(1.0 - pow((double)beta1, t)), bc2 = (float)(1.0 - pow((double)beta2, t));
+        scalars[0] = lr / bc1;
+        scalars[1] = sqrtf(bc2);
+        scalars[2] = 1.0f - lr * wd;
+    }
+    __syncthreads();
+    float step_size = scalars[0], bc2_sqrt = scalars[1], decay = scalars[2];
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        float gi = g[i];
+        w[i] *= decay;
+        m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        w[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    }
+}
+
+/* Row-wise Adagrad: one warp per gradient row (rows distinct, as
+ * erase_embedding_backward and erase_sparse_merge give them). */
+__global__ void adagrad_kernel(int dim, float *table, float *acc, const uint32_t *grad_rows,
+                               const float *grad_values, const int *count,
+                               const erase_optim_clock_t *clock, float lr_mult, float eps)
+{
+    if (clock->nonfinite)
+        return;
+    float lr = clock->lr * lr_mult;
+    int lane = threadIdx.x & 31;
+    int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
+    int warps = (int)((gridDim.x * (size_t)blockDim.x) >> 5);
+    int rows = *count;
+    for (int i = warp; i < rows; i += warps) {
+        const float *gi = grad_values + (size_t)i * dim;
+        uint32_t row = grad_rows[i];
+        float *w = table + (size_t)row * dim;
+        float sq = 0.0f;
+        for (int d = lane; d < dim; d += 32)
+            sq += gi[d] * gi[d];
+        sq = erase_warp_sum(sq);
+        float a = acc[row] + sq / (float)dim;
+        __syncwarp();
+        if (lane == 0)
+            acc[row] = a;
+        float scale = lr / (sqrtf(a) + eps);
+        for (int d = lane; d < dim; d += 32)
+            w[d] -= scale * gi[d];
+    }
+}
+
+/* Sparse SGD over *count rows x dim. */
+__global__ void sparse_sgd_kernel(int dim, float *table, const uint32_t *grad_rows,
+                                  const float *grad_values, const int *count,
+                                  const erase_optim_clock_t *clock, float lr_mult)
+{
+    if (clock->nonfinite)
+        return;
+    float lr = clock->lr * lr_mult;
+    size_t total = (size_t)(*count > 0 ? *count : 0) * dim;
+    ERASE_CUDA_GRID_LOOP(e, total)
+    {
+        size_t i = e / dim;
+        table[(size_t)grad_rows[i] * dim + e % dim] -= lr * grad_values[e];
+    }
+}
+
+// ---------------------------------------------------------------------------
+// kernel launchers
+
+extern "C" erase_status_t erase_cuda_op_optim_clock_advance(erase_stream_t *s,
+                                                            erase_optim_clock_t *clock,
+                                                            const erase_lr_schedule_t *schedule)
+{
+    clock_kernel<<<1, 1, 0, erase_cuda_stream(s)>>>(clock, *schedule);
+    ERASE_CUDA_CHECK_LAUNCH("optimizer clock");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_check_finite(erase_stream_t *s, const float *x, size_t n,
+                                                     const int *rows, int code,
+                                                     erase_optim_clock_t *clock)
+{
+    /* With rows, the size is on the device: a fixed grid loops over it. */
+    unsigned blocks = rows ? ERASE_CUDA_DEVICE_SIZED_BLOCKS : erase_cuda_blocks(n, ERASE_CUDA_THREADS);
+    check_finite_kernel<<<blocks, ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(x, n, rows, code,
+                                                                                 clock);
+    ERASE_CUDA_CHECK_LAUNCH("check finite");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_sgd_update(erase_stream_t *s, size_t n, float *w,
+                                                   const float *g, float *buf,
+                                                   const erase_optim_clock_t *clock, float lr_mult,
+                                                   float momentum, float weight_decay)
+{
+    if (n == 0)
+        return ERASE_OK;
+    sgd_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
+                 erase_cuda_stream(s)>>>(n, w, g, momentum != 0.0f ? buf : NULL, clock, lr_mult,
+                                         momentum, weight_decay);
+    ERASE_CUDA_CHECK_LAUNCH("sgd update");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n, float *w,
+                                                     const float *g, float *m, float *v,
+                                                     const erase_optim_clock_t *clock,
+                                                     float lr_mult, float beta1, float beta2,
+                                                     float eps, float weight_decay)
+{
+    if (n == 0)
+        return ERASE_OK;
+    adamw_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
+                   erase_cuda_stream(s)>>>(n, w, g, m, v, clock, lr_mult, beta1, beta2, eps,
+                                           weight_decay);
+    ERASE_CUDA_CHECK_LAUNCH("adamw update");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_rowwise_adagrad_update(
+    erase_stream_t *s, int dim, float *table, float *acc, const uint32_t *grad_rows,
+    const float *grad_values, const int *count, const erase_optim_clock_t *clock, float lr_mult,
+    float eps)
+{
+    adagrad_kernel<<<ERASE_CUDA_DEVICE_SIZED_BLOCKS, ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(
+        dim, table, acc, grad_rows, grad_values, count, clock, lr_mult, eps);
+    ERASE_CUDA_CHECK_LAUNCH("row-wise adagrad update");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+                                                          const uint32_t *grad_rows,
+                                                          const float *grad_values,
+                                                          const int *count,
+                                                          const erase_optim_clock_t *clock,
+                                                          float lr_mult)
+{
+    sparse_sgd_kernel<<<ERASE_CUDA_DEVICE_SIZED_BLOCKS, ERASE_CUDA_THREADS, 0,
+                        erase_cuda_stream(s)>>>(dim, table, grad_rows, grad_values, count, clock,
+                                                lr_mult);
+    ERASE_CUDA_CHECK_LAUNCH("sparse sgd update");
+    return ERASE_OK;
+}

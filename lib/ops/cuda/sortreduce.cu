@@ -1,0 +1,140 @@
+/* Sorted segment reduction (see lib/ops/cuda/sortreduce.cuh). */
+#include "lib/ops/cuda/sortreduce.cuh"
+
+#include <limits.h>
+
+#include <cub/device/device_radix_sort.cuh>
+
+/* Threads of the per-segment scan block. */
+#define HEADS_THREADS 1024
+
+// ---------------------------------------------------------------------------
+// CUDA kernels
+
+/*
+ * One block per segment g: walks the sorted entries in tiles; entry i is
+ * the head of a run when valid and its row differs from entry i-1's
+ * (invalid entries sort last, so a valid entry's predecessor is valid). A
+ * block scan numbers the heads: head number u writes out_rows[g][u] and
+ * heads[g][u] = i. Finally heads[g][count] = number of valid entries and
+ * *out_count[g] = count.
+ */
+__global__ void sortreduce_heads_kernel(erase_sortreduce_t p, const uint64_t *keys, int *heads)
+{
+    int g = blockIdx.x;
+    const uint64_t *k = keys + (size_t)g * p.seglen;
+    int *h = heads + (size_t)g * (p.seglen + 1);
+    int count = 0, valid_total = 0; /* same value in every thread */
+    for (int tile = 0; tile < p.seglen; tile += blockDim.x) {
+        int i = tile + threadIdx.x;
+        uint64_t key = i < p.seglen ? k[i] : ERASE_SORT_INVALID(g);
+        int valid = !((key >> 32) & 1);
+        int head = valid && (i == 0 || (uint32_t)k[i - 1] != (uint32_t)key);
+        int heads_in_tile, u = erase_block_scan(head, &heads_in_tile) - 1 + count;
+        if (head) {
+            h[u] = i;
+            p.out_rows[g][u] = (uint32_t)key;
+        }
+        count += heads_in_tile;
+        valid_total += __syncthreads_count(valid);
+    }
+    if (threadIdx.x == 0) {
+        h[count] = valid_total;
+        *p.out_count[g] = count;
+    }
+}
+
+/*
+ * out_values[g][u, d] = scale * (sum over the run of row u, in sorted
+ * order, of source vector d). Grid: x over seglen * dim, y = segment;
+ * items past the segment's count do nothing.
+ */
+__global__ void sortreduce_sum_kernel(erase_sortreduce_t p, const int *vals, const int *heads)
+{
+    int g = blockIdx.y;
+    const int *h = heads + (size_t)g * (p.seglen + 1);
+    const int *v = vals + (size_t)g * p.seglen;
+    size_t count = (size_t)*p.out_count[g];
+    const float *src = p.src + g * p.seg_offset;
+    float *out = p.out_values[g];
+    ERASE_CUDA_GRID_LOOP(e, count * p.dim)
+    {
+        size_t u = e / p.dim;
+        int d = (int)(e % p.dim);
+        float acc = 0.0f;
+        for (int i = h[u]; i < h[u + 1]; i++)
+            acc += src[(size_t)v[i] * p.src_stride + d];
+        out[e] = acc * p.scale;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// launchers
+
+/* Number of bits of x (0 for 0). */
+static int bit_width(unsigned x)
+{
+    int n = 0;
+    while (x) {
+        n++;
+        x >>= 1;
+    }
+    return n;
+}
+
+/* Bits of the sort keys of `segments` segments: 33 for row and invalid flag,
+ * then the segment number. */
+static int key_bits(int segments) { return 33 + bit_width((unsigned)(segments - 1)); }
+
+/* Round up to 256 bytes, the alignment of each carved buffer. */
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen,
+                                        erase_sortreduce_buffers_t *b)
+{
+    size_t n = (size_t)segments * seglen;
+    if (n > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID,
+                           "cuda sorted reduction: %d x %d entries (at most %d in all)", segments,
+                           seglen, INT_MAX);
+    size_t cub_bytes = 0;
+    /* Size query only (no device work, allowed while capturing). */
+    ERASE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        (void *)NULL, cub_bytes, (const uint64_t *)NULL, (uint64_t *)NULL, (const int *)NULL,
+        (int *)NULL, (int)n, 0, key_bits(segments), erase_cuda_stream(s)));
+    size_t keys = align256(n * sizeof(uint64_t)), vals = align256(n * sizeof(int));
+    size_t heads = align256((size_t)segments * (seglen + 1) * sizeof(int));
+    char *base;
+    ERASE_CHECK(erase_cuda_op_scratch(s, 2 * keys + 2 * vals + heads + align256(cub_bytes),
+                                      (void **)&base));
+    b->keys = (uint64_t *)base;
+    b->keys_sorted = (uint64_t *)(base + keys);
+    b->vals = (int *)(base + 2 * keys);
+    b->vals_sorted = (int *)(base + 2 * keys + vals);
+    b->heads = (int *)(base + 2 * keys + 2 * vals);
+    b->cub_tmp = base + 2 * keys + 2 * vals + heads;
+    b->cub_bytes = cub_bytes;
+    return ERASE_OK;
+}
+
+erase_status_t erase_sortreduce_run(erase_stream_t *s, const erase_sortreduce_buffers_t *b,
+                                    const erase_sortreduce_t *p)
+{
+    cudaStream_t st = erase_cuda_stream(s);
+    int n = p->segments * p->seglen;
+    size_t cub_bytes = b->cub_bytes;
+    if (n > 0)
+        ERASE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b->cub_tmp, cub_bytes, b->keys,
+                                                         b->keys_sorted, b->vals, b->vals_sorted,
+                                                         n, 0, key_bits(p->segments), st));
+    sortreduce_heads_kernel<<<(unsigned)p->segments, HEADS_THREADS, 0, st>>>(*p, b->keys_sorted,
+                                                                              b->heads);
+    ERASE_CUDA_CHECK_LAUNCH("sorted reduction: runs");
+    if (n > 0) {
+        dim3 grid(erase_cuda_blocks((size_t)p->seglen * p->dim, ERASE_CUDA_THREADS),
+                  (unsigned)p->segments);
+        sortreduce_sum_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->vals_sorted, b->heads);
+        ERASE_CUDA_CHECK_LAUNCH("sorted reduction: sums");
+    }
+    return ERASE_OK;
+}

@@ -1,0 +1,294 @@
+/*
+ * The ops of lib/ops/ops.h: each validates its arguments here, once for
+ * every backend (impossible shapes are ERASE_ERR_INVALID at enqueue and
+ * enqueue nothing), then calls the implementation of the stream's device
+ * kind from the tables of lib/ops/ops_impl.h (erase_ops_cpu, erase_ops_cuda).
+ */
+#include "lib/ops/ops_impl.h"
+
+#define REQUIRE(cond, ...)                                     \
+    do {                                                       \
+        if (!(cond))                                           \
+            return ERASE_ERROR(ERASE_ERR_INVALID, __VA_ARGS__); \
+    } while (0)
+
+/*
+ * The table of implementations for the device of stream `s` into *impl.
+ * Errors: ERASE_ERR_INVALID (NULL stream), ERASE_ERR_UNSUPPORTED (a device
+ * kind this build has no ops for).
+ */
+static erase_status_t ops_impl(const erase_stream_t *s, const char *op, const erase_ops_impl_t **impl)
+{
+    if (!s)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: NULL stream", op);
+    erase_device_kind_t kind = erase_device_kind(erase_stream_device(s));
+    switch (kind) {
+    case ERASE_DEVICE_CPU:
+        *impl = &erase_ops_cpu;
+        return ERASE_OK;
+#ifdef HAVE_CUDA
+    case ERASE_DEVICE_CUDA:
+        *impl = &erase_ops_cuda;
+        return ERASE_OK;
+#endif
+    default:
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "%s: this build has no ops for device kind %d", op,
+                           (int)kind);
+    }
+}
+
+/* Run member `op` of the stream's implementation table with the op's
+ * arguments; a failure gets this file's breadcrumb. */
+#define DISPATCH(s, op, ...)                                      \
+    do {                                                          \
+        const erase_ops_impl_t *impl_;                            \
+        ERASE_CHECK(ops_impl((s), #op, &impl_));                  \
+        ERASE_CHECK(impl_->op((s), __VA_ARGS__));                 \
+        return ERASE_OK;                                          \
+    } while (0)
+
+/* ---- linear ------------------------------------------------------------- */
+
+erase_status_t erase_linear_forward(erase_stream_t *s, int batch, int in, int out, const float *x,
+                                    const float *w, const float *b, float *y)
+{
+    REQUIRE(batch >= 0 && in >= 0 && out > 0, "linear forward: bad shape batch=%d in=%d out=%d", batch, in, out);
+    if (batch == 0)
+        return ERASE_OK;
+    DISPATCH(s, linear_forward, batch, in, out, x, w, b, y);
+}
+
+erase_status_t erase_linear_backward(erase_stream_t *s, int batch, int in, int out,
+                                     const float *x, const float *w, const float *dy, float *dx,
+                                     float *dw, float *db)
+{
+    REQUIRE(batch >= 0 && in > 0 && out > 0, "linear backward: bad shape batch=%d in=%d out=%d", batch, in, out);
+    DISPATCH(s, linear_backward, batch, in, out, x, w, dy, dx, dw, db);
+}
+
+/* ---- elementwise -------------------------------------------------------- */
+
+erase_status_t erase_relu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    DISPATCH(s, relu_forward, n, x, y);
+}
+
+erase_status_t erase_relu_backward(erase_stream_t *s, size_t n, const float *y, const float *dy,
+                                   float *dx)
+{
+    DISPATCH(s, relu_backward, n, y, dy, dx);
+}
+
+erase_status_t erase_gelu_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    DISPATCH(s, gelu_forward, n, x, y);
+}
+
+erase_status_t erase_gelu_backward(erase_stream_t *s, size_t n, const float *x, const float *dy,
+                                   float *dx)
+{
+    DISPATCH(s, gelu_backward, n, x, dy, dx);
+}
+
+erase_status_t erase_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
+                             const float *x, float *y)
+{
+    REQUIRE(p >= 0.0f && p < 1.0f, "dropout: probability %g outside [0, 1)", (double)p);
+    DISPATCH(s, dropout, n, p, seed, offset, x, y);
+}
+
+erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y)
+{
+    DISPATCH(s, axpy, n, alpha, x, y);
+}
+
+/* ---- concat ------------------------------------------------------------- */
+
+/* Shared by both directions: 1 to ERASE_CONCAT_MAX inputs of positive width. */
+static erase_status_t concat_check(int n, const int *widths)
+{
+    REQUIRE(n >= 1 && n <= ERASE_CONCAT_MAX, "concat: %d inputs (1 to %d)", n, ERASE_CONCAT_MAX);
+    for (int i = 0; i < n; i++)
+        REQUIRE(widths[i] > 0, "concat: input %d has width %d", i, widths[i]);
+    return ERASE_OK;
+}
+
+erase_status_t erase_concat_forward(erase_stream_t *s, int batch, int n, const int *widths,
+                                    const float *const *xs, float *y)
+{
+    ERASE_CHECK(concat_check(n, widths));
+    DISPATCH(s, concat_forward, batch, n, widths, xs, y);
+}
+
+erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const int *widths,
+                                     const float *dy, float *const *dxs)
+{
+    ERASE_CHECK(concat_check(n, widths));
+    DISPATCH(s, concat_backward, batch, n, widths, dy, dxs);
+}
+
+/* ---- embeddings ---------------------------------------------------------- */
+
+/* Shared by both directions: field count, shape, and tables of >= 2 rows
+ * (`rows` is a host array). */
+static erase_status_t embedding_check(int batch, int fields, int dim, const uint32_t *rows)
+{
+    REQUIRE(fields >= 1 && fields <= ERASE_FIELDS_MAX, "embedding: %d fields (1 to %d)", fields,
+            ERASE_FIELDS_MAX);
+    REQUIRE(batch >= 0 && dim > 0, "embedding: bad shape batch=%d dim=%d", batch, dim);
+    for (int f = 0; f < fields; f++)
+        REQUIRE(rows[f] >= 2, "embedding: table %d has %u rows (at least 2: one for missing ids)",
+                f, rows[f]);
+    return ERASE_OK;
+}
+
+erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
+                                       const uint32_t *rows, const uint32_t *ids,
+                                       const float *const *tables, float *out)
+{
+    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
+    DISPATCH(s, embedding_forward, batch, fields, dim, rows, ids, tables, out);
+}
+
+erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                        const uint32_t *rows, const uint32_t *ids,
+                                        const float *dout, uint32_t *const *grad_rows,
+                                        float *const *grad_values, int *count)
+{
+    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
+    DISPATCH(s, embedding_backward, batch, fields, dim, rows, ids, dout, grad_rows, grad_values,
+             count);
+}
+
+/* ---- interaction --------------------------------------------------------- */
+
+erase_status_t erase_interaction_forward(erase_stream_t *s, int batch, int nvec, int dim,
+                                         const float *dense, const float *emb, float *out)
+{
+    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
+    DISPATCH(s, interaction_forward, batch, nvec, dim, dense, emb, out);
+}
+
+erase_status_t erase_interaction_backward(erase_stream_t *s, int batch, int nvec, int dim,
+                                          const float *dense, const float *emb, const float *dout,
+                                          float *ddense, float *demb)
+{
+    REQUIRE(nvec >= 2 && dim > 0 && batch >= 0, "interaction: bad shape batch=%d nvec=%d dim=%d", batch, nvec, dim);
+    DISPATCH(s, interaction_backward, batch, nvec, dim, dense, emb, dout, ddense, demb);
+}
+
+/* ---- losses ------------------------------------------------------------- */
+
+erase_status_t erase_bce_with_logits(erase_stream_t *s, int batch, const float *z, const float *y,
+                                     float weight, float *loss, float *dz)
+{
+    REQUIRE(batch >= 0 && loss, "bce: bad batch %d or NULL loss", batch);
+    DISPATCH(s, bce_with_logits, batch, z, y, weight, loss, dz);
+}
+
+erase_status_t erase_softmax_xent(erase_stream_t *s, int batch, int classes, const float *z,
+                                  const int32_t *labels, float weight, float *loss, float *dz)
+{
+    REQUIRE(batch >= 0 && classes >= 2 && loss, "softmax cross-entropy: bad batch %d, classes %d or NULL loss", batch, classes);
+    DISPATCH(s, softmax_xent, batch, classes, z, labels, weight, loss, dz);
+}
+
+/* ---- layer norm ---------------------------------------------------------- */
+
+erase_status_t erase_layernorm_forward(erase_stream_t *s, int batch, int dim, float eps,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float *y, float *mean, float *rstd)
+{
+    REQUIRE(batch >= 0 && dim > 0 && eps > 0, "layer norm: bad batch=%d dim=%d eps=%g", batch, dim, (double)eps);
+    DISPATCH(s, layernorm_forward, batch, dim, eps, x, gamma, beta, y, mean, rstd);
+}
+
+erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
+                                        const float *gamma, const float *mean, const float *rstd,
+                                        const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    REQUIRE(batch >= 0 && dim > 0, "layer norm backward: bad batch=%d dim=%d", batch, dim);
+    DISPATCH(s, layernorm_backward, batch, dim, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+
+/* ---- sparse gradients across ranks ---------------------------------------- */
+
+erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
+                                 const int *const *count, const uint32_t *const *rows,
+                                 const float *const *values, int *out_counts, uint32_t *out_rows,
+                                 float *out_values)
+{
+    if (tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse pack: %d tables (1 to %d), capacity %d, dim %d",
+                           tables, ERASE_FIELDS_MAX, capacity, dim);
+    DISPATCH(s, sparse_pack, tables, capacity, dim, count, rows, values, out_counts, out_rows,
+             out_values);
+}
+
+erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
+                                  float scale, const int *all_counts, const uint32_t *all_rows,
+                                  const float *all_values, int *const *count, uint32_t *const *rows,
+                                  float *const *values)
+{
+    if (ranks < 1 || tables < 1 || tables > ERASE_FIELDS_MAX || capacity < 1 || dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks, %d tables, capacity %d, dim %d",
+                           ranks, tables, capacity, dim);
+    DISPATCH(s, sparse_merge, ranks, tables, capacity, dim, scale, all_counts, all_rows, all_values,
+             count, rows, values);
+}
+
+/* ---- optimizers ---------------------------------------------------------- */
+
+erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
+                                         const erase_lr_schedule_t *schedule)
+{
+    DISPATCH(s, optim_clock_advance, clock, schedule);
+}
+
+erase_status_t erase_check_finite(erase_stream_t *s, const float *x, size_t n, const int *rows,
+                                  int code, erase_optim_clock_t *clock)
+{
+    if (code < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "check finite: code %d must be > 0", code);
+    DISPATCH(s, check_finite, x, n, rows, code, clock);
+}
+
+erase_status_t erase_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g, float *buf,
+                                const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                float weight_decay)
+{
+    if (momentum != 0.0f && !buf)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sgd: momentum %g needs a buffer", (double)momentum);
+    DISPATCH(s, sgd_update, n, w, g, buf, clock, lr_mult, momentum, weight_decay);
+}
+
+erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g, float *m,
+                                  float *v, const erase_optim_clock_t *clock, float lr_mult,
+                                  float beta1, float beta2, float eps, float weight_decay)
+{
+    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "adamw: betas (%g, %g) must be in [0, 1), eps %g > 0",
+                           (double)beta1, (double)beta2, (double)eps);
+    DISPATCH(s, adamw_update, n, w, g, m, v, clock, lr_mult, beta1, beta2, eps, weight_decay);
+}
+
+erase_status_t erase_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
+                                            const uint32_t *grad_rows, const float *grad_values,
+                                            const int *count, const erase_optim_clock_t *clock,
+                                            float lr_mult, float eps)
+{
+    if (dim < 1 || !(eps > 0))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "row-wise adagrad: dim %d, eps %g", dim, (double)eps);
+    DISPATCH(s, rowwise_adagrad_update, dim, table, acc, grad_rows, grad_values, count, clock,
+             lr_mult, eps);
+}
+
+erase_status_t erase_sparse_sgd_update(erase_stream_t *s, int dim, float *table,
+                                       const uint32_t *grad_rows, const float *grad_values,
+                                       const int *count, const erase_optim_clock_t *clock,
+                                       float lr_mult)
+{
+    if (dim < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sparse sgd: dim %d", dim);
+    DISPATCH(s, sparse_sgd_update, dim, table, grad_rows, grad_values, count, clock, lr_mult);
+}

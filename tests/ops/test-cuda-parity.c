@@ -1,0 +1,709 @@
+/*
+ * CUDA ops against the CPU oracle: every op of lib/ops/ops.h runs on both
+ * devices on the same random nonzero inputs (fixed seeds). Outputs are
+ * poisoned with 0xFF bytes (NaN) before each run, except in-out buffers
+ * (optimizer state, axpy's y), which are reset to their initial contents.
+ * fp32 outputs agree within 1e-5 relative: norm-wise ||a - b|| / ||b||,
+ * and elementwise |a - b| <= 1e-5 * max(|b|, 1e-2 * max|b|) (the floor
+ * keeps near-cancelled entries of GEMM results from failing on rounding);
+ * integer outputs (rows, counts) and the embedding / merge gradients
+ * (both add in the same order from 0) agree bitwise. The CUDA op runs
+ * twice and must give bitwise the same outputs (determinism). A sparse
+ * pack over capacity must come back from erase_stream_synchronize as
+ * ERASE_ERR_INVALID. Without a GPU, main() prints every case as TAP
+ * "ok # SKIP" with the reason itself (cmocka 1.1.5 prints a skipped case
+ * as "not ok # SKIP", a failure for automake), as tests/device/test-cuda.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/core/rng.h"
+#include "lib/device/device.h"
+#include "lib/ops/ops.h"
+
+#define MUST(call) assert_int_equal((call), ERASE_OK)
+
+static erase_device_t *dev[2];  /* 0: CPU, 1: CUDA */
+static erase_stream_t *strm[2];
+static char skip_reason[512];
+
+/* ---- buffers present on both devices ------------------------------------ */
+
+typedef enum { F32, U32, I32, BITS } kind_t; /* BITS: fp32 compared bitwise */
+
+typedef struct {
+    void *p[2];
+    size_t n;          /* elements (4 bytes each) */
+    kind_t kind;
+    const void *init;  /* in-out: reset to this before each run; NULL: poisoned */
+    int output;
+} pair_t;
+
+#define PAIRS_MAX 64
+static pair_t pairs[PAIRS_MAX];
+static int npairs;
+static int side; /* device the op body is enqueued on */
+#define P(pr) ((void *)(pr)->p[side])
+#define S (strm[side])
+
+/* A buffer of n 4-byte elements on both devices, holding `host` (if not
+ * NULL); `output` marks it for comparison after the runs. */
+static pair_t *pair_new(size_t n, kind_t kind, const void *host, int output)
+{
+    assert_true(npairs < PAIRS_MAX);
+    pair_t *pr = &pairs[npairs++];
+    memset(pr, 0, sizeof *pr);
+    pr->n = n;
+    pr->kind = kind;
+    pr->output = output;
+    for (int d = 0; d < 2; d++) {
+        MUST(erase_malloc(dev[d], n * 4 + 4, &pr->p[d]));
+        if (host)
+            MUST(erase_memcpy_sync(dev[d], pr->p[d], host, n * 4));
+        else
+            MUST(erase_memset_sync(dev[d], pr->p[d], 0xFF, n * 4));
+    }
+    if (output && host)
+        pr->init = host;
+    return pr;
+}
+
+static void pairs_free(void)
+{
+    while (npairs > 0) {
+        pair_t *pr = &pairs[--npairs];
+        for (int d = 0; d < 2; d++)
+            erase_free(dev[d], pr->p[d]);
+    }
+}
+
+/* Host array of n uniform floats in [lo, hi), none zero. */
+static float *rand_f32(size_t n, uint64_t seed, float lo, float hi)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    uint64_t rng = seed;
+    for (size_t i = 0; i < n; i++) {
+        do
+            x[i] = erase_rng_uniform(&rng, lo, hi);
+        while (x[i] == 0.0f);
+    }
+    return x;
+}
+
+/* Reset the outputs of device d: in-out buffers to their initial
+ * contents, the others to 0xFF bytes. */
+static void outputs_reset(int d)
+{
+    for (int i = 0; i < npairs; i++) {
+        pair_t *pr = &pairs[i];
+        if (!pr->output)
+            continue;
+        if (pr->init)
+            MUST(erase_memcpy_sync(dev[d], pr->p[d], pr->init, pr->n * 4));
+        else
+            MUST(erase_memset_sync(dev[d], pr->p[d], 0xFF, pr->n * 4));
+    }
+}
+
+/* Host copy of an output of device d. */
+static void *fetch(pair_t *pr, int d)
+{
+    void *h = malloc(pr->n * 4 + 1);
+    assert_non_null(h);
+    MUST(erase_memcpy_sync(dev[d], h, pr->p[d], pr->n * 4));
+    return h;
+}
+
+/* Compare the CUDA result a with the CPU result b of output `index`. */
+static void compare(const char *what, int index, const pair_t *pr, const void *a, const void *b)
+{
+    if (pr->kind != F32) {
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < pr->n; i++)
+            if (((const uint32_t *)a)[i] != ((const uint32_t *)b)[i] && bad++ == 0)
+                first = i;
+        print_message("# %s output %d: %zu elements, %zu differ bitwise\n", what, index, pr->n, bad);
+        if (bad)
+            print_message("#   first at %zu: cuda 0x%08x cpu 0x%08x\n", first,
+                          ((const uint32_t *)a)[first], ((const uint32_t *)b)[first]);
+        assert_int_equal(bad, 0);
+        return;
+    }
+    const float *fa = a, *fb = b;
+    double diff2 = 0, norm2 = 0, bmax = 0;
+    for (size_t i = 0; i < pr->n; i++) {
+        if (memcmp(&fa[i], &fb[i], 4) == 0)
+            continue; /* bitwise equal, NaN poison left alone included */
+        diff2 += ((double)fa[i] - fb[i]) * ((double)fa[i] - fb[i]);
+    }
+    for (size_t i = 0; i < pr->n; i++)
+        if (isfinite(fb[i])) {
+            norm2 += (double)fb[i] * fb[i];
+            if (fabs(fb[i]) > bmax)
+                bmax = fabs(fb[i]);
+        }
+    size_t bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < pr->n; i++) {
+        if (memcmp(&fa[i], &fb[i], 4) == 0)
+            continue;
+        double ref = fabs(fb[i]) > 1e-2 * bmax ? fabs(fb[i]) : 1e-2 * bmax;
+        double rel = fabs((double)fa[i] - fb[i]) / ref;
+        if (!(rel <= 1e-5))
+            bad++;
+        if (!(rel <= worst))
+            worst = rel;
+    }
+    double rel_norm = norm2 > 0 ? sqrt(diff2 / norm2) : sqrt(diff2);
+    print_message("# %s output %d: %zu floats, norm-wise rel %.3g, worst elementwise rel %.3g, %zu "
+                  "above 1e-5\n",
+                  what, index, pr->n, rel_norm, worst, bad);
+    assert_true(rel_norm <= 1e-5);
+    assert_int_equal(bad, 0);
+}
+
+/*
+ * Run `body` on the CPU, then twice on CUDA; compare CUDA with CPU (kinds
+ * above) and the two CUDA runs bitwise.
+ */
+static void run_both(const char *what, void (*body)(void *), void *ctx)
+{
+    outputs_reset(0);
+    side = 0;
+    body(ctx);
+    MUST(erase_stream_synchronize(strm[0]));
+    void *gpu[2][PAIRS_MAX] = { { 0 } };
+    for (int rep = 0; rep < 2; rep++) {
+        outputs_reset(1);
+        side = 1;
+        body(ctx);
+        MUST(erase_stream_synchronize(strm[1]));
+        for (int i = 0; i < npairs; i++)
+            if (pairs[i].output)
+                gpu[rep][i] = fetch(&pairs[i], 1);
+    }
+    for (int i = 0; i < npairs; i++) {
+        if (!pairs[i].output)
+            continue;
+        void *cpu = fetch(&pairs[i], 0);
+        compare(what, i, &pairs[i], gpu[0][i], cpu);
+        assert_memory_equal(gpu[0][i], gpu[1][i], pairs[i].n * 4); /* deterministic */
+        free(cpu);
+        free(gpu[0][i]);
+        free(gpu[1][i]);
+    }
+}
+
+#define NEED_GPU()                                         \
+    do {                                                   \
+        if (!dev[1]) {                                     \
+            print_message("# SKIP: %s\n", skip_reason);    \
+            skip();                                        \
+        }                                                  \
+    } while (0)
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &dev[0]) != ERASE_OK || erase_stream_create(dev[0], &strm[0]) != ERASE_OK)
+        return -1;
+    o.kind = ERASE_DEVICE_CUDA;
+    erase_status_t st = erase_device_open(&o, &dev[1]);
+    if (st != ERASE_OK) {
+        snprintf(skip_reason, sizeof skip_reason, "no CUDA device (%s: %s)", erase_status_name(st),
+                 erase_error_message());
+        dev[1] = NULL;
+        return 0;
+    }
+    if (erase_stream_create(dev[1], &strm[1]) != ERASE_OK)
+        return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    for (int d = 1; d >= 0; d--)
+        if (dev[d]) {
+            erase_stream_destroy(strm[d]);
+            erase_device_close(dev[d]);
+        }
+    return 0;
+}
+
+static int case_teardown(void **state)
+{
+    if (dev[1])
+        pairs_free();
+    return 0;
+}
+
+/* ---- cases -------------------------------------------------------------- */
+
+typedef struct {
+    int batch, in, out;
+    pair_t *x, *w, *b, *y, *dy, *dx, *dw, *db;
+} linear_ctx_t;
+
+static void linear_body(void *p)
+{
+    linear_ctx_t *c = p;
+    MUST(erase_linear_forward(S, c->batch, c->in, c->out, P(c->x), P(c->w), P(c->b), P(c->y)));
+    MUST(erase_linear_backward(S, c->batch, c->in, c->out, P(c->x), P(c->w), P(c->dy), P(c->dx),
+                               P(c->dw), P(c->db)));
+}
+
+static void test_linear(void **state)
+{
+    NEED_GPU();
+    linear_ctx_t c = { .batch = 37, .in = 19, .out = 23 };
+    float *x = rand_f32(37 * 19, 1, -1, 1), *w = rand_f32(23 * 19, 2, -1, 1),
+          *b = rand_f32(23, 3, -1, 1), *dy = rand_f32(37 * 23, 4, -1, 1);
+    c.x = pair_new(37 * 19, F32, x, 0);
+    c.w = pair_new(23 * 19, F32, w, 0);
+    c.b = pair_new(23, F32, b, 0);
+    c.dy = pair_new(37 * 23, F32, dy, 0);
+    c.y = pair_new(37 * 23, F32, NULL, 1);
+    c.dx = pair_new(37 * 19, F32, NULL, 1);
+    c.dw = pair_new(23 * 19, F32, NULL, 1);
+    c.db = pair_new(23, F32, NULL, 1);
+    run_both("linear", linear_body, &c);
+    free(x), free(w), free(b), free(dy);
+}
+
+typedef struct {
+    size_t n;
+    pair_t *x, *dy, *y, *dx, *g, *dg, *drop, *acc;
+} eltwise_ctx_t;
+
+static void eltwise_body(void *p)
+{
+    eltwise_ctx_t *c = p;
+    MUST(erase_relu_forward(S, c->n, P(c->x), P(c->y)));
+    MUST(erase_relu_backward(S, c->n, P(c->x), P(c->dy), P(c->dx)));
+    MUST(erase_gelu_forward(S, c->n, P(c->x), P(c->g)));
+    MUST(erase_gelu_backward(S, c->n, P(c->x), P(c->dy), P(c->dg)));
+    MUST(erase_dropout(S, c->n, 0.3f, 1234, 77, P(c->x), P(c->drop)));
+    MUST(erase_axpy(S, c->n, 0.75f, P(c->x), P(c->acc)));
+}
+
+static void test_eltwise(void **state)
+{
+    NEED_GPU();
+    size_t n = 1001; /* not a multiple of 4: a partial Philox block */
+    eltwise_ctx_t c = { .n = n };
+    float *x = rand_f32(n, 5, -3, 3), *dy = rand_f32(n, 6, -1, 1), *y0 = rand_f32(n, 7, -1, 1);
+    x[10] = NAN; /* relu keeps NaN */
+    c.x = pair_new(n, F32, x, 0);
+    c.dy = pair_new(n, F32, dy, 0);
+    c.y = pair_new(n, F32, NULL, 1);
+    c.dx = pair_new(n, F32, NULL, 1);
+    c.g = pair_new(n, F32, NULL, 1);
+    c.dg = pair_new(n, F32, NULL, 1);
+    c.drop = pair_new(n, BITS, NULL, 1); /* same mask and scale: bitwise */
+    c.acc = pair_new(n, F32, y0, 1);
+    run_both("eltwise", eltwise_body, &c);
+    free(x), free(dy), free(y0);
+}
+
+typedef struct {
+    int batch, widths[3];
+    pair_t *xs[3], *y, *dy, *dxs[3];
+} concat_ctx_t;
+
+static void concat_body(void *p)
+{
+    concat_ctx_t *c = p;
+    const float *xs[3];
+    float *dxs[3];
+    for (int i = 0; i < 3; i++) {
+        xs[i] = P(c->xs[i]);
+        dxs[i] = i == 1 ? NULL : P(c->dxs[i]);
+    }
+    MUST(erase_concat_forward(S, c->batch, 3, c->widths, xs, P(c->y)));
+    MUST(erase_concat_backward(S, c->batch, 3, c->widths, P(c->dy), dxs));
+}
+
+static void test_concat(void **state)
+{
+    NEED_GPU();
+    concat_ctx_t c = { .batch = 9, .widths = { 3, 5, 2 } };
+    float *h[4];
+    for (int i = 0; i < 3; i++) {
+        h[i] = rand_f32(9 * c.widths[i], 10 + i, -1, 1);
+        c.xs[i] = pair_new(9 * c.widths[i], F32, h[i], 0);
+        c.dxs[i] = pair_new(9 * c.widths[i], BITS, NULL, 1);
+    }
+    h[3] = rand_f32(9 * 10, 13, -1, 1);
+    c.dy = pair_new(90, F32, h[3], 0);
+    c.y = pair_new(90, BITS, NULL, 1);
+    run_both("concat", concat_body, &c);
+    for (int i = 0; i < 4; i++)
+        free(h[i]);
+}
+
+#define EF 3
+typedef struct {
+    int batch, dim;
+    uint32_t rows[EF];
+    pair_t *ids, *tables[EF], *out, *dout, *grows[EF], *gvals[EF], *count;
+} embedding_ctx_t;
+
+static void embedding_body(void *p)
+{
+    embedding_ctx_t *c = p;
+    const float *tables[EF];
+    uint32_t *grows[EF];
+    float *gvals[EF];
+    for (int f = 0; f < EF; f++) {
+        tables[f] = P(c->tables[f]);
+        grows[f] = P(c->grows[f]);
+        gvals[f] = P(c->gvals[f]);
+    }
+    MUST(erase_embedding_forward(S, c->batch, EF, c->dim, c->rows, P(c->ids), tables, P(c->out)));
+    MUST(erase_embedding_backward(S, c->batch, EF, c->dim, c->rows, P(c->ids), P(c->dout), grows,
+                                  gvals, P(c->count)));
+}
+
+static void test_embedding(void **state)
+{
+    NEED_GPU();
+    embedding_ctx_t c = { .batch = 300, .dim = 7, .rows = { 2, 17, 100001 } };
+    uint32_t *ids = malloc(sizeof *ids * 300 * EF);
+    uint64_t rng = 20;
+    for (int i = 0; i < 300 * EF; i++) /* repeats, large ids, missing ids */
+        ids[i] = i % 11 == 0 ? UINT32_MAX
+                             : (i % 2 ? erase_rng_below(&rng, 50) : erase_rng_below(&rng, 4000000000u));
+    c.ids = pair_new(300 * EF, U32, ids, 0);
+    float *t[EF];
+    for (int f = 0; f < EF; f++) {
+        t[f] = rand_f32((size_t)c.rows[f] * 7, 21 + f, -1, 1);
+        c.tables[f] = pair_new((size_t)c.rows[f] * 7, F32, t[f], 0);
+        c.grows[f] = pair_new(300, U32, NULL, 1);
+        c.gvals[f] = pair_new(300 * 7, BITS, NULL, 1);
+    }
+    float *dout = rand_f32(300 * EF * 7, 25, -1, 1);
+    c.dout = pair_new(300 * EF * 7, F32, dout, 0);
+    c.out = pair_new(300 * EF * 7, BITS, NULL, 1);
+    c.count = pair_new(EF, I32, NULL, 1);
+    run_both("embedding", embedding_body, &c);
+    free(ids), free(dout);
+    for (int f = 0; f < EF; f++)
+        free(t[f]);
+}
+
+typedef struct {
+    int batch, nvec, dim;
+    pair_t *dense, *emb, *out, *dout, *ddense, *demb;
+} interaction_ctx_t;
+
+static void interaction_body(void *p)
+{
+    interaction_ctx_t *c = p;
+    MUST(erase_interaction_forward(S, c->batch, c->nvec, c->dim, P(c->dense), P(c->emb), P(c->out)));
+    MUST(erase_interaction_backward(S, c->batch, c->nvec, c->dim, P(c->dense), P(c->emb),
+                                    P(c->dout), P(c->ddense), P(c->demb)));
+}
+
+static void test_interaction(void **state)
+{
+    NEED_GPU();
+    for (int nvec = 2; nvec <= 6; nvec += 4) {
+        interaction_ctx_t c = { .batch = 13, .nvec = nvec, .dim = 8 };
+        int width = 8 + nvec * (nvec - 1) / 2;
+        float *d = rand_f32(13 * 8, 30, -1, 1), *e = rand_f32((size_t)13 * (nvec - 1) * 8, 31, -1, 1),
+              *g = rand_f32((size_t)13 * width, 32, -1, 1);
+        c.dense = pair_new(13 * 8, F32, d, 0);
+        c.emb = pair_new((size_t)13 * (nvec - 1) * 8, F32, e, 0);
+        c.dout = pair_new((size_t)13 * width, F32, g, 0);
+        c.out = pair_new((size_t)13 * width, F32, NULL, 1);
+        c.ddense = pair_new(13 * 8, F32, NULL, 1);
+        c.demb = pair_new((size_t)13 * (nvec - 1) * 8, F32, NULL, 1);
+        run_both(nvec == 2 ? "interaction nvec=2" : "interaction nvec=6", interaction_body, &c);
+        pairs_free();
+        free(d), free(e), free(g);
+    }
+}
+
+typedef struct {
+    int batch, classes;
+    pair_t *z, *y, *loss, *dz, *zc, *labels, *xloss, *xdz;
+} loss_ctx_t;
+
+static void loss_body(void *p)
+{
+    loss_ctx_t *c = p;
+    MUST(erase_bce_with_logits(S, c->batch, P(c->z), P(c->y), 0.5f, P(c->loss), P(c->dz)));
+    MUST(erase_softmax_xent(S, c->batch, c->classes, P(c->zc), P(c->labels), 2.0f, P(c->xloss),
+                            P(c->xdz)));
+}
+
+static void test_losses(void **state)
+{
+    NEED_GPU();
+    loss_ctx_t c = { .batch = 2500, .classes = 45 };
+    float *z = rand_f32(2500, 40, -8, 8), *y = rand_f32(2500, 41, 0, 1),
+          *zc = rand_f32(2500 * 45, 42, -5, 5);
+    z[0] = 1e4f, z[1] = -1e4f; /* exact at large |z| */
+    int32_t *labels = malloc(sizeof *labels * 2500);
+    for (int r = 0; r < 2500; r++)
+        labels[r] = (r * 7) % 45;
+    c.z = pair_new(2500, F32, z, 0);
+    c.y = pair_new(2500, F32, y, 0);
+    c.zc = pair_new(2500 * 45, F32, zc, 0);
+    c.labels = pair_new(2500, I32, labels, 0);
+    c.loss = pair_new(1, F32, NULL, 1);
+    c.dz = pair_new(2500, F32, NULL, 1);
+    c.xloss = pair_new(1, F32, NULL, 1);
+    c.xdz = pair_new(2500 * 45, F32, NULL, 1);
+    run_both("losses", loss_body, &c);
+    free(z), free(y), free(zc), free(labels);
+}
+
+typedef struct {
+    int batch, dim;
+    pair_t *x, *gamma, *beta, *y, *mean, *rstd, *dy, *dx, *dgamma, *dbeta;
+} layernorm_ctx_t;
+
+static void layernorm_body(void *p)
+{
+    layernorm_ctx_t *c = p;
+    MUST(erase_layernorm_forward(S, c->batch, c->dim, 1e-5f, P(c->x), P(c->gamma), P(c->beta),
+                                 P(c->y), P(c->mean), P(c->rstd)));
+    MUST(erase_layernorm_backward(S, c->batch, c->dim, P(c->x), P(c->gamma), P(c->mean),
+                                  P(c->rstd), P(c->dy), P(c->dx), P(c->dgamma), P(c->dbeta)));
+}
+
+static void test_layernorm(void **state)
+{
+    NEED_GPU();
+    layernorm_ctx_t c = { .batch = 41, .dim = 70 };
+    float *x = rand_f32(41 * 70, 50, -2, 3), *g = rand_f32(70, 51, 0.5f, 1.5f),
+          *b = rand_f32(70, 52, -1, 1), *dy = rand_f32(41 * 70, 53, -1, 1);
+    c.x = pair_new(41 * 70, F32, x, 0);
+    c.gamma = pair_new(70, F32, g, 0);
+    c.beta = pair_new(70, F32, b, 0);
+    c.dy = pair_new(41 * 70, F32, dy, 0);
+    c.y = pair_new(41 * 70, F32, NULL, 1);
+    c.mean = pair_new(41, F32, NULL, 1);
+    c.rstd = pair_new(41, F32, NULL, 1);
+    c.dx = pair_new(41 * 70, F32, NULL, 1);
+    c.dgamma = pair_new(70, F32, NULL, 1);
+    c.dbeta = pair_new(70, F32, NULL, 1);
+    run_both("layer norm", layernorm_body, &c);
+    free(x), free(g), free(b), free(dy);
+}
+
+#define ST 2   /* tables */
+#define SR 3   /* ranks */
+#define SCAP 40
+#define SDIM 5
+typedef struct {
+    pair_t *counts[ST], *rows[ST], *vals[ST];
+    pair_t *pc, *pr, *pv;             /* one rank's pack */
+    pair_t *ac, *ar, *av;             /* all ranks' packs */
+    pair_t *mc[ST], *mr[ST], *mv[ST]; /* merged */
+} sparse_ctx_t;
+
+static void sparse_body(void *p)
+{
+    sparse_ctx_t *c = p;
+    const int *counts[ST];
+    const uint32_t *rows[ST];
+    const float *vals[ST];
+    int *mc[ST];
+    uint32_t *mr[ST];
+    float *mv[ST];
+    for (int t = 0; t < ST; t++) {
+        counts[t] = P(c->counts[t]);
+        rows[t] = P(c->rows[t]);
+        vals[t] = P(c->vals[t]);
+        mc[t] = P(c->mc[t]);
+        mr[t] = P(c->mr[t]);
+        mv[t] = P(c->mv[t]);
+    }
+    MUST(erase_sparse_pack(S, ST, SCAP, SDIM, counts, rows, vals, P(c->pc), P(c->pr), P(c->pv)));
+    MUST(erase_sparse_merge(S, SR, ST, SCAP, SDIM, 1.0f / SR, P(c->ac), P(c->ar), P(c->av), mc, mr,
+                            mv));
+}
+
+static void test_sparse(void **state)
+{
+    NEED_GPU();
+    sparse_ctx_t c;
+    int counts[ST] = { 17, SCAP };
+    static uint32_t rows[ST][SCAP];
+    float *vals[ST];
+    for (int t = 0; t < ST; t++) {
+        for (int i = 0; i < SCAP; i++)
+            rows[t][i] = (uint32_t)(3 * i + t);
+        vals[t] = rand_f32(SCAP * SDIM, 60 + t, -1, 1);
+        c.counts[t] = pair_new(1, I32, &counts[t], 0);
+        c.rows[t] = pair_new(SCAP, U32, rows[t], 0);
+        c.vals[t] = pair_new(SCAP * SDIM, F32, vals[t], 0);
+        c.mc[t] = pair_new(1, I32, NULL, 1);
+        c.mr[t] = pair_new(SR * SCAP, U32, NULL, 1);
+        c.mv[t] = pair_new(SR * SCAP * SDIM, BITS, NULL, 1);
+    }
+    c.pc = pair_new(ST, I32, NULL, 1);
+    c.pr = pair_new(ST * SCAP, U32, NULL, 1);
+    c.pv = pair_new(ST * SCAP * SDIM, BITS, NULL, 1);
+    /* all ranks: ascending unique rows per (rank, table), overlapping */
+    int ac[SR * ST];
+    static uint32_t ar[SR * ST * SCAP];
+    float *av = rand_f32(SR * ST * SCAP * SDIM, 63, -1, 1);
+    for (int q = 0; q < SR; q++)
+        for (int t = 0; t < ST; t++) {
+            ac[q * ST + t] = (q == 1 && t == 0) ? 0 : 10 + 9 * q + 5 * t;
+            for (int i = 0; i < SCAP; i++)
+                ar[(q * ST + t) * SCAP + i] = (uint32_t)(i * (q + 1) + t * 1000);
+        }
+    c.ac = pair_new(SR * ST, I32, ac, 0);
+    c.ar = pair_new(SR * ST * SCAP, U32, ar, 0);
+    c.av = pair_new(SR * ST * SCAP * SDIM, F32, av, 0);
+    run_both("sparse pack and merge", sparse_body, &c);
+    free(av);
+    for (int t = 0; t < ST; t++)
+        free(vals[t]);
+}
+
+/* A pack count above capacity fails from the stream's synchronize. */
+static void test_sparse_pack_fault(void **state)
+{
+    NEED_GPU();
+    int big = SCAP + 1;
+    pair_t *count = pair_new(1, I32, &big, 0), *rows = pair_new(SCAP + 1, U32, NULL, 0),
+           *vals = pair_new((SCAP + 1) * SDIM, F32, NULL, 0), *pc = pair_new(1, I32, NULL, 0),
+           *pr = pair_new(SCAP, U32, NULL, 0), *pv = pair_new(SCAP * SDIM, F32, NULL, 0);
+    for (side = 0; side < 2; side++) {
+        const int *counts[1] = { P(count) };
+        const uint32_t *r[1] = { P(rows) };
+        const float *v[1] = { P(vals) };
+        MUST(erase_sparse_pack(S, 1, SCAP, SDIM, counts, r, v, P(pc), P(pr), P(pv)));
+        erase_status_t st = erase_stream_synchronize(S);
+        print_message("# sparse pack over capacity on %s: %s (%s)\n", side ? "cuda" : "cpu",
+                      erase_status_name(st), erase_error_message());
+        assert_int_equal(st, ERASE_ERR_INVALID);
+        MUST(erase_stream_synchronize(S)); /* reported once */
+    }
+}
+
+typedef struct {
+    pair_t *clock, *x, *w, *g, *buf, *w2, *m, *v, *table, *acc, *grows, *gvals, *count, *table2;
+    size_t n;
+    int dim;
+    int bad; /* x holds an infinity */
+} optim_ctx_t;
+
+static const erase_lr_schedule_t schedule = { .base = 0.05, .warmup_steps = 2,
+                                              .decay = ERASE_LR_COSINE, .total_steps = 40,
+                                              .min = 0.001 };
+
+static void optim_body(void *p)
+{
+    optim_ctx_t *c = p;
+    MUST(erase_optim_clock_advance(S, P(c->clock), &schedule));
+    MUST(erase_check_finite(S, P(c->x), c->n, NULL, 3, P(c->clock)));
+    MUST(erase_check_finite(S, P(c->gvals), c->dim, P(c->count), 4, P(c->clock)));
+    MUST(erase_sgd_update(S, c->n, P(c->w), P(c->g), P(c->buf), P(c->clock), 0.5f, 0.9f, 0.01f));
+    MUST(erase_adamw_update(S, c->n, P(c->w2), P(c->g), P(c->m), P(c->v), P(c->clock), 1.0f, 0.9f,
+                            0.999f, 1e-8f, 0.01f));
+    MUST(erase_rowwise_adagrad_update(S, c->dim, P(c->table), P(c->acc), P(c->grows), P(c->gvals),
+                                      P(c->count), P(c->clock), 1.0f, 1e-8f));
+    MUST(erase_sparse_sgd_update(S, c->dim, P(c->table2), P(c->grows), P(c->gvals), P(c->count),
+                                 P(c->clock), 2.0f));
+}
+
+/* One optimizer step from a clock at step 5; with bad = 1 every update is
+ * skipped (nonfinite = 3) and the parameters must come back unchanged. */
+static void optim_case(int bad)
+{
+    optim_ctx_t c = { .n = 777, .dim = 6, .bad = bad };
+    size_t n = c.n;
+    erase_optim_clock_t clk = { .step = 5, .lr = 0.f, .nonfinite = 7 };
+    float *x = rand_f32(n, 70, -1, 1), *w = rand_f32(n, 71, -1, 1), *g = rand_f32(n, 72, -1, 1),
+          *buf = rand_f32(n, 73, -1, 1), *m = rand_f32(n, 74, -1, 1), *v = rand_f32(n, 75, 0, 1),
+          *table = rand_f32(50 * 6, 76, -1, 1), *acc = rand_f32(50, 77, 0, 1),
+          *gvals = rand_f32(50 * 6, 78, -1, 1);
+    if (bad)
+        x[100] = INFINITY;
+    uint32_t grows[50];
+    for (int i = 0; i < 50; i++)
+        grows[i] = (uint32_t)((i * 7) % 50);
+    int count = 31;
+    c.clock = pair_new(sizeof clk / 4, BITS, &clk, 1);
+    c.x = pair_new(n, F32, x, 0);
+    c.g = pair_new(n, F32, g, 0);
+    c.w = pair_new(n, F32, w, 1);
+    c.buf = pair_new(n, F32, buf, 1);
+    c.w2 = pair_new(n, F32, w, 1);
+    c.m = pair_new(n, F32, m, 1);
+    c.v = pair_new(n, F32, v, 1);
+    c.table = pair_new(50 * 6, F32, table, 1);
+    c.table2 = pair_new(50 * 6, F32, table, 1);
+    c.acc = pair_new(50, F32, acc, 1);
+    c.grows = pair_new(50, U32, grows, 0);
+    c.gvals = pair_new(50 * 6, F32, gvals, 0);
+    c.count = pair_new(1, I32, &count, 0);
+    run_both(bad ? "optimizers, non-finite step" : "optimizers", optim_body, &c);
+    if (bad) {
+        float *out = fetch(c.w, 1);
+        assert_memory_equal(out, w, n * 4); /* skipped */
+        free(out);
+    }
+    free(x), free(w), free(g), free(buf), free(m), free(v), free(table), free(acc), free(gvals);
+}
+
+static void test_optim(void **state)
+{
+    NEED_GPU();
+    optim_case(0);
+}
+
+static void test_optim_nonfinite(void **state)
+{
+    NEED_GPU();
+    optim_case(1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_linear, case_teardown),
+        cmocka_unit_test_teardown(test_eltwise, case_teardown),
+        cmocka_unit_test_teardown(test_concat, case_teardown),
+        cmocka_unit_test_teardown(test_embedding, case_teardown),
+        cmocka_unit_test_teardown(test_interaction, case_teardown),
+        cmocka_unit_test_teardown(test_losses, case_teardown),
+        cmocka_unit_test_teardown(test_layernorm, case_teardown),
+        cmocka_unit_test_teardown(test_sparse, case_teardown),
+        cmocka_unit_test_teardown(test_sparse_pack_fault, case_teardown),
+        cmocka_unit_test_teardown(test_optim, case_teardown),
+        cmocka_unit_test_teardown(test_optim_nonfinite, case_teardown),
+    };
+    const size_t ntests = sizeof tests / sizeof tests[0];
+    if (group_setup(NULL) != 0) {
+        printf("Bail out! cannot open the CPU device: %s\n", erase_error_message());
+        return 1;
+    }
+    int failed = 0;
+    if (dev[1]) {
+        failed = cmocka_run_group_tests(tests, NULL, NULL);
+    } else {
+        printf("1..%zu\n", ntests);
+        for (size_t i = 0; i < ntests; i++)
+            printf("ok %zu # SKIP %s: %s\n", i + 1, tests[i].name, skip_reason);
+    }
+    group_teardown(NULL);
+    return failed ? 1 : 0;
+}
