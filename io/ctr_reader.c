@@ -116,6 +116,8 @@ static erase_status_t check_options(const erase_ctr_reader_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "dp_size must be >= 1, got %d", o->dp_size);
     if (o->dp_rank < 0 || o->dp_rank >= o->dp_size)
         return ERASE_ERROR(ERASE_ERR_INVALID, "dp_rank %d outside [0, dp_size = %d)", o->dp_rank, o->dp_size);
+    if (!o->batch_alloc != !o->batch_free)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "batch_alloc and batch_free: give both or neither");
     if (o->prefetch < 0 || o->prefetch > MAX_PREFETCH)
         return ERASE_ERROR(ERASE_ERR_INVALID, "prefetch must be in 0..%d, got %d", MAX_PREFETCH, o->prefetch);
     if (o->block_rows < 1 || o->block_rows > (1 << 30))
@@ -260,6 +262,24 @@ static erase_status_t make_blocks(erase_ctr_reader_t *r)
     return ERASE_OK;
 }
 
+/* Memory of a delivered batch array: the caller's allocator, or malloc. */
+static void *batch_alloc(erase_ctr_reader_t *r, size_t bytes)
+{
+    return r->o.batch_alloc ? r->o.batch_alloc(r->o.batch_ctx, bytes) : malloc(bytes);
+}
+
+/* Free what batch_alloc returned (NULL is allowed). */
+static void batch_free(erase_ctr_reader_t *r, void *ptr)
+{
+    if (!ptr)
+        return;
+    if (r->o.batch_free)
+        r->o.batch_free(r->o.batch_ctx, ptr);
+    else
+        free(ptr);
+}
+
+/* The shuffle caches or scratch rows, and the prefetch + 1 batch slots. */
 static erase_status_t alloc_buffers(erase_ctr_reader_t *r)
 {
     int64_t B = r->o.block_rows, L = r->max_local > 0 ? r->max_local : 1;
@@ -288,9 +308,9 @@ static erase_status_t alloc_buffers(erase_ctr_reader_t *r)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory");
     for (int s = 0; s < r->nslots; s++) {
         slot_t *b = &r->slots[s];
-        b->dense = malloc(sizeof(float) * (size_t)L * DENSE);
-        b->sparse = malloc(sizeof(uint32_t) * (size_t)L * FIELDS);
-        b->label = malloc(sizeof(float) * (size_t)L);
+        b->dense = batch_alloc(r, sizeof(float) * (size_t)L * DENSE);
+        b->sparse = batch_alloc(r, sizeof(uint32_t) * (size_t)L * FIELDS);
+        b->label = batch_alloc(r, sizeof(float) * (size_t)L);
         b->row_id = malloc(sizeof(int64_t) * (size_t)L);
         if (!b->dense || !b->sparse || !b->label || !b->row_id)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
@@ -584,9 +604,9 @@ void erase_ctr_reader_close(erase_ctr_reader_t *r)
     free(r->scratch_dense);
     free(r->scratch_sparse);
     for (int s = 0; r->slots && s < r->nslots; s++) {
-        free(r->slots[s].dense);
-        free(r->slots[s].sparse);
-        free(r->slots[s].label);
+        batch_free(r, r->slots[s].dense);
+        batch_free(r, r->slots[s].sparse);
+        batch_free(r, r->slots[s].label);
         free(r->slots[s].row_id);
     }
     free(r->slots);

@@ -69,6 +69,7 @@
 #ifndef ERASE_IO_CTR_READER_H
 #define ERASE_IO_CTR_READER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "io/ctr_shard.h"
@@ -94,6 +95,13 @@ typedef struct {
     erase_ctr_part_t part;
     double eval_fraction; /* split by fraction (0 < f < 1), used when eval_shards == 0 */
     int eval_shards;      /* split by shard: the last eval_shards shards are the eval part */
+    /* Memory of the delivered batches' dense, sparse and label arrays
+     * (NULL: malloc / free): erase-train gives page-locked staging memory
+     * (erase_host_alloc), from which the copies to the device overlap
+     * compute. batch_alloc returns NULL when out of memory. */
+    void *(*batch_alloc)(void *ctx, size_t bytes);
+    void (*batch_free)(void *ctx, void *ptr);
+    void *batch_ctx;
 } erase_ctr_reader_options_t;
 
 /* One rank's part of a global batch, in host memory, ready for the model

@@ -47,3 +47,4 @@ include tests/comm/local.mk
 include tests/io/local.mk
 include tests/ckpt/local.mk
 include tests/slurm/local.mk
+include tests/apps/local.mk

@@ -12,8 +12,17 @@ int bench_allreduce(int argc, char **argv);
 int bench_data(int argc, char **argv);
 int bench_schedules(int argc, char **argv);
 
-/* Open the CPU device with `blas_threads` and print its description. */
-erase_device_t *bench_open_device(int blas_threads);
+/* "cpu" / "cuda" (a --device value) -> *kind; -1 for anything else. */
+int bench_parse_device(const char *text, erase_device_kind_t *kind);
+
+/* Open a device of `kind` (CUDA: GPU `ordinal`) with `blas_threads` (CPU)
+ * and print its description; NULL after printing why on stderr, naming
+ * `command`'s --device option, when it cannot be opened. */
+erase_device_t *bench_open_device(const char *command, erase_device_kind_t kind, int ordinal, int blas_threads);
+
+/* A new device array of n floats set to host values[0..n) (one blocking
+ * copy; what benchmarks fill their inputs with). ERASE_MUST on failure. */
+float *bench_device_floats(erase_device_t *dev, const float *values, size_t n);
 
 /*
  * Measured single-core peak in GFLOP/s: a loop of independent vector FMAs

@@ -93,7 +93,8 @@ int bench_allreduce(int argc, char **argv)
     ERASE_MUST(erase_malloc(dev, max_count * sizeof(float), (void **)&send));
     ERASE_MUST(erase_malloc(dev, max_count * sizeof(float), (void **)&recv));
     double *t = malloc((size_t)samples * sizeof *t);
-    if (!t)
+    float *host_in = malloc(max_count * sizeof(float)), *host_out = malloc(max_count * sizeof(float));
+    if (!t || !host_in || !host_out)
         erase_fatal(__FILE__, __LINE__, "allocate the timings", ERASE_ERR_NOMEM);
 
     int n = w.size;
@@ -121,10 +122,11 @@ int bench_allreduce(int argc, char **argv)
             iters = 1000;
         if (iters < 1)
             iters = 1;
+        for (size_t i = 0; i < count; i++) /* the inputs, built on the host */
+            host_in[i] = input(w.rank, i);
         for (int k = -1; k < samples; k++) { /* k = -1: warm-up */
-            if (in_place)
-                for (size_t i = 0; i < count; i++)
-                    send[i] = input(w.rank, i);
+            if (in_place || k == -1)
+                ERASE_MUST(erase_memcpy_sync(dev, send, host_in, count * sizeof(float)));
             ERASE_MUST(erase_barrier(world, s));
             ERASE_MUST(erase_stream_synchronize(s));
             double t0 = erase_now_s();
@@ -139,16 +141,16 @@ int bench_allreduce(int argc, char **argv)
         ERASE_MUST(erase_allreduce(world, s, &med, &slowest, 1, ERASE_DTYPE_F64, ERASE_REDUCE_MAX));
 
         /* correctness: one more all-reduce of fresh inputs, checked exactly */
-        for (size_t i = 0; i < count; i++)
-            send[i] = input(w.rank, i);
+        ERASE_MUST(erase_memcpy_sync(dev, send, host_in, count * sizeof(float)));
         ERASE_MUST(erase_allreduce(world, s, send, out, count, ERASE_DTYPE_F32, ERASE_REDUCE_SUM));
         ERASE_MUST(erase_stream_synchronize(s));
+        ERASE_MUST(erase_memcpy_sync(dev, host_out, out, count * sizeof(float)));
         int64_t wrong = 0, wrong_all = 0;
         for (size_t i = 0; i < count; i++) {
             float want = 0;
             for (int r = 0; r < n; r++)
                 want += input(r, i);
-            wrong += out[i] != want;
+            wrong += host_out[i] != want;
         }
         ERASE_MUST(erase_allreduce(world, s, &wrong, &wrong_all, 1, ERASE_DTYPE_I64,
                                    ERASE_REDUCE_SUM));
@@ -163,6 +165,8 @@ int bench_allreduce(int argc, char **argv)
     if (w.rank == 0)
         printf("# #wrong total: %lld\n", (long long)total_wrong);
     free(t);
+    free(host_in);
+    free(host_out);
     erase_free(dev, send);
     erase_free(dev, recv);
     erase_stream_destroy(s);

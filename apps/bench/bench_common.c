@@ -5,21 +5,51 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
 
-erase_device_t *bench_open_device(int blas_threads)
+int bench_parse_device(const char *text, erase_device_kind_t *kind)
+{
+    if (!strcmp(text, "cpu"))
+        *kind = ERASE_DEVICE_CPU;
+    else if (!strcmp(text, "cuda"))
+        *kind = ERASE_DEVICE_CUDA;
+    else
+        return -1;
+    return 0;
+}
+
+erase_device_t *bench_open_device(const char *command, erase_device_kind_t kind, int ordinal, int blas_threads)
 {
     erase_device_options_t o = erase_device_options_default();
+    o.kind = kind;
+    o.ordinal = ordinal;
     o.blas_threads = blas_threads;
     erase_device_t *dev;
-    ERASE_MUST(erase_device_open(&o, &dev));
+    if (erase_device_open(&o, &dev) != ERASE_OK) {
+        const char *why = erase_error_message();
+        if (strstr(why, "--device"))
+            fprintf(stderr, "erase-bench %s: %s\n", command, why);
+        else
+            fprintf(stderr, "erase-bench %s: --device %s: %s\n", command,
+                    kind == ERASE_DEVICE_CUDA ? "cuda" : "cpu", why);
+        return NULL;
+    }
     char text[512];
     erase_device_describe(dev, text, sizeof text);
     printf("# device: %s\n", text);
     return dev;
+}
+
+float *bench_device_floats(erase_device_t *dev, const float *values, size_t n)
+{
+    float *ptr;
+    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&ptr));
+    ERASE_MUST(erase_memcpy_sync(dev, ptr, values, n * sizeof(float)));
+    return ptr;
 }
 
 #define FMA_ITERS 4000000L /* iterations of 12 independent vector FMAs */

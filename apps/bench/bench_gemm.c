@@ -69,7 +69,9 @@ int bench_gemm(int argc, char **argv)
         fprintf(stderr, "erase-bench gemm: bad --threads '%s' or --samples %d\n", threads_text, samples);
         return 2;
     }
-    erase_device_t *dev = bench_open_device(1);
+    erase_device_t *dev = bench_open_device("gemm", ERASE_DEVICE_CPU, 0, 1);
+    if (!dev)
+        return 1;
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
     const char *isa;
@@ -86,13 +88,18 @@ int bench_gemm(int argc, char **argv)
             status = 2;
             break;
         }
-        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)j.m * j.k, (void **)&j.a));
-        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)j.k * j.n, (void **)&j.b));
+        size_t na = (size_t)j.m * j.k, nb = (size_t)j.k * j.n;
+        float *host = malloc(sizeof(float) * (na > nb ? na : nb));
+        if (!host)
+            erase_fatal(__FILE__, __LINE__, "allocate the GEMM inputs", ERASE_ERR_NOMEM);
+        for (size_t i = 0; i < na; i++)
+            host[i] = (float)(i % 13) * 0.01f;
+        j.a = bench_device_floats(dev, host, na);
+        for (size_t i = 0; i < nb; i++)
+            host[i] = (float)(i % 7) * 0.01f;
+        j.b = bench_device_floats(dev, host, nb);
+        free(host);
         ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)j.m * j.n, (void **)&j.c));
-        for (size_t i = 0; i < (size_t)j.m * j.k; i++)
-            j.a[i] = (float)(i % 13) * 0.01f;
-        for (size_t i = 0; i < (size_t)j.k * j.n; i++)
-            j.b[i] = (float)(i % 7) * 0.01f;
         double flop = 2.0 * j.m * j.n * j.k;
         int reps = (int)(2e9 / flop); /* about 20 ms a sample at 100 GFLOP/s */
         if (reps < 1)

@@ -68,11 +68,15 @@ static double sgemm_peak(erase_device_t *dev, erase_stream_t *s)
 {
     peak_job_t j = { .s = s };
     size_t n = 1024 * 1024;
-    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.a));
-    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.b));
-    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.c));
+    float *host = malloc(n * sizeof(float));
+    if (!host)
+        erase_fatal(__FILE__, __LINE__, "allocate the SGEMM inputs", ERASE_ERR_NOMEM);
     for (size_t i = 0; i < n; i++)
-        j.a[i] = j.b[i] = (float)(i % 17) * 0.01f;
+        host[i] = (float)(i % 17) * 0.01f;
+    j.a = bench_device_floats(dev, host, n);
+    j.b = bench_device_floats(dev, host, n);
+    free(host);
+    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.c));
     double sec = bench_median_seconds(peak_gemm, &j, 3, 5) / 3;
     erase_free(dev, j.a);
     erase_free(dev, j.b);
@@ -104,7 +108,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-bench model [--model ctr|mlp|both] [--batch LIST] [--threads LIST]\n"
                "                         [--steps N] [--warmup N] [--cuts all|none] [--torch]\n"
+               "                         [--device cpu|cuda]\n"
                "  defaults: both models, --batch 256,1024,4096,8192 --threads 1,2 --steps 20 --warmup 3\n"
+               "            --device cpu\n"
                "  --torch     also time bench/torch_ctr.py (PyTorch) on the same points\n"
                "              (ERASE_TORCH_PYTHON, default /usr/bin/python3)\n");
 }
@@ -112,6 +118,7 @@ static void usage(FILE *f)
 int bench_model(int argc, char **argv)
 {
     const char *models = "both", *batch_text = "256,1024,4096,8192", *thread_text = "1,2", *cuts = "all";
+    const char *device = "cpu";
     int steps = 20, warmup = 3, torch = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -120,6 +127,7 @@ int bench_model(int argc, char **argv)
                                           { "warmup", required_argument, 0, 'w' },
                                           { "cuts", required_argument, 0, 'c' },
                                           { "torch", no_argument, 0, 'T' },
+                                          { "device", required_argument, 0, 'd' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -131,12 +139,18 @@ int bench_model(int argc, char **argv)
         case 'w': warmup = atoi(optarg); break;
         case 'c': cuts = optarg; break;
         case 'T': torch = 1; break;
+        case 'd': device = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     int batches[16], threads[8];
     int nb = bench_parse_list(batch_text, batches, 16), nt = bench_parse_list(thread_text, threads, 8);
+    erase_device_kind_t kind;
+    if (bench_parse_device(device, &kind) != 0) {
+        fprintf(stderr, "erase-bench model: --device %s: expected cpu or cuda\n", device);
+        return 2;
+    }
     if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 ||
         (strcmp(cuts, "all") && strcmp(cuts, "none")) ||
         (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both"))) {
@@ -146,7 +160,9 @@ int bench_model(int argc, char **argv)
     const char *python = getenv("ERASE_TORCH_PYTHON") ? getenv("ERASE_TORCH_PYTHON") : "/usr/bin/python3";
     const char *script = ERASE_SRCDIR "/bench/torch_ctr.py";
 
-    erase_device_t *dev = bench_open_device(1);
+    erase_device_t *dev = bench_open_device("model", kind, 0, 1);
+    if (!dev)
+        return 1;
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
     double peak[8];
@@ -158,10 +174,9 @@ int bench_model(int argc, char **argv)
     printf("%-5s %6s %7s %12s %12s %9s %10s %7s %12s %8s\n", "model", "batch", "threads",
            "samples/s", "p90", "step_ms", "GEMM_GF/s", "%sgemm", "torch_s/s", "x_torch");
     for (int m = 0; m < 2; m++) {
-        erase_model_kind_t kind = m == 0 ? ERASE_MODEL_CTR : ERASE_MODEL_MLP;
         if (strcmp(models, "both") && strcmp(models, m == 0 ? "ctr" : "mlp"))
             continue;
-        erase_model_config_t cfg = erase_model_config_default(kind);
+        erase_model_config_t cfg = erase_model_config_default(m == 0 ? ERASE_MODEL_CTR : ERASE_MODEL_MLP);
         if (!strcmp(cuts, "none"))
             cfg.cut_mask = 0;
         erase_optim_config_t ocfg = erase_optim_config_default();

@@ -89,8 +89,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all]\n"
                "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N] [--feasibility]\n"
+               "          [--device cpu|cuda]\n"
                "  defaults: --model all --batch 64,256,1024,4096 --modes off,blocking,async,graph\n"
-               "            --steps 30 --warmup 5\n");
+               "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n");
 }
 
 static int feasibility(erase_device_t *dev, erase_comm_t *dp, int steps, int warmup, int is_root)
@@ -116,6 +117,7 @@ static int feasibility(erase_device_t *dev, erase_comm_t *dp, int steps, int war
 int bench_schedules(int argc, char **argv)
 {
     const char *models = "all", *batch_text = "64,256,1024,4096", *mode_text = "off,blocking,async,graph";
+    const char *device = "cpu";
     int steps = 30, warmup = 5, feas = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -123,6 +125,7 @@ int bench_schedules(int argc, char **argv)
                                           { "steps", required_argument, 0, 'n' },
                                           { "warmup", required_argument, 0, 'w' },
                                           { "feasibility", no_argument, 0, 'f' },
+                                          { "device", required_argument, 0, 'd' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -133,6 +136,7 @@ int bench_schedules(int argc, char **argv)
         case 'n': steps = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
         case 'f': feas = 1; break;
+        case 'd': device = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -140,6 +144,11 @@ int bench_schedules(int argc, char **argv)
     int batches[16], nmodes = 0;
     erase_early_backward_t modes[4];
     int nb = bench_parse_list(batch_text, batches, 16);
+    erase_device_kind_t kind;
+    if (bench_parse_device(device, &kind) != 0) {
+        fprintf(stderr, "erase-bench schedules: --device %s: expected cpu or cuda\n", device);
+        return 2;
+    }
     char *mlist = strdup(mode_text);
     for (char *tok = strtok(mlist, ","); tok && nmodes < 4; tok = strtok(NULL, ",")) {
         int m = erase_early_backward_parse(tok);
@@ -163,8 +172,18 @@ int bench_schedules(int argc, char **argv)
     erase_comm_t *dp = world.dp_size > 1 ? erase_dp_comm() : NULL;
     erase_device_t *dev;
     erase_device_options_t dopt = erase_device_options_default();
+    dopt.kind = kind;
+    dopt.ordinal = world.local_rank;                 /* CUDA: one GPU per rank of a host */
     dopt.cores = erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
-    ERASE_MUST(erase_device_open(&dopt, &dev));
+    if (erase_device_open(&dopt, &dev) != ERASE_OK) { /* every rank fails alike */
+        const char *why = erase_error_message();
+        if (strstr(why, "--device")) /* the backend named the option already */
+            fprintf(stderr, "erase-bench schedules: %s\n", why);
+        else
+            fprintf(stderr, "erase-bench schedules: --device %s: %s\n", device, why);
+        erase_world_finalize();
+        return 1;
+    }
     if (root) {
         char text[512];
         erase_device_describe(dev, text, sizeof text);

@@ -60,17 +60,24 @@ int bench_streams(int argc, char **argv)
         fprintf(stderr, "erase-bench streams: need --jobs >= 2 and --samples >= 1\n");
         return 2;
     }
-    erase_device_t *dev = bench_open_device(1);
+    erase_device_t *dev = bench_open_device("streams", ERASE_DEVICE_CPU, 0, 1);
+    if (!dev)
+        return 1;
     streams_job_t w = { .jobs = jobs, .m = m, .n = n, .k = k };
     for (int i = 0; i < 2; i++) {
         ERASE_MUST(erase_stream_create(dev, &w.s[i]));
-        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)m * k, (void **)&w.a[i]));
-        ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)k * n, (void **)&w.b[i]));
+        size_t na = (size_t)m * k, nb = (size_t)k * n;
+        float *host = malloc(sizeof(float) * (na > nb ? na : nb));
+        if (!host)
+            erase_fatal(__FILE__, __LINE__, "allocate the GEMM inputs", ERASE_ERR_NOMEM);
+        for (size_t e = 0; e < na; e++)
+            host[e] = (float)(e % 11) * 0.01f;
+        w.a[i] = bench_device_floats(dev, host, na);
+        for (size_t e = 0; e < nb; e++)
+            host[e] = (float)(e % 5) * 0.01f;
+        w.b[i] = bench_device_floats(dev, host, nb);
+        free(host);
         ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)m * n, (void **)&w.c[i]));
-        for (size_t e = 0; e < (size_t)m * k; e++)
-            w.a[i][e] = (float)(e % 11) * 0.01f;
-        for (size_t e = 0; e < (size_t)k * n; e++)
-            w.b[i][e] = (float)(e % 5) * 0.01f;
     }
     double flop = 2.0 * m * n * k * jobs;
     printf("# work: %d SGEMMs of %dx%dx%d (%.2f GFLOP) per sample, median of %d samples\n",

@@ -162,9 +162,10 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
             ERASE_CHECK(add(ck, 1, &cap[1], name, ndim, rows, cols, p[i].state[k], meaning));
         }
     }
-    /* device memory that is not host memory goes through host copies */
+    /* device memory that the host cannot touch goes through host copies;
+     * host-accessible device memory (CPU) is hashed, written and loaded in place */
     erase_device_t *dev = erase_network_device(ck->e.net);
-    int staged = erase_device_kind(dev) != ERASE_DEVICE_CPU;
+    int staged = !erase_device_host_accessible(dev);
     for (int g = 0; g < 2; g++)
         for (int i = 0; i < ck->n[g]; i++) {
             if (!staged) {
@@ -178,22 +179,21 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
     return ERASE_OK;
 }
 
-/* Copy group g between device memory and the host copies (no-op on CPU). */
+/* Copy group g between device memory and the host copies, blocking (no-op
+ * where the device memory is host memory). The caller has synchronized
+ * the streams of the step: none uses the tensors. */
 static erase_status_t stage(train_ckpt_t *ck, int g, int to_host)
 {
-    int any = 0;
+    erase_device_t *dev = erase_network_device(ck->e.net);
     for (int i = 0; i < ck->n[g]; i++) {
         if (!ck->dev[g][i])
             continue;
         size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
         if (to_host)
-            ERASE_CHECK(erase_memcpy_async(ck->e.host, ck->t[g][i].data, ck->dev[g][i], bytes));
+            ERASE_CHECK(erase_memcpy_sync(dev, ck->t[g][i].data, ck->dev[g][i], bytes));
         else
-            ERASE_CHECK(erase_memcpy_async(ck->e.host, ck->dev[g][i], ck->t[g][i].data, bytes));
-        any = 1;
+            ERASE_CHECK(erase_memcpy_sync(dev, ck->dev[g][i], ck->t[g][i].data, bytes));
     }
-    if (any)
-        ERASE_CHECK(erase_stream_synchronize(ck->e.host));
     return ERASE_OK;
 }
 
@@ -399,10 +399,8 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
             fclose(f);
     }
     if (st == ERASE_OK && w->rank == 0) {
-        erase_optim_clock_t *clock = erase_optimizer_clock(ck->e.opt), c;
-        st = erase_memcpy_async(ck->e.host, &c, clock, sizeof c);
-        if (st == ERASE_OK)
-            st = erase_stream_synchronize(ck->e.host);
+        erase_optim_clock_t c;
+        st = erase_optimizer_read_clock(ck->e.opt, &c);
         erase_ckpt_meta_t m = { .step = pos->step,
                                 .samples_seen = pos->samples_seen,
                                 .epoch = cur.epoch,
@@ -749,8 +747,7 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
         return ERASE_OK;
     erase_optim_clock_t clock = { .step = hdr[6] };
     memcpy(&clock.lr, &hdr[7], sizeof clock.lr);
-    ERASE_CHECK(erase_memcpy_async(ck->e.host, erase_optimizer_clock(ck->e.opt), &clock, sizeof clock));
-    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    ERASE_CHECK(erase_optimizer_write_clock(ck->e.opt, &clock));
     ERASE_CHECK(erase_ctr_reader_seek(ck->e.train, (erase_ctr_cursor_t){ hdr[3], hdr[4] }));
     pos->step = hdr[2];
     pos->epoch = hdr[3];

@@ -45,7 +45,7 @@ typedef struct {
     char resume[1024];          /* "", auto, or a checkpoint file (or directory) */
     char init_from[1024];       /* warm start: a checkpoint file (or directory) */
     int init_from_optimizer;    /* with init_from: also the optimizer state */
-    char device[8];             /* cpu | cuda | auto */
+    char device[8];             /* cpu | cuda */
     int64_t seed;
     int shuffle;
     char nonfinite[8];          /* stop | skip: a step with a NaN or infinite gradient */

@@ -29,7 +29,8 @@ typedef struct {
     erase_optimizer_t *opt;
     erase_sched_t *sched;
     erase_ctr_reader_t *train, *eval;
-    erase_batch_t batch;             /* fixed device buffers of one rank's batch */
+    erase_batch_t batch;             /* fixed device buffers of one rank's batch (the reader's
+                                      * batches are in pinned staging memory: open_readers) */
     float *logits;                   /* host copy of the last block's head output */
     FILE *metrics;
     int tty;
@@ -101,6 +102,25 @@ static erase_status_t setup_model(run_t *r)
     return ERASE_OK;
 }
 
+/* The reader's batch memory: staging memory of the device (page-locked on
+ * CUDA, so the per-step copies to the device overlap compute). */
+static void *staging_alloc(void *dev, size_t bytes)
+{
+    void *ptr = NULL;
+    if (erase_host_alloc(dev, bytes, &ptr) != ERASE_OK) {
+        erase_error_clear();
+        return NULL; /* the reader reports the missing memory */
+    }
+    return ptr;
+}
+
+/* Free what staging_alloc returned. */
+static void staging_free(void *dev, void *ptr)
+{
+    erase_host_free(dev, ptr);
+}
+
+/* The training and evaluation readers (their batches in staging memory). */
 static erase_status_t open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -115,6 +135,9 @@ static erase_status_t open_readers(run_t *r)
     ro.seed = (uint64_t)o->seed;
     ro.shuffle = o->shuffle;
     ro.drop_last = 1;
+    ro.batch_alloc = staging_alloc;
+    ro.batch_free = staging_free;
+    ro.batch_ctx = r->dev;
     const char *train_in[1] = { o->train };
     const char *eval_in[1] = { o->eval[0] ? o->eval : o->train };
     if (!o->eval[0]) {
@@ -209,7 +232,11 @@ static erase_status_t setup_training(run_t *r)
     return ERASE_OK;
 }
 
-/* Copy this rank's batch into the fixed device buffers (the step reads them). */
+/* Copy this rank's batch from the reader's staging memory into the fixed
+ * device buffers, on the main stream before the step that reads them. The
+ * reader reuses that memory at its next call: every caller synchronizes
+ * the main stream (the step, or read_logits) before asking for the next
+ * batch, so the copy has run by then. */
 static erase_status_t load_batch(run_t *r, const erase_ctr_batch_t *b)
 {
     erase_stream_t *s = erase_sched_main_stream(r->sched);
@@ -307,7 +334,9 @@ static erase_status_t log_progress(run_t *r, int force)
     double elapsed = erase_now_s() - r->t_start;
     int64_t done = r->step - r->first_step;
     double eta = done > 0 ? elapsed / (double)done * (double)(r->total_steps - r->step) : 0;
-    float lr = erase_optimizer_clock(r->opt)->lr;
+    erase_optim_clock_t clock;
+    TRY(erase_optimizer_read_clock(r->opt, &clock)); /* the step is synchronized */
+    float lr = clock.lr;
     if (r->root && !r->o->quiet) {
         if (r->tty)
             printf("\r\033[Kstep %lld/%lld  %.0f samples/s  loss %.4f  NE %.4f  lr %.3g  ETA %.0f s",
@@ -400,7 +429,8 @@ static erase_status_t check_nonfinite(run_t *r)
     int b = erase_sched_nonfinite_block(r->sched);
     if (b < 0)
         return ERASE_OK;
-    const float *losses = erase_network_losses(r->net);
+    float losses[ERASE_MAX_BLOCKS];
+    TRY(erase_network_read_losses(r->net, losses));
     if (!strcmp(r->o->nonfinite, "skip")) {
         r->skipped++;
         if (r->root)
@@ -452,7 +482,8 @@ static erase_status_t train_loop(run_t *r)
         TRY(check_nonfinite(r));
         TRY(read_logits(r, (int)b.size));
         erase_ctr_metrics_add_sums(&r->window, r->logits, b.label, (int)b.size);
-        const float *losses = erase_network_losses(r->net);
+        float losses[ERASE_MAX_BLOCKS];
+        TRY(erase_network_read_losses(r->net, losses));
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
         r->window_steps++;
@@ -528,6 +559,28 @@ static void summary(run_t *r)
     }
 }
 
+/* --device: the CPU (its cores shared by the ranks of a host), or the GPU
+ * numbered by the local rank. A failure names the option. */
+static erase_status_t open_device(run_t *r)
+{
+    const train_options_t *o = r->o;
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.cores = erase_world_cores_per_rank(r->w); /* ranks on one host share its cores */
+    dopt.ordinal = r->w->local_rank;
+    if (!strcmp(o->device, "cuda"))
+        dopt.kind = ERASE_DEVICE_CUDA;
+    else if (strcmp(o->device, "cpu"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--device %s: expected cpu or cuda", o->device);
+    erase_status_t st = erase_device_open(&dopt, &r->dev);
+    if (st == ERASE_OK)
+        return ERASE_OK;
+    char why[2048];
+    snprintf(why, sizeof why, "%s", erase_error_message()); /* the message is rewritten below */
+    if (strstr(why, "--device"))
+        return st; /* the backend named the option already */
+    return ERASE_ERROR(st, "--device %s (device %d of this host): %s", o->device, dopt.ordinal, why);
+}
+
 erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
 {
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
@@ -536,13 +589,7 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
      * output goes to a file or pipe */
     int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_PROCID");
     r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
-    erase_device_options_t dopt = erase_device_options_default();
-    dopt.cores = erase_world_cores_per_rank(w); /* ranks on one host share its cores */
-    if (!strcmp(o->device, "cuda"))
-        dopt.kind = ERASE_DEVICE_CUDA;
-    else if (strcmp(o->device, "cpu") && strcmp(o->device, "auto"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--device %s: expected cpu, cuda or auto", o->device);
-    erase_status_t st = erase_device_open(&dopt, &r.dev);
+    erase_status_t st = open_device(&r);
     if (st == ERASE_OK)
         st = erase_stream_create(r.dev, &r.host);
     if (st == ERASE_OK)

@@ -182,13 +182,25 @@ static uint64_t param_seed(uint64_t seed, const char *name)
     return erase_rng_next(&s);
 }
 
-static void init_param(const erase_network_t *net, erase_param_t *p, int64_t fan_in)
+/* Initialise a parameter from its own random stream (docs/models.md): the
+ * values are drawn into a host buffer, in element order, and copied to the
+ * device in one blocking copy (device memory is not host memory on every
+ * backend). Errors: ERASE_ERR_NOMEM, a failed copy. */
+static erase_status_t init_param(const erase_network_t *net, erase_param_t *p, int64_t fan_in)
 {
     uint64_t rng = param_seed(net->cfg.seed, p->name);
     float bound = p->kind == ERASE_PARAM_EMBEDDING ? (float)sqrt(1.0 / (double)p->rows)
                                                    : (float)(1.0 / sqrt((double)fan_in));
-    for (int64_t i = 0; i < erase_param_numel(p); i++)
-        p->value[i] = erase_rng_uniform(&rng, -bound, bound);
+    size_t n = (size_t)erase_param_numel(p);
+    float *host = malloc(sizeof(float) * (n ? n : 1));
+    if (!host)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory to initialise %s (%zu values)", p->name, n);
+    for (size_t i = 0; i < n; i++)
+        host[i] = erase_rng_uniform(&rng, -bound, bound);
+    erase_status_t st = erase_memcpy_sync(net->dev, p->value, host, sizeof(float) * n);
+    free(host);
+    ERASE_CHECK(st);
+    return ERASE_OK;
 }
 
 #define ALLOC(ptr, bytes) ERASE_CHECK(erase_malloc(net->dev, (bytes), (void **)&(ptr)))
@@ -202,13 +214,12 @@ static erase_status_t alloc_layer(erase_network_t *net, layer_t *l)
         ALLOC(l->emb, sizeof(float) * mb * ERASE_CTR_FIELDS * (size_t)l->dim);
         ALLOC(l->demb, sizeof(float) * mb * ERASE_CTR_FIELDS * (size_t)l->dim);
         ALLOC(l->counts, sizeof(int) * ERASE_CTR_FIELDS);
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-            l->counts[f] = 0;
+        ERASE_CHECK(erase_memset_sync(net->dev, l->counts, 0, sizeof(int) * ERASE_CTR_FIELDS));
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             net->params[l->table0 + f].grad_count = &l->counts[f];
-        }
     } else {
-        init_param(net, &net->params[l->w], l->in);
-        init_param(net, &net->params[l->b], l->in);
+        ERASE_CHECK(init_param(net, &net->params[l->w], l->in));
+        ERASE_CHECK(init_param(net, &net->params[l->b], l->in));
     }
     return ERASE_OK;
 }
@@ -223,7 +234,7 @@ static erase_status_t allocate(erase_network_t *net)
             if (net->params[i].kind == ERASE_PARAM_DENSE)
                 blk->grad_count += (size_t)erase_param_numel(&net->params[i]);
         ALLOC(blk->grads, sizeof(float) * (blk->grad_count ? blk->grad_count : 1));
-        memset(blk->grads, 0, sizeof(float) * blk->grad_count);
+        ERASE_CHECK(erase_memset_sync(net->dev, blk->grads, 0, sizeof(float) * blk->grad_count));
         size_t offset = 0;
         for (int i = blk->first_param; i < blk->first_param + blk->nparams; i++)
             if (net->params[i].kind == ERASE_PARAM_DENSE) {
@@ -240,7 +251,7 @@ static erase_status_t allocate(erase_network_t *net)
         } else {
             ALLOC(p->grad_rows, sizeof(uint32_t) * mb);
             ALLOC(p->grad_values, sizeof(float) * mb * (size_t)p->cols);
-            init_param(net, p, 0); /* grad_count: set by the layer owning the table */
+            ERASE_CHECK(init_param(net, p, 0)); /* grad_count: set by the layer owning the table */
         }
     }
     for (int b = 0; b < net->nblocks; b++) {
@@ -253,7 +264,7 @@ static erase_status_t allocate(erase_network_t *net)
     }
     net->sparse_rows = net->max_batch;
     ALLOC(net->losses, sizeof(float) * (size_t)net->nblocks);
-    memset(net->losses, 0, sizeof(float) * (size_t)net->nblocks);
+    ERASE_CHECK(erase_memset_sync(net->dev, net->losses, 0, sizeof(float) * (size_t)net->nblocks));
     return ERASE_OK;
 }
 
@@ -345,14 +356,37 @@ void erase_network_block_params(const erase_network_t *net, int b, int *first, i
     *count = net->blocks[b].nparams;
 }
 
+/* One parameter's values to host memory (blocking). */
+erase_status_t erase_network_read_param(erase_network_t *net, const erase_param_t *p, float *out)
+{
+    ERASE_CHECK(erase_memcpy_sync(net->dev, out, p->value, sizeof(float) * (size_t)erase_param_numel(p)));
+    return ERASE_OK;
+}
+
+/* One parameter's values from host memory (blocking). */
+erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p, const float *in)
+{
+    ERASE_CHECK(erase_memcpy_sync(net->dev, p->value, in, sizeof(float) * (size_t)erase_param_numel(p)));
+    return ERASE_OK;
+}
+
+/* The per-block losses to host memory (blocking). */
+erase_status_t erase_network_read_losses(const erase_network_t *net, float *out)
+{
+    ERASE_CHECK(erase_memcpy_sync(net->dev, out, net->losses, sizeof(float) * (size_t)net->nblocks));
+    return ERASE_OK;
+}
+
+/* Every parameter to host memory, concatenated; the float count, 0 on failure. */
 size_t erase_network_copy_params(erase_network_t *net, float *out)
 {
     size_t total = 0;
     for (int i = 0; i < net->nparams; i++) {
-        size_t n = (size_t)erase_param_numel(&net->params[i]);
-        if (out)
-            memcpy(out + total, net->params[i].value, n * sizeof(float));
-        total += n;
+        if (out && erase_network_read_param(net, &net->params[i], out + total) != ERASE_OK) {
+            erase_error_trail(__FILE__, __LINE__);
+            return 0;
+        }
+        total += (size_t)erase_param_numel(&net->params[i]);
     }
     return total;
 }

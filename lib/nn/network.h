@@ -58,9 +58,22 @@ float *erase_network_block_grads(erase_network_t *net, int b, size_t *count);
 erase_status_t erase_network_reserve_sparse_rows(erase_network_t *net, int rows);
 
 /* Every parameter's values, concatenated in parameter order, copied to
- * `out` (host memory; the device's memory must be host-visible: CPU).
- * Returns the number of floats; with out == NULL it only counts them. */
+ * `out` (host memory, any backend: erase_network_read_param each). Returns
+ * the number of floats; with out == NULL it only counts them; 0 when a
+ * copy failed (erase_error_message says why). No stream may be writing
+ * the parameters (synchronize first). */
 size_t erase_network_copy_params(erase_network_t *net, float *out);
+
+/* Host <-> device copies of one parameter's values (numel floats, blocking,
+ * erase_memcpy_sync): the way host code reads or sets parameters on every
+ * backend. No stream may be using the values (synchronize first).
+ * Errors: those of erase_memcpy_sync. */
+erase_status_t erase_network_read_param(erase_network_t *net, const erase_param_t *p, float *out);
+erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p, const float *in);
+
+/* Host copy of the last forward's unweighted mean losses, [blocks] floats
+ * (after the streams that ran the forwards are synchronized). */
+erase_status_t erase_network_read_losses(const erase_network_t *net, float *out);
 
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
@@ -73,7 +86,8 @@ erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_st
 erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,
                                             const erase_batch_t *batch);
 
-/* Device array [blocks] of the last forward's unweighted mean losses. */
+/* Device array [blocks] of the last forward's unweighted mean losses (ops
+ * read it; host code reads erase_network_read_losses). */
 const float *erase_network_losses(const erase_network_t *net);
 /* Block b's body output [batch, width] and head output [batch, head width]. */
 const float *erase_network_body_output(const erase_network_t *net, int b, int *width);

@@ -29,10 +29,11 @@ erase_optim_config_t erase_optim_config_default(void)
     return c;
 }
 
+/* A device array of n zero floats (an optimizer slot). */
 static erase_status_t zeros(erase_device_t *dev, size_t n, float **out)
 {
     ERASE_CHECK(erase_malloc(dev, n * sizeof(float), (void **)out));
-    memset(*out, 0, n * sizeof(float));
+    ERASE_CHECK(erase_memset_sync(dev, *out, 0, n * sizeof(float)));
     return ERASE_OK;
 }
 
@@ -56,7 +57,7 @@ erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_co
     opt->dev = erase_network_device(net);
     erase_status_t st = erase_malloc(opt->dev, sizeof *opt->clock, (void **)&opt->clock);
     if (st == ERASE_OK)
-        memset(opt->clock, 0, sizeof *opt->clock);
+        st = erase_memset_sync(opt->dev, opt->clock, 0, sizeof *opt->clock);
     for (int i = 0; st == ERASE_OK && i < n; i++) {
         erase_param_t *p = &params[i];
         size_t numel = (size_t)erase_param_numel(p);
@@ -132,7 +133,22 @@ erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase
     return ERASE_OK;
 }
 
+/* The device clock (for ops; the host uses read_clock / write_clock). */
 erase_optim_clock_t *erase_optimizer_clock(erase_optimizer_t *opt)
 {
     return opt->clock;
+}
+
+/* Host copy of the device clock (blocking). */
+erase_status_t erase_optimizer_read_clock(erase_optimizer_t *opt, erase_optim_clock_t *out)
+{
+    ERASE_CHECK(erase_memcpy_sync(opt->dev, out, opt->clock, sizeof *out));
+    return ERASE_OK;
+}
+
+/* Set the device clock from host memory (blocking). */
+erase_status_t erase_optimizer_write_clock(erase_optimizer_t *opt, const erase_optim_clock_t *in)
+{
+    ERASE_CHECK(erase_memcpy_sync(opt->dev, opt->clock, in, sizeof *in));
+    return ERASE_OK;
 }

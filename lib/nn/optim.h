@@ -52,7 +52,15 @@ erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t
 /* Enqueue the updates of block b's parameters from their gradients. */
 erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s);
 
-/* The clock (device memory; read it after synchronizing). */
+/* The clock (device memory: what ops read and advance; host code uses
+ * erase_optimizer_read_clock / erase_optimizer_write_clock). */
 erase_optim_clock_t *erase_optimizer_clock(erase_optimizer_t *opt);
+
+/* Blocking copies of the clock to / from host memory (erase_memcpy_sync):
+ * read after the streams that advance it are synchronized (the step, its
+ * learning rate, a non-finite finding); write before the first step that
+ * reads it (resuming a run). Errors: those of erase_memcpy_sync. */
+erase_status_t erase_optimizer_read_clock(erase_optimizer_t *opt, erase_optim_clock_t *out);
+erase_status_t erase_optimizer_write_clock(erase_optimizer_t *opt, const erase_optim_clock_t *in);
 
 #endif

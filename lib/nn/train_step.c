@@ -2,8 +2,10 @@
 
 #include "lib/core/rng.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+/* Forward of every block, backward in reverse, then the updates: one stream. */
 erase_status_t erase_train_step_serial(erase_network_t *net, erase_optimizer_t *opt,
                                        erase_stream_t *s, const erase_batch_t *batch)
 {
@@ -20,6 +22,26 @@ erase_status_t erase_train_step_serial(erase_network_t *net, erase_optimizer_t *
     return ERASE_OK;
 }
 
+/* A new device array holding the `bytes` bytes of host memory `host`
+ * (freed here, also on failure): one blocking copy. */
+static erase_status_t upload(erase_device_t *dev, void *host, size_t bytes, const void **out)
+{
+    void *ptr = NULL;
+    erase_status_t st = host ? erase_malloc(dev, bytes, &ptr)
+                             : ERASE_ERROR(ERASE_ERR_NOMEM, "random batch: no host memory (%zu bytes)", bytes);
+    if (st == ERASE_OK && (st = erase_memcpy_sync(dev, ptr, host, bytes)) != ERASE_OK) {
+        erase_free(dev, ptr);
+        ptr = NULL;
+    }
+    free(host);
+    if (st != ERASE_OK)
+        erase_error_trail(__FILE__, __LINE__);
+    *out = ptr;
+    return st;
+}
+
+/* Draw the inputs in host memory, in the order the documented stream
+ * defines, then copy each array to the device. */
 erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed, erase_batch_t *out)
 {
     erase_device_t *dev = erase_network_device(net);
@@ -27,36 +49,54 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
     uint64_t rng = seed;
     memset(out, 0, sizeof *out);
     out->size = size;
+    erase_status_t st = ERASE_OK;
     if (cfg->kind == ERASE_MODEL_CTR) {
-        float *dense, *label;
-        uint32_t *sparse;
-        ERASE_CHECK(erase_malloc(dev, sizeof(float) * (size_t)size * ERASE_CTR_DENSE, (void **)&dense));
-        ERASE_CHECK(erase_malloc(dev, sizeof(uint32_t) * (size_t)size * ERASE_CTR_FIELDS, (void **)&sparse));
-        ERASE_CHECK(erase_malloc(dev, sizeof(float) * (size_t)size, (void **)&label));
-        for (size_t i = 0; i < (size_t)size * ERASE_CTR_DENSE; i++)
-            dense[i] = erase_rng_below(&rng, 10) == 0 ? 0.0f : erase_rng_uniform(&rng, 0.0f, 5.0f);
-        for (size_t i = 0; i < (size_t)size * ERASE_CTR_FIELDS; i++)
-            sparse[i] = erase_rng_below(&rng, 20) == 0 ? UINT32_MAX : (uint32_t)erase_rng_next(&rng);
-        for (int i = 0; i < size; i++)
-            label[i] = erase_rng_below(&rng, 4) == 0 ? 1.0f : 0.0f;
-        out->dense = dense;
-        out->sparse = sparse;
-        out->label = label;
+        size_t nd = (size_t)size * ERASE_CTR_DENSE, ns = (size_t)size * ERASE_CTR_FIELDS;
+        float *dense = malloc(sizeof(float) * nd), *label = malloc(sizeof(float) * (size_t)size);
+        uint32_t *sparse = malloc(sizeof(uint32_t) * ns);
+        if (dense && label && sparse) {
+            for (size_t i = 0; i < nd; i++)
+                dense[i] = erase_rng_below(&rng, 10) == 0 ? 0.0f : erase_rng_uniform(&rng, 0.0f, 5.0f);
+            for (size_t i = 0; i < ns; i++)
+                sparse[i] = erase_rng_below(&rng, 20) == 0 ? UINT32_MAX : (uint32_t)erase_rng_next(&rng);
+            for (int i = 0; i < size; i++)
+                label[i] = erase_rng_below(&rng, 4) == 0 ? 1.0f : 0.0f;
+        }
+        st = upload(dev, dense && label && sparse ? dense : (free(dense), NULL), sizeof(float) * nd,
+                    (const void **)&out->dense);
+        if (st == ERASE_OK)
+            st = upload(dev, sparse, sizeof(uint32_t) * ns, (const void **)&out->sparse);
+        else
+            free(sparse);
+        if (st == ERASE_OK)
+            st = upload(dev, label, sizeof(float) * (size_t)size, (const void **)&out->label);
+        else
+            free(label);
     } else {
-        float *features;
-        int32_t *classes;
-        ERASE_CHECK(erase_malloc(dev, sizeof(float) * (size_t)size * cfg->mlp.inputs, (void **)&features));
-        ERASE_CHECK(erase_malloc(dev, sizeof(int32_t) * (size_t)size, (void **)&classes));
-        for (size_t i = 0; i < (size_t)size * cfg->mlp.inputs; i++)
-            features[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
-        for (int i = 0; i < size; i++)
-            classes[i] = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->mlp.classes);
-        out->features = features;
-        out->classes = classes;
+        size_t nf = (size_t)size * (size_t)cfg->mlp.inputs;
+        float *features = malloc(sizeof(float) * nf);
+        int32_t *classes = malloc(sizeof(int32_t) * (size_t)size);
+        if (features && classes) {
+            for (size_t i = 0; i < nf; i++)
+                features[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
+            for (int i = 0; i < size; i++)
+                classes[i] = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->mlp.classes);
+        }
+        st = upload(dev, features && classes ? features : (free(features), NULL), sizeof(float) * nf,
+                    (const void **)&out->features);
+        if (st == ERASE_OK)
+            st = upload(dev, classes, sizeof(int32_t) * (size_t)size, (const void **)&out->classes);
+        else
+            free(classes);
     }
-    return ERASE_OK;
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        erase_batch_free_random(net, out);
+    }
+    return st;
 }
 
+/* Free the device arrays of a random batch. */
 void erase_batch_free_random(erase_network_t *net, erase_batch_t *batch)
 {
     erase_device_t *dev = erase_network_device(net);

@@ -41,6 +41,8 @@ struct erase_sched {
     long steps_posted, steps_issued;
     erase_status_t thread_status;
     char thread_error[1024];
+    /* host copy of the optimizer clock, taken by every erase_sched_synchronize */
+    erase_optim_clock_t clock;
     /* graph */
     erase_graph_t *graph;
     erase_batch_t graph_batch;
@@ -265,12 +267,15 @@ erase_status_t erase_sched_synchronize(erase_sched_t *sc)
     ERASE_CHECK(drain(sc));
     for (int k = 0; k < sc->plan.nstreams; k++)
         ERASE_CHECK(erase_stream_synchronize(sc->streams[k]));
+    /* the step's outcome for the host: nothing writes the clock now */
+    ERASE_CHECK(erase_optimizer_read_clock(sc->opt, &sc->clock));
     return ERASE_OK;
 }
 
+/* From the clock copied by the last erase_sched_synchronize. */
 int erase_sched_nonfinite_block(erase_sched_t *sc)
 {
-    return erase_optimizer_clock(sc->opt)->nonfinite - 1;
+    return sc->clock.nonfinite - 1;
 }
 
 erase_stream_t *erase_sched_main_stream(erase_sched_t *sc)

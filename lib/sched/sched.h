@@ -77,11 +77,14 @@ void erase_sched_destroy(erase_sched_t *sched);
  */
 erase_status_t erase_sched_step(erase_sched_t *sched, const erase_batch_t *batch);
 
-/* Wait until everything enqueued so far has run; returns a stream's sticky error. */
+/* Wait until everything enqueued so far has run, then copy the optimizer
+ * clock to the host (erase_sched_nonfinite_block reads that copy);
+ * returns a stream's sticky error or a failed copy. */
 erase_status_t erase_sched_synchronize(erase_sched_t *sched);
 
 /*
- * After erase_sched_synchronize: the block whose gradients were found
+ * After erase_sched_synchronize (from its host copy of the optimizer
+ * clock; -1 before the first): the block whose gradients were found
  * non-finite in the last step (NaN or infinity, on this rank after the
  * reduction, hence on every rank of the data-parallel group alike), or -1.
  * Such a step updates no parameter: every update of it is skipped (with

@@ -1,0 +1,63 @@
+#!/bin/sh
+# --device of erase-train and erase-bench model / schedules: an unknown
+# value is a usage error (exit 2); --device cuda on a build or machine
+# without a CUDA device fails cleanly: a non-zero exit status and one line
+# from erase_device_open that names the option ("--device cuda: this build
+# of erase has no CUDA backend", or the CUDA backend's "no CUDA device
+# visible"), never a crash. Skipped where a CUDA device can be opened.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+need apps/erase-bench
+workdir
+# a CUDA device that opens: the failure cases do not apply
+if timeout -k 5 60 apps/erase-bench model --device cuda --model mlp --batch 8 --threads 1 --steps 1 \
+    --warmup 0 >"$dir/probe" 2>&1; then
+    skip "a CUDA device opens here"
+fi
+echo "1..6"
+
+# one_line FILE: FILE has exactly one line naming --device cuda and the
+# reason erase_device_open gave, and no sign of a crash
+one_line() {
+    [ "$(grep -c -e '--device cuda' "$1")" = 1 ] &&
+        grep -q -E 'no CUDA backend|no CUDA device' "$1" &&
+        ! grep -q -i -E 'segmentation|core dumped|sanitizer|signal 11' "$1"
+}
+
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --device cuda --quiet \
+    >"$dir/train.out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && [ "$(grep -c -e '--device cuda' "$dir/train.out")" -ge 1 ] &&
+    grep -q -E 'no CUDA backend|no CUDA device' "$dir/train.out" &&
+    ! grep -q -i -E 'segmentation|core dumped|sanitizer|signal 11' "$dir/train.out"
+tap $? "erase-train --device cuda on 2 ranks: exit $rc, every rank's message names --device cuda"
+[ $rc != 0 ] && tap_report "$dir/train.out"
+
+printf 'device = "cuda";\n' >"$dir/run.cfg"
+timeout -k 5 60 apps/erase-train --config "$dir/run.cfg" --train "$dir/none" --quiet >"$dir/cfg.out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && one_line "$dir/cfg.out"
+tap $? "erase-train with device = \"cuda\" in the run file: exit $rc, one line naming --device cuda"
+
+timeout -k 5 60 apps/erase-train --train "$dir/none" --device gpu >"$dir/bad.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -e '--device gpu: expected one of cpu|cuda' "$dir/bad.out"
+tap $? "erase-train --device gpu: usage error (exit $rc)"
+
+timeout -k 5 60 apps/erase-bench model --device cuda >"$dir/model.out" 2>&1
+rc=$?
+[ $rc = 1 ] && one_line "$dir/model.out"
+tap $? "erase-bench model --device cuda: exit $rc, one line naming --device cuda"
+tap_report "$dir/model.out"
+
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-bench schedules --device cuda >"$dir/sched.out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && one_line "$dir/sched.out"
+tap $? "erase-bench schedules --device cuda: exit $rc, one line naming --device cuda"
+tap_report "$dir/sched.out"
+
+timeout -k 5 60 apps/erase-bench model --device tpu >"$dir/bad2.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -e '--device tpu: expected cpu or cuda' "$dir/bad2.out"
+tap $? "erase-bench model --device tpu: usage error (exit $rc)"
+exit 0
