@@ -34,7 +34,7 @@ if HAVE_CUDA
 check_PROGRAMS += tests/device/test-cuda
 TESTS += tests/device/test-cuda
 GPU_TESTS += tests/device/test-cuda
-tests_device_test_cuda_SOURCES = tests/device/test-cuda.c
+tests_device_test_cuda_SOURCES = tests/device/test-cuda.c tests/gpu_tap.h
 tests_device_test_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_cuda_LDADD = $(TEST_LIBS)
 endif

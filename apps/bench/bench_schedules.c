@@ -184,6 +184,8 @@ int bench_schedules(int argc, char **argv)
         erase_world_finalize();
         return 1;
     }
+    /* CUDA: NCCL communicators for the gradient collectives of the step */
+    ERASE_MUST(erase_world_attach_device(dev));
     if (root) {
         char text[512];
         erase_device_describe(dev, text, sizeof text);

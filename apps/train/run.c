@@ -23,7 +23,8 @@ typedef struct {
     const erase_world_t *w;
     int root;
     erase_device_t *dev;
-    erase_stream_t *host;            /* host-side collectives (metrics) */
+    erase_device_t *host_dev;        /* a CPU device when dev's memory is not host memory */
+    erase_stream_t *host;            /* host-side collectives (metrics, checkpoints): a CPU stream */
     erase_model_config_t cfg;
     erase_network_t *net;
     erase_optimizer_t *opt;
@@ -581,6 +582,27 @@ static erase_status_t open_device(run_t *r)
     return ERASE_ERROR(st, "--device %s (device %d of this host): %s", o->device, dopt.ordinal, why);
 }
 
+/*
+ * The stream of host-side collectives (metrics, checkpoint agreement) works
+ * on host buffers, so it is a CPU stream (MPI): the compute device's own on
+ * the CPU backend; on a GPU, a stream of a one-core CPU device opened for
+ * it, while the GPU's streams get NCCL communicators
+ * (erase_world_attach_device) for the gradient collectives of the step.
+ */
+static erase_status_t open_host_stream(run_t *r)
+{
+    erase_device_t *hd = r->dev;
+    if (!erase_device_host_accessible(r->dev)) {
+        ERASE_CHECK(erase_world_attach_device(r->dev));
+        erase_device_options_t hopt = erase_device_options_default();
+        hopt.cores = 1;
+        ERASE_CHECK(erase_device_open(&hopt, &r->host_dev));
+        hd = r->host_dev;
+    }
+    ERASE_CHECK(erase_stream_create(hd, &r->host));
+    return ERASE_OK;
+}
+
 erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
 {
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
@@ -591,7 +613,7 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
     erase_status_t st = open_device(&r);
     if (st == ERASE_OK)
-        st = erase_stream_create(r.dev, &r.host);
+        st = open_host_stream(&r);
     if (st == ERASE_OK)
         st = setup_model(&r);
     if (st == ERASE_OK)
@@ -656,6 +678,7 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     free(r.logits);
     free(r.step_s);
     erase_stream_destroy(r.host);
+    erase_device_close(r.host_dev);
     erase_device_close(r.dev);
     return st;
 }

@@ -26,6 +26,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "tests/gpu_tap.h"
 #include <cuda_runtime_api.h>
 
 #include "lib/core/rng.h"
@@ -843,8 +845,7 @@ int main(void)
         printf("1..%zu\n", ntests);
         failed = open_errors_check() != 0;
         printf("%s 1 - %s\n", failed ? "not ok" : "ok", tests[0].name);
-        for (size_t i = 1; i < ntests; i++)
-            printf("ok %zu # SKIP %s: %s\n", i + 1, tests[i].name, no_gpu_reason);
+        gpu_tap_skip(tests, ntests, 1, no_gpu_reason);
     }
     close_devices();
     return failed ? 1 : 0;

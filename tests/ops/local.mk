@@ -21,7 +21,7 @@ if HAVE_CUDA
 check_PROGRAMS += tests/ops/test-cuda-parity
 TESTS += tests/ops/test-cuda-parity
 GPU_TESTS += tests/ops/test-cuda-parity
-tests_ops_test_cuda_parity_SOURCES = tests/ops/test-cuda-parity.c
+tests_ops_test_cuda_parity_SOURCES = tests/ops/test-cuda-parity.c tests/gpu_tap.h
 tests_ops_test_cuda_parity_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_cuda_parity_LDADD = $(TEST_LIBS)
 endif

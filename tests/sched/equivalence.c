@@ -2,6 +2,13 @@
 
 #include "lib/nn/train_step.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,17 +60,20 @@ static void slice(erase_network_t *net, const erase_batch_t *global, int rank, i
     }
 }
 
+/* Device-to-device copy of a batch's arrays (any backend). */
 static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_batch_t *to)
 {
     const erase_model_config_t *c = erase_network_config(net);
+    erase_device_t *dev = erase_network_device(net);
     size_t n = (size_t)from->size;
     if (c->kind == ERASE_MODEL_CTR) {
-        memcpy((void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float));
-        memcpy((void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t));
-        memcpy((void *)to->label, from->label, n * sizeof(float));
+        MUST(erase_memcpy_sync(dev, (void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float)));
+        MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
+        MUST(erase_memcpy_sync(dev, (void *)to->label, from->label, n * sizeof(float)));
     } else {
-        memcpy((void *)to->features, from->features, n * (size_t)c->mlp.inputs * sizeof(float));
-        memcpy((void *)to->classes, from->classes, n * sizeof(int32_t));
+        MUST(erase_memcpy_sync(dev, (void *)to->features, from->features,
+                               n * (size_t)c->mlp.inputs * sizeof(float)));
+        MUST(erase_memcpy_sync(dev, (void *)to->classes, from->classes, n * sizeof(int32_t)));
     }
 }
 
@@ -114,4 +124,40 @@ size_t equivalence_differ(const float *a, const float *b, size_t n)
     for (size_t i = 0; i < n; i++)
         d += memcmp(&a[i], &b[i], sizeof(float)) != 0;
     return d;
+}
+
+void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps)
+{
+    erase_model_config_t cfg = equivalence_model(kind);
+    erase_sched_options_t base = erase_sched_options_default();
+    size_t n_ref, n0;
+    float *ref = equivalence_train(dev, &cfg, &base, steps, 0, 1, &n_ref);
+    float *initial = equivalence_train(dev, &cfg, &base, 0, 0, 1, &n0);
+    size_t moved = equivalence_differ(ref, initial, n_ref);
+    print_message("off moved %zu of %zu parameters in %d steps\n", moved, n_ref, steps);
+    assert_true(moved > n_ref / 2); /* the comparison below is not between untrained models */
+    free(initial);
+    static const struct { erase_early_backward_t mode; erase_timing_t update; int side; } cases[] = {
+        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1 }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1 },
+        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 2 }, { ERASE_EB_ASYNC, ERASE_AT_EARLY, 1 },
+        { ERASE_EB_ASYNC, ERASE_AT_END, 2 },      { ERASE_EB_GRAPH, ERASE_AT_EARLY, 1 },
+        { ERASE_EB_GRAPH, ERASE_AT_END, 2 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        erase_sched_options_t o = base;
+        o.mode = cases[i].mode;
+        o.update = cases[i].update;
+        o.side_streams = cases[i].side;
+        size_t n;
+        float *got = equivalence_train(dev, &cfg, &o, steps, 0, 1, &n);
+        assert_int_equal(n, n_ref);
+        size_t differ = equivalence_differ(ref, got, n);
+        print_message("%s, %d steps: %-8s update %-5s %d side stream%s: %zu of %zu parameters differ from off\n",
+                      kind == ERASE_MODEL_CTR ? "ctr (six cuts)" : "mlp (three blocks)", steps,
+                      erase_early_backward_name(o.mode), o.update == ERASE_AT_EARLY ? "early" : "end",
+                      o.side_streams, o.side_streams > 1 ? "s" : "", differ, n);
+        assert_int_equal(differ, 0);
+        free(got);
+    }
+    free(ref);
 }

@@ -19,6 +19,14 @@ erase_model_config_t equivalence_model(erase_model_kind_t kind);
 float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
                          const erase_sched_options_t *o, int steps, int rank, int dp, size_t *n);
 
+/*
+ * The schedule changes timing, never the math: `steps` steps of `kind`
+ * under blocking, async and graph (updates early or at the end, one or two
+ * side streams) give bitwise the parameters of off (cmocka assertions;
+ * also checks that off moved most parameters).
+ */
+void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps);
+
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
 

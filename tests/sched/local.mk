@@ -17,3 +17,17 @@ tests_sched_test_equivalence_mpi_LDADD = $(TEST_LIBS)
 endif
 TESTS += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh
 EXTRA_DIST += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh
+
+# On a GPU (SKIP without one): the schedules' equivalence on CUDA, and CUDA
+# against the CPU backend.
+if HAVE_CMOCKA
+if HAVE_CUDA
+check_PROGRAMS += tests/sched/test-cuda-equivalence
+TESTS += tests/sched/test-cuda-equivalence
+GPU_TESTS += tests/sched/test-cuda-equivalence
+tests_sched_test_cuda_equivalence_SOURCES = tests/sched/test-cuda-equivalence.c \
+	tests/sched/equivalence.c tests/sched/equivalence.h tests/gpu_tap.h
+tests_sched_test_cuda_equivalence_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_cuda_equivalence_LDADD = $(TEST_LIBS)
+endif
+endif
