@@ -25,6 +25,10 @@ struct erase_sched {
     erase_optimizer_t *opt;
     erase_sched_options_t o;
     erase_device_t *dev;
+    /* mark every op's range: with --trace, and always on a GPU, where the
+     * markers are NVTX ranges (free unless a profiler such as Nsight
+     * Systems is attached) that show the schedule on its timeline */
+    int marks;
     plan_t plan;
     erase_stream_t *streams[MAX_STREAMS];
     erase_event_t **events;
@@ -106,7 +110,7 @@ static erase_status_t issue(erase_sched_t *sc, const plan_op_t *op, const erase_
 {
     int label = op->kind == PLAN_FORWARD ? LABEL_FORWARD : op->kind == PLAN_BACKWARD ? LABEL_BACKWARD
               : op->kind == PLAN_REDUCE ? LABEL_REDUCE : op->kind == PLAN_UPDATE ? LABEL_UPDATE : -1;
-    if (!sc->o.trace || label < 0)
+    if (!sc->marks || label < 0)
         return issue_op(sc, op, batch);
     erase_stream_t *s = sc->streams[op->stream];
     ERASE_CHECK(erase_stream_mark(s, sc->labels[op->block][label], 1));
@@ -207,7 +211,7 @@ static erase_status_t drain(erase_sched_t *sc)
 
 static erase_status_t issue_plan(erase_sched_t *sc, const erase_batch_t *batch, int use_thread)
 {
-    if (sc->o.trace)
+    if (sc->marks)
         ERASE_CHECK(erase_stream_mark(sc->streams[0], step_label, 1));
     for (int i = 0; i < sc->plan.nops; i++) {
         if (use_thread && sc->plan.ops[i].deferred)
@@ -215,7 +219,7 @@ static erase_status_t issue_plan(erase_sched_t *sc, const erase_batch_t *batch, 
         else
             ERASE_CHECK(issue(sc, &sc->plan.ops[i], batch));
     }
-    if (sc->o.trace)
+    if (sc->marks)
         ERASE_CHECK(erase_stream_mark(sc->streams[0], step_label, 0));
     if (use_thread)
         post(sc, -1, batch);
@@ -362,6 +366,7 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
         else
             snprintf(sc->stream_names[k], sizeof sc->stream_names[k], "side%d", k - 1);
     }
+    sc->marks = o.trace || erase_device_kind(sc->dev) == ERASE_DEVICE_CUDA;
     if (st == ERASE_OK && o.trace)
         st = erase_device_trace_enable(sc->dev, (size_t)1 << 18);
     int segments = 1; /* runs of attached blocks: backwards can overlap forwards only across a cut */

@@ -44,7 +44,9 @@ typedef struct {
     int side_streams;           /* S >= 1 (early modes) */
     erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
     int trace;                  /* mark every op's range and enable the device's trace log
-                                 * (262,144 records) for erase_sched_trace_collect */
+                                 * (262,144 records) for erase_sched_trace_collect; on a
+                                 * CUDA device the ranges are always marked (NVTX: block
+                                 * forward/backward/allreduce/optimizer and the step) */
 } erase_sched_options_t;
 
 /* "off", "blocking", "async", "graph" <-> mode; -1 / NULL when unknown. */
