@@ -184,6 +184,7 @@ int bench_schedules(int argc, char **argv)
         erase_world_finalize();
         return 1;
     }
+    erase_world_log_device(dev); /* ERASE_VERBOSE >= 1: one line per rank */
     /* CUDA: NCCL communicators for the gradient collectives of the step */
     ERASE_MUST(erase_world_attach_device(dev));
     if (root) {

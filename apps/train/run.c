@@ -613,6 +613,8 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
     erase_status_t st = open_device(&r);
     if (st == ERASE_OK)
+        erase_world_log_device(r.dev); /* ERASE_VERBOSE >= 1: one line per rank */
+    if (st == ERASE_OK)
         st = open_host_stream(&r);
     if (st == ERASE_OK)
         st = setup_model(&r);
