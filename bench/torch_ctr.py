@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch CPU training-speed baseline for the built-in models (docs/models.md).
+"""PyTorch training-speed baseline for the built-in models (docs/models.md), CPU or GPU.
 
 Trains, on synthetic batches generated once and reused, either
   ctr  (default) the reference CTR model: D = 16, 26 tables of 10,007 rows,
@@ -9,7 +9,10 @@ Trains, on synthetic batches generated once and reused, either
   mlp  784-1024-1024-1024 with 10 classes, three blocks, both boundaries
        cut, lambda = 1, SGD(lr=0.01, momentum=0.9),
 and times each training step (forward of all blocks, one backward of the
-total loss, the optimizer steps) with time.perf_counter. For every
+total loss, the optimizer steps) with time.perf_counter; with `--device
+cuda` the model and batches live on the GPU, the step runs eagerly and is
+timed between two torch.cuda.synchronize() calls (as erase-bench model
+times erase's step between stream synchronizations). For every
 (batch, threads) it prints one JSON line:
 
   {"framework": "pytorch", "torch": ..., "model": "ctr", "batch": B,
@@ -30,6 +33,7 @@ one sparse update per step, like torchrec's fused tables) and adds
 Usage (repository root):
   /usr/bin/python3 bench/torch_ctr.py --batch 256,1024,4096 --threads 1,2 --steps 30 --warmup 5
   /usr/bin/python3 bench/torch_ctr.py --model mlp --batch 256 --threads 1
+  python3 bench/torch_ctr.py --device cuda --blas-core env --batch 1024,4096
 """
 
 import argparse
@@ -191,22 +195,31 @@ def bench(args, batch, threads):
         model, inputs, opts = make_ctr(batch, rng, args.embedding == "fused")
     else:
         model, inputs, opts = make_mlp(batch, rng)
+    cuda = args.device == "cuda"
+    if cuda:  # parameters moved before the optimizers' first step creates their state
+        model.to("cuda")
+        inputs = tuple(x.to("cuda") for x in inputs)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     times = []
     for i in range(args.warmup + args.steps):
+        sync()
         t0 = time.perf_counter()
         loss = step(model, inputs, opts)
+        sync()
         t1 = time.perf_counter()
         if i >= args.warmup:
             times.append(t1 - t0)
     assert math.isfinite(float(loss))
     rate = batch / np.array(times)
     out = {"framework": "pytorch", "torch": torch.__version__, "model": args.model,
-           "batch": batch, "threads": threads, "steps": args.steps,
+           "batch": batch, "threads": threads, "steps": args.steps, "device": args.device,
            "samples_per_s_p50": round(float(np.percentile(rate, 50)), 1),
            "samples_per_s_p90": round(float(np.percentile(rate, 90)), 1),
            "step_ms_p50": round(float(np.percentile(times, 50)) * 1e3, 3)}
     if args.model == "ctr" and args.embedding == "fused":
         out["embedding"] = "fused"
+    if cuda:
+        out["gpu"] = torch.cuda.get_device_name()
     if blas is not None:
         out["blas"] = "OpenBLAS " + blas.openblas_get_corename().decode()
         out["blas_threads"] = blas.openblas_get_num_threads()
@@ -225,6 +238,7 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--embedding", choices=["tables", "fused"], default="tables")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--blas-core", default="auto",
                     help="OpenBLAS kernel: auto (as erase), env, or a core name")
     args = ap.parse_args()

@@ -1,11 +1,13 @@
 /*
- * erase-bench model: training throughput of the built-in models on the CPU
- * backend with the reference single-stream step (lib/nn/train_step.h):
+ * erase-bench model: training throughput of the built-in models (--device
+ * cpu, or cuda) with the reference single-stream step (lib/nn/train_step.h,
+ * the `off` schedule):
  * samples/s (p50 and p90 over timed steps; p90 is the fast end), the GEMM
  * FLOP/s achieved inside the step, and its share of this machine's SGEMM
  * speed measured in the same run (1024^3 on as many threads). With
  * --torch, the same model trained by PyTorch (bench/torch_ctr.py) in the
- * same run, and the ratio erase / PyTorch of the p50s.
+ * same run (on the same device: PyTorch eager on the GPU with --device
+ * cuda), and the ratio erase / PyTorch of the p50s.
  */
 #include "apps/bench/bench.h"
 
@@ -86,11 +88,13 @@ static double sgemm_peak(erase_device_t *dev, erase_stream_t *s)
 
 /* Run PyTorch's bench for one point; returns samples/s p50 or 0. */
 static double torch_point(const char *python, const char *script, const char *model, int batch,
-                          int threads, int steps)
+                          int threads, int steps, erase_device_kind_t kind)
 {
     char cmd[1024], line[1024];
-    snprintf(cmd, sizeof cmd, "%s %s --model %s --batch %d --threads %d --steps %d 2>/dev/null",
-             python, script, model, batch, threads, steps);
+    /* on a GPU: PyTorch's own BLAS setup (the OpenBLAS kernel does not matter) */
+    snprintf(cmd, sizeof cmd, "%s %s --model %s --batch %d --threads %d --steps %d%s 2>/dev/null",
+             python, script, model, batch, threads, steps,
+             kind == ERASE_DEVICE_CUDA ? " --device cuda --blas-core env" : "");
     FILE *p = popen(cmd, "r");
     if (!p)
         return 0;
@@ -203,7 +207,7 @@ int bench_model(int argc, char **argv)
                 double p50 = erase_quantile(qps, (size_t)steps, 0.5), p90 = erase_quantile(qps, (size_t)steps, 0.9);
                 double step_ms = erase_quantile(ms, (size_t)steps, 0.5);
                 double gf = step_gemm_flop(&cfg, batches[bi]) / (step_ms * 1e-3) / 1e9;
-                double tq = torch ? torch_point(python, script, m == 0 ? "ctr" : "mlp", batches[bi], threads[t], steps) : 0;
+                double tq = torch ? torch_point(python, script, m == 0 ? "ctr" : "mlp", batches[bi], threads[t], steps, kind) : 0;
                 char tcol[32] = "-", rcol[32] = "-";
                 if (tq > 0) {
                     snprintf(tcol, sizeof tcol, "%.0f", tq);

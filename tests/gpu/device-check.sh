@@ -19,8 +19,9 @@
 #   ERASE_GPU_STEPS    benchmark steps per mode (default 50)
 # Exit status: 0 when the build and every GPU test passed, 1 otherwise.
 # Budget: about 2 minutes to build on 16 cores, a minute of tests, two of
-# benchmark; the full test suite runs last, bounded by what is left of 8
-# minutes.
+# benchmarks (the schedules; erase's off step against PyTorch eager on the
+# same GPU, when python3 has torch with CUDA); the full test suite runs
+# last, bounded by what is left of 8 minutes.
 set -uo pipefail
 start=$(date +%s)
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -134,6 +135,17 @@ for model in ctr mlp; do
         >"$out/bench-$model.txt" 2>&1 || fail "erase-bench schedules --model $model (bench-$model.txt)"
     grep -E '^(model|ctr|mlp)' "$out/bench-$model.txt" | tee -a "$summary"
 done
+
+# ---- erase's off step against PyTorch eager on the same GPU ------------------------
+if command -v python3 >/dev/null && env -u LD_LIBRARY_PATH python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    say "benchmark: erase-bench model --device cuda --torch (the off step vs PyTorch eager)"
+    ERASE_TORCH_PYTHON="env -u LD_LIBRARY_PATH python3" timeout 150 ./apps/erase-bench model \
+        --device cuda --torch --model both --batch 256,1024,4096,16384 --threads 1 --steps 30 \
+        >"$out/bench-model.txt" 2>&1 || fail "erase-bench model --torch (bench-model.txt)"
+    grep -E '^(model|ctr|mlp)' "$out/bench-model.txt" | tee -a "$summary"
+else
+    say "no PyTorch with CUDA here: erase-bench model --torch skipped"
+fi
 
 # ---- the whole suite, in what is left of 8 minutes -------------------------------
 left=$(( 480 - ($(date +%s) - start) - 20 ))
