@@ -395,6 +395,10 @@ static erase_status_t nccl_issue(erase_comm_t *c, erase_stream_t *s, const comm_
 static int nccl_poll(erase_comm_t *c, double limit_s, comm_op_t *stuck, double *age_s)
 {
     static __thread int thread_ready;
+    /* the fatal path is aborting (ncclCommAbort frees the communicators):
+     * polling them now would touch freed memory; the job is ending anyway */
+    if (__atomic_load_n(&ng.abort_started, __ATOMIC_ACQUIRE))
+        return 0;
     nccl_comm_t *n = find(c);
     if (!n)
         return 0;
