@@ -149,6 +149,20 @@ static nccl_comm_t *find(const erase_comm_t *c)
     return NULL;
 }
 
+/* Make the attached GPU current on the calling thread from its ordinal
+ * alone: the watchdog and erase_world_finalize may run after the
+ * application closed the erase device (erase-train and erase-bench close
+ * it before erase_world_finalize), so ng.dev must not be dereferenced
+ * there. */
+static erase_status_t use_ordinal(void)
+{
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == ng.ordinal)
+        return ERASE_OK;
+    ERASE_CUDA_CHECK(cudaSetDevice(ng.ordinal));
+    return ERASE_OK;
+}
+
 /* ---- the event ring (watchdog) --------------------------------------------- */
 
 /* Retire completed operations from the head (ring_lock held). Stops at the
@@ -395,10 +409,14 @@ static erase_status_t nccl_issue(erase_comm_t *c, erase_stream_t *s, const comm_
 static int nccl_poll(erase_comm_t *c, double limit_s, comm_op_t *stuck, double *age_s)
 {
     static __thread int thread_ready;
+    /* the fatal path is aborting (ncclCommAbort frees the communicators):
+     * polling them now would touch freed memory; the job is ending anyway */
+    if (__atomic_load_n(&ng.abort_started, __ATOMIC_ACQUIRE))
+        return 0;
     nccl_comm_t *n = find(c);
     if (!n)
         return 0;
-    erase_status_t st = erase_cuda_make_current(ng.dev);
+    erase_status_t st = use_ordinal();
     if (st != ERASE_OK)
         erase_fatal(__FILE__, __LINE__, "NCCL watchdog", st);
     if (!thread_ready) {
@@ -526,7 +544,7 @@ static void teardown(nccl_comm_t *n, int abort)
  * finalizes). */
 static void nccl_finalize(void)
 {
-    if (erase_cuda_make_current(ng.dev) != ERASE_OK) {
+    if (use_ordinal() != ERASE_OK) {
         fprintf(stderr, "[rank %d %s] nccl: finalize: %s\n", comm_world_rank, comm_host,
                 erase_error_message());
         erase_error_clear();

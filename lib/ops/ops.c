@@ -6,6 +6,10 @@
  */
 #include "lib/ops/ops_impl.h"
 
+#ifdef HAVE_CUDA
+#include "lib/device/cuda/cuda.h"
+#endif
+
 #define REQUIRE(cond, ...)                                     \
     do {                                                       \
         if (!(cond))                                           \
@@ -28,6 +32,11 @@ static erase_status_t ops_impl(const erase_stream_t *s, const char *op, const er
         return ERASE_OK;
 #ifdef HAVE_CUDA
     case ERASE_DEVICE_CUDA:
+        /* the launchers call <<<>>> on the stream directly: the stream's
+         * device must be current on this thread (the scheduler thread,
+         * the data reader's thread), or a rank on GPU 1 launches into a
+         * stream of another device (cudaErrorInvalidResourceHandle) */
+        ERASE_CHECK(erase_cuda_make_current(erase_stream_device(s)));
         *impl = &erase_ops_cuda;
         return ERASE_OK;
 #endif

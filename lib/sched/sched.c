@@ -49,6 +49,7 @@ struct erase_sched {
     erase_optim_clock_t clock;
     /* graph */
     erase_graph_t *graph;
+    int graph_warm;                  /* the first step ran eagerly (see erase_sched_step) */
     erase_batch_t graph_batch;
     /* trace labels: [block][kind] "<block>/<kind>", stream names */
     char (*labels)[4][48];
@@ -245,6 +246,23 @@ erase_status_t erase_sched_step(erase_sched_t *sc, const erase_batch_t *batch)
         ERASE_CHECK(issue_plan(sc, batch, 1));
         return ERASE_OK;
     case ERASE_EB_GRAPH:
+        if (!sc->graph && !sc->graph_warm) {
+            /* the first step runs eagerly (the same plan, so the same
+             * result): ops that allocate on first use (CUDA scratch
+             * memory, which refuses to grow while capturing; NCCL's lazy
+             * connection set-up) do it here rather than inside the
+             * capture. The plan's join leaves the main stream after every
+             * stream's work, so the graph launched on it next is ordered
+             * after this step. */
+            ERASE_CHECK(issue_plan(sc, batch, 0));
+            sc->graph_warm = 1;
+            sc->graph_batch = *batch;
+            return ERASE_OK;
+        }
+        if (!same_batch(batch, &sc->graph_batch))
+            return ERASE_ERROR(ERASE_ERR_INVALID,
+                               "graph mode: every step must use the batch buffers of the first step "
+                               "(the captured graph holds their addresses)");
         if (!sc->graph) {
             erase_stream_t *main = sc->streams[0];
             ERASE_CHECK(erase_stream_begin_capture(main));
@@ -254,11 +272,6 @@ erase_status_t erase_sched_step(erase_sched_t *sc, const erase_batch_t *batch)
             ERASE_CHECK(st);
             ERASE_CHECK(end);
             sc->graph = g;
-            sc->graph_batch = *batch;
-        } else if (!same_batch(batch, &sc->graph_batch)) {
-            return ERASE_ERROR(ERASE_ERR_INVALID,
-                               "graph mode: every step must use the batch buffers of the first step "
-                               "(the captured graph holds their addresses)");
         }
         ERASE_CHECK(erase_graph_launch(sc->graph, sc->streams[0]));
         return ERASE_OK;

@@ -11,8 +11,9 @@
  *             block b+1's forward;
  *   async     the same plan, but a scheduler thread enqueues the backward,
  *             all-reduce and update, so the host never stalls on enqueue;
- *   graph     the async step captured once as a graph and replayed every
- *             step (launch and collective order fixed).
+ *   graph     the async step run eagerly once (allocations on first use),
+ *             then captured once as a graph and replayed every step
+ *             (launch and collective order fixed).
  *
  * A block's backward can start early only when the boundary after it is a
  * cut; attached blocks form a segment whose backward runs in reverse after
