@@ -141,7 +141,8 @@ __device__ inline void erase_cuda_raise(int *fault, int code)
  * ... in order; thread y = 0 then adds the 32 partial sums in order of y.
  * The order depends only on the shape: bitwise reproducible.
  */
-template <typename Term> __global__ void erase_colsum_kernel(int rows, int cols, Term term, float *out)
+template <typename Term>
+__global__ void __launch_bounds__(1024) erase_colsum_kernel(int rows, int cols, Term term, float *out)
 {
     __shared__ float part[32][33];
     int c = blockIdx.x * 32 + threadIdx.x;

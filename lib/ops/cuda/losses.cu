@@ -15,8 +15,8 @@
 
 /* One block: thread t takes samples t, t + blockDim, ...; writes dz and
  * adds its losses; the block sum / batch goes to *loss. */
-__global__ void bce_kernel(int batch, const float *z, const float *y, double weight, float *loss,
-                           float *dz)
+__global__ void __launch_bounds__(LOSS_THREADS)
+    bce_kernel(int batch, const float *z, const float *y, double weight, float *loss, float *dz)
 {
     double sum = 0;
     for (int r = threadIdx.x; r < batch; r += blockDim.x) {
@@ -73,7 +73,8 @@ __global__ void xent_rows_kernel(int batch, int classes, const float *z, const i
 }
 
 /* One block: *loss = (sum of row_loss in a fixed order) / batch. */
-__global__ void mean_kernel(int batch, const double *row_loss, float *loss)
+__global__ void __launch_bounds__(LOSS_THREADS)
+    mean_kernel(int batch, const double *row_loss, float *loss)
 {
     double sum = 0;
     for (int r = threadIdx.x; r < batch; r += blockDim.x)
