@@ -126,6 +126,7 @@ erase_status_t erase_concat_forward(erase_stream_t *s, int batch, int n, const i
                                     const float *const *xs, float *y)
 {
     ERASE_CHECK(concat_check(n, widths));
+    REQUIRE(batch >= 0, "concat forward: batch %d", batch);
     DISPATCH(s, concat_forward, batch, n, widths, xs, y);
 }
 
@@ -133,6 +134,7 @@ erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const 
                                      const float *dy, float *const *dxs)
 {
     ERASE_CHECK(concat_check(n, widths));
+    REQUIRE(batch >= 0, "concat backward: batch %d", batch);
     DISPATCH(s, concat_backward, batch, n, widths, dy, dxs);
 }
 

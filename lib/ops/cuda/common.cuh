@@ -33,6 +33,15 @@ extern "C" {
 #define ERASE_CUDA_DEVICE_SIZED_BLOCKS 512
 #define ERASE_CUDA_FULL_MASK 0xffffffffu
 
+/*
+ * First statement of every launcher: make the stream's device the calling
+ * thread's current CUDA device (as the backend's own entry points do). A
+ * kernel launched into a stream of another device than the current one
+ * fails ("invalid resource handle"), and CUB sizes its launches for the
+ * current device. cudaGetDevice / cudaSetDevice are allowed while capturing.
+ */
+#define ERASE_CUDA_OP_BEGIN(s) ERASE_CHECK(erase_cuda_make_current(erase_stream_device(s)))
+
 /* Blocks of `threads` threads covering n items (at least 1, at most
  * ERASE_CUDA_MAX_BLOCKS; kernels loop over the rest). */
 static inline unsigned erase_cuda_blocks(size_t n, unsigned threads)
@@ -132,7 +141,8 @@ __device__ inline void erase_cuda_raise(int *fault, int code)
  * ... in order; thread y = 0 then adds the 32 partial sums in order of y.
  * The order depends only on the shape: bitwise reproducible.
  */
-template <typename Term> __global__ void erase_colsum_kernel(int rows, int cols, Term term, float *out)
+template <typename Term>
+__global__ void __launch_bounds__(1024) erase_colsum_kernel(int rows, int cols, Term term, float *out)
 {
     __shared__ float part[32][33];
     int c = blockIdx.x * 32 + threadIdx.x;

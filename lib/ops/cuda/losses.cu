@@ -15,8 +15,8 @@
 
 /* One block: thread t takes samples t, t + blockDim, ...; writes dz and
  * adds its losses; the block sum / batch goes to *loss. */
-__global__ void bce_kernel(int batch, const float *z, const float *y, double weight, float *loss,
-                           float *dz)
+__global__ void __launch_bounds__(LOSS_THREADS)
+    bce_kernel(int batch, const float *z, const float *y, double weight, float *loss, float *dz)
 {
     double sum = 0;
     for (int r = threadIdx.x; r < batch; r += blockDim.x) {
@@ -73,7 +73,8 @@ __global__ void xent_rows_kernel(int batch, int classes, const float *z, const i
 }
 
 /* One block: *loss = (sum of row_loss in a fixed order) / batch. */
-__global__ void mean_kernel(int batch, const double *row_loss, float *loss)
+__global__ void __launch_bounds__(LOSS_THREADS)
+    mean_kernel(int batch, const double *row_loss, float *loss)
 {
     double sum = 0;
     for (int r = threadIdx.x; r < batch; r += blockDim.x)
@@ -90,6 +91,7 @@ extern "C" erase_status_t erase_cuda_op_bce_with_logits(erase_stream_t *s, int b
                                                         const float *y, float weight, float *loss,
                                                         float *dz)
 {
+    ERASE_CUDA_OP_BEGIN(s);
     bce_kernel<<<1, LOSS_THREADS, 0, erase_cuda_stream(s)>>>(batch, z, y, weight, loss, dz);
     ERASE_CUDA_CHECK_LAUNCH("bce with logits");
     return ERASE_OK;
@@ -99,6 +101,7 @@ extern "C" erase_status_t erase_cuda_op_softmax_xent(erase_stream_t *s, int batc
                                                      const float *z, const int32_t *labels,
                                                      float weight, float *loss, float *dz)
 {
+    ERASE_CUDA_OP_BEGIN(s);
     cudaStream_t st = erase_cuda_stream(s);
     double *row_loss = NULL;
     if (batch > 0) {

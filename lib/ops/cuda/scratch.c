@@ -8,6 +8,8 @@
  */
 #include "lib/ops/cuda/ops_cuda.h"
 
+#include "lib/device/cuda/cuda.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -15,6 +17,7 @@ typedef struct scratch_entry {
     struct scratch_entry *next;
     const erase_stream_t *stream;
     const erase_device_t *dev;
+    int ordinal; /* CUDA device the buffer lives on */
     void *ptr;
     size_t bytes;
 } scratch_entry_t;
@@ -28,10 +31,14 @@ static scratch_entry_t *scratch_list;
 erase_status_t erase_cuda_op_scratch(erase_stream_t *s, size_t bytes, void **ptr)
 {
     erase_device_t *dev = erase_stream_device(s);
+    int ordinal = erase_cuda_ordinal(dev);
     erase_status_t st = ERASE_OK;
     pthread_mutex_lock(&scratch_lock);
+    /* Entries outlive their streams and devices (never freed): a stream or
+     * device opened later may get the same address, so the ordinal is part
+     * of the key (a buffer of another GPU would be an illegal address). */
     scratch_entry_t *e = scratch_list;
-    while (e && !(e->stream == s && e->dev == dev))
+    while (e && !(e->stream == s && e->dev == dev && e->ordinal == ordinal))
         e = e->next;
     if (e && e->bytes >= bytes) {
         *ptr = e->ptr;
@@ -62,6 +69,7 @@ erase_status_t erase_cuda_op_scratch(erase_stream_t *s, size_t bytes, void **ptr
     }
     n->stream = s;
     n->dev = dev;
+    n->ordinal = ordinal;
     n->bytes = size;
     n->next = scratch_list;
     scratch_list = n;

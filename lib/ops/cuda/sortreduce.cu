@@ -19,7 +19,8 @@
  * heads[g][u] = i. Finally heads[g][count] = number of valid entries and
  * *out_count[g] = count.
  */
-__global__ void sortreduce_heads_kernel(erase_sortreduce_t p, const uint64_t *keys, int *heads)
+__global__ void __launch_bounds__(HEADS_THREADS)
+    sortreduce_heads_kernel(erase_sortreduce_t p, const uint64_t *keys, int *heads)
 {
     int g = blockIdx.x;
     const uint64_t *k = keys + (size_t)g * p.seglen;
