@@ -46,6 +46,7 @@ typedef struct {
     char init_from[1024];       /* warm start: a checkpoint file (or directory) */
     int init_from_optimizer;    /* with init_from: also the optimizer state */
     char device[8];             /* cpu | cuda */
+    char gemm[8];               /* fp32 | tf32 | bf16 (erase_gemm_precision_t) */
     int64_t seed;
     int shuffle;
     char nonfinite[8];          /* stop | skip: a step with a NaN or infinite gradient */

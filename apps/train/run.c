@@ -568,6 +568,8 @@ static erase_status_t open_device(run_t *r)
     erase_device_options_t dopt = erase_device_options_default();
     dopt.cores = erase_world_cores_per_rank(r->w); /* ranks on one host share its cores */
     dopt.ordinal = r->w->local_rank;
+    if (erase_gemm_precision_parse(o->gemm, &dopt.gemm) != 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--gemm %s: expected fp32, tf32 or bf16", o->gemm);
     if (!strcmp(o->device, "cuda"))
         dopt.kind = ERASE_DEVICE_CUDA;
     else if (strcmp(o->device, "cpu"))
@@ -577,7 +579,7 @@ static erase_status_t open_device(run_t *r)
         return ERASE_OK;
     char why[2048];
     snprintf(why, sizeof why, "%s", erase_error_message()); /* the message is rewritten below */
-    if (strstr(why, "--device"))
+    if (strstr(why, "--device") || strstr(why, "--gemm"))
         return st; /* the backend named the option already */
     return ERASE_ERROR(st, "--device %s (device %d of this host): %s", o->device, dopt.ordinal, why);
 }

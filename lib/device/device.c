@@ -4,6 +4,7 @@
 #include "lib/device/backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define BACKEND(obj) ((obj)->dev->backend)
 
@@ -20,6 +21,22 @@ erase_device_options_t erase_device_options_default(void)
     return o;
 }
 
+const char *erase_gemm_precision_name(erase_gemm_precision_t p)
+{
+    return p == ERASE_GEMM_TF32 ? "tf32" : p == ERASE_GEMM_BF16 ? "bf16" : "fp32";
+}
+
+int erase_gemm_precision_parse(const char *name, erase_gemm_precision_t *out)
+{
+    static const erase_gemm_precision_t all[] = { ERASE_GEMM_FP32, ERASE_GEMM_TF32, ERASE_GEMM_BF16 };
+    for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(name, erase_gemm_precision_name(all[i]))) {
+            *out = all[i];
+            return 0;
+        }
+    return -1;
+}
+
 erase_status_t erase_device_open(const erase_device_options_t *options, erase_device_t **out)
 {
     REQUIRE(out != NULL, "erase_device_open: out is NULL");
@@ -27,8 +44,15 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
     erase_device_options_t o = options ? *options : erase_device_options_default();
     REQUIRE(o.blas_threads >= 0, "erase_device_open: blas_threads %d < 0", o.blas_threads);
     REQUIRE(o.cores >= 0, "erase_device_open: cores %d < 0", o.cores);
+    REQUIRE(o.gemm >= ERASE_GEMM_FP32 && o.gemm <= ERASE_GEMM_BF16,
+            "erase_device_open: unknown GEMM precision %d", (int)o.gemm);
     switch (o.kind) {
     case ERASE_DEVICE_CPU:
+        if (o.gemm != ERASE_GEMM_FP32)
+            return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
+                               "--gemm %s: the CPU backend computes GEMMs in fp32 only (tf32 and "
+                               "bf16 are tensor-core modes of the CUDA backend)",
+                               erase_gemm_precision_name(o.gemm));
         ERASE_CHECK(erase_cpu_device_open(&o, out));
         pthread_mutex_init(&(*out)->trace_lock, NULL);
         return ERASE_OK;

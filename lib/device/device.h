@@ -37,6 +37,22 @@ typedef enum {
     ERASE_DEVICE_CUDA = 1  /* cuBLAS + .cu kernels */
 } erase_device_kind_t;
 
+/*
+ * Arithmetic of GEMMs (erase_sgemm and every op built on it). Operands and
+ * results are fp32 in memory in every mode; accumulation is fp32.
+ *   FP32  strict fp32 products (CPU BLAS, cuBLAS without tensor cores):
+ *         within float rounding of a double reference (~1e-6 relative)
+ *   TF32  CUDA only: tensor cores round the operands to TF32 (10-bit
+ *         mantissa, CUBLAS_COMPUTE_32F_FAST_TF32): ~1e-3 relative per GEMM
+ *   BF16  CUDA only: operands rounded to bfloat16 (7-bit mantissa,
+ *         CUBLAS_COMPUTE_32F_FAST_16BF): ~1e-2 relative per GEMM
+ */
+typedef enum { ERASE_GEMM_FP32 = 0, ERASE_GEMM_TF32, ERASE_GEMM_BF16 } erase_gemm_precision_t;
+
+/* "fp32", "tf32", "bf16" <-> precision; parse returns -1 for an unknown name. */
+const char *erase_gemm_precision_name(erase_gemm_precision_t p);
+int erase_gemm_precision_parse(const char *name, erase_gemm_precision_t *out);
+
 typedef struct {
     erase_device_kind_t kind;
     /* BLAS threads used by each GEMM call on any stream of a CPU device;
@@ -49,6 +65,9 @@ typedef struct {
     /* CUDA: the GPU to use (cudaSetDevice numbering); erase-train gives
      * each rank its local rank. Ignored by the CPU backend. */
     int ordinal;
+    /* GEMM arithmetic (see erase_gemm_precision_t); the CPU backend takes
+     * FP32 only (ERASE_ERR_UNSUPPORTED otherwise). */
+    erase_gemm_precision_t gemm;
 } erase_device_options_t;
 
 /* Defaults: CPU, automatic BLAS threads. */

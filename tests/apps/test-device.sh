@@ -4,7 +4,8 @@
 # without a CUDA device fails cleanly: a non-zero exit status and one line
 # from erase_device_open that names the option ("--device cuda: this build
 # of erase has no CUDA backend", or the CUDA backend's "no CUDA device
-# visible"), never a crash. Skipped where a CUDA device can be opened.
+# visible"), never a crash; --gemm tf32/bf16 on the CPU backend likewise.
+# Skipped where a CUDA device can be opened.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-bench
@@ -14,7 +15,7 @@ if timeout -k 5 60 apps/erase-bench model --device cuda --model mlp --batch 8 --
     --warmup 0 >"$dir/probe" 2>&1; then
     skip "a CUDA device opens here"
 fi
-echo "1..6"
+echo "1..7"
 
 # one_line FILE: FILE has exactly one line naming --device cuda and the
 # reason erase_device_open gave, and no sign of a crash
@@ -60,4 +61,12 @@ timeout -k 5 60 apps/erase-bench model --device tpu >"$dir/bad2.out" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q -e '--device tpu: expected cpu or cuda' "$dir/bad2.out"
 tap $? "erase-bench model --device tpu: usage error (exit $rc)"
+
+# tensor-core GEMMs are a CUDA mode: the CPU backend refuses them by name
+timeout -k 5 60 apps/erase-train --train "$dir/none" --gemm bf16 --quiet >"$dir/gemm.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q -F -e '--gemm bf16: the CPU backend computes GEMMs in fp32 only (tf32 and bf16 are tensor-core modes of the CUDA backend)' "$dir/gemm.out" &&
+    ! grep -q -e '--device cpu' "$dir/gemm.out"
+tap $? "erase-train --gemm bf16 on the CPU: exit $rc, the CPU backend's reason"
+[ $rc != 1 ] && tap_report "$dir/gemm.out"
 exit 0

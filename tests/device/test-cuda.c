@@ -12,9 +12,10 @@
  * streams replayed 1,000 times bitwise equal to eager issue, the capture
  * rules (unjoined streams, synchronize while capturing), SGEMM of every
  * transpose case / leading dimension / alpha-beta / k = 0 / batch against
- * the CPU backend within 1e-5 of the terms' magnitude (strict fp32: run
- * with ERASE_CUBLAS_MATH unset), trace markers (eager and in a graph), and
- * the fault word.
+ * the CPU backend within 1e-5 of the terms' magnitude (strict fp32, the
+ * default), the tensor-core modes (--gemm tf32 within 2e-3, bf16 within
+ * 2e-2 norm-wise of a double reference, and measurably not fp32), trace
+ * markers (eager and in a graph), and the fault word.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -684,6 +685,77 @@ static void test_sgemm_vs_cpu(void **state)
     assert_true(worst <= 1e-5);
 }
 
+/*
+ * --gemm tf32 / bf16: a 256^3 GEMM of operands uniform in ±[0.25, 1) on a CUDA
+ * device opened in that mode, against a double-precision product of the
+ * same fp32 operands: the norm-wise relative error stays within the
+ * stated bound (tf32 2e-3: operands rounded to 10 mantissa bits; bf16
+ * 2e-2: 7 bits) and is above 1e-5, the fp32 level (the mode took effect).
+ */
+static double tensor_core_error(erase_gemm_precision_t mode, uint64_t seed)
+{
+    const int n = 256;
+    const size_t nn = (size_t)n * n;
+    erase_device_options_t o = erase_device_options_default();
+    o.kind = ERASE_DEVICE_CUDA;
+    o.gemm = mode;
+    erase_device_t *d;
+    MUST(erase_device_open(&o, &d));
+    float *ha = malloc(nn * sizeof(float)), *hb = malloc(nn * sizeof(float)),
+          *hc = malloc(nn * sizeof(float));
+    assert_non_null(ha);
+    assert_non_null(hb);
+    assert_non_null(hc);
+    uint64_t rng = seed;
+    for (size_t i = 0; i < nn; i++) {
+        ha[i] = nonzero(&rng);
+        hb[i] = nonzero(&rng);
+    }
+    float *a, *b, *c;
+    MUST(erase_malloc(d, nn * sizeof(float), (void **)&a));
+    MUST(erase_malloc(d, nn * sizeof(float), (void **)&b));
+    MUST(erase_malloc(d, nn * sizeof(float), (void **)&c));
+    MUST(erase_memcpy_sync(d, a, ha, nn * sizeof(float)));
+    MUST(erase_memcpy_sync(d, b, hb, nn * sizeof(float)));
+    erase_stream_t *s;
+    MUST(erase_stream_create(d, &s));
+    MUST(erase_sgemm(s, ERASE_NO_TRANS, ERASE_NO_TRANS, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n));
+    MUST(erase_stream_synchronize(s));
+    MUST(erase_memcpy_sync(d, hc, c, nn * sizeof(float)));
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double ref = 0;
+            for (int k = 0; k < n; k++)
+                ref += (double)ha[(size_t)i * n + k] * (double)hb[(size_t)k * n + j];
+            double diff = (double)hc[(size_t)i * n + j] - ref;
+            num += diff * diff;
+            den += ref * ref;
+        }
+    erase_stream_destroy(s);
+    erase_free(d, a);
+    erase_free(d, b);
+    erase_free(d, c);
+    erase_device_close(d);
+    free(ha);
+    free(hb);
+    free(hc);
+    return sqrt(num / den);
+}
+
+static void test_sgemm_tensor_cores(void **state)
+{
+    NEED_GPU();
+    double tf32 = tensor_core_error(ERASE_GEMM_TF32, 11);
+    double bf16 = tensor_core_error(ERASE_GEMM_BF16, 12);
+    double fp32 = tensor_core_error(ERASE_GEMM_FP32, 13);
+    printf("# 256^3 GEMM, norm-wise relative error: fp32 %.3g, tf32 %.3g, bf16 %.3g\n", fp32,
+           tf32, bf16);
+    assert_true(fp32 <= 1e-5);
+    assert_true(tf32 <= 2e-3 && tf32 > 1e-5);
+    assert_true(bf16 <= 2e-2 && bf16 > 1e-5);
+}
+
 static void test_sgemm_batched_vs_cpu(void **state)
 {
     NEED_GPU();
@@ -829,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_capture_rules),
         cmocka_unit_test(test_sgemm_vs_cpu),
         cmocka_unit_test(test_sgemm_batched_vs_cpu),
+        cmocka_unit_test(test_sgemm_tensor_cores),
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_fault_word),
     };

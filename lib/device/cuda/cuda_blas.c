@@ -15,9 +15,12 @@
  * NaN in C does not survive as 0 * NaN), beta == 1 leaves C alone, any
  * other beta scales each C in place with cublasSgeam.
  *
- * Precision: the stream's cuBLAS handle uses the device's math mode
- * (CUBLAS_DEFAULT_MATH: strict fp32; ERASE_CUBLAS_MATH=tf32: TF32 tensor
- * cores, ~1e-3 relative), see cuda_device.c.
+ * Precision (erase_device_options_t.gemm): FP32 calls cublasSgemm(Strided
+ * Batched) with CUBLAS_DEFAULT_MATH (no tensor cores, strict fp32); TF32 and
+ * BF16 call cublasGemm(StridedBatched)Ex on the same fp32 matrices with the
+ * compute type CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF (tensor cores;
+ * operands rounded to TF32 / bfloat16, fp32 accumulation: ~1e-3 / ~1e-2
+ * relative; cuBLAS documentation, "cublasComputeType_t").
  */
 #include "config.h"
 
@@ -72,15 +75,30 @@ erase_status_t cuda_sgemm_strided_batched(erase_stream_t *stream, erase_trans_t 
         return ERASE_OK;
     }
     cublasStatus_t rc;
-    if (batch == 1)
-        rc = cublasSgemm(s->blas, op(tb), op(ta), n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
-    else
-        rc = cublasSgemmStridedBatched(s->blas, op(tb), op(ta), n, m, k, &alpha, b, ldb,
-                                       (long long)stride_b, a, lda, (long long)stride_a, &beta, c,
-                                       ldc, (long long)stride_c, batch);
+    const char *what;
+    if (s->dev->gemm == ERASE_GEMM_FP32) {
+        what = batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched";
+        if (batch == 1)
+            rc = cublasSgemm(s->blas, op(tb), op(ta), n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+        else
+            rc = cublasSgemmStridedBatched(s->blas, op(tb), op(ta), n, m, k, &alpha, b, ldb,
+                                           (long long)stride_b, a, lda, (long long)stride_a, &beta,
+                                           c, ldc, (long long)stride_c, batch);
+    } else {
+        cublasComputeType_t ct = s->dev->gemm == ERASE_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                 : CUBLAS_COMPUTE_32F_FAST_16BF;
+        what = batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx";
+        if (batch == 1)
+            rc = cublasGemmEx(s->blas, op(tb), op(ta), n, m, k, &alpha, b, CUDA_R_32F, ldb, a,
+                              CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT);
+        else
+            rc = cublasGemmStridedBatchedEx(s->blas, op(tb), op(ta), n, m, k, &alpha, b, CUDA_R_32F,
+                                            ldb, (long long)stride_b, a, CUDA_R_32F, lda,
+                                            (long long)stride_a, &beta, c, CUDA_R_32F, ldc,
+                                            (long long)stride_c, batch, ct, CUBLAS_GEMM_DEFAULT);
+    }
     if (rc != CUBLAS_STATUS_SUCCESS)
-        return cublas_fail(__LINE__, rc, batch == 1 ? "cublasSgemm" : "cublasSgemmStridedBatched",
-                           m, n, k, batch);
+        return cublas_fail(__LINE__, rc, what, m, n, k, batch);
     cuda_count(s);
     return ERASE_OK;
 }

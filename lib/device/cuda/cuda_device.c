@@ -271,25 +271,6 @@ static void device_release(cuda_device_t *d)
 
 static void cuda_close(erase_device_t *dev) { device_release(cuda_device(dev)); }
 
-/* ERASE_CUBLAS_MATH: unset, "" or "fp32" = CUBLAS_DEFAULT_MATH (strict fp32
- * arithmetic, results within float rounding of the CPU backend); "tf32" =
- * CUBLAS_TF32_TENSOR_OP_MATH (tensor cores with 10-bit mantissa inputs:
- * about 1e-3 relative error per product, several times faster on H100/H200). */
-static erase_status_t math_from_env(cublasMath_t *math, const char **name)
-{
-    const char *v = getenv("ERASE_CUBLAS_MATH");
-    if (!v || !*v || strcmp(v, "fp32") == 0) {
-        *math = CUBLAS_DEFAULT_MATH;
-        *name = "fp32";
-    } else if (strcmp(v, "tf32") == 0) {
-        *math = CUBLAS_TF32_TENSOR_OP_MATH;
-        *name = "tf32";
-    } else {
-        return ERASE_ERROR(ERASE_ERR_INVALID, "ERASE_CUBLAS_MATH=%s: expected fp32 or tf32", v);
-    }
-    return ERASE_OK;
-}
-
 static void version_text(int v, char *text, size_t size)
 {
     snprintf(text, size, "%d.%d", v / 1000, (v % 1000) / 10);
@@ -339,9 +320,6 @@ erase_status_t erase_cuda_device_open(const erase_device_options_t *options, era
     if (options->ordinal < 0 || options->ordinal >= count)
         return ERASE_ERROR(ERASE_ERR_INVALID, "CUDA device ordinal %d is out of range: %d GPU%s visible",
                            options->ordinal, count, count == 1 ? "" : "s");
-    cublasMath_t math = CUBLAS_DEFAULT_MATH;
-    const char *math_name = "fp32";
-    ERASE_CHECK(math_from_env(&math, &math_name));
 
     cuda_device_t *d = calloc(1, sizeof *d);
     if (!d)
@@ -349,7 +327,7 @@ erase_status_t erase_cuda_device_open(const erase_device_options_t *options, era
     d->base.backend = &cuda_backend;
     d->base.kind = ERASE_DEVICE_CUDA;
     d->ordinal = options->ordinal;
-    d->math = math;
+    d->gemm = options->gemm;
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->fault_lock, NULL);
     erase_status_t st;
@@ -358,7 +336,7 @@ erase_status_t erase_cuda_device_open(const erase_device_options_t *options, era
         st = erase_cuda_error(__FILE__, __LINE__, rc, "cudaSetDevice");
         goto fail;
     }
-    ERASE_CHECK_GOTO(describe_init(d, math_name), st, fail);
+    ERASE_CHECK_GOTO(describe_init(d, erase_gemm_precision_name(d->gemm)), st, fail);
     /* cuBLAS's recommended workspace: 32 MiB on Hopper and newer, 4 MiB before */
     d->workspace_bytes = (size_t)(d->cc_major >= 9 ? 32 : 4) << 20;
     rc = cudaStreamCreateWithFlags(&d->aux, cudaStreamNonBlocking);

@@ -58,7 +58,7 @@ struct cuda_device {
     int sms;                    /* multiprocessors */
     int cc_major, cc_minor;     /* compute capability */
     size_t workspace_bytes;     /* cuBLAS workspace per stream */
-    cublasMath_t math;          /* CUBLAS_DEFAULT_MATH or TF32 (ERASE_CUBLAS_MATH) */
+    erase_gemm_precision_t gemm; /* GEMM arithmetic (erase_device_options_t.gemm) */
     char description[640];
     int *fault;                 /* device: the fault word (one int) */
     int *fault_host;            /* pinned: where it is read into */

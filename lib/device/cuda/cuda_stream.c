@@ -78,7 +78,8 @@ erase_status_t cuda_stream_create(erase_device_t *dev, erase_stream_t **out)
     CUBLAS_TRY(cublasSetStream(s->blas, s->s), "cublasSetStream");
     CUBLAS_TRY(cublasSetWorkspace(s->blas, s->workspace, d->workspace_bytes), "cublasSetWorkspace");
     CUBLAS_TRY(cublasSetPointerMode(s->blas, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    CUBLAS_TRY(cublasSetMathMode(s->blas, d->math), "cublasSetMathMode");
+    /* strict fp32 unless a GEMM asks for tensor cores by its compute type */
+    CUBLAS_TRY(cublasSetMathMode(s->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     *out = &s->base;
     return ERASE_OK;
 fail:

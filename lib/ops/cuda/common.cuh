@@ -33,14 +33,9 @@ extern "C" {
 #define ERASE_CUDA_DEVICE_SIZED_BLOCKS 512
 #define ERASE_CUDA_FULL_MASK 0xffffffffu
 
-/*
- * First statement of every launcher: make the stream's device the calling
- * thread's current CUDA device (as the backend's own entry points do). A
- * kernel launched into a stream of another device than the current one
- * fails ("invalid resource handle"), and CUB sizes its launches for the
- * current device. cudaGetDevice / cudaSetDevice are allowed while capturing.
- */
-#define ERASE_CUDA_OP_BEGIN(s) ERASE_CHECK(erase_cuda_make_current(erase_stream_device(s)))
+/* Launchers run with the stream's device current: lib/ops/ops.c makes it
+ * current before dispatching every CUDA op (a kernel launched into another
+ * device's stream fails, and CUB sizes its launches for the current one). */
 
 /* Blocks of `threads` threads covering n items (at least 1, at most
  * ERASE_CUDA_MAX_BLOCKS; kernels loop over the rest). */

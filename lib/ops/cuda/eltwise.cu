@@ -123,7 +123,6 @@ __global__ void concat_backward_kernel(size_t elems, concat_params_t p, const fl
 extern "C" erase_status_t erase_cuda_op_relu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     relu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -135,7 +134,6 @@ extern "C" erase_status_t erase_cuda_op_relu_forward(erase_stream_t *s, size_t n
 extern "C" erase_status_t erase_cuda_op_relu_backward(erase_stream_t *s, size_t n, const float *y,
                                                       const float *dy, float *dx)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     relu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -147,7 +145,6 @@ extern "C" erase_status_t erase_cuda_op_relu_backward(erase_stream_t *s, size_t 
 extern "C" erase_status_t erase_cuda_op_gelu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     gelu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -159,7 +156,6 @@ extern "C" erase_status_t erase_cuda_op_gelu_forward(erase_stream_t *s, size_t n
 extern "C" erase_status_t erase_cuda_op_gelu_backward(erase_stream_t *s, size_t n, const float *x,
                                                       const float *dy, float *dx)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     gelu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -171,7 +167,6 @@ extern "C" erase_status_t erase_cuda_op_gelu_backward(erase_stream_t *s, size_t 
 extern "C" erase_status_t erase_cuda_op_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed,
                                                 uint64_t offset, const float *x, float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     float scale = p < 1 ? (float)(1.0 / (1.0 - p)) : 0; /* as the CPU kernel */
@@ -185,7 +180,6 @@ extern "C" erase_status_t erase_cuda_op_dropout(erase_stream_t *s, size_t n, flo
 extern "C" erase_status_t erase_cuda_op_axpy(erase_stream_t *s, size_t n, float alpha,
                                              const float *x, float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     axpy_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -210,7 +204,6 @@ extern "C" erase_status_t erase_cuda_op_concat_forward(erase_stream_t *s, int ba
                                                        const int *widths, const float *const *xs,
                                                        float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     concat_params_t p;
     concat_params(&p, n, widths);
     for (int i = 0; i < n; i++)
@@ -228,7 +221,6 @@ extern "C" erase_status_t erase_cuda_op_concat_backward(erase_stream_t *s, int b
                                                         const int *widths, const float *dy,
                                                         float *const *dxs)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     concat_params_t p;
     concat_params(&p, n, widths);
     for (int i = 0; i < n; i++)

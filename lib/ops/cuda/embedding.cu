@@ -57,7 +57,6 @@ extern "C" erase_status_t erase_cuda_op_embedding_forward(erase_stream_t *s, int
                                                           const uint32_t *ids,
                                                           const float *const *tables, float *out)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     embedding_params_t p;
     memset(&p, 0, sizeof p);
     p.batch = batch;
@@ -82,7 +81,6 @@ extern "C" erase_status_t erase_cuda_op_embedding_backward(erase_stream_t *s, in
                                                            uint32_t *const *grad_rows,
                                                            float *const *grad_values, int *count)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     embedding_params_t p;
     memset(&p, 0, sizeof p);
     p.batch = batch;

@@ -81,7 +81,6 @@ extern "C" erase_status_t erase_cuda_op_interaction_forward(erase_stream_t *s, i
                                                             int dim, const float *dense,
                                                             const float *emb, float *out)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (batch == 0)
         return ERASE_OK;
     int m = nvec - 1, width = dim + nvec * (nvec - 1) / 2;
@@ -109,7 +108,6 @@ extern "C" erase_status_t erase_cuda_op_interaction_backward(erase_stream_t *s, 
                                                              const float *emb, const float *dout,
                                                              float *ddense, float *demb)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (batch == 0)
         return ERASE_OK;
     cudaStream_t st = erase_cuda_stream(s);

@@ -91,7 +91,6 @@ extern "C" erase_status_t erase_cuda_op_layernorm_forward(erase_stream_t *s, int
                                                           const float *gamma, const float *beta,
                                                           float *y, float *mean, float *rstd)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (batch == 0)
         return ERASE_OK;
     layernorm_forward_kernel<<<erase_cuda_blocks((size_t)batch * 32, ERASE_CUDA_THREADS),
@@ -107,7 +106,6 @@ extern "C" erase_status_t erase_cuda_op_layernorm_backward(erase_stream_t *s, in
                                                            const float *dy, float *dx,
                                                            float *dgamma, float *dbeta)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     cudaStream_t st = erase_cuda_stream(s);
     if (dx && batch > 0) {
         layernorm_backward_kernel<<<erase_cuda_blocks((size_t)batch * 32, ERASE_CUDA_THREADS),

@@ -29,7 +29,6 @@ extern "C" erase_status_t erase_cuda_op_linear_forward(erase_stream_t *s, int ba
                                                        int out, const float *x, const float *w,
                                                        const float *b, float *y)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     cudaStream_t st = erase_cuda_stream(s);
     if (in > 0)
         ERASE_CHECK(erase_sgemm(s, ERASE_NO_TRANS, ERASE_TRANS, batch, out, in, 1.0f, x, in, w, in,
@@ -50,7 +49,6 @@ extern "C" erase_status_t erase_cuda_op_linear_backward(erase_stream_t *s, int b
                                                         const float *dy, float *dx, float *dw,
                                                         float *db)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     cudaStream_t st = erase_cuda_stream(s);
     if (dx && batch > 0)
         ERASE_CHECK(erase_sgemm(s, ERASE_NO_TRANS, ERASE_NO_TRANS, batch, in, out, 1.0f, dy, out, w,

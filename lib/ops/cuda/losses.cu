@@ -91,7 +91,6 @@ extern "C" erase_status_t erase_cuda_op_bce_with_logits(erase_stream_t *s, int b
                                                         const float *y, float weight, float *loss,
                                                         float *dz)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     bce_kernel<<<1, LOSS_THREADS, 0, erase_cuda_stream(s)>>>(batch, z, y, weight, loss, dz);
     ERASE_CUDA_CHECK_LAUNCH("bce with logits");
     return ERASE_OK;
@@ -101,7 +100,6 @@ extern "C" erase_status_t erase_cuda_op_softmax_xent(erase_stream_t *s, int batc
                                                      const float *z, const int32_t *labels,
                                                      float weight, float *loss, float *dz)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     cudaStream_t st = erase_cuda_stream(s);
     double *row_loss = NULL;
     if (batch > 0) {

@@ -139,7 +139,6 @@ extern "C" erase_status_t erase_cuda_op_optim_clock_advance(erase_stream_t *s,
                                                             erase_optim_clock_t *clock,
                                                             const erase_lr_schedule_t *schedule)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     clock_kernel<<<1, 1, 0, erase_cuda_stream(s)>>>(clock, *schedule);
     ERASE_CUDA_CHECK_LAUNCH("optimizer clock");
     return ERASE_OK;
@@ -149,7 +148,6 @@ extern "C" erase_status_t erase_cuda_op_check_finite(erase_stream_t *s, const fl
                                                      const int *rows, int code,
                                                      erase_optim_clock_t *clock)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     /* With rows, the size is on the device: a fixed grid loops over it. */
     unsigned blocks = rows ? ERASE_CUDA_DEVICE_SIZED_BLOCKS : erase_cuda_blocks(n, ERASE_CUDA_THREADS);
     check_finite_kernel<<<blocks, ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(x, n, rows, code,
@@ -163,7 +161,6 @@ extern "C" erase_status_t erase_cuda_op_sgd_update(erase_stream_t *s, size_t n, 
                                                    const erase_optim_clock_t *clock, float lr_mult,
                                                    float momentum, float weight_decay)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     sgd_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -179,7 +176,6 @@ extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n
                                                      float lr_mult, float beta1, float beta2,
                                                      float eps, float weight_decay)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     if (n == 0)
         return ERASE_OK;
     adamw_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
@@ -194,7 +190,6 @@ extern "C" erase_status_t erase_cuda_op_rowwise_adagrad_update(
     const float *grad_values, const int *count, const erase_optim_clock_t *clock, float lr_mult,
     float eps)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     adagrad_kernel<<<ERASE_CUDA_DEVICE_SIZED_BLOCKS, ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(
         dim, table, acc, grad_rows, grad_values, count, clock, lr_mult, eps);
     ERASE_CUDA_CHECK_LAUNCH("row-wise adagrad update");
@@ -208,7 +203,6 @@ extern "C" erase_status_t erase_cuda_op_sparse_sgd_update(erase_stream_t *s, int
                                                           const erase_optim_clock_t *clock,
                                                           float lr_mult)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     sparse_sgd_kernel<<<ERASE_CUDA_DEVICE_SIZED_BLOCKS, ERASE_CUDA_THREADS, 0,
                         erase_cuda_stream(s)>>>(dim, table, grad_rows, grad_values, count, clock,
                                                 lr_mult);

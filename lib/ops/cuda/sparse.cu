@@ -79,7 +79,6 @@ extern "C" erase_status_t erase_cuda_op_sparse_pack(erase_stream_t *s, int table
                                                     const float *const *values, int *out_counts,
                                                     uint32_t *out_rows, float *out_values)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     pack_params_t p;
     memset(&p, 0, sizeof p);
     p.capacity = capacity;
@@ -103,7 +102,6 @@ extern "C" erase_status_t erase_cuda_op_sparse_merge(erase_stream_t *s, int rank
                                                      const float *all_values, int *const *count,
                                                      uint32_t *const *rows, float *const *values)
 {
-    ERASE_CUDA_OP_BEGIN(s);
     size_t seglen = (size_t)ranks * capacity;
     if (seglen > INT_MAX || (size_t)ranks * tables * capacity > INT_MAX)
         return ERASE_ERROR(ERASE_ERR_INVALID,
