@@ -13,14 +13,14 @@ EXTRA_DIST += $(COMM_TEST_DRIVERS) tests/comm/mpi.sh tests/comm/tsan.supp tests/
 
 # the file-system exchange of NCCL ids (no NCCL, no GPU: every build)
 check_PROGRAMS += tests/comm/test-id-exchange
-tests_comm_test_id_exchange_SOURCES = tests/comm/test-id-exchange.c
+tests_comm_test_id_exchange_SOURCES = tests/comm/test-id-exchange.c tests/comm/mpi_tap.h
 tests_comm_test_id_exchange_LDADD = $(ERASE_LIBS)
 
 # NCCL collectives on CUDA streams (needs a GPU: prints SKIP without one;
 # in builds without NCCL it checks that attaching is a no-op for a CPU
 # device and UNSUPPORTED for a CUDA one)
 check_PROGRAMS += tests/comm/test-nccl
-tests_comm_test_nccl_SOURCES = tests/comm/test-nccl.c
+tests_comm_test_nccl_SOURCES = tests/comm/test-nccl.c tests/comm/mpi_tap.h
 tests_comm_test_nccl_LDADD = $(ERASE_LIBS)
 
 # failure modes of a job (no cmocka: the drivers judge)

@@ -23,32 +23,14 @@
 #include <unistd.h>
 
 #include "lib/comm/comm_internal.h"
+#include "tests/comm/mpi_tap.h"
 #include "lib/core/timer.h"
 
 #define ID_BYTES 128
 
 static erase_world_t world;
-static int tap_n;
 
-/* Sum of a per-rank count over the world (MPI itself). */
-static long world_sum(long local)
-{
-    long total = 0;
-    if (MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-        erase_fatal(__FILE__, __LINE__, "MPI_Allreduce", ERASE_ERR_COMM);
-    return total;
-}
 
-/* One TAP line from rank 0: ok when no rank counted a failure. */
-static void tap(long bad_local, const char *what)
-{
-    long bad = world_sum(bad_local);
-    if (world.rank == 0)
-        printf("%s %d - %s%s\n", bad ? "not ok" : "ok", ++tap_n, what,
-               bad ? " (failures summed over the ranks below)" : "");
-    if (world.rank == 0)
-        fflush(stdout);
-}
 
 /* 0 if msg ends with expected, else 1 (printed with the rank). */
 static int ends_with(erase_status_t got, erase_status_t want, const char *msg,
@@ -95,6 +77,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--pp"))
             o.pp_size = atoi(argv[i + 1]);
     ERASE_MUST(erase_world_init(&argc, &argv, &o, &world));
+    mpi_tap_rank = world.rank;
     const char *dir = getenv("ERASE_TEST_DIR");
     const char *job = getenv("ERASE_JOB_ID");
     if (!dir || !job) {
@@ -220,7 +203,7 @@ int main(int argc, char **argv)
     tap(bad, "job ids: none is ERASE_ERR_INVALID, Slurm's is job.step, unsafe characters become _");
 
     if (world.rank == 0)
-        printf("1..%d\n", tap_n);
+        printf("1..%d\n", mpi_tap_n);
     erase_world_finalize();
     return 0;
 }

@@ -28,42 +28,23 @@
 #include <mpi.h>
 
 #include "lib/comm/comm.h"
+#include "tests/comm/mpi_tap.h"
 
 #define MUST(call) ERASE_MUST(call)
 
 static erase_world_t world;
 static erase_device_t *gpu;
 static erase_stream_t *stream;
-static int tap_n;
 
 static const size_t sizes[] = { 0, 1, 7, 4099, (size_t)1 << 20 };
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
-static long world_sum(long local)
-{
-    long total = 0;
-    if (MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-        erase_fatal(__FILE__, __LINE__, "MPI_Allreduce", ERASE_ERR_COMM);
-    return total;
-}
 
-/* One TAP line from rank 0: ok when no rank counted a failure. */
-static void tap(long bad_local, const char *what)
-{
-    long bad = world_sum(bad_local);
-    if (world.rank == 0) {
-        printf("%s %d - %s", bad ? "not ok" : "ok", ++tap_n, what);
-        if (bad)
-            printf(" (%ld wrong over all ranks)", bad);
-        printf("\n");
-        fflush(stdout);
-    }
-}
 
 static void tap_skip(const char *what, const char *why)
 {
     if (world.rank == 0)
-        printf("ok %d - %s # SKIP %s\n", ++tap_n, what, why);
+        printf("ok %d - %s # SKIP %s\n", ++mpi_tap_n, what, why);
 }
 
 /* Value of rank r's element i: small integers, exact in any sum order. */
@@ -334,6 +315,7 @@ static long test_graph(erase_comm_t *w)
 int main(int argc, char **argv)
 {
     MUST(erase_world_init(&argc, &argv, NULL, &world));
+    mpi_tap_rank = world.rank;
     erase_comm_t *w = erase_world_comm();
 
     /* a CPU device: attaching is a no-op, CPU collectives still work */
@@ -371,7 +353,7 @@ int main(int argc, char **argv)
         if (gpu)
             erase_device_close(gpu);
         if (world.rank == 0)
-            printf("1..%d\n", tap_n);
+            printf("1..%d\n", mpi_tap_n);
         erase_world_finalize();
         return 0;
     }
@@ -395,7 +377,7 @@ int main(int argc, char **argv)
         erase_stream_destroy(stream);
         erase_device_close(gpu);
         if (world.rank == 0)
-            printf("1..%d\n", tap_n);
+            printf("1..%d\n", mpi_tap_n);
         erase_world_finalize();
         return 0;
     }
@@ -437,6 +419,6 @@ int main(int argc, char **argv)
     erase_world_finalize(); /* ncclCommDestroy before the device goes */
     erase_device_close(gpu);
     if (world.rank == 0)
-        printf("1..%d\n", tap_n);
+        printf("1..%d\n", mpi_tap_n);
     return 0;
 }
