@@ -17,6 +17,9 @@
 #                      (default: /tmp/erase-gpu; emptied first)
 #   CUDA_HOME          CUDA toolkit (default: the folder above nvcc's bin/)
 #   ERASE_GPU_STEPS    benchmark steps per mode (default 50)
+#   ERASE_GPU_OVERLAY  1: build against a folder of links to the toolkit
+#                      and Python's nvidia-* wheels even if the toolkit
+#                      has cuBLAS and NCCL (see below)
 # Exit status: 0 when the build and every GPU test passed, 1 otherwise.
 # Budget: about 2 minutes to build on 16 cores, a minute of tests, two of
 # benchmarks (the schedules; erase's off step against PyTorch eager on the
@@ -83,20 +86,40 @@ export OMPI_MCA_plm_rsh_agent=
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 say "prefix: $(ls "$kit"/debs/*.deb | wc -l) Debian packages unpacked in $deps"
 
-# ---- CUDA and NCCL ---------------------------------------------------------
+# ---- CUDA, cuBLAS and NCCL --------------------------------------------------
+# configure wants DIR/bin/nvcc, DIR/include and DIR/lib64. Where the toolkit
+# lacks cuBLAS or NCCL, the nvidia-* Python wheels that PyTorch installs
+# have them (headers, and libraries without the unversioned .so names the
+# linker wants): a folder of links joins the two (ERASE_GPU_OVERLAY=1
+# forces it, to try the kit on a machine with a complete toolkit).
 cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 nccl_opt=
-if [ ! -f "$cuda/include/nccl.h" ]; then
-    # Python's nvidia-nccl wheel: headers and libnccl.so.2 without the
-    # unversioned name the linker wants.
-    ncclpy=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)
-    if [ -n "$ncclpy" ] && [ -f "$ncclpy/include/nccl.h" ]; then
-        mkdir -p "$work/nccl/lib"
-        ln -sf "$ncclpy/include" "$work/nccl/include"
-        for f in "$ncclpy"/lib/libnccl.so*; do ln -sf "$f" "$work/nccl/lib/"; done
-        [ -e "$work/nccl/lib/libnccl.so" ] || ln -sf "$(ls "$ncclpy"/lib/libnccl.so.* | head -1)" "$work/nccl/lib/libnccl.so"
-        nccl_opt=--with-nccl=$work/nccl
-    fi
+if [ "${ERASE_GPU_OVERLAY:-0}" = 1 ] || [ ! -e "$cuda/lib64/libcublas.so" ] || [ ! -f "$cuda/include/nccl.h" ]; then
+    pynv=$(env -u LD_LIBRARY_PATH python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)
+    overlay=$work/cuda
+    mkdir -p "$overlay/include" "$overlay/lib64"
+    for f in "$cuda"/*; do # bin, nvvm, targets...: nvcc finds them beside its bin/
+        case ${f##*/} in include | lib | lib64) ;; *) ln -s "$f" "$overlay/" ;; esac
+    done
+    ln -s lib64 "$overlay/lib"
+    for d in "$cuda/include" ${pynv:+"$pynv"/*/include}; do
+        for f in "$d"/*; do
+            [ -e "$f" ] && [ ! -e "$overlay/include/${f##*/}" ] && ln -s "$f" "$overlay/include/"
+        done
+    done
+    for d in "$cuda/lib64" ${pynv:+"$pynv"/*/lib}; do
+        for f in "$d"/lib*.so*; do
+            [ -e "$f" ] && [ ! -e "$overlay/lib64/${f##*/}" ] && ln -s "$f" "$overlay/lib64/"
+        done
+    done
+    for f in "$overlay"/lib64/lib*.so.*; do
+        [ -e "$f" ] || continue
+        base=${f%%.so.*}.so
+        [ -e "$base" ] || ln -s "${f##*/}" "$base"
+    done
+    say "CUDA overlay in $overlay: toolkit $cuda${pynv:+ + Python wheels in $pynv}"
+    cuda=$overlay
+    [ -f "$cuda/include/nccl.h" ] && nccl_opt=--with-nccl=$cuda
 fi
 say "CUDA: $cuda; NCCL: ${nccl_opt:-from the toolkit}"
 
