@@ -535,7 +535,9 @@ static void summary(run_t *r)
         printf("  schedule   early backward %s (reduce %s, update %s, %lld side stream%s), %d BLAS thread%s per stream\n",
                o->early_backward, o->reduce, o->update, (long long)o->side_streams, o->side_streams == 1 ? "" : "s",
                erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
-    double epochs = (double)r->step / (double)erase_ctr_reader_info(r->train).steps_per_epoch;
+    /* in samples: after a resume with another global batch, steps differ in size */
+    double epochs = (double)r->samples_seen /
+                    (double)(erase_ctr_reader_info(r->train).steps_per_epoch * global);
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
            (long long)warmup);
@@ -558,6 +560,39 @@ static void summary(run_t *r)
                             "\"ne\":%.6f,\"auc\":%.6f,\"ranks\":%d,\"mode\":\"%s\"}\n",
                 (long long)r->step, p50, p90, e->ne, e->auc, r->w->size, o->early_backward);
     }
+}
+
+/*
+ * After a resume with --epochs: count the steps left from the data cursor
+ * in this run's global batch, which differs from the checkpoint's when the
+ * number of data-parallel ranks changed (the step number continues; each
+ * step now takes this run's global batch), so the run ends at the end of
+ * its last epoch and the learning-rate schedule spans the new total.
+ * Unchanged when the global batch is the checkpoint's.
+ */
+static erase_status_t resume_total_steps(run_t *r)
+{
+    const train_options_t *o = r->o;
+    erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
+    erase_ctr_cursor_t c = erase_ctr_reader_cursor(r->train);
+    int64_t global = o->batch * r->w->dp_size;
+    int64_t left = 0;
+    if (c.epoch < o->epochs) {
+        int64_t rest = info.samples - c.samples;
+        left = (rest > 0 ? rest / global : 0) + (o->epochs - 1 - c.epoch) * info.steps_per_epoch;
+    }
+    int64_t total = r->step + left;
+    if (total == r->total_steps)
+        return ERASE_OK;
+    double *grown = realloc(r->step_s, (size_t)(total > 0 ? total : 1) * sizeof(double));
+    if (!grown)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory");
+    for (int64_t i = r->total_steps; i < total; i++)
+        grown[i] = 0;
+    r->step_s = grown;
+    r->total_steps = total;
+    erase_optimizer_set_total_steps(r->opt, total);
+    return ERASE_OK;
 }
 
 /* --device: the CPU (its cores shared by the ranks of a host), or the GPU
@@ -646,6 +681,8 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
         r.step = r.first_step = pos.step;
         r.epoch = pos.epoch;
         r.samples_seen = pos.samples_seen;
+        if (o->steps == 0)
+            st = resume_total_steps(&r);
     }
     /* a resumed run continues its metrics file */
     if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))

@@ -12,6 +12,11 @@ struct erase_optimizer {
     erase_optim_clock_t *clock;
 };
 
+void erase_optimizer_set_total_steps(erase_optimizer_t *opt, int64_t total_steps)
+{
+    opt->cfg.schedule.total_steps = total_steps;
+}
+
 erase_optim_config_t erase_optim_config_default(void)
 {
     erase_optim_config_t c = {

@@ -60,6 +60,14 @@ erase_optim_clock_t *erase_optimizer_clock(erase_optimizer_t *opt);
  * read after the streams that advance it are synchronized (the step, its
  * learning rate, a non-finite finding); write before the first step that
  * reads it (resuming a run). Errors: those of erase_memcpy_sync. */
+/*
+ * Change the learning-rate schedule's total steps (the cosine decay's
+ * horizon), e.g. after resuming with another global batch. Takes effect at
+ * the next erase_optimizer_begin_step issued: a step graph captured before
+ * keeps the value it captured, so call it before the first step.
+ */
+void erase_optimizer_set_total_steps(erase_optimizer_t *opt, int64_t total_steps);
+
 erase_status_t erase_optimizer_read_clock(erase_optimizer_t *opt, erase_optim_clock_t *out);
 erase_status_t erase_optimizer_write_clock(erase_optimizer_t *opt, const erase_optim_clock_t *in);
 

@@ -3,13 +3,14 @@
 # skipped with a message naming them and the previous one is used (and the
 # run still ends bitwise equal); a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
-# global sample sequence; SIGUSR1 (to mpirun) and SIGTERM (to one rank)
+# global sample sequence, and with another global batch under --epochs
+# the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to one rank)
 # stop every rank after the same step with a checkpoint and status 0;
 # --init-from starts a new run from a checkpoint's parameters; erase-inspect
 # ckpt shows a checkpoint.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..14"
+echo "1..15"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -78,6 +79,19 @@ for np in 1 3; do
     tap $? "resumed from 2 ranks onto $np: samples 720..959 (epoch, position, row id) equal the 2-rank run's; the log says bitwise equality is not expected"
     [ $rc = 0 ] || show "$out"
 done
+
+# ---- another global batch under --epochs: 2 x 12 = 24 -> 3 x 12 = 36. The
+# step number continues; the steps left are counted from the data cursor
+# in batches of 36, so the run ends with epoch 2 (3,200 train samples).
+out=$dir/ep2.out
+train 2 --epochs 2 --batch 12 --checkpoint-every 50 --keep-checkpoints 10 --checkpoint-dir "$dir/ep"
+[ $rc = 0 ] || show "$out"
+out=$dir/ep3.out
+train 3 --epochs 2 --batch 12 --resume "$dir/ep/ckpt-50.h5"
+want=$((50 + (3200 - 50 * 24) / 36 + 3200 / 36))
+[ $rc = 0 ] && grep -q "^  steps      $want (2.00 epochs)" "$out"
+tap $? "2 ranks -> 3 with --epochs 2 (global batch 24 -> 36): ends at step $want, 2.00 epochs"
+[ $rc = 0 ] && grep -q "^  steps      $want " "$out" || show "$out"
 
 # ---- signals: SIGUSR1 to mpirun, then SIGTERM to one rank of the resumed run
 S=$dir/sig
