@@ -67,6 +67,7 @@ AC_SUBST([CUDA_CPPFLAGS]) AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
 AC_SUBST([NCCL_CPPFLAGS]) AC_SUBST([NCCL_LDFLAGS]) AC_SUBST([NCCL_LIBS])
 AC_SUBST([NVCC_ARCH_FLAGS])
 AS_IF([test "x$have_cuda" = xyes], [erase_build_extra=", CUDA backend (cuBLAS, CUDA graphs, NVTX)"])
+AS_IF([test "x$have_nccl" = xyes], [erase_build_extra="$erase_build_extra, NCCL communicators"])
 ])
 
 # ERASE_CHECK_CMOCKA: the unit-test framework used by make check.

@@ -89,9 +89,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all]\n"
                "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N] [--feasibility]\n"
-               "          [--device cpu|cuda]\n"
+               "          [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
                "  defaults: --model all --batch 64,256,1024,4096 --modes off,blocking,async,graph\n"
-               "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n");
+               "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n"
+               "            --gemm fp32 (tf32, bf16: tensor cores, cuda only)\n");
 }
 
 static int feasibility(erase_device_t *dev, erase_comm_t *dp, int steps, int warmup, int is_root)
@@ -117,7 +118,7 @@ static int feasibility(erase_device_t *dev, erase_comm_t *dp, int steps, int war
 int bench_schedules(int argc, char **argv)
 {
     const char *models = "all", *batch_text = "64,256,1024,4096", *mode_text = "off,blocking,async,graph";
-    const char *device = "cpu";
+    const char *device = "cpu", *gemm = "fp32";
     int steps = 30, warmup = 5, feas = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -126,6 +127,7 @@ int bench_schedules(int argc, char **argv)
                                           { "warmup", required_argument, 0, 'w' },
                                           { "feasibility", no_argument, 0, 'f' },
                                           { "device", required_argument, 0, 'd' },
+                                          { "gemm", required_argument, 0, 'g' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -137,6 +139,7 @@ int bench_schedules(int argc, char **argv)
         case 'w': warmup = atoi(optarg); break;
         case 'f': feas = 1; break;
         case 'd': device = optarg; break;
+        case 'g': gemm = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -145,8 +148,13 @@ int bench_schedules(int argc, char **argv)
     erase_early_backward_t modes[4];
     int nb = bench_parse_list(batch_text, batches, 16);
     erase_device_kind_t kind;
+    erase_gemm_precision_t precision;
     if (bench_parse_device(device, &kind) != 0) {
         fprintf(stderr, "erase-bench schedules: --device %s: expected cpu or cuda\n", device);
+        return 2;
+    }
+    if (erase_gemm_precision_parse(gemm, &precision) != 0) {
+        fprintf(stderr, "erase-bench schedules: --gemm %s: expected fp32, tf32 or bf16\n", gemm);
         return 2;
     }
     char *mlist = strdup(mode_text);
@@ -173,11 +181,12 @@ int bench_schedules(int argc, char **argv)
     erase_device_t *dev;
     erase_device_options_t dopt = erase_device_options_default();
     dopt.kind = kind;
+    dopt.gemm = precision;
     dopt.ordinal = world.local_rank;                 /* CUDA: one GPU per rank of a host */
     dopt.cores = erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
     if (erase_device_open(&dopt, &dev) != ERASE_OK) { /* every rank fails alike */
         const char *why = erase_error_message();
-        if (strstr(why, "--device")) /* the backend named the option already */
+        if (strstr(why, "--device") || strstr(why, "--gemm")) /* the backend named the option */
             fprintf(stderr, "erase-bench schedules: %s\n", why);
         else
             fprintf(stderr, "erase-bench schedules: --device %s: %s\n", device, why);
