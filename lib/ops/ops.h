@@ -71,10 +71,21 @@ erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields,
                                        const float *const *tables, float *out);
 
 /*
+ * Order of the sums of sparse gradients (embedding backward, sparse merge):
+ * a row's n contributions, in sample (or rank) order, are added in chunks
+ * of ERASE_SPARSE_SUM_CHUNK consecutive ones, each chunk summed from 0 in
+ * order, then the chunk sums added from 0 in order. Deterministic on every
+ * backend, and the same as one sum in order when n <= the chunk; on a GPU
+ * the chunks of a row touched by thousands of samples (a missing value's
+ * row) are summed in parallel instead of one after another.
+ */
+#define ERASE_SPARSE_SUM_CHUNK 64
+
+/*
  * Sparse embedding gradient: for each field f, the distinct rows touched
  * (ascending) in grad_rows[f][0..count[f]) and the sum of their samples'
- * dout rows (added in sample order: deterministic) in grad_values[f]
- * [count[f], dim]. grad_rows[f] holds `batch` entries, grad_values[f]
+ * dout rows (in sample order, chunked as above: deterministic) in
+ * grad_values[f][count[f], dim]. grad_rows[f] holds `batch` entries, grad_values[f]
  * batch*dim; count is a device array of `fields` ints. Never forms a dense
  * table-sized gradient.
  */
@@ -137,8 +148,9 @@ erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, in
 /*
  * Merge the packs of `ranks` ranks (concatenated by rank, as an all-gather
  * of erase_sparse_pack's buffers leaves them) into each table's ascending
- * unique rows: rows that several ranks touched are summed in rank order,
- * then every value is multiplied by `scale` (1/ranks for a mean). Writes
+ * unique rows: rows that several ranks touched are summed in rank order
+ * (chunked as ERASE_SPARSE_SUM_CHUNK says: matters above 64 ranks), then
+ * every value is multiplied by `scale` (1/ranks for a mean). Writes
  * *count[t], rows[t], values[t] (room for ranks * capacity rows each).
  * Every rank merging the same packs gets bitwise the same result.
  */

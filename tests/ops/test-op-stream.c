@@ -1,7 +1,8 @@
 /*
  * The stream ops of lib/ops/ops.h on the CPU backend: the launch plumbing
  * (argument copies, per-field loops, the loss written to device memory)
- * gives bitwise the results of the _f32 kernels called directly; a failure
+ * gives bitwise the results of the _f32 kernels called directly; rows
+ * touched more than 64 times are summed in the chunked order of ops.h; a failure
  * inside a kernel (a label out of range) is the stream's sticky error with
  * its message; impossible shapes fail at enqueue with a precise message and
  * enqueue nothing.
@@ -229,6 +230,80 @@ static void test_softmax_label_out_of_range(void **state)
 
 /* ---- 7. bad shapes fail at enqueue --------------------------------------- */
 
+/* Sum of x[0..n) (stride `stride`) in ERASE_SPARSE_SUM_CHUNK chunks, each
+ * from 0, then the chunk sums from 0 (lib/ops/ops.h), in float. */
+static float chunked_sum(const float *x, int n, size_t stride)
+{
+    float total = 0;
+    for (int c = 0; c < n; c += ERASE_SPARSE_SUM_CHUNK) {
+        float part = 0;
+        for (int i = c; i < n && i < c + ERASE_SPARSE_SUM_CHUNK; i++)
+            part += x[(size_t)i * stride];
+        total += part;
+    }
+    return total;
+}
+
+static float serial_sum(const float *x, int n, size_t stride)
+{
+    float total = 0;
+    for (int i = 0; i < n; i++)
+        total += x[(size_t)i * stride];
+    return total;
+}
+
+/*
+ * A row touched 300 times (embedding backward: every sample has the same
+ * id; sparse merge: 300 ranks' packs hold the same row) is summed in the
+ * chunked order of lib/ops/ops.h, bitwise; the data are chosen so that the
+ * plain serial order gives other bits (the test tells the orders apart).
+ */
+static void test_sparse_sum_order(void **state)
+{
+    enum { N = 300, D = 3 };
+    uint64_t rng = 4242;
+    float *dout = fbuf((size_t)N * D, 0);
+    for (size_t i = 0; i < (size_t)N * D; i++)
+        dout[i] = erase_rng_uniform(&rng, -1.0f, 1.0f) * (float)(1 << (erase_rng_below(&rng, 20)));
+    uint32_t rows[1] = { 11 };
+    uint32_t *ids = dmalloc(N * sizeof(uint32_t), 0);
+    for (int i = 0; i < N; i++)
+        ids[i] = 7;
+    uint32_t *grow = dmalloc(N * sizeof(uint32_t), 0xff);
+    float *gval = fbuf((size_t)N * D, 0xff);
+    int *count = dmalloc(sizeof(int), 0xff);
+    MUST(erase_embedding_backward(stream, N, 1, D, rows, ids, dout, &grow, &gval, count));
+    MUST(erase_stream_synchronize(stream));
+    assert_int_equal(*count, 1);
+    assert_int_equal(grow[0], 7);
+    int order_matters = 0;
+    for (int d = 0; d < D; d++) {
+        float want = chunked_sum(dout + d, N, D);
+        assert_memory_equal(&gval[d], &want, sizeof(float));
+        order_matters |= want != serial_sum(dout + d, N, D);
+    }
+    assert_true(order_matters);
+
+    /* the merge of 300 ranks' packs (capacity 1, one table), scale 0.5 */
+    int *all_counts = dmalloc(N * sizeof(int), 0);
+    uint32_t *all_rows = dmalloc(N * sizeof(uint32_t), 0);
+    for (int r = 0; r < N; r++) {
+        all_counts[r] = 1;
+        all_rows[r] = 5;
+    }
+    uint32_t *mrow = dmalloc(N * sizeof(uint32_t), 0xff);
+    float *mval = fbuf((size_t)N * D, 0xff);
+    int *mcount = dmalloc(sizeof(int), 0xff);
+    MUST(erase_sparse_merge(stream, N, 1, 1, D, 0.5f, all_counts, all_rows, dout, &mcount, &mrow, &mval));
+    MUST(erase_stream_synchronize(stream));
+    assert_int_equal(*mcount, 1);
+    assert_int_equal(mrow[0], 5);
+    for (int d = 0; d < D; d++) {
+        float want = chunked_sum(dout + d, N, D) * 0.5f;
+        assert_memory_equal(&mval[d], &want, sizeof(float));
+    }
+}
+
 static void expect_invalid(erase_status_t st, const char *expected)
 {
     print_message("%s -> %s\n", expected, erase_status_name(st));
@@ -332,6 +407,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_linear_bitwise),
         T(test_embedding_bitwise),
+        T(test_sparse_sum_order),
         T(test_bce_bitwise),
         T(test_softmax_xent_bitwise),
         T(test_softmax_label_out_of_range),

@@ -17,6 +17,7 @@
 
 #include "lib/core/philox.h"
 #include "lib/core/simd.h"
+#include "lib/ops/ops.h"
 
 ERASE_SIMD_CLONES void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                  const REAL *b, REAL *y)
@@ -172,7 +173,8 @@ static SUF(row_ref_t) *SUF(radix_sort_rows)(SUF(row_ref_t) *refs, SUF(row_ref_t)
 /*
  * Sparse gradient of one field's table: the distinct rows touched, sorted,
  * each with the sum of its samples' output gradients added in sample order
- * (deterministic: the sort is stable). `scratch` holds
+ * (deterministic: the sort is stable) in chunks of ERASE_SPARSE_SUM_CHUNK
+ * (lib/ops/ops.h: each chunk from 0, then the chunk sums from 0). `scratch` holds
  * ERASE_EMBEDDING_SCRATCH_BYTES(batch). Returns the number of distinct
  * rows written to out_rows / out_grads.
  */
@@ -186,19 +188,24 @@ int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f,
         refs[r].sample = r;
     }
     refs = SUF(radix_sort_rows)(refs, tmp, batch);
-    int n = -1;
-    for (int i = 0; i < batch; i++) {
-        if (n < 0 || out_rows[n] != refs[i].row) {
-            n++;
-            out_rows[n] = refs[i].row;
-            memset(out_grads + (size_t)n * dim, 0, sizeof(REAL) * (size_t)dim);
+    int n = 0;
+    for (int a = 0, b; a < batch; a = b, n++) { /* the run [a, b) of one row */
+        for (b = a + 1; b < batch && refs[b].row == refs[a].row; b++)
+            ;
+        out_rows[n] = refs[a].row;
+        for (int d = 0; d < dim; d++) {
+            REAL total = 0;
+            for (int c = a; c < b; c += ERASE_SPARSE_SUM_CHUNK) {
+                int end = b - c > ERASE_SPARSE_SUM_CHUNK ? c + ERASE_SPARSE_SUM_CHUNK : b;
+                REAL part = 0;
+                for (int i = c; i < end; i++)
+                    part += dout[((size_t)refs[i].sample * fields + f) * dim + d];
+                total += part;
+            }
+            out_grads[(size_t)n * dim + d] = total;
         }
-        const REAL *g = dout + ((size_t)refs[i].sample * fields + f) * dim;
-        REAL *acc = out_grads + (size_t)n * dim;
-        for (int d = 0; d < dim; d++)
-            acc[d] += g[d];
     }
-    return n + 1;
+    return n;
 }
 
 /*

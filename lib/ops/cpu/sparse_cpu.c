@@ -4,6 +4,7 @@
 
 #include "lib/device/cpu/cpu.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -38,10 +39,10 @@ static erase_status_t pack_k(const void *p)
     return ERASE_OK;
 }
 
-/* k-way merge of the ranks' ascending row lists of table t */
-static erase_status_t merge_k(const void *p)
+/* k-way merge of the ranks' ascending row lists of each table; `part`
+ * holds the current chunk's sums (dim floats) */
+static erase_status_t merge_tables(const sparse_args_t *a, float *part)
 {
-    const sparse_args_t *a = p;
     int pos[1024];
     if (a->ranks > 1024)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks (at most 1024)", a->ranks);
@@ -69,16 +70,26 @@ static erase_status_t merge_k(const void *p)
                 break;
             float *v = a->out_values[t] + (size_t)out * a->dim;
             memset(v, 0, sizeof(float) * (size_t)a->dim);
+            memset(part, 0, sizeof(float) * (size_t)a->dim);
+            int m = 0; /* contributions so far, summed in chunks (lib/ops/ops.h) */
             for (int r = 0; r < a->ranks; r++) { /* rank order: deterministic */
                 int n = a->all_counts[r * a->tables + t];
                 size_t base = ((size_t)r * a->tables + t) * a->capacity;
                 if (pos[r] < n && a->all_rows[base + pos[r]] == next) {
                     const float *g = a->all_values + (base + (size_t)pos[r]) * a->dim;
                     for (int d = 0; d < a->dim; d++)
-                        v[d] += g[d];
+                        part[d] += g[d];
                     pos[r]++;
+                    if (++m % ERASE_SPARSE_SUM_CHUNK == 0)
+                        for (int d = 0; d < a->dim; d++) {
+                            v[d] += part[d];
+                            part[d] = 0;
+                        }
                 }
             }
+            if (m % ERASE_SPARSE_SUM_CHUNK)
+                for (int d = 0; d < a->dim; d++)
+                    v[d] += part[d];
             for (int d = 0; d < a->dim; d++)
                 v[d] *= a->scale;
             a->out_rows[t][out++] = next;
@@ -86,6 +97,18 @@ static erase_status_t merge_k(const void *p)
         *a->out_count[t] = out;
     }
     return ERASE_OK;
+}
+
+/* The merge kernel: merge_tables with a chunk-sum buffer of dim floats. */
+static erase_status_t merge_k(const void *p)
+{
+    const sparse_args_t *a = p;
+    float *part = malloc(sizeof(float) * (size_t)(a->dim > 0 ? a->dim : 1));
+    if (!part)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "sparse merge: no memory for %d floats", a->dim);
+    erase_status_t st = merge_tables(a, part);
+    free(part);
+    return st;
 }
 
 erase_status_t erase_cpu_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,

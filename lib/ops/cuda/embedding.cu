@@ -89,7 +89,7 @@ extern "C" erase_status_t erase_cuda_op_embedding_backward(erase_stream_t *s, in
     for (int f = 0; f < fields; f++)
         p.rows[f] = rows[f];
     erase_sortreduce_buffers_t b;
-    ERASE_CHECK(erase_sortreduce_buffers(s, fields, batch, &b));
+    ERASE_CHECK(erase_sortreduce_buffers(s, fields, batch, dim, &b));
     size_t entries = (size_t)fields * batch;
     if (entries > 0) {
         embedding_keys_kernel<<<erase_cuda_blocks(entries, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS,

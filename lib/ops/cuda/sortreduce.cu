@@ -46,25 +46,63 @@ __global__ void __launch_bounds__(HEADS_THREADS)
 }
 
 /*
- * out_values[g][u, d] = scale * (sum over the run of row u, in sorted
- * order, of source vector d). Grid: x over seglen * dim, y = segment;
- * items past the segment's count do nothing.
+ * chunks[g][i, d] = the sum from 0, in sorted order, of column d of the
+ * source vectors of entries i .. i + ERASE_SPARSE_SUM_CHUNK - 1 of the run
+ * holding entry i, for every entry i that starts a chunk of its run (a
+ * multiple of the chunk size past the run's start); other entries do
+ * nothing. The run of entry i: the last run start h[u] <= i (binary
+ * search over the `count` starts). Grid: x over seglen * dim, y = segment.
  */
-__global__ void sortreduce_sum_kernel(erase_sortreduce_t p, const int *vals, const int *heads)
+__global__ void sortreduce_chunk_kernel(erase_sortreduce_t p, const int *vals, const int *heads,
+                                        float *chunks)
 {
     int g = blockIdx.y;
     const int *h = heads + (size_t)g * (p.seglen + 1);
     const int *v = vals + (size_t)g * p.seglen;
-    size_t count = (size_t)*p.out_count[g];
+    int count = *p.out_count[g];
+    int valid = h[count];
     const float *src = p.src + g * p.seg_offset;
+    float *part = chunks + (size_t)g * p.seglen * p.dim;
+    ERASE_CUDA_GRID_LOOP(e, (size_t)valid * p.dim)
+    {
+        int i = (int)(e / p.dim), d = (int)(e % p.dim);
+        int lo = 0, hi = count - 1; /* h[lo] <= i < h[hi + 1] */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (h[mid] <= i)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if ((i - h[lo]) % ERASE_SPARSE_SUM_CHUNK)
+            continue;
+        int end = min(i + ERASE_SPARSE_SUM_CHUNK, h[lo + 1]);
+        float acc = 0.0f;
+        for (int j = i; j < end; j++)
+            acc += src[(size_t)v[j] * p.src_stride + d];
+        part[e] = acc;
+    }
+}
+
+/*
+ * out_values[g][u, d] = scale * (the chunk sums of run u, column d, added
+ * from 0 in order). Grid: x over seglen * dim, y = segment; items past the
+ * segment's count do nothing.
+ */
+__global__ void sortreduce_sum_kernel(erase_sortreduce_t p, const int *heads, const float *chunks)
+{
+    int g = blockIdx.y;
+    const int *h = heads + (size_t)g * (p.seglen + 1);
+    size_t count = (size_t)*p.out_count[g];
+    const float *part = chunks + (size_t)g * p.seglen * p.dim;
     float *out = p.out_values[g];
     ERASE_CUDA_GRID_LOOP(e, count * p.dim)
     {
         size_t u = e / p.dim;
         int d = (int)(e % p.dim);
         float acc = 0.0f;
-        for (int i = h[u]; i < h[u + 1]; i++)
-            acc += src[(size_t)v[i] * p.src_stride + d];
+        for (int i = h[u]; i < h[u + 1]; i += ERASE_SPARSE_SUM_CHUNK)
+            acc += part[(size_t)i * p.dim + d];
         out[e] = acc * p.scale;
     }
 }
@@ -90,7 +128,7 @@ static int key_bits(int segments) { return 33 + bit_width((unsigned)(segments - 
 /* Round up to 256 bytes, the alignment of each carved buffer. */
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen,
+erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen, int dim,
                                         erase_sortreduce_buffers_t *b)
 {
     size_t n = (size_t)segments * seglen;
@@ -105,15 +143,17 @@ erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seg
         (int *)NULL, (int)n, 0, key_bits(segments), erase_cuda_stream(s)));
     size_t keys = align256(n * sizeof(uint64_t)), vals = align256(n * sizeof(int));
     size_t heads = align256((size_t)segments * (seglen + 1) * sizeof(int));
+    size_t chunks = align256(n * (size_t)(dim > 0 ? dim : 1) * sizeof(float));
     char *base;
-    ERASE_CHECK(erase_cuda_op_scratch(s, 2 * keys + 2 * vals + heads + align256(cub_bytes),
+    ERASE_CHECK(erase_cuda_op_scratch(s, 2 * keys + 2 * vals + heads + chunks + align256(cub_bytes),
                                       (void **)&base));
     b->keys = (uint64_t *)base;
     b->keys_sorted = (uint64_t *)(base + keys);
     b->vals = (int *)(base + 2 * keys);
     b->vals_sorted = (int *)(base + 2 * keys + vals);
     b->heads = (int *)(base + 2 * keys + 2 * vals);
-    b->cub_tmp = base + 2 * keys + 2 * vals + heads;
+    b->chunks = (float *)(base + 2 * keys + 2 * vals + heads);
+    b->cub_tmp = base + 2 * keys + 2 * vals + heads + chunks;
     b->cub_bytes = cub_bytes;
     return ERASE_OK;
 }
@@ -134,7 +174,10 @@ erase_status_t erase_sortreduce_run(erase_stream_t *s, const erase_sortreduce_bu
     if (n > 0) {
         dim3 grid(erase_cuda_blocks((size_t)p->seglen * p->dim, ERASE_CUDA_THREADS),
                   (unsigned)p->segments);
-        sortreduce_sum_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->vals_sorted, b->heads);
+        sortreduce_chunk_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->vals_sorted, b->heads,
+                                                                     b->chunks);
+        ERASE_CUDA_CHECK_LAUNCH("sorted reduction: chunk sums");
+        sortreduce_sum_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->heads, b->chunks);
         ERASE_CUDA_CHECK_LAUNCH("sorted reduction: sums");
     }
     return ERASE_OK;

@@ -5,14 +5,17 @@
  * (row, source) pair or invalid. Per segment, the valid entries are
  * sorted by row with a stable sort (source order kept among equal rows),
  * then each distinct row gets the sum of its entries' source vectors added
- * in that order, times `scale`. Outputs: out_rows[g][0..count) ascending,
+ * in that order in chunks of ERASE_SPARSE_SUM_CHUNK (lib/ops/ops.h: each
+ * chunk from 0, then the chunk sums from 0), times `scale`. Outputs: out_rows[g][0..count) ascending,
  * out_values[g][count, dim], *out_count[g] = count.
  *
  * The sort is cub::DeviceRadixSort::SortPairs (stable, deterministic) of
  * 64-bit keys segment << 33 | invalid << 32 | row with the entry's source
  * index as value, over all segments at once; a block per segment then
- * marks the first entry of each row (a block scan numbers them), and a
- * grid adds each row's run of entries. Source vector of source index q in
+ * marks the first entry of each row (a block scan numbers them); a grid
+ * sums every chunk of every run at once (a thread per chunk and column,
+ * the chunk's run found by binary search in the run starts), and a grid
+ * adds each run's chunk sums. Source vector of source index q in
  * segment g: src + q * src_stride + g * seg_offset (dim floats).
  */
 #ifndef ERASE_OPS_CUDA_SORTREDUCE_CUH
@@ -40,14 +43,15 @@ typedef struct {
     uint64_t *keys, *keys_sorted;
     int *vals, *vals_sorted;
     int *heads; /* segments * (seglen + 1): start of each distinct row's run, then the end */
+    float *chunks; /* segments * seglen * dim: the sum of the chunk starting at each sorted entry */
     void *cub_tmp;
     size_t cub_bytes;
 } erase_sortreduce_buffers_t;
 
-/* Take the buffers for `segments` x `seglen` entries from the scratch of
- * stream s. Errors: ERASE_ERR_INVALID (more than INT_MAX entries),
- * ERASE_ERR_BACKEND, those of erase_cuda_op_scratch. */
-erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen,
+/* Take the buffers for `segments` x `seglen` entries of `dim` floats from
+ * the scratch of stream s. Errors: ERASE_ERR_INVALID (more than INT_MAX
+ * entries), ERASE_ERR_BACKEND, those of erase_cuda_op_scratch. */
+erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen, int dim,
                                         erase_sortreduce_buffers_t *b);
 
 /* Sort b->keys / b->vals (filled by the caller's kernel on the same stream)

@@ -108,7 +108,7 @@ extern "C" erase_status_t erase_cuda_op_sparse_merge(erase_stream_t *s, int rank
                            "cuda sparse merge: %d ranks x %d tables x capacity %d above %d slots",
                            ranks, tables, capacity, INT_MAX);
     erase_sortreduce_buffers_t b;
-    ERASE_CHECK(erase_sortreduce_buffers(s, tables, (int)seglen, &b));
+    ERASE_CHECK(erase_sortreduce_buffers(s, tables, (int)seglen, dim, &b));
     size_t entries = (size_t)tables * seglen;
     merge_keys_kernel<<<erase_cuda_blocks(entries, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
                         erase_cuda_stream(s)>>>(entries, tables, capacity, all_counts, all_rows,
