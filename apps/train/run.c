@@ -562,6 +562,20 @@ static void summary(run_t *r)
     }
 }
 
+/* Settings that parse but cannot be used, refused before anything is
+ * opened, naming the option (the libraries would refuse them later in
+ * their own words). */
+static erase_status_t check_settings(const train_options_t *o)
+{
+    if (o->side_streams < 1 || o->side_streams > ERASE_SCHED_MAX_SIDE_STREAMS)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--side-streams %lld: expected 1 to %d",
+                           (long long)o->side_streams, ERASE_SCHED_MAX_SIDE_STREAMS);
+    if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
+                           "of --train held out for evaluation (or give --eval)", o->eval_fraction);
+    return ERASE_OK;
+}
+
 /*
  * After a resume with --epochs: count the steps left from the data cursor
  * in this run's global batch, which differs from the checkpoint's when the
@@ -648,7 +662,9 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
      * output goes to a file or pipe */
     int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_PROCID");
     r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
-    erase_status_t st = open_device(&r);
+    erase_status_t st = check_settings(o);
+    if (st == ERASE_OK)
+        st = open_device(&r);
     if (st == ERASE_OK)
         erase_world_log_device(r.dev); /* ERASE_VERBOSE >= 1: one line per rank */
     if (st == ERASE_OK)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_STREAMS 18
+#define MAX_STREAMS (ERASE_SCHED_MAX_SIDE_STREAMS + 2) /* main, side streams, comm */
 
 typedef struct {
     int op;                 /* plan op index, or -1: end of step */
@@ -336,9 +336,9 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     erase_sched_options_t o = options ? *options : erase_sched_options_default();
     if (o.mode < ERASE_EB_OFF || o.mode > ERASE_EB_GRAPH)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: unknown early-backward mode %d", (int)o.mode);
-    if (o.side_streams < 1 || o.side_streams > MAX_STREAMS - 2)
+    if (o.side_streams < 1 || o.side_streams > ERASE_SCHED_MAX_SIDE_STREAMS)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d side streams (1 to %d)", o.side_streams,
-                           MAX_STREAMS - 2);
+                           ERASE_SCHED_MAX_SIDE_STREAMS);
     erase_sched_t *sc = calloc(1, sizeof *sc);
     if (!sc)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "scheduler: no memory");

@@ -38,11 +38,14 @@ typedef enum {
 
 typedef enum { ERASE_AT_EARLY = 0, ERASE_AT_END = 1 } erase_timing_t;
 
+/* Most side streams a plan may use (besides the main and the comm stream). */
+#define ERASE_SCHED_MAX_SIDE_STREAMS 16
+
 typedef struct {
     erase_early_backward_t mode;
     erase_timing_t reduce;      /* per-block all-reduce right after the backward, or all at step end */
     erase_timing_t update;      /* per-block optimizer update when its gradients are ready, or at end */
-    int side_streams;           /* S >= 1 (early modes) */
+    int side_streams;           /* 1 <= S <= ERASE_SCHED_MAX_SIDE_STREAMS (early modes) */
     erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
     int trace;                  /* mark every op's range and enable the device's trace log
                                  * (262,144 records) for erase_sched_trace_collect; on a

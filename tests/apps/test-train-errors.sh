@@ -1,0 +1,45 @@
+#!/bin/sh
+# erase-train's answers to bad settings a user plausibly gives: each names
+# the option and what was expected, with status 1 (a value that parses but
+# cannot be used) or 2 (a usage error), and nothing crashes:
+# --side-streams out of range, --eval-fraction outside (0, 1), an unknown
+# --gemm, a misspelt key in a run file (file:line), and jobs/workstation
+# --ranks without a number.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+workdir
+echo "1..5"
+
+# expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
+expect() {
+    want=$1 text=$2; shift 2
+    timeout -k 5 60 apps/erase-train "$@" --quiet >"$dir/out" 2>&1
+    rc=$?
+    [ $rc = "$want" ] && grep -q -F -e "$text" "$dir/out" &&
+        ! grep -q -i -E 'segmentation|core dumped|sanitizer|signal 11' "$dir/out"
+}
+
+expect 1 "--side-streams 0: expected 1 to 16" --train "$dir/none" --side-streams 0
+tap $? "--side-streams 0: status $rc, names the option and the range"
+[ $rc = 1 ] || tap_report "$dir/out"
+
+expect 1 "--eval-fraction 1.5: expected a fraction in (0, 1) of --train held out for evaluation (or give --eval)" \
+    --train "$dir/none" --eval-fraction 1.5
+tap $? "--eval-fraction 1.5: status $rc, names the option and the range"
+[ $rc = 1 ] || tap_report "$dir/out"
+
+expect 2 "--gemm fp16: expected one of fp32|tf32|bf16" --train "$dir/none" --gemm fp16
+tap $? "--gemm fp16: usage error (status $rc) listing the choices"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'batch = 64;\nlerning_rate = 0.1;\n' >"$dir/typo.run"
+expect 2 "typo.run:2: unknown option 'lerning_rate'" --config "$dir/typo.run" --train "$dir/none"
+tap $? "a misspelt run-file key: usage error (status $rc) naming file:line and the key"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+"${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -F "jobs/workstation: --ranks needs a number of ranks >= 1, got ''" "$dir/ws.out"
+tap $? "jobs/workstation --ranks without a number: status $rc, says what it needs"
+[ $rc = 2 ] || tap_report "$dir/ws.out"
+exit 0
