@@ -74,7 +74,14 @@ erase_train_job() {
     [ -f "$data/index.txt" ] || { erase_job_say "no shards in $data (ERASE_DATA)"; return 1; }
     mkdir -p "$ckdir"
 
-    local args=(--config "$run" --train "$data" --checkpoint-dir "$ckdir" --resume auto)
+    # GPUs: --device cuda when the allocation gives this node GPUs
+    # (--gpus-per-node), unless ERASE_DEVICE says otherwise; without either,
+    # the run file decides (default cpu); options after the script win
+    local device=${ERASE_DEVICE:-}
+    if [ -z "$device" ] && [ -n "${SLURM_GPUS_ON_NODE:-}" ] && [ "$SLURM_GPUS_ON_NODE" != 0 ]; then
+        device=cuda
+    fi
+    local args=(--config "$run" --train "$data" ${device:+--device "$device"} --checkpoint-dir "$ckdir" --resume auto)
     [ "$every" != 0 ] && args+=(--checkpoint-every "$every")
     [ -n "${ERASE_EVAL:-}" ] && args+=(--eval "$ERASE_EVAL")
     [ -n "${ERASE_METRICS:-}" ] && args+=(--metrics "$ERASE_METRICS")
