@@ -15,10 +15,11 @@ int bench_schedules(int argc, char **argv);
 /* "cpu" / "cuda" (a --device value) -> *kind; -1 for anything else. */
 int bench_parse_device(const char *text, erase_device_kind_t *kind);
 
-/* Open a device of `kind` (CUDA: GPU `ordinal`) with `blas_threads` (CPU)
- * and print its description; NULL after printing why on stderr, naming
- * `command`'s --device option, when it cannot be opened. */
-erase_device_t *bench_open_device(const char *command, erase_device_kind_t kind, int ordinal, int blas_threads);
+/* Open the device `o` describes and, if `describe`, print "# device: ..."
+ * on stdout; NULL after printing why on stderr (naming `command`'s --device
+ * option unless the backend's message names --device or --gemm itself)
+ * when it cannot be opened. */
+erase_device_t *bench_open_device(const char *command, const erase_device_options_t *o, int describe);
 
 /* A new device array of n floats set to host values[0..n) (one blocking
  * copy; what benchmarks fill their inputs with). ERASE_MUST on failure. */

@@ -22,25 +22,23 @@ int bench_parse_device(const char *text, erase_device_kind_t *kind)
     return 0;
 }
 
-erase_device_t *bench_open_device(const char *command, erase_device_kind_t kind, int ordinal, int blas_threads)
+erase_device_t *bench_open_device(const char *command, const erase_device_options_t *o, int describe)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.kind = kind;
-    o.ordinal = ordinal;
-    o.blas_threads = blas_threads;
     erase_device_t *dev;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
+    if (erase_device_open(o, &dev) != ERASE_OK) {
         const char *why = erase_error_message();
-        if (strstr(why, "--device"))
+        if (strstr(why, "--device") || strstr(why, "--gemm")) /* the backend named the option */
             fprintf(stderr, "erase-bench %s: %s\n", command, why);
         else
             fprintf(stderr, "erase-bench %s: --device %s: %s\n", command,
-                    kind == ERASE_DEVICE_CUDA ? "cuda" : "cpu", why);
+                    o->kind == ERASE_DEVICE_CUDA ? "cuda" : "cpu", why);
         return NULL;
     }
-    char text[512];
-    erase_device_describe(dev, text, sizeof text);
-    printf("# device: %s\n", text);
+    if (describe) {
+        char text[512];
+        erase_device_describe(dev, text, sizeof text);
+        printf("# device: %s\n", text);
+    }
     return dev;
 }
 

@@ -69,7 +69,10 @@ int bench_gemm(int argc, char **argv)
         fprintf(stderr, "erase-bench gemm: bad --threads '%s' or --samples %d\n", threads_text, samples);
         return 2;
     }
-    erase_device_t *dev = bench_open_device("gemm", ERASE_DEVICE_CPU, 0, 1);
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.kind = ERASE_DEVICE_CPU;
+    dopt.blas_threads = 1;
+    erase_device_t *dev = bench_open_device("gemm", &dopt, 1);
     if (!dev)
         return 1;
     erase_stream_t *s;

@@ -164,7 +164,10 @@ int bench_model(int argc, char **argv)
     const char *python = getenv("ERASE_TORCH_PYTHON") ? getenv("ERASE_TORCH_PYTHON") : "/usr/bin/python3";
     const char *script = ERASE_SRCDIR "/bench/torch_ctr.py";
 
-    erase_device_t *dev = bench_open_device("model", kind, 0, 1);
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.kind = kind;
+    dopt.blas_threads = 1;
+    erase_device_t *dev = bench_open_device("model", &dopt, 1);
     if (!dev)
         return 1;
     erase_stream_t *s;

@@ -184,12 +184,7 @@ int bench_schedules(int argc, char **argv)
     dopt.gemm = precision;
     dopt.ordinal = world.local_rank;                 /* CUDA: one GPU per rank of a host */
     dopt.cores = erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
-    if (erase_device_open(&dopt, &dev) != ERASE_OK) { /* every rank fails alike */
-        const char *why = erase_error_message();
-        if (strstr(why, "--device") || strstr(why, "--gemm")) /* the backend named the option */
-            fprintf(stderr, "erase-bench schedules: %s\n", why);
-        else
-            fprintf(stderr, "erase-bench schedules: --device %s: %s\n", device, why);
+    if (!(dev = bench_open_device("schedules", &dopt, 0))) { /* every rank fails alike */
         erase_world_finalize();
         return 1;
     }

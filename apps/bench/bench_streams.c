@@ -60,7 +60,10 @@ int bench_streams(int argc, char **argv)
         fprintf(stderr, "erase-bench streams: need --jobs >= 2 and --samples >= 1\n");
         return 2;
     }
-    erase_device_t *dev = bench_open_device("streams", ERASE_DEVICE_CPU, 0, 1);
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.kind = ERASE_DEVICE_CPU;
+    dopt.blas_threads = 1;
+    erase_device_t *dev = bench_open_device("streams", &dopt, 1);
     if (!dev)
         return 1;
     streams_job_t w = { .jobs = jobs, .m = m, .n = n, .k = k };
