@@ -66,16 +66,16 @@ erase_status_t cuda_use(const cuda_device_t *d)
     return ERASE_OK;
 }
 
-int cuda_capturing(cudaStream_t s, erase_status_t *st)
+erase_status_t cuda_capturing(cuda_stream_t *s, int *capturing)
 {
+    *capturing = 0;
+    ERASE_CHECK(cuda_use(s->dev));
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    cudaError_t rc = cudaStreamIsCapturing(s, &cs);
-    if (rc != cudaSuccess) {
-        *st = cuda_fail(__FILE__, __LINE__, rc, "cudaStreamIsCapturing");
-        return -1;
-    }
-    /* an invalidated capture still has to be ended: it counts as capturing */
-    return cs != cudaStreamCaptureStatusNone;
+    cudaError_t rc = cudaStreamIsCapturing(s->s, &cs);
+    if (rc != cudaSuccess)
+        return cuda_fail(__FILE__, __LINE__, rc, "cudaStreamIsCapturing");
+    *capturing = cs != cudaStreamCaptureStatusNone;
+    return ERASE_OK;
 }
 
 erase_status_t erase_cuda_make_current(const erase_device_t *dev)

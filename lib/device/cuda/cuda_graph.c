@@ -28,11 +28,8 @@
 erase_status_t cuda_begin_capture(erase_stream_t *stream)
 {
     cuda_stream_t *s = cuda_stream_of(stream);
-    ERASE_CHECK(cuda_use(s->dev));
-    erase_status_t st = ERASE_OK;
-    int cap = cuda_capturing(s->s, &st);
-    if (cap < 0)
-        return st;
+    int cap;
+    ERASE_CHECK(cuda_capturing(s, &cap));
     if (cap)
         return ERASE_ERROR(ERASE_ERR_STATE, "begin_capture: stream %d is already capturing",
                            s->base.number);
@@ -138,22 +135,16 @@ erase_status_t cuda_end_capture(erase_stream_t *stream, erase_graph_t **out)
 
 int cuda_is_capturing(const erase_stream_t *stream)
 {
-    const cuda_stream_t *s = (const cuda_stream_t *)stream;
-    erase_status_t st = ERASE_OK;
-    if (cuda_use(s->dev) != ERASE_OK)
-        return 0;
-    return cuda_capturing(s->s, &st) == 1;
+    int cap = 0;
+    return cuda_capturing((cuda_stream_t *)stream, &cap) == ERASE_OK && cap;
 }
 
 erase_status_t cuda_graph_launch(erase_graph_t *graph, erase_stream_t *stream)
 {
     cuda_graph_t *g = cuda_graph_of(graph);
     cuda_stream_t *s = cuda_stream_of(stream);
-    ERASE_CHECK(cuda_use(s->dev));
-    erase_status_t st = ERASE_OK;
-    int cap = cuda_capturing(s->s, &st);
-    if (cap < 0)
-        return st;
+    int cap;
+    ERASE_CHECK(cuda_capturing(s, &cap));
     if (cap) /* CUDA would nest it as a child graph; the CPU backend refuses: so do we */
         return ERASE_ERROR(ERASE_ERR_STATE, "graph launch into a capturing stream is not supported");
     CUDA_TRY(cudaGraphLaunch(g->exec, s->s));

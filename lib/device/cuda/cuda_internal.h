@@ -135,8 +135,10 @@ erase_status_t cuda_fail(const char *file, int line, cudaError_t err, const char
             return cuda_fail(__FILE__, __LINE__, cuda_try_rc_, #call);        \
     } while (0)
 
-/* Whether a CUDA stream is capturing (1), not (0); -1 with the error set. */
-int cuda_capturing(cudaStream_t s, erase_status_t *st);
+/* *capturing = whether the stream is capturing (an invalidated capture
+ * counts: it still has to be ended), with its device made current first.
+ * Errors: ERASE_ERR_BACKEND (the query failed). */
+erase_status_t cuda_capturing(cuda_stream_t *s, int *capturing);
 
 /* Count one operation issued to a stream. */
 static inline void cuda_count(cuda_stream_t *s) { atomic_fetch_add(&s->enqueued, 1); }

@@ -93,8 +93,9 @@ void cuda_stream_destroy(erase_stream_t *stream)
 {
     cuda_stream_t *s = cuda_stream_of(stream);
     if (cuda_use(s->dev) == ERASE_OK) {
-        erase_status_t st;
-        if (cuda_capturing(s->s, &st) == 1) {
+        int cap = 0;
+        (void)cuda_capturing(s, &cap); /* a failed query: nothing to end */
+        if (cap) {
             cudaGraph_t g = NULL;
             if (cudaStreamEndCapture(s->s, &g) == cudaSuccess && g)
                 (void)cudaGraphDestroy(g);
@@ -112,11 +113,8 @@ void cuda_stream_destroy(erase_stream_t *stream)
 erase_status_t cuda_stream_synchronize(erase_stream_t *stream)
 {
     cuda_stream_t *s = cuda_stream_of(stream);
-    ERASE_CHECK(cuda_use(s->dev));
-    erase_status_t st = ERASE_OK;
-    int cap = cuda_capturing(s->s, &st);
-    if (cap < 0)
-        return st;
+    int cap;
+    ERASE_CHECK(cuda_capturing(s, &cap));
     if (cap)
         return ERASE_ERROR(ERASE_ERR_STATE,
                            "stream synchronize is not allowed while the stream is capturing");
