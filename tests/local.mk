@@ -25,7 +25,7 @@ tests_device_test_stream_LDADD = $(TEST_LIBS)
 tests_device_test_graph_SOURCES = tests/device/test-graph.c tests/device/kernels.c tests/device/kernels.h
 tests_device_test_graph_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_graph_LDADD = $(TEST_LIBS)
-tests_device_test_gemm_SOURCES = tests/device/test-gemm.c
+tests_device_test_gemm_SOURCES = tests/device/test-gemm.c tests/device/gemm_case.h
 tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_gemm_LDADD = $(TEST_LIBS)
 
@@ -34,7 +34,7 @@ if HAVE_CUDA
 check_PROGRAMS += tests/device/test-cuda
 TESTS += tests/device/test-cuda
 GPU_TESTS += tests/device/test-cuda
-tests_device_test_cuda_SOURCES = tests/device/test-cuda.c tests/gpu_tap.h
+tests_device_test_cuda_SOURCES = tests/device/test-cuda.c tests/device/gemm_case.h tests/gpu_tap.h
 tests_device_test_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_cuda_LDADD = $(TEST_LIBS)
 endif

@@ -27,14 +27,14 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-#include "tests/gpu_tap.h"
 #include <cuda_runtime_api.h>
 
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 #include "lib/device/cuda/cuda.h"
 #include "lib/device/device.h"
+#include "tests/device/gemm_case.h"
+#include "tests/gpu_tap.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 
@@ -543,16 +543,6 @@ static void test_capture_rules(void **state)
 
 /* ---- SGEMM against the CPU backend --------------------------------------------- */
 
-typedef struct {
-    int ta, tb, m, n, k, lda, ldb, ldc, batch;
-    float alpha, beta;
-    int64_t sa, sb, sc;
-} gemm_case_t;
-
-static float elem(const float *x, int ld, int trans, int i, int j)
-{
-    return trans ? x[(size_t)j * ld + i] : x[(size_t)i * ld + j];
-}
 
 /* Random nonzero value: magnitude in [0.25, 1], random sign. */
 static float nonzero(uint64_t *rng)
@@ -567,10 +557,8 @@ static float nonzero(uint64_t *rng)
  * are NaN before and must be NaN after on both. */
 static double gemm_case(const gemm_case_t *g, uint64_t *rng)
 {
-    int arows = g->ta ? g->k : g->m, brows = g->tb ? g->n : g->k;
-    size_t asize = (size_t)(g->batch - 1) * (size_t)g->sa + (size_t)arows * g->lda + 1;
-    size_t bsize = (size_t)(g->batch - 1) * (size_t)g->sb + (size_t)brows * g->ldb + 1;
-    size_t csize = (size_t)(g->batch - 1) * (size_t)g->sc + (size_t)g->m * g->ldc + 1;
+    size_t asize, bsize, csize;
+    gemm_case_sizes(g, &asize, &bsize, &csize);
     float *a = malloc(asize * sizeof(float)), *b = malloc(bsize * sizeof(float));
     float *c0 = malloc(csize * sizeof(float)), *cg = malloc(csize * sizeof(float));
     unsigned char *inside = calloc(csize, 1);

@@ -20,6 +20,7 @@
 
 #include "lib/core/rng.h"
 #include "lib/device/device.h"
+#include "tests/device/gemm_case.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 #define BOUND 1e-5
@@ -27,24 +28,12 @@
 static erase_device_t *dev;
 static erase_stream_t *stream;
 
-typedef struct {
-    int ta, tb, m, n, k, lda, ldb, ldc, batch;
-    float alpha, beta;
-    int64_t sa, sb, sc;
-} gemm_case_t;
-
-static float elem(const float *x, int ld, int trans, int i, int j)
-{
-    return trans ? x[(size_t)j * ld + i] : x[(size_t)i * ld + j];
-}
 
 /* Run one case; returns the worst relative error. */
 static double run_case(const gemm_case_t *g, uint64_t *rng)
 {
-    int arows = g->ta ? g->k : g->m, brows = g->tb ? g->n : g->k;
-    size_t asize = (size_t)(g->batch - 1) * (size_t)g->sa + (size_t)arows * g->lda + 1;
-    size_t bsize = (size_t)(g->batch - 1) * (size_t)g->sb + (size_t)brows * g->ldb + 1;
-    size_t csize = (size_t)(g->batch - 1) * (size_t)g->sc + (size_t)g->m * g->ldc + 1;
+    size_t asize, bsize, csize;
+    gemm_case_sizes(g, &asize, &bsize, &csize);
     float *a, *b, *c, *c0 = malloc(csize * sizeof(float));
     MUST(erase_malloc(dev, asize * sizeof(float), (void **)&a));
     MUST(erase_malloc(dev, bsize * sizeof(float), (void **)&b));
