@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 static const char description[] =
@@ -44,16 +45,6 @@ uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes)
 }
 
 /* ---- small file-system helpers ------------------------------------------------ */
-
-static int fsync_path(const char *path, int directory)
-{
-    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
 
 /* "dir/name" into out (ERASE_CKPT_PATH_MAX). Returns -1 when too long. */
 static int join(char *out, const char *dir, const char *name)
@@ -551,7 +542,7 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
     erase_h5_leave();
     fclose(w.index);
     free(index);
-    if (st == ERASE_OK && fsync_path(temp, 0) != 0)
+    if (st == ERASE_OK && erase_fsync_path(temp, 0) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", temp, strerror(errno));
     if (st == ERASE_OK && rename(temp, path) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
@@ -560,7 +551,7 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
         erase_error_trail(__FILE__, __LINE__);
         return st;
     }
-    if (fsync_path(dir, 1) != 0)
+    if (erase_fsync_path(dir, 1) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the checkpoint directory failed: %s", dir, strerror(errno));
     char line[80];
     snprintf(line, sizeof line, "%s\n", name);

@@ -2,11 +2,11 @@
 
 #include "config.h"
 #include "io/h5_util.h"
+#include "lib/core/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,28 +34,6 @@ erase_ctr_write_options_t erase_ctr_write_options_default(void)
 {
     erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL };
     return o;
-}
-
-/* fsync a file or directory by path. */
-static int fsync_path(const char *path, int directory)
-{
-    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-/* fsync the directory holding `path`. */
-static int fsync_parent(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return -1;
-    int rc = fsync_path(dirname(copy), 1);
-    free(copy);
-    return rc;
 }
 
 /* Create the three datasets; the lock is held. */
@@ -233,7 +211,7 @@ erase_status_t erase_ctr_writer_finish(erase_ctr_writer_t *w, const char *source
     w->file = -1;
     erase_h5_leave();
     ERASE_CHECK(st);
-    if (fsync_path(w->temp, 0) != 0)
+    if (erase_fsync_path(w->temp, 0) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", w->temp, strerror(errno));
     w->finished = 1;
     return ERASE_OK;
@@ -247,7 +225,7 @@ erase_status_t erase_ctr_writer_publish(erase_ctr_writer_t *w)
     if (rename(w->temp, w->path) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", w->temp, w->path, strerror(errno));
     w->published = 1;
-    if (fsync_parent(w->path) != 0)
+    if (erase_fsync_parent(w->path) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the directory failed: %s", w->path, strerror(errno));
     return ERASE_OK;
 }
@@ -301,7 +279,7 @@ erase_status_t erase_write_file_atomic(const char *path, const char *text, size_
         st = ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
     if (st != ERASE_OK)
         unlink(temp);
-    else if (fsync_parent(path) != 0)
+    else if (erase_fsync_parent(path) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the directory failed: %s", path, strerror(errno));
 done:
     free(temp);

@@ -5,6 +5,7 @@ lib_liberase_a_SOURCES = \
 	lib/core/timer.c lib/core/timer.h \
 	lib/core/rng.h \
 	lib/core/stats.c lib/core/stats.h \
+	lib/core/fs.c lib/core/fs.h \
 	lib/device/device.c lib/device/device.h lib/device/backend.h \
 	lib/device/cpu/cpu.h lib/device/cpu/cpu_internal.h \
 	lib/device/cpu/cpu_blas.c \

@@ -19,6 +19,7 @@
 #include "io/criteo_convert.h"
 #include "io/ctr_reader.h"
 #include "io/synth.h"
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 #include <dirent.h>
@@ -53,25 +54,6 @@ static int64_t dir_bytes(const char *dir)
     return total;
 }
 
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_dir(path);
-        else
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
 
 /* Write `lines` lines of the Kaggle sample, repeated, as plain text and gzip. */
 static int make_input(const char *tsv, const char *gz, int64_t lines)
@@ -203,7 +185,7 @@ int bench_data(int argc, char **argv)
            " rows\n", lines, dir, chunk);
     if (make_input(tsv, gz, lines) != 0) {
         fprintf(stderr, "erase-bench data: cannot write the input files\n");
-        remove_dir(dir);
+        erase_remove_tree(dir);
         return 1;
     }
     struct stat sb_tsv, sb_gz;
@@ -266,6 +248,6 @@ int bench_data(int argc, char **argv)
     if (keep)
         printf("# kept %s\n", dir);
     else
-        remove_dir(dir);
+        erase_remove_tree(dir);
     return 0;
 }

@@ -13,6 +13,7 @@
  */
 #include "lib/comm/comm_internal.h"
 
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -110,17 +111,7 @@ erase_status_t comm_id_file_write(const char *path, const void *id, size_t bytes
     }
     /* make the rename itself durable (a crash must not leave readers
      * waiting on a name that was never stored); best effort */
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        int dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
+    (void)erase_fsync_parent(path);
     return ERASE_OK;
 }
 

@@ -2,13 +2,13 @@
 
 #include "io/ctr_index.h"
 #include "io/ctr_shard.h"
+#include "lib/core/fs.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const char *io_sample(const char *name)
@@ -33,31 +33,12 @@ char *io_scratch_make(const char *tag)
     return dir;
 }
 
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            remove_tree(path);
-        else
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
 
 void io_scratch_remove(char *dir)
 {
     if (!dir)
         return;
-    remove_tree(dir);
+    erase_remove_tree(dir);
     free(dir);
 }
 

@@ -1,0 +1,55 @@
+#include "lib/core/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int erase_fsync_path(const char *path, int directory)
+{
+    int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int erase_fsync_parent(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return -1;
+    int rc = erase_fsync_path(dirname(copy), 1);
+    int e = errno;
+    free(copy);
+    errno = e;
+    return rc;
+}
+
+void erase_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            erase_remove_tree(path);
+        else
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
