@@ -178,71 +178,50 @@ static erase_status_t exchange(MPI_Comm comm, const void *sbuf, size_t sbytes, i
 
 /* ---- reductions --------------------------------------------------------------- */
 
-/* acc[i] = in[i] (op) acc[i]; the mean's last step also scales by 1/size. */
-static void reduce_f32(float *acc, const float *in, size_t n, int op, int scale, int size)
-{
-    if (op == ERASE_REDUCE_MAX) {
-        for (size_t i = 0; i < n; i++)
-            if (in[i] > acc[i] || isnan(in[i]))
-                acc[i] = in[i];
-        return;
+/*
+ * acc[i] = in[i] (op) acc[i]; the mean's last step also scales by 1/size.
+ * Floating point (T): max propagates NaN, the mean multiplies by the
+ * rounded 1/size. Integers (T, with U its unsigned twin): sums wrap modulo
+ * 2^bits (computed in U), the mean truncates.
+ */
+#define REDUCE_FLOAT(name, T)                                                    \
+    static void name(T *acc, const T *in, size_t n, int op, int scale, int size) \
+    {                                                                            \
+        if (op == ERASE_REDUCE_MAX) {                                            \
+            for (size_t i = 0; i < n; i++)                                       \
+                if (in[i] > acc[i] || isnan(in[i]))                              \
+                    acc[i] = in[i];                                              \
+            return;                                                              \
+        }                                                                        \
+        for (size_t i = 0; i < n; i++)                                           \
+            acc[i] = in[i] + acc[i];                                             \
+        if (scale) {                                                             \
+            T s = (T)1 / (T)size;                                                \
+            for (size_t i = 0; i < n; i++)                                       \
+                acc[i] = acc[i] * s;                                             \
+        }                                                                        \
     }
-    for (size_t i = 0; i < n; i++)
-        acc[i] = in[i] + acc[i];
-    if (scale) {
-        float s = 1.0f / (float)size;
-        for (size_t i = 0; i < n; i++)
-            acc[i] = acc[i] * s;
-    }
-}
 
-static void reduce_f64(double *acc, const double *in, size_t n, int op, int scale, int size)
-{
-    if (op == ERASE_REDUCE_MAX) {
-        for (size_t i = 0; i < n; i++)
-            if (in[i] > acc[i] || isnan(in[i]))
-                acc[i] = in[i];
-        return;
+#define REDUCE_INT(name, T, U)                                                   \
+    static void name(T *acc, const T *in, size_t n, int op, int scale, int size) \
+    {                                                                            \
+        if (op == ERASE_REDUCE_MAX) {                                            \
+            for (size_t i = 0; i < n; i++)                                       \
+                if (in[i] > acc[i])                                              \
+                    acc[i] = in[i];                                              \
+            return;                                                              \
+        }                                                                        \
+        for (size_t i = 0; i < n; i++)                                           \
+            acc[i] = (T)((U)in[i] + (U)acc[i]);                                  \
+        if (scale)                                                               \
+            for (size_t i = 0; i < n; i++)                                       \
+                acc[i] = acc[i] / size;                                          \
     }
-    for (size_t i = 0; i < n; i++)
-        acc[i] = in[i] + acc[i];
-    if (scale) {
-        double s = 1.0 / (double)size;
-        for (size_t i = 0; i < n; i++)
-            acc[i] = acc[i] * s;
-    }
-}
 
-/* Integer sums wrap modulo 2^bits (computed unsigned); the mean truncates. */
-static void reduce_i32(int32_t *acc, const int32_t *in, size_t n, int op, int scale, int size)
-{
-    if (op == ERASE_REDUCE_MAX) {
-        for (size_t i = 0; i < n; i++)
-            if (in[i] > acc[i])
-                acc[i] = in[i];
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        acc[i] = (int32_t)((uint32_t)in[i] + (uint32_t)acc[i]);
-    if (scale)
-        for (size_t i = 0; i < n; i++)
-            acc[i] = acc[i] / size;
-}
-
-static void reduce_i64(int64_t *acc, const int64_t *in, size_t n, int op, int scale, int size)
-{
-    if (op == ERASE_REDUCE_MAX) {
-        for (size_t i = 0; i < n; i++)
-            if (in[i] > acc[i])
-                acc[i] = in[i];
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        acc[i] = (int64_t)((uint64_t)in[i] + (uint64_t)acc[i]);
-    if (scale)
-        for (size_t i = 0; i < n; i++)
-            acc[i] = acc[i] / size;
-}
+REDUCE_FLOAT(reduce_f32, float)
+REDUCE_FLOAT(reduce_f64, double)
+REDUCE_INT(reduce_i32, int32_t, uint32_t)
+REDUCE_INT(reduce_i64, int64_t, uint64_t)
 
 static void reduce(int dtype, int op, void *acc, const void *in, size_t n, int last, int size)
 {
