@@ -7,17 +7,10 @@
 #include "lib/ops/cpu/ops_cpu.h"
 
 #include "lib/core/simd.h"
-#include "lib/device/cpu/cpu.h"
 #include "lib/ops/cpu/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define LAUNCH(s, fn, args)                                           \
-    do {                                                              \
-        ERASE_CHECK(erase_cpu_launch((s), (fn), &(args), sizeof(args))); \
-        return ERASE_OK;                                              \
-    } while (0)
 
 /* ---- linear ------------------------------------------------------------- */
 

@@ -7,7 +7,16 @@
 #ifndef ERASE_OPS_CPU_OPS_CPU_H
 #define ERASE_OPS_CPU_OPS_CPU_H
 
+#include "lib/device/cpu/cpu.h"
 #include "lib/ops/ops_impl.h"
+
+/* Enqueue kernel `fn` on CPU stream s with a copy of the argument struct
+ * `args`, and return from the launcher (its failure, or ERASE_OK). */
+#define LAUNCH(s, fn, args)                                              \
+    do {                                                                 \
+        ERASE_CHECK(erase_cpu_launch((s), (fn), &(args), sizeof(args))); \
+        return ERASE_OK;                                                 \
+    } while (0)
 
 erase_status_t erase_cpu_sparse_pack(erase_stream_t *s, int tables, int capacity, int dim,
                                      const int *const *count, const uint32_t *const *rows,

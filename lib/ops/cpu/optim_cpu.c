@@ -3,7 +3,6 @@
 #include "lib/ops/cpu/ops_cpu.h"
 
 #include "lib/core/simd.h"
-#include "lib/device/cpu/cpu.h"
 
 #include <math.h>
 
@@ -113,12 +112,6 @@ ERASE_SIMD_CLONES static erase_status_t sparse_sgd_k(const void *p)
     }
     return ERASE_OK;
 }
-
-#define LAUNCH(s, fn, args)                                              \
-    do {                                                                 \
-        ERASE_CHECK(erase_cpu_launch((s), (fn), &(args), sizeof(args))); \
-        return ERASE_OK;                                                 \
-    } while (0)
 
 erase_status_t erase_cpu_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
                                          const erase_lr_schedule_t *schedule)

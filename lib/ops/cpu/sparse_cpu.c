@@ -2,7 +2,6 @@
  * arguments validated by lib/ops/ops.c. */
 #include "lib/ops/cpu/ops_cpu.h"
 
-#include "lib/device/cpu/cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +122,7 @@ erase_status_t erase_cpu_sparse_pack(erase_stream_t *s, int tables, int capacity
         a.rows[t] = rows[t];
         a.values[t] = values[t];
     }
-    ERASE_CHECK(erase_cpu_launch(s, pack_k, &a, sizeof a));
-    return ERASE_OK;
+    LAUNCH(s, pack_k, a);
 }
 
 erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
@@ -140,6 +138,5 @@ erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, 
         a.out_rows[t] = rows[t];
         a.out_values[t] = values[t];
     }
-    ERASE_CHECK(erase_cpu_launch(s, merge_k, &a, sizeof a));
-    return ERASE_OK;
+    LAUNCH(s, merge_k, a);
 }
