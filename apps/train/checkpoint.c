@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,11 +40,17 @@ struct train_ckpt {
     FILE *sample_log;
 };
 
-static volatile sig_atomic_t pending_signal;
+/* Set by the handler, read by the main thread at the step boundary. The
+ * signal may be delivered to any thread of the process (stream workers,
+ * BLAS and MPI threads), so a volatile sig_atomic_t is not enough: a
+ * lock-free C11 atomic is both async-signal-safe (C11 7.14.1.1) and
+ * ordered across threads. */
+static atomic_int pending_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag needs a lock-free atomic int");
 
 static void on_signal(int sig)
 {
-    pending_signal = sig;
+    atomic_store(&pending_signal, sig);
 }
 
 const char *train_ckpt_signal_name(int sig)
@@ -250,7 +257,7 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        pending_signal = 0;
+        atomic_store(&pending_signal, 0);
         if (sigaction(SIGTERM, &sa, &ck->old_term) != 0 || sigaction(SIGUSR1, &sa, &ck->old_usr1) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers");
         else
@@ -468,7 +475,7 @@ erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *p
     }
     if (!ck->enabled)
         return ERASE_OK;
-    int32_t flag = pending_signal, any = 0;
+    int32_t flag = atomic_load(&pending_signal), any = 0;
     ERASE_CHECK(erase_allreduce(erase_world_comm(), ck->e.host, &flag, &any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
     ERASE_CHECK(erase_stream_synchronize(ck->e.host));
     int64_t every = ck->e.o->checkpoint_every;

@@ -6,6 +6,8 @@ check_PROGRAMS += tests/ckpt/ckpt-tool
 tests_ckpt_ckpt_tool_SOURCES = tests/ckpt/ckpt-tool.c
 tests_ckpt_ckpt_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_ckpt_ckpt_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+check_PROGRAMS += tests/ckpt/thread-kill
+tests_ckpt_thread_kill_SOURCES = tests/ckpt/thread-kill.c
 
 CKPT_TEST_DRIVERS = tests/ckpt/test-kill-resume.sh tests/ckpt/test-resume.sh
 TESTS += $(CKPT_TEST_DRIVERS)

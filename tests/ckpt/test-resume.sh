@@ -4,8 +4,9 @@
 # run still ends bitwise equal); a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
 # global sample sequence, and with another global batch under --epochs
-# the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to one rank)
-# stop every rank after the same step with a checkpoint and status 0;
+# the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to
+# a worker thread of one rank: the handler runs off the main thread) stop
+# every rank after the same step with a checkpoint and status 0;
 # --init-from starts a new run from a checkpoint's parameters; erase-inspect
 # ckpt shows a checkpoint.
 . "$(dirname "$0")/ckpt.sh"
@@ -110,14 +111,14 @@ tap $? "SIGUSR1 to mpirun: every rank stopped after step ${n1:-?}, wrote $S/ckpt
 [ $rc = 0 ] || show "$out"
 out=$dir/sig2.out
 train_bg 2 $LONG --metrics "$dir/sig2.jsonl" --resume auto
-wait_for 60 trained "$dir/sig2.jsonl" $((${n1:-0} + 3)) && kill -TERM "$(rank_pid 1)"
+wait_for 60 trained "$dir/sig2.jsonl" $((${n1:-0} + 3)) && tests/ckpt/thread-kill 15 "$(rank_pid 1)" | sed 's/^/# SIGTERM to /'
 wait "$job"; rc=$?
 line=$(grep '^erase-train: stopped by SIGTERM after step ' "$out")
 n2=$(echo "$line" | sed 's/.*after step \([0-9]*\);.*/\1/')
 echo "# $line"
 [ $rc = 0 ] && grep -q "^resume from $S/ckpt-$n1.h5: step $n1," "$out" && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] &&
     [ -f "$S/ckpt-$n2.h5" ]
-tap $? "resumed at step ${n1:-?}, SIGTERM to rank 1 only: both stopped after step ${n2:-?} with a checkpoint, status $rc"
+tap $? "resumed at step ${n1:-?}, SIGTERM to a worker thread of rank 1 only: both stopped after step ${n2:-?} with a checkpoint, status $rc"
 [ $rc = 0 ] || show "$out"
 
 # ---- warm start: --init-from (another seed, so nothing equals the reference by chance)
