@@ -20,7 +20,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (st != ERASE_OK) {
-        fprintf(stderr, "erase-train: %s\n", erase_error_message());
+        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 2;
     }
     erase_world_t world;

@@ -40,6 +40,7 @@ tests_device_test_cuda_LDADD = $(TEST_LIBS)
 endif
 endif
 
+include tests/core/local.mk
 include tests/ops/local.mk
 include tests/nn/local.mk
 include tests/sched/local.mk

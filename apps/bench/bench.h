@@ -16,9 +16,8 @@ int bench_schedules(int argc, char **argv);
 int bench_parse_device(const char *text, erase_device_kind_t *kind);
 
 /* Open the device `o` describes and, if `describe`, print "# device: ..."
- * on stdout; NULL after printing why on stderr (naming `command`'s --device
- * option unless the backend's message names --device or --gemm itself)
- * when it cannot be opened. */
+ * on stdout; NULL after printing why on stderr, prefixed by `command` and
+ * its --device (and --gemm, if not fp32) option, when it cannot be opened. */
 erase_device_t *bench_open_device(const char *command, const erase_device_options_t *o, int describe);
 
 /* A new device array of n floats set to host values[0..n) (one blocking

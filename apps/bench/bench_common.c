@@ -26,12 +26,9 @@ erase_device_t *bench_open_device(const char *command, const erase_device_option
 {
     erase_device_t *dev;
     if (erase_device_open(o, &dev) != ERASE_OK) {
-        const char *why = erase_error_message();
-        if (strstr(why, "--device") || strstr(why, "--gemm")) /* the backend named the option */
-            fprintf(stderr, "erase-bench %s: %s\n", command, why);
-        else
-            fprintf(stderr, "erase-bench %s: --device %s: %s\n", command,
-                    o->kind == ERASE_DEVICE_CUDA ? "cuda" : "cpu", why);
+        fprintf(stderr, "erase-bench %s: --device %s%s%s: %s\n", command, o->kind == ERASE_DEVICE_CUDA ? "cuda" : "cpu",
+                o->gemm != ERASE_GEMM_FP32 ? " --gemm " : "", o->gemm != ERASE_GEMM_FP32 ? erase_gemm_precision_name(o->gemm) : "",
+                erase_error_reason());
         return NULL;
     }
     if (describe) {

@@ -64,36 +64,6 @@ const char *train_ckpt_signal_name(int sig)
     return other;
 }
 
-/* Length of a leading "path.c:123 -> " or "path.c:123: " of msg, else 0. */
-static size_t crumb_length(const char *msg)
-{
-    size_t i = 0;
-    while (msg[i] && msg[i] != ' ' && msg[i] != ':')
-        i++;
-    if (i < 3 || strncmp(msg + i - 2, ".c", 2) || msg[i] != ':')
-        return 0;
-    size_t j = ++i;
-    while (msg[i] >= '0' && msg[i] <= '9')
-        i++;
-    if (i == j)
-        return 0;
-    if (!strncmp(msg + i, " -> ", 4))
-        return i + 4;
-    if (!strncmp(msg + i, ": ", 2))
-        return i + 2;
-    return 0;
-}
-
-/* An error message as a user reads it: without the leading breadcrumbs
- * and the "file.c:123: " where it was set. */
-static const char *root_cause(const char *msg)
-{
-    size_t k;
-    while ((k = crumb_length(msg)) > 0)
-        msg += k;
-    return msg;
-}
-
 /* ---- the tensors ---------------------------------------------------------------- */
 
 static erase_status_t add(train_ckpt_t *ck, int g, int *cap, const char *name, int ndim, int64_t rows,
@@ -327,7 +297,7 @@ static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const ch
     char msg[MESSAGE_MAX];
     memset(msg, 0, sizeof msg);
     if (ck->e.w->rank == 0 && st != ERASE_OK)
-        snprintf(msg, sizeof msg, "%s", erase_error_message());
+        snprintf(msg, sizeof msg, "%s", erase_error_reason());
     erase_comm_t *c = erase_world_comm();
     ERASE_CHECK(erase_broadcast(c, ck->e.host, &code, 1, ERASE_DTYPE_I64, 0));
     ERASE_CHECK(erase_broadcast(c, ck->e.host, msg, sizeof msg, ERASE_DTYPE_U8, 0));
@@ -335,7 +305,7 @@ static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const ch
     if (code == ERASE_OK || ck->e.w->rank == 0)
         return st;
     msg[sizeof msg - 1] = '\0';
-    return ERASE_ERROR((erase_status_t)code, "%s (rank 0): %s", what, root_cause(msg));
+    return ERASE_ERROR((erase_status_t)code, "%s (rank 0): %s", what, msg);
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -652,7 +622,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
             break;
         if (!dir)
             break; /* a file named explicitly: its error is the answer */
-        const char *why = root_cause(erase_error_message());
+        const char *why = erase_error_reason();
         size_t len = strlen(paths[i]);
         if (!strncmp(why, paths[i], len) && !strncmp(why + len, ": ", 2))
             why += len + 2; /* the message names the file already */
@@ -661,7 +631,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     }
     if (st != ERASE_OK && !dir) {
         char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
-        snprintf(why, sizeof why, "%s", root_cause(erase_error_message()));
+        snprintf(why, sizeof why, "%s", erase_error_reason());
         previous_checkpoint(want, other, sizeof other);
         st = ERASE_ERROR(st, "--%s %s: %s%s%s", resume ? "resume" : "init-from", want, why,
                          other[0] ? "; the previous checkpoint there is " : "", other);

@@ -145,7 +145,7 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
     if (!config_read_file(&cfg, path)) {
         erase_status_t st = config_error_type(&cfg) == CONFIG_ERR_FILE_IO
             ? ERASE_ERROR(ERASE_ERR_IO, "cannot read run file %s", path)
-            : ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: syntax error: %s", path, config_error_line(&cfg),
+            : ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", path, config_error_line(&cfg),
                           config_error_text(&cfg));
         config_destroy(&cfg);
         return st;

@@ -147,7 +147,7 @@ static erase_status_t open_readers(run_t *r)
     }
     char why[2048];
     if (erase_ctr_reader_open(train_in, 1, &ro, &r->train) != ERASE_OK) {
-        snprintf(why, sizeof why, "%s", erase_error_message()); /* the message is rewritten below */
+        snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
     }
     erase_ctr_reader_options_t eo = ro;
@@ -155,7 +155,7 @@ static erase_status_t open_readers(run_t *r)
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_CTR_PART_ALL : ERASE_CTR_PART_EVAL;
     if (erase_ctr_reader_open(eval_in, 1, &eo, &r->eval) != ERASE_OK) {
-        snprintf(why, sizeof why, "%s", erase_error_message());
+        snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train", eval_in[0], why);
     }
     TRY(erase_ctr_reader_check_tables(r->train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, r->cfg.ctr.table_rows));
@@ -626,11 +626,12 @@ static erase_status_t open_device(run_t *r)
     erase_status_t st = erase_device_open(&dopt, &r->dev);
     if (st == ERASE_OK)
         return ERASE_OK;
-    char why[2048];
-    snprintf(why, sizeof why, "%s", erase_error_message()); /* the message is rewritten below */
-    if (strstr(why, "--device") || strstr(why, "--gemm"))
-        return st; /* the backend named the option already */
-    return ERASE_ERROR(st, "--device %s (device %d of this host): %s", o->device, dopt.ordinal, why);
+    char why[2048], gpu[48] = "";
+    snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+    if (dopt.kind == ERASE_DEVICE_CUDA)
+        snprintf(gpu, sizeof gpu, " (GPU %d of this host)", dopt.ordinal);
+    return ERASE_ERROR(st, "--device %s%s%s%s: %s", o->device, dopt.gemm != ERASE_GEMM_FP32 ? " --gemm " : "",
+                       dopt.gemm != ERASE_GEMM_FP32 ? o->gemm : "", gpu, why);
 }
 
 /*

@@ -9,6 +9,7 @@
 #define ERASE_ERROR_MAX 2048
 
 static _Thread_local char error_text[ERASE_ERROR_MAX];
+static _Thread_local size_t reason_length; /* the message after erase_error_set's "file:line: " */
 
 static void (*fatal_hook)(int exit_code);
 static int fatal_rank = -1;
@@ -49,6 +50,7 @@ erase_status_t erase_error_set(erase_status_t status, const char *file, int line
     va_start(ap, fmt);
     vsnprintf(error_text + n, sizeof error_text - (size_t)n, fmt, ap);
     va_end(ap);
+    reason_length = strlen(error_text + n);
     return status;
 }
 
@@ -71,9 +73,16 @@ const char *erase_error_message(void)
     return error_text;
 }
 
+const char *erase_error_reason(void)
+{
+    size_t len = strlen(error_text);
+    return error_text + len - (reason_length < len ? reason_length : len);
+}
+
 void erase_error_clear(void)
 {
     error_text[0] = '\0';
+    reason_length = 0;
 }
 
 void erase_fatal_set_hook(void (*hook)(int exit_code), int rank)

@@ -47,6 +47,11 @@ void erase_error_trail(const char *file, int line);
 /* This thread's last error message ("" when none); valid until the next call. */
 const char *erase_error_message(void);
 
+/* The same message as a user reads it: without the breadcrumbs and the
+ * "file:line: " where it was set (the text given to erase_error_set);
+ * "" when none. Valid until the next erase_error_* call of this thread. */
+const char *erase_error_reason(void);
+
 /* Forget this thread's last error. */
 void erase_error_clear(void);
 

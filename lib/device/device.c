@@ -50,7 +50,7 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
     case ERASE_DEVICE_CPU:
         if (o.gemm != ERASE_GEMM_FP32)
             return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
-                               "--gemm %s: the CPU backend computes GEMMs in fp32 only (tf32 and "
+                               "the CPU backend computes GEMMs in fp32 only, not %s (tf32 and "
                                "bf16 are tensor-core modes of the CUDA backend)",
                                erase_gemm_precision_name(o.gemm));
         ERASE_CHECK(erase_cpu_device_open(&o, out));
@@ -63,7 +63,7 @@ erase_status_t erase_device_open(const erase_device_options_t *options, erase_de
         return ERASE_OK;
 #else
         return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
-                           "--device cuda: this build of erase has no CUDA backend");
+                           "this build of erase has no CUDA backend (configured without CUDA)");
 #endif
     }
     return ERASE_ERROR(ERASE_ERR_INVALID, "erase_device_open: unknown device kind %d", (int)o.kind);

@@ -415,7 +415,7 @@ erase_status_t erase_model_config_parse(const char *text, const char *name,
     erase_status_t status;
     if (!config_read_string(&lc, text)) {
         const char *file = config_error_file(&lc); /* set inside an @include */
-        status = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: syntax error: %s", file ? file : name,
+        status = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", file ? file : name,
                              config_error_line(&lc), config_error_text(&lc));
     } else {
         erase_model_config_t out;

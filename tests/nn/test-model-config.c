@@ -314,10 +314,10 @@ static void test_format_limits(void **state)
 static void test_error_syntax(void **state)
 {
     print_message("syntax errors name the line and libconfig's text\n");
-    expect_error("model = \"ctr\";\nseed = ;\n", "bad.cfg:2: syntax error: syntax error");
-    expect_error("model = \"ctr\";\nseed = 1;\n\nseed = 2;\n", "bad.cfg:4: syntax error: duplicate setting name");
+    expect_error("model = \"ctr\";\nseed = ;\n", "bad.cfg:2: syntax error");
+    expect_error("model = \"ctr\";\nseed = 1;\n\nseed = 2;\n", "bad.cfg:4: duplicate setting name");
     expect_error("model = \"ctr\";\nctr: { table_rows = [1, \"x\"]; };\n",
-                 "bad.cfg:2: syntax error: mismatched element type in array");
+                 "bad.cfg:2: mismatched element type in array");
 }
 
 static void test_error_model(void **state)
