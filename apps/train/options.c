@@ -63,7 +63,7 @@ static const opt_def_t defs[] = {
     { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip" },
     { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL },
     { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL },
-    { "quiet", F(quiet), "0", "no progress lines, only the summary", NULL },
+    { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -247,7 +247,7 @@ void train_options_usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N | srun] erase-train --train DIR [options]\n\n"
                "Trains a model of detached blocks on CTR shards (erase-convert) on every rank\n"
-               "(data parallel), evaluates it, and prints QPS, NE, AUC. Options (default):\n");
+               "(data parallel), evaluates it, and prints QPS, NE, AUC. Options (default, if any):\n");
     for (size_t i = 0; i < NDEFS; i++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s", defs[i].name,
@@ -255,8 +255,10 @@ void train_options_usage(FILE *f)
         fprintf(f, "  %-26s %s", left, defs[i].help);
         if (defs[i].type == T_FLAG)
             fprintf(f, " (%s)\n", atoi(defs[i].def) ? "on; --no-" : "off");
+        else if (defs[i].def[0])
+            fprintf(f, " (%s)\n", defs[i].def);
         else
-            fprintf(f, " (%s)\n", defs[i].def[0] ? defs[i].def : "none");
+            fputc('\n', f); /* not set unless given ("none" is a value of some options) */
     }
     fprintf(f, "\nA flag F is turned off with --no-F. A run file sets the same options,\n"
                "e.g. `early_backward = \"async\"; lr = 0.002;`; the command line wins.\n");

@@ -312,6 +312,20 @@ static long test_graph(erase_comm_t *w)
     return wrong;
 }
 
+/* The end of every path through main: the stream, the world (its NCCL
+ * communicators before the device goes), the device, then the TAP plan. */
+static int finish(void)
+{
+    if (stream)
+        erase_stream_destroy(stream);
+    erase_world_finalize();
+    if (gpu)
+        erase_device_close(gpu);
+    if (mpi_tap_rank == 0)
+        printf("1..%d\n", mpi_tap_n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MUST(erase_world_init(&argc, &argv, NULL, &world));
@@ -354,12 +368,7 @@ int main(int argc, char **argv)
          * tests/gpu/device-check.sh accepts that SKIP on a GPU machine */
         tap_skip("NCCL collectives on CUDA streams",
                  opened ? "fewer GPUs than ranks (each rank needs its own)" : "no CUDA device visible");
-        if (gpu)
-            erase_device_close(gpu);
-        if (world.rank == 0)
-            printf("1..%d\n", mpi_tap_n);
-        erase_world_finalize();
-        return 0;
+        return finish();
     }
     erase_world_log_device(gpu);
     MUST(erase_stream_create(gpu, &stream));
@@ -378,12 +387,7 @@ int main(int argc, char **argv)
                 ERASE_ERR_UNSUPPORTED,
             "and a collective on a CUDA stream is ERASE_ERR_UNSUPPORTED");
         erase_free(gpu, d);
-        erase_stream_destroy(stream);
-        erase_device_close(gpu);
-        if (world.rank == 0)
-            printf("1..%d\n", mpi_tap_n);
-        erase_world_finalize();
-        return 0;
+        return finish();
     }
     MUST(st);
     tap(0, "erase_world_attach_device(CUDA device): NCCL communicators world, dp, pp");
@@ -419,10 +423,5 @@ int main(int argc, char **argv)
     tap(test_graph(w), "1,000 replays of a captured all-reduce graph, checked every 100");
 
     MUST(erase_stream_synchronize(stream));
-    erase_stream_destroy(stream);
-    erase_world_finalize(); /* ncclCommDestroy before the device goes */
-    erase_device_close(gpu);
-    if (world.rank == 0)
-        printf("1..%d\n", mpi_tap_n);
-    return 0;
+    return finish();
 }
