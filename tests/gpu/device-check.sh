@@ -38,6 +38,22 @@ summary=$out/summary.txt
 : >"$summary"
 status=0
 
+# limited SECONDS CMD...: CMD under timeout(1), stopped with this script.
+# timeout runs CMD in a process group of its own, out of reach of a signal
+# to this script's, and bash runs a trap only after a foreground child
+# ends: so CMD runs in the background, the script waits for it, and a TERM
+# or INT here is passed on to timeout, which passes it on to CMD.
+child=
+limited() {
+    timeout "$@" &
+    child=$!
+    wait "$child"
+    local rc=$?
+    child=
+    return $rc
+}
+trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 143' TERM INT
+
 say() { echo "[device-check +$(( $(date +%s) - start ))s] $*" | tee -a "$summary"; }
 fail() { say "FAILED: $*"; status=1; }
 die() { say "FAILED: $*"; say "logs in $out"; exit 1; }
@@ -156,13 +172,13 @@ grep '^SKIP' "$out/gpu-tests.log" | grep -q -v 'fewer GPUs than ranks' &&
 # ---- schedule benchmark --------------------------------------------------------
 say "benchmark: erase-bench schedules --device cuda, ctr and mlp, every mode vs off"
 for model in ctr mlp; do
-    timeout 150 ./apps/erase-bench schedules --device cuda --model $model \
+    limited 150 ./apps/erase-bench schedules --device cuda --model $model \
         --batch 256,1024,4096,16384 --steps "$steps" --warmup 10 \
         >"$out/bench-$model.txt" 2>&1 || fail "erase-bench schedules --model $model (bench-$model.txt)"
     grep -E '^(model|ctr|mlp)' "$out/bench-$model.txt" | tee -a "$summary"
 done
 say "benchmark: the same for ctr with --gemm tf32 (tensor cores)"
-timeout 100 ./apps/erase-bench schedules --device cuda --gemm tf32 --model ctr --batch 1024,16384 \
+limited 100 ./apps/erase-bench schedules --device cuda --gemm tf32 --model ctr --batch 1024,16384 \
     --steps "$steps" --warmup 10 >"$out/bench-ctr-tf32.txt" 2>&1 ||
     fail "erase-bench schedules --gemm tf32 (bench-ctr-tf32.txt)"
 grep -E '^(model|ctr)' "$out/bench-ctr-tf32.txt" | tee -a "$summary"
@@ -170,7 +186,7 @@ grep -E '^(model|ctr)' "$out/bench-ctr-tf32.txt" | tee -a "$summary"
 # ---- erase's off step against PyTorch eager on the same GPU ------------------------
 if command -v python3 >/dev/null && env -u LD_LIBRARY_PATH python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     say "benchmark: erase-bench model --device cuda --torch (the off step vs PyTorch eager)"
-    ERASE_TORCH_PYTHON="env -u LD_LIBRARY_PATH python3" timeout 150 ./apps/erase-bench model \
+    ERASE_TORCH_PYTHON="env -u LD_LIBRARY_PATH python3" limited 150 ./apps/erase-bench model \
         --device cuda --torch --model both --batch 256,1024,4096,16384 --threads 1 --steps 30 \
         >"$out/bench-model.txt" 2>&1 || fail "erase-bench model --torch (bench-model.txt)"
     grep -E '^(model|ctr|mlp)' "$out/bench-model.txt" | tee -a "$summary"
@@ -182,7 +198,7 @@ fi
 left=$(( 480 - ($(date +%s) - start) - 20 ))
 if [ $left -gt 60 ]; then
     say "full make check (at most ${left}s)"
-    timeout $left make -j"$(nproc)" check >"$out/check.log" 2>&1
+    limited $left make -j"$(nproc)" check >"$out/check.log" 2>&1
     rc=$?
     grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR)' "$out/check.log" | tee -a "$summary"
     [ $rc -eq 124 ] && say "full make check stopped at the time limit"
