@@ -77,7 +77,7 @@ static int bad_value(const char *cmd, const char *opt, const char *value)
 
 static int failed(const char *cmd)
 {
-    fprintf(stderr, "erase-convert %s: error: %s\n", cmd, erase_error_message());
+    fprintf(stderr, "erase-convert %s: error: %s\n", cmd, erase_error_reason());
     return 1;
 }
 

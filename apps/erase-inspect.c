@@ -36,7 +36,7 @@
 
 static int failed(const char *cmd)
 {
-    fprintf(stderr, "erase-inspect %s: error: %s\n", cmd, erase_error_message());
+    fprintf(stderr, "erase-inspect %s: error: %s\n", cmd, erase_error_reason());
     return 1;
 }
 

@@ -25,6 +25,7 @@ struct erase_ctr_dataset_writer {
     shard_t *shards;
     int count, cap;
     int committed;
+    int made_dir;     /* the directory was created by this writer */
 };
 
 /* Delete an old dataset: the shards its index lists, then the index. */
@@ -58,7 +59,8 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
         return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
     if (shard_rows < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: rows per shard must be >= 1, got %" PRId64, dir, shard_rows);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    int made_dir = mkdir(dir, 0777) == 0;
+    if (!made_dir && errno != EEXIST)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -75,8 +77,11 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
     erase_ctr_dataset_writer_t *w = calloc(1, sizeof *w);
     if (!w || !(w->dir = strdup(dir))) {
         free(w);
+        if (made_dir)
+            rmdir(dir);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
     }
+    w->made_dir = made_dir;
     w->shard_rows = shard_rows;
     w->o = options ? *options : erase_ctr_write_options_default();
     if (w->o.chunk_rows > shard_rows) /* no chunk larger than a shard */
@@ -198,6 +203,8 @@ void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w)
         }
         free(w->shards[i].sources);
     }
+    if (!w->committed && w->made_dir)
+        rmdir(w->dir); /* the empty directory a failed conversion would leave */
     free(w->shards);
     free(w->dir);
     free(w);

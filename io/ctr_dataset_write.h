@@ -48,7 +48,8 @@ int64_t erase_ctr_dataset_writer_rows(const erase_ctr_dataset_writer_t *w);
 erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w);
 
 /* Release the writer; if it was not committed, every temporary file is
- * deleted. NULL is allowed. */
+ * deleted, and the directory too if this writer created it. NULL is
+ * allowed. */
 void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w);
 
 #endif

@@ -486,7 +486,7 @@ static void produce(erase_ctr_reader_t *r, slot_t *s)
     erase_status_t st = fill_rows(r, s, r->prod_epoch, lo, hi);
     if (st != ERASE_OK) {
         s->status = st;
-        snprintf(s->error, sizeof s->error, "%s", erase_error_message());
+        snprintf(s->error, sizeof s->error, "%s", erase_error_reason());
         return;
     }
     r->prod_pos = pos + m;

@@ -155,7 +155,7 @@ static void test_round_trip(void **unused)
              "%s: the model differs from the checkpoint's in 3 tensors (checkpoint -> this run): "
              "params/input/emb/0 [7, 3] -> [8, 3]; params/sub2/fc0/bias missing -> [2]; "
              "params/sub1/fc0/bias [2] -> missing", path);
-    assert_string_equal(io_error_root(), expect);
+    assert_string_equal(erase_error_reason(), expect);
     assert_true(other[0] == 0.0f);
     erase_ckpt_close(ck);
 }
@@ -225,7 +225,7 @@ static void expect_damage(const char *path, const char *why)
     assert_null(ck);
     char expect[8192];
     snprintf(expect, sizeof expect, "%s: %s", path, why);
-    const char *got = io_error_root();
+    const char *got = erase_error_reason();
     printf("# %s\n", got);
     if (strncmp(got, expect, strlen(expect)) != 0)
         fail_msg("expected \"%s...\", got \"%s\"", expect, got);
@@ -304,11 +304,11 @@ static void test_bad_arguments(void **unused)
     snprintf(s.params[1].name, sizeof s.params[1].name, "sub1//weight");
     assert_int_equal(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 1, NULL),
                      ERASE_ERR_INVALID);
-    assert_non_null(strstr(io_error_root(), "bad name 'sub1//weight'"));
+    assert_non_null(strstr(erase_error_reason(), "bad name 'sub1//weight'"));
     snprintf(s.params[1].name, sizeof s.params[1].name, "input/emb/0");
     assert_int_equal(erase_ckpt_write(dir, &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 1, NULL),
                      ERASE_ERR_INVALID);
-    assert_non_null(strstr(io_error_root(), "written twice"));
+    assert_non_null(strstr(erase_error_reason(), "written twice"));
     assert_int_equal(io_count_files(dir, ".h5"), 0);
     erase_ckpt_t *ck;
     assert_int_equal(erase_ckpt_open(io_path(scratch, "missing.h5"), &ck), ERASE_ERR_IO);

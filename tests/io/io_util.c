@@ -4,7 +4,6 @@
 #include "io/ctr_shard.h"
 #include "lib/core/fs.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,35 +64,6 @@ int io_count_files(const char *dir, const char *suffix)
     if (d)
         closedir(d);
     return n;
-}
-
-/* Length of a leading "path.c:123: " or "path.c:123 -> ", or 0. */
-static size_t crumb_length(const char *s)
-{
-    size_t i = 0;
-    while (s[i] && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '/' || s[i] == '.' || s[i] == '-'))
-        i++;
-    if (i < 3 || strncmp(s + i - 2, ".c", 2) != 0 || s[i] != ':')
-        return 0;
-    size_t j = i + 1;
-    while (isdigit((unsigned char)s[j]))
-        j++;
-    if (j == i + 1)
-        return 0;
-    if (!strncmp(s + j, ": ", 2))
-        return j + 2;
-    if (!strncmp(s + j, " -> ", 4))
-        return j + 4;
-    return 0;
-}
-
-const char *io_error_root(void)
-{
-    const char *m = erase_error_message();
-    size_t k;
-    while ((k = crumb_length(m)) > 0)
-        m += k;
-    return m;
 }
 
 erase_status_t io_rows_load(const char *input, io_rows_t *rows)

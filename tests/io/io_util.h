@@ -24,13 +24,6 @@ const char *io_path(const char *dir, const char *name);
 /* Number of directory entries of `dir` whose name ends with `suffix`. */
 int io_count_files(const char *dir, const char *suffix);
 
-/*
- * This thread's error message without its source breadcrumbs: every
- * leading "path.c:123: " and "path.c:123 -> " is removed, leaving the
- * message as a user reads it.
- */
-const char *io_error_root(void);
-
 /* Rows of a dataset (directory or shard file) as stored, in file order;
  * free with io_rows_free. */
 typedef struct {

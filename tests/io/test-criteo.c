@@ -413,12 +413,12 @@ static void test_gzip(void **state)
     assert_int_equal(erase_criteo_convert(cin, 1, &o, &summary), ERASE_ERR_IO);
     char want[4096];
     snprintf(want, sizeof want, "%s: gzip: unexpected end of file (the file is truncated?)", cut);
-    assert_string_equal(io_error_root(), want);
+    assert_string_equal(erase_error_reason(), want);
     assert_int_equal(io_count_files(out, ".h5"), 0);
     assert_int_equal(io_count_files(out, ".tmp"), 0);
     assert_int_equal(io_count_files(out, ".txt"), 0);
     print_message("gzip input = plain input (9999 rows); gzip + plain inputs in one dataset (10099 rows); "
-                  "truncated gzip: '%s'\n", io_error_root());
+                  "truncated gzip: '%s'\n", erase_error_reason());
 }
 
 static void test_bad_lines_in_files(void **state)
@@ -439,10 +439,8 @@ static void test_bad_lines_in_files(void **state)
     assert_int_equal(erase_criteo_convert(in, 1, &o, &summary), ERASE_ERR_FORMAT);
     char want[4096];
     snprintf(want, sizeof want, "%s:3: field I3: expected an integer, got '12x'", path);
-    assert_string_equal(io_error_root(), want);
-    assert_int_equal(io_count_files(out, ".h5"), 0);
-    assert_int_equal(io_count_files(out, ".tmp"), 0);
-    assert_int_equal(io_count_files(out, "index.txt"), 0);
+    assert_string_equal(erase_error_reason(), want);
+    assert_int_equal(access(out, F_OK), -1); /* not even the directory it made */
 
     /* a CSV without its header */
     const char *csv = io_path(scratch, "noheader.csv");
@@ -456,7 +454,7 @@ static void test_bad_lines_in_files(void **state)
     snprintf(want, sizeof want,
              "%s:1: expected the header label,I1..I13,C1..C26, got '1,5,-2,260.0,,17668,0,1,33,,,2,0,1618112...'",
              csv);
-    assert_string_equal(io_error_root(), want);
+    assert_string_equal(erase_error_reason(), want);
 
     /* --skip-bad: one bad line of each kind among good ones */
     text[0] = '\0';
@@ -516,7 +514,7 @@ static void test_refused_and_interrupted(void **state)
     assert_int_equal(erase_criteo_convert(in, 1, &o, &summary), ERASE_ERR_INVALID);
     char want[4096];
     snprintf(want, sizeof want, "%s: already holds a dataset (index.txt); remove it or replace it (--force)", out);
-    assert_string_equal(io_error_root(), want);
+    assert_string_equal(erase_error_reason(), want);
     assert_int_equal(io_count_files(out, ".h5"), 3); /* untouched */
 
     /* --force replaces it (a bigger shard size: 2 shards, the old third removed) */
@@ -534,19 +532,26 @@ static void test_refused_and_interrupted(void **state)
     o.cancel = &cancel;
     assert_int_equal(erase_criteo_convert(in, 1, &o, &summary), ERASE_ERR_STATE);
     snprintf(want, sizeof want, "%s:4096: interrupted", in[0]);
-    assert_string_equal(io_error_root(), want);
-    assert_int_equal(io_count_files(cout, ".h5"), 0);
-    assert_int_equal(io_count_files(cout, ".tmp"), 0);
-    assert_int_equal(io_count_files(cout, ".txt"), 0);
+    assert_string_equal(erase_error_reason(), want);
+    assert_int_equal(access(cout, F_OK), -1);
 
     /* an input that does not exist */
     const char *missing[1] = { io_path(scratch, "no-such-file.tsv") };
     o = options(io_path(scratch, "missing-out"));
     assert_int_equal(erase_criteo_convert(missing, 1, &o, &summary), ERASE_ERR_IO);
     snprintf(want, sizeof want, "%s: cannot open: No such file or directory", missing[0]);
-    assert_string_equal(io_error_root(), want);
+    assert_string_equal(erase_error_reason(), want);
+    assert_int_equal(access(io_path(scratch, "missing-out"), F_OK), -1);
+
+    /* a failure in a directory that existed before: the directory stays, empty */
+    const char *kept = io_path(scratch, "kept-out");
+    assert_int_equal(mkdir(kept, 0777), 0);
+    o = options(kept);
+    assert_int_equal(erase_criteo_convert(missing, 1, &o, &summary), ERASE_ERR_IO);
+    assert_int_equal(access(kept, F_OK), 0);
+    assert_int_equal(io_count_files(kept, ""), 0);
     print_message("existing dataset refused, replaced with --force; interrupted and failed conversions "
-                  "leave no file\n");
+                  "leave no file, nor a directory they made\n");
 }
 
 static int setup(void **state)

@@ -329,7 +329,7 @@ static void test_cursor(void **state)
         erase_ctr_reader_close(fresh);
         /* a cursor outside the data */
         assert_int_equal(erase_ctr_reader_seek(r, (erase_ctr_cursor_t){ 0, ROWS + 1 }), ERASE_ERR_INVALID);
-        assert_string_equal(io_error_root(), "cursor (epoch 0, samples 10000) outside this data: epoch >= 0 and "
+        assert_string_equal(erase_error_reason(), "cursor (epoch 0, samples 10000) outside this data: epoch >= 0 and "
                                              "samples in [0, 9999] expected");
         erase_ctr_reader_close(r);
     }
@@ -421,7 +421,7 @@ static void test_splits(void **state)
     for (int i = 0; i < 6; i++) {
         assert_int_equal(erase_ctr_reader_open(in, 1, &bad[i].o, &r), ERASE_ERR_INVALID);
         assert_null(r);
-        assert_string_equal(io_error_root(), bad[i].message);
+        assert_string_equal(erase_error_reason(), bad[i].message);
     }
     print_message("fraction 0.2: train = rows 0..7998, eval = 7999..9998 (shuffled or not); by shard: the "
                   "last 1 or 2 shards; 6 bad option sets refused with exact messages\n");
@@ -507,8 +507,8 @@ static void expect_rejected(const char *input, erase_status_t status, const char
     const char *in[1] = { input };
     erase_ctr_reader_t *r = NULL;
     erase_status_t got = erase_ctr_reader_open(in, 1, &o, &r);
-    if (got != status || strcmp(io_error_root(), message) != 0)
-        fail_msg("%s: got %s '%s', expected %s '%s'", input, erase_status_name(got), io_error_root(),
+    if (got != status || strcmp(erase_error_reason(), message) != 0)
+        fail_msg("%s: got %s '%s', expected %s '%s'", input, erase_status_name(got), erase_error_reason(),
                  erase_status_name(status), message);
     assert_null(r);
 }
@@ -560,7 +560,7 @@ static void test_rejected_files(void **state)
              "stored_eof = %lld",
              cut, (long long)sb.st_size / 2, (long long)sb.st_size);
     expect_rejected(cut, ERASE_ERR_FORMAT, want);
-    print_message("truncated: %s\n", io_error_root());
+    print_message("truncated: %s\n", erase_error_reason());
 
     /* not HDF5 at all; missing */
     const char *text = io_path(scratch, "text.h5");
@@ -626,11 +626,11 @@ static void test_damaged_chunk(void **state)
         snprintf(want, sizeof want, "%s: dataset /dense: reading rows [0, 100) failed: ", dst);
         for (int k = 0; k < 2; k++) { /* and again: the failure sticks */
             assert_int_equal(erase_ctr_reader_next(r, &b), ERASE_ERR_IO);
-            const char *m = io_error_root();
+            const char *m = erase_error_reason();
             if (strncmp(m, want, strlen(want)) != 0 || strlen(m) == strlen(want))
                 fail_msg("prefetch %d: got '%s', expected '%s<HDF5's reason>'", prefetch, m, want);
         }
-        print_message("damaged chunk, prefetch %d: %s\n", prefetch, io_error_root());
+        print_message("damaged chunk, prefetch %d: %s\n", prefetch, erase_error_reason());
         erase_ctr_reader_close(r);
     }
 }
@@ -645,13 +645,13 @@ static void test_check_tables(void **state)
     MUST(erase_ctr_reader_check_tables(r, 13, 26, rows));
     rows[4] = 1;
     assert_int_equal(erase_ctr_reader_check_tables(r, 13, 26, rows), ERASE_ERR_INVALID);
-    assert_string_equal(io_error_root(), "table C5 has 1 row: needs >= 2 (the missing-id row and one for ids)");
+    assert_string_equal(erase_error_reason(), "table C5 has 1 row: needs >= 2 (the missing-id row and one for ids)");
     rows[4] = 2;
     MUST(erase_ctr_reader_check_tables(r, 13, 26, rows));
     assert_int_equal(erase_ctr_reader_check_tables(r, 13, 20, rows), ERASE_ERR_INVALID);
-    assert_string_equal(io_error_root(), "the data has 26 categorical features, the model 20");
+    assert_string_equal(erase_error_reason(), "the data has 26 categorical features, the model 20");
     assert_int_equal(erase_ctr_reader_check_tables(r, 12, 26, rows), ERASE_ERR_INVALID);
-    assert_string_equal(io_error_root(), "the data has 13 dense features, the model 12");
+    assert_string_equal(erase_error_reason(), "the data has 13 dense features, the model 12");
 
     /* the time waited: the per-batch waits add up to the total */
     double sum = 0;
@@ -729,7 +729,7 @@ static void test_many_shards(void **state)
     assert_int_equal(st, ERASE_ERR_FORMAT);
     char want[4096];
     snprintf(want, sizeof want, "%s: has 499 rows now, 500 when the reader opened it", third);
-    assert_string_equal(io_error_root(), want);
+    assert_string_equal(erase_error_reason(), want);
     erase_ctr_reader_close(r);
     print_message("20 shards, 2 shuffled epochs: every row once per epoch with its stored values; a shard "
                   "replaced after open: '%s'\n", want);

@@ -211,7 +211,7 @@ static void test_reproducible(void **state)
 
     o.rows = 0;
     assert_int_equal(erase_synth_write(&o, NULL), ERASE_ERR_INVALID);
-    assert_string_equal(io_error_root(), "rows must be >= 1, got 0");
+    assert_string_equal(erase_error_reason(), "rows must be >= 1, got 0");
     print_message("seed 3 twice (other shard size, compression): identical rows; seed 4: other rows\n");
 }
 

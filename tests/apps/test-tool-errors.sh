@@ -1,0 +1,61 @@
+#!/bin/sh
+# erase-convert and erase-inspect on bad input: status 1, stderr exactly
+# the tool, the subcommand and the reason naming the file (and line), with
+# no source breadcrumbs; a failed conversion leaves no directory behind.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-convert
+need apps/erase-inspect
+workdir
+echo "1..6"
+sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
+
+# expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
+# exactly the given lines
+expect() {
+    want=$1 file=$2; shift 2
+    [ "$rc" = "$want" ] && printf '%s\n' "$@" | cmp -s - "$file"
+}
+
+apps/erase-convert criteo -q -o "$dir/out1" "$dir/missing.tsv" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-convert criteo: error: $dir/missing.tsv: cannot open: No such file or directory" \
+    "erase-convert criteo: no dataset written to $dir/out1 (0 lines read)" && [ ! -e "$dir/out1" ]
+tap $? "erase-convert criteo, a missing input: status $rc, the file named, no directory left"
+[ $rc = 1 ] || tap_report "$dir/err"
+
+head -n 2 "$sample" >"$dir/bad.tsv"
+printf '1\t2\n' >>"$dir/bad.tsv"
+apps/erase-convert criteo -q -o "$dir/out2" "$dir/bad.tsv" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert criteo: error: $dir/bad.tsv:3: expected 40 tab-separated fields (label, I1-I13, C1-C26), got 2" \
+    "erase-convert criteo: no dataset written to $dir/out2 (3 lines read)" && [ ! -e "$dir/out2" ]
+tap $? "erase-convert criteo, a short line 3: status $rc, file:line and what was expected, no directory left"
+tap_report "$dir/err"
+
+sed '2s/^0/x/; 2s/^1/x/' "$sample" | head -n 4 >"$dir/label.tsv"
+apps/erase-convert criteo -q -o "$dir/out3" "$dir/label.tsv" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-convert criteo: error: $dir/label.tsv:2: field label: expected 0 or 1, got 'x'" \
+    "erase-convert criteo: no dataset written to $dir/out3 (2 lines read)" && [ ! -e "$dir/out3" ]
+tap $? "erase-convert criteo, a bad label on line 2: status $rc, file:line and the field"
+
+mkdir "$dir/empty"
+apps/erase-inspect data "$dir/empty" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-inspect data: error: $dir/empty: no index.txt: not a dataset written by erase-convert (or not complete)"
+tap $? "erase-inspect data on an empty directory: status $rc, says what is missing"
+
+echo junk >"$dir/junk.h5"
+apps/erase-inspect ckpt "$dir/junk.h5" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-inspect ckpt: error: $dir/junk.h5: cannot open as HDF5 (truncated or not a checkpoint): file signature not found"
+tap $? "erase-inspect ckpt on a file that is not HDF5: status $rc"
+
+apps/erase-inspect data "$dir/junk.h5" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-inspect data: error: $dir/junk.h5: not an HDF5 file or damaged (truncated?): file signature not found"
+tap $? "erase-inspect data on a file that is not HDF5: status $rc"
+exit 0
