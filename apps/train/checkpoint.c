@@ -178,11 +178,6 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
 {
     *out = NULL;
     const train_options_t *o = env->o;
-    if (o->keep_checkpoints < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--keep-checkpoints %lld: must be >= 1", (long long)o->keep_checkpoints);
-    if (o->checkpoint_every < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-every %lld: must be >= 0 (0: only at the end and on "
-                           "signals)", (long long)o->checkpoint_every);
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

@@ -1,13 +1,19 @@
 #include "apps/train/options.h"
 
+#include "lib/sched/sched.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <libconfig.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef enum { T_STRING, T_INT, T_DOUBLE, T_FLAG } opt_type_t;
+
+/* Bounds of a numeric option's value (flags of opt_def_t.bounds). */
+enum { LO = 1, LO_OPEN = 2, HI = 4, HI_OPEN = 8 };
 
 typedef struct {
     const char *name;           /* command line, with '-' (run file: '_') */
@@ -16,7 +22,15 @@ typedef struct {
     const char *def;
     const char *help;
     const char *choices;        /* string options with fixed values: "a|b|c" */
+    int bounds;                 /* numeric options: which of lo, hi apply (none: any value) */
+    double lo, hi;
 } opt_def_t;
+
+#define NO_BOUNDS .bounds = 0
+#define AT_LEAST(x) .bounds = LO, .lo = (x)
+#define ABOVE(x) .bounds = LO_OPEN, .lo = (x)
+#define FROM_TO(a, b) .bounds = LO | HI, .lo = (a), .hi = (b)
+#define FROM_BELOW(a, b) .bounds = LO | HI_OPEN, .lo = (a), .hi = (b)
 
 #define S(field) T_STRING, offsetof(train_options_t, field), sizeof(((train_options_t *)0)->field)
 #define I(field) T_INT, offsetof(train_options_t, field), 0
@@ -24,46 +38,46 @@ typedef struct {
 #define F(field) T_FLAG, offsetof(train_options_t, field), 0
 
 static const opt_def_t defs[] = {
-    { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL },
-    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes", NULL },
-    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL },
-    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL },
-    { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL },
-    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (README, Schedules)", "off|blocking|async|graph" },
-    { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end" },
-    { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end" },
-    { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL },
-    { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL },
-    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL },
-    { "epochs", I(epochs), "1", "epochs over the training data", NULL },
-    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL },
-    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd" },
-    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL },
-    { "momentum", D(momentum), "0.9", "sgd momentum", NULL },
-    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL },
-    { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd" },
-    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL },
-    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL },
-    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant" },
-    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL },
-    { "log-every", I(log_every), "10", "steps between progress lines", NULL },
-    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)", NULL },
-    { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL },
-    { "trace-steps", I(trace_steps), "5", "steps to trace", NULL },
-    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL },
-    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL },
-    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL },
-    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL },
-    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL },
-    { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL },
-    { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda" },
-    { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16" },
-    { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL },
-    { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL },
-    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip" },
-    { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL },
-    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL },
-    { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL },
+    { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
+    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
+    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL, NO_BOUNDS },
+    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL, NO_BOUNDS },
+    { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL, NO_BOUNDS },
+    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (README, Schedules)", "off|blocking|async|graph", NO_BOUNDS },
+    { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end", NO_BOUNDS },
+    { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end", NO_BOUNDS },
+    { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },
+    { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
+    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, AT_LEAST(1) },
+    { "epochs", I(epochs), "1", "epochs over the training data", NULL, AT_LEAST(1) },
+    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, AT_LEAST(0) },
+    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, AT_LEAST(0) },
+    { "momentum", D(momentum), "0.9", "sgd momentum", NULL, FROM_BELOW(0, 1) },
+    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL, AT_LEAST(0) },
+    { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
+    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, AT_LEAST(0) },
+    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, AT_LEAST(0) },
+    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
+    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL, AT_LEAST(0) },
+    { "log-every", I(log_every), "10", "steps between progress lines", NULL, AT_LEAST(1) },
+    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)", NULL, NO_BOUNDS },
+    { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL, NO_BOUNDS },
+    { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, AT_LEAST(1) },
+    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL, NO_BOUNDS },
+    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, AT_LEAST(0) },
+    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, AT_LEAST(1) },
+    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
+    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
+    { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
+    { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
+    { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
+    { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL, NO_BOUNDS },
+    { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL, NO_BOUNDS },
+    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip", NO_BOUNDS },
+    { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL, NO_BOUNDS },
+    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL, ABOVE(0) },
+    { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL, NO_BOUNDS },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -79,6 +93,22 @@ static int is_choice(const char *choices, const char *text)
         p += len + (bar != NULL);
     }
     return 0;
+}
+
+/* A numeric option's value `v` (as given: `text`) against its bounds:
+ * "--log-every 0: expected an integer >= 1" and the like. */
+static erase_status_t check_range(const opt_def_t *d, double v, const char *text, const char *where)
+{
+    int b = d->bounds;
+    if (!((b & LO) && v < d->lo) && !((b & LO_OPEN) && v <= d->lo) && !((b & HI) && v > d->hi) &&
+        !((b & HI_OPEN) && v >= d->hi))
+        return ERASE_OK;
+    const char *kind = d->type == T_INT ? "an integer" : "a number";
+    if ((b & (LO | LO_OPEN)) && (b & (HI | HI_OPEN)))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s in %c%g, %g%c", where, d->name, text, kind,
+                           b & LO ? '[' : '(', d->lo, d->hi, b & HI ? ']' : ')');
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s %s %g", where, d->name, text, kind,
+                       b & LO ? ">=" : ">", d->lo);
 }
 
 static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const char *text,
@@ -99,14 +129,16 @@ static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const ch
         long long v = strtoll(text, &end, 10);
         if (errno || end == text || *end)
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected an integer, got '%s'", where, d->name, text);
+        ERASE_CHECK(check_range(d, (double)v, text, where));
         *(int64_t *)field = v;
         return ERASE_OK;
     }
     case T_DOUBLE: {
         errno = 0;
         double v = strtod(text, &end);
-        if (errno || end == text || *end)
+        if (errno || end == text || *end || !isfinite(v))
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected a number, got '%s'", where, d->name, text);
+        ERASE_CHECK(check_range(d, v, text, where));
         *(double *)field = v;
         return ERASE_OK;
     }

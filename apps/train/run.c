@@ -127,8 +127,6 @@ static erase_status_t open_readers(run_t *r)
     const train_options_t *o = r->o;
     if (!o->train[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
-    if (o->batch < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld: must be >= 1", (long long)o->batch);
     erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
     ro.global_batch = o->batch * r->w->dp_size;
     ro.dp_rank = r->w->dp_rank;
@@ -567,9 +565,6 @@ static void summary(run_t *r)
  * their own words). */
 static erase_status_t check_settings(const train_options_t *o)
 {
-    if (o->side_streams < 1 || o->side_streams > ERASE_SCHED_MAX_SIDE_STREAMS)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--side-streams %lld: expected 1 to %d",
-                           (long long)o->side_streams, ERASE_SCHED_MAX_SIDE_STREAMS);
     if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
                            "of --train held out for evaluation (or give --eval)", o->eval_fraction);

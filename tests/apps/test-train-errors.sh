@@ -1,14 +1,15 @@
 #!/bin/sh
 # erase-train's answers to bad settings a user plausibly gives: each names
 # the option and what was expected, with status 1 (a value that parses but
-# cannot be used) or 2 (a usage error), and nothing crashes:
-# --side-streams out of range, --eval-fraction outside (0, 1), an unknown
+# cannot be used) or 2 (a usage error), and nothing crashes: every numeric
+# option out of its range (on the command line and in a run file; --log-every
+# 0 divided by zero once), --eval-fraction outside (0, 1), an unknown
 # --gemm, a misspelt key in a run file (file:line), and jobs/workstation
 # --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 workdir
-echo "1..5"
+echo "1..19"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -19,9 +20,28 @@ expect() {
         ! grep -q -i -E 'segmentation|core dumped|sanitizer|signal 11' "$dir/out"
 }
 
-expect 1 "--side-streams 0: expected 1 to 16" --train "$dir/none" --side-streams 0
-tap $? "--side-streams 0: status $rc, names the option and the range"
-[ $rc = 1 ] || tap_report "$dir/out"
+expect 2 "--side-streams 0: expected an integer in [1, 16]" --train "$dir/none" --side-streams 0
+tap $? "--side-streams 0: usage error (status $rc) naming the option and the range"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+# every numeric option has its range, checked while parsing (usage errors)
+for case in "log-every 0|an integer >= 1" "trace-steps 0|an integer >= 1" "steps -3|an integer >= 0" \
+    "warmup-steps -5|an integer >= 0" "eval-every -1|an integer >= 0" "batch 0|an integer >= 1" \
+    "keep-checkpoints 0|an integer >= 1" "checkpoint-every -1|an integer >= 0" \
+    "momentum 1|a number in [0, 1)" "weight-decay -1|a number >= 0" "lr -0.1|a number >= 0" \
+    "watchdog 0|a number > 0" "lr nan|"; do
+    opt=${case%%|*} want=${case#*|}
+    if [ -n "$want" ]; then text="--$opt: expected $want"; else text="--${opt% *}: expected a number, got '${opt#* }'"; fi
+    # shellcheck disable=SC2086 # opt is "name value"
+    expect 2 "$text" --train "$dir/none" --$opt
+    tap $? "--$opt: usage error (status $rc): $text"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done
+
+printf 'batch = 64;\nlog_every = 0;\n' >"$dir/zero.run"
+expect 2 "zero.run:2: --log-every 0: expected an integer >= 1" --config "$dir/zero.run" --train "$dir/none"
+tap $? "a run file's log_every = 0: usage error (status $rc) naming file:line, the option and the range"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 expect 1 "--eval-fraction 1.5: expected a fraction in (0, 1) of --train held out for evaluation (or give --eval)" \
     --train "$dir/none" --eval-fraction 1.5
