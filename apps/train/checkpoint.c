@@ -4,6 +4,7 @@
  */
 #include "apps/train/checkpoint.h"
 
+#include "apps/train/json.h"
 #include "io/checkpoint.h"
 #include "lib/core/timer.h"
 
@@ -420,9 +421,11 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
                rep.mb_per_s, sec, rep.removed ? ", older ones removed" : "");
         fflush(stdout);
         if (ck->metrics) {
-            fprintf(ck->metrics, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":\"%s\",\"bytes\":%lld,"
-                                 "\"write_seconds\":%.6f,\"seconds\":%.6f,\"mb_per_s\":%.1f}\n",
-                    (long long)pos->step, rep.path, (long long)rep.bytes, rep.seconds, sec, rep.mb_per_s);
+            char v[48];
+            fprintf(ck->metrics, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":", (long long)pos->step);
+            json_string(ck->metrics, rep.path);
+            fprintf(ck->metrics, ",\"bytes\":%lld,\"write_seconds\":%.6f,\"seconds\":%.6f,\"mb_per_s\":%s}\n",
+                    (long long)rep.bytes, rep.seconds, sec, json_number(v, "%.1f", rep.mb_per_s));
             fflush(ck->metrics);
         }
     }

@@ -4,6 +4,8 @@
  */
 #include "apps/train/run.h"
 
+#include "apps/train/json.h"
+
 #include "apps/train/checkpoint.h"
 #include "io/ctr_reader.h"
 #include "lib/core/stats.h"
@@ -302,12 +304,14 @@ static erase_status_t evaluate(run_t *r)
             printf("%seval   step %lld: NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
                    r->tty ? "\r\033[K" : "", (long long)r->step, e->ne, e->auc, e->log_loss,
                    e->calibration, (long long)e->samples, e->base_rate);
+            char v[5][48];
             if (r->metrics)
                 fprintf(r->metrics, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,"
-                                    "\"ne\":%.6f,\"auc\":%.6f,\"log_loss\":%.6f,\"calibration\":%.6f,"
-                                    "\"base_rate\":%.6f}\n",
-                        (long long)r->step, (long long)r->epoch, (long long)e->samples, e->ne, e->auc,
-                        e->log_loss, e->calibration, e->base_rate);
+                                    "\"ne\":%s,\"auc\":%s,\"log_loss\":%s,\"calibration\":%s,\"base_rate\":%s}\n",
+                        (long long)r->step, (long long)r->epoch, (long long)e->samples,
+                        json_number(v[0], "%.6f", e->ne), json_number(v[1], "%.6f", e->auc),
+                        json_number(v[2], "%.6f", e->log_loss), json_number(v[3], "%.6f", e->calibration),
+                        json_number(v[4], "%.6f", e->base_rate));
         }
     }
     free(m);
@@ -346,11 +350,14 @@ static erase_status_t log_progress(run_t *r, int force)
         fflush(stdout);
     }
     if (r->root && r->metrics) {
+        char v[3][48];
         fprintf(r->metrics, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,\"qps\":%.1f,"
-                            "\"loss\":%.6f,\"ne\":%.6f,\"lr\":%.6g,\"block_losses\":[",
-                (long long)r->step, (long long)r->epoch, (long long)r->window.samples, qps, loss, ne, lr);
+                            "\"loss\":%s,\"ne\":%s,\"lr\":%s,\"block_losses\":[",
+                (long long)r->step, (long long)r->epoch, (long long)r->window.samples, qps,
+                json_number(v[0], "%.6f", loss), json_number(v[1], "%.6f", ne), json_number(v[2], "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++)
-            fprintf(r->metrics, "%s%.6f", b ? "," : "", r->block_loss[b] / (double)r->window_steps);
+            fprintf(r->metrics, "%s%s", b ? "," : "",
+                    json_number(v[0], "%.6f", r->block_loss[b] / (double)r->window_steps));
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
@@ -554,9 +561,11 @@ static void summary(run_t *r)
                ckpt_s / ckpts, ckpt_s > 0 ? ckpt_bytes / ckpt_s / 1e6 : 0, total_s > 0 ? 100 * ckpt_s / total_s : 0,
                train_ckpt_last_path(r->ckpt));
     if (r->metrics) {
+        char v[2][48];
         fprintf(r->metrics, "{\"type\":\"summary\",\"steps\":%lld,\"qps_p50\":%.1f,\"qps_p90\":%.1f,"
-                            "\"ne\":%.6f,\"auc\":%.6f,\"ranks\":%d,\"mode\":\"%s\"}\n",
-                (long long)r->step, p50, p90, e->ne, e->auc, r->w->size, o->early_backward);
+                            "\"ne\":%s,\"auc\":%s,\"ranks\":%d,\"mode\":\"%s\"}\n",
+                (long long)r->step, p50, p90, json_number(v[0], "%.6f", e->ne), json_number(v[1], "%.6f", e->auc),
+                r->w->size, o->early_backward);
     }
 }
 
