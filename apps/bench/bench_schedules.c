@@ -168,6 +168,10 @@ int bench_schedules(int argc, char **argv)
         modes[nmodes++] = (erase_early_backward_t)m;
     }
     free(mlist);
+    if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp")) {
+        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp or all\n", models);
+        return 2;
+    }
     if (nb <= 0 || nmodes == 0 || steps < 1 || warmup < 0 || modes[0] != ERASE_EB_OFF) {
         fprintf(stderr, "erase-bench schedules: bad options (the first mode must be off, the baseline)\n");
         usage(stderr);

@@ -1,6 +1,6 @@
 # tests/apps: command-line behaviour of erase-train and erase-bench that no
 # other folder's drivers cover (make check): --device, errors for bad settings,
-# erase-convert and erase-inspect on bad input, the metrics file.
+# erase-convert, erase-inspect and erase-bench on bad input, the metrics file.
 APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh tests/apps/test-tool-errors.sh \
 	tests/apps/test-metrics.sh
 TESTS += $(APPS_TEST_DRIVERS)

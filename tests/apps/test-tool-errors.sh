@@ -2,11 +2,13 @@
 # erase-convert and erase-inspect on bad input: status 1, stderr exactly
 # the tool, the subcommand and the reason naming the file (and line), with
 # no source breadcrumbs; a failed conversion leaves no directory behind.
+# erase-bench: an unknown model is a usage error (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 need apps/erase-inspect
+need apps/erase-bench
 workdir
-echo "1..6"
+echo "1..7"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
@@ -58,4 +60,9 @@ apps/erase-inspect data "$dir/junk.h5" >/dev/null 2>"$dir/err"
 rc=$?
 expect 1 "$dir/err" "erase-inspect data: error: $dir/junk.h5: not an HDF5 file or damaged (truncated?): file signature not found"
 tap $? "erase-inspect data on a file that is not HDF5: status $rc"
+
+apps/erase-bench schedules --model foo >/dev/null 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-bench schedules: --model foo: expected ctr, ctr-nocuts, mlp or all"
+tap $? "erase-bench schedules --model foo: usage error (status $rc) listing the models"
 exit 0
