@@ -14,6 +14,7 @@
 #include "lib/sched/sched.h"
 #include "lib/sched/trace.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ typedef struct {
                                       * batches are in pinned staging memory: open_readers) */
     float *logits;                   /* host copy of the last block's head output */
     FILE *metrics;
+    FILE *trace;                     /* --trace on rank 0: opened before the first step */
     int tty;
     /* progress */
     int64_t step, total_steps, epoch;
@@ -407,14 +409,14 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     if (st == ERASE_OK)
         st = erase_stream_synchronize(r->host);
     if (st == ERASE_OK && r->root) {
-        FILE *f = fopen(r->o->trace, "w");
-        if (!f) {
-            st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write the trace", r->o->trace);
+        FILE *f = r->trace;
+        r->trace = NULL;
+        fputs("[\n", f);
+        fwrite(all, 1, total, f);
+        fputs("\n]\n", f);
+        if (fclose(f) != 0) {
+            st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write the trace: %s", r->o->trace, strerror(errno));
         } else {
-            fputs("[\n", f);
-            fwrite(all, 1, total, f);
-            fputs("\n]\n", f);
-            fclose(f);
             printf("%strace  %s: %d ranks, %.0f%% of backward time overlapped a forward on rank 0 "
                    "(jobs/trace-svg draws it)\n", r->tty ? "\r\033[K" : "", r->o->trace, ranks,
                    100 * ov.overlap_fraction);
@@ -457,7 +459,10 @@ static erase_status_t train_loop(run_t *r)
     int blocks = erase_network_blocks(r->net);
     int64_t left = r->total_steps - r->first_step;
     int64_t warmup = r->first_step + (left >= 20 ? 5 : left / 4);
+    /* a run shorter than the warm-up and --trace-steps traces what it has */
     int64_t trace_from = warmup, trace_to = warmup + o->trace_steps, trace_t0 = 0;
+    if (trace_to > r->total_steps)
+        trace_to = r->total_steps;
     r->t_start = erase_now_s();
     while (r->step < r->total_steps) {
         erase_ctr_batch_t b;
@@ -707,7 +712,9 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     }
     /* a resumed run continues its metrics file */
     if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))
-        st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write", o->metrics);
+        st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write: %s", o->metrics, strerror(errno));
+    if (st == ERASE_OK && r.root && o->trace[0] && !(r.trace = fopen(o->trace, "w")))
+        st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write: %s", o->trace, strerror(errno));
     if (st == ERASE_OK)
         train_ckpt_set_metrics(r.ckpt, r.metrics);
     if (st == ERASE_OK)
@@ -726,6 +733,10 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
         st = erase_sched_synchronize(r.sched);
     if (r.metrics)
         fclose(r.metrics);
+    if (r.trace) { /* stopped before the trace was written: no empty file left */
+        fclose(r.trace);
+        remove(o->trace);
+    }
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
     erase_optimizer_destroy(r.opt);
