@@ -614,6 +614,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     }
     erase_ckpt_t *f = NULL;
     erase_status_t st = ERASE_OK;
+    int skipped = 0;
     for (int i = 0; i < n; i++) {
         st = erase_ckpt_open(paths[i], &f);
         if (st == ERASE_OK)
@@ -626,7 +627,20 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
             why += len + 2; /* the message names the file already */
         fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", paths[i], why);
         fflush(stderr);
+        skipped = i + 1;
     }
+    /* Resuming in the run's own directory from an older checkpoint: the
+     * damaged newer ones are renamed ckpt-<step>.h5.damaged, so that keeping
+     * the newest --keep-checkpoints does not count them (and delete the good
+     * older one instead) and the next resume does not try them again. When
+     * none is usable they stay: the run is refused, not restarted. */
+    if (st == ERASE_OK && dir && resume && !strcmp(want, "auto"))
+        for (int i = 0; i < skipped; i++) {
+            char aside[ERASE_CKPT_PATH_MAX + 16];
+            snprintf(aside, sizeof aside, "%s.damaged", paths[i]);
+            if (rename(paths[i], aside) == 0)
+                printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", paths[i], aside);
+        }
     if (st != ERASE_OK && !dir) {
         char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
         snprintf(why, sizeof why, "%s", erase_error_reason());

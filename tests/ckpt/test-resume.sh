@@ -1,7 +1,8 @@
 #!/bin/sh
 # Resuming erase-train (issue 7), beyond kills: damaged checkpoints are
 # skipped with a message naming them and the previous one is used (and the
-# run still ends bitwise equal); a different model or pipeline layout is
+# run still ends bitwise equal), and renamed *.damaged so that keeping the
+# newest K does not count them; a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
 # global sample sequence, and with another global batch under --epochs
 # the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to
@@ -11,7 +12,7 @@
 # ckpt shows a checkpoint.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..15"
+echo "1..16"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -37,6 +38,21 @@ grep -E '^(erase-train: checkpoint|resume from)' "$out" | sed 's/^/# /'
 tests/ckpt/ckpt-tool compare "$R/ckpt-40.h5" "$D/ckpt-40.h5" >"$dir/compare.out" 2>&1
 c=$?
 [ $rc = 0 ] && [ $c = 0 ]; tap $? "that run ends bitwise equal to the reference (status $rc)"
+
+# ---- the damaged ones set aside: keeping the newest 2 does not count them
+E=$dir/aside
+cp -r "$R" "$E"
+truncate -s 5000 "$E/ckpt-40.h5"
+tests/ckpt/ckpt-tool flip "$E/ckpt-36.h5" /params/sub1/fc0/weight >/dev/null
+out=$dir/aside.out
+train 2 --steps 39 --warmup-steps 5 --checkpoint-every 0 --keep-checkpoints 2 --batch 12 --checkpoint-dir "$E" \
+    --resume auto
+kept=$(ls "$E" | tr '\n' ' ')
+[ $rc = 0 ] && [ "$kept" = "ckpt-30.h5 ckpt-36.h5.damaged ckpt-39.h5 ckpt-40.h5.damaged latest " ] &&
+    grep -q "^resume damaged $E/ckpt-40.h5 renamed $E/ckpt-40.h5.damaged (not counted by --keep-checkpoints)$" "$out" &&
+    grep -q "^resume damaged $E/ckpt-36.h5 renamed $E/ckpt-36.h5.damaged (not counted by --keep-checkpoints)$" "$out"
+tap $? "resumed from ckpt-30.h5 past two damaged ones, ended at 39 keeping 2: $kept(status $rc)"
+[ $rc = 0 ] || show "$out"
 
 # ---- every checkpoint damaged: refused, not restarted from scratch
 A=$dir/alldamaged
