@@ -26,7 +26,9 @@ int main(int argc, char **argv)
     erase_world_t world;
     erase_world_options_t wo = { .pp_size = 1, .watchdog_seconds = o.watchdog,
                                  .check_sequence = o.check_collectives };
-    ERASE_MUST(erase_world_init(&argc, &argv, &wo, &world));
+    st = erase_world_init(&argc, &argv, &wo, &world);
+    if (st != ERASE_OK)
+        erase_fatal(__FILE__, __LINE__, "erase-train: MPI start-up", st);
     st = train_run(&o, &world);
     if (st != ERASE_OK)
         erase_fatal(__FILE__, __LINE__, "erase-train", st);

@@ -536,9 +536,11 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
     if (optim && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
                   strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s (dense) + %s "
-                           "(tables), this run's %s + %s (use the same ones, or --init-from for the parameters only)",
+                           "(tables), this run's %s + %s (use the same ones, or %s)",
                            erase_ckpt_path(f), m->dense_optimizer, m->embedding_optimizer, ck->e.o->optimizer,
-                           ck->e.o->embedding_optimizer);
+                           ck->e.o->embedding_optimizer,
+                           resume ? "--init-from for the parameters only"
+                                  : "drop --init-from-optimizer to load the parameters only");
     if (optim)
         ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->t[1], ck->n[1], "the optimizer state"));
     return ERASE_OK;
@@ -701,8 +703,11 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     erase_status_t st = ERASE_OK;
     if (ck->enabled && ck->e.w->rank == 0) { /* fail now, not at the first checkpoint */
         const char *dir = o->checkpoint_dir;
+        struct stat sb;
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
+        else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
     }

@@ -676,8 +676,6 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
     if (st == ERASE_OK)
         st = open_device(&r);
     if (st == ERASE_OK)
-        erase_world_log_device(r.dev); /* ERASE_VERBOSE >= 1: one line per rank */
-    if (st == ERASE_OK)
         st = open_host_stream(&r);
     if (st == ERASE_OK)
         st = setup_model(&r);
@@ -685,6 +683,8 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
         st = open_readers(&r);
     if (st == ERASE_OK)
         st = setup_training(&r);
+    if (st == ERASE_OK) /* ERASE_VERBOSE >= 1: one line per rank, with the scheduler's BLAS threads per stream */
+        erase_world_log_device(r.dev);
     if (st == ERASE_OK && r.root) {
         char dev[512];
         erase_device_describe(r.dev, dev, sizeof dev);

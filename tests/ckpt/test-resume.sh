@@ -12,7 +12,7 @@
 # ckpt shows a checkpoint.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..16"
+echo "1..18"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -154,6 +154,16 @@ accs=$(tests/ckpt/ckpt-tool rows-equal "$R/ckpt-40.h5" "$dir/initopt/ckpt-3.h5" 
 grep -q "^init   from $R/ckpt-40.h5 (step 40 of an earlier run): parameters and optimizer state loaded" "$out" &&
     [ "${accs:-0}" -gt 50 ]
 tap $? "--init-from DIR --init-from-optimizer: the newest checkpoint's optimizer state too (${accs:-?} of 101 Adagrad accumulators kept)"
+out=$dir/initsgd.out
+train 1 --batch 12 --steps 3 --init-from "$R" --init-from-optimizer --optimizer sgd
+[ $rc = 1 ] && grep -q -F "$R/ckpt-40.h5: the optimizer differs: the checkpoint's is adamw (dense) + rowwise_adagrad (tables), this run's sgd + rowwise_adagrad (use the same ones, or drop --init-from-optimizer to load the parameters only)" "$out"
+tap $? "--init-from-optimizer with another optimizer: refused (status $rc), advising to drop --init-from-optimizer"
+[ $rc = 1 ] || show "$out"
+out=$dir/notdir.out
+train 1 --batch 12 --steps 3 --checkpoint-dir "$R/ckpt-40.h5"
+[ $rc = 1 ] && grep -q -F -e "--checkpoint-dir $R/ckpt-40.h5: not a directory" "$out"
+tap $? "--checkpoint-dir naming a file: refused (status $rc) as not a directory"
+[ $rc = 1 ] || show "$out"
 
 # ---- erase-inspect ckpt
 apps/erase-inspect ckpt "$R/ckpt-40.h5" >"$dir/inspect.out" 2>&1
