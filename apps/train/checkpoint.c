@@ -742,7 +742,12 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     erase_optim_clock_t clock = { .step = hdr[6] };
     memcpy(&clock.lr, &hdr[7], sizeof clock.lr);
     ERASE_CHECK(erase_optimizer_write_clock(ck->e.opt, &clock));
-    ERASE_CHECK(erase_ctr_reader_seek(ck->e.train, (erase_ctr_cursor_t){ hdr[3], hdr[4] }));
+    if (erase_ctr_reader_seek(ck->e.train, (erase_ctr_cursor_t){ hdr[3], hdr[4] }) != ERASE_OK)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume: the checkpoint's data cursor (epoch %lld, sample %lld of "
+                           "the epoch) is not in --train %s (%lld training samples): resume on the same data, or "
+                           "start a new run from its parameters with --init-from",
+                           (long long)hdr[3], (long long)hdr[4], o->train,
+                           (long long)erase_ctr_reader_info(ck->e.train).samples);
     pos->step = hdr[2];
     pos->epoch = hdr[3];
     pos->samples_seen = hdr[5];

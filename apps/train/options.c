@@ -193,7 +193,12 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
                 *p = '-';
         snprintf(where, sizeof where, "%s:%d: ", path, config_setting_source_line(s));
         const opt_def_t *d = find(name);
-        if (!d || !strcmp(name, "config")) {
+        if (d && !strcmp(name, "config")) {
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%sconfig: a run file cannot name another run file (give one "
+                             "--config on the command line)", where);
+            break;
+        }
+        if (!d) {
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%sunknown option '%s' (erase-train --help lists them)",
                              where, config_setting_name(s));
             break;

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 workdir
-echo "1..19"
+echo "1..20"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -55,6 +55,12 @@ tap $? "--gemm fp16: usage error (status $rc) listing the choices"
 printf 'batch = 64;\nlerning_rate = 0.1;\n' >"$dir/typo.run"
 expect 2 "typo.run:2: unknown option 'lerning_rate'" --config "$dir/typo.run" --train "$dir/none"
 tap $? "a misspelt run-file key: usage error (status $rc) naming file:line and the key"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'config = "other.run";\n' >"$dir/nested.run"
+expect 2 "nested.run:1: config: a run file cannot name another run file (give one --config on the command line)" \
+    --config "$dir/nested.run" --train "$dir/none"
+tap $? "config = in a run file: usage error (status $rc) saying why"
 [ $rc = 2 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1

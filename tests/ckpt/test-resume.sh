@@ -12,7 +12,7 @@
 # ckpt shows a checkpoint.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..18"
+echo "1..19"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -158,6 +158,12 @@ out=$dir/initsgd.out
 train 1 --batch 12 --steps 3 --init-from "$R" --init-from-optimizer --optimizer sgd
 [ $rc = 1 ] && grep -q -F "$R/ckpt-40.h5: the optimizer differs: the checkpoint's is adamw (dense) + rowwise_adagrad (tables), this run's sgd + rowwise_adagrad (use the same ones, or drop --init-from-optimizer to load the parameters only)" "$out"
 tap $? "--init-from-optimizer with another optimizer: refused (status $rc), advising to drop --init-from-optimizer"
+[ $rc = 1 ] || show "$out"
+apps/erase-convert synth -q -o "$dir/small" --rows 1000 --chunk-rows 256 >"$dir/small.log" 2>&1
+out=$dir/small.out
+train 2 --batch 12 --steps 50 --resume "$R/ckpt-40.h5" --train "$dir/small"
+[ $rc = 1 ] && grep -q -F -e "--resume: the checkpoint's data cursor (epoch 0, sample 960 of the epoch) is not in --train $dir/small (800 training samples): resume on the same data, or start a new run from its parameters with --init-from" "$out"
+tap $? "--resume on smaller data: refused (status $rc), the cursor and the data named, --init-from suggested"
 [ $rc = 1 ] || show "$out"
 out=$dir/notdir.out
 train 1 --batch 12 --steps 3 --checkpoint-dir "$R/ckpt-40.h5"
