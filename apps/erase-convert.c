@@ -6,7 +6,9 @@
  *
  * Both write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and DIR/index.txt
  * atomically (nothing that looks valid is left by a failed or interrupted
- * run), then print a summary. Exit status: 0 done, 1 failed, 2 usage.
+ * run), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
+ * 128 + the signal number when SIGINT (130) or SIGTERM (143) stopped it
+ * (after the same cleanup as a failure).
  */
 #include "config.h"
 #include "io/criteo_convert.h"
@@ -20,12 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t cancelled;
+static volatile sig_atomic_t cancelled; /* the signal that stopped the conversion, 0: none */
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    cancelled = 1;
+    cancelled = sig;
 }
 
 /* SIGINT/SIGTERM stop the conversion cleanly (temporary files deleted). */
@@ -75,10 +76,14 @@ static int bad_value(const char *cmd, const char *opt, const char *value)
     return 2;
 }
 
-static int failed(const char *cmd)
+/* Print why the conversion failed; the exit status: 1, or 128 + the signal
+ * when a signal stopped it (st is then ERASE_ERR_STATE, "interrupted"). */
+static int failed(const char *cmd, erase_status_t st)
 {
-    fprintf(stderr, "erase-convert %s: error: %s\n", cmd, erase_error_reason());
-    return 1;
+    int sig = st == ERASE_ERR_STATE ? (int)cancelled : 0;
+    fprintf(stderr, "erase-convert %s: error: %s%s%s\n", cmd, erase_error_reason(), sig ? " by " : "",
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "");
+    return sig ? 128 + sig : 1;
 }
 
 static void usage_criteo(FILE *f)
@@ -155,7 +160,7 @@ static int cmd_criteo(int argc, char **argv)
     erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
     int rc = 0;
     if (st != ERASE_OK) {
-        rc = failed("criteo");
+        rc = failed("criteo", st);
         fprintf(stderr, "erase-convert criteo: no dataset written to %s (%" PRId64 " lines read)\n", o.out_dir,
                 s->lines);
     } else {
@@ -263,8 +268,9 @@ static int cmd_synth(int argc, char **argv)
     o.cancel = &cancelled;
     catch_signals();
     erase_synth_summary_t s;
-    if (erase_synth_write(&o, &s) != ERASE_OK)
-        return failed("synth");
+    erase_status_t st = erase_synth_write(&o, &s);
+    if (st != ERASE_OK)
+        return failed("synth", st);
     printf("erase-convert synth: %s\n", o.out_dir);
     erase_synth_print(&s, stdout);
     return 0;

@@ -7,11 +7,13 @@
  *                                    and value range of every feature
  *                                    (categorical id ranges in hex)
  *
- *   erase-inspect ckpt FILE          a checkpoint (io/checkpoint.h): step,
+ *   erase-inspect ckpt FILE|DIR      a checkpoint (io/checkpoint.h): step,
  *                                    samples, epoch and cursor, sizes,
  *                                    schedule, optimizer clock, the model
  *                                    file and run options, every tensor
- *                                    with its shape and L2 norm
+ *                                    with its shape and L2 norm; of a
+ *                                    checkpoint directory the one that
+ *                                    erase-train --resume DIR takes
  *
  * Every shard is validated as the reader validates it and read completely;
  * a checkpoint is validated as a resume validates it (every checksum).
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define READ_ROWS 65536
@@ -154,11 +157,14 @@ static int cmd_data(int argc, char **argv)
 
 static void usage_ckpt(FILE *f)
 {
-    fprintf(f, "usage: erase-inspect ckpt FILE\n"
-               "  FILE: a checkpoint written by erase-train (DIR/ckpt-<step>.h5). Validates it\n"
-               "  (format, every dataset and its FNV-1a 64 checksum) and prints step, samples,\n"
-               "  epoch and data cursor, world/dp/pp sizes, schedule, optimizer clock, the\n"
-               "  model file, the run options, and every tensor with its shape and L2 norm.\n");
+    fprintf(f, "usage: erase-inspect ckpt FILE|DIR\n"
+               "  FILE: a checkpoint written by erase-train (DIR/ckpt-<step>.h5); DIR: a\n"
+               "  checkpoint directory, whose newest usable checkpoint is shown (the one\n"
+               "  erase-train --resume DIR takes; damaged ones are named and skipped).\n"
+               "  Validates it (format, every dataset and its FNV-1a 64 checksum) and prints\n"
+               "  step, samples, epoch and data cursor, world/dp/pp sizes, schedule, optimizer\n"
+               "  clock, the model file, the run options, and every tensor with its shape and\n"
+               "  L2 norm.\n");
 }
 
 static void print_indented(const char *text)
@@ -196,17 +202,38 @@ static void print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const ch
     }
 }
 
+/* A damaged checkpoint passed over in a checkpoint directory. */
+static void skipped_checkpoint(void *ctx, const char *path, const char *why)
+{
+    (void)ctx;
+    fprintf(stderr, "erase-inspect ckpt: checkpoint %s is damaged, skipping it: %s\n", path, why);
+}
+
 static int cmd_ckpt(int argc, char **argv)
 {
     if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage_ckpt(argc != 2 ? stderr : stdout);
         return argc != 2 ? 2 : 0;
     }
+    const char *path = argv[1];
     erase_ckpt_t *ck;
-    if (erase_ckpt_open(argv[1], &ck) != ERASE_OK)
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (erase_ckpt_open_newest(path, skipped_checkpoint, NULL, &ck) != ERASE_OK)
+            return failed("ckpt");
+        if (!ck) {
+            fprintf(stderr, "erase-inspect ckpt: error: %s: no checkpoint (ckpt-<step>.h5) in this directory\n",
+                    path);
+            return 1;
+        }
+        printf("%s: newest usable checkpoint %s (what erase-train --resume %s takes)\n", path,
+               erase_ckpt_path(ck), path);
+        path = erase_ckpt_path(ck);
+    } else if (erase_ckpt_open(path, &ck) != ERASE_OK) {
         return failed("ckpt");
+    }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
-    printf("checkpoint %s: format %s, written by %s at %s; every dataset verified (FNV-1a 64)\n", argv[1],
+    printf("checkpoint %s: format %s, written by %s at %s; every dataset verified (FNV-1a 64)\n", path,
            ERASE_CKPT_FORMAT, m->version, m->created);
     printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
            (double)m->clock_lr);
@@ -236,8 +263,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: erase-inspect COMMAND [ARGS]   (COMMAND --help for more)\n\n"
                "  data     CTR shards (a directory from erase-convert or shard files): rows,\n"
                "           base rate, missing rate per feature, categorical id ranges\n"
-               "  ckpt     a checkpoint of erase-train: step, samples, sizes, schedule, model\n"
-               "           file, every tensor with shape and L2 norm (validated first)\n");
+               "  ckpt     a checkpoint of erase-train (or a checkpoint directory's newest): step,\n"
+               "           samples, sizes, schedule, model file, every tensor with shape and L2\n"
+               "           norm (validated first)\n");
 }
 
 int main(int argc, char **argv)

@@ -238,6 +238,32 @@ void erase_ckpt_candidates_free(char **paths, int n)
     free(paths);
 }
 
+erase_status_t erase_ckpt_open_newest(const char *dir, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out)
+{
+    *out = NULL;
+    char **paths;
+    int n;
+    ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < n; i++) {
+        st = erase_ckpt_open(paths[i], out);
+        if (st == ERASE_OK || st == ERASE_ERR_NOMEM)
+            break; /* opened, or a failure that is not this file's */
+        const char *why = erase_error_reason();
+        size_t len = strlen(paths[i]);
+        if (!strncmp(why, paths[i], len) && !strncmp(why + len, ": ", 2))
+            why += len + 2; /* the message names the file already */
+        if (skipped)
+            skipped(ctx, paths[i], why);
+    }
+    if (st != ERASE_OK && st != ERASE_ERR_NOMEM)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "none of the %d checkpoint%s in %s is usable (all damaged%s)", n,
+                         n == 1 ? "" : "s", dir, skipped ? ", see above" : "");
+    erase_ckpt_candidates_free(paths, n);
+    ERASE_CHECK(st);
+    return ERASE_OK;
+}
+
 /* ---- writing ----------------------------------------------------------------- */
 
 /* A tensor name: components of [A-Za-z0-9_.-], separated by single '/'. */

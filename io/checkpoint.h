@@ -198,6 +198,23 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
 erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n);
 void erase_ckpt_candidates_free(char **paths, int n);
 
+/* Told about a candidate that cannot be opened: its path and why (the
+ * reason of erase_ckpt_open, without the leading "<path>: "). */
+typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why);
+
+/*
+ * Open the checkpoint of `dir` that a resume takes (what erase-train
+ * --resume DIR and --init-from DIR load): the first of
+ * erase_ckpt_candidates that erase_ckpt_open accepts; each one before it
+ * that fails to open (damaged or unreadable) is passed to `skipped` (may be
+ * NULL) and passed over. *out is NULL, with ERASE_OK, when `dir` holds no
+ * checkpoint (or does not exist); close it with erase_ckpt_close. Errors:
+ * ERASE_ERR_FORMAT "none of the 2 checkpoints in D is usable (all damaged,
+ * see above)" (", see above" only with a `skipped`), ERASE_ERR_NOMEM, and
+ * those of erase_ckpt_candidates.
+ */
+erase_status_t erase_ckpt_open_newest(const char *dir, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out);
+
 /* Step of a checkpoint file name "ckpt-<step>.h5" (the last path
  * component), or -1 if the name is not of that form. */
 int64_t erase_ckpt_name_step(const char *path);

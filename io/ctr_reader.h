@@ -168,7 +168,10 @@ erase_ctr_reader_info_t erase_ctr_reader_info(const erase_ctr_reader_t *r);
  * previous batch's memory is reused. Errors: a read failure of the
  * background thread (ERASE_ERR_IO naming the file, dataset and rows, e.g.
  * "F: dataset /dense: reading rows [0, 100) failed: inflate() failed"), a
- * shard that changed since open (ERASE_ERR_FORMAT, "F: has 499 rows now,
+ * bad value in the rows read (ERASE_ERR_FORMAT naming the file, dataset,
+ * row and value, see erase_ctr_shard_read: "F: dataset /label: row 17 is
+ * 7, expected 0 or 1 (damaged shard?)"), a shard that changed since open
+ * (ERASE_ERR_FORMAT, "F: has 499 rows now,
  * 500 when the reader opened it", or any error of erase_ctr_shard_open);
  * after a failure every further call fails the same way until a seek.
  */

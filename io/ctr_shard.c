@@ -234,6 +234,55 @@ static erase_status_t read_rows(erase_ctr_shard_t *s, hid_t d, const dataset_spe
     return ERASE_OK;
 }
 
+/* 1 if x is +inf or -inf (NaN, the missing value, is not): on the bits, so
+ * that the loop below vectorizes. */
+static inline uint32_t is_infinite(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7fffffffu) == 0x7f800000u;
+}
+
+/*
+ * The values that compression's checksum does not protect (an uncompressed
+ * shard has none): every label 0 or 1, every dense value finite or NaN
+ * (missing). One pass OR-ing over what was just read; only on a bad value a
+ * second pass finds the first one for the message. Rows [begin, begin +
+ * count) of the shard.
+ */
+static erase_status_t check_values(const erase_ctr_shard_t *s, int64_t begin, int64_t count, const uint8_t *label,
+                                   const float *dense)
+{
+    if (label) {
+        uint8_t any = 0;
+        for (int64_t i = 0; i < count; i++)
+            any |= label[i];
+        if (any > 1)
+            for (int64_t i = 0; i < count; i++)
+                if (label[i] > 1)
+                    return ERASE_ERROR(ERASE_ERR_FORMAT,
+                                       "%s: dataset /label: row %" PRId64 " is %u, expected 0 or 1 (damaged shard?)",
+                                       s->path, begin + i, (unsigned)label[i]);
+    }
+    if (dense) {
+        int64_t n = count * ERASE_CTR_SHARD_DENSE;
+        uint32_t any = 0;
+        for (int64_t k = 0; k < n; k++)
+            any |= is_infinite(dense[k]);
+        if (any)
+            for (int64_t k = 0; k < n; k++)
+                if (is_infinite(dense[k])) {
+                    int j = (int)(k % ERASE_CTR_SHARD_DENSE);
+                    return ERASE_ERROR(ERASE_ERR_FORMAT,
+                                       "%s: dataset /dense: row %" PRId64 " feature %d (I%d) is %s, expected a finite "
+                                       "value or NaN = missing (damaged shard?)",
+                                       s->path, begin + k / ERASE_CTR_SHARD_DENSE, j, j + 1,
+                                       dense[k] > 0 ? "inf" : "-inf");
+                }
+    }
+    return ERASE_OK;
+}
+
 erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *s, int64_t begin, int64_t count, uint8_t *label,
                                     float *dense, uint32_t *sparse)
 {
@@ -253,5 +302,6 @@ erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *s, int64_t begin, int64_t
         st = read_rows(s, s->sparse, &specs[2], H5T_NATIVE_UINT32, begin, count, sparse);
     erase_h5_leave();
     ERASE_CHECK(st);
+    ERASE_CHECK(check_values(s, begin, count, label, dense));
     return ERASE_OK;
 }

@@ -78,9 +78,17 @@ void erase_ctr_shard_attr_text(erase_ctr_shard_t *shard, const char *name, char 
 /*
  * Read rows [begin, begin + count) as stored: label [count] uint8, dense
  * [count, 13] float32 (NaN = missing), sparse [count, 26] uint32. Any
- * output may be NULL (not read). Errors: ERASE_ERR_INVALID (rows outside
- * [0, N)), ERASE_ERR_IO ("F: dataset /dense: reading rows [a, b) failed:
- * <HDF5's reason>", e.g. a damaged chunk). Not thread-safe for one shard;
+ * output may be NULL (not read). Every value read is checked (deflate's
+ * checksum protects a compressed chunk, nothing an uncompressed one): each
+ * label 0 or 1, each dense value finite or NaN; the first bad one, by its
+ * row index in the shard (0-based) and feature column (0-based, I1..I13),
+ * fails the read. Errors:
+ *   ERASE_ERR_INVALID  rows outside [0, N)
+ *   ERASE_ERR_IO       "F: dataset /dense: reading rows [a, b) failed: <HDF5's reason>" (e.g. a damaged chunk)
+ *   ERASE_ERR_FORMAT   "F: dataset /label: row 17 is 7, expected 0 or 1 (damaged shard?)"
+ *                      "F: dataset /dense: row 17 feature 3 (I4) is inf, expected a finite value or NaN =
+ *                       missing (damaged shard?)" (or -inf)
+ * On an error the outputs hold what was read. Not thread-safe for one shard;
  * different shards may be read from different threads.
  */
 erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *shard, int64_t begin, int64_t count,

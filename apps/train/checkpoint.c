@@ -578,6 +578,35 @@ static void previous_checkpoint(const char *path, char *out, size_t size)
     erase_ckpt_candidates_free(paths, n);
 }
 
+/* The damaged checkpoints passed over in a checkpoint directory. */
+typedef struct {
+    char **paths;
+    int n;
+} skipped_t;
+
+static void skipped_free(skipped_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->paths[i]);
+    free(s->paths);
+    s->paths = NULL;
+    s->n = 0;
+}
+
+/* erase_ckpt_skip_fn: say so, and remember the path (ctx: skipped_t). */
+static void skipped_checkpoint(void *ctx, const char *path, const char *why)
+{
+    fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", path, why);
+    fflush(stderr);
+    skipped_t *s = ctx;
+    char **grown = realloc(s->paths, (size_t)(s->n + 1) * sizeof *grown);
+    if (!grown)
+        return; /* it is only not renamed */
+    s->paths = grown;
+    if ((s->paths[s->n] = strdup(path)))
+        s->n++;
+}
+
 /* Rank 0: pick and load. *action: 0 nothing, 1 resume, 2 init. */
 static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
 {
@@ -585,8 +614,6 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     int resume = o->resume[0] != 0;
     const char *want = resume ? o->resume : o->init_from;
     const char *dir = NULL;
-    char **paths = NULL;
-    int n = 0;
     *action = 0;
     if (resume && !strcmp(want, "auto"))
         dir = o->checkpoint_dir;
@@ -595,64 +622,49 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         if (stat(want, &sb) == 0 && S_ISDIR(sb.st_mode))
             dir = want; /* a checkpoint directory: its newest usable checkpoint */
     }
-    if (dir) {
-        ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
-        if (n == 0) {
-            erase_ckpt_candidates_free(paths, n);
-            if (resume && !strcmp(want, "auto")) {
-                printf("resume no checkpoint in %s yet: starting at step 0\n", dir);
-                return ERASE_OK;
-            }
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: no checkpoint (ckpt-<step>.h5) in this directory",
-                               resume ? "resume" : "init-from", want);
-        }
-    } else {
-        paths = calloc(1, sizeof *paths);
-        if (!paths || !(paths[0] = strdup(want))) {
-            free(paths);
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
-        }
-        n = 1;
-    }
     erase_ckpt_t *f = NULL;
     erase_status_t st = ERASE_OK;
-    int skipped = 0;
-    for (int i = 0; i < n; i++) {
-        st = erase_ckpt_open(paths[i], &f);
-        if (st == ERASE_OK)
-            break;
-        if (!dir)
-            break; /* a file named explicitly: its error is the answer */
-        const char *why = erase_error_reason();
-        size_t len = strlen(paths[i]);
-        if (!strncmp(why, paths[i], len) && !strncmp(why + len, ": ", 2))
-            why += len + 2; /* the message names the file already */
-        fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", paths[i], why);
-        fflush(stderr);
-        skipped = i + 1;
-    }
-    /* Resuming in the run's own directory from an older checkpoint: the
-     * damaged newer ones are renamed ckpt-<step>.h5.damaged, so that keeping
-     * the newest --keep-checkpoints does not count them (and delete the good
-     * older one instead) and the next resume does not try them again. When
-     * none is usable they stay: the run is refused, not restarted. */
-    if (st == ERASE_OK && dir && resume && !strcmp(want, "auto"))
-        for (int i = 0; i < skipped; i++) {
-            char aside[ERASE_CKPT_PATH_MAX + 16];
-            snprintf(aside, sizeof aside, "%s.damaged", paths[i]);
-            if (rename(paths[i], aside) == 0)
-                printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", paths[i], aside);
+    if (dir) {
+        skipped_t skipped = { NULL, 0 };
+        st = erase_ckpt_open_newest(dir, skipped_checkpoint, &skipped, &f);
+        if (st != ERASE_OK || !f) /* nothing usable: the damaged ones stay where they are */
+            skipped_free(&skipped);
+        if (st != ERASE_OK) {
+            char why[MESSAGE_MAX];
+            snprintf(why, sizeof why, "%s", erase_error_reason());
+            st = ERASE_ERROR(st, "--%s %s: %s", resume ? "resume" : "init-from", want, why);
+        } else if (!f && resume && !strcmp(want, "auto")) {
+            printf("resume no checkpoint in %s yet: starting at step 0\n", dir);
+            return ERASE_OK;
+        } else if (!f) {
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: no checkpoint (ckpt-<step>.h5) in this directory",
+                               resume ? "resume" : "init-from", want);
+        } else if (resume && !strcmp(want, "auto")) {
+            /* Resuming in the run's own directory from an older checkpoint:
+             * the damaged newer ones are renamed ckpt-<step>.h5.damaged, so
+             * that keeping the newest --keep-checkpoints does not count them
+             * (and delete the good older one instead) and the next resume
+             * does not try them again. When none is usable they stay: the
+             * run is refused, not restarted. */
+            for (int i = 0; i < skipped.n; i++) {
+                char aside[ERASE_CKPT_PATH_MAX + 16];
+                snprintf(aside, sizeof aside, "%s.damaged", skipped.paths[i]);
+                if (rename(skipped.paths[i], aside) == 0)
+                    printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", skipped.paths[i],
+                           aside);
+            }
         }
-    if (st != ERASE_OK && !dir) {
-        char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
-        snprintf(why, sizeof why, "%s", erase_error_reason());
-        previous_checkpoint(want, other, sizeof other);
-        st = ERASE_ERROR(st, "--%s %s: %s%s%s", resume ? "resume" : "init-from", want, why,
-                         other[0] ? "; the previous checkpoint there is " : "", other);
+        skipped_free(&skipped);
+    } else {
+        st = erase_ckpt_open(want, &f); /* a file named explicitly: its error is the answer */
+        if (st != ERASE_OK) {
+            char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
+            snprintf(why, sizeof why, "%s", erase_error_reason());
+            previous_checkpoint(want, other, sizeof other);
+            st = ERASE_ERROR(st, "--%s %s: %s%s%s", resume ? "resume" : "init-from", want, why,
+                             other[0] ? "; the previous checkpoint there is " : "", other);
+        }
     }
-    if (st != ERASE_OK && dir)
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "--%s %s: none of the %d checkpoint%s in %s is usable (all damaged, "
-                         "see above)", resume ? "resume" : "init-from", want, n, n == 1 ? "" : "s", dir);
     int load_optim = resume || o->init_from_optimizer;
     if (st == ERASE_OK)
         st = check_and_load(ck, f, resume, load_optim);
@@ -691,7 +703,6 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         fflush(stdout);
     }
     erase_ckpt_close(f);
-    erase_ckpt_candidates_free(paths, n);
     return st;
 }
 

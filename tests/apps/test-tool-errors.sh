@@ -1,14 +1,15 @@
 #!/bin/sh
 # erase-convert and erase-inspect on bad input: status 1, stderr exactly
 # the tool, the subcommand and the reason naming the file (and line), with
-# no source breadcrumbs; a failed conversion leaves no directory behind.
+# no source breadcrumbs; a failed conversion leaves no directory behind;
+# erase-convert stopped by SIGINT exits 130 after the same cleanup.
 # erase-bench: an unknown model is a usage error (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..7"
+echo "1..8"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
@@ -60,6 +61,23 @@ apps/erase-inspect data "$dir/junk.h5" >/dev/null 2>"$dir/err"
 rc=$?
 expect 1 "$dir/err" "erase-inspect data: error: $dir/junk.h5: not an HDF5 file or damaged (truncated?): file signature not found"
 tap $? "erase-inspect data on a file that is not HDF5: status $rc"
+
+# SIGINT once the conversion runs (its handler is installed before the output
+# directory is created): 128 + 2, the signal named, the directory removed.
+# 1G rows would take hours; timeout kills it if the signal is lost (and
+# passes SIGINT on to it).
+timeout -s KILL 60 apps/erase-convert synth -q -o "$dir/out4" --rows 1G >/dev/null 2>"$dir/err" &
+pid=$!
+n=0
+while [ ! -d "$dir/out4" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+sleep 0.3
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && [ "$(wc -l <"$dir/err")" = 1 ] &&
+    grep -Eq '^erase-convert synth: error: interrupted after [0-9]+ rows by SIGINT$' "$dir/err" && [ ! -e "$dir/out4" ]
+tap $? "erase-convert synth stopped by SIGINT: status $rc (130 expected), the signal named, no directory left"
+tap_report "$dir/err"
 
 apps/erase-bench schedules --model foo >/dev/null 2>"$dir/err"
 rc=$?

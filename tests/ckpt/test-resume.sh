@@ -9,10 +9,10 @@
 # a worker thread of one rank: the handler runs off the main thread) stop
 # every rank after the same step with a checkpoint and status 0;
 # --init-from starts a new run from a checkpoint's parameters; erase-inspect
-# ckpt shows a checkpoint.
+# ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..19"
+echo "1..20"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -186,4 +186,25 @@ apps/erase-inspect ckpt "$A/ckpt-36.h5" >"$dir/inspect-bad.out" 2>&1
 rc=$?
 [ $rc = 1 ] && grep -q "dataset /optim/sub2/fc1/weight/exp_avg: checksum .* does not match" "$dir/inspect-bad.out"
 tap $? "erase-inspect ckpt of a damaged checkpoint: status $rc, the damage named"
+
+# a directory: the checkpoint --resume DIR takes; damaged ones named; none: one line
+apps/erase-inspect ckpt "$R" >"$dir/inspect-dir.out" 2>"$dir/inspect-dir.err"
+rc=$?
+[ $rc = 0 ] && [ ! -s "$dir/inspect-dir.err" ] &&
+    [ "$(sed -n 1p "$dir/inspect-dir.out")" = "$R: newest usable checkpoint $R/ckpt-40.h5 (what erase-train --resume $R takes)" ] &&
+    sed -n 2p "$dir/inspect-dir.out" | grep -q "^checkpoint $R/ckpt-40.h5: format " &&
+    grep -q "^  step        40 (optimizer clock: step 40, lr " "$dir/inspect-dir.out" && ok1=1
+apps/erase-inspect ckpt "$A" >/dev/null 2>"$dir/inspect-dir.err"
+rc2=$?
+sed -n 1p "$dir/inspect-dir.err" | grep -q "^erase-inspect ckpt: checkpoint $A/ckpt-36.h5 is damaged, skipping it: dataset /optim/sub2/fc1/weight/exp_avg: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" &&
+    [ "$(sed -n '2,$p' "$dir/inspect-dir.err")" = "erase-inspect ckpt: error: none of the 1 checkpoint in $A is usable (all damaged, see above)" ] &&
+    ok2=1
+mkdir "$dir/nockpt"
+apps/erase-inspect ckpt "$dir/nockpt" >"$dir/inspect-none.out" 2>"$dir/inspect-none.err"
+rc3=$?
+[ "${ok1:-0}" = 1 ] && [ $rc2 = 1 ] && [ "${ok2:-0}" = 1 ] && [ $rc3 = 1 ] && [ ! -s "$dir/inspect-none.out" ] &&
+    [ "$(cat "$dir/inspect-none.err")" = "erase-inspect ckpt: error: $dir/nockpt: no checkpoint (ckpt-<step>.h5) in this directory" ]
+tap $? "erase-inspect ckpt DIR: the newest usable checkpoint, named (status $rc); all damaged: each named, one error (status $rc2); none: one line (status $rc3)"
+sed -n 1p "$dir/inspect-dir.out" | sed 's/^/# /'
+sed 's/^/# /' "$dir/inspect-dir.err" "$dir/inspect-none.err"
 exit 0

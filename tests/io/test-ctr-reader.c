@@ -8,7 +8,9 @@
  * epoch; the cursor saved and restored continuing the exact sequence;
  * train/eval splits by fraction and by shard; shards that are truncated,
  * not HDF5, of another schema or damaged rejected with messages naming the
- * file and dataset; the table check.
+ * file and dataset; bad values in an uncompressed shard (a label not 0/1,
+ * a dense +-inf) rejected naming the file, dataset, row and value; the
+ * table check.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -26,6 +28,7 @@
 
 #include "io/criteo_convert.h"
 #include "io/ctr_reader.h"
+#include "io/ctr_shard.h"
 #include "tests/io/io_util.h"
 
 #define MUST(call)                                                                         \
@@ -635,6 +638,122 @@ static void test_damaged_chunk(void **state)
     }
 }
 
+/* Overwrite one value of an uncompressed shard in place: /label[row] =
+ * label (dense NULL) or /dense[row, col] = *dense. */
+static void poke(const char *path, int64_t row, int col, uint8_t label, const float *dense)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, dense ? "/dense" : "/label", H5P_DEFAULT);
+    assert_true(d >= 0);
+    hid_t fs = H5Dget_space(d);
+    hsize_t start[2] = { (hsize_t)row, (hsize_t)col }, one[2] = { 1, 1 };
+    hid_t ms = H5Screate_simple(dense ? 2 : 1, one, NULL);
+    assert_true(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, one, NULL) >= 0);
+    if (dense)
+        assert_true(H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, dense) >= 0);
+    else
+        assert_true(H5Dwrite(d, H5T_NATIVE_UINT8, ms, fs, H5P_DEFAULT, &label) >= 0);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+/* Read the whole dataset with the reader (shuffled, prefetch 2; or in file
+ * order, prefetch 0) until a batch fails; expect `want`, twice (it sticks). */
+static void expect_read_fails(const char *input, int shuffle, const char *want)
+{
+    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    o.shuffle = shuffle;
+    o.prefetch = shuffle ? 2 : 0;
+    erase_ctr_reader_t *r = open_reader(input, &o);
+    erase_ctr_batch_t b;
+    erase_status_t st;
+    int64_t batches = 0;
+    while ((st = erase_ctr_reader_next(r, &b)) == ERASE_OK && !b.end_of_epoch)
+        batches++;
+    for (int k = 0; k < 2; k++) {
+        if (st != ERASE_ERR_FORMAT || strcmp(erase_error_reason(), want) != 0)
+            fail_msg("shuffle %d, after %lld batches: got %s '%s', expected ERASE_ERR_FORMAT '%s'", shuffle,
+                     (long long)batches, erase_status_name(st), erase_error_reason(), want);
+        st = erase_ctr_reader_next(r, &b);
+    }
+    print_message("shuffle %d, after %lld batches: %s\n", shuffle, (long long)batches, erase_error_reason());
+    erase_ctr_reader_close(r);
+}
+
+/* A shard read directly (erase-inspect data's path): rows [begin, begin +
+ * count) fail with `want` (NULL: succeed). */
+static void expect_shard_read(const char *path, int64_t begin, int64_t count, const char *want)
+{
+    erase_ctr_shard_t *sh;
+    MUST(erase_ctr_shard_open(path, &sh));
+    uint8_t label[100];
+    float dense[100 * 13];
+    uint32_t sparse[100 * 26];
+    erase_status_t st = erase_ctr_shard_read(sh, begin, count, label, dense, sparse);
+    erase_ctr_shard_close(sh);
+    if (!want && st != ERASE_OK)
+        fail_msg("%s rows [%lld, %lld): %s", path, (long long)begin, (long long)(begin + count),
+                 erase_error_reason());
+    if (want && (st != ERASE_ERR_FORMAT || strcmp(erase_error_reason(), want) != 0))
+        fail_msg("%s rows [%lld, %lld): got %s '%s', expected ERASE_ERR_FORMAT '%s'", path, (long long)begin,
+                 (long long)(begin + count), erase_status_name(st), st ? erase_error_reason() : "", want);
+}
+
+/* An uncompressed dataset (nothing checksums its chunks) with a label 7,
+ * then a dense +inf, then a dense -inf: the reader (shuffled and not) and a
+ * direct shard read reject the row with the file, dataset, row in the shard
+ * and value; the rows around it and NaN (missing) read fine. */
+static void test_bad_values(void **state)
+{
+    char *dir = io_scratch_make("reader-values");
+    assert_non_null(dir);
+    erase_criteo_convert_options_t co = erase_criteo_convert_options_default();
+    co.out_dir = dir;
+    co.shard_rows = 3000;
+    co.write.chunk_rows = 500;
+    co.write.compress = 0;
+    const char *in[1] = { io_sample("kaggle-train-first9999.tsv") };
+    MUST(erase_criteo_convert(in, 1, &co, NULL));
+    char shard0[4096], shard2[4096], want[8300];
+    snprintf(shard0, sizeof shard0, "%s", io_path(dir, "part-00000.h5"));
+    snprintf(shard2, sizeof shard2, "%s", io_path(dir, "part-00002.h5"));
+    assert_true(isnan(raw.dense[0 * 13 + 11])); /* row 0 I12 is missing: NaN reads fine */
+    expect_shard_read(shard0, 0, 100, NULL);
+
+    poke(shard0, 17, 0, 7, NULL);
+    snprintf(want, sizeof want, "%s: dataset /label: row 17 is 7, expected 0 or 1 (damaged shard?)", shard0);
+    expect_read_fails(dir, 1, want);
+    expect_read_fails(dir, 0, want);
+    expect_shard_read(shard0, 10, 20, want);
+    expect_shard_read(shard0, 18, 100, NULL);
+    poke(shard0, 17, 0, raw.label[17], NULL);
+
+    float inf = INFINITY, minus_inf = -INFINITY;
+    poke(shard0, 17, 3, 0, &inf);
+    snprintf(want, sizeof want,
+             "%s: dataset /dense: row 17 feature 3 (I4) is inf, expected a finite value or NaN = missing "
+             "(damaged shard?)", shard0);
+    expect_read_fails(dir, 1, want);
+    expect_read_fails(dir, 0, want);
+    expect_shard_read(shard0, 17, 1, want);
+    expect_shard_read(shard0, 0, 17, NULL);
+    poke(shard0, 17, 3, 0, &raw.dense[17 * 13 + 3]);
+
+    poke(shard2, 2999, 12, 0, &minus_inf); /* the last row of the shard, the last feature */
+    snprintf(want, sizeof want,
+             "%s: dataset /dense: row 2999 feature 12 (I13) is -inf, expected a finite value or NaN = missing "
+             "(damaged shard?)", shard2);
+    expect_read_fails(dir, 1, want);
+    expect_read_fails(dir, 0, want);
+    expect_shard_read(shard2, 2950, 50, want);
+    poke(shard2, 2999, 12, 0, &raw.dense[(6000 + 2999) * 13 + 12]);
+    expect_shard_read(shard2, 2950, 50, NULL);
+    io_scratch_remove(dir);
+}
+
 static void test_check_tables(void **state)
 {
     erase_ctr_reader_options_t o = opts(100, 0, 1);
@@ -773,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_splits),
         cmocka_unit_test(test_rejected_files),
         cmocka_unit_test(test_damaged_chunk),
+        cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_check_tables),
         cmocka_unit_test(test_many_shards),
     };
