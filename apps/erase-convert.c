@@ -7,8 +7,8 @@
  * Both write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and DIR/index.txt
  * atomically (nothing that looks valid is left by a failed or interrupted
  * run), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
- * 128 + the signal number when SIGINT (130) or SIGTERM (143) stopped it
- * (after the same cleanup as a failure).
+ * 128 + the signal number when SIGINT (130), SIGTERM (143) or SIGHUP (129)
+ * stopped it (after the same cleanup as a failure).
  */
 #include "config.h"
 #include "io/criteo_convert.h"
@@ -29,7 +29,8 @@ static void on_signal(int sig)
     cancelled = sig;
 }
 
-/* SIGINT/SIGTERM stop the conversion cleanly (temporary files deleted). */
+/* SIGINT/SIGTERM/SIGHUP (a closed terminal) stop the conversion cleanly
+ * (temporary files deleted). */
 static void catch_signals(void)
 {
     struct sigaction sa;
@@ -39,6 +40,7 @@ static void catch_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* "1000", "10k", "5M", "2G" (powers of 1000) -> *out; 0 or -1. */
@@ -82,7 +84,7 @@ static int failed(const char *cmd, erase_status_t st)
 {
     int sig = st == ERASE_ERR_STATE ? (int)cancelled : 0;
     fprintf(stderr, "erase-convert %s: error: %s%s%s\n", cmd, erase_error_reason(), sig ? " by " : "",
-            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "");
+            sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "");
     return sig ? 128 + sig : 1;
 }
 
