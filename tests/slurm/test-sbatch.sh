@@ -157,12 +157,15 @@ ne=$(sed -n 's/^ *eval *NE \([0-9.]*\).*/\1/p' "$dir/plain.out" | tail -1)
 tap $ok "train-1node.sbatch (2 ranks, srun --mpi=pmix) completes with the summary: QPS ${qps:-?}, NE ${ne:-?} ($(now_s "$t0") s)"
 
 # ---- pre-emption: signal, checkpoint, requeue, resume, finish ------------------
-# As many steps as take ~12 s here (from job 1's time per step), so that the
+# As many steps as take ~30 s here (from job 1's time per step), so that the
 # signal lands mid-run even when slurmctld is slow to pass it on (seconds,
 # on a loaded machine). The whole job takes that long whenever it stops.
+# Not less: on a loaded machine job 1 can run 3 times slower than the next
+# job, and the signal took 4 to 6 s to reach the batch shell; a job sized to
+# ~12 s ran its 300 steps in 4 s and ended before it came.
 # Without job 1's time (it failed), 100: as many as job 1 was given.
 per=$(sed -n 's/^ *steps *[0-9]* (.*), \([0-9.]*\) s of steps.*/\1/p' "$dir/plain.out")
-steps=$(awk -v t="${per:-0}" -v n=$steps 'BEGIN { s = t > 0 ? int(12 * n / t) : 100;
+steps=$(awk -v t="${per:-0}" -v n=$steps 'BEGIN { s = t > 0 ? int(30 * n / t) : 100;
     if (s < 100) s = 100; if (s > 10000) s = 10000; print s }')
 
 # preempt NAME HOW: submit train-1node.sbatch for $steps steps, and once it
