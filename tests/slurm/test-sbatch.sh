@@ -61,8 +61,18 @@ show() { sed 's/^/#   /' "$@" 2>/dev/null; }
 # bounded by timeout, in case slurmctld stops answering)
 field() { timeout 10 scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
+# How long a job may take to end (JOB_WAIT) and to start training
+# (START_WAIT): bounds for a job that hangs, not a measure of speed. A
+# ThreadSanitizer build on a 2-core machine that runs other tests at the
+# same time (make -j2 check) takes 30 to over 60 s for job 1's 100 steps,
+# and a requeued job starts twice.
+JOB_WAIT=300
+START_WAIT=120
+
 # wait_job JOBID SECONDS: until the job has ended for good (a requeued job
-# passes through PENDING again); sets state.
+# passes through PENDING again); sets state. A job still running after
+# SECONDS is cancelled, so that it does not hold the node's CPUs while the
+# next jobs run.
 wait_job() {
     local end=$((SECONDS + $2))
     while [ $SECONDS -lt $end ]; do
@@ -72,6 +82,8 @@ wait_job() {
         esac
         sleep 0.2
     done
+    echo "# job $1: still ${state:-?} after $2 s: cancelling it"
+    timeout 10 scancel --quiet "$1" >/dev/null 2>&1 || true
     return 1
 }
 
@@ -137,7 +149,7 @@ t0=$(date +%s%N)
 steps=100
 jid=$(submit plain train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1 -- --steps $steps --eval-every $steps)
 ok=1
-if [ -n "$jid" ] && wait_job "$jid" 60 && [ "$state" = COMPLETED ] && [ "$(field "$jid" ExitCode)" = 0:0 ] &&
+if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && [ "$(field "$jid" ExitCode)" = 0:0 ] &&
     check_summary "$dir/plain.out"; then ok=0; fi
 [ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$dir/plain.out"; }
 qps=$(sed -n 's/^ *QPS *\(p50 [0-9]* *p90 [0-9]*\).*/\1/p' "$dir/plain.out")
@@ -145,11 +157,15 @@ ne=$(sed -n 's/^ *eval *NE \([0-9.]*\).*/\1/p' "$dir/plain.out" | tail -1)
 tap $ok "train-1node.sbatch (2 ranks, srun --mpi=pmix) completes with the summary: QPS ${qps:-?}, NE ${ne:-?} ($(now_s "$t0") s)"
 
 # ---- pre-emption: signal, checkpoint, requeue, resume, finish ------------------
-# As many steps as take ~12 s here (from job 1's time per step), so that the
+# As many steps as take ~30 s here (from job 1's time per step), so that the
 # signal lands mid-run even when slurmctld is slow to pass it on (seconds,
 # on a loaded machine). The whole job takes that long whenever it stops.
+# Not less: on a loaded machine job 1 can run 3 times slower than the next
+# job, and the signal took 4 to 6 s to reach the batch shell; a job sized to
+# ~12 s ran its 300 steps in 4 s and ended before it came.
+# Without job 1's time (it failed), 100: as many as job 1 was given.
 per=$(sed -n 's/^ *steps *[0-9]* (.*), \([0-9.]*\) s of steps.*/\1/p' "$dir/plain.out")
-steps=$(awk -v t="${per:-0}" -v n=$steps 'BEGIN { s = t > 0 ? int(12 * n / t) : 2000;
+steps=$(awk -v t="${per:-0}" -v n=$steps 'BEGIN { s = t > 0 ? int(30 * n / t) : 100;
     if (s < 100) s = 100; if (s > 10000) s = 10000; print s }')
 
 # preempt NAME HOW: submit train-1node.sbatch for $steps steps, and once it
@@ -167,7 +183,7 @@ preempt() {
     jid=$(submit "$name" train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1 -- \
         --steps "$steps" --eval-every "$steps")
     out=$dir/$name.out
-    local end=$((SECONDS + 60))
+    local end=$((SECONDS + START_WAIT))
     while [ $SECONDS -lt $end ]; do
         grep -q '^train ' "$out" 2>/dev/null && break
         case $(field "$jid" JobState) in PENDING | CONFIGURING | RUNNING) ;; *) break ;; esac
@@ -181,7 +197,7 @@ preempt() {
             timeout 30 scontrol requeue "$jid" && sent=0
         fi
     fi
-    wait_job "$jid" 90
+    wait_job "$jid" "$JOB_WAIT"
     stop_sig=$(sed -n 's/^erase-train: stopped by \(SIG[A-Z0-9]*\) after step [0-9]*.*/\1/p' "$out" | head -1)
     stop_step=$(sed -n 's/^erase-train: stopped by SIG[A-Z0-9]* after step \([0-9]*\).*/\1/p' "$out" | head -1)
 }
@@ -225,7 +241,7 @@ t0=$(date +%s%N)
 jid=$(ERASE_LAUNCHER=mpirun submit mpirun train-multinode.sbatch --nodes=1 --ntasks-per-node=4 \
     --cpus-per-task=1 --gpus-per-node=0 -- --steps 30 --eval-every 30)
 ok=1
-if [ -n "$jid" ] && wait_job "$jid" 60 && [ "$state" = COMPLETED ] && check_summary "$dir/mpirun.out" &&
+if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && check_summary "$dir/mpirun.out" &&
     grep -q '4 ranks' "$dir/mpirun.out"; then ok=0; fi
 [ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$dir/mpirun.out"; }
 tap $ok "train-multinode.sbatch (1 node here, 4 ranks, mpirun inside the allocation) completes ($(now_s "$t0") s)"
