@@ -4,9 +4,11 @@
  * early-backward schedules; evaluate; print QPS, NE and AUC.
  * Exit status: 0 done, 1 failed (the whole job is brought down), 2 usage.
  */
+#include "apps/train/checkpoint.h"
 #include "apps/train/options.h"
 #include "apps/train/run.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,12 +25,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 2;
     }
+    if (o.checkpoint_dir[0] && train_ckpt_catch_signals() != ERASE_OK) {
+        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
+        return 1;
+    }
     erase_world_t world;
     erase_world_options_t wo = { .pp_size = 1, .watchdog_seconds = o.watchdog,
                                  .check_sequence = o.check_collectives };
     st = erase_world_init(&argc, &argv, &wo, &world);
     if (st != ERASE_OK)
         erase_fatal(__FILE__, __LINE__, "erase-train: MPI start-up", st);
+    if (getenv("ERASE_DEBUG_RAISE_AT_START"))
+        raise(SIGUSR1); /* a test's signal during start-up (apps/train/checkpoint.h) */
     st = train_run(&o, &world);
     if (st != ERASE_OK)
         erase_fatal(__FILE__, __LINE__, "erase-train", st);

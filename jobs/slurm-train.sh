@@ -111,6 +111,8 @@ erase_train_job() {
     # while it waits.
     "${launch[@]}" "$train" "${args[@]}" </dev/null &
     erase_job_pid=$!
+    # a signal trapped between the check above and $! was not passed on
+    if [ -n "$erase_job_signal" ]; then kill -s USR1 "$erase_job_pid" 2>/dev/null || true; fi
     # wait returns early (status > 128) when a trap ran: wait again until the
     # launcher has exited, then once more for its exit status
     while kill -0 "$erase_job_pid" 2>/dev/null; do wait "$erase_job_pid" || true; done

@@ -54,6 +54,19 @@ static void on_signal(int sig)
     atomic_store(&pending_signal, sig);
 }
 
+erase_status_t train_ckpt_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers: %s",
+                           strerror(errno));
+    return ERASE_OK;
+}
+
 const char *train_ckpt_signal_name(int sig)
 {
     static char other[32];
@@ -223,7 +236,8 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        atomic_store(&pending_signal, 0);
+        /* again after MPI start-up, which may have set its own; a signal
+         * that came since train_ckpt_catch_signals stays pending */
         if (sigaction(SIGTERM, &sa, &ck->old_term) != 0 || sigaction(SIGUSR1, &sa, &ck->old_usr1) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers");
         else

@@ -14,14 +14,16 @@
  * to see the checkpoint directory.
  *
  * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
- * (sigaction); after every step the ranks all-reduce (max) the flag on the
+ * (sigaction, from the start of main); after every step the ranks all-reduce (max) the flag on the
  * host stream, so all stop after the same step, write a checkpoint and
  * leave the loop (erase-train then exits 0). Slurm signals every task
  * itself (srun, `--signal`); Open MPI's mpirun forwards SIGUSR1 as is, but
  * on SIGTERM it forwards it and SIGKILLs the ranks shortly after, and exits
  * non-zero itself: under mpirun, send SIGUSR1.
  *
- * Test hooks (environment): ERASE_DEBUG_KILL_AT_STEP=N[:R] makes world rank
+ * Test hooks (environment): ERASE_DEBUG_RAISE_AT_START=1 makes every rank
+ * send itself SIGUSR1 right after MPI start-up (erase-train.c);
+ * ERASE_DEBUG_KILL_AT_STEP=N[:R] makes world rank
  * R (default: the last rank) SIGKILL itself right after step N;
  * ERASE_DEBUG_SAMPLE_LOG=PREFIX makes every rank append "epoch position
  * row_id" for every training sample it takes to PREFIX.<rank>;
@@ -69,8 +71,17 @@ typedef struct train_ckpt train_ckpt_t;
  */
 erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out);
 
-/* Restore the default signal handlers and free. NULL is allowed. */
+/* Restore the signal handlers train_ckpt_create replaced and free. NULL
+ * is allowed. */
 void train_ckpt_destroy(train_ckpt_t *ck);
+
+/*
+ * With --checkpoint-dir, at the start of main (before MPI start-up): catch
+ * SIGTERM and SIGUSR1 from now on, so that a signal during start-up (a job
+ * pre-empted as it starts) stops the run after its first step with a
+ * checkpoint instead of killing the rank. Errors: ERASE_ERR_IO.
+ */
+erase_status_t train_ckpt_catch_signals(void);
 
 /*
  * Set-up, collective over the world (call on every rank, after the

@@ -12,7 +12,7 @@
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..20"
+echo "1..21"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -135,6 +135,15 @@ echo "# $line"
 [ $rc = 0 ] && grep -q "^resume from $S/ckpt-$n1.h5: step $n1," "$out" && [ -n "$n2" ] && [ "$n2" -gt "$n1" ] &&
     [ -f "$S/ckpt-$n2.h5" ]
 tap $? "resumed at step ${n1:-?}, SIGTERM to a worker thread of rank 1 only: both stopped after step ${n2:-?} with a checkpoint, status $rc"
+[ $rc = 0 ] || show "$out"
+
+# ---- a signal during start-up (a job pre-empted as it starts): caught from
+# the start of main, it stops the run after its first step
+out=$dir/early.out
+ERASE_DEBUG_RAISE_AT_START=1 train 2 --batch 12 --steps 40 --checkpoint-dir "$dir/early"
+[ $rc = 0 ] &&
+    grep -q "^erase-train: stopped by SIGUSR1 after step 1; checkpoint $dir/early/ckpt-1.h5 (continue with --resume auto)" "$out"
+tap $? "SIGUSR1 to every rank during start-up: all stop after step 1 with a checkpoint, status $rc"
 [ $rc = 0 ] || show "$out"
 
 # ---- warm start: --init-from (another seed, so nothing equals the reference by chance)
