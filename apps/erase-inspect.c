@@ -86,7 +86,7 @@ static void usage_data(FILE *f)
 {
     fprintf(f, "usage: erase-inspect data DIR|FILE...\n"
                "  DIR: a dataset written by erase-convert (with index.txt); FILE: one shard.\n"
-               "  Prints every shard (rows, clicks, chunking, compression, converter, sources)\n"
+               "  Prints every shard (rows, clicks, chunking, filters: compression and checksums, converter, sources)\n"
                "  and for all rows: base rate, missing rate and range of every feature.\n");
 }
 
@@ -109,7 +109,7 @@ static int cmd_data(int argc, char **argv)
     }
     erase_ctr_stats_t all;
     erase_ctr_stats_init(&all);
-    printf("%-40s %10s %9s %9s %7s %11s  %s\n", "shard", "rows", "clicks", "base rate", "chunk", "compression",
+    printf("%-40s %10s %9s %9s %7s %-18s %s\n", "shard", "rows", "clicks", "base rate", "chunk", "filters",
            "converter; sources");
     for (int i = 0; rc == 0 && i < list.count; i++) {
         erase_ctr_shard_t *sh;
@@ -133,9 +133,12 @@ static int cmd_data(int argc, char **argv)
             for (char *p = sources; *p; p++)
                 if (*p == '\n')
                     *p = ',';
-            printf("%-40s %10" PRId64 " %9" PRId64 " %9.6f %7" PRId64 " %11s  %s; %s\n", list.paths[i], st.rows,
-                   st.clicks, erase_ctr_stats_base_rate(&st), erase_ctr_shard_chunk_rows(sh),
-                   erase_ctr_shard_compressed(sh) ? "deflate" : "none", converter, sources);
+            const char *filters = erase_ctr_shard_compressed(sh)
+                ? (erase_ctr_shard_checksummed(sh) ? "deflate,fletcher32" : "deflate")
+                : (erase_ctr_shard_checksummed(sh) ? "fletcher32" : "none");
+            printf("%-40s %10" PRId64 " %9" PRId64 " %9.6f %7" PRId64 " %-18s %s; %s\n", list.paths[i], st.rows,
+                   st.clicks, erase_ctr_stats_base_rate(&st), erase_ctr_shard_chunk_rows(sh), filters, converter,
+                   sources);
             erase_ctr_stats_merge(&all, &st);
         }
         erase_ctr_shard_close(sh);

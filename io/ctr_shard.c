@@ -14,7 +14,8 @@ struct erase_ctr_shard {
     hid_t file;
     hid_t label, dense, sparse; /* datasets */
     int64_t rows, chunk_rows;
-    int compressed;
+    int compressed;   /* /dense has the deflate filter */
+    int checksummed;  /* /dense has the Fletcher32 filter */
 };
 
 typedef struct {
@@ -109,7 +110,14 @@ static void read_layout(erase_ctr_shard_t *s)
     }
     p = H5Dget_create_plist(s->dense);
     if (p >= 0) {
-        s->compressed = H5Pget_nfilters(p) > 0;
+        int n = H5Pget_nfilters(p);
+        for (int i = 0; i < n; i++) {
+            unsigned flags, config;
+            size_t nvalues = 0;
+            H5Z_filter_t id = H5Pget_filter2(p, (unsigned)i, &flags, &nvalues, NULL, 0, NULL, &config);
+            s->compressed |= id == H5Z_FILTER_DEFLATE;
+            s->checksummed |= id == H5Z_FILTER_FLETCHER32;
+        }
         H5Pclose(p);
     }
 }
@@ -197,6 +205,7 @@ const char *erase_ctr_shard_path(const erase_ctr_shard_t *s) { return s->path; }
 int64_t erase_ctr_shard_rows(const erase_ctr_shard_t *s) { return s->rows; }
 int64_t erase_ctr_shard_chunk_rows(const erase_ctr_shard_t *s) { return s->chunk_rows; }
 int erase_ctr_shard_compressed(const erase_ctr_shard_t *s) { return s->compressed; }
+int erase_ctr_shard_checksummed(const erase_ctr_shard_t *s) { return s->checksummed; }
 
 void erase_ctr_shard_attr_text(erase_ctr_shard_t *s, const char *name, char *text, int size)
 {
@@ -244,8 +253,8 @@ static inline uint32_t is_infinite(float x)
 }
 
 /*
- * The values that compression's checksum does not protect (an uncompressed
- * shard has none): every label 0 or 1, every dense value finite or NaN
+ * The values that a chunk checksum does not protect (older shards'
+ * uncompressed chunks have none; a checksum only says the chunk is as written): every label 0 or 1, every dense value finite or NaN
  * (missing). One pass OR-ing over what was just read; only on a bad value a
  * second pass finds the first one for the message. Rows [begin, begin +
  * count) of the shard.

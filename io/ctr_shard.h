@@ -19,8 +19,10 @@
  *                             0xFFFFFFFF = missing (a real ffffffff token is
  *                             stored as 0xFFFFFFFE); reduced modulo each
  *                             table's size by the model.
- * Datasets are chunked along N (1024 rows by default) and optionally
- * compressed (shuffle + deflate level 1).
+ * Datasets are chunked along N (1024 rows by default), optionally
+ * compressed (shuffle + deflate level 1; /sparse without shuffle), and
+ * every chunk carries a Fletcher32 checksum (HDF5's filter, verified on
+ * every read; shards written before it have none).
  *
  * The format attribute is written last, when the file is complete, and the
  * file is written under a temporary name and renamed (io/ctr_shard_write.h):
@@ -65,9 +67,11 @@ void erase_ctr_shard_close(erase_ctr_shard_t *shard);
 const char *erase_ctr_shard_path(const erase_ctr_shard_t *shard);
 int64_t erase_ctr_shard_rows(const erase_ctr_shard_t *shard);
 
-/* Chunk length of /label along N (0: not chunked); 1 if /dense is compressed. */
+/* Chunk length of /label along N (0: not chunked); 1 if /dense is
+ * compressed (deflate); 1 if its chunks carry Fletcher32 checksums. */
 int64_t erase_ctr_shard_chunk_rows(const erase_ctr_shard_t *shard);
 int erase_ctr_shard_compressed(const erase_ctr_shard_t *shard);
+int erase_ctr_shard_checksummed(const erase_ctr_shard_t *shard);
 
 /*
  * A root attribute as text: a string as is, an integer in decimal; "" when
@@ -78,13 +82,14 @@ void erase_ctr_shard_attr_text(erase_ctr_shard_t *shard, const char *name, char 
 /*
  * Read rows [begin, begin + count) as stored: label [count] uint8, dense
  * [count, 13] float32 (NaN = missing), sparse [count, 26] uint32. Any
- * output may be NULL (not read). Every value read is checked (deflate's
- * checksum protects a compressed chunk, nothing an uncompressed one): each
+ * output may be NULL (not read). HDF5 verifies each chunk's Fletcher32
+ * checksum (and deflate its own); every value read is also checked: each
  * label 0 or 1, each dense value finite or NaN; the first bad one, by its
  * row index in the shard (0-based) and feature column (0-based, I1..I13),
  * fails the read. Errors:
  *   ERASE_ERR_INVALID  rows outside [0, N)
- *   ERASE_ERR_IO       "F: dataset /dense: reading rows [a, b) failed: <HDF5's reason>" (e.g. a damaged chunk)
+ *   ERASE_ERR_IO       "F: dataset /dense: reading rows [a, b) failed: <HDF5's reason>" (e.g. a damaged
+ *                      chunk: a checksum that does not match)
  *   ERASE_ERR_FORMAT   "F: dataset /label: row 17 is 7, expected 0 or 1 (damaged shard?)"
  *                      "F: dataset /dense: row 17 feature 3 (I4) is inf, expected a finite value or NaN =
  *                       missing (damaged shard?)" (or -inf)

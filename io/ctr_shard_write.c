@@ -56,6 +56,11 @@ static erase_status_t create_datasets(erase_ctr_writer_t *w)
             ok = H5Pset_shuffle(dcpl) >= 0;
         if (ok && w->o.compress)
             ok = H5Pset_deflate(dcpl, 1) >= 0;
+        /* a checksum of every chunk, verified by HDF5 on every read: what
+         * protects an uncompressed chunk (and /sparse, whose ids no range
+         * check can tell from damage) */
+        if (ok)
+            ok = H5Pset_fletcher32(dcpl) >= 0;
         /* room for a few chunks, so that unaligned appends do not re-read */
         size_t chunk_bytes = (size_t)w->o.chunk_rows * cols[i] * (i == 0 ? 1 : 4);
         if (ok)

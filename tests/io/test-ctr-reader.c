@@ -596,6 +596,18 @@ static void test_rejected_files(void **state)
 
 /* A shard whose first /dense chunk is overwritten: open succeeds (metadata
  * intact), the read fails in the prefetch thread and next() reports it. */
+/* File address and stored size of the first chunk of `dataset` in `path`. */
+static void first_chunk(const char *path, const char *dataset, haddr_t *addr, hsize_t *size)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
+    hsize_t offset[2] = { 0, 0 };
+    unsigned mask;
+    assert_true(H5Dget_chunk_info_by_coord(d, offset, &mask, addr, size) >= 0);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
 static void test_damaged_chunk(void **state)
 {
     const char *src = io_path(data, "part-00000.h5"), *dst = io_path(scratch, "damaged.h5");
@@ -605,15 +617,9 @@ static void test_damaged_chunk(void **state)
     char *bytes = malloc((size_t)sb.st_size);
     assert_int_equal(fread(bytes, 1, (size_t)sb.st_size, in), (size_t)sb.st_size);
     fclose(in);
-    hid_t f = H5Fopen(src, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, "/dense", H5P_DEFAULT);
-    hsize_t offset[2] = { 0, 0 };
-    unsigned mask;
     haddr_t addr;
     hsize_t size;
-    assert_true(H5Dget_chunk_info_by_coord(d, offset, &mask, &addr, &size) >= 0);
-    H5Dclose(d);
-    H5Fclose(f);
+    first_chunk(src, "/dense", &addr, &size);
     memset(bytes + addr + size / 4, 0x5a, size / 2);
     FILE *out = fopen(dst, "wb");
     fwrite(bytes, 1, (size_t)sb.st_size, out);
@@ -702,10 +708,11 @@ static void expect_shard_read(const char *path, int64_t begin, int64_t count, co
                  (long long)(begin + count), erase_status_name(st), st ? erase_error_reason() : "", want);
 }
 
-/* An uncompressed dataset (nothing checksums its chunks) with a label 7,
- * then a dense +inf, then a dense -inf: the reader (shuffled and not) and a
- * direct shard read reject the row with the file, dataset, row in the shard
- * and value; the rows around it and NaN (missing) read fine. */
+/* An uncompressed dataset with a label 7, then a dense +inf, then a dense
+ * -inf written through HDF5 (checksums still match): the reader (shuffled
+ * and not) and a direct shard read reject the row with the file, dataset,
+ * row in the shard and value; the rows around it and NaN (missing) read
+ * fine. Then a byte of /sparse changed in the file: Fletcher32 says so. */
 static void test_bad_values(void **state)
 {
     char *dir = io_scratch_make("reader-values");
@@ -751,6 +758,35 @@ static void test_bad_values(void **state)
     expect_shard_read(shard2, 2950, 50, want);
     poke(shard2, 2999, 12, 0, &raw.dense[(6000 + 2999) * 13 + 12]);
     expect_shard_read(shard2, 2950, 50, NULL);
+
+    /* one id of /sparse changed in the file itself (as a bad disk would):
+     * no range check can tell, the chunk's Fletcher32 checksum does */
+    haddr_t addr;
+    hsize_t size;
+    first_chunk(shard0, "/sparse", &addr, &size);
+    FILE *f = fopen(shard0, "r+b");
+    assert_non_null(f);
+    unsigned char byte;
+    assert_int_equal(fseek(f, (long)(addr + size / 2), SEEK_SET), 0);
+    assert_int_equal(fread(&byte, 1, 1, f), 1);
+    byte ^= 0x10;
+    assert_int_equal(fseek(f, (long)(addr + size / 2), SEEK_SET), 0);
+    assert_int_equal(fwrite(&byte, 1, 1, f), 1);
+    assert_int_equal(fclose(f), 0);
+    erase_ctr_shard_t *sh;
+    MUST(erase_ctr_shard_open(shard0, &sh));
+    assert_int_equal(erase_ctr_shard_checksummed(sh), 1);
+    assert_int_equal(erase_ctr_shard_compressed(sh), 0);
+    uint32_t ids[100 * 26];
+    assert_int_equal(erase_ctr_shard_read(sh, 0, 100, NULL, NULL, ids), ERASE_ERR_IO);
+    snprintf(want, sizeof want, "%s: dataset /sparse: reading rows [0, 100) failed: ", shard0);
+    const char *m = erase_error_reason();
+    if (strncmp(m, want, strlen(want)) != 0 || !strstr(m, "Fletcher32"))
+        fail_msg("got '%s', expected '%s<HDF5's reason naming Fletcher32>'", m, want);
+    print_message("a changed /sparse byte: %s\n", m);
+    uint8_t labels[100];
+    MUST(erase_ctr_shard_read(sh, 0, 100, labels, NULL, NULL)); /* /label's chunk is intact */
+    erase_ctr_shard_close(sh);
     io_scratch_remove(dir);
 }
 
