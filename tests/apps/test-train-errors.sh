@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 workdir
-echo "1..20"
+echo "1..21"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -62,6 +62,12 @@ expect 2 "nested.run:1: config: a run file cannot name another run file (give on
     --config "$dir/nested.run" --train "$dir/none"
 tap $? "config = in a run file: usage error (status $rc) saying why"
 [ $rc = 2 ] || tap_report "$dir/out"
+
+timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --log-every 0 >"$dir/out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ "$(grep -c -e '--log-every 0: expected an integer >= 1' "$dir/out")" = 1 ]
+tap $? "a usage error under mpirun -np 2: printed once, by rank 0 (status $rc)"
+[ $rc != 0 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?
