@@ -30,7 +30,7 @@ static void on_signal(int sig)
 }
 
 /* SIGINT/SIGTERM/SIGHUP (a closed terminal) stop the conversion cleanly
- * (temporary files deleted). */
+ * (temporary files deleted), unless the caller ignores them. */
 static void catch_signals(void)
 {
     struct sigaction sa;
@@ -38,9 +38,13 @@ static void catch_signals(void)
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART; /* reads go on; the converter checks the flag every 4096 lines */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    /* a signal the caller ignores stays ignored (nohup; `&` in a script) */
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* "1000", "10k", "5M", "2G" (powers of 1000) -> *out; 0 or -1. */

@@ -111,8 +111,16 @@ erase_train_job() {
     # while it waits.
     "${launch[@]}" "$train" "${args[@]}" </dev/null &
     erase_job_pid=$!
-    # a signal trapped between the check above and $! was not passed on
-    if [ -n "$erase_job_signal" ]; then kill -s USR1 "$erase_job_pid" 2>/dev/null || true; fi
+    if [ -n "$erase_job_signal" ]; then
+        # trapped between the check above and $!: the launcher may not have
+        # its handlers yet (SIGUSR1 would kill it), so it is stopped as if
+        # training had not begun
+        kill -s TERM "$erase_job_pid" 2>/dev/null || true
+        wait "$erase_job_pid" 2>/dev/null || true
+        trap - USR1 TERM INT
+        erase_job_say "SIG$erase_job_signal came as training started: stopped it, not requeueing"
+        return 0
+    fi
     # wait returns early (status > 128) when a trap ran: wait again until the
     # launcher has exited, then once more for its exit status
     while kill -0 "$erase_job_pid" 2>/dev/null; do wait "$erase_job_pid" || true; done

@@ -638,10 +638,10 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     }
     erase_ckpt_t *f = NULL;
     erase_status_t st = ERASE_OK;
+    skipped_t skipped = { NULL, 0 }; /* damaged ones passed over in dir */
     if (dir) {
-        skipped_t skipped = { NULL, 0 };
         st = erase_ckpt_open_newest(dir, skipped_checkpoint, &skipped, &f);
-        if (st != ERASE_OK || !f) /* nothing usable: the damaged ones stay where they are */
+        if (st == ERASE_OK && !f)
             skipped_free(&skipped);
         if (st != ERASE_OK) {
             char why[MESSAGE_MAX];
@@ -653,22 +653,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         } else if (!f) {
             return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: no checkpoint (ckpt-<step>.h5) in this directory",
                                resume ? "resume" : "init-from", want);
-        } else if (resume && !strcmp(want, "auto")) {
-            /* Resuming in the run's own directory from an older checkpoint:
-             * the damaged newer ones are renamed ckpt-<step>.h5.damaged, so
-             * that keeping the newest --keep-checkpoints does not count them
-             * (and delete the good older one instead) and the next resume
-             * does not try them again. When none is usable they stay: the
-             * run is refused, not restarted. */
-            for (int i = 0; i < skipped.n; i++) {
-                char aside[ERASE_CKPT_PATH_MAX + 16];
-                snprintf(aside, sizeof aside, "%s.damaged", skipped.paths[i]);
-                if (rename(skipped.paths[i], aside) == 0)
-                    printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", skipped.paths[i],
-                           aside);
-            }
         }
-        skipped_free(&skipped);
     } else {
         st = erase_ckpt_open(want, &f); /* a file named explicitly: its error is the answer */
         if (st != ERASE_OK) {
@@ -682,6 +667,18 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     int load_optim = resume || o->init_from_optimizer;
     if (st == ERASE_OK)
         st = check_and_load(ck, f, resume, load_optim);
+    /* Resumed in the run's own directory from an older checkpoint: the
+     * damaged newer ones are renamed ckpt-<step>.h5.damaged, so that keeping
+     * the newest --keep-checkpoints does not count them (and delete the good
+     * older one instead) and the next resume does not try them again. When
+     * none is usable, or the run is refused, they stay. */
+    for (int i = 0; st == ERASE_OK && resume && !strcmp(want, "auto") && i < skipped.n; i++) {
+        char aside[ERASE_CKPT_PATH_MAX + 16];
+        snprintf(aside, sizeof aside, "%s.damaged", skipped.paths[i]);
+        if (rename(skipped.paths[i], aside) == 0)
+            printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", skipped.paths[i], aside);
+    }
+    skipped_free(&skipped);
     if (st == ERASE_OK) {
         const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
         const erase_world_t *w = ck->e.w;

@@ -460,9 +460,8 @@ static erase_status_t train_loop(run_t *r)
     int64_t left = r->total_steps - r->first_step;
     int64_t warmup = r->first_step + (left >= 20 ? 5 : left / 4);
     /* a run shorter than the warm-up and --trace-steps traces what it has */
-    int64_t trace_from = warmup, trace_to = warmup + o->trace_steps, trace_t0 = 0;
-    if (trace_to > r->total_steps)
-        trace_to = r->total_steps;
+    int64_t trace_from = warmup, trace_t0 = 0;
+    int64_t trace_to = o->trace_steps > r->total_steps - warmup ? r->total_steps : warmup + o->trace_steps;
     r->t_start = erase_now_s();
     while (r->step < r->total_steps) {
         erase_ctr_batch_t b;

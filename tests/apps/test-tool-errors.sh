@@ -2,14 +2,15 @@
 # erase-convert and erase-inspect on bad input: status 1, stderr exactly
 # the tool, the subcommand and the reason naming the file (and line), with
 # no source breadcrumbs; a failed conversion leaves no directory behind;
-# erase-convert stopped by SIGINT exits 130 after the same cleanup.
+# erase-convert stopped by SIGINT exits 130 after the same cleanup, and
+# under nohup ignores SIGHUP.
 # erase-bench: an unknown model is a usage error (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..8"
+echo "1..9"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
@@ -78,6 +79,18 @@ rc=$?
     grep -Eq '^erase-convert synth: error: interrupted after [0-9]+ rows by SIGINT$' "$dir/err" && [ ! -e "$dir/out4" ]
 tap $? "erase-convert synth stopped by SIGINT: status $rc (130 expected), the signal named, no directory left"
 tap_report "$dir/err"
+
+# under nohup SIGHUP stays ignored: the conversion goes on to the end
+nohup apps/erase-convert synth -q -o "$dir/out5" --rows 200000 >/dev/null 2>"$dir/err" &
+pid=$!
+n=0
+while [ ! -d "$dir/out5" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+kill -HUP $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] && [ -f "$dir/out5/index.txt" ]
+tap $? "erase-convert synth under nohup, SIGHUP: ignored, the conversion completes (status $rc)"
+[ $rc = 0 ] || tap_report "$dir/err"
 
 apps/erase-bench schedules --model foo >/dev/null 2>"$dir/err"
 rc=$?
