@@ -149,6 +149,12 @@ void comm_destroy(erase_comm_t *c);
 /* "allreduce(4 x f32, sum)" into text (always NUL-terminated). */
 void comm_op_describe(const comm_op_t *op, char *text, size_t size);
 
+/* Re-state a failure `st` of `op` on `c` with what, which and where:
+ * "allreduce(4 x f32, sum) #7 on world (rank 0 of 2<transport>): <why>"
+ * (transport "" for MPI, ", NCCL"); why is this thread's message, or the
+ * status name when there is none. Returns st. */
+erase_status_t comm_op_failed(const erase_comm_t *c, const comm_op_t *op, const char *transport, erase_status_t st);
+
 /* Short name of a dtype ("f32"). */
 const char *comm_dtype_name(int dtype);
 

@@ -75,6 +75,15 @@ void comm_op_describe(const comm_op_t *op, char *text, size_t size)
     snprintf(text, size, "unknown operation %d", (int)op->kind);
 }
 
+erase_status_t comm_op_failed(const erase_comm_t *c, const comm_op_t *op, const char *transport, erase_status_t st)
+{
+    char what[160], why[1024];
+    comm_op_describe(op, what, sizeof what);
+    snprintf(why, sizeof why, "%s", erase_error_message()[0] ? erase_error_message() : erase_status_name(st));
+    return ERASE_ERROR(st, "%s #%llu on %s (rank %d of %d%s): %s", what, (unsigned long long)op->seq, c->name,
+                       c->rank, c->size, transport, why);
+}
+
 static int is_p2p(const comm_op_t *op)
 {
     return op->kind == COMM_OP_SEND || op->kind == COMM_OP_RECV;

@@ -382,17 +382,6 @@ static erase_status_t dissemination_barrier(erase_comm_t *c, int tag)
 
 /* ---- stream operations --------------------------------------------------------- */
 
-/* Re-state a failure of `op` with what, which and where. */
-static erase_status_t op_failed(erase_comm_t *c, const comm_op_t *op, erase_status_t st)
-{
-    char what[160], why[1024];
-    comm_op_describe(op, what, sizeof what);
-    snprintf(why, sizeof why, "%s", erase_error_message()[0] ? erase_error_message()
-                                                              : erase_status_name(st));
-    return ERASE_ERROR(st, "%s #%llu on %s (rank %d of %d): %s", what,
-                       (unsigned long long)op->seq, c->name, c->rank, c->size, why);
-}
-
 static erase_status_t collective_kernel(const void *args)
 {
     const comm_args_t *a = args;
@@ -417,7 +406,7 @@ static erase_status_t collective_kernel(const void *args)
     }
     comm_log_end(c, slot, &op, st == ERASE_OK);
     pthread_mutex_unlock(&c->exec);
-    return st == ERASE_OK ? ERASE_OK : op_failed(c, &op, st);
+    return st == ERASE_OK ? ERASE_OK : comm_op_failed(c, &op, "", st);
 }
 
 /* Send or receive, in 1 GiB pieces; the receive must get exactly count elements. */
@@ -450,7 +439,7 @@ static erase_status_t p2p_kernel(const void *args)
                                 op.kind == COMM_OP_SEND ? "MPI_Send" : "MPI_Recv");
     }
     comm_log_end(c, slot, &op, st == ERASE_OK);
-    return st == ERASE_OK ? ERASE_OK : op_failed(c, &op, st);
+    return st == ERASE_OK ? ERASE_OK : comm_op_failed(c, &op, "", st);
 }
 
 /* ---- issuing -------------------------------------------------------------------- */

@@ -355,17 +355,6 @@ static erase_status_t add_host_log(nccl_comm_t *n, const comm_op_t *op, cudaStre
     return ERASE_OK;
 }
 
-/* Re-state a failure of `op` with what, which and where (as mpi_comm.c). */
-static erase_status_t op_failed(const erase_comm_t *c, const comm_op_t *op, erase_status_t st)
-{
-    char what[160], why[1024];
-    comm_op_describe(op, what, sizeof what);
-    snprintf(why, sizeof why, "%s", erase_error_message()[0] ? erase_error_message()
-                                                              : erase_status_name(st));
-    return ERASE_ERROR(st, "%s #%llu on %s (rank %d of %d, NCCL): %s", what,
-                       (unsigned long long)op->seq, c->name, c->rank, c->size, why);
-}
-
 /* comm_device_ops_t.issue */
 static erase_status_t nccl_issue(erase_comm_t *c, erase_stream_t *s, const comm_args_t *a)
 {
@@ -400,7 +389,7 @@ static erase_status_t nccl_issue(erase_comm_t *c, erase_stream_t *s, const comm_
     if (st != ERASE_OK) {
         if (!capturing)
             comm_log_end(c, slot, &op, 0);
-        return op_failed(c, &op, st);
+        return comm_op_failed(c, &op, ", NCCL", st);
     }
     return ERASE_OK;
 }
