@@ -54,17 +54,24 @@ static void on_signal(int sig)
     atomic_store(&pending_signal, sig);
 }
 
-erase_status_t train_ckpt_catch_signals(void)
+/* on_signal for SIGTERM and SIGUSR1; the handlers replaced into *old_term
+ * and *old_usr1 when not NULL. */
+static erase_status_t catch_signals(struct sigaction *old_term, struct sigaction *old_usr1)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+    if (sigaction(SIGTERM, &sa, old_term) != 0 || sigaction(SIGUSR1, &sa, old_usr1) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers: %s",
                            strerror(errno));
     return ERASE_OK;
+}
+
+erase_status_t train_ckpt_catch_signals(void)
+{
+    return catch_signals(NULL, NULL);
 }
 
 const char *train_ckpt_signal_name(int sig)
@@ -231,17 +238,10 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
             st = ERASE_ERROR(ERASE_ERR_IO, "ERASE_DEBUG_SAMPLE_LOG: cannot write %s", path);
     }
     if (st == ERASE_OK && ck->enabled) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
         /* again after MPI start-up, which may have set its own; a signal
          * that came since train_ckpt_catch_signals stays pending */
-        if (sigaction(SIGTERM, &sa, &ck->old_term) != 0 || sigaction(SIGUSR1, &sa, &ck->old_usr1) != 0)
-            st = ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers");
-        else
-            ck->handlers = 1;
+        st = catch_signals(&ck->old_term, &ck->old_usr1);
+        ck->handlers = st == ERASE_OK;
     }
     if (st != ERASE_OK) {
         train_ckpt_destroy(ck);
