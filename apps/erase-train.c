@@ -12,20 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Before MPI start-up: whether this process is rank 0 of its job, or not
- * started by a launcher at all (the launchers' environment: Open MPI,
- * PMIx, Slurm). Usage errors are printed once, not by every rank. */
-static int launcher_rank0(void)
-{
-    static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v)
-            return atoi(v) == 0;
-    }
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     train_options_t o;
@@ -36,7 +22,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (st != ERASE_OK) {
-        if (launcher_rank0())
+        if (train_launcher_rank() <= 0) /* printed once under a launcher, not by every rank */
             fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 2;
     }

@@ -663,14 +663,24 @@ static erase_status_t open_host_stream(run_t *r)
     return ERASE_OK;
 }
 
+int train_launcher_rank(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return -1;
+}
+
 erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
 {
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */
-    int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_PROCID");
-    r.tty = r.root && isatty(STDOUT_FILENO) && !launched && !o->quiet;
+    r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
     erase_status_t st = check_settings(o);
     if (st == ERASE_OK)
         st = open_device(&r);

@@ -10,4 +10,9 @@
  * failure (every rank fails the same way for bad options or data). */
 erase_status_t train_run(const train_options_t *o, const erase_world_t *world);
 
+/* The rank a launcher gave this process in its environment (Open MPI's
+ * OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, Slurm's SLURM_PROCID), or -1
+ * when no launcher started it. Usable before MPI start-up. */
+int train_launcher_rank(void);
+
 #endif
