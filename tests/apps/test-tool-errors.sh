@@ -69,8 +69,7 @@ tap $? "erase-inspect data on a file that is not HDF5: status $rc"
 # passes SIGINT on to it).
 timeout -s KILL 60 apps/erase-convert synth -q -o "$dir/out4" --rows 1G >/dev/null 2>"$dir/err" &
 pid=$!
-n=0
-while [ ! -d "$dir/out4" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+wait_for 30 test -d "$dir/out4"
 sleep 0.3
 kill -INT $pid
 wait $pid
@@ -83,8 +82,7 @@ tap_report "$dir/err"
 # under nohup SIGHUP stays ignored: the conversion goes on to the end
 nohup apps/erase-convert synth -q -o "$dir/out5" --rows 200000 >/dev/null 2>"$dir/err" &
 pid=$!
-n=0
-while [ ! -d "$dir/out5" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+wait_for 30 test -d "$dir/out5"
 kill -HUP $pid
 wait $pid
 rc=$?

@@ -75,18 +75,6 @@ rank_pid() {
 # mpirun_pid: pid of mpirun of the background job.
 mpirun_pid() { pgrep -P "$job" | head -1; }
 
-# wait_for SECONDS CMD...: poll CMD every 50 ms until it succeeds; 1 on timeout.
-wait_for() {
-    limit=$(( $1 * 20 )); shift
-    i=0
-    while ! "$@"; do
-        i=$((i + 1))
-        [ $i -ge $limit ] && return 1
-        sleep 0.05
-    done
-    return 0
-}
-
 # lr_per_step FILE: "step lr" of every train line of a metrics file, one per
 # step (a resumed run repeats steps after its checkpoint: same values).
 lr_per_step() {

@@ -35,6 +35,18 @@ export TSAN_OPTIONS LSAN_OPTIONS ASAN_OPTIONS
 # need PROGRAM: skip unless the test program was built (cmocka missing).
 need() { [ -x "$1" ] || skip "$1 was not built"; }
 
+# wait_for SECONDS CMD...: poll CMD every 50 ms until it succeeds; 1 on timeout.
+wait_for() {
+    limit=$(( $1 * 20 )); shift
+    i=0
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -ge $limit ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
 # now_ms: wall clock in milliseconds.
 now_ms() { date +%s%3N; }
 

@@ -9,8 +9,7 @@ SLACK=10
 ERASE_WATCHDOG_SECONDS=$WATCHDOG; export ERASE_WATCHDOG_SECONDS
 echo "1..4"
 start_job 4 loop
-i=0
-while [ ! -s "$dir/rank2.pid" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for 60 test -s "$dir/rank2.pid"
 victim=$(cat "$dir/rank2.pid" 2>/dev/null)
 [ -n "$victim" ]; tap $? "rank 2 runs its all-reduce loop (pid ${victim:-none})"
 t0=$(now_ms)
