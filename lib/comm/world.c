@@ -170,13 +170,16 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
     g.verbose = set ? (int)v : 0;
     comm_verbose = g.verbose;
     double watchdog = o.watchdog_seconds;
-    if (watchdog < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog_seconds %g is negative", watchdog);
+    if (!(watchdog >= 0 && watchdog <= ERASE_WATCHDOG_MAX_SECONDS))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog_seconds %g: expected a number of seconds "
+                           "in [0, %g] (0: 600)", watchdog, ERASE_WATCHDOG_MAX_SECONDS);
     if (watchdog == 0)
         watchdog = 600.0;
     ERASE_CHECK(env_number("ERASE_WATCHDOG_SECONDS", &v, &set));
-    if (set && !(v > 0))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "ERASE_WATCHDOG_SECONDS=%g: must be positive", v);
+    if (set && !(v > 0 && v <= ERASE_WATCHDOG_MAX_SECONDS))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "ERASE_WATCHDOG_SECONDS=%s: expected a number of "
+                           "seconds in (0, %g]", getenv("ERASE_WATCHDOG_SECONDS"),
+                           ERASE_WATCHDOG_MAX_SECONDS);
     if (set)
         watchdog = v;
     ERASE_CHECK(env_number("ERASE_CHECK_COLLECTIVES", &v, &set));

@@ -2,14 +2,16 @@
 # erase-train's answers to bad settings a user plausibly gives: each names
 # the option and what was expected, with status 1 (a value that parses but
 # cannot be used) or 2 (a usage error), and nothing crashes: every numeric
-# option out of its range (on the command line and in a run file; --log-every
-# 0 divided by zero once), --eval-fraction outside (0, 1), an unknown
+# option out of its range, both ends (on the command line and in a run file;
+# --log-every 0 divided by zero once; --keep-checkpoints 4294967297 kept one
+# checkpoint; --watchdog 1e10 and ERASE_WATCHDOG_SECONDS=inf overflowed the
+# watchdog's nanoseconds; --lr 0 passed, --embedding-lr 0 trained), --eval-fraction outside (0, 1), an unknown
 # --gemm, a misspelt key in a run file (file:line), and jobs/workstation
 # --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 workdir
-echo "1..21"
+echo "1..35"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -26,10 +28,18 @@ tap $? "--side-streams 0: usage error (status $rc) naming the option and the ran
 
 # every numeric option has its range, checked while parsing (usage errors)
 for case in "log-every 0|an integer >= 1" "trace-steps 0|an integer >= 1" "steps -3|an integer >= 0" \
-    "warmup-steps -5|an integer >= 0" "eval-every -1|an integer >= 0" "batch 0|an integer >= 1" \
-    "keep-checkpoints 0|an integer >= 1" "checkpoint-every -1|an integer >= 0" \
-    "momentum 1|a number in [0, 1)" "weight-decay -1|a number >= 0" "lr -0.1|a number >= 0" \
-    "watchdog 0|a number > 0" "lr nan|"; do
+    "warmup-steps -5|an integer >= 0" "eval-every -1|an integer >= 0" "batch 0|an integer in [1, 2147483647]" \
+    "keep-checkpoints 0|an integer in [1, 2147483647]" "checkpoint-every -1|an integer >= 0" \
+    "momentum 1|a number in [0, 1)" "weight-decay -1|a number in [0, 3.40282e+38]" \
+    "lr -0.1|a number in (0, 3.40282e+38]" "watchdog 0|a number in (0, 1e+09]" "lr nan|" \
+    "lr 0|a number in (0, 3.40282e+38]" "embedding-lr 0|a number in (0, 3.40282e+38]" \
+    "keep-checkpoints 4294967297|an integer in [1, 2147483647]" \
+    "keep-checkpoints 2147483648|an integer in [1, 2147483647]" \
+    "batch 2147483648|an integer in [1, 2147483647]" "epochs 2147483648|an integer in [1, 2147483647]" \
+    "watchdog 1e10|a number in (0, 1e+09]" "watchdog 1e300|a number in (0, 1e+09]" \
+    "weight-decay 1e39|a number in [0, 3.40282e+38]" \
+    "steps 9223372036854775808|an integer in [0, 9223372036854775807]" \
+    "seed -9223372036854775809|an integer in [-9223372036854775808, 9223372036854775807]"; do
     opt=${case%%|*} want=${case#*|}
     if [ -n "$want" ]; then text="--$opt: expected $want"; else text="--${opt% *}: expected a number, got '${opt#* }'"; fi
     # shellcheck disable=SC2086 # opt is "name value"
@@ -68,6 +78,14 @@ rc=$?
 [ $rc != 0 ] && [ "$(grep -c -e '--log-every 0: expected an integer >= 1' "$dir/out")" = 1 ]
 tap $? "a usage error under mpirun -np 2: printed once, by rank 0 (status $rc)"
 [ $rc != 0 ] || tap_report "$dir/out"
+
+for v in inf 1e10 nan; do
+    ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
+    rc=$?
+    [ $rc != 0 ] && grep -q -F "ERASE_WATCHDOG_SECONDS=$v: expected a number of seconds in (0, 1e+09]" "$dir/out"
+    tap $? "ERASE_WATCHDOG_SECONDS=$v: refused at start-up (status $rc), naming the variable and the range"
+    [ $rc != 0 ] || tap_report "$dir/out"
+done
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?
