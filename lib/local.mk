@@ -31,7 +31,7 @@ lib_liberase_a_SOURCES += \
 
 # lib/nn and optimizer ops: networks of blocks, models, optimizers.
 lib_liberase_a_SOURCES += \
-	lib/core/lr_schedule.h lib/core/simd.h \
+	lib/core/lr_schedule.h lib/core/simd.h lib/core/checked.h \
 	lib/ops/cpu/optim_cpu.c \
 	lib/nn/batch.h lib/nn/param.h \
 	lib/nn/network.c lib/nn/network.h \

@@ -10,8 +10,9 @@
 # --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
+need apps/erase-convert
 workdir
-echo "1..35"
+echo "1..36"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -86,6 +87,13 @@ for v in inf 1e10 nan; do
     tap $? "ERASE_WATCHDOG_SECONDS=$v: refused at start-up (status $rc), naming the variable and the range"
     [ $rc != 0 ] || tap_report "$dir/out"
 done
+
+# sizes past what the program holds say what is too large (not "no memory")
+apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): too many to hold the time of each" \
+    --train "$dir/data" --batch 16 --steps 9223372036854775807
+tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
+[ $rc = 1 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?
