@@ -1,6 +1,7 @@
 #include "apps/train/options.h"
 
 #include "lib/comm/comm.h"
+#include "lib/core/config_text.h"
 #include "lib/sched/sched.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ typedef struct {
 
 static const opt_def_t defs[] = {
     { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
-    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
+    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
     { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL, NO_BOUNDS },
     { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL, NO_BOUNDS },
     { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL, NO_BOUNDS },
@@ -194,21 +195,42 @@ static const opt_def_t *find(const char *name)
     return NULL;
 }
 
+/* A relative model file named in the run file `path` is taken from the run
+ * file's directory (model = "m.cfg" in conf/run.cfg: conf/m.cfg); ctr, mlp
+ * and absolute paths stay as they are. */
+static erase_status_t model_beside(const char *path, const char *where, train_options_t *o)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || o->model[0] == '/' || !strcmp(o->model, "ctr") || !strcmp(o->model, "mlp"))
+        return ERASE_OK;
+    char joined[sizeof o->model];
+    int n = snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, o->model);
+    if (n < 0 || (size_t)n >= sizeof joined)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%smodel: the path beside the run file is longer than %zu "
+                           "characters", where, sizeof joined - 1);
+    memcpy(o->model, joined, (size_t)n + 1);
+    return ERASE_OK;
+}
+
 /* Apply the run file's settings. */
 static erase_status_t read_run_file(const char *path, train_options_t *o)
 {
+    char *file_text;
+    erase_status_t st = erase_config_file_read(path, "run file", &file_text);
+    if (st != ERASE_OK)
+        return st;
     config_t cfg;
     config_init(&cfg);
-    if (!config_read_file(&cfg, path)) {
-        erase_status_t st = config_error_type(&cfg) == CONFIG_ERR_FILE_IO
-            ? ERASE_ERROR(ERASE_ERR_IO, "cannot read run file %s", path)
-            : ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", path, config_error_line(&cfg),
-                          config_error_text(&cfg));
+    int read = config_read_string(&cfg, file_text);
+    free(file_text);
+    if (!read) {
+        const char *file = config_error_file(&cfg); /* set inside an @include */
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", file ? file : path, config_error_line(&cfg),
+                         config_error_text(&cfg));
         config_destroy(&cfg);
         return st;
     }
     config_setting_t *root = config_root_setting(&cfg);
-    erase_status_t st = ERASE_OK;
     for (int i = 0; st == ERASE_OK && i < config_setting_length(root); i++) {
         config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         char name[64], where[1200], text[1100];
@@ -253,6 +275,8 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
             continue;
         }
         st = set_value(o, d, text, where);
+        if (st == ERASE_OK && !strcmp(d->name, "model"))
+            st = model_beside(path, where, o);
         if (st != ERASE_OK)
             st = ERASE_ERR_FORMAT;
     }

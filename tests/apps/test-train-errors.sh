@@ -12,7 +12,8 @@
 need apps/erase-train
 need apps/erase-convert
 workdir
-echo "1..36"
+apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+echo "1..41"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -80,6 +81,39 @@ rc=$?
 tap $? "a usage error under mpirun -np 2: printed once, by rank 0 (status $rc)"
 [ $rc != 0 ] || tap_report "$dir/out"
 
+# run files: libconfig's silent misreadings are refused, naming file:line
+printf 'batch = 64;\nseed = 4294967297;\n' >"$dir/seed.run"
+expect 2 "seed.run:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write 4294967297L for a 64-bit integer" \
+    --config "$dir/seed.run" --train "$dir/none"
+tap $? "seed = 4294967297 in a run file (was seed 1): usage error (status $rc) naming file:line and the L suffix"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'batch = 64;\nkeep_checkpoints = 4294967297L;\n' >"$dir/keep.run"
+expect 2 "keep.run:2: --keep-checkpoints 4294967297: expected an integer in [1, 2147483647]" \
+    --config "$dir/keep.run" --train "$dir/none"
+tap $? "keep_checkpoints = 4294967297L in a run file: usage error (status $rc) naming file:line and the range"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'batch = 64;\0 log_every = 0;\n' >"$dir/nul.run"
+expect 2 "nul.run:1: a NUL byte: the file is not text (libconfig would ignore the rest)" \
+    --config "$dir/nul.run" --train "$dir/none"
+tap $? "a NUL byte in a run file: usage error (status $rc) naming file:line"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'batch = 64;\n@include "%s"\n' "$dir" >"$dir/incdir.run"
+expect 2 "incdir.run:2: @include \"$dir\": is a directory" --config "$dir/incdir.run" --train "$dir/none"
+tap $? "@include of a directory in a run file: usage error (status $rc) naming file:line"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+# a relative model path in a run file is taken from the run file's folder
+mkdir -p "$dir/conf"
+printf 'model = "m.model";\n' >"$dir/conf/rel.run"
+printf 'model = "ctr";\nctr: { embedding_dim = 0; };\n' >"$dir/conf/m.model"
+expect 1 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 0" \
+    --config "$dir/conf/rel.run" --train "$dir/data" --batch 16
+tap $? "model = \"m.model\" in conf/rel.run reads conf/m.model (status $rc)"
+[ $rc = 1 ] || tap_report "$dir/out"
+
 for v in inf 1e10 nan; do
     ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
     rc=$?
@@ -89,7 +123,6 @@ for v in inf 1e10 nan; do
 done
 
 # sizes past what the program holds say what is too large (not "no memory")
-apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
 expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): too many to hold the time of each" \
     --train "$dir/data" --batch 16 --steps 9223372036854775807
 tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
