@@ -105,9 +105,9 @@ typedef struct {
  * Collective over MPI_COMM_WORLD; call once, from the main thread.
  *
  * Environment: ERASE_WATCHDOG_SECONDS overrides watchdog_seconds (a number
- * in (0, ERASE_WATCHDOG_MAX_SECONDS]);
+ * in [1e-9, ERASE_WATCHDOG_MAX_SECONDS]);
  * ERASE_CHECK_COLLECTIVES=1 (0) turns check_sequence on (off);
- * ERASE_VERBOSE: < 0 silent, 0 (default) one summary line from rank 0
+ * ERASE_VERBOSE (-100..100): < 0 silent, 0 (default) one summary line from rank 0
  * on stderr (world size, dp x pp, MPI library, thread level), >= 1 also
  * one line per rank (host, rank, local rank, groups, pid, MPI library).
  *

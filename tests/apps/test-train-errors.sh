@@ -13,7 +13,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..41"
+echo "1..43"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -114,13 +114,18 @@ expect 1 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 
 tap $? "model = \"m.model\" in conf/rel.run reads conf/m.model (status $rc)"
 [ $rc = 1 ] || tap_report "$dir/out"
 
-for v in inf 1e10 nan; do
+for v in inf 1e10 nan 0; do
     ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
     rc=$?
-    [ $rc != 0 ] && grep -q -F "ERASE_WATCHDOG_SECONDS=$v: expected a number of seconds in (0, 1e+09]" "$dir/out"
+    [ $rc != 0 ] && grep -q -F "environment ERASE_WATCHDOG_SECONDS='$v': expected a number in [1e-09, 1e+09]" "$dir/out"
     tap $? "ERASE_WATCHDOG_SECONDS=$v: refused at start-up (status $rc), naming the variable and the range"
     [ $rc != 0 ] || tap_report "$dir/out"
 done
+ERASE_VERBOSE=1e300 timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q -F "environment ERASE_VERBOSE='1e300': expected a number in [-100, 100]" "$dir/out"
+tap $? "ERASE_VERBOSE=1e300 (an int cannot hold it; levels are -1, 0, 1): refused at start-up (status $rc), naming the range"
+[ $rc != 0 ] || tap_report "$dir/out"
 
 # sizes past what the program holds say what is too large (not "no memory")
 expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): too many to hold the time of each" \
