@@ -82,28 +82,25 @@ tap $? "a usage error under mpirun -np 2: printed once, by rank 0 (status $rc)"
 [ $rc != 0 ] || tap_report "$dir/out"
 
 # run files: libconfig's silent misreadings are refused, naming file:line
-printf 'batch = 64;\nseed = 4294967297;\n' >"$dir/seed.run"
-expect 2 "seed.run:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write 4294967297L for a 64-bit integer" \
-    --config "$dir/seed.run" --train "$dir/none"
-tap $? "seed = 4294967297 in a run file (was seed 1): usage error (status $rc) naming file:line and the L suffix"
-[ $rc = 2 ] || tap_report "$dir/out"
-
-printf 'batch = 64;\nkeep_checkpoints = 4294967297L;\n' >"$dir/keep.run"
-expect 2 "keep.run:2: --keep-checkpoints 4294967297: expected an integer in [1, 2147483647]" \
-    --config "$dir/keep.run" --train "$dir/none"
-tap $? "keep_checkpoints = 4294967297L in a run file: usage error (status $rc) naming file:line and the range"
-[ $rc = 2 ] || tap_report "$dir/out"
-
-printf 'batch = 64;\0 log_every = 0;\n' >"$dir/nul.run"
-expect 2 "nul.run:1: a NUL byte: the file is not text (libconfig would ignore the rest)" \
-    --config "$dir/nul.run" --train "$dir/none"
-tap $? "a NUL byte in a run file: usage error (status $rc) naming file:line"
-[ $rc = 2 ] || tap_report "$dir/out"
-
-printf 'batch = 64;\n@include "%s"\n' "$dir" >"$dir/incdir.run"
-expect 2 "incdir.run:2: @include \"$dir\": is a directory" --config "$dir/incdir.run" --train "$dir/none"
-tap $? "@include of a directory in a run file: usage error (status $rc) naming file:line"
-[ $rc = 2 ] || tap_report "$dir/out"
+# run_file NAME PRINTF-TEXT WANT WHAT: erase-train --config NAME is a usage
+# error printing WANT
+run_file() {
+    # shellcheck disable=SC2059 # the text is a printf format (\0, \n)
+    printf "$2" >"$dir/$1"
+    expect 2 "$3" --config "$dir/$1" --train "$dir/none"
+    tap $? "$4: usage error (status $rc) naming file:line"
+    [ $rc = 2 ] || tap_report "$dir/out"
+}
+run_file seed.run 'batch = 64;\nseed = 4294967297;\n' \
+    "seed.run:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write 4294967297L for a 64-bit integer" \
+    "seed = 4294967297 in a run file (was seed 1)"
+run_file keep.run 'batch = 64;\nkeep_checkpoints = 4294967297L;\n' \
+    "keep.run:2: --keep-checkpoints 4294967297: expected an integer in [1, 2147483647]" \
+    "keep_checkpoints = 4294967297L in a run file"
+run_file nul.run 'batch = 64;\0 log_every = 0;\n' \
+    "nul.run:1: a NUL byte: the file is not text (libconfig would ignore the rest)" "a NUL byte in a run file"
+run_file incdir.run "batch = 64;\n@include \"$dir\"\n" "incdir.run:2: @include \"$dir\": is a directory" \
+    "@include of a directory in a run file"
 
 # a relative model path in a run file is taken from the run file's folder
 mkdir -p "$dir/conf"
