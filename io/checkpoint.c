@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/core/checked.h"
 #include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
@@ -490,7 +491,9 @@ static erase_status_t check_tensors(const char *what, const erase_ckpt_tensor_t 
         if (!valid_name(t[i].name))
             return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s tensor %d: bad name '%s' (components of "
                                "[A-Za-z0-9_.-] separated by '/')", what, i, t[i].name);
-        if ((t[i].ndim != 1 && t[i].ndim != 2) || t[i].dims[0] < 0 || (t[i].ndim == 2 && t[i].dims[1] < 0))
+        size_t bytes;
+        if ((t[i].ndim != 1 && t[i].ndim != 2) ||
+            !erase_bytes(sizeof(float), t[i].dims[0], t[i].ndim == 2 ? t[i].dims[1] : 1, &bytes))
             return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: bad shape", what, t[i].name);
         if (!t[i].data && erase_ckpt_tensor_numel(&t[i]) > 0)
             return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: no data", what, t[i].name);
@@ -797,17 +800,23 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
             snprintf(have, sizeof have, "rank %d", rank);
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: shape %s, /index says %s", ck->path, path, have, want);
     }
-    size_t count = (size_t)dims[0] * (size_t)(ndim == 2 ? dims[1] : 1);
+    size_t bytes = 0;
+    if (st == ERASE_OK && !erase_bytes(elem, dims[0], ndim == 2 ? dims[1] : 1, &bytes)) {
+        char want[64];
+        shape_text(ndim, dims, want, sizeof want);
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: shape %s of %zu-byte elements is more than "
+                         "memory can address", ck->path, path, want, elem);
+    }
     void *buf = NULL;
-    if (st == ERASE_OK && !(buf = malloc(count * elem + 1)))
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, count * elem);
-    if (st == ERASE_OK && count > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    if (st == ERASE_OK && !(buf = malloc(bytes + 1)))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, bytes);
+    if (st == ERASE_OK && bytes > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         char detail[256];
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot read: %s", ck->path, path,
                          erase_h5_detail(detail, sizeof detail));
     }
     if (st == ERASE_OK) {
-        uint64_t h = erase_ckpt_fnv1a64(buf, count * elem), attr = 0;
+        uint64_t h = erase_ckpt_fnv1a64(buf, bytes), attr = 0;
         if (h != sum)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
                              "stored %016" PRIx64 " (damaged data)", ck->path, path, h, sum);

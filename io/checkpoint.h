@@ -70,7 +70,8 @@ typedef struct {
     const char *meaning;
 } erase_ckpt_tensor_t;
 
-/* Elements of a tensor. */
+/* Elements of a tensor (no overflow for the tensors erase_ckpt_write
+ * accepts and erase_ckpt_open returns: their floats fit a size_t). */
 int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t);
 
 /* The state of one rank that is not replicated: its random-number state

@@ -467,7 +467,7 @@ static void produce(erase_ctr_reader_t *r, slot_t *s)
     s->meta.sparse = s->sparse;
     s->meta.label = s->label;
     s->meta.row_id = s->row_id;
-    int end = r->o.drop_last ? pos + G > S : pos >= S;
+    int end = r->o.drop_last ? G > S - pos : pos >= S; /* 0 <= pos <= S; pos + G may overflow */
     if (end) {
         s->meta.end_of_epoch = 1;
         s->meta.step = r->steps;
@@ -559,8 +559,9 @@ erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const era
         st = make_blocks(r);
     if (st == ERASE_OK) {
         int64_t G = o.global_batch, S = r->samples;
-        r->steps = o.drop_last ? S / G : (S + G - 1) / G;
-        r->max_local = (G + o.dp_size - 1) / o.dp_size;
+        r->steps = S / G + (!o.drop_last && S % G != 0); /* no S + G - 1: G may be near INT64_MAX */
+        int64_t most = G < S ? G : S; /* a batch never holds more than the part */
+        r->max_local = most / o.dp_size + (most % o.dp_size != 0);
         if (r->steps == 0)
             st = ERASE_ERROR(ERASE_ERR_INVALID,
                              "global batch %" PRId64 " is larger than the %" PRId64 " samples of the %s part: no step",

@@ -134,7 +134,7 @@ typedef struct {
     int64_t samples;        /* S: rows of the selected part (samples per epoch before dropping) */
     int64_t steps_per_epoch;/* floor(S/G) (drop_last) or ceil(S/G) */
     int64_t blocks;         /* shuffle blocks of the selected part */
-    int64_t max_local;      /* ceil(G/D): the most rows a batch of this rank can have */
+    int64_t max_local;      /* ceil(min(G, samples)/D): the most rows a batch of this rank can have */
 } erase_ctr_reader_info_t;
 
 /* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks,

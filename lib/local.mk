@@ -6,6 +6,7 @@ lib_liberase_a_SOURCES = \
 	lib/core/rng.h \
 	lib/core/stats.c lib/core/stats.h \
 	lib/core/fs.c lib/core/fs.h \
+	lib/core/config_text.c lib/core/config_text.h \
 	lib/device/device.c lib/device/device.h lib/device/backend.h \
 	lib/device/cpu/cpu.h lib/device/cpu/cpu_internal.h \
 	lib/device/cpu/cpu_blas.c \
@@ -31,7 +32,7 @@ lib_liberase_a_SOURCES += \
 
 # lib/nn and optimizer ops: networks of blocks, models, optimizers.
 lib_liberase_a_SOURCES += \
-	lib/core/lr_schedule.h lib/core/simd.h \
+	lib/core/lr_schedule.h lib/core/simd.h lib/core/checked.h \
 	lib/ops/cpu/optim_cpu.c \
 	lib/nn/batch.h lib/nn/param.h \
 	lib/nn/network.c lib/nn/network.h \

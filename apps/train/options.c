@@ -1,8 +1,12 @@
 #include "apps/train/options.h"
 
+#include "lib/comm/comm.h"
+#include "lib/core/config_text.h"
 #include "lib/sched/sched.h"
 
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <getopt.h>
 #include <libconfig.h>
 #include <math.h>
@@ -31,6 +35,9 @@ typedef struct {
 #define ABOVE(x) .bounds = LO_OPEN, .lo = (x)
 #define FROM_TO(a, b) .bounds = LO | HI, .lo = (a), .hi = (b)
 #define FROM_BELOW(a, b) .bounds = LO | HI_OPEN, .lo = (a), .hi = (b)
+#define ABOVE_TO(a, b) .bounds = LO_OPEN | HI, .lo = (a), .hi = (b)
+/* Learning rates, one rule: > 0, and a float the kernels can hold. */
+#define LR_RANGE ABOVE_TO(0, FLT_MAX)
 
 #define S(field) T_STRING, offsetof(train_options_t, field), sizeof(((train_options_t *)0)->field)
 #define I(field) T_INT, offsetof(train_options_t, field), 0
@@ -39,7 +46,7 @@ typedef struct {
 
 static const opt_def_t defs[] = {
     { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
-    { "model", S(model), "ctr", "model file (docs/models.md), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
+    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
     { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL, NO_BOUNDS },
     { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL, NO_BOUNDS },
     { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL, NO_BOUNDS },
@@ -48,35 +55,35 @@ static const opt_def_t defs[] = {
     { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end", NO_BOUNDS },
     { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },
     { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
-    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, AT_LEAST(1) },
-    { "epochs", I(epochs), "1", "epochs over the training data", NULL, AT_LEAST(1) },
-    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, AT_LEAST(0) },
+    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, FROM_TO(1, INT_MAX) },
+    { "epochs", I(epochs), "1", "epochs over the training data", NULL, FROM_TO(1, INT_MAX) },
+    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
     { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
-    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, AT_LEAST(0) },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, LR_RANGE },
     { "momentum", D(momentum), "0.9", "sgd momentum", NULL, FROM_BELOW(0, 1) },
-    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL, AT_LEAST(0) },
+    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL, FROM_TO(0, FLT_MAX) },
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
-    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, AT_LEAST(0) },
-    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, AT_LEAST(0) },
+    { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
+    { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
-    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL, AT_LEAST(0) },
-    { "log-every", I(log_every), "10", "steps between progress lines", NULL, AT_LEAST(1) },
+    { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL, FROM_TO(0, INT64_MAX) },
+    { "log-every", I(log_every), "10", "steps between progress lines", NULL, FROM_TO(1, INT64_MAX) },
     { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)", NULL, NO_BOUNDS },
     { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL, NO_BOUNDS },
-    { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, AT_LEAST(1) },
+    { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, FROM_TO(1, INT64_MAX) },
     { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL, NO_BOUNDS },
-    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, AT_LEAST(0) },
-    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, AT_LEAST(1) },
+    { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, FROM_TO(0, INT64_MAX) },
+    { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
-    { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL, NO_BOUNDS },
+    { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL, FROM_TO(INT64_MIN, INT64_MAX) },
     { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL, NO_BOUNDS },
     { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip", NO_BOUNDS },
     { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL, NO_BOUNDS },
-    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL, ABOVE(0) },
+    { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL, ABOVE_TO(0, ERASE_WATCHDOG_MAX_SECONDS) },
     { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL, NO_BOUNDS },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
@@ -95,8 +102,22 @@ static int is_choice(const char *choices, const char *text)
     return 0;
 }
 
-/* A numeric option's value `v` (as given: `text`) against its bounds:
- * "--log-every 0: expected an integer >= 1" and the like. */
+/* A bound as it reads in a message: integers in full (INT64_MAX, held
+ * as the double 2^63, as 9223372036854775807), numbers as %g. */
+static void bound_text(const opt_def_t *d, double x, char *buf, size_t size)
+{
+    if (d->type != T_INT)
+        snprintf(buf, size, "%g", x);
+    else
+        snprintf(buf, size, "%lld", x >= 0x1p63 ? LLONG_MAX : x <= -0x1p63 ? LLONG_MIN : (long long)x);
+}
+
+/* A numeric option's value `v` (as given: `text`; an integer beyond int64:
+ * +-inf) against its bounds: "--batch 0: expected an integer in [1,
+ * 2147483647]" and the like. Every numeric option has both bounds but
+ * --eval-fraction (checked where it applies); an upper bound that is only
+ * int64's own is named when the value is beyond int64 ("--log-every 0: expected an
+ * integer >= 1" otherwise). */
 static erase_status_t check_range(const opt_def_t *d, double v, const char *text, const char *where)
 {
     int b = d->bounds;
@@ -104,11 +125,15 @@ static erase_status_t check_range(const opt_def_t *d, double v, const char *text
         !((b & HI_OPEN) && v >= d->hi))
         return ERASE_OK;
     const char *kind = d->type == T_INT ? "an integer" : "a number";
-    if ((b & (LO | LO_OPEN)) && (b & (HI | HI_OPEN)))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s in %c%g, %g%c", where, d->name, text, kind,
-                           b & LO ? '[' : '(', d->lo, d->hi, b & HI ? ']' : ')');
-    return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s %s %g", where, d->name, text, kind,
-                       b & LO ? ">=" : ">", d->lo);
+    char lo[32], hi[32];
+    bound_text(d, d->lo, lo, sizeof lo);
+    bound_text(d, d->hi, hi, sizeof hi);
+    int type_max = d->type == T_INT && d->hi >= 0x1p63;
+    if ((b & (LO | LO_OPEN)) && (b & (HI | HI_OPEN)) && (!type_max || isinf(v)))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s in %c%s, %s%c", where, d->name, text, kind,
+                           b & LO ? '[' : '(', lo, hi, b & HI ? ']' : ')');
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s %s: expected %s %s %s", where, d->name, text, kind,
+                       b & LO ? ">=" : ">", lo);
 }
 
 static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const char *text,
@@ -127,9 +152,10 @@ static erase_status_t set_value(train_options_t *o, const opt_def_t *d, const ch
     case T_INT: {
         errno = 0;
         long long v = strtoll(text, &end, 10);
-        if (errno || end == text || *end)
+        int beyond = errno == ERANGE; /* an integer, but not an int64 */
+        if ((errno && !beyond) || end == text || *end)
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s--%s: expected an integer, got '%s'", where, d->name, text);
-        ERASE_CHECK(check_range(d, (double)v, text, where));
+        ERASE_CHECK(check_range(d, beyond ? (v < 0 ? -INFINITY : INFINITY) : (double)v, text, where));
         *(int64_t *)field = v;
         return ERASE_OK;
     }
@@ -169,21 +195,42 @@ static const opt_def_t *find(const char *name)
     return NULL;
 }
 
+/* A relative model file named in the run file `path` is taken from the run
+ * file's directory (model = "m.cfg" in conf/run.cfg: conf/m.cfg); ctr, mlp
+ * and absolute paths stay as they are. */
+static erase_status_t model_beside(const char *path, const char *where, train_options_t *o)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || o->model[0] == '/' || !strcmp(o->model, "ctr") || !strcmp(o->model, "mlp"))
+        return ERASE_OK;
+    char joined[sizeof o->model];
+    int n = snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, o->model);
+    if (n < 0 || (size_t)n >= sizeof joined)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%smodel: the path beside the run file is longer than %zu "
+                           "characters", where, sizeof joined - 1);
+    memcpy(o->model, joined, (size_t)n + 1);
+    return ERASE_OK;
+}
+
 /* Apply the run file's settings. */
 static erase_status_t read_run_file(const char *path, train_options_t *o)
 {
+    char *file_text;
+    erase_status_t st = erase_config_file_read(path, "run file", &file_text);
+    if (st != ERASE_OK)
+        return st;
     config_t cfg;
     config_init(&cfg);
-    if (!config_read_file(&cfg, path)) {
-        erase_status_t st = config_error_type(&cfg) == CONFIG_ERR_FILE_IO
-            ? ERASE_ERROR(ERASE_ERR_IO, "cannot read run file %s", path)
-            : ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", path, config_error_line(&cfg),
-                          config_error_text(&cfg));
+    int read = config_read_string(&cfg, file_text);
+    free(file_text);
+    if (!read) {
+        const char *file = config_error_file(&cfg); /* set inside an @include */
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s", file ? file : path, config_error_line(&cfg),
+                         config_error_text(&cfg));
         config_destroy(&cfg);
         return st;
     }
     config_setting_t *root = config_root_setting(&cfg);
-    erase_status_t st = ERASE_OK;
     for (int i = 0; st == ERASE_OK && i < config_setting_length(root); i++) {
         config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         char name[64], where[1200], text[1100];
@@ -228,6 +275,8 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
             continue;
         }
         st = set_value(o, d, text, where);
+        if (st == ERASE_OK && !strcmp(d->name, "model"))
+            st = model_beside(path, where, o);
         if (st != ERASE_OK)
             st = ERASE_ERR_FORMAT;
     }

@@ -2,7 +2,8 @@
  * erase-train's options: one table gives every option's name, type,
  * default and help; the command line (--name value) and a run file
  * (--config FILE: libconfig, `name = value;` with '-' written '_') set
- * them, the command line overriding the run file.
+ * them, the command line overriding the run file. A relative model path
+ * in a run file is taken from the run file's folder.
  */
 #ifndef ERASE_APPS_TRAIN_OPTIONS_H
 #define ERASE_APPS_TRAIN_OPTIONS_H
@@ -61,7 +62,9 @@ void train_options_default(train_options_t *o);
 /*
  * Parse argv (and the run file it names with --config, read first). Returns
  * ERASE_OK, or ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming
- * the option, file and line. *help is set when --help was given.
+ * the option, file and line (a value out of the option's range, a plain
+ * integer beyond 32 bits, a NUL byte, @include of a directory),
+ * ERASE_ERR_IO (an unreadable run file). *help is set when --help was given.
  */
 erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help);
 

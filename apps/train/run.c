@@ -8,6 +8,7 @@
 
 #include "apps/train/checkpoint.h"
 #include "io/ctr_reader.h"
+#include "lib/core/checked.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
 #include "lib/nn/metrics.h"
@@ -125,6 +126,22 @@ static void staging_free(void *dev, void *ptr)
     erase_host_free(dev, ptr);
 }
 
+/* Room for the seconds of `steps` steps in *times (NULL or holding `had`
+ * steps), the new ones zero. Errors: ERASE_ERR_NOMEM naming the steps,
+ * when too many to hold. */
+static erase_status_t alloc_step_times(int64_t had, int64_t steps, double **times)
+{
+    size_t bytes;
+    double *grown = erase_bytes(sizeof(double), steps > 0 ? steps : 1, 1, &bytes) ? realloc(*times, bytes) : NULL;
+    if (!grown)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%lld steps (--steps, or --epochs x steps per epoch): too many "
+                           "to hold the time of each (%.3g bytes)", (long long)steps, 8.0 * (double)steps);
+    for (int64_t i = had; i < steps; i++)
+        grown[i] = 0;
+    *times = grown;
+    return ERASE_OK;
+}
+
 /* The training and evaluation readers (their batches in staging memory). */
 static erase_status_t open_readers(run_t *r)
 {
@@ -132,7 +149,9 @@ static erase_status_t open_readers(run_t *r)
     if (!o->train[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
     erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
-    ro.global_batch = o->batch * r->w->dp_size;
+    if (!erase_mul_i64(o->batch, r->w->dp_size, &ro.global_batch))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %d ranks: the global batch is more than %lld",
+                           (long long)o->batch, r->w->dp_size, (long long)INT64_MAX);
     ro.dp_rank = r->w->dp_rank;
     ro.dp_size = r->w->dp_size;
     ro.seed = (uint64_t)o->seed;
@@ -200,7 +219,10 @@ static erase_status_t setup_training(run_t *r)
     TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
 
     erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
-    r->total_steps = o->steps > 0 ? o->steps : o->epochs * info.steps_per_epoch;
+    r->total_steps = o->steps;
+    if (o->steps == 0 && !erase_mul_i64(o->epochs, info.steps_per_epoch, &r->total_steps))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--epochs %lld of %lld steps: more than %lld steps",
+                           (long long)o->epochs, (long long)info.steps_per_epoch, (long long)INT64_MAX);
     if (r->total_steps < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
                            (long long)o->epochs, (long long)info.steps_per_epoch);
@@ -230,8 +252,10 @@ static erase_status_t setup_training(run_t *r)
     TRY(erase_malloc(r->dev, n * ERASE_CTR_DENSE * sizeof(float), (void **)&r->batch.dense));
     TRY(erase_malloc(r->dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&r->batch.sparse));
     TRY(erase_malloc(r->dev, n * sizeof(float), (void **)&r->batch.label));
-    if (!(r->logits = malloc(n * sizeof(float))) || !(r->step_s = calloc((size_t)r->total_steps, sizeof(double))))
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory");
+    if (!(r->logits = malloc(n * sizeof(float))))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the logits of --batch %lld",
+                           (long long)o->batch);
+    TRY(alloc_step_times(0, r->total_steps, &r->step_s));
     return ERASE_OK;
 }
 
@@ -606,12 +630,7 @@ static erase_status_t resume_total_steps(run_t *r)
     int64_t total = r->step + left;
     if (total == r->total_steps)
         return ERASE_OK;
-    double *grown = realloc(r->step_s, (size_t)(total > 0 ? total : 1) * sizeof(double));
-    if (!grown)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory");
-    for (int64_t i = r->total_steps; i < total; i++)
-        grown[i] = 0;
-    r->step_s = grown;
+    TRY(alloc_step_times(r->total_steps, total, &r->step_s));
     r->total_steps = total;
     erase_optimizer_set_total_steps(r->opt, total);
     return ERASE_OK;

@@ -82,9 +82,14 @@ typedef struct {
     int thread_level;           /* MPI thread support provided (MPI_THREAD_MULTIPLE required) */
 } erase_world_t;
 
+/* The longest watchdog_seconds (about 32 years): its nanoseconds, added
+ * to a monotonic clock reading, must fit an int64. */
+#define ERASE_WATCHDOG_MAX_SECONDS 1e9
+
 typedef struct {
     int pp_size;                /* pipeline stages; dp_size = world size / pp_size */
-    double watchdog_seconds;    /* a collective not done by then aborts the job; 0: 600 s */
+    double watchdog_seconds;    /* a collective not done by then aborts the job; 0: 600 s;
+                                 * at most ERASE_WATCHDOG_MAX_SECONDS */
     int check_sequence;         /* debug: compare every step's collective sequence across ranks */
 } erase_world_options_t;
 
@@ -99,9 +104,10 @@ typedef struct {
  * left to its owner at finalize. options may be NULL (pp_size 0 means 1).
  * Collective over MPI_COMM_WORLD; call once, from the main thread.
  *
- * Environment: ERASE_WATCHDOG_SECONDS overrides watchdog_seconds;
+ * Environment: ERASE_WATCHDOG_SECONDS overrides watchdog_seconds (a number
+ * in [1e-9, ERASE_WATCHDOG_MAX_SECONDS]);
  * ERASE_CHECK_COLLECTIVES=1 (0) turns check_sequence on (off);
- * ERASE_VERBOSE: < 0 silent, 0 (default) one summary line from rank 0
+ * ERASE_VERBOSE (-100..100): < 0 silent, 0 (default) one summary line from rank 0
  * on stderr (world size, dp x pp, MPI library, thread level), >= 1 also
  * one line per rank (host, rank, local rank, groups, pid, MPI library).
  *
@@ -112,7 +118,7 @@ typedef struct {
  * operations of that communicator (operation, bytes, number, state), then
  * take erase_fatal's path (MPI_Abort).
  * Errors: ERASE_ERR_STATE (already initialised), ERASE_ERR_UNSUPPORTED,
- * ERASE_ERR_INVALID (pp_size, environment), ERASE_ERR_COMM (MPI). After a
+ * ERASE_ERR_INVALID (pp_size, watchdog_seconds, environment), ERASE_ERR_COMM (MPI). After a
  * failure the fatal hook is installed: erase_fatal ends the whole job.
  */
 erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_options_t *options,

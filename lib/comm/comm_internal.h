@@ -178,7 +178,14 @@ erase_status_t comm_mpi_error(const char *file, int line, int code, const char *
             return comm_mpi_error(__FILE__, __LINE__, comm_rc_, (what));       \
     } while (0)
 
-/* Watchdog thread (watchdog.c). */
+/* A number in [lo, hi] from the environment variable `name` (world.c):
+ * *set = 0 when it is absent or empty. Errors: ERASE_ERR_INVALID
+ * "environment NAME='text': expected a number in [lo, hi]" (not a number,
+ * NaN, or out of range). */
+erase_status_t comm_env_number(const char *name, double lo, double hi, double *value, int *set);
+
+/* Watchdog thread (watchdog.c): seconds in (0, ERASE_WATCHDOG_MAX_SECONDS],
+ * else ERASE_ERR_INVALID. */
 erase_status_t comm_watchdog_start(erase_comm_t *const *comms, int n, double seconds);
 void comm_watchdog_stop(void);
 /* Print "<op> #n on <comm> has not completed after N s" and the comm's

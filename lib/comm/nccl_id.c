@@ -185,16 +185,12 @@ erase_status_t comm_id_exchange_fs(const char *dir, const char *group, int write
         return ERASE_ERROR(ERASE_ERR_INVALID, "NCCL id exchange: no directory, group or id");
     if (timeout_s <= 0) {
         timeout_s = COMM_ID_TIMEOUT_DEFAULT;
-        const char *text = getenv("ERASE_NCCL_ID_TIMEOUT");
-        if (text && *text) {
-            char *end;
-            errno = 0;
-            double v = strtod(text, &end);
-            if (errno || end == text || *end || !(v > 0))
-                return ERASE_ERROR(ERASE_ERR_INVALID, "environment ERASE_NCCL_ID_TIMEOUT='%s' "
-                                   "is not a positive number of seconds", text);
+        double v;
+        int set;
+        /* at most the watchdog's longest: its milliseconds must fit a long */
+        ERASE_CHECK(comm_env_number("ERASE_NCCL_ID_TIMEOUT", 1e-9, ERASE_WATCHDOG_MAX_SECONDS, &v, &set));
+        if (set)
             timeout_s = v;
-        }
     }
     char path[4096];
     ERASE_CHECK(comm_id_file_path(dir, group, path, sizeof path));

@@ -154,6 +154,9 @@ static void *watchdog_main(void *arg)
 
 erase_status_t comm_watchdog_start(erase_comm_t *const *comms, int n, double seconds)
 {
+    if (!(seconds > 0 && seconds <= ERASE_WATCHDOG_MAX_SECONDS)) /* its ns must fit an int64 */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog: %g seconds (expected (0, %g])", seconds,
+                           ERASE_WATCHDOG_MAX_SECONDS);
     if (n > WATCHDOG_MAX_COMMS)
         return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog: %d communicators (at most %d)", n,
                            WATCHDOG_MAX_COMMS);

@@ -6,12 +6,15 @@
  * Environment (read by erase_world_init):
  *   ERASE_VERBOSE            <0: silent; 0 (default): rank 0 prints one summary
  *                            line; >=1: every rank also prints its own line
+ *                            (-100..100)
  *   ERASE_WATCHDOG_SECONDS   overrides erase_world_options_t.watchdog_seconds
+ *                            (1e-9..ERASE_WATCHDOG_MAX_SECONDS)
  *   ERASE_CHECK_COLLECTIVES  1 turns the collective-sequence check on, 0 off
  */
 #include "lib/comm/comm_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +69,7 @@ static const char *thread_level_name(int level)
     return "unknown thread level";
 }
 
-/* A number from the environment: *set = 0 if the variable is absent. */
-static erase_status_t env_number(const char *name, double *value, int *set)
+erase_status_t comm_env_number(const char *name, double lo, double hi, double *value, int *set)
 {
     const char *text = getenv(name);
     *set = 0;
@@ -76,8 +78,9 @@ static erase_status_t env_number(const char *name, double *value, int *set)
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || *end)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "environment %s='%s' is not a number", name, text);
+    if (errno || end == text || *end || !(v >= lo && v <= hi)) /* NaN too */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "environment %s='%s': expected a number in [%g, %g]", name, text,
+                           lo, hi);
     *value = v;
     *set = 1;
     return ERASE_OK;
@@ -166,20 +169,19 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
 
     double v;
     int set;
-    ERASE_CHECK(env_number("ERASE_VERBOSE", &v, &set));
+    ERASE_CHECK(comm_env_number("ERASE_VERBOSE", -100, 100, &v, &set));
     g.verbose = set ? (int)v : 0;
     comm_verbose = g.verbose;
     double watchdog = o.watchdog_seconds;
-    if (watchdog < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog_seconds %g is negative", watchdog);
+    if (!(watchdog >= 0 && watchdog <= ERASE_WATCHDOG_MAX_SECONDS))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "watchdog_seconds %g: expected a number of seconds "
+                           "in [0, %g] (0: 600)", watchdog, ERASE_WATCHDOG_MAX_SECONDS);
     if (watchdog == 0)
         watchdog = 600.0;
-    ERASE_CHECK(env_number("ERASE_WATCHDOG_SECONDS", &v, &set));
-    if (set && !(v > 0))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "ERASE_WATCHDOG_SECONDS=%g: must be positive", v);
+    ERASE_CHECK(comm_env_number("ERASE_WATCHDOG_SECONDS", 1e-9, ERASE_WATCHDOG_MAX_SECONDS, &v, &set));
     if (set)
         watchdog = v;
-    ERASE_CHECK(env_number("ERASE_CHECK_COLLECTIVES", &v, &set));
+    ERASE_CHECK(comm_env_number("ERASE_CHECK_COLLECTIVES", -INFINITY, INFINITY, &v, &set));
     comm_check_enabled = set ? v != 0 : o.check_sequence != 0;
 
     int pp = o.pp_size ? o.pp_size : 1;

@@ -10,9 +10,14 @@
  * file.
  *
  * libconfig 1.5 note: a plain integer literal is 32-bit; larger values need
- * the `L` suffix (3000000000L), which erase_model_config_format writes.
+ * the `L` suffix (3000000000L), which erase_model_config_format writes; a
+ * plain one beyond 32 bits, which libconfig would wrap, is refused before
+ * libconfig reads the text (lib/core/config_text.h), as are NUL bytes and
+ * @include of a directory.
  */
 #include "lib/nn/model_config.h"
+
+#include "lib/core/config_text.h"
 
 #include <errno.h>
 #include <float.h>
@@ -410,6 +415,7 @@ erase_status_t erase_model_config_parse(const char *text, const char *name,
         return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", text ? "cfg" : "text");
     if (!name)
         name = "<string>";
+    TRY(erase_config_text_check(text, strlen(text), name));
     config_t lc;
     config_init(&lc);
     erase_status_t status;
@@ -431,37 +437,11 @@ erase_status_t erase_model_config_load(const char *path, erase_model_config_t *c
 {
     if (!path || !cfg)
         return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", path ? "cfg" : "path");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ERASE_ERROR(ERASE_ERR_IO, "cannot read model file %s: %s", path, strerror(errno));
-    size_t len = 0, cap = 4096;
-    char *text = malloc(cap);
-    erase_status_t status = ERASE_OK;
-    while (text) {
-        len += fread(text + len, 1, cap - 1 - len, f);
-        if (ferror(f)) {
-            status = ERASE_ERROR(ERASE_ERR_IO, "cannot read model file %s: %s", path, strerror(errno));
-            break;
-        }
-        if (feof(f))
-            break;
-        if (len == cap - 1) {
-            char *bigger = realloc(text, cap * 2);
-            if (!bigger)
-                free(text);
-            text = bigger;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!text)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "cannot read model file %s: out of memory", path);
-    if (status == ERASE_OK) {
-        text[len] = '\0';
-        status = erase_model_config_parse(text, path, cfg);
-        if (status != ERASE_OK)
-            erase_error_trail(__FILE__, __LINE__);
-    }
+    char *text;
+    ERASE_CHECK(erase_config_file_read(path, "model file", &text));
+    erase_status_t status = erase_model_config_parse(text, path, cfg);
+    if (status != ERASE_OK)
+        erase_error_trail(__FILE__, __LINE__);
     free(text);
     return status;
 }

@@ -28,6 +28,8 @@
  * file, the line and the key, e.g.
  *   "model.cfg:4: ctr.embedding_dim: expected an integer >= 1, got 0"
  *   "model.cfg:6: unknown key 'ctr.embeding_dim'"
+ * Integers beyond 32 bits need libconfig's L suffix (4294967297L); a plain
+ * one, which libconfig 1.5 wraps, is refused (lib/core/config_text.h).
  */
 #ifndef ERASE_NN_MODEL_CONFIG_H
 #define ERASE_NN_MODEL_CONFIG_H
@@ -75,13 +77,16 @@ int erase_model_config_blocks(const erase_model_config_t *cfg);
 /*
  * Parse model-file text. `name` is used in messages (a path or "<string>").
  * Errors: ERASE_ERR_FORMAT (syntax, unknown key, wrong type, impossible
- * size; the message names name:line and the key).
+ * size, a plain integer beyond 32 bits, @include of a directory:
+ * lib/core/config_text.h; the message names name:line and the key),
+ * ERASE_ERR_IO (an @include file that cannot be read).
  */
 erase_status_t erase_model_config_parse(const char *text, const char *name,
                                         erase_model_config_t *cfg);
 
 /* Read and parse a model file. Errors: ERASE_ERR_IO (cannot read: the
- * message names the path and the reason), ERASE_ERR_FORMAT as above. */
+ * message names the path and the reason), ERASE_ERR_FORMAT as above and
+ * for a NUL byte (path:line). */
 erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg);
 
 /* Write the configuration as model-file text (parses back to the same

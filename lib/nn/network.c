@@ -5,9 +5,11 @@
  */
 #include "lib/nn/network.h"
 
+#include "lib/core/checked.h"
 #include "lib/core/rng.h"
 #include "lib/ops/ops.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +105,10 @@ static erase_status_t build_ctr(erase_network_t *net)
     const erase_model_config_t *c = &net->cfg;
     int dim = c->ctr.embedding_dim;
     int nvec = ERASE_CTR_FIELDS + 1;
-    int inter = dim + nvec * (nvec - 1) / 2;
+    int inter;
+    if (!erase_add_int(dim, nvec * (nvec - 1) / 2, &inter))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "ctr: the interaction's width, embedding_dim %d + %d "
+                           "pairwise dots, is more than %d", dim, nvec * (nvec - 1) / 2, INT_MAX);
     net->nblocks = 1 + c->ctr.subarchs;
     memcpy(net->table_rows, c->ctr.table_rows, sizeof net->table_rows);
 
@@ -191,8 +196,8 @@ static erase_status_t init_param(const erase_network_t *net, erase_param_t *p, i
     uint64_t rng = param_seed(net->cfg.seed, p->name);
     float bound = p->kind == ERASE_PARAM_EMBEDDING ? (float)sqrt(1.0 / (double)p->rows)
                                                    : (float)(1.0 / sqrt((double)fan_in));
-    size_t n = (size_t)erase_param_numel(p);
-    float *host = malloc(sizeof(float) * (n ? n : 1));
+    size_t n = (size_t)erase_param_numel(p), bytes;
+    float *host = erase_bytes(sizeof(float), p->rows, p->cols, &bytes) ? malloc(bytes ? bytes : 1) : NULL;
     if (!host)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory to initialise %s (%zu values)", p->name, n);
     for (size_t i = 0; i < n; i++)
@@ -203,17 +208,30 @@ static erase_status_t init_param(const erase_network_t *net, erase_param_t *p, i
     return ERASE_OK;
 }
 
-#define ALLOC(ptr, bytes) ERASE_CHECK(erase_malloc(net->dev, (bytes), (void **)&(ptr)))
+/* Device memory for a x b elements of `elem` bytes; a size that does not
+ * fit a size_t is ERASE_ERR_INVALID saying so (not a wrapped, small
+ * allocation). */
+static erase_status_t alloc_array(erase_network_t *net, void **ptr, size_t elem, int64_t a, int64_t b)
+{
+    size_t bytes;
+    if (!erase_bytes(elem, a, b, &bytes))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: a buffer of %lld x %lld elements of %zu bytes "
+                           "is larger than memory can address (model sizes or batch %d too large)",
+                           (long long)a, (long long)b, elem, net->max_batch);
+    return erase_malloc(net->dev, bytes, ptr);
+}
+
+#define ALLOC(ptr, elem, a, b) ERASE_CHECK(alloc_array(net, (void **)&(ptr), (elem), (a), (b)))
 
 static erase_status_t alloc_layer(erase_network_t *net, layer_t *l)
 {
-    size_t mb = (size_t)net->max_batch;
-    ALLOC(l->y, sizeof(float) * mb * (size_t)l->out);
-    ALLOC(l->dy, sizeof(float) * mb * (size_t)l->out);
+    int64_t mb = net->max_batch;
+    ALLOC(l->y, sizeof(float), mb, l->out);
+    ALLOC(l->dy, sizeof(float), mb, l->out);
     if (l->kind == LAYER_INTERACT) {
-        ALLOC(l->emb, sizeof(float) * mb * ERASE_CTR_FIELDS * (size_t)l->dim);
-        ALLOC(l->demb, sizeof(float) * mb * ERASE_CTR_FIELDS * (size_t)l->dim);
-        ALLOC(l->counts, sizeof(int) * ERASE_CTR_FIELDS);
+        ALLOC(l->emb, sizeof(float) * ERASE_CTR_FIELDS, mb, l->dim);
+        ALLOC(l->demb, sizeof(float) * ERASE_CTR_FIELDS, mb, l->dim);
+        ALLOC(l->counts, sizeof(int), ERASE_CTR_FIELDS, 1);
         ERASE_CHECK(erase_memset_sync(net->dev, l->counts, 0, sizeof(int) * ERASE_CTR_FIELDS));
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             net->params[l->table0 + f].grad_count = &l->counts[f];
@@ -226,14 +244,14 @@ static erase_status_t alloc_layer(erase_network_t *net, layer_t *l)
 
 static erase_status_t allocate(erase_network_t *net)
 {
-    size_t mb = (size_t)net->max_batch;
+    int64_t mb = net->max_batch;
     /* one contiguous dense-gradient buffer per block: one all-reduce each */
     for (int b = 0; b < net->nblocks; b++) {
         block_t *blk = &net->blocks[b];
         for (int i = blk->first_param; i < blk->first_param + blk->nparams; i++)
             if (net->params[i].kind == ERASE_PARAM_DENSE)
                 blk->grad_count += (size_t)erase_param_numel(&net->params[i]);
-        ALLOC(blk->grads, sizeof(float) * (blk->grad_count ? blk->grad_count : 1));
+        ALLOC(blk->grads, sizeof(float), (int64_t)(blk->grad_count ? blk->grad_count : 1), 1);
         ERASE_CHECK(erase_memset_sync(net->dev, blk->grads, 0, sizeof(float) * blk->grad_count));
         size_t offset = 0;
         for (int i = blk->first_param; i < blk->first_param + blk->nparams; i++)
@@ -244,13 +262,12 @@ static erase_status_t allocate(erase_network_t *net)
     }
     for (int i = 0; i < net->nparams; i++) {
         erase_param_t *p = &net->params[i];
-        size_t bytes = sizeof(float) * (size_t)erase_param_numel(p);
-        ALLOC(p->value, bytes);
+        ALLOC(p->value, sizeof(float), p->rows, p->cols);
         if (p->kind == ERASE_PARAM_DENSE) {
             /* gradient: a slice of the block's buffer */
         } else {
-            ALLOC(p->grad_rows, sizeof(uint32_t) * mb);
-            ALLOC(p->grad_values, sizeof(float) * mb * (size_t)p->cols);
+            ALLOC(p->grad_rows, sizeof(uint32_t), mb, 1);
+            ALLOC(p->grad_values, sizeof(float), mb, p->cols);
             ERASE_CHECK(init_param(net, p, 0)); /* grad_count: set by the layer owning the table */
         }
     }
@@ -260,10 +277,10 @@ static erase_status_t allocate(erase_network_t *net)
             ERASE_CHECK(alloc_layer(net, &blk->layers[i]));
         ERASE_CHECK(alloc_layer(net, &blk->head));
         if (b > 0 && !erase_network_is_cut(net, b))
-            ALLOC(blk->d_in, sizeof(float) * mb * (size_t)blk->in_width);
+            ALLOC(blk->d_in, sizeof(float), mb, blk->in_width);
     }
     net->sparse_rows = net->max_batch;
-    ALLOC(net->losses, sizeof(float) * (size_t)net->nblocks);
+    ALLOC(net->losses, sizeof(float), net->nblocks, 1);
     ERASE_CHECK(erase_memset_sync(net->dev, net->losses, 0, sizeof(float) * (size_t)net->nblocks));
     return ERASE_OK;
 }

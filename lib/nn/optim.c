@@ -2,6 +2,7 @@
 
 #include "lib/ops/ops.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,10 @@ erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_co
         return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: dense parameters take sgd or adamw");
     if (cfg->embedding != ERASE_OPTIM_SGD && cfg->embedding != ERASE_OPTIM_ROWWISE_ADAGRAD)
         return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: embedding tables take sgd or rowwise_adagrad");
-    if (!(cfg->schedule.base > 0) || !(cfg->embedding_lr >= 0))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: learning rates must be positive (lr %g, embedding lr %g)",
+    if (!(cfg->schedule.base > 0 && cfg->schedule.base <= FLT_MAX) ||
+        !(cfg->embedding_lr > 0 && cfg->embedding_lr <= FLT_MAX))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: learning rates must be in (0, %g] (lr %g, embedding lr %g)",
+                           (double)FLT_MAX,
                            cfg->schedule.base, cfg->embedding_lr);
     erase_optimizer_t *opt = calloc(1, sizeof *opt);
     if (!opt)

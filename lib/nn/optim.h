@@ -41,7 +41,9 @@ erase_optim_config_t erase_optim_config_default(void);
 typedef struct erase_optimizer erase_optimizer_t;
 
 /* Allocate the state slots of every parameter (zeros) and the clock.
- * Errors: ERASE_ERR_INVALID (a rule that does not apply), ERASE_ERR_NOMEM. */
+ * Errors: ERASE_ERR_INVALID (a rule that does not apply, a learning rate
+ * outside (0, FLT_MAX]: erase-train's --lr and --embedding-lr rule),
+ * ERASE_ERR_NOMEM. */
 erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_config_t *cfg,
                                       erase_optimizer_t **out);
 void erase_optimizer_destroy(erase_optimizer_t *opt);

@@ -2,14 +2,18 @@
 # erase-train's answers to bad settings a user plausibly gives: each names
 # the option and what was expected, with status 1 (a value that parses but
 # cannot be used) or 2 (a usage error), and nothing crashes: every numeric
-# option out of its range (on the command line and in a run file; --log-every
-# 0 divided by zero once), --eval-fraction outside (0, 1), an unknown
+# option out of its range, both ends (on the command line and in a run file;
+# --log-every 0 divided by zero once; --keep-checkpoints 4294967297 kept one
+# checkpoint; --watchdog 1e10 and ERASE_WATCHDOG_SECONDS=inf overflowed the
+# watchdog's nanoseconds; --lr 0 passed, --embedding-lr 0 trained), --eval-fraction outside (0, 1), an unknown
 # --gemm, a misspelt key in a run file (file:line), and jobs/workstation
 # --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
+need apps/erase-convert
 workdir
-echo "1..21"
+apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+echo "1..43"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -26,10 +30,18 @@ tap $? "--side-streams 0: usage error (status $rc) naming the option and the ran
 
 # every numeric option has its range, checked while parsing (usage errors)
 for case in "log-every 0|an integer >= 1" "trace-steps 0|an integer >= 1" "steps -3|an integer >= 0" \
-    "warmup-steps -5|an integer >= 0" "eval-every -1|an integer >= 0" "batch 0|an integer >= 1" \
-    "keep-checkpoints 0|an integer >= 1" "checkpoint-every -1|an integer >= 0" \
-    "momentum 1|a number in [0, 1)" "weight-decay -1|a number >= 0" "lr -0.1|a number >= 0" \
-    "watchdog 0|a number > 0" "lr nan|"; do
+    "warmup-steps -5|an integer >= 0" "eval-every -1|an integer >= 0" "batch 0|an integer in [1, 2147483647]" \
+    "keep-checkpoints 0|an integer in [1, 2147483647]" "checkpoint-every -1|an integer >= 0" \
+    "momentum 1|a number in [0, 1)" "weight-decay -1|a number in [0, 3.40282e+38]" \
+    "lr -0.1|a number in (0, 3.40282e+38]" "watchdog 0|a number in (0, 1e+09]" "lr nan|" \
+    "lr 0|a number in (0, 3.40282e+38]" "embedding-lr 0|a number in (0, 3.40282e+38]" \
+    "keep-checkpoints 4294967297|an integer in [1, 2147483647]" \
+    "keep-checkpoints 2147483648|an integer in [1, 2147483647]" \
+    "batch 2147483648|an integer in [1, 2147483647]" "epochs 2147483648|an integer in [1, 2147483647]" \
+    "watchdog 1e10|a number in (0, 1e+09]" "watchdog 1e300|a number in (0, 1e+09]" \
+    "weight-decay 1e39|a number in [0, 3.40282e+38]" \
+    "steps 9223372036854775808|an integer in [0, 9223372036854775807]" \
+    "seed -9223372036854775809|an integer in [-9223372036854775808, 9223372036854775807]"; do
     opt=${case%%|*} want=${case#*|}
     if [ -n "$want" ]; then text="--$opt: expected $want"; else text="--${opt% *}: expected a number, got '${opt#* }'"; fi
     # shellcheck disable=SC2086 # opt is "name value"
@@ -68,6 +80,55 @@ rc=$?
 [ $rc != 0 ] && [ "$(grep -c -e '--log-every 0: expected an integer >= 1' "$dir/out")" = 1 ]
 tap $? "a usage error under mpirun -np 2: printed once, by rank 0 (status $rc)"
 [ $rc != 0 ] || tap_report "$dir/out"
+
+# run files: libconfig's silent misreadings are refused, naming file:line
+# run_file NAME PRINTF-TEXT WANT WHAT: erase-train --config NAME is a usage
+# error printing WANT
+run_file() {
+    # shellcheck disable=SC2059 # the text is a printf format (\0, \n)
+    printf "$2" >"$dir/$1"
+    expect 2 "$3" --config "$dir/$1" --train "$dir/none"
+    tap $? "$4: usage error (status $rc) naming file:line"
+    [ $rc = 2 ] || tap_report "$dir/out"
+}
+run_file seed.run 'batch = 64;\nseed = 4294967297;\n' \
+    "seed.run:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write 4294967297L for a 64-bit integer" \
+    "seed = 4294967297 in a run file (was seed 1)"
+run_file keep.run 'batch = 64;\nkeep_checkpoints = 4294967297L;\n' \
+    "keep.run:2: --keep-checkpoints 4294967297: expected an integer in [1, 2147483647]" \
+    "keep_checkpoints = 4294967297L in a run file"
+run_file nul.run 'batch = 64;\0 log_every = 0;\n' \
+    "nul.run:1: a NUL byte: the file is not text (libconfig would ignore the rest)" "a NUL byte in a run file"
+run_file incdir.run "batch = 64;\n@include \"$dir\"\n" "incdir.run:2: @include \"$dir\": is a directory" \
+    "@include of a directory in a run file"
+
+# a relative model path in a run file is taken from the run file's folder
+mkdir -p "$dir/conf"
+printf 'model = "m.model";\n' >"$dir/conf/rel.run"
+printf 'model = "ctr";\nctr: { embedding_dim = 0; };\n' >"$dir/conf/m.model"
+expect 1 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 0" \
+    --config "$dir/conf/rel.run" --train "$dir/data" --batch 16
+tap $? "model = \"m.model\" in conf/rel.run reads conf/m.model (status $rc)"
+[ $rc = 1 ] || tap_report "$dir/out"
+
+for v in inf 1e10 nan 0; do
+    ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
+    rc=$?
+    [ $rc != 0 ] && grep -q -F "environment ERASE_WATCHDOG_SECONDS='$v': expected a number in [1e-09, 1e+09]" "$dir/out"
+    tap $? "ERASE_WATCHDOG_SECONDS=$v: refused at start-up (status $rc), naming the variable and the range"
+    [ $rc != 0 ] || tap_report "$dir/out"
+done
+ERASE_VERBOSE=1e300 timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q -F "environment ERASE_VERBOSE='1e300': expected a number in [-100, 100]" "$dir/out"
+tap $? "ERASE_VERBOSE=1e300 (an int cannot hold it; levels are -1, 0, 1): refused at start-up (status $rc), naming the range"
+[ $rc != 0 ] || tap_report "$dir/out"
+
+# sizes past what the program holds say what is too large (not "no memory")
+expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): too many to hold the time of each" \
+    --train "$dir/data" --batch 16 --steps 9223372036854775807
+tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
+[ $rc = 1 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?

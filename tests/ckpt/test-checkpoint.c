@@ -231,6 +231,60 @@ static void expect_damage(const char *path, const char *why)
         fail_msg("expected \"%s...\", got \"%s\"", expect, got);
 }
 
+/* Replace the dataset `path` of the checkpoint `file` by an empty chunked
+ * float32 one of shape [rows, cols] (no storage written), listed so in
+ * /index with the checksum of no bytes, as a crafted file would be. */
+static void set_huge_shape(const char *file, const char *path, hsize_t rows, hsize_t cols)
+{
+    erase_h5_enter();
+    hid_t f = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, "/index", H5P_DEFAULT), t = H5Dget_type(d);
+    size_t n = H5Tget_size(t);
+    char *text = calloc(n + 1, 1), *out = calloc(n + 256, 1);
+    assert_true(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) >= 0);
+    H5Tclose(t);
+    H5Dclose(d);
+    uint64_t empty = erase_ckpt_fnv1a64("", 0);
+    size_t len = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, path, strlen(path)) && line[strlen(path)] == ' ')
+            len += (size_t)sprintf(out + len, "%s float32 [%llu, %llu] %016llx\n", path, (unsigned long long)rows,
+                                   (unsigned long long)cols, (unsigned long long)empty);
+        else
+            len += (size_t)sprintf(out + len, "%s\n", line);
+    }
+    assert_true(H5Ldelete(f, path, H5P_DEFAULT) >= 0);
+    hsize_t dims[2] = { rows, cols }, chunk[2] = { 1, 1 };
+    hid_t sp = H5Screate_simple(2, dims, NULL), pl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(pl, 2, chunk);
+    d = H5Dcreate2(f, path, H5T_IEEE_F32LE, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
+    assert_true(d >= 0);
+    H5Sclose(sp);
+    H5Pclose(pl);
+    sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(d, "fnv1a64", H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_UINT64, &empty);
+    H5Aclose(a);
+    H5Dclose(d);
+    assert_true(H5Ldelete(f, "/index", H5P_DEFAULT) >= 0);
+    t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, len + 1);
+    d = H5Dcreate2(f, "/index", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0);
+    H5Dclose(d);
+    H5Tclose(t);
+    uint64_t sum = erase_ckpt_fnv1a64(out, len);
+    a = H5Aopen(f, "index_fnv1a64", H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_UINT64, &sum);
+    H5Aclose(a);
+    H5Sclose(sp);
+    H5Fclose(f);
+    erase_h5_leave();
+    free(text);
+    free(out);
+}
+
 static void test_damage(void **unused)
 {
     (void)unused;
@@ -282,6 +336,13 @@ static void test_damage(void **unused)
     H5Fclose(f);
     erase_h5_leave();
     expect_damage(bad, "no format attribute: not an erase checkpoint, or not completely written");
+
+    /* a dataset of [2^32, 2^32] floats (2^66 bytes): its size overflowed
+     * (to 0 bytes: loaded, then numel overflowed in erase-inspect) */
+    copy_file(good, bad);
+    set_huge_shape(bad, "/params/sub1/fc0/weight", (hsize_t)1 << 32, (hsize_t)1 << 32);
+    expect_damage(bad, "dataset /params/sub1/fc0/weight: shape [4294967296, 4294967296] of 4-byte elements "
+                       "is more than memory can address");
 
     /* not HDF5 at all */
     assert_int_equal(io_write_text(bad, "hello"), 0);

@@ -269,8 +269,26 @@ static void test_last_batch_split(void **state)
     erase_ctr_reader_t *rd = open_reader(data, &o);
     assert_int_equal(erase_ctr_reader_info(rd).steps_per_epoch, 3);
     erase_ctr_reader_close(rd);
+    /* a global batch of INT64_MAX, last batch kept: one step of the whole
+     * part, split over 2 ranks (its step count and each position + G
+     * overflowed: UBSan; batch buffers were sized by G) */
+    o = opts(INT64_MAX, 1, 2);
+    o.drop_last = 0;
+    o.part = ERASE_CTR_PART_EVAL;
+    o.eval_fraction = 0.2;
+    rd = open_reader(data, &o);
+    assert_int_equal(erase_ctr_reader_info(rd).steps_per_epoch, 1);
+    assert_int_equal(erase_ctr_reader_info(rd).max_local, 1000);
+    erase_ctr_batch_t b;
+    MUST(erase_ctr_reader_next(rd, &b));
+    assert_int_equal(b.end_of_epoch, 0);
+    assert_int_equal(b.global_size, 2000);
+    assert_int_equal(b.size, 1000);
+    MUST(erase_ctr_reader_next(rd, &b));
+    assert_int_equal(b.end_of_epoch, 1);
+    erase_ctr_reader_close(rd);
     print_message("last step of 2 samples: sizes by rank (1..4 ranks) = 2 | 1 1 | 0 1 1 | 0 1 0 1; "
-                  "dropped with drop_last (3 steps)\n");
+                  "dropped with drop_last (3 steps); global batch INT64_MAX: one step of 2000\n");
 }
 
 /* ---- cursor ------------------------------------------------------------------- */
@@ -403,8 +421,8 @@ static void test_splits(void **state)
     struct {
         erase_ctr_reader_options_t o;
         const char *message;
-    } bad[6];
-    for (int i = 0; i < 6; i++)
+    } bad[7];
+    for (int i = 0; i < 7; i++)
         bad[i].o = opts(100, 0, 1);
     bad[0].o.part = ERASE_CTR_PART_TRAIN;
     bad[0].message = "part train needs a split: eval_fraction in (0, 1) or eval_shards >= 1, got 0 and 0";
@@ -421,13 +439,16 @@ static void test_splits(void **state)
     bad[4].message = "dp_rank 4 outside [0, dp_size = 4)";
     bad[5].o.global_batch = 0;
     bad[5].message = "global_batch must be >= 1, got 0";
-    for (int i = 0; i < 6; i++) {
+    bad[6].o.global_batch = INT64_MAX; /* position + G overflowed (UBSan) */
+    bad[6].message = "global batch 9223372036854775807 is larger than the 9999 samples of the selected part: "
+                     "no step";
+    for (int i = 0; i < 7; i++) {
         assert_int_equal(erase_ctr_reader_open(in, 1, &bad[i].o, &r), ERASE_ERR_INVALID);
         assert_null(r);
         assert_string_equal(erase_error_reason(), bad[i].message);
     }
     print_message("fraction 0.2: train = rows 0..7998, eval = 7999..9998 (shuffled or not); by shard: the "
-                  "last 1 or 2 shards; 6 bad option sets refused with exact messages\n");
+                  "last 1 or 2 shards; 7 bad option sets refused with exact messages\n");
 }
 
 /* ---- rejected files --------------------------------------------------------------- */

@@ -2,8 +2,10 @@
  * Model files (lib/nn/model_config.h): the reference defaults, full ctr and
  * mlp files with comments, format -> parse round trips (defaults and
  * non-default values, including 64-bit seeds and table sizes), and every
- * kind of error with its exact message "<name>:<line>: <what>". A failed
- * parse leaves the caller's configuration untouched.
+ * kind of error with its exact message "<name>:<line>: <what>" (plain
+ * integers beyond 32 bits, which libconfig wraps, NUL bytes and @include of
+ * a directory included). A failed parse leaves the caller's configuration
+ * untouched.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -483,6 +485,88 @@ static void test_load(void **state)
     unlink(path);
 }
 
+static void test_error_wide_integer(void **state)
+{
+    print_message("plain integers beyond 32 bits (libconfig wraps them) and L integers beyond 64\n");
+    /* 4294967303 read as 7, 4294977303 in a list as 10007, seed 4294967297 as 1 */
+    expect_ctr_error("  table_rows = 4294967303;",
+                     "bad.cfg:3: ctr.table_rows: 4294967303 does not fit 32 bits (libconfig would wrap it); "
+                     "write 4294967303L for a 64-bit integer");
+    expect_ctr_error("  table_rows = [10007, # a comment 4294967303\n 4294977303];",
+                     "bad.cfg:4: ctr.table_rows: 4294977303 does not fit 32 bits (libconfig would wrap it); "
+                     "write 4294977303L for a 64-bit integer");
+    expect_error("model = \"ctr\";\nseed = 4294967297;\n",
+                 "bad.cfg:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write "
+                 "4294967297L for a 64-bit integer");
+    expect_ctr_error("  embedding_dim = -2147483649;",
+                     "bad.cfg:3: ctr.embedding_dim: -2147483649 does not fit 32 bits (libconfig would wrap it); "
+                     "write -2147483649L for a 64-bit integer");
+    expect_ctr_error("  subarchs = 0x100000007;",
+                     "bad.cfg:3: ctr.subarchs: 0x100000007 does not fit 32 bits (libconfig would wrap it); "
+                     "write 0x100000007L for a 64-bit integer");
+    expect_error("model = \"ctr\";\nseed = 99999999999999999999L;\n",
+                 "bad.cfg:2: seed: 99999999999999999999L does not fit 64 bits");
+    /* what fits is read: the edges, L values, floats and strings are left alone */
+    erase_model_config_t c;
+    MUST(erase_model_config_parse("model = \"ctr\"; # 99999999999\n seed = 4294967297L;\n"
+                                  "ctr: { embedding_dim = 2147483647; bottom_mlp = [64, 2147483647];\n"
+                                  " local_loss_weight = 4294967303.5; table_rows = 0x7FFFFFFF; };\n"
+                                  "/* 4294967303 */\n",
+                                  "good.cfg", &c));
+    assert_int_equal(c.seed, 4294967297ULL);
+    assert_int_equal(c.ctr.embedding_dim, 2147483647);
+    assert_int_equal(c.ctr.table_rows[25], 2147483647);
+    assert_true(c.local_loss_weight > 4.29e9f);
+    /* in a string: the model's own check */
+    assert_int_equal(erase_model_config_parse("model = \"ctr\"; ctr: { cuts = \"4294967303\"; };", "s.cfg", &c),
+                     ERASE_ERR_FORMAT);
+    assert_string_equal(message_from("s.cfg"), "s.cfg:1: ctr.cuts: expected \"all\", \"none\" or a list of "
+                                               "boundaries, got \"4294967303\"");
+}
+
+/* Write `len` bytes of `text` to a new temporary file: its path in `path`. */
+static void write_temp(char *path, const char *text, size_t len)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+static void test_error_nul_and_include(void **state)
+{
+    print_message("a NUL byte (libconfig read up to it) and @include of a directory\n");
+    static const char nul[] = "model = \"ctr\";\n\0 ctr: { embedding_dim = 8; };\n";
+    char path[] = "/tmp/test-model-config-XXXXXX", want[512];
+    write_temp(path, nul, sizeof nul - 1);
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    assert_int_equal(erase_model_config_load(path, &c), ERASE_ERR_FORMAT);
+    print_message("  %s\n", erase_error_message());
+    snprintf(want, sizeof want, "%s:2: a NUL byte: the file is not text (libconfig would ignore the rest)", path);
+    assert_string_equal(message_from(path), want);
+    unlink(path);
+
+    expect_error("model = \"ctr\";\n@include \"/\"\n", "bad.cfg:2: @include \"/\": is a directory");
+
+    /* an included file is checked under its own name */
+    char inc[] = "/tmp/test-model-config-inc-XXXXXX";
+    static const char body[] = "ctr: {\n  table_rows = 4294967303;\n};\n";
+    write_temp(inc, body, sizeof body - 1);
+    char text[256];
+    snprintf(text, sizeof text, "model = \"ctr\";\n  @include \"%s\"\n", inc);
+    erase_error_clear();
+    assert_int_equal(erase_model_config_parse(text, "top.cfg", &c), ERASE_ERR_FORMAT);
+    print_message("  %s\n", erase_error_message());
+    snprintf(want, sizeof want, "%s:2: ctr.table_rows: 4294967303 does not fit 32 bits (libconfig would "
+             "wrap it); write 4294967303L for a 64-bit integer", inc);
+    assert_string_equal(message_from(inc), want);
+    unlink(inc);
+    snprintf(text, sizeof text, "model = \"ctr\";\n@include \"%s\"\n", inc);
+    assert_int_equal(erase_model_config_parse(text, "top.cfg", &c), ERASE_ERR_IO);
+    snprintf(want, sizeof want, "top.cfg:2: @include \"%s\": No such file or directory", inc);
+    assert_string_equal(message_from("top.cfg"), want);
+}
+
 static void test_null_arguments(void **state)
 {
     print_message("NULL text, configuration or path: ERASE_ERR_INVALID; a NULL name reads \"<string>\"\n");
@@ -510,6 +594,8 @@ int main(void)
         cmocka_unit_test(test_error_integer_type),
         cmocka_unit_test(test_error_integer_range),
         cmocka_unit_test(test_error_table_rows),
+        cmocka_unit_test(test_error_wide_integer),
+        cmocka_unit_test(test_error_nul_and_include),
         cmocka_unit_test(test_error_bottom_mlp),
         cmocka_unit_test(test_error_hidden),
         cmocka_unit_test(test_error_cuts),

@@ -4,7 +4,8 @@
  * (all cuts, none) on the weights and inputs of the reference files made
  * by tests/reference/make_reference.py. Also: with a cut, a block's
  * gradients do not depend on later blocks (bitwise), and 100 training
- * steps are bitwise reproducible.
+ * steps are bitwise reproducible, and sizes too large to hold are an
+ * error, not an overflow.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -304,6 +305,22 @@ static void test_deterministic_mlp(void **state)
     deterministic("mlp (three blocks, SGD with momentum)", c, ERASE_OPTIM_SGD);
 }
 
+/* A width past what the code holds is an error saying what is too large,
+ * not a signed overflow (UBSan: embedding_dim + 351). */
+static void test_too_large(void **state)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    c.ctr.embedding_dim = 2147483647;
+    c.ctr.bottom_layers = 1;
+    c.ctr.bottom_mlp[0] = 2147483647;
+    erase_network_t *net = NULL;
+    assert_int_equal(erase_network_create(dev, &c, 1, &net), ERASE_ERR_INVALID);
+    printf("# embedding_dim 2147483647: %s\n", erase_error_reason());
+    assert_string_equal(erase_error_reason(), "ctr: the interaction's width, embedding_dim 2147483647 + 351 "
+                                              "pairwise dots, is more than 2147483647");
+    assert_null(net);
+}
+
 static int setup(void **state)
 {
     erase_device_options_t o = erase_device_options_default();
@@ -332,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_cut_isolates_gradients),
         cmocka_unit_test(test_deterministic_ctr),
         cmocka_unit_test(test_deterministic_mlp),
+        cmocka_unit_test(test_too_large),
     };
     return cmocka_run_group_tests_name("models against PyTorch", tests, setup, teardown);
 }
