@@ -44,8 +44,9 @@ void erase_ctr_metrics_clear(erase_ctr_metrics_t *m);
  * samples, positives and nonfinite only. */
 void erase_ctr_metrics_add(erase_ctr_metrics_t *m, const float *z, const float *y, int n);
 
-/* The same for the counts and sums only (samples, positives, log loss,
- * prediction): the AUC bins are untouched, for cheap running windows. */
+/* The same for the counts and sums only (samples, positives, nonfinite,
+ * log loss, prediction): the AUC bins are untouched, for cheap running
+ * windows. */
 void erase_ctr_metrics_add_sums(erase_ctr_metrics_t *m, const float *z, const float *y, int n);
 
 /* Why NE and AUC are undefined (NaN) in a summary, if they are. */
