@@ -436,7 +436,8 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         fflush(stdout);
         if (ck->metrics) {
             char v[48];
-            fprintf(ck->metrics, "{\"type\":\"checkpoint\",\"step\":%lld,\"path\":", (long long)pos->step);
+            json_line_start(ck->metrics, "checkpoint", pos->step, pos->samples_seen);
+            fputs(",\"path\":", ck->metrics);
             json_string(ck->metrics, rep.path);
             fprintf(ck->metrics, ",\"bytes\":%lld,\"write_seconds\":%.6f,\"seconds\":%.6f,\"mb_per_s\":%s}\n",
                     (long long)rep.bytes, rep.seconds, sec, json_number(v, "%.1f", rep.mb_per_s));
