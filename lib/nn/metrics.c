@@ -11,6 +11,22 @@ void erase_ctr_metrics_clear(erase_ctr_metrics_t *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Add x (>= 0, in 2^-32 units) to the exact sum whole + fraction / 2^32,
+ * keeping fraction < 2^32. */
+static void add_fixed(int64_t *whole, int64_t *fraction, double x)
+{
+    int64_t units = (int64_t)llround(x * FIXED); /* x <= 50: < 2^38 */
+    *fraction += units & 0xFFFFFFFF;
+    *whole += (units >> 32) + (*fraction >> 32);
+    *fraction &= 0xFFFFFFFF;
+}
+
+/* whole + fraction / 2^32 as a double. */
+static double fixed_value(int64_t whole, int64_t fraction)
+{
+    return (double)whole + (double)fraction / FIXED;
+}
+
 /* Add one sample's counts and sums; returns its probability bin, or -1 for
  * a logit that is not finite (counted, and kept out of every sum: its
  * probability and loss have no fixed-point value and no bin). */
@@ -27,8 +43,8 @@ static int add_sample(erase_ctr_metrics_t *m, float z, float y)
     if (loss > LOSS_CLAMP)
         loss = LOSS_CLAMP;
     double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-    m->loss_fixed += (int64_t)llround(loss * FIXED);
-    m->prediction_fixed += (int64_t)llround(p * FIXED);
+    add_fixed(&m->loss_whole, &m->loss_fraction, loss);
+    add_fixed(&m->prediction_whole, &m->prediction_fraction, p);
     int bin = (int)(p * ERASE_AUC_BINS); /* p in [0, 1]: bin in [0, ERASE_AUC_BINS] */
     return bin >= ERASE_AUC_BINS ? ERASE_AUC_BINS - 1 : bin;
 }
@@ -65,14 +81,14 @@ erase_ctr_summary_t erase_ctr_metrics_summary(const erase_ctr_metrics_t *m)
         s.undefined = ERASE_CTR_NONFINITE;
         return s;
     }
-    s.log_loss = (double)m->loss_fixed / FIXED / n;
+    s.log_loss = fixed_value(m->loss_whole, m->loss_fraction) / n;
     if (p == 0 || p == 1) {
         s.undefined = p == 0 ? ERASE_CTR_NO_CLICKS : ERASE_CTR_NO_NONCLICKS;
         return s;
     }
     s.undefined = ERASE_CTR_DEFINED;
     s.ne = s.log_loss / -(p * log(p) + (1 - p) * log(1 - p));
-    s.calibration = (double)m->prediction_fixed / FIXED / n / p;
+    s.calibration = fixed_value(m->prediction_whole, m->prediction_fraction) / n / p;
     /* AUC = P(score_pos > score_neg) + P(tie) / 2, bins ascending */
     double neg_below = 0, area = 0;
     for (int b = 0; b < ERASE_AUC_BINS; b++) {

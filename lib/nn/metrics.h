@@ -3,11 +3,13 @@
  * add up exactly (integers), so that reducing them across ranks in any
  * order gives the same NE and AUC for any number of ranks:
  *   - log loss: each sample's loss in fixed point (2^-32 units, clamped at
- *     50 nats), summed in 64-bit integers;
+ *     50 nats), summed exactly as whole units plus a fraction (two int64
+ *     words: no overflow before 1.8e17 samples of 50 nats, where a single
+ *     word of 2^-32 units overflowed after 4.3e7);
  *   - AUC: positives and negatives counted in 2^16 bins of the predicted
  *     probability (ties inside a bin count one half, as tied scores do in
  *     the ROC AUC); exact up to that resolution;
- *   - base rate, mean prediction (fixed point too);
+ *   - base rate, mean prediction (fixed point too, whole and fraction);
  *   - predictions (logits) that are not finite (NaN, +-inf): counted, and
  *     kept out of the sums and bins; with any of them, log loss, NE, AUC
  *     and calibration are undefined (a model that gives NaN for some
@@ -18,6 +20,7 @@
 #ifndef ERASE_NN_METRICS_H
 #define ERASE_NN_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define ERASE_AUC_BINS 65536
@@ -26,8 +29,12 @@ typedef struct {
     int64_t samples;
     int64_t positives;
     int64_t nonfinite;         /* samples whose logit is NaN or infinite */
-    int64_t loss_fixed;        /* sum of per-sample log loss * 2^32, finite logits */
-    int64_t prediction_fixed;  /* sum of predicted probabilities * 2^32, finite logits */
+    /* sums over finite logits of the per-sample log loss (nats) and
+     * predicted probability, each = whole + fraction / 2^32 exactly; one
+     * rank's fraction stays < 2^32 (carried into whole), so D ranks' sum
+     * fits for D < 2^31 */
+    int64_t loss_whole, loss_fraction;
+    int64_t prediction_whole, prediction_fraction;
     int64_t pos_bins[ERASE_AUC_BINS];
     int64_t neg_bins[ERASE_AUC_BINS];
 } erase_ctr_metrics_t;
@@ -35,7 +42,9 @@ typedef struct {
 /* The int64 words of the struct, in order: what an all-reduce (sum) adds;
  * the first ERASE_CTR_METRICS_SUM_WORDS are the counts and sums alone. */
 #define ERASE_CTR_METRICS_WORDS (sizeof(erase_ctr_metrics_t) / sizeof(int64_t))
-#define ERASE_CTR_METRICS_SUM_WORDS 5
+#define ERASE_CTR_METRICS_SUM_WORDS 7
+_Static_assert(ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t) == offsetof(erase_ctr_metrics_t, pos_bins),
+               "the sums are the words before the AUC bins");
 
 void erase_ctr_metrics_clear(erase_ctr_metrics_t *m);
 

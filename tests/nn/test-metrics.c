@@ -107,8 +107,10 @@ static void test_nonfinite(void **state)
     assert_int_equal(m->samples, 11);
     assert_int_equal(m->positives, 6);
     assert_int_equal(m->nonfinite, 6);
-    assert_int_equal(m->loss_fixed, finite->loss_fixed);
-    assert_int_equal(m->prediction_fixed, finite->prediction_fixed);
+    assert_int_equal(m->loss_whole, finite->loss_whole);
+    assert_int_equal(m->loss_fraction, finite->loss_fraction);
+    assert_int_equal(m->prediction_whole, finite->prediction_whole);
+    assert_int_equal(m->prediction_fraction, finite->prediction_fraction);
     assert_memory_equal(m->pos_bins, finite->pos_bins, sizeof m->pos_bins);
     assert_memory_equal(m->neg_bins, finite->neg_bins, sizeof m->neg_bins);
     assert_memory_equal(sums, m, ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t));
@@ -127,6 +129,45 @@ static void test_nonfinite(void **state)
     free(sums);
 }
 
+/* whole + fraction / 2^32 in 2^-32 units, exactly. */
+static __int128 fixed_exact(int64_t whole, int64_t fraction)
+{
+    return (__int128)whole * ((__int128)1 << 32) + fraction;
+}
+
+/* 10^8 samples at the 50-nat loss clamp (a diverged model on a large
+ * evaluation set) sum exactly: one int64 of 2^-32 units overflowed (UB)
+ * after 4.3e7 of them. The sums are set as a rank holding 10^8 - 1 such
+ * samples would have them, then one more sample is added. */
+static void test_large_sums(void **state)
+{
+    (void)state;
+    erase_ctr_metrics_t *m = metrics_new();
+    const int64_t n = 100000000;
+    const float z = -100.0f, y = 1.0f; /* loss 100 nats, clamped to 50; p = e^-100 */
+    erase_ctr_metrics_add(m, &z, &y, 1);
+    int64_t one_fraction = m->prediction_fraction; /* round(e^-100 * 2^32) = 0 */
+    m->samples = n - 1;
+    m->positives = n - 2;
+    m->loss_whole = 50 * (n - 1);
+    m->loss_fraction = 0;
+    const float z2 = 3.0f, y2 = 0.0f; /* one negative, so NE is defined */
+    erase_ctr_metrics_add(m, &z2, &y2, 1);
+    double loss3 = 3.0 + log1p(exp(-3.0));
+    assert_int_equal(m->samples, n);
+    assert_true(m->loss_fraction >= 0 && m->loss_fraction < ((int64_t)1 << 32));
+    assert_int_equal(m->loss_whole, 50 * (n - 1) + (int64_t)floor(loss3));
+    assert_true(fixed_exact(m->loss_whole, m->loss_fraction) ==
+                (__int128)50 * (n - 1) * ((__int128)1 << 32) + llround(loss3 * 4294967296.0));
+    erase_ctr_summary_t s = erase_ctr_metrics_summary(m);
+    double want = (50.0 * (double)(n - 1) + loss3) / (double)n;
+    print_message("1e8 samples at the clamp: log loss %.9f (want %.9f), prediction fraction of e^-100: %lld\n",
+                  s.log_loss, want, (long long)one_fraction);
+    assert_true(fabs(s.log_loss - want) <= 1e-12 * want);
+    assert_int_equal(s.undefined, ERASE_CTR_DEFINED);
+    free(m);
+}
+
 /* The count of non-finite logits is one of the words the ranks sum (the
  * window's reduction sums only the first ERASE_CTR_METRICS_SUM_WORDS): the
  * word-wise sum of two halves is the whole. */
@@ -141,7 +182,13 @@ static void test_reduce(void **state)
     int64_t *wa = (int64_t *)a, *wb = (int64_t *)b;
     for (size_t i = 0; i < ERASE_CTR_METRICS_SUM_WORDS; i++)
         wa[i] += wb[i];
-    assert_memory_equal(a, all, ERASE_CTR_METRICS_WORDS * sizeof(int64_t));
+    /* the sums as exact values (a reduced fraction may exceed 2^32: the
+     * representation differs, the value does not) */
+    assert_true(fixed_exact(a->loss_whole, a->loss_fraction) == fixed_exact(all->loss_whole, all->loss_fraction));
+    assert_true(fixed_exact(a->prediction_whole, a->prediction_fraction) ==
+                fixed_exact(all->prediction_whole, all->prediction_fraction));
+    assert_memory_equal(a, all, 3 * sizeof(int64_t)); /* samples, positives, nonfinite */
+    assert_memory_equal(a->pos_bins, all->pos_bins, 2 * sizeof a->pos_bins);
     assert_int_equal(a->nonfinite, 2);
     free(a);
     free(b);
@@ -181,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_large_sums),
         cmocka_unit_test(test_one_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
