@@ -4,6 +4,7 @@ noinst_LIBRARIES += io/liberase_io.a
 io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)
 io_liberase_io_a_SOURCES = \
 	io/h5_util.c io/h5_util.h \
+	io/h5_rows.c io/h5_rows.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
 	io/ctr_shard.c io/ctr_shard.h \
