@@ -93,6 +93,24 @@ erase_status_t erase_cls_shard_open(const char *path, erase_cls_shard_t **out)
     return ERASE_OK;
 }
 
+int erase_cls_shard_probe(const char *path)
+{
+    if (access(path, R_OK) != 0)
+        return 0;
+    char format[64] = "";
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) {
+        if (erase_h5_attr_read_string(f, "format", format, sizeof format) != 0)
+            format[0] = '\0';
+        H5Fclose(f);
+    }
+    char detail[16];
+    erase_h5_detail(detail, sizeof detail); /* nothing kept for a later message */
+    erase_h5_leave();
+    return strcmp(format, ERASE_CLS_FORMAT) == 0;
+}
+
 void erase_cls_shard_close(erase_cls_shard_t *s)
 {
     if (!s)

@@ -44,6 +44,11 @@ typedef struct erase_cls_shard erase_cls_shard_t;
  */
 erase_status_t erase_cls_shard_open(const char *path, erase_cls_shard_t **out);
 
+/* 1 if `path` is an HDF5 file whose root attribute `format` is
+ * "erase-cls-1", else 0 (no error recorded): for tools that take either
+ * kind of shard (erase-inspect data). */
+int erase_cls_shard_probe(const char *path);
+
 /* Close a shard (NULL is allowed). */
 void erase_cls_shard_close(erase_cls_shard_t *shard);
 

@@ -10,7 +10,7 @@ need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..15"
+echo "1..17"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -125,6 +125,25 @@ apps/erase-convert mnist -q "$images" "$labels" -o "$dir/m6" --split 8000 2>"$di
 rc=$?
 expect 2 "$dir/err" "erase-convert mnist: --split: bad value '8000'" && [ ! -e "$dir/m6" ]
 tap $? "erase-convert mnist --split 8000: usage error (status $rc), the value named"
+tap_report "$dir/err"
+
+# a good conversion (the first 300 / next 100 images); erase-inspect data
+# shows its class histogram, and refuses it mixed with CTR shards
+apps/erase-convert mnist -q "$images" "$labels" -o "$dir/m7" --split 300,100 >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] && [ -f "$dir/m7/train/index.txt" ] && [ -f "$dir/m7/eval/index.txt" ] &&
+    apps/erase-inspect data "$dir/m7/train" "$dir/m7/eval" >"$dir/out" 2>"$dir/err" &&
+    grep -q '^2 shards, format erase-cls-1$' "$dir/out" && grep -q '^rows 400, features 784, classes 10$' "$dir/out"
+tap $? "erase-convert mnist --split 300,100, then erase-inspect data: 400 rows of 784 features, 10 classes"
+tap_report "$dir/out"
+tap_report "$dir/err"
+
+apps/erase-convert criteo -q -o "$dir/ctr" "${srcdir:-.}/data/criteo/paddlerec-part0.tsv" >/dev/null 2>&1
+apps/erase-inspect data "$dir/m7/train" "$dir/ctr" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-inspect data: error: $dir/ctr/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\""
+tap $? "erase-inspect data on classification and CTR shards together: status $rc, the format named"
 tap_report "$dir/err"
 
 # under nohup SIGHUP stays ignored: the conversion goes on to the end
