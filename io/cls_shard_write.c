@@ -29,6 +29,8 @@ struct erase_cls_dataset_writer {
     erase_cls_write_options_t o;
     int64_t counts[ERASE_CLS_MAX_CLASSES];
     shard_t **shards;
+    const char **names;   /* [count] the shards' names, for the index */
+    int64_t *rows_of;     /* [count] their rows, for the index */
     int count, cap;
     int committed, made_dir;
 };
@@ -78,9 +80,16 @@ static erase_status_t begin_shard(erase_cls_dataset_writer_t *w)
     if (w->count == w->cap) {
         int cap = w->cap ? 2 * w->cap : 16;
         shard_t **p = realloc(w->shards, sizeof *p * (size_t)cap);
-        if (!p)
+        if (p)
+            w->shards = p;
+        const char **n = realloc(w->names, sizeof *n * (size_t)cap);
+        if (n)
+            w->names = n;
+        int64_t *r = realloc(w->rows_of, sizeof *r * (size_t)cap);
+        if (r)
+            w->rows_of = r;
+        if (!p || !n || !r)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->dir);
-        w->shards = p;
         w->cap = cap;
     }
     shard_t *s = calloc(1, sizeof *s);
@@ -90,6 +99,7 @@ static erase_status_t begin_shard(erase_cls_dataset_writer_t *w)
     snprintf(s->name, sizeof s->name, "part-%05d.h5", w->count);
     snprintf(s->path, sizeof s->path, "%s/%s", w->dir, s->name);
     snprintf(s->temp, sizeof s->temp, "%s.tmp", s->path);
+    w->names[w->count] = s->name;
     w->shards[w->count++] = s;
     erase_h5_rows_spec_t specs[2];
     make_specs(specs, w->features);
@@ -132,17 +142,10 @@ static erase_status_t finish_shard(erase_cls_dataset_writer_t *w, shard_t *s)
 {
     erase_h5_rows_spec_t specs[2];
     make_specs(specs, w->features);
-    erase_status_t st = ERASE_OK;
     erase_h5_enter();
-    const char *bad = write_attributes(w, s);
-    char detail[256];
-    if (bad)
-        st = ERASE_ERROR(ERASE_ERR_IO, "%s: attribute %s: cannot write: %s", s->temp, bad,
-                         erase_h5_detail(detail, sizeof detail));
-    erase_status_t closed = erase_h5_rows_close_file(&s->file, s->d, specs, 2, s->temp);
+    erase_status_t st = erase_h5_rows_finish(&s->file, s->d, specs, 2, s->temp, write_attributes(w, s));
     erase_h5_leave();
     ERASE_CHECK(st);
-    ERASE_CHECK(closed);
     s->finished = 1;
     return ERASE_OK;
 }
@@ -239,22 +242,12 @@ erase_status_t erase_cls_dataset_writer_commit(erase_cls_dataset_writer_t *w)
     if (w->rows == 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no rows to write", w->dir);
     ERASE_CHECK(finish_shard(w, w->shards[w->count - 1]));
-    const char **names = malloc(sizeof *names * (size_t)w->count);
-    int64_t *rows = malloc(sizeof *rows * (size_t)w->count);
-    erase_status_t st = ERASE_OK;
-    if (!names || !rows)
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->dir);
-    for (int i = 0; st == ERASE_OK && i < w->count; i++) {
+    for (int i = 0; i < w->count; i++) {
         shard_t *s = w->shards[i];
-        st = erase_h5_rows_publish(s->temp, s->path, &s->published);
-        names[i] = s->name;
-        rows[i] = s->rows;
+        ERASE_CHECK(erase_h5_rows_publish(s->temp, s->path, &s->published));
+        w->rows_of[i] = s->rows;
     }
-    if (st == ERASE_OK)
-        st = erase_ctr_index_write(w->dir, names, rows, w->count);
-    free(names);
-    free(rows);
-    ERASE_CHECK(st);
+    ERASE_CHECK(erase_ctr_index_write(w->dir, w->names, w->rows_of, w->count));
     w->committed = 1;
     return ERASE_OK;
 }
@@ -268,6 +261,8 @@ void erase_cls_dataset_writer_free(erase_cls_dataset_writer_t *w)
     if (!w->committed && w->made_dir)
         rmdir(w->dir); /* the empty directory a failed conversion would leave */
     free(w->shards);
+    free(w->names);
+    free(w->rows_of);
     free(w->sources);
     free(w->dir);
     free(w);

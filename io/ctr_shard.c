@@ -69,14 +69,8 @@ erase_status_t erase_ctr_shard_open(const char *path, erase_ctr_shard_t **out)
     }
     s->label = s->dense = s->sparse = -1;
     erase_h5_enter();
-    erase_status_t st = ERASE_OK;
-    s->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (s->file < 0) {
-        char detail[512];
-        erase_h5_detail(detail, sizeof detail);
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: not an HDF5 file or damaged (truncated?): %s", path,
-                         detail[0] ? detail : "the HDF5 library cannot open it");
-    } else {
+    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
+    if (st == ERASE_OK) {
         st = validate(s);
         if (st != ERASE_OK)
             erase_error_trail(__FILE__, __LINE__);

@@ -143,17 +143,10 @@ erase_status_t erase_ctr_writer_finish(erase_ctr_writer_t *w, const char *source
 {
     if (w->finished)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: finished twice", w->temp);
-    erase_status_t st = ERASE_OK;
     erase_h5_enter();
-    const char *bad = write_attributes(w, sources);
-    char detail[256];
-    if (bad)
-        st = ERASE_ERROR(ERASE_ERR_IO, "%s: attribute %s: cannot write: %s", w->temp, bad,
-                         erase_h5_detail(detail, sizeof detail));
-    erase_status_t closed = erase_h5_rows_close_file(&w->file, w->d, specs, 3, w->temp);
+    erase_status_t st = erase_h5_rows_finish(&w->file, w->d, specs, 3, w->temp, write_attributes(w, sources));
     erase_h5_leave();
     ERASE_CHECK(st);
-    ERASE_CHECK(closed);
     w->finished = 1;
     return ERASE_OK;
 }

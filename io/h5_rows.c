@@ -91,15 +91,19 @@ void erase_h5_rows_layout(hid_t d, int64_t *chunk_rows, int *deflated, int *chec
     H5Pclose(p);
 }
 
-erase_status_t erase_h5_rows_read(hid_t d, const char *path, const erase_h5_rows_spec_t *spec, hid_t mem_type,
-                                  int64_t begin, int64_t count, void *out)
+/* Read (`writing` 0) or write rows [begin, begin + count) of a dataset;
+ * writing extends it to begin + count rows first. */
+static erase_status_t transfer(hid_t d, const char *path, const erase_h5_rows_spec_t *spec, hid_t mem_type,
+                               int64_t begin, int64_t count, void *buf, int writing)
 {
     hsize_t start[2] = { (hsize_t)begin, 0 }, n[2] = { (hsize_t)count, (hsize_t)spec->cols };
-    hid_t fs = H5Dget_space(d);
+    hsize_t size[2] = { (hsize_t)(begin + count), (hsize_t)spec->cols };
+    herr_t rc = writing ? H5Dset_extent(d, size) : 0;
+    hid_t fs = rc >= 0 ? H5Dget_space(d) : -1;
     hid_t ms = H5Screate_simple(spec->rank, n, NULL);
-    herr_t rc = -1;
+    rc = -1;
     if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, n, NULL) >= 0)
-        rc = H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, out);
+        rc = writing ? H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, buf) : H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf);
     char detail[512] = "";
     if (rc < 0) /* before any other HDF5 call clears the error stack */
         erase_h5_detail(detail, sizeof detail);
@@ -108,9 +112,16 @@ erase_status_t erase_h5_rows_read(hid_t d, const char *path, const erase_h5_rows
     if (fs >= 0)
         H5Sclose(fs);
     if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: reading rows [%" PRId64 ", %" PRId64 ") failed: %s", path,
-                           spec->name, begin, begin + count, detail[0] ? detail : "HDF5 gives no reason");
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: %s rows [%" PRId64 ", %" PRId64 ") failed: %s", path,
+                           spec->name, writing ? "writing" : "reading", begin, begin + count,
+                           detail[0] ? detail : "HDF5 gives no reason");
     return ERASE_OK;
+}
+
+erase_status_t erase_h5_rows_read(hid_t d, const char *path, const erase_h5_rows_spec_t *spec, hid_t mem_type,
+                                  int64_t begin, int64_t count, void *out)
+{
+    return transfer(d, path, spec, mem_type, begin, count, out, 0);
 }
 
 erase_status_t erase_h5_rows_create(hid_t file, const char *path, const erase_h5_rows_spec_t *spec,
@@ -157,33 +168,28 @@ erase_status_t erase_h5_rows_create(hid_t file, const char *path, const erase_h5
 erase_status_t erase_h5_rows_append(hid_t d, const char *path, const erase_h5_rows_spec_t *spec, hid_t mem_type,
                                     int64_t rows, int64_t n, const void *data)
 {
-    hsize_t cols = (hsize_t)spec->cols;
-    hsize_t size[2] = { (hsize_t)(rows + n), cols };
-    hsize_t start[2] = { (hsize_t)rows, 0 }, count[2] = { (hsize_t)n, cols };
-    herr_t rc = H5Dset_extent(d, size);
-    hid_t fs = rc >= 0 ? H5Dget_space(d) : -1;
-    hid_t ms = H5Screate_simple(spec->rank, count, NULL);
-    rc = -1;
-    if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
-        rc = H5Dwrite(d, mem_type, ms, fs, H5P_DEFAULT, data);
-    char detail[256] = "";
-    if (rc < 0) /* before the closes below clear HDF5's error stack */
-        erase_h5_detail(detail, sizeof detail);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: writing rows [%" PRId64 ", %" PRId64 ") failed: %s", path,
-                           spec->name, rows, rows + n, detail);
-    return ERASE_OK;
+    return transfer(d, path, spec, mem_type, rows, n, (void *)data, 1);
 }
 
-erase_status_t erase_h5_rows_close_file(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
-                                        const char *temp)
+erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file)
+{
+    *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*file >= 0)
+        return ERASE_OK;
+    char detail[512];
+    erase_h5_detail(detail, sizeof detail);
+    return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: not an HDF5 file or damaged (truncated?): %s", path,
+                       detail[0] ? detail : "the HDF5 library cannot open it");
+}
+
+erase_status_t erase_h5_rows_finish(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
+                                    const char *temp, const char *bad_attribute)
 {
     erase_status_t st = ERASE_OK;
     char detail[256];
+    if (bad_attribute)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: attribute %s: cannot write: %s", temp, bad_attribute,
+                         erase_h5_detail(detail, sizeof detail));
     for (int i = 0; i < n; i++) {
         if (d[i] >= 0 && H5Dclose(d[i]) < 0 && st == ERASE_OK)
             st = ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: closing failed: %s", temp, specs[i].name,

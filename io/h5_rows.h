@@ -72,14 +72,23 @@ erase_status_t erase_h5_rows_append(hid_t d, const char *path, const erase_h5_ro
                                     int64_t rows, int64_t n, const void *data);
 
 /*
- * Close the datasets d[0..n) (each set to -1) and `*file` (set to -1) of a
- * shard written under the temporary name `temp`, flushing it first, then
- * fsync the file. Errors: ERASE_ERR_IO naming the dataset or the file
- * ("F: dataset /label: closing failed: ...", "F: fsync failed: ...").
- * Everything is closed also on an error.
+ * Open the HDF5 file of a shard read-only into *file (default, non-MPI
+ * file access: every rank may open the same file). Errors: ERASE_ERR_FORMAT
+ * "F: not an HDF5 file or damaged (truncated?): <HDF5's reason>".
  */
-erase_status_t erase_h5_rows_close_file(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
-                                        const char *temp);
+erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file);
+
+/*
+ * Complete a shard written under the temporary name `temp` whose
+ * attributes were written (`bad_attribute`: NULL, or the name of the one
+ * whose write failed): close the datasets d[0..n) (each set to -1) and
+ * `*file` (set to -1), flushing it first, then fsync the file. Errors:
+ * ERASE_ERR_IO naming the attribute, dataset or file ("T: attribute rows:
+ * cannot write: ...", "T: dataset /label: closing failed: ...", "T: fsync
+ * failed: ..."). Everything is closed also on an error.
+ */
+erase_status_t erase_h5_rows_finish(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
+                                    const char *temp, const char *bad_attribute);
 
 /* Rename a finished temporary file to `path` (then *renamed = 1) and fsync
  * its directory (no HDF5 call; no lock needed). Errors: ERASE_ERR_IO

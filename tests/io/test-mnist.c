@@ -291,17 +291,6 @@ static void test_convert_shipped(void **state)
     erase_idx_free(&lb);
 }
 
-static void first_chunk(const char *path, const char *dataset, haddr_t *addr, hsize_t *size)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
-    hsize_t offset[2] = { 0, 0 };
-    unsigned mask;
-    assert_true(H5Dget_chunk_info_by_coord(d, offset, &mask, addr, size) >= 0);
-    H5Dclose(d);
-    H5Fclose(f);
-}
-
 /* One changed byte in an uncompressed /features chunk: the read fails. */
 static void test_checksum(void **state)
 {
@@ -312,9 +301,8 @@ static void test_checksum(void **state)
     MUST(erase_mnist_convert(IMAGES, LABELS, &o, NULL));
     char path[4096];
     snprintf(path, sizeof path, "%s/train/part-00000.h5", out);
-    haddr_t addr;
-    hsize_t size;
-    first_chunk(path, "/features", &addr, &size);
+    uint64_t addr, size;
+    assert_int_equal(io_first_chunk(path, "/features", &addr, &size), 0);
     FILE *f = fopen(path, "r+b");
     assert_non_null(f);
     uint8_t byte;
