@@ -97,14 +97,28 @@ erase_status_t erase_idx_read(const char *path, uint32_t want_magic, erase_idx_t
                          " bytes: too large", path, out->count, what, out->rows, out->cols);
         goto done;
     }
-    out->data = malloc(bytes ? (size_t)bytes : 1);
-    if (!out->data) {
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %" PRId64 " bytes of %s", path, bytes, what);
-        goto done;
+    /* the buffer grows with what arrives, so that a header promising more
+     * than the file holds gives "short file", not a huge allocation */
+    got = 0;
+    for (int64_t cap = 0; got == cap && cap < bytes;) {
+        int64_t step = cap > (1 << 24) ? cap : (1 << 24); /* 16 MiB, then doubling */
+        int64_t next = bytes - cap < step ? bytes : cap + step;
+        uint8_t *p = realloc(out->data, (size_t)next);
+        if (!p) {
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %" PRId64 " bytes of %s", path, next, what);
+            goto done;
+        }
+        out->data = p;
+        int64_t k = read_all(gz, path, out->data + cap, next - cap);
+        if (k < 0) {
+            st = ERASE_ERR_IO;
+            goto done;
+        }
+        got = cap + k;
+        cap = next;
     }
-    got = read_all(gz, path, out->data, bytes);
-    if (got < 0) {
-        st = ERASE_ERR_IO;
+    if (!out->data && !(out->data = malloc(1))) {
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
     if (got < bytes) {

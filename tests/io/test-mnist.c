@@ -195,6 +195,13 @@ static void test_idx_errors(void **state)
              "%s: the header announces 4294967295 images of 4294967295 x 4294967295 bytes: too large", bad);
     expect_error(erase_idx_read(bad, ERASE_IDX_IMAGES_MAGIC, &im), ERASE_ERR_FORMAT, want);
 
+    /* a header that promises far more than the file holds: "short", no huge allocation */
+    uint32_t lying[3] = { 60000, 1000, 1000 };
+    write_idx(bad, 0, ERASE_IDX_IMAGES_MAGIC, lying, 3, px, 10);
+    snprintf(want, sizeof want,
+             "%s: short file: 0 of 60000 images (10 of 60000000000 bytes after the 16-byte header)", bad);
+    expect_error(erase_idx_read(bad, ERASE_IDX_IMAGES_MAGIC, &im), ERASE_ERR_FORMAT, want);
+
     /* counts that differ */
     uint32_t four[1] = { 4 };
     uint8_t lab4[4] = { 0, 1, 2, 3 };
