@@ -20,7 +20,7 @@ erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, 
     if (!text)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the index", dir);
     len += (size_t)snprintf(text + len, cap - len,
-                            "# erase-ctr-1 index: shards in global order, \"FILE ROWS\", "
+                            "# erase index: shards in global order, \"FILE ROWS\", "
                             "FILE relative to this directory\n");
     for (int i = 0; i < count; i++)
         len += (size_t)snprintf(text + len, cap - len, "%s %" PRId64 "\n", names[i], rows[i]);

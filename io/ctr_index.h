@@ -1,8 +1,8 @@
 /*
- * Datasets of CTR shards: a directory written by erase-convert holds the
+ * Datasets of shards (CTR, classification): a directory written by erase-convert holds the
  * shards and an index, "index.txt":
  *
- *   # erase-ctr-1 index: shards in global order, "FILE ROWS", FILE relative to this directory
+ *   # erase index: shards in global order, "FILE ROWS", FILE relative to this directory
  *   part-00000.h5 1048576
  *   part-00001.h5 524288
  *

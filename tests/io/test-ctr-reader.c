@@ -618,17 +618,6 @@ static void test_rejected_files(void **state)
 /* A shard whose first /dense chunk is overwritten: open succeeds (metadata
  * intact), the read fails in the prefetch thread and next() reports it. */
 /* File address and stored size of the first chunk of `dataset` in `path`. */
-static void first_chunk(const char *path, const char *dataset, haddr_t *addr, hsize_t *size)
-{
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
-    hsize_t offset[2] = { 0, 0 };
-    unsigned mask;
-    assert_true(H5Dget_chunk_info_by_coord(d, offset, &mask, addr, size) >= 0);
-    H5Dclose(d);
-    H5Fclose(f);
-}
-
 static void test_damaged_chunk(void **state)
 {
     const char *src = io_path(data, "part-00000.h5"), *dst = io_path(scratch, "damaged.h5");
@@ -638,9 +627,8 @@ static void test_damaged_chunk(void **state)
     char *bytes = malloc((size_t)sb.st_size);
     assert_int_equal(fread(bytes, 1, (size_t)sb.st_size, in), (size_t)sb.st_size);
     fclose(in);
-    haddr_t addr;
-    hsize_t size;
-    first_chunk(src, "/dense", &addr, &size);
+    uint64_t addr, size;
+    assert_int_equal(io_first_chunk(src, "/dense", &addr, &size), 0);
     memset(bytes + addr + size / 4, 0x5a, size / 2);
     FILE *out = fopen(dst, "wb");
     fwrite(bytes, 1, (size_t)sb.st_size, out);
@@ -782,9 +770,8 @@ static void test_bad_values(void **state)
 
     /* one id of /sparse changed in the file itself (as a bad disk would):
      * no range check can tell, the chunk's Fletcher32 checksum does */
-    haddr_t addr;
-    hsize_t size;
-    first_chunk(shard0, "/sparse", &addr, &size);
+    uint64_t addr, size;
+    assert_int_equal(io_first_chunk(shard0, "/sparse", &addr, &size), 0);
     FILE *f = fopen(shard0, "r+b");
     assert_non_null(f);
     unsigned char byte;
