@@ -10,7 +10,7 @@
  * not HDF5, of another schema or damaged rejected with messages naming the
  * file and dataset; bad values in an uncompressed shard (a label not 0/1,
  * a dense +-inf) rejected naming the file, dataset, row and value; the
- * table check.
+ * table check; the prefetch thread flushes subnormals to zero.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -790,6 +790,45 @@ static void test_bad_values(void **state)
     io_scratch_remove(dir);
 }
 
+/* The prefetch thread decodes with flush-to-zero and denormals-are-zero
+ * (lib/core/fpmode.h), as the compute threads do: a subnormal stored value
+ * (1e-40) reaches the model as exactly 0 (read as zero, so max(x, 0) = 0),
+ * where this test's own thread, which never set the mode, computes
+ * log1p(1e-40) = 1e-40. Compared by bits: no float arithmetic. */
+static void test_prefetch_thread_flushes(void **state)
+{
+    char *dir = io_scratch_make("reader-fpmode");
+    assert_non_null(dir);
+    erase_criteo_convert_options_t co = erase_criteo_convert_options_default();
+    co.out_dir = dir;
+    co.shard_rows = 3000;
+    co.write.chunk_rows = 500;
+    co.write.compress = 0;
+    const char *in[1] = { io_sample("kaggle-train-first9999.tsv") };
+    MUST(erase_criteo_convert(in, 1, &co, NULL));
+    const float tiny = 1e-40f; /* subnormal */
+    poke(io_path(dir, "part-00000.h5"), 5, 0, 0, &tiny);
+    uint32_t bits[2];
+    for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
+        erase_ctr_reader_options_t o = opts(100, 0, 1);
+        o.shuffle = 0;
+        o.prefetch = prefetch;
+        erase_ctr_reader_t *r = open_reader(dir, &o);
+        erase_ctr_batch_t b;
+        MUST(erase_ctr_reader_next(r, &b));
+        assert_int_equal(b.row_id[5], 5);
+        memcpy(&bits[prefetch / 2], &b.dense[5 * 13 + 0], 4);
+        erase_ctr_reader_close(r);
+    }
+    uint32_t tiny_bits;
+    memcpy(&tiny_bits, &tiny, 4);
+    print_message("stored I1 = 1e-40 (bits %08x): model gets bits %08x on this thread (prefetch 0), "
+                  "%08x from the prefetch thread\n", tiny_bits, bits[0], bits[1]);
+    assert_int_equal(bits[0], tiny_bits);
+    assert_int_equal(bits[1], 0);
+    io_scratch_remove(dir);
+}
+
 static void test_check_tables(void **state)
 {
     erase_ctr_reader_options_t o = opts(100, 0, 1);
@@ -929,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_rejected_files),
         cmocka_unit_test(test_damaged_chunk),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_prefetch_thread_flushes),
         cmocka_unit_test(test_check_tables),
         cmocka_unit_test(test_many_shards),
     };
