@@ -23,12 +23,7 @@
 #include "lib/device/cpu/cpu.h"
 #include "lib/device/device.h"
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
+#define MUST(call) assert_int_equal((call), ERASE_OK)
 
 #define BOTH (ERASE_FP_FTZ | ERASE_FP_DAZ)
 
