@@ -2,6 +2,6 @@
 # other folder's drivers cover (make check): --device, errors for bad settings,
 # erase-convert, erase-inspect and erase-bench on bad input, the metrics file.
 APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh tests/apps/test-tool-errors.sh \
-	tests/apps/test-metrics.sh
+	tests/apps/test-metrics.sh tests/apps/test-bench-subnormal.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
