@@ -273,33 +273,13 @@ erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n)
     entry_t *list;
     int count;
     ERASE_CHECK(list_dir(dir, &list, &count));
-    char latest[ERASE_CKPT_PATH_MAX], name[256] = "";
-    if (join(latest, dir, "latest") == 0) {
-        FILE *f = fopen(latest, "r");
-        if (f) {
-            if (fgets(name, sizeof name, f)) {
-                name[strcspn(name, "\r\n")] = '\0';
-                if (strchr(name, '/') || erase_ckpt_name_step(name) < 0)
-                    name[0] = '\0'; /* not a name we wrote: ignore it */
-            } else {
-                name[0] = '\0';
-            }
-            fclose(f);
-        }
-    }
-    int have_latest = 0;
-    for (int i = 0; name[0] && i < count; i++)
-        have_latest |= !strcmp(list[i].name, name);
     char **out = calloc((size_t)count + 1, sizeof *out);
     erase_status_t st = out ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
     int k = 0;
-    for (int i = -1; st == ERASE_OK && i < count; i++) {
-        const char *pick = i < 0 ? (have_latest ? name : NULL) : list[i].name;
-        if (!pick || (i >= 0 && have_latest && !strcmp(pick, name)))
-            continue;
+    for (int i = 0; st == ERASE_OK && i < count; i++) {
         char path[ERASE_CKPT_PATH_MAX];
-        if (join(path, dir, pick) != 0)
-            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s/%s: path too long", dir, pick);
+        if (join(path, dir, list[i].name) != 0)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s/%s: path too long", dir, list[i].name);
         else if (!(out[k] = strdup(path)))
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
         else

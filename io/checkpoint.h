@@ -41,7 +41,8 @@
  * Publication (erase_ckpt_write). The file is written as
  * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
  * DIR/ckpt-<step>.h5, the directory fsynced; then DIR/latest (one line: the
- * file name) is replaced the same way; then old checkpoints are removed.
+ * file name; a hint, erase_ckpt_candidates does not read it) is replaced
+ * the same way; then old checkpoints are removed.
  * A crash at any instant leaves every earlier published checkpoint intact,
  * and no file named ckpt-*.h5 is ever partly written.
  */
@@ -228,9 +229,12 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
 /* ---- a checkpoint directory ---------------------------------------------------- */
 
 /*
- * The checkpoints of `dir` to try, best first: the file DIR/latest names
- * (if it names one that exists), then every DIR/ckpt-<step>.h5 by step,
- * newest first. *paths is an array of *n malloc'ed paths (free with
+ * The checkpoints of `dir` to try, best first: every DIR/ckpt-<step>.h5 by
+ * step, newest first. DIR/latest is not read: it is only a hint for people
+ * and scripts (a writer killed between publishing ckpt-<step>.h5 and
+ * updating latest leaves latest naming the one before). So newer
+ * checkpoints that an earlier run left (a run restarted from an older
+ * checkpoint in the same directory) come first too. *paths is an array of *n malloc'ed paths (free with
  * erase_ckpt_candidates_free); *n = 0 when there is none. A missing
  * directory gives none. Errors: ERASE_ERR_IO (cannot list the directory),
  * ERASE_ERR_NOMEM.

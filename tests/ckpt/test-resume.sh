@@ -2,7 +2,8 @@
 # Resuming erase-train (issue 7), beyond kills: damaged checkpoints are
 # skipped with a message naming them and the previous one is used (and the
 # run still ends bitwise equal), and renamed *.damaged so that keeping the
-# newest K does not count them; a different model or pipeline layout is
+# newest K does not count them; the newest complete one is taken whatever
+# `latest` names; a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
 # global sample sequence, and with another global batch under --epochs
 # the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to
@@ -14,7 +15,7 @@
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..24"
+echo "1..25"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -55,6 +56,20 @@ kept=$(ls "$E" | tr '\n' ' ')
     grep -q "^resume damaged $E/ckpt-36.h5 renamed $E/ckpt-36.h5.damaged (not counted by --keep-checkpoints)$" "$out"
 tap $? "resumed from ckpt-30.h5 past two damaged ones, ended at 39 keeping 2: $kept(status $rc)"
 [ $rc = 0 ] || show "$out"
+
+# ---- latest naming an older checkpoint than the newest complete one (the
+# writer killed between publishing ckpt-40.h5 and updating latest): latest
+# is only a hint, --resume auto and erase-inspect ckpt DIR take ckpt-40.h5
+L=$dir/latest
+cp -r "$R" "$L"
+echo ckpt-36.h5 >"$L/latest"
+out=$dir/latest.out
+train 2 $ARGS --batch 12 --checkpoint-dir "$L" --resume auto
+apps/erase-inspect ckpt "$L" >"$dir/inspect-latest.out" 2>&1
+[ $rc = 0 ] && grep -q "^resume from $L/ckpt-40.h5: step 40, " "$out" &&
+    [ "$(sed -n 1p "$dir/inspect-latest.out")" = "$L: newest usable checkpoint $L/ckpt-40.h5 (what erase-train --resume $L takes)" ]
+tap $? "latest names ckpt-36.h5, ckpt-40.h5 is complete: --resume auto (status $rc) and erase-inspect ckpt DIR take ckpt-40.h5"
+grep '^resume from' "$out" | sed 's/^/# /'
 
 # ---- every checkpoint damaged: refused, not restarted from scratch
 A=$dir/alldamaged
