@@ -296,14 +296,21 @@ static void set_huge_shape(const char *file, const char *path, hsize_t rows, hsi
     free(out);
 }
 
+/* A checkpoint of step 10 in scratch/sub: its path in good, and the path
+ * of a copy to damage, sub/bad.h5, in bad (both 4096 bytes). */
+static void good_and_bad(const char *sub, char *good, char *bad)
+{
+    const char *dir = io_path(scratch, sub);
+    write_state(dir, 10, 3);
+    snprintf(good, 4096, "%s/ckpt-10.h5", dir);
+    snprintf(bad, 4096, "%s/bad.h5", dir);
+}
+
 static void test_damage(void **unused)
 {
     (void)unused;
-    const char *dir = io_path(scratch, "dmg");
-    write_state(dir, 10, 3);
     char good[4096], bad[4096];
-    snprintf(good, sizeof good, "%s/ckpt-10.h5", dir);
-    snprintf(bad, sizeof bad, "%s/bad.h5", dir);
+    good_and_bad("dmg", good, bad);
 
     /* truncated */
     copy_file(good, bad);
@@ -376,11 +383,8 @@ static void set_attr(const char *path, const ckpt_attr_t *a, int fix)
 static void test_meta_attributes(void **unused)
 {
     (void)unused;
-    const char *dir = io_path(scratch, "meta");
-    write_state(dir, 10, 3);
     char good[4096], bad[4096];
-    snprintf(good, sizeof good, "%s/ckpt-10.h5", dir);
-    snprintf(bad, sizeof bad, "%s/bad.h5", dir);
+    good_and_bad("meta", good, bad);
     static const struct {
         const char *object, *attr;
         int64_t v;
