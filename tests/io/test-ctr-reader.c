@@ -620,9 +620,39 @@ static void test_rejected_files(void **state)
     r = open_reader(dir, &o); /* a shard may be listed twice */
     assert_int_equal(erase_ctr_reader_info(r).samples, 200);
     erase_ctr_reader_close(r);
+
+    /* index entries that are not regular files: a FIFO (reading it waited
+     * for a writer forever: the alarm fails the test instead), a directory,
+     * a device through a symbolic link; the same given directly, and an
+     * index.txt that is a FIFO */
+    alarm(60);
+    assert_int_equal(mkfifo(io_path(dir, "fifo.h5"), 0600), 0);
+    assert_int_equal(mkdir(io_path(dir, "sub.h5"), 0700), 0);
+    assert_int_equal(symlink("/dev/null", io_path(dir, "null.h5")), 0);
+    static const char *const kinds[][2] = { { "fifo.h5", "a FIFO" },
+                                            { "sub.h5", "a directory" },
+                                            { "null.h5", "a character device" } };
+    for (int k = 0; k < 3; k++) {
+        char index[128];
+        snprintf(index, sizeof index, "s.h5 100\n%s 100\n", kinds[k][0]);
+        assert_int_equal(io_write_text(io_path(dir, "index.txt"), index), 0);
+        snprintf(want, sizeof want, "%s/index.txt:2: %s is %s, expected a regular file", dir, kinds[k][0],
+                 kinds[k][1]);
+        expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    }
+    snprintf(want, sizeof want, "%s/fifo.h5 is a FIFO, expected a shard file or a dataset directory", dir);
+    expect_rejected(io_path(dir, "fifo.h5"), ERASE_ERR_FORMAT, want);
+    snprintf(want, sizeof want, "%s/null.h5 is a character device, expected a shard file or a dataset directory", dir);
+    expect_rejected(io_path(dir, "null.h5"), ERASE_ERR_FORMAT, want);
+    assert_int_equal(unlink(io_path(dir, "index.txt")), 0);
+    assert_int_equal(mkfifo(io_path(dir, "index.txt"), 0600), 0);
+    snprintf(want, sizeof want, "%s/index.txt is a FIFO, expected a regular file", dir);
+    expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    alarm(0);
     io_scratch_remove(dir);
-    print_message("%d wrong schemas, a truncated file, a text file, a missing file and 3 bad directories "
-                  "rejected at open with the file and dataset named\n", V_VARIANTS - 1);
+    print_message("%d wrong schemas, a truncated file, a text file, a missing file, 3 bad directories and 6 "
+                  "inputs that are not regular files rejected at open with the file and dataset named\n",
+                  V_VARIANTS - 1);
 }
 
 /* A shard whose first /dense chunk is overwritten: open succeeds (metadata
