@@ -320,8 +320,10 @@ static int cmd_ckpt(int argc, char **argv)
         return failed("ckpt");
     }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
-    printf("checkpoint %s: format %s, written by %s at %s; every dataset and attribute verified (FNV-1a 64, ranges)\n", path,
-           ERASE_CKPT_FORMAT, m->version, m->created);
+    printf("checkpoint %s: format %s, written by %s at %s; %s\n", path, ERASE_CKPT_FORMAT, m->version, m->created,
+           erase_ckpt_attributes_summed(ck) ? "every dataset and attribute verified (FNV-1a 64, ranges)"
+                                            : "every dataset verified (FNV-1a 64); the attributes range-checked "
+                                              "only (no checksum of them: an older erase's checkpoint)");
     printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
            (double)m->clock_lr);
     printf("  samples     %" PRId64 " seen; epoch %" PRId64 ", data cursor at sample %" PRId64 " of the epoch; "

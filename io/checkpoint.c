@@ -677,12 +677,14 @@ struct erase_ckpt {
     int n[2], cap[2];
     erase_ckpt_rank_t *ranks;
     int nranks;
+    int attributes_summed;             /* meta_fnv1a64 present (and matching) */
 };
 
 const char *erase_ckpt_path(const erase_ckpt_t *ck) { return ck->path; }
 const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck) { return &ck->meta; }
 int erase_ckpt_count(const erase_ckpt_t *ck, erase_ckpt_group_t g) { return ck->n[g]; }
 int erase_ckpt_ranks(const erase_ckpt_t *ck) { return ck->nranks; }
+int erase_ckpt_attributes_summed(const erase_ckpt_t *ck) { return ck->attributes_summed; }
 
 const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i)
 {
@@ -1082,10 +1084,13 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /rng holds %d ranks, attribute /meta world_size = %d", ck->path,
                          ck->nranks, ck->meta.world_size);
     uint64_t meta_sum = 0;
-    if (st == ERASE_OK && read_scalar_attr(file, "meta_fnv1a64", H5T_NATIVE_UINT64, &meta_sum) != 0)
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute meta_fnv1a64 is missing: the /meta and /optim attributes "
-                         "are not checksummed (written by an older erase, or damaged): not loaded", ck->path);
-    if (st == ERASE_OK && erase_ckpt_meta_fnv1a64(&ck->meta) != meta_sum)
+    /* without meta_fnv1a64 (an erase before it): range-checked only, and
+     * said so (erase_ckpt_attributes_summed) */
+    ck->attributes_summed = st == ERASE_OK && H5Aexists(file, "meta_fnv1a64") > 0;
+    if (st == ERASE_OK && ck->attributes_summed &&
+        read_scalar_attr(file, "meta_fnv1a64", H5T_NATIVE_UINT64, &meta_sum) != 0)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute meta_fnv1a64 cannot be read (damaged)", ck->path);
+    if (st == ERASE_OK && ck->attributes_summed && erase_ckpt_meta_fnv1a64(&ck->meta) != meta_sum)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: the attributes of /meta and /optim: checksum %016" PRIx64 " does not "
                          "match the stored meta_fnv1a64 %016" PRIx64 " (damaged)", ck->path,
                          erase_ckpt_meta_fnv1a64(&ck->meta), meta_sum);

@@ -36,7 +36,10 @@
  * too, with HDF5's reason. The attributes of /meta and /optim are
  * range-checked (erase_ckpt_meta_check), then checked against
  * meta_fnv1a64; a file without meta_fnv1a64 (written by an erase before
- * this attribute, whose /meta and /optim were not covered) is refused.
+ * this attribute, whose /meta and /optim were not covered) is loaded with
+ * its attributes range-checked only, which erase_ckpt_attributes_summed
+ * tells (so that yesterday's checkpoint of a daily retraining still loads
+ * after an upgrade; the callers say so).
  *
  * Publication (erase_ckpt_write). The file is written as
  * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
@@ -206,6 +209,11 @@ int erase_ckpt_count(const erase_ckpt_t *ck, erase_ckpt_group_t g);
 const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i);
 /* The tensor of a group with this name, or NULL. */
 const erase_ckpt_tensor_t *erase_ckpt_find(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *name);
+
+/* 1: the attributes of /meta and /optim matched their checksum
+ * (meta_fnv1a64); 0: the file has none (an older erase's checkpoint): they
+ * were range-checked only. */
+int erase_ckpt_attributes_summed(const erase_ckpt_t *ck);
 
 /* Per-rank state: the number of ranks written and rank r's (r < count). */
 int erase_ckpt_ranks(const erase_ckpt_t *ck);

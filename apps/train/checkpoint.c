@@ -706,7 +706,11 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
                 printf("note   global batch %lld, the checkpoint's run had %lld: steps now take %lld samples\n",
                        (long long)ck->e.global_batch, (long long)m->global_batch, (long long)ck->e.global_batch);
             note_option_changes(m->options, o);
-        } else {
+        }
+        if (!erase_ckpt_attributes_summed(f))
+            printf("note   %s has no checksum of its /meta and /optim attributes (written by %s, before "
+                   "they had one): they were range-checked only\n", erase_ckpt_path(f), m->version);
+        if (!resume) {
             printf("init   from %s (step %lld of an earlier run): parameters%s loaded; this run starts at step 0 "
                    "on its own data%s\n",
                    erase_ckpt_path(f), (long long)m->step, load_optim ? " and optimizer state" : "",
