@@ -240,9 +240,10 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
  * The checkpoints of `dir` to try, best first: every DIR/ckpt-<step>.h5 by
  * step, newest first. DIR/latest is not read: it is only a hint for people
  * and scripts (a writer killed between publishing ckpt-<step>.h5 and
- * updating latest leaves latest naming the one before). So newer
- * checkpoints that an earlier run left (a run restarted from an older
- * checkpoint in the same directory) come first too. *paths is an array of *n malloc'ed paths (free with
+ * updating latest leaves latest naming the one before). Newer
+ * checkpoints that an abandoned run left (a run restarted from an older
+ * checkpoint in the same directory) would come first too: erase-train
+ * renames them *.superseded when it restarts. *paths is an array of *n malloc'ed paths (free with
  * erase_ckpt_candidates_free); *n = 0 when there is none. A missing
  * directory gives none. Errors: ERASE_ERR_IO (cannot list the directory),
  * ERASE_ERR_NOMEM.

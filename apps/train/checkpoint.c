@@ -722,6 +722,40 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
     return st;
 }
 
+/*
+ * The checkpoints of --checkpoint-dir newer than `start`, the step this run
+ * starts at, belong to a run abandoned there (this one restarted from an
+ * older checkpoint, or from scratch): each is renamed
+ * ckpt-<step>.h5.superseded (kept, never deleted), so that a later --resume
+ * auto continues this run and not the abandoned one (it takes the newest
+ * checkpoint by step, io/checkpoint.h). Rank 0 only. Errors: ERASE_ERR_IO
+ * (cannot list or rename), ERASE_ERR_NOMEM.
+ */
+static erase_status_t supersede_newer(const char *dir, int64_t start)
+{
+    char **paths;
+    int n;
+    ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; st == ERASE_OK && i < n; i++) {
+        const char *base = strrchr(paths[i], '/');
+        long long step;
+        if (sscanf(base ? base + 1 : paths[i], "ckpt-%lld.h5", &step) != 1 || step <= start)
+            continue;
+        char aside[ERASE_CKPT_PATH_MAX + 16];
+        snprintf(aside, sizeof aside, "%s.superseded", paths[i]);
+        if (rename(paths[i], aside) != 0)
+            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot rename %s (newer than step %lld, where "
+                             "this run starts) to %s: %s", dir, paths[i], (long long)start, aside, strerror(errno));
+        else
+            printf("note   %s is newer than step %lld, where this run starts: renamed %s (--resume auto "
+                   "continues this run)\n", paths[i], (long long)start, aside);
+    }
+    erase_ckpt_candidates_free(paths, n);
+    fflush(stdout);
+    return st;
+}
+
 erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *resumed)
 {
     memset(pos, 0, sizeof *pos);
@@ -737,6 +771,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
+        else if (!o->resume[0] && !o->init_from[0])
+            st = supersede_newer(dir, 0);
     }
     if (ck->enabled)
         ERASE_CHECK(share_status(ck, st, "--checkpoint-dir"));
@@ -748,6 +784,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     if (ck->e.w->rank == 0) {
         st = pick(ck, &action, hdr);
         hdr[1] = action;
+        if (st == ERASE_OK && ck->enabled && action != 0)
+            st = supersede_newer(o->checkpoint_dir, action == 1 ? hdr[2] : 0);
     }
     ERASE_CHECK(share_status(ck, st, o->resume[0] ? "--resume" : "--init-from"));
     erase_comm_t *c = erase_world_comm();

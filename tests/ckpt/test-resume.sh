@@ -3,7 +3,8 @@
 # skipped with a message naming them and the previous one is used (and the
 # run still ends bitwise equal), and renamed *.damaged so that keeping the
 # newest K does not count them; the newest complete one is taken whatever
-# `latest` names; a different model or pipeline layout is
+# `latest` names (and newer ones an abandoned run left are set aside as
+# *.superseded when a run restarts from an older one); a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
 # global sample sequence, and with another global batch under --epochs
 # the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to
@@ -15,7 +16,7 @@
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..25"
+echo "1..26"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -70,6 +71,23 @@ apps/erase-inspect ckpt "$L" >"$dir/inspect-latest.out" 2>&1
     [ "$(sed -n 1p "$dir/inspect-latest.out")" = "$L: newest usable checkpoint $L/ckpt-40.h5 (what erase-train --resume $L takes)" ]
 tap $? "latest names ckpt-36.h5, ckpt-40.h5 is complete: --resume auto (status $rc) and erase-inspect ckpt DIR take ckpt-40.h5"
 grep '^resume from' "$out" | sed 's/^/# /'
+
+# ---- restarted from an older checkpoint in the same directory: the newer
+# ones of the abandoned run are set aside (*.superseded), so that --resume
+# auto afterwards continues the restarted run, not the abandoned one
+S=$dir/superseded
+cp -r "$R" "$S"
+out=$dir/superseded.out
+train 2 --steps 33 --warmup-steps 5 --checkpoint-every 0 --batch 12 --checkpoint-dir "$S" --resume "$S/ckpt-30.h5"
+kept=$(ls "$S" | tr '\n' ' ')
+out2=$dir/superseded-auto.out
+out=$out2
+train 2 --steps 34 --warmup-steps 5 --checkpoint-every 0 --batch 12 --checkpoint-dir "$S" --resume auto
+[ $rc = 0 ] && [ "$kept" = "ckpt-30.h5 ckpt-33.h5 ckpt-36.h5.superseded ckpt-40.h5.superseded latest " ] &&
+    grep -q "^note   $S/ckpt-40.h5 is newer than step 30, where this run starts: renamed $S/ckpt-40.h5.superseded (--resume auto continues this run)$" "$dir/superseded.out" &&
+    grep -q "^resume from $S/ckpt-33.h5: step 33, " "$out2"
+tap $? "--resume ckpt-30.h5 beside ckpt-36/40: they become *.superseded, ended at 33 ($kept); --resume auto then takes ckpt-33.h5 (status $rc)"
+[ $rc = 0 ] || show "$out2"
 
 # ---- every checkpoint damaged: refused, not restarted from scratch
 A=$dir/alldamaged
