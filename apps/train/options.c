@@ -249,6 +249,13 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
                            "an early update could apply before a later block's gradient is found non-finite");
+    if (o->resume[0] && o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
+                           "--init-from starts a new one from its parameters)", o->resume, o->init_from);
+    if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
+    if (o->init_from_optimizer && !o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     return ERASE_OK;
 }
 

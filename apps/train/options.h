@@ -61,7 +61,8 @@ void train_options_default(train_options_t *o);
 /*
  * Parse argv (and the run file it names with --config, read first), then
  * check the settings together (--train given, --eval-fraction in (0, 1)
- * without --eval, --nonfinite skip with --update end). Returns ERASE_OK, or
+ * without --eval, --nonfinite skip with --update end, the checkpoint
+ * options that need one another). Returns ERASE_OK, or
  * ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming the option,
  * file and line. *help is set when --help was given.
  */

@@ -4,14 +4,15 @@
 # cannot be used) or 2 (a usage error), and nothing crashes: every numeric
 # option out of its range (on the command line and in a run file; --log-every
 # 0 divided by zero once), --eval-fraction outside (0, 1), no --train,
-# --nonfinite skip without --update end, an unknown --gemm, a misspelt key in
+# --nonfinite skip without --update end, checkpoint options missing the one
+# they need, an unknown --gemm, a misspelt key in
 # a run file (file:line), options the model cannot take (found after MPI
 # start-up: under mpirun one line, status 2, no MPI_Abort), and
 # jobs/workstation --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 workdir
-echo "1..26"
+echo "1..29"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -64,6 +65,16 @@ expect 1 "--train $dir/none:" --train "$dir/none" --nonfinite skip --update end 
     ! grep -q nonfinite "$dir/out"
 tap $? "--nonfinite skip --update end: accepted (status $rc: the missing data)"
 [ $rc = 1 ] || tap_report "$dir/out"
+
+for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto" \
+    "--init-from-optimizer: needs --init-from CKPT|--init-from-optimizer" \
+    "--resume a.h5 and --init-from b.h5: give one (resume continues a run, --init-from starts a new one from its parameters)|--resume a.h5 --init-from b.h5"; do
+    text=${case%%|*} args=${case#*|}
+    # shellcheck disable=SC2086 # args are options
+    expect 2 "erase-train: $text" --train "$dir/none" $args
+    tap $? "$args: usage error (status $rc) saying what it needs"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done
 
 expect 2 "erase-train: --model mlp: erase-train trains ctr models on CTR shards (mlp is for erase-bench)" \
     --train "$dir/none" --model mlp
