@@ -3,7 +3,8 @@
 # median, max) beside it: gemm with the FMA peak measured between its
 # samples, streams, model and schedules (modes interleaved); any warning
 # line is the one of bench_common.c. Sizes are fixed and tiny: the figures
-# are not checked, only that every row has its columns and numbers.
+# are not checked, only that every row has its columns and numbers (on
+# stdout: stderr has the start-up line and a sanitizer build's report).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
@@ -23,32 +24,32 @@ table() {
             '^# warning: .*: samples spread [0-9]+% \(.* \.\. .*\): the machine was busy; figures are not reliable$'
 }
 
-apps/erase-bench gemm --shapes 32,16x8x4 --threads 1 --samples 3 >"$dir/gemm" 2>&1
+apps/erase-bench gemm --shapes 32,16x8x4 --threads 1 --samples 3 >"$dir/gemm" 2>"$dir/gemm.err"
 rc=$?
 [ $rc = 0 ] && table "$dir/gemm" "shape(MxNxK) threads min_ms median_ms max_ms GFLOP/s peak_GF/s %peak" 7 &&
     grep -q '^# peak: .* loop on as many threads as the GEMM, a sample after each GEMM sample (median)$' "$dir/gemm"
 tap $? "erase-bench gemm: min, median, max of the samples and the peak measured in between (status $rc)"
-tap_report "$dir/gemm"
+tap_report "$dir/gemm"; [ $rc = 0 ] || tap_report "$dir/gemm.err"
 
-apps/erase-bench streams --shape 16x16x16 --jobs 2 --samples 2 >"$dir/streams" 2>&1
+apps/erase-bench streams --shape 16x16x16 --jobs 2 --samples 2 >"$dir/streams" 2>"$dir/streams.err"
 rc=$?
 [ $rc = 0 ] && table "$dir/streams" "configuration min_ms median_ms max_ms GFLOP/s ratio" 5
 tap $? "erase-bench streams: min, median, max of each configuration (status $rc)"
-tap_report "$dir/streams"
+tap_report "$dir/streams"; [ $rc = 0 ] || tap_report "$dir/streams.err"
 
-apps/erase-bench model --model mlp --batch 4 --threads 1 --steps 2 --warmup 0 >"$dir/model" 2>&1
+apps/erase-bench model --model mlp --batch 4 --threads 1 --steps 2 --warmup 0 >"$dir/model" 2>"$dir/model.err"
 rc=$?
 [ $rc = 0 ] && table "$dir/model" \
     "model batch threads samples/s p90 min_ms step_ms max_ms GEMM_GF/s %sgemm torch_s/s x_torch" 11
 tap $? "erase-bench model: min, median, max of the step time (status $rc)"
-tap_report "$dir/model"
+tap_report "$dir/model"; [ $rc = 0 ] || tap_report "$dir/model.err"
 
 ERASE_VERBOSE=-1 apps/erase-bench schedules --model mlp --batch 4 --modes off,async --steps 2 --warmup 0 \
-    >"$dir/sched" 2>&1
+    >"$dir/sched" 2>"$dir/sched.err"
 rc=$?
 [ $rc = 0 ] && table "$dir/sched" \
     "model batch mode qps_p50 qps_p90 x_off x_off90 min_ms step_ms max_ms overlap threads" 9 &&
     [ "$(grep -c '^mlp ' "$dir/sched")" = 2 ]
 tap $? "erase-bench schedules: min, median, max of the step time of each mode (status $rc)"
-tap_report "$dir/sched"
+tap_report "$dir/sched"; [ $rc = 0 ] || tap_report "$dir/sched.err"
 exit 0
