@@ -199,13 +199,6 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
 {
     *out = NULL;
     const train_options_t *o = env->o;
-    if (o->resume[0] && o->init_from[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
-                           "--init-from starts a new one from its parameters)", o->resume, o->init_from);
-    if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
-    if (o->init_from_optimizer && !o->init_from[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     train_ckpt_t *ck = calloc(1, sizeof *ck);
     if (!ck)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
