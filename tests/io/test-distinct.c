@@ -21,13 +21,7 @@
 
 #include "io/ctr_stats.h"
 #include "io/distinct.h"
-
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
+#include "tests/io/io_util.h"
 
 /* Count the ids lo, lo + step, ... (n of them) into d, each twice. */
 static void add_range(erase_distinct_t *d, uint32_t lo, uint32_t step, int64_t n)
