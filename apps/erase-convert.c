@@ -3,15 +3,18 @@
  *
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
+ *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
  *
- * Both write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and DIR/index.txt
- * atomically (nothing that looks valid is left by a failed or interrupted
- * run), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
+ * criteo and synth write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and
+ * DIR/index.txt, mnist DIR/train and DIR/eval, each such a directory of
+ * classification shards (io/cls_shard.h); all atomically (nothing that
+ * looks valid is left by a failed or interrupted run), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
  * 128 + the signal number when SIGINT (130), SIGTERM (143) or SIGHUP (129)
  * stopped it (after the same cleanup as a failure).
  */
 #include "config.h"
 #include "io/criteo_convert.h"
+#include "io/mnist_convert.h"
 #include "io/synth.h"
 
 #include <errno.h>
@@ -282,11 +285,106 @@ static int cmd_synth(int argc, char **argv)
     return 0;
 }
 
+static void usage_mnist(FILE *f)
+{
+    fprintf(f,
+            "usage: erase-convert mnist IMAGES LABELS -o DIR [options]\n"
+            "  MNIST-style IDX files (images: magic 0x00000803, labels: 0x00000801; plain or\n"
+            "  gzip) -> classification shards (erase-cls-1): /features float32 = pixel / 255,\n"
+            "  /label uint8. Split by position: the first images go to DIR/train, the last\n"
+            "  2000 (--eval-rows) to DIR/eval; train with --train DIR/train --eval DIR/eval.\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --eval-rows N         the last N images go to DIR/eval (default 2000; 0: no eval part)\n"
+            "  --split A,B           the first A images to DIR/train, the next B to DIR/eval\n"
+            "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
+            "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
+            "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
+            "  --force               replace datasets already in DIR/train, DIR/eval\n"
+            "  -q, --quiet           no progress lines\n");
+}
+
+/* "A,B" -> two counts; 0 or -1. */
+static int parse_split(const char *text, int64_t *a, int64_t *b)
+{
+    const char *comma = strchr(text, ',');
+    char first[64];
+    if (!comma || (size_t)(comma - text) >= sizeof first)
+        return -1;
+    memcpy(first, text, (size_t)(comma - text));
+    first[comma - text] = '\0';
+    return parse_count(first, a) || parse_count(comma + 1, b) ? -1 : 0;
+}
+
+static int cmd_mnist(int argc, char **argv)
+{
+    erase_mnist_convert_options_t o = erase_mnist_convert_options_default();
+    o.write.converter = "erase-convert mnist " PACKAGE_VERSION;
+    o.progress = stderr;
+    static const struct option opts[] = {
+        { "out", required_argument, 0, 'o' },        { "eval-rows", required_argument, 0, 'e' },
+        { "split", required_argument, 0, 'S' },      { "shard-rows", required_argument, 0, 's' },
+        { "chunk-rows", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
+        { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
+        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+    };
+    int c, eval_given = 0, split_given = 0;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_dir = optarg; break;
+        case 'e':
+            if (parse_count(optarg, &o.eval_rows))
+                return bad_value("mnist", "--eval-rows", optarg);
+            eval_given = 1;
+            break;
+        case 'S':
+            if (parse_split(optarg, &o.train_rows, &o.eval_rows) || o.train_rows < 1)
+                return bad_value("mnist", "--split", optarg);
+            split_given = 1;
+            break;
+        case 's':
+            if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
+                return bad_value("mnist", "--shard-rows", optarg);
+            break;
+        case 'c':
+            if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
+                return bad_value("mnist", "--chunk-rows", optarg);
+            break;
+        case 'n': o.write.compress = 0; break;
+        case 'F': o.force = 1; break;
+        case 'q': o.progress = NULL; break;
+        case 'h': usage_mnist(stdout); return 0;
+        default: usage_mnist(stderr); return 2;
+        }
+    }
+    const char *why = !o.out_dir                  ? "no output directory (-o DIR)"
+                      : eval_given && split_given ? "--eval-rows and --split exclude each other"
+                      : argc - optind != 2        ? "expected two files, IMAGES and LABELS"
+                                                  : NULL;
+    if (why) {
+        fprintf(stderr, "erase-convert mnist: %s\n", why);
+        usage_mnist(stderr);
+        return 2;
+    }
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_mnist_convert_summary_t s;
+    erase_status_t st = erase_mnist_convert(argv[optind], argv[optind + 1], &o, &s);
+    if (st != ERASE_OK) {
+        int rc = failed("mnist", st);
+        fprintf(stderr, "erase-convert mnist: no dataset written to %s\n", o.out_dir);
+        return rc;
+    }
+    printf("erase-convert mnist: %s/train%s\n", o.out_dir, s.eval_rows ? " and eval" : "");
+    erase_mnist_convert_print(&s, stdout);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
                "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
-               "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n");
+               "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
+               "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n");
 }
 
 int main(int argc, char **argv)
@@ -303,6 +401,8 @@ int main(int argc, char **argv)
         return cmd_criteo(argc - 1, argv + 1);
     if (!strcmp(argv[1], "synth"))
         return cmd_synth(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "mnist"))
+        return cmd_mnist(argc - 1, argv + 1);
     fprintf(stderr, "erase-convert: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

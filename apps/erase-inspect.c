@@ -5,7 +5,12 @@
  *                                    layout and provenance; for the whole
  *                                    dataset rows, base rate, missing rate
  *                                    and value range of every feature
- *                                    (categorical id ranges in hex)
+ *                                    (categorical id ranges in hex).
+ *                                    Classification shards (the first
+ *                                    shard's format says which): rows,
+ *                                    features, classes, layout, provenance;
+ *                                    the class histogram, the value range
+ *                                    and mean of the features
  *
  *   erase-inspect ckpt FILE|DIR      a checkpoint (io/checkpoint.h): step,
  *                                    samples, epoch and cursor, sizes,
@@ -21,6 +26,7 @@
  */
 #include "config.h"
 #include "io/checkpoint.h"
+#include "io/cls_stats.h"
 #include "io/ctr_index.h"
 #include "io/ctr_shard.h"
 #include "io/ctr_stats.h"
@@ -89,8 +95,85 @@ static void usage_data(FILE *f)
                "  DIR: a dataset written by erase-convert (with index.txt); FILE: one shard.\n"
                "  Prints every shard (rows, clicks, chunking, filters: compression and checksums, converter, sources)\n"
                "  and for all rows: base rate, missing rate and range of every feature, and the distinct ids\n"
-               "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N.\n",
+               "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N.\n"
+               "  Classification shards (erase-convert mnist): rows, features, classes per shard; for all\n"
+               "  rows the feature value range and mean and the rows of every class.\n",
             ERASE_DISTINCT_EXACT_MAX);
+}
+
+/* Filters of a shard's main dataset, for the table. */
+static const char *filters_text(int compressed, int checksummed)
+{
+    return compressed ? (checksummed ? "deflate,fletcher32" : "deflate") : (checksummed ? "fletcher32" : "none");
+}
+
+/* Provenance of a shard: "converter; source1,source2" (sources' newlines as commas). */
+static void provenance(char *text, size_t size, const char *converter, char *sources)
+{
+    for (char *p = sources; *p; p++)
+        if (*p == '\n')
+            *p = ',';
+    snprintf(text, size, "%s; %s", converter, sources);
+}
+
+/* erase-inspect data of classification shards (io/cls_shard.h). */
+static int data_cls(const erase_ctr_list_t *list)
+{
+    erase_cls_stats_t all;
+    float *features = NULL;
+    uint8_t *label = malloc(READ_ROWS);
+    int rc = label ? 0 : 1;
+    printf("%-40s %10s %8s %7s %7s %-18s %s\n", "shard", "rows", "features", "classes", "chunk", "filters",
+           "converter; sources");
+    for (int i = 0; rc == 0 && i < list->count; i++) {
+        erase_cls_shard_t *sh;
+        if (erase_cls_shard_open(list->paths[i], &sh) != ERASE_OK)
+            return free(label), free(features), failed("data");
+        int64_t rows = erase_cls_shard_rows(sh), f = erase_cls_shard_features(sh);
+        int classes = erase_cls_shard_classes(sh);
+        if (i == 0) {
+            erase_cls_stats_init(&all, f, classes);
+            features = malloc(sizeof *features * (size_t)(READ_ROWS * f));
+            rc = features ? 0 : 1;
+        }
+        if (rc == 0 && (f != all.features || classes != all.classes)) {
+            fprintf(stderr, "erase-inspect data: error: %s has %" PRId64 " features and %d classes, %s has %"
+                    PRId64 " and %d\n", list->paths[i], f, classes, list->paths[0], all.features, all.classes);
+            rc = 1;
+        }
+        if (rc == 0 && list->rows[i] >= 0 && list->rows[i] != rows) {
+            fprintf(stderr, "erase-inspect data: error: %s has %" PRId64 " rows, its index says %" PRId64 "\n",
+                    list->paths[i], rows, list->rows[i]);
+            rc = 1;
+        }
+        erase_cls_stats_t st;
+        erase_cls_stats_init(&st, f, classes);
+        for (int64_t b = 0; rc == 0 && b < rows; b += READ_ROWS) {
+            int64_t n = rows - b < READ_ROWS ? rows - b : READ_ROWS;
+            if (erase_cls_shard_read(sh, b, n, features, label) != ERASE_OK)
+                rc = failed("data");
+            else
+                erase_cls_stats_add(&st, n, features, label);
+        }
+        if (rc == 0) {
+            char converter[128], sources[512], prov[700];
+            erase_cls_shard_attr_text(sh, "converter", converter, sizeof converter);
+            erase_cls_shard_attr_text(sh, "source_files", sources, sizeof sources);
+            provenance(prov, sizeof prov, converter, sources);
+            printf("%-40s %10" PRId64 " %8" PRId64 " %7d %7" PRId64 " %-18s %s\n", list->paths[i], rows, f, classes,
+                   erase_cls_shard_chunk_rows(sh),
+                   filters_text(erase_cls_shard_compressed(sh), erase_cls_shard_checksummed(sh)), prov);
+            erase_cls_stats_merge(&all, &st);
+        }
+        erase_cls_shard_close(sh);
+    }
+    if (rc == 0) {
+        printf("\n%d shard%s, format %s\n", list->count, list->count == 1 ? "" : "s", ERASE_CLS_FORMAT);
+        erase_cls_stats_print(&all, stdout, "");
+    }
+    free(label);
+    free(features);
+    return rc;
 }
 
 static int cmd_data(int argc, char **argv)
@@ -102,6 +185,11 @@ static int cmd_data(int argc, char **argv)
     erase_ctr_list_t list;
     if (erase_ctr_list_resolve((const char *const *)argv + 1, argc - 1, &list) != ERASE_OK)
         return failed("data");
+    if (erase_cls_shard_probe(list.paths[0])) {
+        int rc = data_cls(&list);
+        erase_ctr_list_free(&list);
+        return rc;
+    }
     uint8_t *label = malloc(READ_ROWS);
     float *dense = malloc(sizeof(float) * READ_ROWS * ERASE_CTR_SHARD_DENSE);
     uint32_t *sparse = malloc(sizeof(uint32_t) * READ_ROWS * ERASE_CTR_SHARD_FIELDS);
@@ -133,18 +221,13 @@ static int cmd_data(int argc, char **argv)
         if (rc == 0 && scan_shard(sh, &st, &distinct, label, dense, sparse) != ERASE_OK)
             rc = failed("data");
         if (rc == 0) {
-            char converter[128], sources[512];
+            char converter[128], sources[512], prov[700];
             erase_ctr_shard_attr_text(sh, "converter", converter, sizeof converter);
             erase_ctr_shard_attr_text(sh, "source_files", sources, sizeof sources);
-            for (char *p = sources; *p; p++)
-                if (*p == '\n')
-                    *p = ',';
-            const char *filters = erase_ctr_shard_compressed(sh)
-                ? (erase_ctr_shard_checksummed(sh) ? "deflate,fletcher32" : "deflate")
-                : (erase_ctr_shard_checksummed(sh) ? "fletcher32" : "none");
-            printf("%-40s %10" PRId64 " %9" PRId64 " %9.6f %7" PRId64 " %-18s %s; %s\n", list.paths[i], st.rows,
-                   st.clicks, erase_ctr_stats_base_rate(&st), erase_ctr_shard_chunk_rows(sh), filters, converter,
-                   sources);
+            provenance(prov, sizeof prov, converter, sources);
+            printf("%-40s %10" PRId64 " %9" PRId64 " %9.6f %7" PRId64 " %-18s %s\n", list.paths[i], st.rows,
+                   st.clicks, erase_ctr_stats_base_rate(&st), erase_ctr_shard_chunk_rows(sh),
+                   filters_text(erase_ctr_shard_compressed(sh), erase_ctr_shard_checksummed(sh)), prov);
             erase_ctr_stats_merge(&all, &st);
         }
         erase_ctr_shard_close(sh);
@@ -169,12 +252,13 @@ static void usage_ckpt(FILE *f)
 {
     fprintf(f, "usage: erase-inspect ckpt FILE|DIR\n"
                "  FILE: a checkpoint written by erase-train (DIR/ckpt-<step>.h5); DIR: a\n"
-               "  checkpoint directory, whose newest usable checkpoint is shown (the one\n"
-               "  erase-train --resume DIR takes; damaged ones are named and skipped).\n"
-               "  Validates it (format, every dataset and its FNV-1a 64 checksum) and prints\n"
-               "  step, samples, epoch and data cursor, world/dp/pp sizes, schedule, optimizer\n"
-               "  clock, the model file, the run options, and every tensor with its shape and\n"
-               "  L2 norm.\n");
+               "  checkpoint directory, whose newest usable checkpoint by step is shown (the\n"
+               "  one erase-train --resume DIR takes, whatever DIR/latest names; damaged ones\n"
+               "  are named and skipped). Validates it (format, every dataset and the /meta\n"
+               "  and /optim attributes with their FNV-1a 64 checksums, the attributes'\n"
+               "  ranges, as erase-train does) and prints step, samples, epoch and data\n"
+               "  cursor, world/dp/pp sizes, schedule, optimizer clock, the model file, the\n"
+               "  run options, and every tensor with its shape and L2 norm.\n");
 }
 
 static void print_indented(const char *text)
@@ -243,8 +327,10 @@ static int cmd_ckpt(int argc, char **argv)
         return failed("ckpt");
     }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
-    printf("checkpoint %s: format %s, written by %s at %s; every dataset verified (FNV-1a 64)\n", path,
-           ERASE_CKPT_FORMAT, m->version, m->created);
+    printf("checkpoint %s: format %s, written by %s at %s; %s\n", path, ERASE_CKPT_FORMAT, m->version, m->created,
+           erase_ckpt_attributes_summed(ck) ? "every dataset and attribute verified (FNV-1a 64, ranges)"
+                                            : "every dataset verified (FNV-1a 64); the attributes range-checked "
+                                              "only (no checksum of them: an older erase's checkpoint)");
     printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
            (double)m->clock_lr);
     printf("  samples     %" PRId64 " seen; epoch %" PRId64 ", data cursor at sample %" PRId64 " of the epoch; "
@@ -272,7 +358,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-inspect COMMAND [ARGS]   (COMMAND --help for more)\n\n"
                "  data     CTR shards (a directory from erase-convert or shard files): rows,\n"
-               "           base rate, missing rate per feature, categorical id ranges\n"
+               "           base rate, missing rate per feature, categorical id ranges;\n"
+               "           classification shards: rows, features, the class histogram\n"
                "  ckpt     a checkpoint of erase-train (or a checkpoint directory's newest): step,\n"
                "           samples, sizes, schedule, model file, every tensor with shape and L2\n"
                "           norm (validated first)\n");

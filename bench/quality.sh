@@ -26,7 +26,7 @@ run() {
     local m
     m="$work/m-$(basename "$data")-$cuts-$mode-$seed.jsonl"
     "${mpi[@]}" "$build/apps/erase-train" --train "$data" --cuts "$cuts" --early-backward "$mode" \
-        --seed "$seed" --metrics "$m" --quiet "$@" | awk '/^  eval/ {print $3, $5}'
+        --seed "$seed" --metrics "$m" --quiet "$@" | awk '/^  eval +NE / {print $3, $5}'
 }
 
 # table NAME DATA EXTRA...
@@ -65,7 +65,10 @@ table() {
     rm -f "$work"/m-*.jsonl
 }
 
-strip_timing() { sed 's/"qps":[0-9.]*,//; s/"qps_p50":[0-9.]*,"qps_p90":[0-9.]*,//; s/,"mode":"[a-z]*"//' "$1"; }
+strip_timing() {
+    sed 's/"time":[0-9.]*,//; s/"qps":[0-9.]*,//; s/"qps_p50":[0-9.]*,"qps_p90":[0-9.]*,//; s/,"mode":"[a-z]*"//;
+        s/,"\(step_\|eval_\|checkpoint_\)\{0,1\}seconds":[0-9.]*//g' "$1"
+}
 
 table "Criteo sample (7,999 train, 2,000 eval rows; jobs/criteo-sample.run, 2 ranks)" "$sample" \
     --config "$top/jobs/criteo-sample.run"

@@ -50,17 +50,13 @@ static erase_status_t remove_old(const char *dir)
     return ERASE_OK;
 }
 
-erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows,
-                                             const erase_ctr_write_options_t *options, int force,
-                                             erase_ctr_dataset_writer_t **out)
+erase_status_t erase_dataset_dir_prepare(const char *dir, int force, int *made_dir)
 {
-    *out = NULL;
+    *made_dir = 0;
     if (!dir || !dir[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
-    if (shard_rows < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: rows per shard must be >= 1, got %" PRId64, dir, shard_rows);
-    int made_dir = mkdir(dir, 0777) == 0;
-    if (!made_dir && errno != EEXIST)
+    *made_dir = mkdir(dir, 0777) == 0;
+    if (!*made_dir && errno != EEXIST)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
@@ -74,6 +70,20 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
                                ERASE_CTR_INDEX_NAME);
         ERASE_CHECK(remove_old(dir));
     }
+    return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows,
+                                             const erase_ctr_write_options_t *options, int force,
+                                             erase_ctr_dataset_writer_t **out)
+{
+    *out = NULL;
+    if (!dir || !dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
+    if (shard_rows < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: rows per shard must be >= 1, got %" PRId64, dir, shard_rows);
+    int made_dir;
+    ERASE_CHECK(erase_dataset_dir_prepare(dir, force, &made_dir));
     erase_ctr_dataset_writer_t *w = calloc(1, sizeof *w);
     if (!w || !(w->dir = strdup(dir))) {
         free(w);

@@ -1,6 +1,7 @@
 #include "io/ctr_reader.h"
 
 #include "io/ctr_index.h"
+#include "lib/core/fpmode.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 
@@ -495,6 +496,7 @@ static void produce(erase_ctr_reader_t *r, slot_t *s)
 static void *producer_main(void *arg)
 {
     erase_ctr_reader_t *r = arg;
+    erase_fp_thread_init(); /* decodes (log1p) as the compute threads do */
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         if (r->prod_failed || r->produced >= r->released + r->nslots) {

@@ -1,5 +1,6 @@
 #include "io/ctr_shard.h"
 
+#include "io/h5_rows.h"
 #include "io/h5_util.h"
 
 #include <errno.h>
@@ -18,109 +19,11 @@ struct erase_ctr_shard {
     int checksummed;  /* /dense has the Fletcher32 filter */
 };
 
-typedef struct {
-    const char *name;  /* "/label" */
-    int rank;          /* 1 or 2 */
-    int64_t cols;      /* second dimension */
-    H5T_class_t cls;
-    H5T_sign_t sign;
-    size_t bytes;
-    const char *type;  /* "uint8" */
-} dataset_spec_t;
-
-static const dataset_spec_t specs[3] = {
+static const erase_h5_rows_spec_t specs[3] = {
     { "/label", 1, 1, H5T_INTEGER, H5T_SGN_NONE, 1, "uint8" },
     { "/dense", 2, ERASE_CTR_SHARD_DENSE, H5T_FLOAT, H5T_SGN_ERROR, 4, "float32" },
     { "/sparse", 2, ERASE_CTR_SHARD_FIELDS, H5T_INTEGER, H5T_SGN_NONE, 4, "uint32" },
 };
-
-/* Open and check one dataset; the lock is held. */
-static erase_status_t open_dataset(erase_ctr_shard_t *s, const dataset_spec_t *spec, hid_t *out)
-{
-    *out = -1;
-    if (H5Lexists(s->file, spec->name, H5P_DEFAULT) <= 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: missing", s->path, spec->name);
-    hid_t o = H5Oopen(s->file, spec->name, H5P_DEFAULT);
-    int is_dataset = o >= 0 && H5Iget_type(o) == H5I_DATASET;
-    if (o >= 0)
-        H5Oclose(o);
-    if (!is_dataset)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: missing (the name is not a dataset)",
-                           s->path, spec->name);
-    hid_t d = H5Dopen2(s->file, spec->name, H5P_DEFAULT);
-    if (d < 0) {
-        char detail[256];
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot open: %s", s->path, spec->name,
-                           erase_h5_detail(detail, sizeof detail));
-    }
-    *out = d;
-    hid_t t = H5Dget_type(d);
-    int type_ok = t >= 0 && H5Tget_class(t) == spec->cls && H5Tget_size(t) == spec->bytes &&
-                  (spec->cls != H5T_INTEGER || H5Tget_sign(t) == spec->sign);
-    if (!type_ok) {
-        char name[32] = "an unreadable type";
-        if (t >= 0)
-            erase_h5_type_name(t, name, sizeof name);
-        if (t >= 0)
-            H5Tclose(t);
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected %s, got %s", s->path, spec->name,
-                           spec->type, name);
-    }
-    H5Tclose(t);
-    hid_t sp = H5Dget_space(d);
-    hsize_t dims[H5S_MAX_RANK] = { 0 };
-    int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (rank > 0)
-        H5Sget_simple_extent_dims(sp, dims, NULL);
-    if (sp >= 0)
-        H5Sclose(sp);
-    int shape_ok = rank == spec->rank && (int64_t)dims[0] == s->rows &&
-                   (spec->rank == 1 || (int64_t)dims[1] == spec->cols);
-    if (!shape_ok) {
-        char want[64], got[128] = "";
-        if (spec->rank == 1)
-            snprintf(want, sizeof want, "[%" PRId64 "]", s->rows);
-        else
-            snprintf(want, sizeof want, "[%" PRId64 ", %" PRId64 "]", s->rows, spec->cols);
-        if (rank < 0) {
-            snprintf(got, sizeof got, "an unreadable shape");
-        } else {
-            size_t n = 0;
-            n += (size_t)snprintf(got + n, sizeof got - n, "[");
-            for (int i = 0; i < rank && n < sizeof got - 24; i++)
-                n += (size_t)snprintf(got + n, sizeof got - n, i ? ", %llu" : "%llu",
-                                      (unsigned long long)dims[i]);
-            snprintf(got + n, sizeof got - n, "]");
-        }
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected shape %s (rows = %" PRId64 "), got %s",
-                           s->path, spec->name, want, s->rows, got);
-    }
-    return ERASE_OK;
-}
-
-/* Layout facts for erase-inspect and the reader's defaults; the lock is held. */
-static void read_layout(erase_ctr_shard_t *s)
-{
-    hid_t p = H5Dget_create_plist(s->label);
-    if (p >= 0) {
-        hsize_t chunk[1] = { 0 };
-        if (H5Pget_layout(p) == H5D_CHUNKED && H5Pget_chunk(p, 1, chunk) == 1)
-            s->chunk_rows = (int64_t)chunk[0];
-        H5Pclose(p);
-    }
-    p = H5Dget_create_plist(s->dense);
-    if (p >= 0) {
-        int n = H5Pget_nfilters(p);
-        for (int i = 0; i < n; i++) {
-            unsigned flags, config;
-            size_t nvalues = 0;
-            H5Z_filter_t id = H5Pget_filter2(p, (unsigned)i, &flags, &nvalues, NULL, 0, NULL, &config);
-            s->compressed |= id == H5Z_FILTER_DEFLATE;
-            s->checksummed |= id == H5Z_FILTER_FLETCHER32;
-        }
-        H5Pclose(p);
-    }
-}
 
 /* The checks of erase_ctr_shard_open after the file is open; the lock is held. */
 static erase_status_t validate(erase_ctr_shard_t *s)
@@ -145,8 +48,12 @@ static erase_status_t validate(erase_ctr_shard_t *s)
                            s->path, ERASE_CTR_SPARSE_MISSING, rc < 0 ? ", got a value that is not an integer" : "");
     hid_t *ids[3] = { &s->label, &s->dense, &s->sparse };
     for (int i = 0; i < 3; i++)
-        ERASE_CHECK(open_dataset(s, &specs[i], ids[i]));
-    read_layout(s);
+        ERASE_CHECK(erase_h5_rows_open(s->file, s->path, &specs[i], s->rows, ids[i]));
+    /* layout facts for erase-inspect and the reader's defaults */
+    int64_t chunk;
+    int deflated, checksummed;
+    erase_h5_rows_layout(s->label, &s->chunk_rows, &deflated, &checksummed);
+    erase_h5_rows_layout(s->dense, &chunk, &s->compressed, &s->checksummed);
     return ERASE_OK;
 }
 
@@ -162,14 +69,8 @@ erase_status_t erase_ctr_shard_open(const char *path, erase_ctr_shard_t **out)
     }
     s->label = s->dense = s->sparse = -1;
     erase_h5_enter();
-    erase_status_t st = ERASE_OK;
-    s->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (s->file < 0) {
-        char detail[512];
-        erase_h5_detail(detail, sizeof detail);
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: not an HDF5 file or damaged (truncated?): %s", path,
-                         detail[0] ? detail : "the HDF5 library cannot open it");
-    } else {
+    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
+    if (st == ERASE_OK) {
         st = validate(s);
         if (st != ERASE_OK)
             erase_error_trail(__FILE__, __LINE__);
@@ -209,38 +110,9 @@ int erase_ctr_shard_checksummed(const erase_ctr_shard_t *s) { return s->checksum
 
 void erase_ctr_shard_attr_text(erase_ctr_shard_t *s, const char *name, char *text, int size)
 {
-    if (size <= 0)
-        return;
-    text[0] = '\0';
     erase_h5_enter();
-    int64_t v;
-    if (erase_h5_attr_read_string(s->file, name, text, (size_t)size) != 0 &&
-        erase_h5_attr_read_int64(s->file, name, &v) == 0)
-        snprintf(text, (size_t)size, "%" PRId64, v);
+    erase_h5_attr_text(s->file, name, text, size);
     erase_h5_leave();
-}
-
-/* Read rows [begin, begin + count) of a 1-D or 2-D dataset; the lock is held. */
-static erase_status_t read_rows(erase_ctr_shard_t *s, hid_t d, const dataset_spec_t *spec, hid_t mem_type,
-                                int64_t begin, int64_t count, void *out)
-{
-    hsize_t start[2] = { (hsize_t)begin, 0 }, n[2] = { (hsize_t)count, (hsize_t)spec->cols };
-    hid_t fs = H5Dget_space(d);
-    hid_t ms = H5Screate_simple(spec->rank, n, NULL);
-    herr_t rc = -1;
-    if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, n, NULL) >= 0)
-        rc = H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, out);
-    char detail[512] = "";
-    if (rc < 0) /* before any other HDF5 call clears the error stack */
-        erase_h5_detail(detail, sizeof detail);
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: reading rows [%" PRId64 ", %" PRId64 ") failed: %s",
-                           s->path, spec->name, begin, begin + count, detail[0] ? detail : "HDF5 gives no reason");
-    return ERASE_OK;
 }
 
 /* 1 if x is +inf or -inf (NaN, the missing value, is not): on the bits, so
@@ -304,11 +176,11 @@ erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *s, int64_t begin, int64_t
     erase_status_t st = ERASE_OK;
     erase_h5_enter();
     if (label)
-        st = read_rows(s, s->label, &specs[0], H5T_NATIVE_UINT8, begin, count, label);
+        st = erase_h5_rows_read(s->label, s->path, &specs[0], H5T_NATIVE_UINT8, begin, count, label);
     if (st == ERASE_OK && dense)
-        st = read_rows(s, s->dense, &specs[1], H5T_NATIVE_FLOAT, begin, count, dense);
+        st = erase_h5_rows_read(s->dense, s->path, &specs[1], H5T_NATIVE_FLOAT, begin, count, dense);
     if (st == ERASE_OK && sparse)
-        st = read_rows(s, s->sparse, &specs[2], H5T_NATIVE_UINT32, begin, count, sparse);
+        st = erase_h5_rows_read(s->sparse, s->path, &specs[2], H5T_NATIVE_UINT32, begin, count, sparse);
     erase_h5_leave();
     ERASE_CHECK(st);
     ERASE_CHECK(check_values(s, begin, count, label, dense));

@@ -4,6 +4,12 @@ noinst_LIBRARIES += io/liberase_io.a
 io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)
 io_liberase_io_a_SOURCES = \
 	io/h5_util.c io/h5_util.h \
+	io/h5_rows.c io/h5_rows.h \
+	io/idx.c io/idx.h \
+	io/cls_shard.c io/cls_shard.h \
+	io/cls_shard_write.c io/cls_shard_write.h \
+	io/cls_stats.c io/cls_stats.h \
+	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
 	io/ctr_shard.c io/ctr_shard.h \
@@ -23,3 +29,5 @@ ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(M
 # The Criteo samples (data/criteo/SOURCES.md) used by tests and benchmarks.
 EXTRA_DIST += data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/criteo/paddlerec-part0.tsv data/criteo/deepctr-sample.csv
+# The MNIST test split (data/mnist/SOURCES.md): erase-convert mnist, its tests.
+EXTRA_DIST += data/mnist/SOURCES.md data/mnist/t10k-images-idx3-ubyte.gz data/mnist/t10k-labels-idx1-ubyte.gz

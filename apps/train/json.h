@@ -2,12 +2,15 @@
  * Values in erase-train's JSON-lines metrics file (--metrics): JSON has no
  * NaN or infinity, so a non-finite number is written as null (an NE of an
  * evaluation set with one class, a loss that diverged), and strings (paths)
- * are escaped.
+ * are escaped. Every line starts alike (json_line_start).
  */
 #ifndef ERASE_APPS_TRAIN_JSON_H
 #define ERASE_APPS_TRAIN_JSON_H
 
+#include "lib/core/timer.h"
+
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* v formatted with the printf format `fmt` (one double conversion) into
@@ -38,6 +41,16 @@ static inline void json_string(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+}
+
+/* The start of one line of the metrics file, every type alike:
+ * {"type":TYPE,"step":STEP,"time":unix seconds now,"samples":SAMPLES
+ * (training samples of all ranks since step 0); the caller adds its own
+ * fields, then "}\n". */
+static inline void json_line_start(FILE *f, const char *type, int64_t step, int64_t samples)
+{
+    fprintf(f, "{\"type\":\"%s\",\"step\":%lld,\"time\":%.3f,\"samples\":%lld", type, (long long)step,
+            erase_unix_time_s(), (long long)samples);
 }
 
 #endif

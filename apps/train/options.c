@@ -73,7 +73,7 @@ static const opt_def_t defs[] = {
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
     { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL, FROM_TO(0, INT64_MAX) },
     { "log-every", I(log_every), "10", "steps between progress lines", NULL, FROM_TO(1, INT64_MAX) },
-    { "metrics", S(metrics), "", "JSON-lines metrics file (one object per log interval and per evaluation)", NULL, NO_BOUNDS },
+    { "metrics", S(metrics), "", "JSON-lines metrics file: one object per log interval, evaluation, checkpoint and summary, each with the time and samples so far", NULL, NO_BOUNDS },
     { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL, NO_BOUNDS },
     { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, FROM_TO(1, INT64_MAX) },
     { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL, NO_BOUNDS },

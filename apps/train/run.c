@@ -47,11 +47,13 @@ typedef struct {
     int64_t step, total_steps, epoch;
     double *step_s;                  /* per-step seconds */
     int64_t window_steps;
-    erase_ctr_metrics_t window;      /* only the first 4 words (no AUC) are used */
+    int64_t window_skipped;          /* of them, skipped for non-finite gradients */
+    erase_ctr_metrics_t window;      /* only the first ERASE_CTR_METRICS_SUM_WORDS (no AUC) are used */
     double block_loss[ERASE_MAX_BLOCKS];
     double t_start;
     erase_ctr_summary_t last_eval;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
+    double eval_s;                   /* seconds of all evaluations (not in step_s) */
     int64_t skipped;                 /* steps skipped for non-finite gradients */
     /* checkpoints (apps/train/checkpoint.h) */
     train_ckpt_t *ckpt;
@@ -366,8 +368,62 @@ static erase_status_t reduce_metrics(run_t *r, erase_ctr_metrics_t *m, size_t wo
 
 /* ---- evaluation ---------------------------------------------------------------- */
 
+/* Why e's NE (and AUC) are undefined, as a phrase about `set` ("the
+ * evaluation set", "this window") in buf, or NULL when they are defined. */
+static const char *undefined_reason(const erase_ctr_summary_t *e, const char *set, char buf[128])
+{
+    switch (e->undefined) {
+    case ERASE_CTR_DEFINED:
+        return NULL;
+    case ERASE_CTR_NONFINITE:
+        snprintf(buf, 128, "%lld of %lld predictions are not finite", (long long)e->nonfinite, (long long)e->samples);
+        break;
+    case ERASE_CTR_NO_CLICKS:
+        snprintf(buf, 128, "%s has no clicks", set);
+        break;
+    case ERASE_CTR_NO_NONCLICKS:
+        snprintf(buf, 128, "%s has no non-clicks", set);
+        break;
+    case ERASE_CTR_NO_SAMPLES:
+        snprintf(buf, 128, "%s is empty", set);
+        break;
+    }
+    return buf;
+}
+
+/* An evaluation's result as the eval line and the summary print it. */
+static void print_eval(const erase_ctr_summary_t *e)
+{
+    char why[128], loss[48] = "";
+    if (!undefined_reason(e, "the evaluation set", why)) {
+        printf("NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f", e->ne, e->auc, e->log_loss, e->calibration);
+    } else {
+        if (isfinite(e->log_loss))
+            snprintf(loss, sizeof loss, "  log loss %.4f", e->log_loss);
+        printf("NE and AUC undefined: %s%s", why, loss);
+    }
+    printf("  (%lld samples, base rate %.4f)", (long long)e->samples, e->base_rate);
+}
+
+/* The NE, AUC... fields of an eval or summary line of the metrics file:
+ * null where undefined, with "undefined" giving the reason. */
+static void json_eval(FILE *f, const erase_ctr_summary_t *e)
+{
+    char v[5][48], why[128];
+    fprintf(f, ",\"eval_samples\":%lld,\"nonfinite\":%lld,\"ne\":%s,\"auc\":%s,\"log_loss\":%s,"
+               "\"calibration\":%s,\"base_rate\":%s",
+            (long long)e->samples, (long long)e->nonfinite, json_number(v[0], "%.6f", e->ne),
+            json_number(v[1], "%.6f", e->auc), json_number(v[2], "%.6f", e->log_loss),
+            json_number(v[3], "%.6f", e->calibration), json_number(v[4], "%.6f", e->base_rate));
+    if (undefined_reason(e, "the evaluation set", why)) {
+        fputs(",\"undefined\":", f);
+        json_string(f, why);
+    }
+}
+
 static erase_status_t evaluate(run_t *r)
 {
+    double t0 = erase_now_s();
     erase_ctr_metrics_t *m = calloc(1, sizeof *m);
     if (!m)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "evaluation: no memory");
@@ -395,19 +451,21 @@ static erase_status_t evaluate(run_t *r)
         r->last_eval = erase_ctr_metrics_summary(m);
         r->evals++;
         r->eval_step = r->step;
+        double sec = erase_now_s() - t0;
+        r->eval_s += sec;
         if (r->root) {
             const erase_ctr_summary_t *e = &r->last_eval;
-            printf("%seval   step %lld: NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
-                   r->tty ? "\r\033[K" : "", (long long)r->step, e->ne, e->auc, e->log_loss,
-                   e->calibration, (long long)e->samples, e->base_rate);
-            char v[5][48];
-            if (r->metrics)
-                fprintf(r->metrics, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,"
-                                    "\"ne\":%s,\"auc\":%s,\"log_loss\":%s,\"calibration\":%s,\"base_rate\":%s}\n",
-                        (long long)r->step, (long long)r->epoch, (long long)e->samples,
-                        json_number(v[0], "%.6f", e->ne), json_number(v[1], "%.6f", e->auc),
-                        json_number(v[2], "%.6f", e->log_loss), json_number(v[3], "%.6f", e->calibration),
-                        json_number(v[4], "%.6f", e->base_rate));
+            printf("%seval   step %lld: ", r->tty ? "\r\033[K" : "", (long long)r->step);
+            print_eval(e);
+            printf(" in %.3f s\n", sec);
+            fflush(stdout);
+            if (r->metrics) {
+                json_line_start(r->metrics, "eval", r->step, r->samples_seen);
+                fprintf(r->metrics, ",\"epoch\":%lld", (long long)r->epoch);
+                json_eval(r->metrics, e);
+                fprintf(r->metrics, ",\"seconds\":%.6f}\n", sec);
+                fflush(r->metrics);
+            }
         }
     }
     free(m);
@@ -425,6 +483,7 @@ static erase_status_t log_progress(run_t *r, int force)
     TRY(reduce_metrics(r, &r->window, ERASE_CTR_METRICS_SUM_WORDS));
     erase_ctr_summary_t sum = erase_ctr_metrics_summary(&r->window);
     double n = (double)r->window.samples, loss = sum.log_loss, ne = sum.ne;
+    int all_skipped = r->window_skipped == r->window_steps;
     int64_t from = r->step - r->window_steps;
     double sec = 0;
     for (int64_t i = from; i < r->step; i++)
@@ -437,20 +496,35 @@ static erase_status_t log_progress(run_t *r, int force)
     TRY(erase_optimizer_read_clock(r->opt, &clock)); /* the step is synchronized */
     float lr = clock.lr;
     if (r->root && !r->o->quiet) {
+        /* the loss and NE of the window: "loss 0.5123, NE 0.9876"; undefined ones say why */
+        char stats[224], why[128], l[48] = "loss undefined";
+        if (all_skipped) {
+            snprintf(stats, sizeof stats, "all %lld steps of this window skipped (non-finite gradients)",
+                     (long long)r->window_steps);
+        } else {
+            if (isfinite(loss))
+                snprintf(l, sizeof l, "loss %.4f", loss);
+            if (undefined_reason(&sum, "this window", why))
+                snprintf(stats, sizeof stats, "%s%s NE undefined: %s", l, r->tty ? " " : ",", why);
+            else
+                snprintf(stats, sizeof stats, "%s%s NE %.4f", l, r->tty ? " " : ",", ne);
+        }
         if (r->tty)
-            printf("\r\033[Kstep %lld/%lld  %.0f samples/s  loss %.4f  NE %.4f  lr %.3g  ETA %.0f s",
-                   (long long)r->step, (long long)r->total_steps, qps, loss, ne, lr, eta);
+            printf("\r\033[Kstep %lld/%lld  %.0f samples/s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
+                   (long long)r->total_steps, qps, stats, lr, eta);
         else
-            printf("train  step %lld/%lld epoch %lld: %.0f samples/s, loss %.4f, NE %.4f, lr %.3g, ETA %.0f s\n",
-                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, loss, ne, lr, eta);
+            printf("train  step %lld/%lld epoch %lld: %.0f samples/s, %s, lr %.3g, ETA %.0f s\n",
+                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, stats, lr, eta);
         fflush(stdout);
     }
     if (r->root && r->metrics) {
         char v[3][48];
-        fprintf(r->metrics, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"samples\":%lld,\"qps\":%.1f,"
-                            "\"loss\":%s,\"ne\":%s,\"lr\":%s,\"block_losses\":[",
-                (long long)r->step, (long long)r->epoch, (long long)r->window.samples, qps,
-                json_number(v[0], "%.6f", loss), json_number(v[1], "%.6f", ne), json_number(v[2], "%.6g", lr));
+        json_line_start(r->metrics, "train", r->step, r->samples_seen);
+        fprintf(r->metrics, ",\"epoch\":%lld,\"window_samples\":%lld,\"nonfinite\":%lld,\"skipped\":%lld,"
+                            "\"qps\":%.1f,\"loss\":%s,\"ne\":%s,\"lr\":%s,\"block_losses\":[",
+                (long long)r->epoch, (long long)r->window.samples, (long long)r->window.nonfinite,
+                (long long)r->window_skipped, qps, json_number(v[0], "%.6f", all_skipped ? NAN : loss),
+                json_number(v[1], "%.6f", all_skipped ? NAN : ne), json_number(v[2], "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++)
             fprintf(r->metrics, "%s%s", b ? "," : "",
                     json_number(v[0], "%.6f", r->block_loss[b] / (double)r->window_steps));
@@ -459,6 +533,7 @@ static erase_status_t log_progress(run_t *r, int force)
     }
     memset(&r->window, 0, ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t));
     r->window_steps = 0;
+    r->window_skipped = 0;
     for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
         r->block_loss[b] = 0;
     return ERASE_OK;
@@ -535,6 +610,7 @@ static erase_status_t check_nonfinite(run_t *r)
     TRY(erase_network_read_losses(r->net, losses));
     if (!strcmp(r->o->nonfinite, "skip")) {
         r->skipped++;
+        r->window_skipped++;
         if (r->root)
             printf("%sstep %lld skipped: non-finite gradient in block %s (its loss %g)\n", r->tty ? "\r\033[K" : "",
                    (long long)r->step, erase_network_block_name(r->net, b), (double)losses[b]);
@@ -644,8 +720,10 @@ static void summary(run_t *r)
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
            (long long)warmup);
-    printf("  eval       NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f  (%lld samples, base rate %.4f)\n",
-           e->ne, e->auc, e->log_loss, e->calibration, (long long)e->samples, e->base_rate);
+    printf("  eval       ");
+    print_eval(e);
+    printf("\n  eval time  %.2f s in %lld evaluation%s (not in the steps' time)\n", r->eval_s, (long long)r->evals,
+           r->evals == 1 ? "" : "s");
     printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
     if (r->skipped)
         printf("  skipped    %lld step%s with non-finite gradients\n", (long long)r->skipped, r->skipped == 1 ? "" : "s");
@@ -659,11 +737,12 @@ static void summary(run_t *r)
                ckpt_s / ckpts, ckpt_s > 0 ? ckpt_bytes / ckpt_s / 1e6 : 0, total_s > 0 ? 100 * ckpt_s / total_s : 0,
                train_ckpt_last_path(r->ckpt));
     if (r->metrics) {
-        char v[2][48];
-        fprintf(r->metrics, "{\"type\":\"summary\",\"steps\":%lld,\"qps_p50\":%.1f,\"qps_p90\":%.1f,"
-                            "\"ne\":%s,\"auc\":%s,\"ranks\":%d,\"mode\":\"%s\"}\n",
-                (long long)r->step, p50, p90, json_number(v[0], "%.6f", e->ne), json_number(v[1], "%.6f", e->auc),
-                r->w->size, o->early_backward);
+        json_line_start(r->metrics, "summary", r->step, r->samples_seen);
+        fprintf(r->metrics, ",\"qps_p50\":%.1f,\"qps_p90\":%.1f", p50, p90);
+        json_eval(r->metrics, e);
+        fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
+                            "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
+                total_s, r->eval_s, ckpt_s, (long long)r->skipped, r->w->size, o->early_backward);
     }
 }
 

@@ -1,4 +1,4 @@
-/* Monotonic wall-clock time for measurements. */
+/* Monotonic wall-clock time for measurements; the calendar time for logs. */
 #ifndef ERASE_CORE_TIMER_H
 #define ERASE_CORE_TIMER_H
 
@@ -9,5 +9,9 @@ int64_t erase_now_ns(void);
 
 /* Seconds of CLOCK_MONOTONIC as a double. */
 double erase_now_s(void);
+
+/* Seconds since the Unix epoch (CLOCK_REALTIME, with its fraction): the
+ * time of day a log record was written, not for measuring durations. */
+double erase_unix_time_s(void);
 
 #endif

@@ -11,19 +11,41 @@ void erase_ctr_metrics_clear(erase_ctr_metrics_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Add one sample's counts and sums; returns its probability bin. */
+/* Add x (>= 0, in 2^-32 units) to the exact sum whole + fraction / 2^32,
+ * keeping fraction < 2^32. */
+static void add_fixed(int64_t *whole, int64_t *fraction, double x)
+{
+    int64_t units = (int64_t)llround(x * FIXED); /* x <= 50: < 2^38 */
+    *fraction += units & 0xFFFFFFFF;
+    *whole += (units >> 32) + (*fraction >> 32);
+    *fraction &= 0xFFFFFFFF;
+}
+
+/* whole + fraction / 2^32 as a double. */
+static double fixed_value(int64_t whole, int64_t fraction)
+{
+    return (double)whole + (double)fraction / FIXED;
+}
+
+/* Add one sample's counts and sums; returns its probability bin, or -1 for
+ * a logit that is not finite (counted, and kept out of every sum: its
+ * probability and loss have no fixed-point value and no bin). */
 static int add_sample(erase_ctr_metrics_t *m, float z, float y)
 {
     double v = z, t = y > 0.5f ? 1.0 : 0.0;
+    m->samples++;
+    m->positives += t > 0;
+    if (!isfinite(v)) {
+        m->nonfinite++;
+        return -1;
+    }
     double loss = (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
     if (loss > LOSS_CLAMP)
         loss = LOSS_CLAMP;
     double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-    m->samples++;
-    m->positives += t > 0;
-    m->loss_fixed += (int64_t)llround(loss * FIXED);
-    m->prediction_fixed += (int64_t)llround(p * FIXED);
-    int bin = (int)(p * ERASE_AUC_BINS);
+    add_fixed(&m->loss_whole, &m->loss_fraction, loss);
+    add_fixed(&m->prediction_whole, &m->prediction_fraction, p);
+    int bin = (int)(p * ERASE_AUC_BINS); /* p in [0, 1]: bin in [0, ERASE_AUC_BINS] */
     return bin >= ERASE_AUC_BINS ? ERASE_AUC_BINS - 1 : bin;
 }
 
@@ -31,6 +53,8 @@ void erase_ctr_metrics_add(erase_ctr_metrics_t *m, const float *z, const float *
 {
     for (int i = 0; i < n; i++) {
         int bin = add_sample(m, z[i], y[i]);
+        if (bin < 0)
+            continue;
         if (y[i] > 0.5f)
             m->pos_bins[bin]++;
         else
@@ -46,23 +70,31 @@ void erase_ctr_metrics_add_sums(erase_ctr_metrics_t *m, const float *z, const fl
 
 erase_ctr_summary_t erase_ctr_metrics_summary(const erase_ctr_metrics_t *m)
 {
-    erase_ctr_summary_t s = { .samples = m->samples, .ne = NAN, .auc = NAN, .calibration = NAN,
-                              .log_loss = NAN, .base_rate = NAN };
+    erase_ctr_summary_t s = { .samples = m->samples, .nonfinite = m->nonfinite, .ne = NAN, .auc = NAN,
+                              .calibration = NAN, .log_loss = NAN, .base_rate = NAN,
+                              .undefined = ERASE_CTR_NO_SAMPLES };
     if (m->samples == 0)
         return s;
     double n = (double)m->samples, p = (double)m->positives / n;
     s.base_rate = p;
-    s.log_loss = (double)m->loss_fixed / FIXED / n;
-    if (p > 0 && p < 1) {
-        s.ne = s.log_loss / -(p * log(p) + (1 - p) * log(1 - p));
-        s.calibration = (double)m->prediction_fixed / FIXED / n / p;
-        /* AUC = P(score_pos > score_neg) + P(tie) / 2, bins ascending */
-        double neg_below = 0, area = 0;
-        for (int b = 0; b < ERASE_AUC_BINS; b++) {
-            area += (double)m->pos_bins[b] * (neg_below + 0.5 * (double)m->neg_bins[b]);
-            neg_below += (double)m->neg_bins[b];
-        }
-        s.auc = area / ((double)m->positives * (double)(m->samples - m->positives));
+    if (m->nonfinite > 0) {
+        s.undefined = ERASE_CTR_NONFINITE;
+        return s;
     }
+    s.log_loss = fixed_value(m->loss_whole, m->loss_fraction) / n;
+    if (p == 0 || p == 1) {
+        s.undefined = p == 0 ? ERASE_CTR_NO_CLICKS : ERASE_CTR_NO_NONCLICKS;
+        return s;
+    }
+    s.undefined = ERASE_CTR_DEFINED;
+    s.ne = s.log_loss / -(p * log(p) + (1 - p) * log(1 - p));
+    s.calibration = fixed_value(m->prediction_whole, m->prediction_fraction) / n / p;
+    /* AUC = P(score_pos > score_neg) + P(tie) / 2, bins ascending */
+    double neg_below = 0, area = 0;
+    for (int b = 0; b < ERASE_AUC_BINS; b++) {
+        area += (double)m->pos_bins[b] * (neg_below + 0.5 * (double)m->neg_bins[b]);
+        neg_below += (double)m->neg_bins[b];
+    }
+    s.auc = area / ((double)m->positives * (double)(m->samples - m->positives));
     return s;
 }

@@ -10,8 +10,10 @@ need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..9"
+echo "1..17"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
+images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
+labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -77,6 +79,71 @@ rc=$?
 [ $rc = 130 ] && [ "$(wc -l <"$dir/err")" = 1 ] &&
     grep -Eq '^erase-convert synth: error: interrupted after [0-9]+ rows by SIGINT$' "$dir/err" && [ ! -e "$dir/out4" ]
 tap $? "erase-convert synth stopped by SIGINT: status $rc (130 expected), the signal named, no directory left"
+tap_report "$dir/err"
+
+# erase-convert mnist: bad IDX files (status 1, the file named, no directory
+# left) and usage errors (status 2, the reason on the first line)
+apps/erase-convert mnist -q "$dir/missing-images" "$labels" -o "$dir/m1" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-convert mnist: error: $dir/missing-images: cannot open: No such file or directory" \
+    "erase-convert mnist: no dataset written to $dir/m1" && [ ! -e "$dir/m1" ]
+tap $? "erase-convert mnist, a missing image file: status $rc, the file named, no directory left"
+tap_report "$dir/err"
+
+apps/erase-convert mnist -q "$labels" "$images" -o "$dir/m2" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert mnist: error: $labels: not an IDX image file: magic 0x00000801, expected 0x00000803 (uint8, 3 dimensions)" \
+    "erase-convert mnist: no dataset written to $dir/m2" && [ ! -e "$dir/m2" ]
+tap $? "erase-convert mnist, labels and images swapped: status $rc, the magic number named"
+tap_report "$dir/err"
+
+printf '\000\000\010\001\000\000\000\003\001\002' >"$dir/short-labels"
+apps/erase-convert mnist -q "$images" "$dir/short-labels" -o "$dir/m3" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert mnist: error: $dir/short-labels: short file: 2 of 3 labels (2 of 3 bytes after the 8-byte header)" \
+    "erase-convert mnist: no dataset written to $dir/m3" && [ ! -e "$dir/m3" ]
+tap $? "erase-convert mnist, a short label file: status $rc, how many of how many"
+tap_report "$dir/err"
+
+printf '\000\000\010\001\000\000\000\003\001\002\003' >"$dir/three-labels"
+apps/erase-convert mnist -q "$images" "$dir/three-labels" -o "$dir/m4" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-convert mnist: error: $images has 10000 images but $dir/three-labels has 3 labels" \
+    "erase-convert mnist: no dataset written to $dir/m4" && [ ! -e "$dir/m4" ]
+tap $? "erase-convert mnist, counts that differ: status $rc, both files and counts named"
+tap_report "$dir/err"
+
+apps/erase-convert mnist -q "$images" -o "$dir/m5" 2>"$dir/err"
+rc=$?
+[ $rc = 2 ] && [ "$(head -n 1 "$dir/err")" = "erase-convert mnist: expected two files, IMAGES and LABELS" ] &&
+    [ ! -e "$dir/m5" ]
+tap $? "erase-convert mnist with one file: usage error (status $rc)"
+
+apps/erase-convert mnist -q "$images" "$labels" -o "$dir/m6" --split 8000 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-convert mnist: --split: bad value '8000'" && [ ! -e "$dir/m6" ]
+tap $? "erase-convert mnist --split 8000: usage error (status $rc), the value named"
+tap_report "$dir/err"
+
+# a good conversion (the first 300 / next 100 images); erase-inspect data
+# shows its class histogram, and refuses it mixed with CTR shards
+apps/erase-convert mnist -q "$images" "$labels" -o "$dir/m7" --split 300,100 >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] && [ -f "$dir/m7/train/index.txt" ] && [ -f "$dir/m7/eval/index.txt" ] &&
+    apps/erase-inspect data "$dir/m7/train" "$dir/m7/eval" >"$dir/out" 2>"$dir/err" &&
+    grep -q '^2 shards, format erase-cls-1$' "$dir/out" && grep -q '^rows 400, features 784, classes 10$' "$dir/out"
+tap $? "erase-convert mnist --split 300,100, then erase-inspect data: 400 rows of 784 features, 10 classes"
+tap_report "$dir/out"
+tap_report "$dir/err"
+
+apps/erase-convert criteo -q -o "$dir/ctr" "${srcdir:-.}/data/criteo/paddlerec-part0.tsv" >/dev/null 2>&1
+apps/erase-inspect data "$dir/m7/train" "$dir/ctr" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-inspect data: error: $dir/ctr/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\""
+tap $? "erase-inspect data on classification and CTR shards together: status $rc, the format named"
 tap_report "$dir/err"
 
 # under nohup SIGHUP stays ignored: the conversion goes on to the end

@@ -5,6 +5,7 @@
 #include "lib/core/fs.h"
 
 #include <dirent.h>
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +110,21 @@ int io_write_text(const char *path, const char *text)
     size_t n = strlen(text);
     int rc = fwrite(text, 1, n, f) == n ? 0 : -1;
     return fclose(f) == 0 ? rc : -1;
+}
+
+int io_first_chunk(const char *path, const char *dataset, uint64_t *addr, uint64_t *size)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = f >= 0 ? H5Dopen2(f, dataset, H5P_DEFAULT) : -1;
+    hsize_t offset[2] = { 0, 0 }, bytes = 0;
+    haddr_t at = 0;
+    unsigned mask;
+    int rc = d >= 0 && H5Dget_chunk_info_by_coord(d, offset, &mask, &at, &bytes) >= 0 ? 0 : -1;
+    if (d >= 0)
+        H5Dclose(d);
+    if (f >= 0)
+        H5Fclose(f);
+    *addr = (uint64_t)at;
+    *size = (uint64_t)bytes;
+    return rc;
 }

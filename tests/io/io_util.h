@@ -44,6 +44,10 @@ typedef struct {
 erase_status_t io_rows_load(const char *input, io_rows_t *rows);
 void io_rows_free(io_rows_t *rows);
 
+/* File offset and stored size (bytes) of the first chunk of `dataset` in
+ * the HDF5 file `path` (to damage it on purpose); 0 or -1. */
+int io_first_chunk(const char *path, const char *dataset, uint64_t *addr, uint64_t *size);
+
 /* Write `text` to a file; 0 or -1. */
 int io_write_text(const char *path, const char *text);
 

@@ -28,3 +28,10 @@ TESTS += tests/nn/test-optim
 tests_nn_test_optim_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_optim_LDADD = $(TEST_LIBS)
 endif
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-metrics
+TESTS += tests/nn/test-metrics
+tests_nn_test_metrics_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_metrics_LDADD = $(TEST_LIBS)
+endif
