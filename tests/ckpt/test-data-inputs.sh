@@ -43,7 +43,7 @@ out=$dir/list.out
 run 2 --train "$A,$B" $ARGS --checkpoint-dir "$dir/list"
 same "$dir/one/ckpt-40.h5" "$dir/list/ckpt-40.h5" &&
     grep -q "^  data   $A,$B (2 inputs): 3200 train samples (266 steps/epoch), 800 eval samples$" "$out" &&
-    [ "$(grep '^  eval ' "$dir/one.out")" = "$(grep '^  eval ' "$out")" ]
+    [ "$(grep '^  eval       NE' "$dir/one.out")" = "$(grep '^  eval       NE' "$out")" ]
 tap $? "--train A,B (status $rc) trains bitwise equal to the directory of both shards, the same eval; the data line names both"
 [ $rc = 0 ] || show "$out"
 grep '^  data   ' "$out" | sed 's/^/# /'
@@ -131,9 +131,9 @@ for np in 1 4; do
         grep -q "^  steps      40 " "$out"
     tap $? "resumed from 2 ranks onto $np with --global-batch 26 (status $rc): samples 780..1039 equal, global batch kept"
     [ $rc = 0 ] || show "$out"
-    grep '^  eval ' "$out" | sed "s/^/# $np ranks: /"
+    grep '^  eval       NE' "$out" | sed "s/^/# $np ranks: /"
 done
-grep '^  eval ' "$dir/g26.out" | sed "s/^/# 2 ranks: /"
+grep '^  eval       NE' "$dir/g26.out" | sed "s/^/# 2 ranks: /"
 # not bitwise (another reduction order, and on 4 ranks each rank's mean is
 # over 6 or 7 samples), but close: eval NE within 0.005
 ne() { sed -n 's/^  eval       NE \([0-9.]*\) .*/\1/p' "$1"; }
