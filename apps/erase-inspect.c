@@ -49,15 +49,16 @@ static int failed(const char *cmd)
     return 1;
 }
 
-/* Statistics of one shard, read completely. */
-static erase_status_t scan_shard(erase_ctr_shard_t *sh, erase_ctr_stats_t *st, uint8_t *label, float *dense,
-                                 uint32_t *sparse)
+/* Statistics of one shard, read completely; its ids counted into `distinct`. */
+static erase_status_t scan_shard(erase_ctr_shard_t *sh, erase_ctr_stats_t *st, erase_ctr_distinct_t *distinct,
+                                 uint8_t *label, float *dense, uint32_t *sparse)
 {
     int64_t rows = erase_ctr_shard_rows(sh);
     for (int64_t b = 0; b < rows; b += READ_ROWS) {
         int64_t n = rows - b < READ_ROWS ? rows - b : READ_ROWS;
         ERASE_CHECK(erase_ctr_shard_read(sh, b, n, label, dense, sparse));
         erase_ctr_stats_add(st, n, label, dense, sparse);
+        ERASE_CHECK(erase_ctr_distinct_add(distinct, n, sparse));
     }
     return ERASE_OK;
 }
@@ -93,9 +94,11 @@ static void usage_data(FILE *f)
     fprintf(f, "usage: erase-inspect data DIR|FILE...\n"
                "  DIR: a dataset written by erase-convert (with index.txt); FILE: one shard.\n"
                "  Prints every shard (rows, clicks, chunking, filters: compression and checksums, converter, sources)\n"
-               "  and for all rows: base rate, missing rate and range of every feature.\n"
+               "  and for all rows: base rate, missing rate and range of every feature, and the distinct ids\n"
+               "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N.\n"
                "  Classification shards (erase-convert mnist): rows, features, classes per shard; for all\n"
-               "  rows the feature value range and mean and the rows of every class.\n");
+               "  rows the feature value range and mean and the rows of every class.\n",
+            ERASE_DISTINCT_EXACT_MAX);
 }
 
 /* Filters of a shard's main dataset, for the table. */
@@ -197,6 +200,9 @@ static int cmd_data(int argc, char **argv)
     }
     erase_ctr_stats_t all;
     erase_ctr_stats_init(&all);
+    erase_ctr_distinct_t distinct = { { NULL } };
+    if (rc == 0 && erase_ctr_distinct_init(&distinct) != ERASE_OK)
+        rc = failed("data");
     printf("%-40s %10s %9s %9s %7s %-18s %s\n", "shard", "rows", "clicks", "base rate", "chunk", "filters",
            "converter; sources");
     for (int i = 0; rc == 0 && i < list.count; i++) {
@@ -212,7 +218,7 @@ static int cmd_data(int argc, char **argv)
         }
         erase_ctr_stats_t st;
         erase_ctr_stats_init(&st);
-        if (rc == 0 && scan_shard(sh, &st, label, dense, sparse) != ERASE_OK)
+        if (rc == 0 && scan_shard(sh, &st, &distinct, label, dense, sparse) != ERASE_OK)
             rc = failed("data");
         if (rc == 0) {
             char converter[128], sources[512], prov[700];
@@ -228,10 +234,11 @@ static int cmd_data(int argc, char **argv)
     }
     if (rc == 0) {
         printf("\n%d shard%s, format %s\n", list.count, list.count == 1 ? "" : "s", ERASE_CTR_FORMAT);
-        erase_ctr_stats_print(&all, stdout, "");
+        erase_ctr_stats_print_distinct(&all, &distinct, stdout, "");
         for (int i = 1; i < argc; i++)
             print_planted(argv[i]);
     }
+    erase_ctr_distinct_free(&distinct);
     free(label);
     free(dense);
     free(sparse);

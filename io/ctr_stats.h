@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "io/ctr_shard.h"
+#include "io/distinct.h"
 
 typedef struct {
     int64_t rows;
@@ -41,5 +42,33 @@ double erase_ctr_stats_base_rate(const erase_ctr_stats_t *s);
  * min..max of the ids in hex). Each line starts with `prefix`.
  */
 void erase_ctr_stats_print(const erase_ctr_stats_t *s, FILE *out, const char *prefix);
+
+/* Distinct ids per categorical feature C1..C26 (io/distinct.h: exact up to
+ * ERASE_DISTINCT_EXACT_MAX, then a HyperLogLog estimate); the missing
+ * value ERASE_CTR_SPARSE_MISSING is not an id. */
+typedef struct {
+    erase_distinct_t *field[ERASE_CTR_SHARD_FIELDS];
+} erase_ctr_distinct_t;
+
+/* Empty counters. Errors: ERASE_ERR_NOMEM (nothing left allocated). */
+erase_status_t erase_ctr_distinct_init(erase_ctr_distinct_t *d);
+
+/* Free the counters (zeroed ones: nothing). */
+void erase_ctr_distinct_free(erase_ctr_distinct_t *d);
+
+/* Count the ids of `n` rows: sparse [n, 26]. Errors: ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_distinct_add(erase_ctr_distinct_t *d, int64_t n, const uint32_t *sparse);
+
+/* Add the ids counted by `src` to `dst` (per feature, the union). Errors: ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_distinct_merge(erase_ctr_distinct_t *dst, const erase_ctr_distinct_t *src);
+
+/*
+ * erase_ctr_stats_print with a "distinct" column (`d` NULL: without it,
+ * which is erase_ctr_stats_print): C1..C26 show the number of distinct ids,
+ * exact, or "~N" for a HyperLogLog estimate (relative standard error 0.8%),
+ * explained below the table when one is shown.
+ */
+void erase_ctr_stats_print_distinct(const erase_ctr_stats_t *s, const erase_ctr_distinct_t *d, FILE *out,
+                                    const char *prefix);
 
 #endif

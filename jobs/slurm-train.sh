@@ -81,9 +81,15 @@ erase_train_job() {
     if [ -z "$device" ] && [ -n "${SLURM_GPUS_ON_NODE:-}" ] && [ "$SLURM_GPUS_ON_NODE" != 0 ]; then
         device=cuda
     fi
-    local args=(--config "$run" --train "$data" ${device:+--device "$device"} --checkpoint-dir "$ckdir" --resume auto)
+    # --train / --eval after the script replace ERASE_DATA / ERASE_EVAL (repeated, they would add to them)
+    local a data_args=(--train "$data") evl=()
+    [ -n "${ERASE_EVAL:-}" ] && evl=(--eval "$ERASE_EVAL")
+    for a in "$@"; do
+        case $a in --train | --train=*) data_args=() ;; --eval | --eval=*) evl=() ;; esac
+    done
+    local args=(--config "$run" "${data_args[@]}" ${device:+--device "$device"} --checkpoint-dir "$ckdir" --resume auto)
     [ "$every" != 0 ] && args+=(--checkpoint-every "$every")
-    [ -n "${ERASE_EVAL:-}" ] && args+=(--eval "$ERASE_EVAL")
+    args+=("${evl[@]}")
     [ -n "${ERASE_METRICS:-}" ] && args+=(--metrics "$ERASE_METRICS")
     args+=("$@")
 

@@ -209,8 +209,8 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     erase_status_t st = name_tensors(ck);
     int blocks = erase_network_blocks(env->net);
     snprintf(ck->schedule, sizeof ck->schedule, "early_backward %s, reduce %s, update %s, side_streams %lld, "
-             "batch %lld per rank", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
-             (long long)o->batch);
+             "global batch %lld over %d ranks", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
+             (long long)env->global_batch, env->w->dp_size);
     snprintf(ck->layout, sizeof ck->layout, "%d stage%s: ", env->w->pp_size, env->w->pp_size == 1 ? "" : "s");
     if (env->w->pp_size == 1)
         snprintf(ck->layout + strlen(ck->layout), sizeof ck->layout - strlen(ck->layout),

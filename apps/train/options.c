@@ -47,8 +47,10 @@ typedef struct {
 static const opt_def_t defs[] = {
     { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
     { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
-    { "train", S(train), "", "training data: a shard directory written by erase-convert (required)", NULL, NO_BOUNDS },
-    { "eval", S(eval), "", "evaluation data; empty: the last --eval-fraction of --train in file order", NULL, NO_BOUNDS },
+    { "train", S(train), "", "training data: shard directories written by erase-convert or shard files, "
+      "comma-separated or repeated, in global order (required)", NULL, NO_BOUNDS },
+    { "eval", S(eval), "", "evaluation data (a list like --train); empty: the last --eval-fraction of --train "
+      "in file order", NULL, NO_BOUNDS },
     { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL, NO_BOUNDS },
     { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (README, Schedules)", "off|blocking|async|graph", NO_BOUNDS },
     { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end", NO_BOUNDS },
@@ -56,6 +58,9 @@ static const opt_def_t defs[] = {
     { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },
     { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
     { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, FROM_TO(1, INT_MAX) },
+    { "global-batch", I(global_batch), "0", "samples per step over all ranks, instead of --batch: the same on any "
+      "number of ranks (rank r of D takes [floor(rN/D), floor((r+1)N/D))); 0: --batch x ranks", NULL,
+      FROM_TO(0, INT64_MAX) },
     { "epochs", I(epochs), "1", "epochs over the training data", NULL, FROM_TO(1, INT_MAX) },
     { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
     { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
@@ -212,8 +217,24 @@ static erase_status_t model_beside(const char *path, const char *where, train_op
     return ERASE_OK;
 }
 
-/* Apply the run file's settings. */
-static erase_status_t read_run_file(const char *path, train_options_t *o)
+/* --batch and --global-batch exclude each other where they are given (the
+ * run file, the command line): given[0], given[1] record which one `d` set;
+ * both is an error naming them. */
+static erase_status_t batch_given(const train_options_t *o, const opt_def_t *d, const char *where, int given[2])
+{
+    int k = !strcmp(d->name, "batch") ? 0 : !strcmp(d->name, "global-batch") ? 1 : -1;
+    if (k < 0)
+        return ERASE_OK;
+    given[k] = 1;
+    if (given[0] && given[1])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s--batch %lld and --global-batch %lld: give one (--batch: samples "
+                           "per rank, --global-batch: samples per step over all ranks)", where,
+                           (long long)o->batch, (long long)o->global_batch);
+    return ERASE_OK;
+}
+
+/* Apply the run file's settings; file_batch: batch_given's record of the file. */
+static erase_status_t read_run_file(const char *path, train_options_t *o, int file_batch[2])
 {
     char *file_text;
     erase_status_t st = erase_config_file_read(path, "run file", &file_text);
@@ -275,6 +296,8 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
             continue;
         }
         st = set_value(o, d, text, where);
+        if (st == ERASE_OK)
+            st = batch_given(o, d, where, file_batch);
         if (st == ERASE_OK && !strcmp(d->name, "model"))
             st = model_beside(path, where, o);
         if (st != ERASE_OK)
@@ -312,16 +335,18 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
 {
     train_options_default(o);
     *help = 0;
+    int file_batch[2] = { 0, 0 }, line_batch[2] = { 0, 0 }; /* --batch, --global-batch given (batch_given) */
     for (int i = 1; i < argc; i++) { /* the run file first, whatever its place */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             *help = 1;
             return ERASE_OK;
         }
         if (!strcmp(argv[i], "--config") && i + 1 < argc)
-            ERASE_CHECK(read_run_file(argv[i + 1], o));
+            ERASE_CHECK(read_run_file(argv[i + 1], o, file_batch));
         else if (!strncmp(argv[i], "--config=", 9))
-            ERASE_CHECK(read_run_file(argv[i] + 9, o));
+            ERASE_CHECK(read_run_file(argv[i] + 9, o, file_batch));
     }
+    int listed[2] = { 0, 0 }; /* --train, --eval given on the command line: they replace the run file's */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0)
@@ -348,8 +373,22 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
         }
         if (!strcmp(name, "config"))
             continue; /* read above */
+        int list = !strcmp(name, "train") ? 0 : !strcmp(name, "eval") ? 1 : -1;
+        if (list >= 0 && listed[list]++) { /* repeated: appended to the command line's list */
+            char joined[sizeof o->train];
+            const char *have = list == 0 ? o->train : o->eval;
+            int n = snprintf(joined, sizeof joined, "%s,%s", have, value);
+            if (n < 0 || (size_t)n >= sizeof joined)
+                return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: the inputs together are longer than %zu characters",
+                                   name, sizeof joined - 1);
+            ERASE_CHECK(set_value(o, d, joined, ""));
+            continue;
+        }
         ERASE_CHECK(set_value(o, d, value, ""));
+        ERASE_CHECK(batch_given(o, d, "", line_batch));
     }
+    if (line_batch[0] && file_batch[1]) /* the command line's --batch wins over the run file's global_batch */
+        o->global_batch = 0;
     return check_together(o);
 }
 

@@ -2,7 +2,12 @@
  * erase-train's options: one table gives every option's name, type,
  * default and help; the command line (--name value) and a run file
  * (--config FILE: libconfig, `name = value;` with '-' written '_') set
- * them, the command line overriding the run file. A relative model path
+ * them, the command line overriding the run file. --train and --eval take
+ * a comma-separated list; given again on the command line, the value is
+ * appended to it (the command line's list replaces the run file's as a
+ * whole). --batch and --global-batch exclude each other (both in the run
+ * file, or both on the command line, is an error; one on the command line
+ * wins over the other in the run file). A relative model path
  * in a run file is taken from the run file's folder.
  */
 #ifndef ERASE_APPS_TRAIN_OPTIONS_H
@@ -16,15 +21,16 @@
 typedef struct {
     char config[1024];          /* run file */
     char model[1024];           /* model file, or "ctr" / "mlp" (reference sizes) */
-    char train[1024];           /* training data: shard directory or file */
-    char eval[1024];            /* evaluation data; empty: hold out --eval-fraction of --train */
+    char train[1024];           /* training data: shard directories or files, comma-separated */
+    char eval[1024];            /* evaluation data (the same); empty: hold out --eval-fraction of --train */
     double eval_fraction;
     char early_backward[16];    /* off | blocking | async | graph */
     char reduce[8];             /* early | end */
     char update[8];             /* early | end */
     int64_t side_streams;
     char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
-    int64_t batch;              /* samples per rank per step */
+    int64_t batch;              /* samples per rank per step (when global_batch is 0) */
+    int64_t global_batch;       /* samples per step over all ranks; 0: batch x ranks */
     int64_t epochs;
     int64_t steps;              /* 0: epochs decide */
     char optimizer[16];         /* adamw | sgd */

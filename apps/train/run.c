@@ -16,6 +16,7 @@
 #include "lib/sched/trace.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ typedef struct {
     erase_optimizer_t *opt;
     erase_sched_t *sched;
     erase_ctr_reader_t *train, *eval;
+    int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
+    int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
     erase_batch_t batch;             /* fixed device buffers of one rank's batch (the reader's
                                       * batches are in pinned staging memory: open_readers) */
     float *logits;                   /* host copy of the last block's head output */
@@ -149,14 +152,76 @@ static erase_status_t alloc_step_times(int64_t had, int64_t steps, double **time
     return ERASE_OK;
 }
 
+/* The inputs of --train or --eval: `text` ("a,b,c") split at commas into
+ * `buf` [size]; items [max] point into it; *n inputs. An empty item is an
+ * error naming the option. */
+#define MAX_INPUTS 512 /* a 1023-character list holds at most 512 names */
+static erase_status_t split_inputs(const char *opt, const char *text, char *buf, size_t size,
+                                   const char **items, int *n)
+{
+    snprintf(buf, size, "%s", text);
+    *n = 0;
+    for (char *p = buf, *comma; *n < MAX_INPUTS; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (comma)
+            *comma = 0;
+        if (!*p)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: an empty name in the list (expected DIR[,DIR...])",
+                               opt, text);
+        items[(*n)++] = p;
+        if (!comma)
+            break;
+    }
+    return ERASE_OK;
+}
+
+/* The data start-up line's name of a list: "a,b (2 inputs)", or "a". */
+static void inputs_text(const char *list, char *buf, size_t size)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    if (n > 1)
+        snprintf(buf, size, "%s (%d inputs)", list, n);
+    else
+        snprintf(buf, size, "%s", list);
+}
+
+/*
+ * The global batch G of every step, the one value the reader, the summary
+ * and checkpoints use: --global-batch, or --batch x data-parallel ranks D.
+ * The reader gives rank r positions [floor(rG/D), floor((r+1)G/D)) of each
+ * step, so G need not be a multiple of D; buffers are sized by the largest
+ * share, ceil(G/D), which must fit an int and be at least 1 sample.
+ */
+static erase_status_t batch_sizes(run_t *r)
+{
+    const train_options_t *o = r->o;
+    int64_t d = r->w->dp_size;
+    if (o->global_batch == 0) {
+        if (!erase_mul_i64(o->batch, d, &r->global_batch))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %lld ranks: the global batch is more than %lld",
+                               (long long)o->batch, (long long)d, (long long)INT64_MAX);
+        r->rank_batch = o->batch;
+        return ERASE_OK;
+    }
+    r->global_batch = o->global_batch;
+    if (o->global_batch < d)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--global-batch %lld on %lld ranks: expected at least one sample per "
+                           "rank (>= %lld)", (long long)o->global_batch, (long long)d, (long long)d);
+    r->rank_batch = o->global_batch / d + (o->global_batch % d != 0);
+    if (r->rank_batch > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--global-batch %lld on %lld ranks: %lld samples per rank, more than %d",
+                           (long long)o->global_batch, (long long)d, (long long)r->rank_batch, INT_MAX);
+    return ERASE_OK;
+}
+
 /* The training and evaluation readers (their batches in staging memory). */
 static erase_status_t open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
     erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
-    if (!erase_mul_i64(o->batch, r->w->dp_size, &ro.global_batch))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %d ranks: the global batch is more than %lld",
-                           (long long)o->batch, r->w->dp_size, (long long)INT64_MAX);
+    ro.global_batch = r->global_batch;
     ro.dp_rank = r->w->dp_rank;
     ro.dp_size = r->w->dp_size;
     ro.seed = (uint64_t)o->seed;
@@ -165,14 +230,18 @@ static erase_status_t open_readers(run_t *r)
     ro.batch_alloc = staging_alloc;
     ro.batch_free = staging_free;
     ro.batch_ctx = r->dev;
-    const char *train_in[1] = { o->train };
-    const char *eval_in[1] = { o->eval[0] ? o->eval : o->train };
+    char train_buf[sizeof o->train], eval_buf[sizeof o->eval];
+    const char *train_in[MAX_INPUTS], *eval_in[MAX_INPUTS];
+    int n_train, n_eval;
+    TRY(split_inputs("train", o->train, train_buf, sizeof train_buf, train_in, &n_train));
+    TRY(split_inputs(o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train, eval_buf, sizeof eval_buf,
+                     eval_in, &n_eval));
     if (!o->eval[0]) {
         ro.part = ERASE_CTR_PART_TRAIN;
         ro.eval_fraction = o->eval_fraction;
     }
     char why[2048];
-    if (erase_ctr_reader_open(train_in, 1, &ro, &r->train) != ERASE_OK) {
+    if (erase_ctr_reader_open(train_in, n_train, &ro, &r->train) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
     }
@@ -180,9 +249,10 @@ static erase_status_t open_readers(run_t *r)
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_CTR_PART_ALL : ERASE_CTR_PART_EVAL;
-    if (erase_ctr_reader_open(eval_in, 1, &eo, &r->eval) != ERASE_OK) {
+    if (erase_ctr_reader_open(eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train", eval_in[0], why);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
+                           o->eval[0] ? o->eval : o->train, why);
     }
     TRY(erase_ctr_reader_check_tables(r->train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, r->cfg.ctr.table_rows));
     return ERASE_OK;
@@ -225,7 +295,7 @@ static erase_status_t setup_training(run_t *r)
     if (r->total_steps < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
                            (long long)o->epochs, (long long)info.steps_per_epoch);
-    TRY(erase_network_create(r->dev, &r->cfg, (int)o->batch, &r->net));
+    TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
@@ -247,13 +317,13 @@ static erase_status_t setup_training(run_t *r)
     so.trace = o->trace[0] != 0;
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
 
-    size_t n = (size_t)o->batch;
+    size_t n = (size_t)r->rank_batch;
     TRY(erase_malloc(r->dev, n * ERASE_CTR_DENSE * sizeof(float), (void **)&r->batch.dense));
     TRY(erase_malloc(r->dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&r->batch.sparse));
     TRY(erase_malloc(r->dev, n * sizeof(float), (void **)&r->batch.label));
     if (!(r->logits = malloc(n * sizeof(float))))
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the logits of --batch %lld",
-                           (long long)o->batch);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the logits of %lld samples per rank",
+                           (long long)r->rank_batch);
     TRY(alloc_step_times(0, r->total_steps, &r->step_s));
     return ERASE_OK;
 }
@@ -617,7 +687,7 @@ static void summary(run_t *r)
     int64_t done = r->step - r->first_step; /* steps of this run (after a resume: since it) */
     int64_t warmup = done >= 20 ? 5 : done / 4, n = done - warmup;
     double *qps = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    double global = (double)(o->batch * r->w->dp_size), total_s = 0;
+    double global = (double)r->global_batch, total_s = 0;
     for (int64_t i = r->first_step; i < r->step; i++)
         total_s += r->step_s[i];
     for (int64_t i = 0; i < n; i++)
@@ -686,7 +756,7 @@ static erase_status_t resume_total_steps(run_t *r)
     const train_options_t *o = r->o;
     erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
     erase_ctr_cursor_t c = erase_ctr_reader_cursor(r->train);
-    int64_t global = o->batch * r->w->dp_size;
+    int64_t global = r->global_batch;
     int64_t left = 0;
     if (c.epoch < o->epochs) {
         int64_t rest = info.samples - c.samples;
@@ -768,6 +838,8 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
     erase_status_t st = setup_model(&r, usage);
     if (st == ERASE_OK)
+        st = batch_sizes(&r);
+    if (st == ERASE_OK)
         st = open_device(&r);
     if (st == ERASE_OK)
         st = open_host_stream(&r);
@@ -781,14 +853,16 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
         char dev[512];
         erase_device_describe(r.dev, dev, sizeof dev);
         erase_ctr_reader_info_t ti = erase_ctr_reader_info(r.train), ei = erase_ctr_reader_info(r.eval);
+        char data[sizeof o->train + 32];
+        inputs_text(o->train, data, sizeof data);
         printf("erase-train: %d rank%s on %s\n  device %s\n  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n",
-               w->size, w->size == 1 ? "" : "s", w->host, dev, o->train, (long long)ti.samples,
+               w->size, w->size == 1 ? "" : "s", w->host, dev, data, (long long)ti.samples,
                (long long)ti.steps_per_epoch, (long long)ei.samples);
         fflush(stdout);
     }
     /* checkpoints: --resume / --init-from load here, before the first step */
     train_ckpt_env_t ce = { .o = o, .w = w, .host = r.host, .cfg = &r.cfg, .net = r.net, .opt = r.opt,
-                            .train = r.train, .global_batch = o->batch * w->dp_size, .tty = r.tty };
+                            .train = r.train, .global_batch = r.global_batch, .tty = r.tty };
     train_ckpt_pos_t pos;
     int resumed = 0;
     if (st == ERASE_OK)

@@ -3,6 +3,8 @@
 # erase-convert, erase-inspect and erase-bench on bad input, the metrics file.
 APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh tests/apps/test-tool-errors.sh \
 	tests/apps/test-metrics.sh tests/apps/test-bench-subnormal.sh tests/apps/test-bench-output.sh
+# erase-inspect data's distinct ids against the Criteo sample's TSV (issue 14)
+APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 

@@ -28,13 +28,6 @@
 #include "tests/ckpt/ckpt_util.h"
 #include "tests/io/io_util.h"
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
-
 static char *scratch;
 
 /* A small state: an embedding table, a weight, a bias; two optimizer slots. */

@@ -232,7 +232,10 @@ tap $? "--init-from-optimizer with another optimizer: refused (status $rc), advi
 [ $rc = 1 ] || show "$out"
 apps/erase-convert synth -q -o "$dir/small" --rows 1000 --chunk-rows 256 >"$dir/small.log" 2>&1
 out=$dir/small.out
-train 2 --batch 12 --steps 50 --resume "$R/ckpt-40.h5" --train "$dir/small"
+# not train(): a second --train would add $dir/small to its $dir/data
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/small" --model "$dir/model.cfg" \
+    --device cpu --quiet --batch 12 --steps 50 --resume "$R/ckpt-40.h5" >"$out" 2>&1
+rc=$?
 [ $rc = 1 ] && grep -q -F -e "--resume: the checkpoint's data cursor (epoch 0, sample 960 of the epoch) is not in --train $dir/small (800 training samples): resume on the same data, or start a new run from its parameters with --init-from" "$out"
 tap $? "--resume on smaller data: refused (status $rc), the cursor and the data named, --init-from suggested"
 [ $rc = 1 ] || show "$out"

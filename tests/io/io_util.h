@@ -10,6 +10,15 @@
 #error "ERASE_DATA_DIR (the data directory of the source tree) must be defined"
 #endif
 
+/* MUST(call): a cmocka failure naming the call and the error when an
+ * erase_status_t call fails (the test includes cmocka.h). */
+#define MUST(call)                                                                         \
+    do {                                                                                   \
+        erase_status_t must_s_ = (call);                                                   \
+        if (must_s_ != ERASE_OK)                                                           \
+            fail_msg("%s failed: %s", #call, erase_error_message());                       \
+    } while (0)
+
 /* A sample of data/criteo by name, e.g. "kaggle-train-first9999.tsv". */
 const char *io_sample(const char *name);
 

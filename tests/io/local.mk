@@ -1,6 +1,6 @@
 # tests/io: Criteo conversion, CTR shards and the reader, synthetic data, MNIST (make check).
 if HAVE_CMOCKA
-IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-synth tests/io/test-mnist
+IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct
 check_PROGRAMS += $(IO_TESTS)
 TESTS += $(IO_TESTS)
 IO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) -DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
@@ -22,6 +22,10 @@ tests_io_test_mnist_SOURCES = tests/io/test-mnist.c tests/io/io_util.c tests/io/
 tests_io_test_mnist_CPPFLAGS = $(IO_TEST_CPPFLAGS) $(ZLIB_CPPFLAGS)
 tests_io_test_mnist_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_mnist_LDADD = $(IO_TEST_LIBS)
+tests_io_test_distinct_SOURCES = tests/io/test-distinct.c
+tests_io_test_distinct_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_distinct_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_distinct_LDADD = $(IO_TEST_LIBS)
 endif
 
 # The reader in a real MPI job (3 ranks under mpirun; the driver judges).

@@ -28,13 +28,6 @@
 #include "io/ctr_index.h"
 #include "tests/io/io_util.h"
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
-
 static char *scratch;
 
 /* ---- lines built from 40 fields ------------------------------------------- */

@@ -27,13 +27,6 @@
 _Static_assert(ERASE_CTR_SHARD_DENSE == ERASE_CTR_DENSE, "shards and the ctr model disagree on dense features");
 _Static_assert(ERASE_CTR_SHARD_FIELDS == ERASE_CTR_FIELDS, "shards and the ctr model disagree on fields");
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
-
 #define ROWS 60000
 
 static char *scratch;
