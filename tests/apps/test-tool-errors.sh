@@ -10,7 +10,7 @@ need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..17"
+echo "1..18"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -59,6 +59,17 @@ rc=$?
 expect 1 "$dir/err" \
     "erase-inspect ckpt: error: $dir/junk.h5: cannot open as HDF5 (truncated or not a checkpoint): file signature not found"
 tap $? "erase-inspect ckpt on a file that is not HDF5: status $rc"
+
+# a FIFO named in index.txt (it hung erase-inspect data and erase-train
+# forever): refused as not a regular file, under a time limit
+mkdir "$dir/fifo"
+mkfifo "$dir/fifo/part-00000.h5"
+printf '# erase index\npart-00000.h5 100\n' >"$dir/fifo/index.txt"
+timeout -k 5 60 apps/erase-inspect data "$dir/fifo" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-inspect data: error: $dir/fifo/index.txt:2: part-00000.h5 is a FIFO, expected a regular file"
+tap $? "erase-inspect data with a FIFO in index.txt: status $rc (124: it hung), the line and the file named"
+tap_report "$dir/err"
 
 apps/erase-inspect data "$dir/junk.h5" >/dev/null 2>"$dir/err"
 rc=$?
