@@ -12,13 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A usage error: one line "erase-train: what", printed once (by rank 0 of
- * the job, or of the launcher before MPI start-up); the exit status 2. */
-static int usage_error(int rank)
+/* An error every rank found alike (a usage error: status 2; a bad model
+ * file: 1): one line "erase-train: what", printed once (by rank 0 of the
+ * job, or of the launcher before MPI start-up); returns `status`. */
+static int error_once(int rank, int status)
 {
     if (rank <= 0)
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
-    return 2;
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (st != ERASE_OK)
-        return usage_error(train_launcher_rank());
+        return error_once(train_launcher_rank(), 2);
     if (o.checkpoint_dir[0] && train_ckpt_catch_signals() != ERASE_OK) {
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 1;
@@ -44,10 +45,10 @@ int main(int argc, char **argv)
         erase_fatal(__FILE__, __LINE__, "erase-train: MPI start-up", st);
     if (getenv("ERASE_DEBUG_RAISE_AT_START"))
         raise(SIGUSR1); /* a test's signal during start-up (apps/train/checkpoint.h) */
-    int usage;
-    st = train_run(&o, &world, &usage);
-    if (st != ERASE_OK && usage) { /* every rank found it: no abort, no call chain */
-        int code = usage_error(world.rank);
+    int alike;
+    st = train_run(&o, &world, &alike);
+    if (st != ERASE_OK && alike) { /* every rank found it: no abort, no call chain */
+        int code = error_once(world.rank, alike);
         erase_world_finalize();
         return code;
     }

@@ -828,15 +828,32 @@ int train_launcher_rank(void)
     return -1;
 }
 
-erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *usage)
+/* A failure of setup_model, where every rank reads the same model file and
+ * options: when every rank failed alike, *alike = 2 (a usage error) or 1 (a
+ * bad model file) and the job ends cleanly; when only some did, the error
+ * takes the fatal path. */
+static erase_status_t agree_on_model(const run_t *r, erase_status_t st, int usage, int *alike)
 {
-    *usage = 0;
+    int all, any;
+    ERASE_CHECK(erase_world_agree(st != ERASE_OK, &all, &any));
+    if (any && all)
+        *alike = usage ? 2 : 1;
+    else if (any && st == ERASE_OK)
+        return ERASE_ERROR(ERASE_ERR_STATE, "another rank could not set up the model (--model %s)", r->o->model);
+    return st;
+}
+
+erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *alike)
+{
+    *alike = 0;
+    int usage = 0;
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
-    erase_status_t st = setup_model(&r, usage);
+    erase_status_t st = setup_model(&r, &usage);
+    st = agree_on_model(&r, st, usage, alike);
     if (st == ERASE_OK)
         st = batch_sizes(&r);
     if (st == ERASE_OK)

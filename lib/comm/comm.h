@@ -135,6 +135,17 @@ erase_comm_t *erase_pp_comm(void);
  * is not initialised. */
 void erase_world_finalize(void);
 
+/*
+ * Whether a start-up check failed on every rank alike: each rank passes
+ * `failed` (0 or 1); *any = 1 when some rank failed, *all = 1 when every
+ * rank did. Checks that every rank makes on the same inputs (a model file,
+ * options the model cannot take) then end the job cleanly when all agree,
+ * and through erase_fatal when only some failed (a file one host cannot
+ * read). Blocking, on MPI_COMM_WORLD, from the main thread. Errors:
+ * ERASE_ERR_COMM.
+ */
+erase_status_t erase_world_agree(int failed, int *all, int *any);
+
 /* Cores each rank of this host may use: online cores / ranks on the host
  * (at least 1), for erase_device_options_t.cores. */
 int erase_world_cores_per_rank(const erase_world_t *world);

@@ -240,6 +240,15 @@ erase_comm_t *erase_pp_comm(void)
     return g.pp;
 }
 
+erase_status_t erase_world_agree(int failed, int *all, int *any)
+{
+    int mine[2] = { failed != 0, failed == 0 }, most[2];
+    COMM_MPI_CHECK(MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "agreeing on a start-up failure");
+    *any = most[0];
+    *all = !most[1];
+    return ERASE_OK;
+}
+
 int erase_world_cores_per_rank(const erase_world_t *world)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);

@@ -33,7 +33,7 @@ static int is_name_char(char c)
 /* The number token at t[i..] (a sign or a digit first): its end in *end;
  * a too-large integer is an error naming `key`. */
 static erase_status_t number(const char *t, size_t len, size_t i, const char *name, int line,
-                             const char *key, size_t *end)
+                             const char *key, int in_array, size_t *end)
 {
     size_t j = i + (t[i] == '-' || t[i] == '+');
     int hex = j + 2 < len && t[j] == '0' && (t[j + 1] == 'x' || t[j + 1] == 'X') &&
@@ -78,7 +78,8 @@ static erase_status_t number(const char *t, size_t len, size_t i, const char *na
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s: %.*sL does not fit 64 bits", name, line, key, shown,
                            t + i);
     return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s: %.*s does not fit 32 bits (libconfig would wrap it); "
-                       "write %.*sL for a 64-bit integer", name, line, key, shown, t + i, shown, t + i);
+                       "write %.*sL for a 64-bit integer%s", name, line, key, shown, t + i, shown, t + i,
+                       in_array ? " (and every integer of this array with L: an array holds one type)" : "");
 }
 
 /* The @include line at t[i..] (i at '@'): the file it names must be a
@@ -123,7 +124,7 @@ static erase_status_t include(const char *t, size_t len, size_t i, const char *n
 
 static erase_status_t check(const char *t, size_t len, const char *name, int depth)
 {
-    int line = 1, line_start = 1, groups = 0;
+    int line = 1, line_start = 1, groups = 0, arrays = 0; /* arrays: open [ */
     char key[64] = "value", path[256] = "", full[320];
     size_t ends[32]; /* path lengths outside each open group */
     size_t i = 0;
@@ -134,6 +135,10 @@ static erase_status_t check(const char *t, size_t len, const char *name, int dep
             snprintf(path + strlen(path), sizeof path - strlen(path), "%s%s", path[0] ? "." : "", key);
         } else if (c == '}' && groups > 0) {
             path[ends[--groups]] = '\0';
+        } else if (c == '[') {
+            arrays++;
+        } else if (c == ']' && arrays > 0) {
+            arrays--;
         }
         if (c == '\0')
             return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: a NUL byte: the file is not text (libconfig would "
@@ -190,7 +195,7 @@ static erase_status_t check(const char *t, size_t len, const char *name, int dep
         if (isdigit((unsigned char)c) ||
             ((c == '-' || c == '+') && i + 1 < len && isdigit((unsigned char)t[i + 1]))) {
             snprintf(full, sizeof full, "%s%s%s", path, path[0] ? "." : "", key);
-            ERASE_CHECK(number(t, len, i, name, line, full, &i));
+            ERASE_CHECK(number(t, len, i, name, line, full, arrays > 0, &i));
             continue;
         }
         if (c == '.' && i + 1 < len && isdigit((unsigned char)t[i + 1])) { /* a float like .5 */

@@ -17,7 +17,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..51"
+echo "1..52"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -178,6 +178,18 @@ sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' "$dir/err" >"$dir/err.own"
     [ "$(cat "$dir/err.own")" = "erase-train: --cuts 7: expected all, none or boundaries 1..6 separated by commas" ]
 tap $? "--cuts 7 for a 7-block model under mpirun -np 2: one line from rank 0, status $rc, no abort"
 [ $rc = 2 ] || tap_report "$dir/err"
+
+# a bad model file, read alike by every rank after MPI start-up: one line
+# from rank 0 naming file:line, status 1, no MPI_ABORT banner, no call chain
+printf 'model = "ctr";\nctr: { table_rows = 4294967303L; };\n' >"$dir/wide.model"
+ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" \
+    --model "$dir/wide.model" --quiet >"$dir/out" 2>"$dir/err"
+rc=$?
+sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' "$dir/err" >"$dir/err.own"
+[ $rc = 1 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
+    [ "$(cat "$dir/err.own")" = "erase-train: $dir/wide.model:2: ctr.table_rows: expected an integer in 2..4294967295, got 4294967303" ]
+tap $? "a model file's table_rows = 4294967303L under mpirun -np 2: one line from rank 0, status $rc, no abort"
+[ $rc = 1 ] || tap_report "$dir/err"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?

@@ -494,7 +494,8 @@ static void test_error_wide_integer(void **state)
                      "write 4294967303L for a 64-bit integer");
     expect_ctr_error("  table_rows = [10007, # a comment 4294967303\n 4294977303];",
                      "bad.cfg:4: ctr.table_rows: 4294977303 does not fit 32 bits (libconfig would wrap it); "
-                     "write 4294977303L for a 64-bit integer");
+                     "write 4294977303L for a 64-bit integer (and every integer of this array with L: an "
+                     "array holds one type)");
     expect_error("model = \"ctr\";\nseed = 4294967297;\n",
                  "bad.cfg:2: seed: 4294967297 does not fit 32 bits (libconfig would wrap it); write "
                  "4294967297L for a 64-bit integer");
