@@ -17,6 +17,7 @@ io_liberase_io_a_SOURCES = \
 	io/ctr_index.c io/ctr_index.h \
 	io/ctr_dataset_write.c io/ctr_dataset_write.h \
 	io/ctr_stats.c io/ctr_stats.h \
+	io/reader.c io/reader.h \
 	io/ctr_reader.c io/ctr_reader.h \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h

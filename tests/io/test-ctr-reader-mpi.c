@@ -16,9 +16,9 @@
 
 #define G 1000
 
-static erase_ctr_reader_t *open_reader(const char *dir, int rank, int size)
+static erase_reader_t *open_reader(const char *dir, int rank, int size)
 {
-    erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
+    erase_reader_options_t o = erase_reader_options_default();
     o.global_batch = G;
     o.dp_rank = rank;
     o.dp_size = size;
@@ -26,7 +26,7 @@ static erase_ctr_reader_t *open_reader(const char *dir, int rank, int size)
     o.block_rows = 500;
     o.drop_last = 0;
     const char *in[1] = { dir };
-    erase_ctr_reader_t *r;
+    erase_reader_t *r;
     ERASE_MUST(erase_ctr_reader_open(in, 1, &o, &r));
     return r;
 }
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
-    erase_ctr_reader_t *mine = open_reader(argv[1], rank, size), *ref = rank == 0 ? open_reader(argv[1], 0, 1) : NULL;
+    erase_reader_t *mine = open_reader(argv[1], rank, size), *ref = rank == 0 ? open_reader(argv[1], 0, 1) : NULL;
     int64_t *ids = malloc(sizeof(int64_t) * G);
     float *dense = malloc(sizeof(float) * G * 13), *label = malloc(sizeof(float) * G);
     uint32_t *sparse = malloc(sizeof(uint32_t) * G * 26);
@@ -96,8 +96,8 @@ int main(int argc, char **argv)
                wrong == 0 && disagree == 0 && compared == 2 * 9999 ? "ok" : "not ok", size, steps, compared, wrong,
                disagree);
     fflush(stdout);
-    erase_ctr_reader_close(mine);
-    erase_ctr_reader_close(ref);
+    erase_reader_close(mine);
+    erase_reader_close(ref);
     free(ids);
     free(dense);
     free(label);
