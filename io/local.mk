@@ -9,6 +9,7 @@ io_liberase_io_a_SOURCES = \
 	io/cls_shard.c io/cls_shard.h \
 	io/cls_shard_write.c io/cls_shard_write.h \
 	io/cls_stats.c io/cls_stats.h \
+	io/cls_reader.c io/cls_reader.h \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
