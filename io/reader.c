@@ -634,13 +634,13 @@ void erase_reader_close(erase_reader_t *r)
 erase_reader_info_t erase_reader_info(const erase_reader_t *r)
 {
     erase_reader_info_t i = { .shards = r->nshards,
-                                  .total_rows = r->total_rows,
-                                  .samples = r->samples,
-                                  .steps_per_epoch = r->steps,
-                                  .blocks = r->nblocks,
-                                  .max_local = r->max_local,
-                                  .chunk_rows = r->chunk_rows,
-                                  .layout = r->layout };
+                              .total_rows = r->total_rows,
+                              .samples = r->samples,
+                              .steps_per_epoch = r->steps,
+                              .blocks = r->nblocks,
+                              .max_local = r->max_local,
+                              .chunk_rows = r->chunk_rows,
+                              .layout = r->layout };
     return i;
 }
 

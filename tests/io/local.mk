@@ -28,10 +28,11 @@ tests_io_test_mnist_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_mnist_LDADD = $(IO_TEST_LIBS)
 endif
 
-# The reader in a real MPI job (3 ranks under mpirun; the driver judges).
-check_PROGRAMS += tests/io/test-ctr-reader-mpi
-tests_io_test_ctr_reader_mpi_SOURCES = tests/io/test-ctr-reader-mpi.c
-tests_io_test_ctr_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
-tests_io_test_ctr_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
-TESTS += tests/io/test-ctr-reader-mpi.sh
-EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh
+# The reader in a real MPI job (CTR rows on 3 ranks, classification rows
+# on 2, under mpirun; the drivers judge).
+check_PROGRAMS += tests/io/test-reader-mpi
+tests_io_test_reader_mpi_SOURCES = tests/io/test-reader-mpi.c
+tests_io_test_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
+tests_io_test_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh
+EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/reader-mpi.sh
