@@ -28,20 +28,18 @@ enum { ERASE_CLS_PARAM_FEATURES = 0, ERASE_CLS_PARAM_CLASSES };
  * errors). */
 extern const erase_row_format_t erase_cls_rows;
 
-/* A batch of a classification reader, typed. Pointers stay valid as
- * those of the batch they come from. */
+/* A batch of a classification reader, typed: the fields named, the rest
+ * as in erase_reader_batch_t. Pointers stay valid as those of the batch
+ * they come from. */
 typedef struct {
-    int64_t size;            /* n: this rank's rows (0 <= n <= ceil(G/D)) */
-    int64_t features_per_row;/* F */
-    const float *features;   /* [n, F] */
-    const int32_t *classes;  /* [n]: 0..C-1 */
-    const int64_t *row_id;   /* [n]: each row's index in all shards concatenated, file order */
-    int64_t epoch;           /* epoch of this batch */
-    int64_t step;            /* step within the epoch, 0-based */
-    int64_t first_sample;    /* position of this rank's first row in the epoch's global order */
-    int64_t global_size;     /* m: rows of the whole global batch (all ranks) */
-    int end_of_epoch;        /* 1: no data; epoch `epoch` is complete */
-    double wait_s;           /* seconds this call waited for the batch */
+    int64_t size;             /* n: this rank's rows */
+    int64_t features_per_row; /* F */
+    const float *features;    /* [n, F] */
+    const int32_t *classes;   /* [n]: 0..C-1 */
+    const int64_t *row_id;    /* [n] */
+    int64_t epoch, step, first_sample, global_size;
+    int end_of_epoch;
+    double wait_s;
 } erase_cls_batch_t;
 
 /* erase_reader_open with the classification format: its errors, those of

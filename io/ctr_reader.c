@@ -28,31 +28,47 @@ static int64_t ctr_chunk_rows(const void *shard)
     return erase_ctr_shard_chunk_rows(shard);
 }
 
+/* Raw arrays: the rows as erase_ctr_shard_read gives them. */
+enum { RAW_LABEL = 0, RAW_DENSE, RAW_SPARSE };
+
 static void ctr_layout(const void *shard, erase_row_layout_t *l)
 {
     (void)shard;
     *l = (erase_row_layout_t){ .nfields = 3,
                                .field = { [ERASE_CTR_FIELD_DENSE] = { "dense", sizeof(float), DENSE },
                                           [ERASE_CTR_FIELD_SPARSE] = { "sparse", sizeof(uint32_t), FIELDS },
-                                          [ERASE_CTR_FIELD_LABEL] = { "label", sizeof(float), 1 } } };
+                                          [ERASE_CTR_FIELD_LABEL] = { "label", sizeof(float), 1 } },
+                               .nraw = 3,
+                               .raw = { [RAW_LABEL] = { sizeof(uint8_t), 1 },
+                                        [RAW_DENSE] = { sizeof(float), DENSE },
+                                        [RAW_SPARSE] = { sizeof(uint32_t), FIELDS } } };
 }
 
-/* Rows as stored, decoded in place: dense and sparse straight into their
- * fields, the uint8 labels into the first bytes of the float label field,
- * widened from the last row down (row i's float never covers a later
- * row's byte before it is read). */
-static erase_status_t ctr_read(void *shard, int64_t begin, int64_t count, void *const *field)
+static erase_status_t ctr_read(void *shard, int64_t begin, int64_t count, void *const *raw)
 {
-    float *dense = field[ERASE_CTR_FIELD_DENSE], *label = field[ERASE_CTR_FIELD_LABEL];
-    uint8_t *raw = field[ERASE_CTR_FIELD_LABEL];
-    ERASE_CHECK(erase_ctr_shard_read(shard, begin, count, raw, dense, field[ERASE_CTR_FIELD_SPARSE]));
-    for (int64_t i = 0; i < count * DENSE; i++) {
-        float x = dense[i];
-        dense[i] = isnan(x) ? 0.0f : log1pf(x > 0.0f ? x : 0.0f);
+    return erase_ctr_shard_read(shard, begin, count, raw[RAW_LABEL], raw[RAW_DENSE], raw[RAW_SPARSE]);
+}
+
+/* The model's inputs: dense log1p(max(x, 0)), missing (NaN) -> 0; ids as
+ * stored; the label as a float. */
+static void ctr_decode(const erase_row_layout_t *layout, const void *const *raw, const uint32_t *index,
+                       int64_t count, void *const *field)
+{
+    (void)layout;
+    const uint8_t *label = raw[RAW_LABEL];
+    const float *dense = raw[RAW_DENSE];
+    const uint32_t *sparse = raw[RAW_SPARSE];
+    float *d = field[ERASE_CTR_FIELD_DENSE], *l = field[ERASE_CTR_FIELD_LABEL];
+    uint32_t *s = field[ERASE_CTR_FIELD_SPARSE];
+    for (int64_t t = 0; t < count; t++) {
+        size_t src = index ? index[t] : (size_t)t;
+        for (int j = 0; j < DENSE; j++) {
+            float x = dense[src * DENSE + (size_t)j];
+            d[t * DENSE + j] = isnan(x) ? 0.0f : log1pf(x > 0.0f ? x : 0.0f);
+        }
+        memcpy(s + t * FIELDS, sparse + src * FIELDS, sizeof(uint32_t) * FIELDS);
+        l[t] = label[src] ? 1.0f : 0.0f;
     }
-    for (int64_t i = count - 1; i >= 0; i--)
-        label[i] = raw[i] ? 1.0f : 0.0f;
-    return ERASE_OK;
 }
 
 const erase_row_format_t erase_ctr_rows = { .name = "ctr",
@@ -61,7 +77,8 @@ const erase_row_format_t erase_ctr_rows = { .name = "ctr",
                                             .rows = ctr_rows,
                                             .chunk_rows = ctr_chunk_rows,
                                             .layout = ctr_layout,
-                                            .read = ctr_read };
+                                            .read = ctr_read,
+                                            .decode = ctr_decode };
 
 erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const erase_reader_options_t *options,
                                      erase_reader_t **out)

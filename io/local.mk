@@ -1,4 +1,5 @@
-# io/: HDF5 data files (CTR shards: writer, validated reader with prefetch),
+# io/: HDF5 data files (CTR and classification shards: writers, validated
+# reads, the batch reader with prefetch and its row formats),
 # Criteo text parsing and conversion, synthetic data. Uses lib/core.
 noinst_LIBRARIES += io/liberase_io.a
 io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)

@@ -1,6 +1,7 @@
 #include "io/reader.h"
 
 #include "io/ctr_index.h"
+#include "lib/core/checked.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 
@@ -24,7 +25,7 @@ typedef struct {
 typedef struct {
     int64_t block;  /* block index, -1: empty */
     int64_t epoch;  /* epoch of `perm` */
-    void *field[ERASE_READER_MAX_FIELDS]; /* [block_rows, width] each, decoded */
+    void *raw[ERASE_READER_MAX_FIELDS]; /* [block_rows, width] each, as stored */
     uint32_t *perm;
     uint64_t used;  /* LRU stamp */
 } cached_block_t;
@@ -49,6 +50,7 @@ struct erase_reader {
     erase_reader_options_t o;
     erase_row_layout_t layout; /* of the first shard */
     size_t row_bytes[ERASE_READER_MAX_FIELDS]; /* bytes of one row of each field */
+    size_t raw_bytes[ERASE_READER_MAX_FIELDS]; /* bytes of one row of each raw array */
     int64_t chunk_rows;        /* of the first shard */
     int nshards;
     char **paths;  /* [nshards] */
@@ -66,6 +68,7 @@ struct erase_reader {
     int64_t *prefix;     /* [nblocks + 1]: epoch position where each place starts */
     cached_block_t cache[2];
     uint64_t stamp;
+    void *scratch[ERASE_READER_MAX_FIELDS]; /* [max_local] raw rows read in file order (no shuffle) */
 
     /* the ring of batches between the producer and the caller */
     slot_t *slots;
@@ -139,9 +142,11 @@ static erase_status_t check_layout(const erase_reader_t *r, const char *path, co
             return ERASE_ERROR(ERASE_ERR_FORMAT,
                                "%s: %" PRId64 " %s, the first shard %s has %" PRId64 ": every shard must have the same",
                                path, l->param[p].value, f->param[p].name, first, f->param[p].value);
-    int same = l->nfields == f->nfields && l->nparams == f->nparams;
+    int same = l->nfields == f->nfields && l->nraw == f->nraw && l->nparams == f->nparams;
     for (int k = 0; same && k < f->nfields; k++)
         same = l->field[k].elem_bytes == f->field[k].elem_bytes && l->field[k].width == f->field[k].width;
+    for (int k = 0; same && k < f->nraw; k++)
+        same = l->raw[k].elem_bytes == f->raw[k].elem_bytes && l->raw[k].width == f->raw[k].width;
     if (!same)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: its rows differ from those of the first shard %s (%s format)", path,
                            first, r->fmt->name);
@@ -176,11 +181,12 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
             r->chunk_rows = fmt->chunk_rows(h);
         }
         fmt->close(h);
-        if (layout.nfields < 1 || layout.nfields > ERASE_READER_MAX_FIELDS || layout.nparams < 0 ||
-            layout.nparams > ERASE_READER_MAX_PARAMS) {
-            st = ERASE_ERROR(ERASE_ERR_INVALID, "row format %s: %d fields and %d parameters (1..%d and 0..%d)",
-                             fmt->name, layout.nfields, layout.nparams, ERASE_READER_MAX_FIELDS,
-                             ERASE_READER_MAX_PARAMS);
+        if (layout.nfields < 1 || layout.nfields > ERASE_READER_MAX_FIELDS || layout.nraw < 1 ||
+            layout.nraw > ERASE_READER_MAX_FIELDS || layout.nparams < 0 || layout.nparams > ERASE_READER_MAX_PARAMS) {
+            st = ERASE_ERROR(ERASE_ERR_INVALID,
+                             "row format %s: %d fields, %d raw arrays and %d parameters (1..%d, 1..%d, 0..%d)",
+                             fmt->name, layout.nfields, layout.nraw, layout.nparams, ERASE_READER_MAX_FIELDS,
+                             ERASE_READER_MAX_FIELDS, ERASE_READER_MAX_PARAMS);
             break;
         }
         if (i > 0 && (st = check_layout(r, list.paths[i], &layout, list.paths[0])) != ERASE_OK)
@@ -205,9 +211,15 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
         r->total_rows += rows;
     }
     erase_ctr_list_free(&list);
-    if (st == ERASE_OK)
-        for (int k = 0; k < r->layout.nfields; k++)
-            r->row_bytes[k] = r->layout.field[k].elem_bytes * (size_t)r->layout.field[k].width;
+    const erase_row_layout_t *l = &r->layout;
+    for (int k = 0; st == ERASE_OK && k < l->nfields; k++)
+        if (l->field[k].width < 1 || !erase_bytes(l->field[k].elem_bytes, l->field[k].width, 1, &r->row_bytes[k]))
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s rows: field %s of %" PRId64 " elements is too large or empty",
+                             fmt->name, l->field[k].name, l->field[k].width);
+    for (int k = 0; st == ERASE_OK && k < l->nraw; k++)
+        if (l->raw[k].width < 1 || !erase_bytes(l->raw[k].elem_bytes, l->raw[k].width, 1, &r->raw_bytes[k]))
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s rows: raw array %d of %" PRId64 " elements is too large or empty",
+                             fmt->name, k, l->raw[k].width);
     return st;
 }
 
@@ -313,22 +325,33 @@ static void batch_free(erase_reader_t *r, void *ptr)
         free(ptr);
 }
 
-/* The shuffle caches and the prefetch + 1 batch slots. */
+/* `rows` rows of each of `n` arrays of row_bytes[k] bytes into p[k]
+ * (malloc); 0 when out of memory or too large. */
+static int alloc_rows(void **p, const size_t *row_bytes, int n, int64_t rows)
+{
+    for (int k = 0; k < n; k++) {
+        size_t bytes;
+        if (!erase_bytes(row_bytes[k], rows, 1, &bytes) || !(p[k] = malloc(bytes)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The shuffle caches or scratch rows, and the prefetch + 1 batch slots. */
 static erase_status_t alloc_buffers(erase_reader_t *r)
 {
     int64_t B = r->o.block_rows, L = r->max_local > 0 ? r->max_local : 1;
-    const int nf = r->layout.nfields;
+    const int nf = r->layout.nfields, nraw = r->layout.nraw;
     for (int c = 0; c < 2; c++) {
         cached_block_t *k = &r->cache[c];
         k->block = -1;
         if (!r->o.shuffle)
             continue;
-        int ok = (k->perm = malloc(sizeof(uint32_t) * (size_t)B)) != NULL;
-        for (int f = 0; f < nf; f++)
-            ok &= (k->field[f] = malloc(r->row_bytes[f] * (size_t)B)) != NULL;
-        if (!ok)
+        if (!(k->perm = malloc(sizeof(uint32_t) * (size_t)B)) || !alloc_rows(k->raw, r->raw_bytes, nraw, B))
             return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %" PRId64 "-row blocks", B);
     }
+    if (!r->o.shuffle && !alloc_rows(r->scratch, r->raw_bytes, nraw, L))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
     r->nslots = r->o.prefetch + 1;
     r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
     if (!r->slots)
@@ -336,8 +359,10 @@ static erase_status_t alloc_buffers(erase_reader_t *r)
     for (int s = 0; s < r->nslots; s++) {
         slot_t *b = &r->slots[s];
         int ok = (b->row_id = malloc(sizeof(int64_t) * (size_t)L)) != NULL;
-        for (int f = 0; f < nf; f++)
-            ok &= (b->field[f] = batch_alloc(r, r->row_bytes[f] * (size_t)L)) != NULL;
+        for (int f = 0; f < nf; f++) {
+            size_t bytes;
+            ok = ok && erase_bytes(r->row_bytes[f], L, 1, &bytes) && (b->field[f] = batch_alloc(r, bytes)) != NULL;
+        }
         if (!ok)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
     }
@@ -410,7 +435,7 @@ static erase_status_t cached_block(erase_reader_t *r, int64_t block, int64_t epo
         k->block = -1;
         void *h;
         ERASE_CHECK(shard_handle(r, b->shard, &h));
-        ERASE_CHECK(r->fmt->read(h, b->begin, b->count, k->field));
+        ERASE_CHECK(r->fmt->read(h, b->begin, b->count, k->raw));
         k->block = block;
         k->epoch = -1;
     }
@@ -443,24 +468,20 @@ static erase_status_t fill_rows(erase_reader_t *r, slot_t *s, int64_t epoch, int
         int64_t off = pos - r->prefix[place];
         int64_t take = b->count - off < hi - pos ? b->count - off : hi - pos;
         int64_t base = r->base[b->shard] + b->begin;
+        void *to[ERASE_READER_MAX_FIELDS] = { 0 };
+        for (int f = 0; f < nf; f++)
+            to[f] = (char *)s->field[f] + (size_t)i * r->row_bytes[f];
         if (r->o.shuffle) {
             cached_block_t *k;
             ERASE_CHECK(cached_block(r, block, epoch, &k));
-            for (int f = 0; f < nf; f++) {
-                const size_t w = r->row_bytes[f];
-                const char *from = k->field[f];
-                char *to = (char *)s->field[f] + (size_t)i * w;
-                for (int64_t t = 0; t < take; t++)
-                    memcpy(to + (size_t)t * w, from + (size_t)k->perm[off + t] * w, w);
-            }
+            r->fmt->decode(&r->layout, (const void *const *)k->raw, k->perm + off, take, to);
             for (int64_t t = 0; t < take; t++)
                 s->row_id[i + t] = base + k->perm[off + t];
         } else {
-            void *h, *to[ERASE_READER_MAX_FIELDS] = { 0 };
-            for (int f = 0; f < nf; f++)
-                to[f] = (char *)s->field[f] + (size_t)i * r->row_bytes[f];
+            void *h;
             ERASE_CHECK(shard_handle(r, b->shard, &h));
-            ERASE_CHECK(r->fmt->read(h, b->begin + off, take, to));
+            ERASE_CHECK(r->fmt->read(h, b->begin + off, take, r->scratch));
+            r->fmt->decode(&r->layout, (const void *const *)r->scratch, NULL, take, to);
             for (int64_t t = 0; t < take; t++)
                 s->row_id[i + t] = base + off + t;
         }
@@ -560,7 +581,7 @@ erase_status_t erase_reader_open(const erase_row_format_t *format, const char *c
 {
     *out = NULL;
     if (!format || !format->open || !format->close || !format->rows || !format->chunk_rows || !format->layout ||
-        !format->read)
+        !format->read || !format->decode)
         return ERASE_ERROR(ERASE_ERR_INVALID, "no row format, or one without its functions");
     erase_reader_options_t o = options ? *options : erase_reader_options_default();
     ERASE_CHECK(check_options(&o));
@@ -617,9 +638,11 @@ void erase_reader_close(erase_reader_t *r)
     free(r->prefix);
     for (int c = 0; c < 2; c++) {
         for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
-            free(r->cache[c].field[f]);
+            free(r->cache[c].raw[f]);
         free(r->cache[c].perm);
     }
+    for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
+        free(r->scratch[f]);
     for (int s = 0; r->slots && s < r->nslots; s++) {
         for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
             batch_free(r, r->slots[s].field[f]);

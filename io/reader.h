@@ -59,12 +59,12 @@
  *
  * Files. Every shard is opened and validated at open (the format's open),
  * and every shard must agree with the first on the format's parameters
- * (e.g. the feature count). Reading uses HDF5's default (non-MPI) file access, so every rank
- * of an MPI job opens the files read-only by itself; no MPI call is made.
- * The reading thread keeps at most
- * 8 shard files open (least recently used closed first), so a dataset may
- * have more shards than the process has file descriptors; a shard reopened
- * is validated again.
+ * (e.g. the feature count). Reading uses HDF5's default (non-MPI) file
+ * access, so every rank of an MPI job opens the files read-only by itself;
+ * no MPI call is made. The reading thread keeps at most 8 shard files open
+ * (least recently used closed first), so a dataset may have more shards
+ * than the process has file descriptors; a shard reopened is validated
+ * again.
  *
  * Cost of shuffling: a rank reads (and decompresses) every block its part
  * of a batch touches, whole. With blocks of at most G/D rows the ranks
@@ -75,21 +75,22 @@
  * blocks also draw each batch from more places in the files. Hence the
  * default of 1024, the writer's default chunk length.
  *
- * A row format decodes rows once, when they are read: a block read whole
- * for shuffling is held decoded, and a batch row is a copy of each field's
- * row. (CTR: log1p of the dense features is computed once per row read.)
+ * A row format reads rows as stored (a block read whole for shuffling is
+ * held as stored) and decodes only the rows a batch delivers.
  *
  * Windows (the lm task, not implemented yet). A token shard (erase-tok-1:
  * /tokens uint16 [N]) plugs in as a row format whose "row" is a window
  * start: rows() returns the number of windows, floor((N - 1) / T) for
  * windows of T+1 tokens starting every T tokens (or N - T for every start),
- * the layout has one field "tokens" (uint16 or int32, width T + 1), and
- * read(begin, count) copies, for each window w in [begin, begin + count),
- * tokens [w*T, w*T + T + 1) into row w - begin of that field (the windows
- * overlap by one token; rows need not be disjoint in the file). T comes
- * from the format's context (erase_row_format_t.ctx), set by the task
- * before open; the block shuffle, rank split and cursor then apply to
- * windows unchanged.
+ * the layout has one raw array (uint16, width T + 1) and one field
+ * "tokens" (int32, width T + 1), read(begin, count) copies, for each
+ * window w in [begin, begin + count), tokens [w*T, w*T + T + 1) into raw
+ * row w - begin (the windows overlap by one token; rows need not be
+ * disjoint in the file), and decode widens the chosen rows to int32. T comes
+ * from the format's context: the task fills its own copy of the format
+ * table with ctx pointing at T and passes it to erase_reader_open (open
+ * gets ctx). Blocks of block_rows windows, the shuffle, the rank split,
+ * the splits and the cursor then apply to windows unchanged.
  */
 #ifndef ERASE_IO_READER_H
 #define ERASE_IO_READER_H
@@ -106,7 +107,9 @@ typedef struct erase_reader erase_reader_t;
 
 /* The arrays of a row and the parameters of a shard, as a row format
  * describes them (erase_row_format_t.layout). Field f of a batch of n rows
- * is an array [n, width] of elements of elem_bytes bytes, row-major. */
+ * is an array [n, width] of elements of elem_bytes bytes, row-major; raw
+ * array a of n rows likewise: the rows as read from the shard, before
+ * decoding. */
 typedef struct {
     int nfields;
     struct {
@@ -114,6 +117,11 @@ typedef struct {
         size_t elem_bytes; /* 1, 2, 4 or 8 */
         int64_t width;     /* elements per row (>= 1) */
     } field[ERASE_READER_MAX_FIELDS];
+    int nraw;
+    struct {
+        size_t elem_bytes;
+        int64_t width;
+    } raw[ERASE_READER_MAX_FIELDS];
     int nparams;
     struct {
         const char *name;  /* e.g. "features", "classes": every shard must agree */
@@ -125,6 +133,12 @@ typedef struct {
  * A kind of shard, for the reader. Every function returns ERASE_OK or an
  * error recorded with ERASE_ERROR naming the file (the reader passes it
  * on). A shard handle is used by one thread at a time.
+ *
+ * Rows are read in two steps: read() copies rows [a, b) of a shard as
+ * stored into the raw arrays, decode() turns chosen raw rows into the
+ * fields a batch delivers. The reader reads whole shuffle blocks but
+ * decodes only the rows of its own part of a batch, so with D ranks each
+ * rank decodes 1/D of what it reads (CTR: log1p per delivered row).
  */
 typedef struct {
     const char *name; /* "ctr", "classify": in messages */
@@ -134,14 +148,19 @@ typedef struct {
     void (*close)(void *shard); /* NULL is allowed */
     int64_t (*rows)(const void *shard);       /* rows (samples) of the shard */
     int64_t (*chunk_rows)(const void *shard); /* chunk length along the rows (0: not chunked) */
-    /* The fields and parameters of the shard (the same fields for every
-     * shard of a format; the parameters are compared across shards). */
+    /* The fields, raw arrays and parameters of the shard (the same fields
+     * and raw arrays for every shard of a dataset; the parameters are
+     * compared across shards). */
     void (*layout)(const void *shard, erase_row_layout_t *layout);
-    /* Read rows [begin, begin + count) of the shard and decode them into
-     * field[f] (the arrays of the layout, `count` rows each). The arrays
-     * are only written, never read; on an error they may hold part of the
-     * rows. */
-    erase_status_t (*read)(void *shard, int64_t begin, int64_t count, void *const *field);
+    /* Read rows [begin, begin + count) of the shard as stored into raw[a]
+     * (the raw arrays of the layout, `count` rows each), checking them;
+     * on an error the arrays may hold part of the rows. */
+    erase_status_t (*read)(void *shard, int64_t begin, int64_t count, void *const *raw);
+    /* Decode raw rows index[0..count) (index NULL: rows 0..count) into
+     * rows 0..count of field[f]; `layout` is the dataset's (widths). Cannot
+     * fail: read() checked the rows. */
+    void (*decode)(const erase_row_layout_t *layout, const void *const *raw, const uint32_t *index, int64_t count,
+                   void *const *field);
 } erase_row_format_t;
 
 typedef enum {
