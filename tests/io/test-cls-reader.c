@@ -148,8 +148,8 @@ static seq_t run(int D, int prefetch, const erase_reader_options_t *base, int ep
 static void expect_same(const seq_t *a, const seq_t *b, const char *what)
 {
     assert_int_equal(a->n, b->n);
-    if (memcmp(a->id, b->id, sizeof(int64_t) * (size_t)a->n) || memcmp(a->x, b->x, sizeof(float) * (size_t)(a->n * F)) ||
-        memcmp(a->y, b->y, sizeof(int32_t) * (size_t)a->n))
+    if (memcmp(a->id, b->id, sizeof(int64_t) * (size_t)a->n) ||
+        memcmp(a->x, b->x, sizeof(float) * (size_t)(a->n * F)) || memcmp(a->y, b->y, sizeof(int32_t) * (size_t)a->n))
         fail_msg("%s: the sequences differ", what);
 }
 
