@@ -48,7 +48,8 @@ erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const era
  * was not opened with the CTR format. */
 erase_status_t erase_ctr_reader_next(erase_reader_t *r, erase_ctr_batch_t *out);
 
-/* The typed view of a batch of the CTR format. */
+/* The typed view of `b`, a batch of a reader opened with erase_ctr_rows
+ * (of another format the pointers would be of other arrays). */
 erase_ctr_batch_t erase_ctr_batch(const erase_reader_batch_t *b);
 
 /*
