@@ -245,12 +245,13 @@ static void usage_ckpt(FILE *f)
 {
     fprintf(f, "usage: erase-inspect ckpt FILE|DIR\n"
                "  FILE: a checkpoint written by erase-train (DIR/ckpt-<step>.h5); DIR: a\n"
-               "  checkpoint directory, whose newest usable checkpoint is shown (the one\n"
-               "  erase-train --resume DIR takes; damaged ones are named and skipped).\n"
-               "  Validates it (format, every dataset and its FNV-1a 64 checksum) and prints\n"
-               "  step, samples, epoch and data cursor, world/dp/pp sizes, schedule, optimizer\n"
-               "  clock, the model file, the run options, and every tensor with its shape and\n"
-               "  L2 norm.\n");
+               "  checkpoint directory, whose newest usable checkpoint by step is shown (the\n"
+               "  one erase-train --resume DIR takes, whatever DIR/latest names; damaged ones\n"
+               "  are named and skipped). Validates it (format, every dataset and the /meta\n"
+               "  and /optim attributes with their FNV-1a 64 checksums, the attributes'\n"
+               "  ranges, as erase-train does) and prints step, samples, epoch and data\n"
+               "  cursor, world/dp/pp sizes, schedule, optimizer clock, the model file, the\n"
+               "  run options, and every tensor with its shape and L2 norm.\n");
 }
 
 static void print_indented(const char *text)
@@ -319,8 +320,10 @@ static int cmd_ckpt(int argc, char **argv)
         return failed("ckpt");
     }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
-    printf("checkpoint %s: format %s, written by %s at %s; every dataset verified (FNV-1a 64)\n", path,
-           ERASE_CKPT_FORMAT, m->version, m->created);
+    printf("checkpoint %s: format %s, written by %s at %s; %s\n", path, ERASE_CKPT_FORMAT, m->version, m->created,
+           erase_ckpt_attributes_summed(ck) ? "every dataset and attribute verified (FNV-1a 64, ranges)"
+                                            : "every dataset verified (FNV-1a 64); the attributes range-checked "
+                                              "only (no checksum of them: an older erase's checkpoint)");
     printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
            (double)m->clock_lr);
     printf("  samples     %" PRId64 " seen; epoch %" PRId64 ", data cursor at sample %" PRId64 " of the epoch; "

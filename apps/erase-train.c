@@ -12,6 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A usage error: one line "erase-train: what", printed once (by rank 0 of
+ * the job, or of the launcher before MPI start-up); the exit status 2. */
+static int usage_error(int rank)
+{
+    if (rank <= 0)
+        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     train_options_t o;
@@ -21,11 +30,8 @@ int main(int argc, char **argv)
         train_options_usage(stdout);
         return 0;
     }
-    if (st != ERASE_OK) {
-        if (train_launcher_rank() <= 0) /* printed once under a launcher, not by every rank */
-            fprintf(stderr, "erase-train: %s\n", erase_error_reason());
-        return 2;
-    }
+    if (st != ERASE_OK)
+        return usage_error(train_launcher_rank());
     if (o.checkpoint_dir[0] && train_ckpt_catch_signals() != ERASE_OK) {
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 1;
@@ -38,7 +44,13 @@ int main(int argc, char **argv)
         erase_fatal(__FILE__, __LINE__, "erase-train: MPI start-up", st);
     if (getenv("ERASE_DEBUG_RAISE_AT_START"))
         raise(SIGUSR1); /* a test's signal during start-up (apps/train/checkpoint.h) */
-    st = train_run(&o, &world);
+    int usage;
+    st = train_run(&o, &world, &usage);
+    if (st != ERASE_OK && usage) { /* every rank found it: no abort, no call chain */
+        int code = usage_error(world.rank);
+        erase_world_finalize();
+        return code;
+    }
     if (st != ERASE_OK)
         erase_fatal(__FILE__, __LINE__, "erase-train", st);
     erase_world_finalize();

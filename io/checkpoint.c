@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +35,99 @@ int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t)
     return t->ndim == 2 ? t->dims[0] * t->dims[1] : t->dims[0];
 }
 
-uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes)
+/* FNV-1a 64 of `bytes` more bytes after the state h. */
+static uint64_t fnv_add(uint64_t h, const void *data, size_t bytes)
 {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < bytes; i++) {
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes)
+{
+    return fnv_add(0xcbf29ce484222325ull, data, bytes);
+}
+
+static const char *nz(const char *s) { return s ? s : ""; }
+
+uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
+{
+    const struct {
+        const char *name;
+        int64_t value;
+    } ints[] = { { "meta.step", m->step },         { "meta.samples_seen", m->samples_seen },
+                 { "meta.epoch", m->epoch },       { "meta.global_batch", m->global_batch },
+                 { "meta.world_size", m->world_size }, { "meta.dp_size", m->dp_size },
+                 { "meta.pp_size", m->pp_size },   { "optim.step", m->clock_step } };
+    const struct {
+        const char *name, *value;
+    } strs[] = { { "meta.pp_layout", m->pp_layout },
+                 { "meta.schedule", m->schedule },
+                 { "meta.dense_optimizer", m->dense_optimizer },
+                 { "meta.embedding_optimizer", m->embedding_optimizer },
+                 { "meta.model", m->model },
+                 { "meta.options", m->options },
+                 { "meta.version", m->version },
+                 { "meta.created", m->created } };
+    uint64_t h = erase_ckpt_fnv1a64("", 0);
+    char line[96];
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "%s=%" PRId64 "\n", ints[i].name, ints[i].value));
+    h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.seed=%" PRIu64 "\n", m->seed));
+    uint32_t bits;
+    memcpy(&bits, &m->clock_lr, sizeof bits);
+    h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "optim.lr=%08" PRIx32 "\n", bits));
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        const char *v = nz(strs[i].value);
+        size_t len = strlen(v);
+        h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "%s=%zu:", strs[i].name, len));
+        h = fnv_add(fnv_add(h, v, len), "\n", 1);
+    }
+    return h;
+}
+
+/* The integer attribute `attr` ("/meta step") of the checkpoint `path` is
+ * in [lo, hi]. */
+static erase_status_t int_in_range(const char *path, const char *attr, int64_t v, int64_t lo, int64_t hi)
+{
+    if (v < lo)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute %s = %" PRId64 ": expected an integer >= %" PRId64, path,
+                           attr, v, lo);
+    if (v > hi)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute %s = %" PRId64 ": expected an integer <= %" PRId64, path,
+                           attr, v, hi);
+    return ERASE_OK;
+}
+
+erase_status_t erase_ckpt_meta_check(const char *path, const erase_ckpt_meta_t *m)
+{
+    ERASE_CHECK(int_in_range(path, "/meta step", m->step, 0, ERASE_CKPT_STEP_MAX));
+    ERASE_CHECK(int_in_range(path, "/meta samples_seen", m->samples_seen, 0, INT64_MAX));
+    if (m->step == 0 && m->samples_seen != 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta samples_seen = %" PRId64 ": expected 0 at step 0",
+                           path, m->samples_seen);
+    if (m->samples_seen < m->step)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta samples_seen = %" PRId64 ": expected an integer "
+                           ">= step %" PRId64 " (a step takes at least one sample)", path, m->samples_seen, m->step);
+    ERASE_CHECK(int_in_range(path, "/meta epoch", m->epoch, 0, INT64_MAX));
+    if (m->epoch_samples < 0 || m->epoch_samples > m->samples_seen)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /data/cursor: samples of the epoch %" PRId64 ": expected "
+                           "an integer in [0, samples_seen %" PRId64 "]", path, m->epoch_samples, m->samples_seen);
+    ERASE_CHECK(int_in_range(path, "/meta global_batch", m->global_batch, 1, INT64_MAX));
+    ERASE_CHECK(int_in_range(path, "/meta world_size", m->world_size, 1, ERASE_CKPT_RANKS_MAX));
+    ERASE_CHECK(int_in_range(path, "/meta dp_size", m->dp_size, 1, ERASE_CKPT_RANKS_MAX));
+    ERASE_CHECK(int_in_range(path, "/meta pp_size", m->pp_size, 1, ERASE_CKPT_RANKS_MAX));
+    if ((int64_t)m->dp_size * m->pp_size != m->world_size)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta world_size = %d: expected dp_size x pp_size = %d x "
+                           "%d", path, m->world_size, m->dp_size, m->pp_size);
+    ERASE_CHECK(int_in_range(path, "/optim step", m->clock_step, 0, ERASE_CKPT_STEP_MAX));
+    if (!isfinite(m->clock_lr) || m->clock_lr < 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /optim lr = %g: expected a finite number >= 0", path,
+                           (double)m->clock_lr);
+    return ERASE_OK;
 }
 
 /* ---- small file-system helpers ------------------------------------------------ */
@@ -188,33 +273,13 @@ erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n)
     entry_t *list;
     int count;
     ERASE_CHECK(list_dir(dir, &list, &count));
-    char latest[ERASE_CKPT_PATH_MAX], name[256] = "";
-    if (join(latest, dir, "latest") == 0) {
-        FILE *f = fopen(latest, "r");
-        if (f) {
-            if (fgets(name, sizeof name, f)) {
-                name[strcspn(name, "\r\n")] = '\0';
-                if (strchr(name, '/') || erase_ckpt_name_step(name) < 0)
-                    name[0] = '\0'; /* not a name we wrote: ignore it */
-            } else {
-                name[0] = '\0';
-            }
-            fclose(f);
-        }
-    }
-    int have_latest = 0;
-    for (int i = 0; name[0] && i < count; i++)
-        have_latest |= !strcmp(list[i].name, name);
     char **out = calloc((size_t)count + 1, sizeof *out);
     erase_status_t st = out ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
     int k = 0;
-    for (int i = -1; st == ERASE_OK && i < count; i++) {
-        const char *pick = i < 0 ? (have_latest ? name : NULL) : list[i].name;
-        if (!pick || (i >= 0 && have_latest && !strcmp(pick, name)))
-            continue;
+    for (int i = 0; st == ERASE_OK && i < count; i++) {
         char path[ERASE_CKPT_PATH_MAX];
-        if (join(path, dir, pick) != 0)
-            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s/%s: path too long", dir, pick);
+        if (join(path, dir, list[i].name) != 0)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "%s/%s: path too long", dir, list[i].name);
         else if (!(out[k] = strdup(path)))
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
         else
@@ -310,6 +375,7 @@ typedef struct {
     const char *temp;    /* for messages */
     FILE *index;         /* the /index text */
     hid_t lcpl;          /* creates intermediate groups */
+    uint64_t meta_sum;   /* erase_ckpt_meta_fnv1a64 of what write_body wrote */
 } writer_t;
 
 /* Write one dataset with its shape, meaning and checksum attributes and
@@ -358,9 +424,8 @@ static erase_status_t write_tensors(writer_t *w, const char *group, const erase_
     return ERASE_OK;
 }
 
-static const char *nz(const char *s) { return s ? s : ""; }
-
-/* /meta and its attributes; the lock is held. Returns the failing name or NULL. */
+/* /meta and its attributes (m->version and m->created too); the lock is
+ * held. Returns the failing name or NULL. */
 static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
 {
     hid_t g = H5Gcreate2(file, "/meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -368,11 +433,6 @@ static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
         erase_h5_remember();
         return "/meta";
     }
-    char created[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *bad = NULL;
     if (erase_h5_attr_write_int64(g, "step", m->step)) bad = "step";
     else if (erase_h5_attr_write_int64(g, "samples_seen", m->samples_seen)) bad = "samples_seen";
@@ -388,19 +448,27 @@ static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
     else if (attr_write_scalar(g, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &m->seed)) bad = "seed";
     else if (erase_h5_attr_write_string(g, "model", nz(m->model))) bad = "model";
     else if (erase_h5_attr_write_string(g, "options", nz(m->options))) bad = "options";
-    else if (erase_h5_attr_write_string(g, "version", PACKAGE_NAME " " PACKAGE_VERSION)) bad = "version";
-    else if (erase_h5_attr_write_string(g, "created", created)) bad = "created";
+    else if (erase_h5_attr_write_string(g, "version", nz(m->version))) bad = "version";
+    else if (erase_h5_attr_write_string(g, "created", nz(m->created))) bad = "created";
     H5Gclose(g);
     return bad;
 }
 
 /* Everything but the `format` attribute; the lock is held. */
-static erase_status_t write_body(writer_t *w, const erase_ckpt_meta_t *m, const erase_ckpt_tensor_t *params,
+static erase_status_t write_body(writer_t *w, const erase_ckpt_meta_t *given, const erase_ckpt_tensor_t *params,
                                  int np, const erase_ckpt_tensor_t *optim, int no,
                                  const erase_ckpt_rank_t *ranks, int nranks, const uint64_t *sums,
                                  int sleep_ms)
 {
-    char detail[256];
+    char detail[256], created[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    erase_ckpt_meta_t full = *given, *m = &full;
+    full.version = PACKAGE_NAME " " PACKAGE_VERSION;
+    full.created = created;
+    w->meta_sum = erase_ckpt_meta_fnv1a64(m);
     if (erase_h5_attr_write_string(w->file, "description", description))
         return ERASE_ERROR(ERASE_ERR_IO, "%s: attribute description: cannot write: %s", w->temp,
                            erase_h5_detail(detail, sizeof detail));
@@ -456,8 +524,8 @@ static erase_status_t write_body(writer_t *w, const erase_ckpt_meta_t *m, const 
     return ERASE_OK;
 }
 
-/* Write the /index text as a scalar string dataset and its checksum as a
- * root attribute; the lock is held. */
+/* Write the /index text as a scalar string dataset, and its checksum and
+ * the attributes' (w->meta_sum) as root attributes; the lock is held. */
 static erase_status_t write_index(writer_t *w, const char *text, size_t len)
 {
     uint64_t h = erase_ckpt_fnv1a64(text, len);
@@ -468,7 +536,8 @@ static erase_status_t write_index(writer_t *w, const char *text, size_t len)
     ok = d >= 0 && H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) >= 0 &&
          erase_h5_attr_write_string(d, "meaning", "every dataset of this file: path, type, shape, FNV-1a 64 "
                                                   "of its bytes (little-endian), hex") == 0 &&
-         attr_write_scalar(w->file, "index_fnv1a64", H5T_STD_U64LE, H5T_NATIVE_UINT64, &h) == 0;
+         attr_write_scalar(w->file, "index_fnv1a64", H5T_STD_U64LE, H5T_NATIVE_UINT64, &h) == 0 &&
+         attr_write_scalar(w->file, "meta_fnv1a64", H5T_STD_U64LE, H5T_NATIVE_UINT64, &w->meta_sum) == 0;
     if (!ok)
         erase_h5_remember();
     if (d >= 0)
@@ -521,8 +590,8 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
         memset(report, 0, sizeof *report);
     if (keep < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
-    if (meta->step < 0 || np < 0 || no < 0 || nranks < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative step or count");
+    if (np < 0 || no < 0 || nranks < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative count");
     ERASE_CHECK(check_tensors("params", params, np));
     ERASE_CHECK(check_tensors("optim", optim, no));
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -532,6 +601,7 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
     snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
     if (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
+    ERASE_CHECK(erase_ckpt_meta_check(path, meta));
 
     char *index = NULL;
     size_t index_len = 0;
@@ -607,12 +677,14 @@ struct erase_ckpt {
     int n[2], cap[2];
     erase_ckpt_rank_t *ranks;
     int nranks;
+    int attributes_summed;             /* meta_fnv1a64 present (and matching) */
 };
 
 const char *erase_ckpt_path(const erase_ckpt_t *ck) { return ck->path; }
 const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck) { return &ck->meta; }
 int erase_ckpt_count(const erase_ckpt_t *ck, erase_ckpt_group_t g) { return ck->n[g]; }
 int erase_ckpt_ranks(const erase_ckpt_t *ck) { return ck->nranks; }
+int erase_ckpt_attributes_summed(const erase_ckpt_t *ck) { return ck->attributes_summed; }
 
 const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i)
 {
@@ -872,7 +944,7 @@ static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_
     } else if (!strncmp(path, "/rng/", 5)) {
         char *e;
         long r = strtol(path + 5, &e, 10);
-        if (*e || e == path + 5 || r < 0 || r > 1000000 || strcmp(type, "uint64") || ndim != 1 || dims[0] != 2)
+        if (*e || e == path + 5 || r < 0 || r >= ERASE_CKPT_RANKS_MAX || strcmp(type, "uint64") || ndim != 1 || dims[0] != 2)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: expected /rng/<rank> uint64 [2]", ck->path, path);
         if (st == ERASE_OK && r >= ck->nranks) {
             erase_ckpt_rank_t *grown = realloc(ck->ranks, (size_t)(r + 1) * sizeof *grown);
@@ -930,6 +1002,11 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
     if (st == ERASE_OK && read_scalar_attr(g, "seed", H5T_NATIVE_UINT64, &ck->meta.seed) != 0)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute seed is missing", ck->path);
     H5Gclose(g);
+    for (int i = 4; st == ERASE_OK && i < 7; i++) { /* before they become ints */
+        char attr[32];
+        snprintf(attr, sizeof attr, "/meta %s", ints[i]);
+        st = int_in_range(ck->path, attr, v[i], 1, ERASE_CKPT_RANKS_MAX);
+    }
     if (st != ERASE_OK)
         return st;
     erase_ckpt_meta_t *m = &ck->meta;
@@ -995,12 +1072,28 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
         ck->ranks[r].samples = rank_cursors[2 * r + 1];
     }
     free(rank_cursors);
-    if (st == ERASE_OK) {
-        if (cursor[0] != ck->meta.epoch)
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /data/cursor epoch %" PRId64 ", /meta epoch %" PRId64, ck->path,
-                             cursor[0], ck->meta.epoch);
-        ck->meta.epoch_samples = cursor[1];
-    }
+    /* the ranges first, so that a value out of range is named; then whether
+     * the attributes are the ones written */
+    ck->meta.epoch_samples = cursor[1];
+    if (st == ERASE_OK)
+        st = erase_ckpt_meta_check(ck->path, &ck->meta);
+    if (st == ERASE_OK && cursor[0] != ck->meta.epoch)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /data/cursor epoch %" PRId64 ", /meta epoch %" PRId64, ck->path,
+                         cursor[0], ck->meta.epoch);
+    if (st == ERASE_OK && ck->nranks != ck->meta.world_size)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /rng holds %d ranks, attribute /meta world_size = %d", ck->path,
+                         ck->nranks, ck->meta.world_size);
+    uint64_t meta_sum = 0;
+    /* without meta_fnv1a64 (an erase before it): range-checked only, and
+     * said so (erase_ckpt_attributes_summed) */
+    ck->attributes_summed = st == ERASE_OK && H5Aexists(file, "meta_fnv1a64") > 0;
+    if (st == ERASE_OK && ck->attributes_summed &&
+        read_scalar_attr(file, "meta_fnv1a64", H5T_NATIVE_UINT64, &meta_sum) != 0)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute meta_fnv1a64 cannot be read (damaged)", ck->path);
+    if (st == ERASE_OK && ck->attributes_summed && erase_ckpt_meta_fnv1a64(&ck->meta) != meta_sum)
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: the attributes of /meta and /optim: checksum %016" PRIx64 " does not "
+                         "match the stored meta_fnv1a64 %016" PRIx64 " (damaged)", ck->path,
+                         erase_ckpt_meta_fnv1a64(&ck->meta), meta_sum);
     return st;
 }
 

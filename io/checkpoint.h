@@ -22,6 +22,9 @@
  *   /data/rank_cursors     int64 [ranks, 2]: the cursor every rank reported
  *   /index                 string: one line per dataset above,
  *                          "<path> <type> <shape> <fnv1a64 hex>"
+ *   / index_fnv1a64        the checksum of the /index text
+ *   / meta_fnv1a64         the checksum of the attributes of /meta and
+ *                          /optim (erase_ckpt_meta_fnv1a64)
  *
  * Integrity. fnv1a64 is FNV-1a (64 bit) over the dataset's bytes in
  * little-endian order; the file is created with the HDF5 1.8+ format, whose
@@ -30,12 +33,19 @@
  * or has another shape, or whose data fails its checksum is damaged:
  * erase_ckpt_open() fails with ERASE_ERR_FORMAT naming the file and the
  * dataset; a file HDF5 cannot open (truncated, not HDF5) is ERASE_ERR_FORMAT
- * too, with HDF5's reason.
+ * too, with HDF5's reason. The attributes of /meta and /optim are
+ * range-checked (erase_ckpt_meta_check), then checked against
+ * meta_fnv1a64; a file without meta_fnv1a64 (written by an erase before
+ * this attribute, whose /meta and /optim were not covered) is loaded with
+ * its attributes range-checked only, which erase_ckpt_attributes_summed
+ * tells (so that yesterday's checkpoint of a daily retraining still loads
+ * after an upgrade; the callers say so).
  *
  * Publication (erase_ckpt_write). The file is written as
  * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
  * DIR/ckpt-<step>.h5, the directory fsynced; then DIR/latest (one line: the
- * file name) is replaced the same way; then old checkpoints are removed.
+ * file name; a hint, erase_ckpt_candidates does not read it) is replaced
+ * the same way; then old checkpoints are removed.
  * A crash at any instant leaves every earlier published checkpoint intact,
  * and no file named ckpt-*.h5 is ever partly written.
  */
@@ -105,6 +115,38 @@ typedef struct {
     const char *created;        /* UTC time of writing; ignored when writing */
 } erase_ckpt_meta_t;
 
+/* The largest step (and optimizer clock step) a checkpoint may hold: 2^40,
+ * more steps than a run takes (35 years at 1 ms a step), so that step
+ * counts, step-indexed arrays and step sums stay far from int64 overflow. */
+#define ERASE_CKPT_STEP_MAX ((int64_t)1 << 40)
+/* The largest world size a checkpoint may hold (also the /rng/<rank> bound). */
+#define ERASE_CKPT_RANKS_MAX 1000000
+
+/*
+ * Range checks of a checkpoint's meta data (erase_ckpt_open runs them on
+ * every file it loads, so erase-train --resume / --init-from and
+ * erase-inspect ckpt refuse the same files; erase_ckpt_write on what it is
+ * given): step and clock_step in [0, ERASE_CKPT_STEP_MAX]; samples_seen
+ * >= step (a step takes at least one sample), 0 at step 0; epoch >= 0;
+ * epoch_samples in [0, samples_seen]; global_batch >= 1; world_size,
+ * dp_size and pp_size in [1, ERASE_CKPT_RANKS_MAX] with world_size =
+ * dp_size x pp_size; clock_lr finite and >= 0 (a cosine schedule ends at 0).
+ * `path` names the file in the message. Errors: ERASE_ERR_FORMAT naming
+ * the file, the attribute, its value and what was expected, e.g.
+ * "D/ckpt-30.h5: attribute /meta step = -5: expected an integer >= 0".
+ */
+erase_status_t erase_ckpt_meta_check(const char *path, const erase_ckpt_meta_t *m);
+
+/*
+ * The checksum stored as the root attribute meta_fnv1a64: FNV-1a 64 of a
+ * canonical text of every attribute of /meta and /optim the loader reads
+ * (all of erase_ckpt_meta_t but epoch_samples, which /data/cursor holds),
+ * one "<group>.<name>=<value>\n" each in a fixed order: integers in decimal,
+ * strings as "<bytes>:<text>" (NULL as empty), clock_lr as the 8 hex digits
+ * of its IEEE bits.
+ */
+uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m);
+
 /* What erase_ckpt_write did. */
 typedef struct {
     char path[ERASE_CKPT_PATH_MAX]; /* the published file */
@@ -131,7 +173,8 @@ uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes);
  * Environment (tests): ERASE_DEBUG_CKPT_SLEEP_MS=N sleeps N ms after the
  * parameters are written, before the optimizer state, the `format`
  * attribute and the rename (a window to kill the writer in).
- * Errors: ERASE_ERR_INVALID (bad names, shapes or keep), ERASE_ERR_IO
+ * Errors: ERASE_ERR_INVALID (bad names, shapes or keep), ERASE_ERR_FORMAT
+ * (meta fails erase_ckpt_meta_check, naming dir/ckpt-<step>.h5), ERASE_ERR_IO
  * (naming the file or dataset and the reason; no checkpoint is published
  * and the temporary file is removed), ERASE_ERR_NOMEM.
  */
@@ -167,6 +210,11 @@ const erase_ckpt_tensor_t *erase_ckpt_tensor(const erase_ckpt_t *ck, erase_ckpt_
 /* The tensor of a group with this name, or NULL. */
 const erase_ckpt_tensor_t *erase_ckpt_find(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *name);
 
+/* 1: the attributes of /meta and /optim matched their checksum
+ * (meta_fnv1a64); 0: the file has none (an older erase's checkpoint): they
+ * were range-checked only. */
+int erase_ckpt_attributes_summed(const erase_ckpt_t *ck);
+
 /* Per-rank state: the number of ranks written and rank r's (r < count). */
 int erase_ckpt_ranks(const erase_ckpt_t *ck);
 const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
@@ -189,9 +237,13 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
 /* ---- a checkpoint directory ---------------------------------------------------- */
 
 /*
- * The checkpoints of `dir` to try, best first: the file DIR/latest names
- * (if it names one that exists), then every DIR/ckpt-<step>.h5 by step,
- * newest first. *paths is an array of *n malloc'ed paths (free with
+ * The checkpoints of `dir` to try, best first: every DIR/ckpt-<step>.h5 by
+ * step, newest first. DIR/latest is not read: it is only a hint for people
+ * and scripts (a writer killed between publishing ckpt-<step>.h5 and
+ * updating latest leaves latest naming the one before). Newer
+ * checkpoints that an abandoned run left (a run restarted from an older
+ * checkpoint in the same directory) would come first too: erase-train
+ * renames them *.superseded when it restarts. *paths is an array of *n malloc'ed paths (free with
  * erase_ckpt_candidates_free); *n = 0 when there is none. A missing
  * directory gives none. Errors: ERASE_ERR_IO (cannot list the directory),
  * ERASE_ERR_NOMEM.

@@ -40,6 +40,10 @@ erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, 
  *   ERASE_ERR_FORMAT  "D: no index.txt: not a dataset written by erase-convert (or not complete)"
  *                     "D/index.txt:3: expected 'FILE ROWS', got 'x'"
  *                     "D/index.txt: lists no shards"
+ *                     "D/index.txt:2: part-1.h5 is a FIFO, expected a regular file"
+ *                     (a FIFO, a directory or a device would hang or read
+ *                     nothing; a symbolic link is followed)
+ *                     "F is a FIFO, expected a shard file or a dataset directory"
  *   ERASE_ERR_INVALID no inputs
  * On success the caller frees the list with erase_ctr_list_free.
  */

@@ -2,6 +2,7 @@
 
 #include "io/ctr_index.h"
 #include "lib/core/checked.h"
+#include "lib/core/fpmode.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 
@@ -532,6 +533,7 @@ static void produce(erase_reader_t *r, slot_t *s)
 static void *producer_main(void *arg)
 {
     erase_reader_t *r = arg;
+    erase_fp_thread_init(); /* decodes (log1p) as the compute threads do */
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         if (r->prod_failed || r->produced >= r->released + r->nslots) {

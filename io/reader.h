@@ -54,8 +54,10 @@
  * Prefetch. With prefetch = P >= 1, a background thread reads and decodes
  * up to P batches ahead of the one the caller holds (P = 1: double
  * buffering); with P = 0 everything happens inside erase_reader_next.
- * The batches are the same either way. The time the caller spent waiting
- * for a batch is reported per batch and in total.
+ * The batches are the same either way, except that the thread decodes with
+ * flush-to-zero and denormals-are-zero (lib/core/fpmode.h; ERASE_FTZ=0: not),
+ * so a subnormal stored value reaches the model as 0 from it. The time the
+ * caller spent waiting for a batch is reported per batch and in total.
  *
  * Files. Every shard is opened and validated at open (the format's open),
  * and every shard must agree with the first on the format's parameters

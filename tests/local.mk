@@ -13,7 +13,8 @@ print-gpu-tests:
 .PHONY: print-gpu-tests
 
 if HAVE_CMOCKA
-DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm
+DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm \
+	tests/device/test-fpmode
 check_PROGRAMS += $(DEVICE_TESTS)
 TESTS += $(DEVICE_TESTS)
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -28,6 +29,9 @@ tests_device_test_graph_LDADD = $(TEST_LIBS)
 tests_device_test_gemm_SOURCES = tests/device/test-gemm.c tests/device/gemm_case.h
 tests_device_test_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_gemm_LDADD = $(TEST_LIBS)
+tests_device_test_fpmode_SOURCES = tests/device/test-fpmode.c
+tests_device_test_fpmode_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_fpmode_LDADD = $(TEST_LIBS)
 
 # The CUDA backend: every case but the no-GPU check reports SKIP without a GPU.
 if HAVE_CUDA

@@ -3,7 +3,9 @@
  * reduce-scatter + all-gather run by a CPU stream's worker) on the ranks of
  * mpirun, reported as nccl-tests reports it:
  *   time   median over samples of the mean time of `iters` back-to-back
- *          all-reduces (one stream, synchronized at the end), slowest rank
+ *          all-reduces (one stream, synchronized at the end), slowest rank;
+ *          beside it the min and max samples (slowest rank's), and a
+ *          warning when they spread too far
  *   algbw  size / time
  *   busbw  algbw * 2(n-1)/n: the bandwidth each rank's links must carry
  *          for an all-reduce of n ranks, comparable across n
@@ -49,7 +51,7 @@ static void usage(FILE *f)
                "[--samples N] [--inplace]\n"
                "  --minbytes B  smallest message (K, M, G suffixes); default 4\n"
                "  --maxbytes B  largest message, sizes step x4; default 64M\n"
-               "  --samples N   timed samples per size, the median is reported; default 9\n"
+               "  --samples N   timed samples per size (min, median, max); default 9\n"
                "  --inplace     send == recv (default: out of place)\n"
                "  f32 sum; the world is MPI_COMM_WORLD of mpirun\n");
 }
@@ -109,8 +111,8 @@ int bench_allreduce(int argc, char **argv)
                "rank; busbw = algbw * 2(n-1)/n\n", samples);
         if (n == 1)
             printf("# one rank: run under mpirun -np N for a real all-reduce\n");
-        printf("%12s %12s %6s %6s %11s %12s %12s %8s\n", "size(B)", "count", "type", "redop",
-               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        printf("%12s %12s %6s %6s %11s %11s %11s %12s %12s %8s\n", "size(B)", "count", "type", "redop",
+               "min(us)", "time(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
     }
     int64_t total_wrong = 0;
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -137,8 +139,12 @@ int bench_allreduce(int argc, char **argv)
             if (k >= 0)
                 t[k] = (erase_now_s() - t0) / (double)iters;
         }
-        double med = erase_quantile(t, (size_t)samples, 0.5), slowest = 0;
-        ERASE_MUST(erase_allreduce(world, s, &med, &slowest, 1, ERASE_DTYPE_F64, ERASE_REDUCE_MAX));
+        bench_spread_t mine = bench_spread(t, (size_t)samples), slow;
+        double sp[3] = { mine.min, mine.median, mine.max }, slowest_sp[3];
+        ERASE_MUST(erase_allreduce(world, s, sp, slowest_sp, 3, ERASE_DTYPE_F64, ERASE_REDUCE_MAX));
+        ERASE_MUST(erase_stream_synchronize(s));
+        slow = (bench_spread_t){ slowest_sp[0] * 1e6, slowest_sp[1] * 1e6, slowest_sp[2] * 1e6 };
+        double slowest = slowest_sp[1];
 
         /* correctness: one more all-reduce of fresh inputs, checked exactly */
         ERASE_MUST(erase_memcpy_sync(dev, send, host_in, count * sizeof(float)));
@@ -157,9 +163,13 @@ int bench_allreduce(int argc, char **argv)
         ERASE_MUST(erase_stream_synchronize(s));
         total_wrong += wrong_all;
         double algbw = (double)bytes / slowest / 1e9;
-        if (w.rank == 0)
-            printf("%12zu %12zu %6s %6s %11.1f %12.3f %12.3f %8lld\n", bytes, count, "float",
-                   "sum", slowest * 1e6, algbw, algbw * bus_factor, (long long)wrong_all);
+        if (w.rank == 0) {
+            printf("%12zu %12zu %6s %6s %11.1f %11.1f %11.1f %12.3f %12.3f %8lld\n", bytes, count, "float", "sum",
+                   slow.min, slow.median, slow.max, algbw, algbw * bus_factor, (long long)wrong_all);
+            char what[64];
+            snprintf(what, sizeof what, "%zu bytes", bytes);
+            bench_spread_check(slow, what, "us");
+        }
         fflush(stdout);
     }
     if (w.rank == 0)

@@ -3,6 +3,7 @@
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ float *bench_device_floats(erase_device_t *dev, const float *values, size_t n)
     } while (0)
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f"))) static double peak_avx512(void)
+__attribute__((target("avx512f"))) static double fma_avx512(void)
 {
     __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
     /* distinct starting values, or the compiler merges identical chains */
@@ -68,29 +69,25 @@ __attribute__((target("avx512f"))) static double peak_avx512(void)
            a3 = _mm512_set1_ps(3.0f), a4 = _mm512_set1_ps(4.0f), a5 = _mm512_set1_ps(5.0f),
            a6 = _mm512_set1_ps(6.0f), a7 = _mm512_set1_ps(7.0f), a8 = _mm512_set1_ps(8.0f),
            a9 = _mm512_set1_ps(9.0f), a10 = _mm512_set1_ps(10.0f), a11 = _mm512_set1_ps(11.0f);
-    double t = erase_now_s();
     for (long it = 0; it < FMA_ITERS; it++)
         FMA12(_mm512_fmadd_ps);
-    t = erase_now_s() - t;
     __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
                              _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
     s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
     if (_mm512_reduce_add_ps(s) == 12345.0f) /* keep the result alive */
         printf(" ");
-    return (double)FMA_ITERS * 12 * 16 * 2 / t / 1e9;
+    return (double)FMA_ITERS * 12 * 16 * 2;
 }
 
-__attribute__((target("avx2,fma"))) static double peak_avx2(void)
+__attribute__((target("avx2,fma"))) static double fma_avx2(void)
 {
     __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
     __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(1.0f), a2 = _mm256_set1_ps(2.0f),
            a3 = _mm256_set1_ps(3.0f), a4 = _mm256_set1_ps(4.0f), a5 = _mm256_set1_ps(5.0f),
            a6 = _mm256_set1_ps(6.0f), a7 = _mm256_set1_ps(7.0f), a8 = _mm256_set1_ps(8.0f),
            a9 = _mm256_set1_ps(9.0f), a10 = _mm256_set1_ps(10.0f), a11 = _mm256_set1_ps(11.0f);
-    double t = erase_now_s();
     for (long it = 0; it < FMA_ITERS; it++)
         FMA12(_mm256_fmadd_ps);
-    t = erase_now_s() - t;
     __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
                              _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
     s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
@@ -98,42 +95,97 @@ __attribute__((target("avx2,fma"))) static double peak_avx2(void)
     _mm256_storeu_ps(buf, s);
     if (buf[0] == 12345.0f)
         printf(" ");
-    return (double)FMA_ITERS * 12 * 8 * 2 / t / 1e9;
+    return (double)FMA_ITERS * 12 * 8 * 2;
 }
 #endif
 
-double bench_fma_peak_gflops(const char **isa)
+/* One thread of bench_fma_peak_gflops: its FMA loop, its start and end. */
+typedef struct {
+    double (*loop)(void); /* returns the FLOPs it did */
+    double flop, start, end;
+} fma_thread_t;
+
+static void *fma_thread(void *p)
 {
+    fma_thread_t *t = p;
+    t->start = erase_now_s();
+    t->flop = t->loop();
+    t->end = erase_now_s();
+    return NULL;
+}
+
+double bench_fma_peak_gflops(int threads, const char **isa)
+{
+    double (*loop)(void) = NULL;
+    *isa = "unknown ISA (no peak)";
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) {
         *isa = "AVX-512 FMA";
-        return peak_avx512();
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        loop = fma_avx512;
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         *isa = "AVX2 FMA";
-        return peak_avx2();
+        loop = fma_avx2;
     }
 #endif
-    *isa = "unknown ISA (no peak)";
-    return 0.0;
+    if (!loop || threads < 1)
+        return 0.0;
+    fma_thread_t t[64];
+    pthread_t id[64];
+    int n = threads < 64 ? threads : 64, started = 0;
+    for (int i = 0; i < n; i++) {
+        t[i] = (fma_thread_t){ .loop = loop };
+        if (i > 0 && pthread_create(&id[i], NULL, fma_thread, &t[i]) != 0)
+            break; /* fewer threads: a smaller peak, never a larger one */
+        started = i + 1;
+    }
+    fma_thread(&t[0]);
+    double flop = t[0].flop, first = t[0].start, last = t[0].end;
+    for (int i = 1; i < started; i++) {
+        pthread_join(id[i], NULL);
+        flop += t[i].flop;
+        first = t[i].start < first ? t[i].start : first;
+        last = t[i].end > last ? t[i].end : last;
+    }
+    return last > first ? flop / (last - first) / 1e9 : 0.0;
 }
 
-double bench_median_seconds(void (*fn)(void *), void *arg, int reps, int samples)
+double bench_seconds(void (*fn)(void *), void *arg, int reps)
 {
-    double *t = malloc((size_t)samples * sizeof *t);
-    if (!t)
+    double t0 = erase_now_s();
+    for (int r = 0; r < reps; r++)
+        fn(arg);
+    return erase_now_s() - t0;
+}
+
+bench_spread_t bench_spread(double *x, size_t n)
+{
+    bench_spread_t s = { 0, 0, 0 };
+    if (n == 0)
+        return s;
+    s.median = erase_quantile(x, n, 0.5); /* sorted now */
+    s.min = x[0];
+    s.max = x[n - 1];
+    return s;
+}
+
+int bench_spread_warning(bench_spread_t s, const char *what, const char *unit, char *buf, size_t size)
+{
+    double spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
+    if (size)
+        buf[0] = '\0';
+    if (!(spread > BENCH_SPREAD_LIMIT))
         return 0;
-    fn(arg);
-    for (int s = 0; s < samples; s++) {
-        double t0 = erase_now_s();
-        for (int r = 0; r < reps; r++)
-            fn(arg);
-        t[s] = erase_now_s() - t0;
-    }
-    double med = erase_quantile(t, (size_t)samples, 0.5);
-    free(t);
-    return med;
+    snprintf(buf, size, "warning: %s: samples spread %.0f%% (%.3g .. %.3g %s): the machine was busy; "
+             "figures are not reliable", what, 100 * spread, s.min, s.max, unit);
+    return 1;
+}
+
+void bench_spread_check(bench_spread_t s, const char *what, const char *unit)
+{
+    char text[512];
+    if (bench_spread_warning(s, what, unit, text, sizeof text))
+        printf("# %s\n", text);
 }
 
 int bench_parse_list(const char *text, int *out, int max)

@@ -1,7 +1,10 @@
 /*
  * erase-bench gemm: SGEMM throughput of the device layer (one stream) for a
- * list of shapes, on 1 and 2 BLAS threads, as GFLOP/s (median of samples)
- * and as a share of the measured FMA peak of the cores used.
+ * list of shapes, on 1 and 2 BLAS threads: the time of each sample (min,
+ * median, max), GFLOP/s of the median, and its share of the FMA peak of as
+ * many cores, measured between the GEMM samples (so a busy machine slows
+ * both alike: the share stays a share), with a warning when the samples
+ * spread too far.
  */
 #include "apps/bench/bench.h"
 
@@ -42,7 +45,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: erase-bench gemm [--shapes LIST] [--threads LIST] [--samples N]\n"
                "  --shapes LIST   comma-separated MxNxK or N (square); default 256,512,1024,512x256x256\n"
                "  --threads LIST  BLAS threads to measure; default 1,2\n"
-               "  --samples N     timed samples per point, the median is reported; default 7\n");
+               "  --samples N     timed samples per point (min, median, max), each followed by\n"
+               "                  a sample of the FMA peak on as many threads; default 7\n");
 }
 
 int bench_gemm(int argc, char **argv)
@@ -78,9 +82,13 @@ int bench_gemm(int argc, char **argv)
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
     const char *isa;
-    double peak = bench_fma_peak_gflops(&isa);
-    printf("# measured single-core peak: %.1f GFLOP/s (%s)\n", peak, isa);
-    printf("%-16s %8s %12s %10s %10s\n", "shape(MxNxK)", "threads", "median_ms", "GFLOP/s", "%peak");
+    bench_fma_peak_gflops(1, &isa);
+    printf("# peak: %s loop on as many threads as the GEMM, a sample after each GEMM sample (median)\n", isa);
+    printf("%-16s %8s %10s %10s %10s %10s %10s %7s\n", "shape(MxNxK)", "threads", "min_ms", "median_ms",
+           "max_ms", "GFLOP/s", "peak_GF/s", "%peak");
+    double *sm = malloc(sizeof(double) * (size_t)samples), *pk = malloc(sizeof(double) * (size_t)samples);
+    if (!sm || !pk)
+        erase_fatal(__FILE__, __LINE__, "allocate the samples", ERASE_ERR_NOMEM);
 
     char *list = strdup(shapes);
     int status = 0;
@@ -110,12 +118,21 @@ int bench_gemm(int argc, char **argv)
         for (int t = 0; t < nthreads; t++) {
             ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));
             int used = erase_device_blas_threads(dev);
-            double sec = bench_median_seconds(run_gemm, &j, reps, samples) / reps;
-            double gflops = flop / sec / 1e9;
-            char shape[48];
+            run_gemm(&j); /* warm-up */
+            for (int k = 0; k < samples; k++) { /* interleaved: GEMM, peak, GEMM, peak, ... */
+                sm[k] = bench_seconds(run_gemm, &j, reps) / reps * 1e3;
+                pk[k] = bench_fma_peak_gflops(used, &isa);
+            }
+            bench_spread_t ms = bench_spread(sm, (size_t)samples), peak = bench_spread(pk, (size_t)samples);
+            double gflops = flop / (ms.median * 1e-3) / 1e9;
+            char shape[48], what[96];
             snprintf(shape, sizeof shape, "%dx%dx%d", j.m, j.n, j.k);
-            printf("%-16s %8d %12.3f %10.1f %9.0f%%\n", shape, used, sec * 1e3, gflops,
-                   peak > 0 ? 100.0 * gflops / (peak * used) : 0.0);
+            printf("%-16s %8d %10.3f %10.3f %10.3f %10.1f %10.1f %6.0f%%\n", shape, used, ms.min, ms.median,
+                   ms.max, gflops, peak.median, peak.median > 0 ? 100.0 * gflops / peak.median : 0.0);
+            snprintf(what, sizeof what, "%s on %d thread%s", shape, used, used == 1 ? "" : "s");
+            bench_spread_check(ms, what, "ms");
+            snprintf(what, sizeof what, "peak on %d thread%s", used, used == 1 ? "" : "s");
+            bench_spread_check(peak, what, "GFLOP/s");
             fflush(stdout);
         }
         erase_free(dev, j.a);
@@ -123,6 +140,8 @@ int bench_gemm(int argc, char **argv)
         erase_free(dev, j.c);
     }
     free(list);
+    free(sm);
+    free(pk);
     erase_stream_destroy(s);
     erase_device_close(dev);
     return status;

@@ -2,7 +2,8 @@
  * erase-bench model: training throughput of the built-in models (--device
  * cpu, or cuda) with the reference single-stream step (lib/nn/train_step.h,
  * the `off` schedule):
- * samples/s (p50 and p90 over timed steps; p90 is the fast end), the GEMM
+ * samples/s (p50 and p90 over timed steps; p90 is the fast end), the
+ * step time (min, median, max; a warning when they spread too far), the GEMM
  * FLOP/s achieved inside the step, and its share of this machine's SGEMM
  * speed measured in the same run (1024^3 on as many threads). With
  * --torch, the same model trained by PyTorch (bench/torch_ctr.py) in the
@@ -65,8 +66,9 @@ static void peak_gemm(void *p)
     ERASE_MUST(erase_stream_synchronize(j->s));
 }
 
-/* SGEMM GFLOP/s of 1024^3 on the device's current thread count. */
-static double sgemm_peak(erase_device_t *dev, erase_stream_t *s)
+/* SGEMM GFLOP/s of 1024^3 on the device's current thread count: the
+ * spread of 5 samples of 3 products each. */
+static bench_spread_t sgemm_peak(erase_device_t *dev, erase_stream_t *s)
 {
     peak_job_t j = { .s = s };
     size_t n = 1024 * 1024;
@@ -79,11 +81,14 @@ static double sgemm_peak(erase_device_t *dev, erase_stream_t *s)
     j.b = bench_device_floats(dev, host, n);
     free(host);
     ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.c));
-    double sec = bench_median_seconds(peak_gemm, &j, 3, 5) / 3;
+    double gf[5];
+    peak_gemm(&j); /* warm-up */
+    for (int k = 0; k < 5; k++)
+        gf[k] = 2.0 * 1024 * 1024 * 1024 / (bench_seconds(peak_gemm, &j, 3) / 3) / 1e9;
     erase_free(dev, j.a);
     erase_free(dev, j.b);
     erase_free(dev, j.c);
-    return 2.0 * 1024 * 1024 * 1024 / sec / 1e9;
+    return bench_spread(gf, 5);
 }
 
 /* Run PyTorch's bench for one point; returns samples/s p50 or 0. */
@@ -175,11 +180,16 @@ int bench_model(int argc, char **argv)
     double peak[8];
     for (int t = 0; t < nt; t++) {
         ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));
-        peak[t] = sgemm_peak(dev, s);
-        printf("# SGEMM 1024^3 on %d thread%s: %.1f GFLOP/s\n", threads[t], threads[t] > 1 ? "s" : "", peak[t]);
+        bench_spread_t gf = sgemm_peak(dev, s);
+        peak[t] = gf.median;
+        printf("# SGEMM 1024^3 on %d thread%s: %.1f GFLOP/s (median; min %.1f, max %.1f)\n", threads[t],
+               threads[t] > 1 ? "s" : "", gf.median, gf.min, gf.max);
+        char what[64];
+        snprintf(what, sizeof what, "SGEMM 1024^3 on %d thread%s", threads[t], threads[t] > 1 ? "s" : "");
+        bench_spread_check(gf, what, "GFLOP/s");
     }
-    printf("%-5s %6s %7s %12s %12s %9s %10s %7s %12s %8s\n", "model", "batch", "threads",
-           "samples/s", "p90", "step_ms", "GEMM_GF/s", "%sgemm", "torch_s/s", "x_torch");
+    printf("%-5s %6s %7s %12s %12s %9s %9s %9s %10s %7s %12s %8s\n", "model", "batch", "threads",
+           "samples/s", "p90", "min_ms", "step_ms", "max_ms", "GEMM_GF/s", "%sgemm", "torch_s/s", "x_torch");
     for (int m = 0; m < 2; m++) {
         if (strcmp(models, "both") && strcmp(models, m == 0 ? "ctr" : "mlp"))
             continue;
@@ -208,7 +218,8 @@ int bench_model(int argc, char **argv)
                     }
                 }
                 double p50 = erase_quantile(qps, (size_t)steps, 0.5), p90 = erase_quantile(qps, (size_t)steps, 0.9);
-                double step_ms = erase_quantile(ms, (size_t)steps, 0.5);
+                bench_spread_t sp = bench_spread(ms, (size_t)steps);
+                double step_ms = sp.median;
                 double gf = step_gemm_flop(&cfg, batches[bi]) / (step_ms * 1e-3) / 1e9;
                 double tq = torch ? torch_point(python, script, m == 0 ? "ctr" : "mlp", batches[bi], threads[t], steps, kind) : 0;
                 char tcol[32] = "-", rcol[32] = "-";
@@ -216,8 +227,13 @@ int bench_model(int argc, char **argv)
                     snprintf(tcol, sizeof tcol, "%.0f", tq);
                     snprintf(rcol, sizeof rcol, "%.2fx", p50 / tq);
                 }
-                printf("%-5s %6d %7d %12.0f %12.0f %9.2f %10.1f %6.0f%% %12s %8s\n", m == 0 ? "ctr" : "mlp",
-                       batches[bi], threads[t], p50, p90, step_ms, gf, 100.0 * gf / peak[t], tcol, rcol);
+                printf("%-5s %6d %7d %12.0f %12.0f %9.2f %9.2f %9.2f %10.1f %6.0f%% %12s %8s\n",
+                       m == 0 ? "ctr" : "mlp", batches[bi], threads[t], p50, p90, sp.min, step_ms, sp.max, gf,
+                       100.0 * gf / peak[t], tcol, rcol);
+                char what[64];
+                snprintf(what, sizeof what, "%s batch %d on %d thread%s", m == 0 ? "ctr" : "mlp", batches[bi],
+                         threads[t], threads[t] > 1 ? "s" : "");
+                bench_spread_check(sp, what, "ms");
                 fflush(stdout);
                 free(qps);
                 free(ms);

@@ -4,7 +4,10 @@
  *   (a) on one stream with 1 BLAS thread,
  *   (b) split over two streams with 1 BLAS thread each,
  *   (c) on one stream with 2 BLAS threads (the single-stream baseline's best),
- * and the ratios (b)/(a) and (c)/(a) of throughput are reported (medians).
+ * interleaved (a sample of each in turn, so a busy spell slows all three),
+ * and the ratios (b)/(a) and (c)/(a) of throughput are reported (medians),
+ * with each configuration's min, median and max time and a warning when
+ * they spread too far.
  * (b)/(a) near 2 means the streams overlap fully; near 1, not at all.
  */
 #include "apps/bench/bench.h"
@@ -51,7 +54,7 @@ int bench_streams(int argc, char **argv)
         case 'n': samples = atoi(optarg); break;
         case 'h':
             printf("usage: erase-bench streams [--shape MxNxK] [--jobs J] [--samples N]\n"
-                   "  defaults: --shape 512x256x256 --jobs 64 --samples 7\n");
+                   "  defaults: --shape 512x256x256 --jobs 64 --samples 7 (of each configuration, in turn)\n");
             return 0;
         default: return 2;
         }
@@ -83,26 +86,37 @@ int bench_streams(int argc, char **argv)
         ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)m * n, (void **)&w.c[i]));
     }
     double flop = 2.0 * m * n * k * jobs;
-    printf("# work: %d SGEMMs of %dx%dx%d (%.2f GFLOP) per sample, median of %d samples\n",
-           jobs, m, n, k, flop / 1e9, samples);
-    printf("%-34s %12s %10s %8s\n", "configuration", "median_ms", "GFLOP/s", "ratio");
+    printf("# work: %d SGEMMs of %dx%dx%d (%.2f GFLOP) per sample, %d samples of each configuration "
+           "in turn; GFLOP/s of the median\n", jobs, m, n, k, flop / 1e9, samples);
+    printf("%-34s %10s %10s %10s %10s %8s\n", "configuration", "min_ms", "median_ms", "max_ms", "GFLOP/s", "ratio");
 
     static const struct { const char *name; int streams, threads; } cfg[] = {
         { "1 stream, 1 BLAS thread", 1, 1 },
         { "2 streams, 1 BLAS thread each", 2, 1 },
         { "1 stream, 2 BLAS threads", 1, 2 },
     };
+    double *t = malloc(sizeof(double) * 3 * (size_t)samples);
+    if (!t)
+        erase_fatal(__FILE__, __LINE__, "allocate the samples", ERASE_ERR_NOMEM);
+    for (int r = -1; r < samples; r++) /* r = -1: warm-up */
+        for (int c = 0; c < 3; c++) {
+            ERASE_MUST(erase_device_set_blas_threads(dev, cfg[c].threads));
+            w.nstreams = cfg[c].streams;
+            double sec = bench_seconds(run_split, &w, 1);
+            if (r >= 0)
+                t[c * samples + r] = sec * 1e3;
+        }
     double base = 0;
     for (int c = 0; c < 3; c++) {
-        ERASE_MUST(erase_device_set_blas_threads(dev, cfg[c].threads));
-        w.nstreams = cfg[c].streams;
-        double sec = bench_median_seconds(run_split, &w, 1, samples);
-        double gflops = flop / sec / 1e9;
+        bench_spread_t ms = bench_spread(t + c * samples, (size_t)samples);
+        double gflops = flop / (ms.median * 1e-3) / 1e9;
         if (c == 0)
             base = gflops;
-        printf("%-34s %12.2f %10.1f %7.2fx\n", cfg[c].name, sec * 1e3, gflops, gflops / base);
-        fflush(stdout);
+        printf("%-34s %10.2f %10.2f %10.2f %10.1f %7.2fx\n", cfg[c].name, ms.min, ms.median, ms.max, gflops,
+               gflops / base);
+        bench_spread_check(ms, cfg[c].name, "ms");
     }
+    free(t);
     for (int i = 0; i < 2; i++) {
         erase_free(dev, w.a[i]);
         erase_free(dev, w.b[i]);

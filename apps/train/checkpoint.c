@@ -199,13 +199,6 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
 {
     *out = NULL;
     const train_options_t *o = env->o;
-    if (o->resume[0] && o->init_from[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
-                           "--init-from starts a new one from its parameters)", o->resume, o->init_from);
-    if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
-    if (o->init_from_optimizer && !o->init_from[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     train_ckpt_t *ck = calloc(1, sizeof *ck);
     if (!ck)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
@@ -706,7 +699,11 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
                 printf("note   global batch %lld, the checkpoint's run had %lld: steps now take %lld samples\n",
                        (long long)ck->e.global_batch, (long long)m->global_batch, (long long)ck->e.global_batch);
             note_option_changes(m->options, o);
-        } else {
+        }
+        if (!erase_ckpt_attributes_summed(f))
+            printf("note   %s has no checksum of its /meta and /optim attributes (written by %s, before "
+                   "they had one): they were range-checked only\n", erase_ckpt_path(f), m->version);
+        if (!resume) {
             printf("init   from %s (step %lld of an earlier run): parameters%s loaded; this run starts at step 0 "
                    "on its own data%s\n",
                    erase_ckpt_path(f), (long long)m->step, load_optim ? " and optimizer state" : "",
@@ -715,6 +712,40 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         fflush(stdout);
     }
     erase_ckpt_close(f);
+    return st;
+}
+
+/*
+ * The checkpoints of --checkpoint-dir newer than `start`, the step this run
+ * starts at, belong to a run abandoned there (this one restarted from an
+ * older checkpoint, or from scratch): each is renamed
+ * ckpt-<step>.h5.superseded (kept, never deleted), so that a later --resume
+ * auto continues this run and not the abandoned one (it takes the newest
+ * checkpoint by step, io/checkpoint.h). Rank 0 only. Errors: ERASE_ERR_IO
+ * (cannot list or rename), ERASE_ERR_NOMEM.
+ */
+static erase_status_t supersede_newer(const char *dir, int64_t start)
+{
+    char **paths;
+    int n;
+    ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; st == ERASE_OK && i < n; i++) {
+        const char *base = strrchr(paths[i], '/');
+        long long step;
+        if (sscanf(base ? base + 1 : paths[i], "ckpt-%lld.h5", &step) != 1 || step <= start)
+            continue;
+        char aside[ERASE_CKPT_PATH_MAX + 16];
+        snprintf(aside, sizeof aside, "%s.superseded", paths[i]);
+        if (rename(paths[i], aside) != 0)
+            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot rename %s (newer than step %lld, where "
+                             "this run starts) to %s: %s", dir, paths[i], (long long)start, aside, strerror(errno));
+        else
+            printf("note   %s is newer than step %lld, where this run starts: renamed %s (--resume auto "
+                   "continues this run)\n", paths[i], (long long)start, aside);
+    }
+    erase_ckpt_candidates_free(paths, n);
+    fflush(stdout);
     return st;
 }
 
@@ -733,6 +764,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
+        else if (!o->resume[0] && !o->init_from[0])
+            st = supersede_newer(dir, 0);
     }
     if (ck->enabled)
         ERASE_CHECK(share_status(ck, st, "--checkpoint-dir"));
@@ -744,6 +777,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     if (ck->e.w->rank == 0) {
         st = pick(ck, &action, hdr);
         hdr[1] = action;
+        if (st == ERASE_OK && ck->enabled && action != 0)
+            st = supersede_newer(o->checkpoint_dir, action == 1 ? hdr[2] : 0);
     }
     ERASE_CHECK(share_status(ck, st, o->resume[0] ? "--resume" : "--init-from"));
     erase_comm_t *c = erase_world_comm();

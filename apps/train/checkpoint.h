@@ -87,8 +87,8 @@ erase_status_t train_ckpt_catch_signals(void);
  * Set-up, collective over the world (call on every rank, after the
  * network, optimizer and reader exist and before the first step): rank 0
  * creates --checkpoint-dir (one level) and checks that it can write there;
- * then --resume / --init-from: rank 0 picks the checkpoint (auto: DIR/latest, else the newest
- * ckpt-*.h5; a damaged one is skipped with a message naming it), checks
+ * then --resume / --init-from: rank 0 picks the checkpoint (auto: the newest
+ * ckpt-*.h5, whatever DIR/latest names; a damaged one is skipped with a message naming it), checks
  * that the model (tensor names and shapes), the optimizer state and the
  * pipeline layout match, and broadcasts the values. Resume sets *pos, the
  * optimizer clock and the reader's cursor; --init-from loads parameters

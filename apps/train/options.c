@@ -81,7 +81,7 @@ static const opt_def_t defs[] = {
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
     { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL, FROM_TO(INT64_MIN, INT64_MAX) },
     { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL, NO_BOUNDS },
-    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it", "stop|skip", NO_BOUNDS },
+    { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it (needs --update end or --early-backward off)", "stop|skip", NO_BOUNDS },
     { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL, NO_BOUNDS },
     { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL, ABOVE_TO(0, ERASE_WATCHDOG_MAX_SECONDS) },
     { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL, NO_BOUNDS },
@@ -284,6 +284,30 @@ static erase_status_t read_run_file(const char *path, train_options_t *o)
     return st;
 }
 
+/* Settings that parse one by one but cannot be used as given, each naming
+ * its options (usage errors, found before MPI start-up). */
+static erase_status_t check_together(const train_options_t *o)
+{
+    if (!o->train[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
+    if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
+                           "of --train held out for evaluation (or give --eval)", o->eval_fraction);
+    /* a block's early update would apply before a later block's gradient
+     * of the same step is found non-finite: that step could not be skipped */
+    if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
+                           "an early update could apply before a later block's gradient is found non-finite");
+    if (o->resume[0] && o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
+                           "--init-from starts a new one from its parameters)", o->resume, o->init_from);
+    if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
+    if (o->init_from_optimizer && !o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
+    return ERASE_OK;
+}
+
 erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help)
 {
     train_options_default(o);
@@ -326,7 +350,7 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
             continue; /* read above */
         ERASE_CHECK(set_value(o, d, value, ""));
     }
-    return ERASE_OK;
+    return check_together(o);
 }
 
 void train_options_usage(FILE *f)

@@ -60,11 +60,14 @@ typedef struct {
 void train_options_default(train_options_t *o);
 
 /*
- * Parse argv (and the run file it names with --config, read first). Returns
- * ERASE_OK, or ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming
- * the option, file and line (a value out of the option's range, a plain
- * integer beyond 32 bits, a NUL byte, @include of a directory),
- * ERASE_ERR_IO (an unreadable run file). *help is set when --help was given.
+ * Parse argv (and the run file it names with --config, read first), then
+ * check the settings together (--train given, --eval-fraction in (0, 1)
+ * without --eval, --nonfinite skip with --update end, the checkpoint
+ * options that need one another). Returns ERASE_OK, or
+ * ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming the option,
+ * file and line (a value out of the option's range, a plain integer beyond
+ * 32 bits, a NUL byte, @include of a directory), ERASE_ERR_IO (an
+ * unreadable run file). *help is set when --help was given.
  */
 erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help);
 

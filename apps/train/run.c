@@ -92,7 +92,10 @@ static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
     return ERASE_OK;
 }
 
-static erase_status_t setup_model(run_t *r)
+/* The model: its file (or reference sizes) and --cuts. A setting that
+ * cannot be used with the model sets *usage: every rank finds it alike,
+ * before anything is opened. */
+static erase_status_t setup_model(run_t *r, int *usage)
 {
     const train_options_t *o = r->o;
     if (!strcmp(o->model, "ctr"))
@@ -101,11 +104,13 @@ static erase_status_t setup_model(run_t *r)
         r->cfg = erase_model_config_default(ERASE_MODEL_MLP);
     else
         TRY(erase_model_config_load(o->model, &r->cfg));
+    *usage = 1;
     if (r->cfg.kind != ERASE_MODEL_CTR)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train trains ctr models on CTR shards "
                            "(mlp is for erase-bench)", o->model);
     if (o->cuts[0])
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
+    *usage = 0;
     r->cfg.seed = (uint64_t)o->seed;
     return ERASE_OK;
 }
@@ -148,8 +153,6 @@ static erase_status_t alloc_step_times(int64_t had, int64_t steps, double **time
 static erase_status_t open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
-    if (!o->train[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
     erase_reader_options_t ro = erase_reader_options_default();
     if (!erase_mul_i64(o->batch, r->w->dp_size, &ro.global_batch))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %d ranks: the global batch is more than %lld",
@@ -206,12 +209,6 @@ static erase_status_t setup_training(run_t *r)
     static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
     static const char *const decay[] = { "constant", "cosine" };
     static const char *const modes[] = { "off", "blocking", "async", "graph" };
-    static const char *const nonfinite[] = { "stop", "skip" };
-    int policy;
-    TRY(parse_choice("nonfinite", o->nonfinite, nonfinite, 2, &policy));
-    if (policy == 1 && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
-                           "an early update could apply before a later block's gradient is found non-finite");
     int mode, reduce, update, dense, emb, dec;
     TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
     TRY(parse_choice("reduce", o->reduce, timing, 2, &reduce));
@@ -676,17 +673,6 @@ static void summary(run_t *r)
     }
 }
 
-/* Settings that parse but cannot be used, refused before anything is
- * opened, naming the option (the libraries would refuse them later in
- * their own words). */
-static erase_status_t check_settings(const train_options_t *o)
-{
-    if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
-                           "of --train held out for evaluation (or give --eval)", o->eval_fraction);
-    return ERASE_OK;
-}
-
 /*
  * After a resume with --epochs: count the steps left from the data cursor
  * in this run's global batch, which differs from the checkpoint's when the
@@ -772,20 +758,19 @@ int train_launcher_rank(void)
     return -1;
 }
 
-erase_status_t train_run(const train_options_t *o, const erase_world_t *w)
+erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *usage)
 {
+    *usage = 0;
     run_t r = { .o = o, .w = w, .root = w->rank == 0 };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
-    erase_status_t st = check_settings(o);
+    erase_status_t st = setup_model(&r, usage);
     if (st == ERASE_OK)
         st = open_device(&r);
     if (st == ERASE_OK)
         st = open_host_stream(&r);
-    if (st == ERASE_OK)
-        st = setup_model(&r);
     if (st == ERASE_OK)
         st = open_readers(&r);
     if (st == ERASE_OK)

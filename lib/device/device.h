@@ -75,9 +75,12 @@ erase_device_options_t erase_device_options_default(void);
 
 /*
  * Open a device. The first CPU device of a process loads the BLAS library
- * (see lib/device/cpu/cpu_blas.c for how its kernel is chosen).
+ * (see lib/device/cpu/cpu_blas.c for how its kernel is chosen). A CPU device
+ * sets flush-to-zero and denormals-are-zero on the calling thread, the BLAS
+ * threads and its stream workers, unless ERASE_FTZ=0 (lib/core/fpmode.h).
  * Errors: ERASE_ERR_UNSUPPORTED (backend not built or no GPU),
- * ERASE_ERR_BACKEND (BLAS cannot be loaded), ERASE_ERR_NOMEM.
+ * ERASE_ERR_BACKEND (BLAS cannot be loaded), ERASE_ERR_INVALID (ERASE_FTZ
+ * neither 0 nor 1), ERASE_ERR_NOMEM.
  */
 erase_status_t erase_device_open(const erase_device_options_t *options, erase_device_t **out);
 
@@ -87,7 +90,8 @@ void erase_device_close(erase_device_t *dev);
 /*
  * One line describing the device for start-up logs, e.g.
  * "cpu: 2 cores, OpenBLAS 0.3.21 kernel SkylakeX (chosen by erase for
- * AVX-512), 2 BLAS threads per stream". Truncated to `size` bytes.
+ * AVX-512), 2 BLAS threads per stream, flush-to-zero on". Truncated to
+ * `size` bytes.
  */
 void erase_device_describe(const erase_device_t *dev, char *text, size_t size);
 

@@ -5,15 +5,19 @@
 # option out of its range, both ends (on the command line and in a run file;
 # --log-every 0 divided by zero once; --keep-checkpoints 4294967297 kept one
 # checkpoint; --watchdog 1e10 and ERASE_WATCHDOG_SECONDS=inf overflowed the
-# watchdog's nanoseconds; --lr 0 passed, --embedding-lr 0 trained), --eval-fraction outside (0, 1), an unknown
-# --gemm, a misspelt key in a run file (file:line), and jobs/workstation
-# --ranks without a number.
+# watchdog's nanoseconds; --lr 0 passed, --embedding-lr 0 trained),
+# --eval-fraction outside (0, 1), no --train, --nonfinite skip without
+# --update end, checkpoint options missing the one they need, an unknown
+# --gemm, a misspelt key in a run file (file:line), libconfig's silent
+# misreadings of a run file, options the model cannot take (found after MPI
+# start-up: under mpirun one line, status 2, no MPI_Abort), and
+# jobs/workstation --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..43"
+echo "1..51"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -55,10 +59,40 @@ expect 2 "zero.run:2: --log-every 0: expected an integer >= 1" --config "$dir/ze
 tap $? "a run file's log_every = 0: usage error (status $rc) naming file:line, the option and the range"
 [ $rc = 2 ] || tap_report "$dir/out"
 
-expect 1 "--eval-fraction 1.5: expected a fraction in (0, 1) of --train held out for evaluation (or give --eval)" \
+expect 2 "--eval-fraction 1.5: expected a fraction in (0, 1) of --train held out for evaluation (or give --eval)" \
     --train "$dir/none" --eval-fraction 1.5
-tap $? "--eval-fraction 1.5: status $rc, names the option and the range"
+tap $? "--eval-fraction 1.5: usage error (status $rc), names the option and the range"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+expect 2 "erase-train: --train: no training data given (a directory written by erase-convert)" --batch 8
+tap $? "no --train: usage error (status $rc)"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+skip_text="--nonfinite skip needs --update end (or --early-backward off): an early update could apply before a later block's gradient is found non-finite"
+expect 2 "erase-train: $skip_text" --train "$dir/none" --nonfinite skip
+tap $? "--nonfinite skip with early updates: usage error (status $rc) saying what it needs"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+# with --update end it is accepted: the run goes on to fail on the missing data
+expect 1 "--train $dir/none:" --train "$dir/none" --nonfinite skip --update end &&
+    ! grep -q nonfinite "$dir/out"
+tap $? "--nonfinite skip --update end: accepted (status $rc: the missing data)"
 [ $rc = 1 ] || tap_report "$dir/out"
+
+for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto" \
+    "--init-from-optimizer: needs --init-from CKPT|--init-from-optimizer" \
+    "--resume a.h5 and --init-from b.h5: give one (resume continues a run, --init-from starts a new one from its parameters)|--resume a.h5 --init-from b.h5"; do
+    text=${case%%|*} args=${case#*|}
+    # shellcheck disable=SC2086 # args are options
+    expect 2 "erase-train: $text" --train "$dir/none" $args
+    tap $? "$args: usage error (status $rc) saying what it needs"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done
+
+expect 2 "erase-train: --model mlp: erase-train trains ctr models on CTR shards (mlp is for erase-bench)" \
+    --train "$dir/none" --model mlp
+tap $? "--model mlp: usage error (status $rc)"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 expect 2 "--gemm fp16: expected one of fp32|tf32|bf16" --train "$dir/none" --gemm fp16
 tap $? "--gemm fp16: usage error (status $rc) listing the choices"
@@ -129,6 +163,21 @@ expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): to
     --train "$dir/data" --batch 16 --steps 9223372036854775807
 tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
 [ $rc = 1 ] || tap_report "$dir/out"
+
+# a usage error found after MPI start-up (the model is read then): rank 0
+# prints one line, every rank exits 2 through MPI_Finalize: no MPI_ABORT
+# banner, no call chain. mpirun's own banner on a non-zero exit and a
+# sanitizer build's list of suppressions (the blocks between dashed lines,
+# blank lines), and the start-up summary (ERASE_VERBOSE=-1) aside, stderr is
+# that one line.
+ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --cuts 7 --quiet \
+    >"$dir/out" 2>"$dir/err"
+rc=$?
+sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' "$dir/err" >"$dir/err.own"
+[ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
+    [ "$(cat "$dir/err.own")" = "erase-train: --cuts 7: expected all, none or boundaries 1..6 separated by commas" ]
+tap $? "--cuts 7 for a 7-block model under mpirun -np 2: one line from rank 0, status $rc, no abort"
+[ $rc = 2 ] || tap_report "$dir/err"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?

@@ -9,8 +9,12 @@
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
  *                                bytes in the file (a damaged checkpoint)
  *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
- *   ckpt-tool set-int FILE OBJECT ATTR VALUE  overwrite an integer attribute
- *                                (e.g. /meta pp_size: another layout)
+ *   ckpt-tool set FILE [--fix-sum] OBJECT/ATTR=VALUE...  overwrite
+ *                                attributes of /meta or /optim (e.g.
+ *                                /meta/pp_size=2: another layout;
+ *                                /optim/lr=nan); --fix-sum also rewrites
+ *                                meta_fnv1a64 to match (the file must be
+ *                                valid before)
  *   ckpt-tool rows-equal A B TENSOR  print how many rows of TENSOR
  *                                ("params/input/emb/0") are bitwise equal in A and B
  *
@@ -18,6 +22,7 @@
  */
 #include "io/checkpoint.h"
 #include "io/h5_util.h"
+#include "tests/ckpt/ckpt_util.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -138,26 +143,39 @@ static int damage(const char *path, const char *dataset, int flip)
     return 0;
 }
 
-static int set_int(const char *path, const char *object, const char *attr, long long value)
+/* set FILE [--fix-sum] OBJECT/ATTR=VALUE... (argv from FILE on) */
+static int set_attrs(int argc, char **argv)
 {
-    erase_h5_enter();
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    hid_t o = f >= 0 ? H5Oopen(f, object, H5P_DEFAULT) : -1;
-    hid_t a = o >= 0 ? H5Aopen(o, attr, H5P_DEFAULT) : -1;
-    int64_t v = value;
-    int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0;
-    if (a >= 0)
-        H5Aclose(a);
-    if (o >= 0)
-        H5Oclose(o);
-    if (f >= 0)
-        H5Fclose(f);
-    erase_h5_leave();
-    if (!ok) {
-        fprintf(stderr, "ckpt-tool: %s: cannot set %s %s\n", path, object, attr);
+    const char *path = argv[0];
+    int fix = argc > 1 && !strcmp(argv[1], "--fix-sum"), n = 0;
+    ckpt_attr_t attrs[16] = { { 0 } };
+    char objects[16][16];
+    for (int i = 1 + fix; i < argc; i++, n++) {
+        char *slash = strrchr(argv[i], '/'), *eq = strchr(argv[i], '='), *end = NULL;
+        if (n == 16 || !slash || !eq || eq < slash || slash == argv[i] || (size_t)(slash - argv[i]) >= 16) {
+            fprintf(stderr, "ckpt-tool set: '%s': expected /meta/ATTR=VALUE or /optim/ATTR=VALUE (at most 16)\n",
+                    argv[i]);
+            return 2;
+        }
+        snprintf(objects[n], sizeof objects[n], "%.*s", (int)(slash - argv[i]), argv[i]);
+        *eq = '\0';
+        attrs[n] = (ckpt_attr_t){ .object = objects[n], .attr = slash + 1 };
+        if (!strcmp(attrs[n].attr, "lr"))
+            attrs[n].lr = strtof(eq + 1, &end);
+        else
+            attrs[n].v = strtoll(eq + 1, &end, 10);
+        if (end == eq + 1 || *end) {
+            fprintf(stderr, "ckpt-tool set: %s: bad value '%s'\n", argv[i], eq + 1);
+            return 2;
+        }
+    }
+    char why[4096];
+    if (ckpt_set_attrs(path, attrs, n, fix, why, sizeof why) != 0) {
+        fprintf(stderr, "ckpt-tool set: %s\n", why);
         return 2;
     }
-    printf("set %s %s = %lld in %s\n", object, attr, value, path);
+    for (int i = 0; i < n; i++)
+        printf("set %s %s in %s%s\n", attrs[i].object, attrs[i].attr, path, fix ? " (meta_fnv1a64 fixed up)" : "");
     return 0;
 }
 
@@ -189,8 +207,8 @@ static int rows_equal(const char *pa, const char *pb, const char *tensor)
 
 int main(int argc, char **argv)
 {
-    if (argc == 6 && !strcmp(argv[1], "set-int"))
-        return set_int(argv[2], argv[3], argv[4], atoll(argv[5]));
+    if (argc >= 4 && !strcmp(argv[1], "set"))
+        return set_attrs(argc - 2, argv + 2);
     if (argc == 5 && !strcmp(argv[1], "rows-equal"))
         return rows_equal(argv[2], argv[3], argv[4]);
     if (argc == 4 && !strcmp(argv[1], "compare"))
@@ -198,6 +216,6 @@ int main(int argc, char **argv)
     if (argc == 4 && (!strcmp(argv[1], "flip") || !strcmp(argv[1], "unlink")))
         return damage(argv[2], argv[3], !strcmp(argv[1], "flip"));
     fprintf(stderr, "usage: ckpt-tool compare A B | flip FILE DATASET | unlink FILE DATASET |\n"
-                    "       set-int FILE OBJECT ATTR VALUE | rows-equal A B TENSOR\n");
+                    "       set FILE [--fix-sum] OBJECT/ATTR=VALUE... | rows-equal A B TENSOR\n");
     return 2;
 }

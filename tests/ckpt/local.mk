@@ -3,7 +3,7 @@
 # under real mpirun (make check). tests/ckpt/soak.sh: a longer kill-and-
 # resume soak, run by hand (not in make check).
 check_PROGRAMS += tests/ckpt/ckpt-tool
-tests_ckpt_ckpt_tool_SOURCES = tests/ckpt/ckpt-tool.c
+tests_ckpt_ckpt_tool_SOURCES = tests/ckpt/ckpt-tool.c tests/ckpt/ckpt_util.c tests/ckpt/ckpt_util.h
 tests_ckpt_ckpt_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_ckpt_ckpt_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 check_PROGRAMS += tests/ckpt/thread-kill
@@ -16,7 +16,8 @@ EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 if HAVE_CMOCKA
 check_PROGRAMS += tests/ckpt/test-checkpoint
 TESTS += tests/ckpt/test-checkpoint
-tests_ckpt_test_checkpoint_SOURCES = tests/ckpt/test-checkpoint.c tests/io/io_util.c tests/io/io_util.h
+tests_ckpt_test_checkpoint_SOURCES = tests/ckpt/test-checkpoint.c tests/ckpt/ckpt_util.c tests/ckpt/ckpt_util.h \
+	tests/io/io_util.c tests/io/io_util.h
 tests_ckpt_test_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) \
 	-DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
 tests_ckpt_test_checkpoint_CFLAGS = $(TEST_CFLAGS)

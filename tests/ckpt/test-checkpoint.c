@@ -1,10 +1,13 @@
 /*
  * Checkpoint files (io/checkpoint.h) without MPI: what is written reads
  * back bitwise with its meta data; the directory keeps the K newest and
- * never touches newer ones, stale temporary files go, `latest` comes first
- * among the candidates; a truncated file, a flipped bit, a missing dataset
+ * never touches newer ones, stale temporary files go, the candidates are
+ * newest first whatever `latest` names; a truncated file, a flipped bit, a missing dataset
  * and a missing `format` are each refused with a message naming the file
- * and what is wrong; loading into a different model lists the differences.
+ * and what is wrong; an attribute of /meta or /optim out of range is refused
+ * naming it, also when its checksum was fixed up, and one changed in range
+ * fails the attributes' checksum; loading into a different model lists the
+ * differences.
  */
 #include <fcntl.h>
 #include <math.h>
@@ -22,6 +25,7 @@
 
 #include "io/checkpoint.h"
 #include "io/h5_util.h"
+#include "tests/ckpt/ckpt_util.h"
 #include "tests/io/io_util.h"
 
 #define MUST(call)                                                                         \
@@ -174,13 +178,19 @@ static void test_directory(void **unused)
     assert_int_equal(erase_ckpt_name_step(paths[0]), 20);
     assert_int_equal(erase_ckpt_name_step(paths[1]), 15);
     erase_ckpt_candidates_free(paths, n);
-    /* `latest` comes first, whatever its step */
+    /* `latest` naming an older one (the writer of ckpt-20 killed before it
+     * updated latest) is only a hint: the newest complete one comes first */
     assert_int_equal(io_write_text(io_path(dir, "latest"), "ckpt-15.h5\n"), 0);
     MUST(erase_ckpt_candidates(dir, &paths, &n));
     assert_int_equal(n, 2);
-    assert_int_equal(erase_ckpt_name_step(paths[0]), 15);
-    assert_int_equal(erase_ckpt_name_step(paths[1]), 20);
+    assert_int_equal(erase_ckpt_name_step(paths[0]), 20);
+    assert_int_equal(erase_ckpt_name_step(paths[1]), 15);
     erase_ckpt_candidates_free(paths, n);
+    erase_ckpt_t *ck;
+    MUST(erase_ckpt_open_newest(dir, NULL, NULL, &ck));
+    assert_non_null(ck);
+    assert_int_equal(erase_ckpt_meta(ck)->step, 20);
+    erase_ckpt_close(ck);
     /* an earlier step (a run restarted from an older checkpoint): newer
      * checkpoints stay, stale temporary files go */
     assert_int_equal(io_write_text(io_path(dir, ".ckpt-7.h5.tmp"), "half written"), 0);
@@ -189,8 +199,9 @@ static void test_directory(void **unused)
     assert_int_equal(io_count_files(dir, ".tmp"), 0);
     MUST(erase_ckpt_candidates(dir, &paths, &n));
     assert_int_equal(n, 3);
-    assert_int_equal(erase_ckpt_name_step(paths[0]), 3); /* latest */
-    assert_int_equal(erase_ckpt_name_step(paths[1]), 20);
+    assert_int_equal(erase_ckpt_name_step(paths[0]), 20);
+    assert_int_equal(erase_ckpt_name_step(paths[1]), 15);
+    assert_int_equal(erase_ckpt_name_step(paths[2]), 3);
     erase_ckpt_candidates_free(paths, n);
     /* nothing there: no candidates, no error */
     MUST(erase_ckpt_candidates(io_path(scratch, "none"), &paths, &n));
@@ -285,14 +296,21 @@ static void set_huge_shape(const char *file, const char *path, hsize_t rows, hsi
     free(out);
 }
 
+/* A checkpoint of step 10 in scratch/sub: its path in good, and the path
+ * of a copy to damage, sub/bad.h5, in bad (both 4096 bytes). */
+static void good_and_bad(const char *sub, char *good, char *bad)
+{
+    const char *dir = io_path(scratch, sub);
+    write_state(dir, 10, 3);
+    snprintf(good, 4096, "%s/ckpt-10.h5", dir);
+    snprintf(bad, 4096, "%s/bad.h5", dir);
+}
+
 static void test_damage(void **unused)
 {
     (void)unused;
-    const char *dir = io_path(scratch, "dmg");
-    write_state(dir, 10, 3);
     char good[4096], bad[4096];
-    snprintf(good, sizeof good, "%s/ckpt-10.h5", dir);
-    snprintf(bad, sizeof bad, "%s/bad.h5", dir);
+    good_and_bad("dmg", good, bad);
 
     /* truncated */
     copy_file(good, bad);
@@ -354,6 +372,96 @@ static void test_damage(void **unused)
     erase_ckpt_close(ck);
 }
 
+/* ckpt_set_attrs of one attribute, or fail. */
+static void set_attr(const char *path, const ckpt_attr_t *a, int fix)
+{
+    char why[4096];
+    if (ckpt_set_attrs(path, a, 1, fix, why, sizeof why) != 0)
+        fail_msg("%s", why);
+}
+
+static void test_meta_attributes(void **unused)
+{
+    (void)unused;
+    char good[4096], bad[4096];
+    good_and_bad("meta", good, bad);
+    static const struct {
+        const char *object, *attr;
+        int64_t v;
+        float lr;
+        int fix;
+        const char *why;
+    } cases[] = {
+        { "/meta", "step", -5, 0, 1, "attribute /meta step = -5: expected an integer >= 0" },
+        { "/meta", "step", -5, 0, 0, "attribute /meta step = -5: expected an integer >= 0" },
+        { "/meta", "step", (int64_t)1 << 62, 0, 1,
+          "attribute /meta step = 4611686018427387904: expected an integer <= 1099511627776" },
+        { "/meta", "step", 11, 0, 0, "the attributes of /meta and /optim: checksum " },
+        { "/meta", "samples_seen", 5, 0, 1,
+          "attribute /meta samples_seen = 5: expected an integer >= step 10 (a step takes at least one sample)" },
+        { "/meta", "samples_seen", 321, 0, 0, "the attributes of /meta and /optim: checksum " },
+        { "/meta", "epoch", -1, 0, 1, "attribute /meta epoch = -1: expected an integer >= 0" },
+        { "/meta", "global_batch", 0, 0, 1, "attribute /meta global_batch = 0: expected an integer >= 1" },
+        { "/meta", "dp_size", 0, 0, 1, "attribute /meta dp_size = 0: expected an integer >= 1" },
+        { "/meta", "dp_size", (int64_t)1 << 32, 0, 0, "attribute /meta dp_size = 4294967296: expected an integer <= 1000000" },
+        { "/meta", "world_size", 3, 0, 1, "attribute /meta world_size = 3: expected dp_size x pp_size = 2 x 1" },
+        { "/optim", "step", -7, 0, 1, "attribute /optim step = -7: expected an integer >= 0" },
+        { "/optim", "step", 9, 0, 0, "the attributes of /meta and /optim: checksum " },
+        { "/optim", "lr", 0, NAN, 1, "attribute /optim lr = nan: expected a finite number >= 0" },
+        { "/optim", "lr", 0, -1e-3f, 1, "attribute /optim lr = -0.001: expected a finite number >= 0" },
+        { "/optim", "lr", 0, 1e-3f, 0, "the attributes of /meta and /optim: checksum " },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        copy_file(good, bad);
+        set_attr(bad, &(ckpt_attr_t){ cases[i].object, cases[i].attr, cases[i].v, cases[i].lr }, cases[i].fix);
+        printf("# %s %s%s\n", cases[i].object, cases[i].attr, cases[i].fix ? " (checksum fixed up)" : "");
+        expect_damage(bad, cases[i].why);
+    }
+    /* in range with the checksum fixed up: accepted (so the fix-up above is right) */
+    copy_file(good, bad);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", 11, 0 }, 1);
+    erase_ckpt_t *ck;
+    MUST(erase_ckpt_open(bad, &ck));
+    assert_int_equal(erase_ckpt_meta(ck)->step, 11);
+    erase_ckpt_close(ck);
+    /* no checksum of the attributes (an older erase's checkpoint): loaded,
+     * range-checked only, and said so; out of range still refused */
+    copy_file(good, bad);
+    erase_h5_enter();
+    hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Adelete(f, "meta_fnv1a64") >= 0);
+    H5Fclose(f);
+    erase_h5_leave();
+    MUST(erase_ckpt_open(bad, &ck));
+    assert_int_equal(erase_ckpt_attributes_summed(ck), 0);
+    erase_ckpt_close(ck);
+    MUST(erase_ckpt_open(good, &ck));
+    assert_int_equal(erase_ckpt_attributes_summed(ck), 1);
+    erase_ckpt_close(ck);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", -5, 0 }, 0);
+    expect_damage(bad, "attribute /meta step = -5: expected an integer >= 0");
+
+    /* the canonical text the checksum covers (io/checkpoint.h) */
+    state_t s;
+    make_state(&s, 3, 1.0f);
+    s.meta.version = "erase 9";
+    s.meta.created = NULL;
+    const char text[] = "meta.step=3\nmeta.samples_seen=96\nmeta.epoch=1\nmeta.global_batch=32\n"
+                        "meta.world_size=2\nmeta.dp_size=2\nmeta.pp_size=1\noptim.step=3\nmeta.seed=42\n"
+                        "optim.lr=3983126f\nmeta.pp_layout=7:1 stage\nmeta.schedule=20:early_backward graph\n"
+                        "meta.dense_optimizer=5:adamw\nmeta.embedding_optimizer=15:rowwise_adagrad\n"
+                        "meta.model=15:model = \"ctr\";\n\nmeta.options=12:batch = 16;\n\n"
+                        "meta.version=7:erase 9\nmeta.created=0:\n";
+    assert_true(erase_ckpt_meta_fnv1a64(&s.meta) == erase_ckpt_fnv1a64(text, strlen(text)));
+
+    /* the writer refuses what the loader would */
+    s.meta.step = -1;
+    assert_int_equal(erase_ckpt_write(io_path(scratch, "meta-w"), &s.meta, s.params, 3, s.optim, 2, s.ranks, 2, NULL,
+                                      1, NULL), ERASE_ERR_FORMAT);
+    assert_non_null(strstr(erase_error_reason(), "ckpt--1.h5: attribute /meta step = -1: expected an integer >= 0"));
+    assert_int_equal(io_count_files(io_path(scratch, "meta-w"), ".h5"), 0);
+}
+
 static void test_bad_arguments(void **unused)
 {
     (void)unused;
@@ -399,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_directory),
         cmocka_unit_test(test_damage),
+        cmocka_unit_test(test_meta_attributes),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -2,17 +2,21 @@
 # Resuming erase-train (issue 7), beyond kills: damaged checkpoints are
 # skipped with a message naming them and the previous one is used (and the
 # run still ends bitwise equal), and renamed *.damaged so that keeping the
-# newest K does not count them; a different model or pipeline layout is
+# newest K does not count them; the newest complete one is taken whatever
+# `latest` names (and newer ones an abandoned run left are set aside as
+# *.superseded when a run restarts from an older one); a different model or pipeline layout is
 # refused with what differs; 2 ranks resumed on 1 and on 3 take the same
 # global sample sequence, and with another global batch under --epochs
 # the run still ends with its last epoch; SIGUSR1 (to mpirun) and SIGTERM (to
 # a worker thread of one rank: the handler runs off the main thread) stop
 # every rank after the same step with a checkpoint and status 0;
-# --init-from starts a new run from a checkpoint's parameters; erase-inspect
+# attributes of /meta and /optim out of range are refused naming them, also
+# with their checksum fixed up; --init-from starts a new run from a
+# checkpoint's parameters; erase-inspect
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..21"
+echo "1..26"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -54,6 +58,37 @@ kept=$(ls "$E" | tr '\n' ' ')
 tap $? "resumed from ckpt-30.h5 past two damaged ones, ended at 39 keeping 2: $kept(status $rc)"
 [ $rc = 0 ] || show "$out"
 
+# ---- latest naming an older checkpoint than the newest complete one (the
+# writer killed between publishing ckpt-40.h5 and updating latest): latest
+# is only a hint, --resume auto and erase-inspect ckpt DIR take ckpt-40.h5
+L=$dir/latest
+cp -r "$R" "$L"
+echo ckpt-36.h5 >"$L/latest"
+out=$dir/latest.out
+train 2 $ARGS --batch 12 --checkpoint-dir "$L" --resume auto
+apps/erase-inspect ckpt "$L" >"$dir/inspect-latest.out" 2>&1
+[ $rc = 0 ] && grep -q "^resume from $L/ckpt-40.h5: step 40, " "$out" &&
+    [ "$(sed -n 1p "$dir/inspect-latest.out")" = "$L: newest usable checkpoint $L/ckpt-40.h5 (what erase-train --resume $L takes)" ]
+tap $? "latest names ckpt-36.h5, ckpt-40.h5 is complete: --resume auto (status $rc) and erase-inspect ckpt DIR take ckpt-40.h5"
+grep '^resume from' "$out" | sed 's/^/# /'
+
+# ---- restarted from an older checkpoint in the same directory: the newer
+# ones of the abandoned run are set aside (*.superseded), so that --resume
+# auto afterwards continues the restarted run, not the abandoned one
+S=$dir/superseded
+cp -r "$R" "$S"
+out=$dir/superseded.out
+train 2 --steps 33 --warmup-steps 5 --checkpoint-every 0 --batch 12 --checkpoint-dir "$S" --resume "$S/ckpt-30.h5"
+kept=$(ls "$S" | tr '\n' ' ')
+out2=$dir/superseded-auto.out
+out=$out2
+train 2 --steps 34 --warmup-steps 5 --checkpoint-every 0 --batch 12 --checkpoint-dir "$S" --resume auto
+[ $rc = 0 ] && [ "$kept" = "ckpt-30.h5 ckpt-33.h5 ckpt-36.h5.superseded ckpt-40.h5.superseded latest " ] &&
+    grep -q "^note   $S/ckpt-40.h5 is newer than step 30, where this run starts: renamed $S/ckpt-40.h5.superseded (--resume auto continues this run)$" "$dir/superseded.out" &&
+    grep -q "^resume from $S/ckpt-33.h5: step 33, " "$out2"
+tap $? "--resume ckpt-30.h5 beside ckpt-36/40: they become *.superseded, ended at 33 ($kept); --resume auto then takes ckpt-33.h5 (status $rc)"
+[ $rc = 0 ] || show "$out2"
+
 # ---- every checkpoint damaged: refused, not restarted from scratch
 A=$dir/alldamaged
 mkdir "$A"
@@ -78,11 +113,33 @@ grep -o 'the model differs.*' "$out" | head -1 | cut -c1-200 | sed 's/^/# /'
 P=$dir/pp
 mkdir "$P"
 cp "$R/ckpt-30.h5" "$P/"
-tests/ckpt/ckpt-tool set-int "$P/ckpt-30.h5" /meta pp_size 2 >/dev/null
+tests/ckpt/ckpt-tool set "$P/ckpt-30.h5" --fix-sum /meta/pp_size=2 /meta/dp_size=1 >/dev/null
 out=$dir/pp.out
 train 2 $ARGS --batch 12 --resume "$P/ckpt-30.h5"
 [ $rc != 0 ] && grep -q "$P/ckpt-30.h5: the pipeline layout differs: the checkpoint has 2 stages (1 stage: stage 0 holds blocks 0-2), this run 1 (1 stage: stage 0 holds blocks 0-2)" "$out"
 tap $? "another pipeline layout (pp_size 2 in /meta): refused (status $rc)"
+
+# ---- attributes of /meta and /optim out of range, their checksum fixed up
+# (io/checkpoint.h): --resume and erase-inspect ckpt refuse them naming the
+# attribute (step -5 wrote past a buffer; /optim step -7 was blamed on a
+# non-finite gradient; step 2^62 trained nothing and exited 0)
+M=$dir/meta
+mkdir "$M"
+for bad in /meta/step=-5 /optim/step=-7 /meta/step=4611686018427387904; do
+    cp "$R/ckpt-30.h5" "$M/ckpt-30.h5"
+    tests/ckpt/ckpt-tool set "$M/ckpt-30.h5" --fix-sum "$bad" >/dev/null
+    attr=$(echo "$bad" | sed 's|^\(/[a-z]*\)/\([a-z_]*\)=\(.*\)|\1 \2 = \3|')
+    case $bad in */step=-*) want="expected an integer >= 0" ;; *) want="expected an integer <= 1099511627776" ;; esac
+    out=$dir/meta.out
+    train 2 $ARGS --batch 12 --resume "$M/ckpt-30.h5"
+    apps/erase-inspect ckpt "$M/ckpt-30.h5" >"$dir/inspect-meta.out" 2>&1
+    rc2=$?
+    [ $rc = 1 ] && grep -q -F -e "--resume $M/ckpt-30.h5: $M/ckpt-30.h5: attribute $attr: $want" "$out" &&
+        [ $rc2 = 1 ] && grep -q -F "$M/ckpt-30.h5: attribute $attr: $want" "$dir/inspect-meta.out"
+    tap $? "$bad with its checksum fixed up: --resume (status $rc) and erase-inspect ckpt (status $rc2) refuse it: attribute $attr: $want"
+    [ $rc = 1 ] || show "$out"
+done
+grep -o -e "--resume $M.*" "$out" | sed 's/^/# /'
 
 # ---- 2 ranks -> 1 and 3 ranks: the same global sample sequence
 awk '$2 >= 720 && $2 < 960' "$dir"/samples.ref.* | sort -n -k1 -k2 >"$dir/seq.ref"

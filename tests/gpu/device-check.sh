@@ -175,13 +175,13 @@ for model in ctr mlp; do
     limited 150 ./apps/erase-bench schedules --device cuda --model $model \
         --batch 256,1024,4096,16384 --steps "$steps" --warmup 10 \
         >"$out/bench-$model.txt" 2>&1 || fail "erase-bench schedules --model $model (bench-$model.txt)"
-    grep -E '^(model|ctr|mlp)' "$out/bench-$model.txt" | tee -a "$summary"
+    grep -E '^(model|ctr|mlp|# warning)' "$out/bench-$model.txt" | tee -a "$summary"
 done
 say "benchmark: the same for ctr with --gemm tf32 (tensor cores)"
 limited 100 ./apps/erase-bench schedules --device cuda --gemm tf32 --model ctr --batch 1024,16384 \
     --steps "$steps" --warmup 10 >"$out/bench-ctr-tf32.txt" 2>&1 ||
     fail "erase-bench schedules --gemm tf32 (bench-ctr-tf32.txt)"
-grep -E '^(model|ctr)' "$out/bench-ctr-tf32.txt" | tee -a "$summary"
+grep -E '^(model|ctr|# warning)' "$out/bench-ctr-tf32.txt" | tee -a "$summary"
 
 # ---- erase's off step against PyTorch eager on the same GPU ------------------------
 if command -v python3 >/dev/null && env -u LD_LIBRARY_PATH python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -189,7 +189,7 @@ if command -v python3 >/dev/null && env -u LD_LIBRARY_PATH python3 -c 'import to
     ERASE_TORCH_PYTHON="env -u LD_LIBRARY_PATH python3" limited 150 ./apps/erase-bench model \
         --device cuda --torch --model both --batch 256,1024,4096,16384 --threads 1 --steps 30 \
         >"$out/bench-model.txt" 2>&1 || fail "erase-bench model --torch (bench-model.txt)"
-    grep -E '^(model|ctr|mlp)' "$out/bench-model.txt" | tee -a "$summary"
+    grep -E '^(model|ctr|mlp|# warning)' "$out/bench-model.txt" | tee -a "$summary"
 else
     say "no PyTorch with CUDA here: erase-bench model --torch skipped"
 fi

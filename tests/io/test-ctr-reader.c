@@ -10,7 +10,7 @@
  * not HDF5, of another schema or damaged rejected with messages naming the
  * file and dataset; bad values in an uncompressed shard (a label not 0/1,
  * a dense +-inf) rejected naming the file, dataset, row and value; the
- * table check.
+ * table check; the prefetch thread flushes subnormals to zero.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -61,6 +61,16 @@ static erase_reader_t *open_reader(const char *input, const erase_reader_options
     const char *in[1] = { input };
     MUST(erase_ctr_reader_open(in, 1, o, &r));
     return r;
+}
+
+/* A reader of `input` in file order, batches of 100, `prefetch` batches
+ * decoded ahead by its thread (0: none, on the caller's thread). */
+static erase_reader_t *open_in_order(const char *input, int prefetch)
+{
+    erase_reader_options_t o = opts(100, 0, 1);
+    o.shuffle = 0;
+    o.prefetch = prefetch;
+    return open_reader(input, &o);
 }
 
 /* What the model must receive for stored value x. */
@@ -610,9 +620,39 @@ static void test_rejected_files(void **state)
     r = open_reader(dir, &o); /* a shard may be listed twice */
     assert_int_equal(erase_reader_info(r).samples, 200);
     erase_reader_close(r);
+
+    /* index entries that are not regular files: a FIFO (reading it waited
+     * for a writer forever: the alarm fails the test instead), a directory,
+     * a device through a symbolic link; the same given directly, and an
+     * index.txt that is a FIFO */
+    alarm(60);
+    assert_int_equal(mkfifo(io_path(dir, "fifo.h5"), 0600), 0);
+    assert_int_equal(mkdir(io_path(dir, "sub.h5"), 0700), 0);
+    assert_int_equal(symlink("/dev/null", io_path(dir, "null.h5")), 0);
+    static const char *const kinds[][2] = { { "fifo.h5", "a FIFO" },
+                                            { "sub.h5", "a directory" },
+                                            { "null.h5", "a character device" } };
+    for (int k = 0; k < 3; k++) {
+        char index[128];
+        snprintf(index, sizeof index, "s.h5 100\n%s 100\n", kinds[k][0]);
+        assert_int_equal(io_write_text(io_path(dir, "index.txt"), index), 0);
+        snprintf(want, sizeof want, "%s/index.txt:2: %s is %s, expected a regular file", dir, kinds[k][0],
+                 kinds[k][1]);
+        expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    }
+    snprintf(want, sizeof want, "%s/fifo.h5 is a FIFO, expected a shard file or a dataset directory", dir);
+    expect_rejected(io_path(dir, "fifo.h5"), ERASE_ERR_FORMAT, want);
+    snprintf(want, sizeof want, "%s/null.h5 is a character device, expected a shard file or a dataset directory", dir);
+    expect_rejected(io_path(dir, "null.h5"), ERASE_ERR_FORMAT, want);
+    assert_int_equal(unlink(io_path(dir, "index.txt")), 0);
+    assert_int_equal(mkfifo(io_path(dir, "index.txt"), 0600), 0);
+    snprintf(want, sizeof want, "%s/index.txt is a FIFO, expected a regular file", dir);
+    expect_rejected(dir, ERASE_ERR_FORMAT, want);
+    alarm(0);
     io_scratch_remove(dir);
-    print_message("%d wrong schemas, a truncated file, a text file, a missing file and 3 bad directories "
-                  "rejected at open with the file and dataset named\n", V_VARIANTS - 1);
+    print_message("%d wrong schemas, a truncated file, a text file, a missing file, 3 bad directories and 6 "
+                  "inputs that are not regular files rejected at open with the file and dataset named\n",
+                  V_VARIANTS - 1);
 }
 
 /* A shard whose first /dense chunk is overwritten: open succeeds (metadata
@@ -635,10 +675,7 @@ static void test_damaged_chunk(void **state)
     fclose(out);
     free(bytes);
     for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
-        erase_reader_options_t o = opts(100, 0, 1);
-        o.shuffle = 0;
-        o.prefetch = prefetch;
-        erase_reader_t *r = open_reader(dst, &o);
+        erase_reader_t *r = open_in_order(dst, prefetch);
         erase_ctr_batch_t b;
         char want[4096];
         snprintf(want, sizeof want, "%s: dataset /dense: reading rows [0, 100) failed: ", dst);
@@ -717,14 +754,11 @@ static void expect_shard_read(const char *path, int64_t begin, int64_t count, co
                  (long long)(begin + count), erase_status_name(st), st ? erase_error_reason() : "", want);
 }
 
-/* An uncompressed dataset with a label 7, then a dense +inf, then a dense
- * -inf written through HDF5 (checksums still match): the reader (shuffled
- * and not) and a direct shard read reject the row with the file, dataset,
- * row in the shard and value; the rows around it and NaN (missing) read
- * fine. Then a byte of /sparse changed in the file: Fletcher32 says so. */
-static void test_bad_values(void **state)
+/* The Kaggle sample in uncompressed shards of 3000 rows (values can be
+ * changed in place through HDF5) in a new scratch directory named by `tag`. */
+static char *convert_uncompressed(const char *tag)
 {
-    char *dir = io_scratch_make("reader-values");
+    char *dir = io_scratch_make(tag);
     assert_non_null(dir);
     erase_criteo_convert_options_t co = erase_criteo_convert_options_default();
     co.out_dir = dir;
@@ -733,6 +767,17 @@ static void test_bad_values(void **state)
     co.write.compress = 0;
     const char *in[1] = { io_sample("kaggle-train-first9999.tsv") };
     MUST(erase_criteo_convert(in, 1, &co, NULL));
+    return dir;
+}
+
+/* An uncompressed dataset with a label 7, then a dense +inf, then a dense
+ * -inf written through HDF5 (checksums still match): the reader (shuffled
+ * and not) and a direct shard read reject the row with the file, dataset,
+ * row in the shard and value; the rows around it and NaN (missing) read
+ * fine. Then a byte of /sparse changed in the file: Fletcher32 says so. */
+static void test_bad_values(void **state)
+{
+    char *dir = convert_uncompressed("reader-values");
     char shard0[4096], shard2[4096], want[8300];
     snprintf(shard0, sizeof shard0, "%s", io_path(dir, "part-00000.h5"));
     snprintf(shard2, sizeof shard2, "%s", io_path(dir, "part-00002.h5"));
@@ -795,6 +840,34 @@ static void test_bad_values(void **state)
     uint8_t labels[100];
     MUST(erase_ctr_shard_read(sh, 0, 100, labels, NULL, NULL)); /* /label's chunk is intact */
     erase_ctr_shard_close(sh);
+    io_scratch_remove(dir);
+}
+
+/* The prefetch thread decodes with flush-to-zero and denormals-are-zero
+ * (lib/core/fpmode.h), as the compute threads do: a subnormal stored value
+ * (1e-40) reaches the model as exactly 0 (read as zero, so max(x, 0) = 0),
+ * where this test's own thread, which never set the mode, computes
+ * log1p(1e-40) = 1e-40. Compared by bits: no float arithmetic. */
+static void test_prefetch_thread_flushes(void **state)
+{
+    char *dir = convert_uncompressed("reader-fpmode");
+    const float tiny = 1e-40f; /* subnormal */
+    poke(io_path(dir, "part-00000.h5"), 5, 0, 0, &tiny);
+    uint32_t bits[2];
+    for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
+        erase_reader_t *r = open_in_order(dir, prefetch);
+        erase_ctr_batch_t b;
+        MUST(erase_ctr_reader_next(r, &b));
+        assert_int_equal(b.row_id[5], 5);
+        memcpy(&bits[prefetch / 2], &b.dense[5 * 13 + 0], 4);
+        erase_reader_close(r);
+    }
+    uint32_t tiny_bits;
+    memcpy(&tiny_bits, &tiny, 4);
+    print_message("stored I1 = 1e-40 (bits %08x): model gets bits %08x on this thread (prefetch 0), "
+                  "%08x from the prefetch thread\n", tiny_bits, bits[0], bits[1]);
+    assert_int_equal(bits[0], tiny_bits);
+    assert_int_equal(bits[1], 0);
     io_scratch_remove(dir);
 }
 
@@ -937,6 +1010,7 @@ int main(void)
         cmocka_unit_test(test_rejected_files),
         cmocka_unit_test(test_damaged_chunk),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_prefetch_thread_flushes),
         cmocka_unit_test(test_check_tables),
         cmocka_unit_test(test_many_shards),
     };

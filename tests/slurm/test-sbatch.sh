@@ -3,9 +3,10 @@
 # cluster: a private munged, slurmctld and slurmd on localhost, everything
 # under one temporary directory (tests/slurm/cluster.sh). Submits
 #   1. jobs/train-1node.sbatch on tiny synthetic shards: the summary (QPS, NE);
-#   2. the same job, then SIGUSR1 to its batch shell once training runs (what
-#      #SBATCH --signal=B:USR1@T sends): the ranks checkpoint and stop, the
-#      job requeues itself, resumes from the checkpoint and finishes;
+#   2. the same job, training until signalled, then SIGUSR1 to its batch
+#      shell once training runs (what #SBATCH --signal=B:USR1@T sends): the
+#      ranks checkpoint and stop, the job requeues itself, resumes from the
+#      checkpoint and finishes 30 steps later;
 #   3. the same job, then `scontrol requeue` (SIGTERM to the whole job, then
 #      Slurm requeues it, as pre-emption does): checkpoint, resume, finish;
 #   4. jobs/train-multinode.sbatch on this one node, 4 ranks, launched with
@@ -95,7 +96,8 @@ check_summary() {
 }
 
 # submit NAME SBATCH [sbatch options] -- [erase-train options]: the job id;
-# output in $dir/NAME.out, checkpoints in $dir/NAME.ckpt.
+# output in $dir/NAME.out, checkpoints in $dir/NAME.ckpt; the run file is
+# $run if set, else $dir/tiny.run.
 submit() {
     local name=$1 job=$2 sb=()
     shift 2
@@ -107,7 +109,7 @@ submit() {
     # and shared-memory segments (/dev/shm by default, left behind by a
     # crashed rank) go under this test's directory.
     OMPI_MCA_mpi_yield_when_idle=1 TMPDIR=$dir/tmp OMPI_MCA_btl_vader_backing_directory=$dir/shm \
-        ERASE_TOP=$src ERASE_BUILD=$build ERASE_DATA=$dir/data ERASE_RUN=$dir/tiny.run \
+        ERASE_TOP=$src ERASE_BUILD=$build ERASE_DATA=$dir/data ERASE_RUN=${run:-$dir/tiny.run} \
         ERASE_CHECKPOINT_DIR=$dir/$name.ckpt \
         timeout 30 sbatch --parsable --chdir="$dir" --output="$dir/$name.out" --job-name="$name" \
         "${sb[@]}" "$src/jobs/$job" "$@"
@@ -157,31 +159,43 @@ ne=$(sed -n 's/^ *eval *NE \([0-9.]*\).*/\1/p' "$dir/plain.out" | tail -1)
 tap $ok "train-1node.sbatch (2 ranks, srun --mpi=pmix) completes with the summary: QPS ${qps:-?}, NE ${ne:-?} ($(now_s "$t0") s)"
 
 # ---- pre-emption: signal, checkpoint, requeue, resume, finish ------------------
-# As many steps as take ~30 s here (from job 1's time per step), so that the
-# signal lands mid-run even when slurmctld is slow to pass it on (seconds,
-# on a loaded machine). The whole job takes that long whenever it stops.
-# Not less: on a loaded machine job 1 can run 3 times slower than the next
-# job, and the signal took 4 to 6 s to reach the batch shell; a job sized to
-# ~12 s ran its 300 steps in 4 s and ended before it came.
-# Without job 1's time (it failed), 100: as many as job 1 was given.
-per=$(sed -n 's/^ *steps *[0-9]* (.*), \([0-9.]*\) s of steps.*/\1/p' "$dir/plain.out")
-steps=$(awk -v t="${per:-0}" -v n=$steps 'BEGIN { s = t > 0 ? int(30 * n / t) : 100;
-    if (s < 100) s = 100; if (s > 10000) s = 10000; print s }')
+# Sized by no speed: the job trains "until signalled" (a run file with
+# 100,000,000 steps), the signal goes once a progress line shows it trains,
+# and the job cannot end before it comes, however slow slurmctld is to pass
+# it on. (Sizing the job from job 1's time per step failed on loaded
+# machines, and on CPUs where training slows down as the model fits its
+# 1,600 rows.) While the signal is on its way, the partition is DOWN, so
+# the requeued job waits; once the ranks have stopped at step N, the run
+# file says N + 30 steps, the partition comes UP, and the requeued job
+# resumes and finishes 30 steps later. The run file is read at every start
+# of the job; the command line (kept by the requeue) gives no --steps.
+RESUMED_STEPS=30
 
-# preempt NAME HOW: submit train-1node.sbatch for $steps steps, and once it
-# trains, HOW it: usr1 (scancel --batch --signal=USR1: what
+# queue STATE: the partition UP or DOWN (jobs running go on; pending ones
+# start only while UP).
+queue() { timeout 10 scontrol update PartitionName=debug State="$1"; }
+
+# run_file FILE STEPS: tiny.run for STEPS steps, evaluated at the last.
+run_file() {
+    { cat "$dir/tiny.run"; printf 'steps = %d;\neval_every = %d;\n' "$2" "$2"; } >"$1"
+}
+
+# preempt NAME HOW: submit train-1node.sbatch to train until signalled, and
+# once it trains, HOW it: usr1 (scancel --batch --signal=USR1: what
 # #SBATCH --signal=B:USR1@T sends T s before the time limit) or requeue
 # (scontrol requeue: SIGTERM to every process of the job, then Slurm requeues
-# it, as pre-emption with PreemptMode=REQUEUE does). Waits for the end; sets
-# jid, out, sent (0: signalled), stop_sig and stop_step (from "erase-train:
-# stopped by SIGNAL after step N": after scontrol requeue, slurmd sends
-# SIGTERM to the ranks and the batch shell, which passes SIGUSR1 on, and the
-# ranks name whichever came first), t0.
+# it, as pre-emption with PreemptMode=REQUEUE does); then, once the ranks
+# stopped, let it resume for $RESUMED_STEPS more steps. Waits for the end;
+# sets jid, out, sent (0: signalled), stop_sig and stop_step (from
+# "erase-train: stopped by SIGNAL after step N": after scontrol requeue,
+# slurmd sends SIGTERM to the ranks and the batch shell, which passes
+# SIGUSR1 on, and the ranks name whichever came first), steps (the end:
+# stop_step + $RESUMED_STEPS), t0.
 preempt() {
-    local name=$1 how=$2
+    local name=$1 how=$2 run=$dir/$1.run
     t0=$(date +%s%N)
-    jid=$(submit "$name" train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1 -- \
-        --steps "$steps" --eval-every "$steps")
+    run_file "$run" 100000000
+    jid=$(submit "$name" train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1 --)
     out=$dir/$name.out
     local end=$((SECONDS + START_WAIT))
     while [ $SECONDS -lt $end ]; do
@@ -190,13 +204,22 @@ preempt() {
         sleep 0.1
     done
     sent=1
-    if grep -q '^train ' "$out" 2>/dev/null; then
+    stop_step=
+    if grep -q '^train ' "$out" 2>/dev/null && queue DOWN; then
         if [ "$how" = usr1 ]; then
             timeout 30 scancel --batch --signal=USR1 "$jid" && sent=0
         else
             timeout 30 scontrol requeue "$jid" && sent=0
         fi
+        end=$((SECONDS + JOB_WAIT))
+        while [ $sent = 0 ] && [ $SECONDS -lt $end ] && [ -z "$stop_step" ]; do
+            stop_step=$(sed -n 's/^erase-train: stopped by SIG[A-Z0-9]* after step \([0-9]*\).*/\1/p' "$out" | head -1)
+            sleep 0.2
+        done
+        steps=$((${stop_step:-0} + RESUMED_STEPS))
+        run_file "$run" "$steps"
     fi
+    queue UP
     wait_job "$jid" "$JOB_WAIT"
     stop_sig=$(sed -n 's/^erase-train: stopped by \(SIG[A-Z0-9]*\) after step [0-9]*.*/\1/p' "$out" | head -1)
     stop_step=$(sed -n 's/^erase-train: stopped by SIG[A-Z0-9]* after step \([0-9]*\).*/\1/p' "$out" | head -1)
@@ -214,7 +237,7 @@ if [ $sent = 0 ] && [ "$stop_sig" = SIGUSR1 ] && [ -n "$stop_step" ] && grep -q 
     ok=0
 fi
 [ $ok = 0 ] || { echo "# job $jid: signal sent: $([ $sent = 0 ] && echo yes || echo no); state ${state:-?}"; show "$out"; }
-tap $ok "SIGUSR1 to the batch shell: the ranks checkpoint at step ${stop_step:-?} of $steps and stop"
+tap $ok "SIGUSR1 to the batch shell: the ranks, training until signalled, checkpoint at step ${stop_step:-?} and stop"
 restarts=$(field "$jid" Restarts)
 ok=1
 grep -q "requeueing to resume" "$out" && [ "${restarts:-0}" -ge 1 ] && grep -q '(restart 1)' "$out" && ok=0
@@ -225,7 +248,7 @@ tap $ok "the requeued job resumes from the checkpoint (--resume auto, step ${sto
 ok=1
 finished && ok=0
 [ $ok = 0 ] || show "$out"
-tap $ok "and finishes: $state, $steps steps, summary with QPS and NE ($(now_s "$t0") s in all)"
+tap $ok "and finishes: $state, $steps steps ($RESUMED_STEPS after the resume), summary with QPS and NE ($(now_s "$t0") s in all)"
 
 preempt requeue requeue
 ok=1

@@ -16,6 +16,11 @@
  * A self-check of a small GEMM against a double-precision reference then
  * guards against a kernel that computes wrong results on this CPU.
  *
+ * OpenBLAS starts its thread pool when it is loaded, and a new thread copies
+ * the floating-point control state of the thread that creates it: the
+ * loading thread therefore sets flush-to-zero and denormals-are-zero
+ * (lib/core/fpmode.h) before dlopen(), so that the pool computes with them.
+ *
  * OpenBLAS's thread count (openblas_set_num_threads) is process-wide; the
  * device sets it to its "BLAS threads per stream". With one thread, calls
  * from several streams' workers run concurrently without OpenBLAS's thread
@@ -24,6 +29,7 @@
 #include "lib/device/cpu/cpu_internal.h"
 
 #include "config.h"
+#include "lib/core/fpmode.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -122,6 +128,7 @@ static void load_once(void)
     if (!lib || !*lib)
         lib = ERASE_BLAS_LIBRARY;
     blas.info.library = lib;
+    erase_fp_thread_init(); /* inherited by the BLAS threads started by dlopen */
     blas.handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!blas.handle) {
         blas.status = ERASE_ERR_BACKEND;

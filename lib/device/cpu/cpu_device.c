@@ -1,6 +1,8 @@
 /* The CPU device: host memory, BLAS thread policy, GEMM, and the backend table. */
 #include "lib/device/cpu/cpu_internal.h"
 
+#include "lib/core/fpmode.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +29,10 @@ static void cpu_describe(const erase_device_t *dev, char *text, size_t size)
         snprintf(text, size, "cpu: %d cores, BLAS not loaded", d->cores);
         return;
     }
-    snprintf(text, size, "cpu: %d core%s, %s kernel %s (%s), %d BLAS thread%s per stream%s",
+    snprintf(text, size, "cpu: %d core%s, %s kernel %s (%s), %d BLAS thread%s per stream%s, %s",
              d->cores, d->cores == 1 ? "" : "s", b->name, b->kernel, b->kernel_note, d->blas_threads,
              d->blas_threads == 1 ? "" : "s",
-             b->has_thread_control ? "" : " (fixed by the library)");
+             b->has_thread_control ? "" : " (fixed by the library)", erase_fp_flush_describe());
 }
 
 static int cpu_cores(const erase_device_t *dev) { return ((const cpu_device_t *)dev)->cores; }
@@ -162,6 +164,9 @@ static const erase_backend_t cpu_backend = {
 erase_status_t erase_cpu_device_open(const erase_device_options_t *options, erase_device_t **out)
 {
     const erase_blas_info_t *info;
+    int flush;
+    ERASE_CHECK(erase_fp_flush_policy(&flush));
+    erase_fp_thread_init(); /* ops may also run on the thread that opens the device */
     ERASE_CHECK(erase_blas_load(&info));
     cpu_device_t *d = calloc(1, sizeof *d);
     if (!d)

@@ -7,6 +7,7 @@
  */
 #include "lib/device/cpu/cpu_internal.h"
 
+#include "lib/core/fpmode.h"
 #include "lib/core/timer.h"
 
 #include <stdio.h>
@@ -53,6 +54,7 @@ static void run_node(cpu_stream_t *s, cpu_node_t *node)
 static void *worker_main(void *arg)
 {
     cpu_stream_t *s = arg;
+    erase_fp_thread_init(); /* flush-to-zero: see lib/core/fpmode.h */
     for (;;) {
         pthread_mutex_lock(&s->lock);
         while (!s->head && !s->shutdown)
