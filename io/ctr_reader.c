@@ -1,707 +1,130 @@
 #include "io/ctr_reader.h"
 
-#include "io/ctr_index.h"
-#include "lib/core/fpmode.h"
-#include "lib/core/rng.h"
-#include "lib/core/timer.h"
-
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define DENSE ERASE_CTR_SHARD_DENSE
 #define FIELDS ERASE_CTR_SHARD_FIELDS
-#define MAX_PREFETCH 64
-#define OPEN_SHARDS 8 /* shard files kept open by the reading thread (LRU) */
-#define MESSAGE_MAX 2048
 
-typedef struct {
-    int shard;
-    int64_t begin, count; /* rows [begin, begin + count) of the shard */
-} block_t;
-
-/* A block read whole (shuffled reading), with its row permutation. */
-typedef struct {
-    int64_t block;  /* block index, -1: empty */
-    int64_t epoch;  /* epoch of `perm` */
-    uint8_t *label;
-    float *dense;
-    uint32_t *sparse;
-    uint32_t *perm;
-    uint64_t used;  /* LRU stamp */
-} cached_block_t;
-
-typedef struct {
-    float *dense;
-    uint32_t *sparse;
-    float *label;
-    int64_t *row_id;
-    erase_ctr_batch_t meta;
-    int64_t global_start; /* position of the global batch's first sample */
-    erase_status_t status;
-    char error[MESSAGE_MAX];
-} slot_t;
-
-typedef struct {
-    int shard; /* index, -1: empty */
-    erase_ctr_shard_t *h;
-    uint64_t used;
-} open_shard_t;
-
-struct erase_ctr_reader {
-    erase_ctr_reader_options_t o;
-    int nshards;
-    char **paths;  /* [nshards] */
-    int64_t *rows; /* [nshards] */
-    int64_t *base; /* [nshards]: row id of each shard's first row */
-    int64_t total_rows, samples, steps, max_local;
-    block_t *blocks;
-    int64_t nblocks;
-
-    /* producer state: only the producer touches it while the thread runs */
-    open_shard_t open[OPEN_SHARDS]; /* a dataset may have more shards than file descriptors */
-    int64_t prod_epoch, prod_pos;
-    int64_t order_epoch; /* epoch of order/prefix, -1: none */
-    int64_t *order;      /* [nblocks]: block visited at each place of the epoch */
-    int64_t *prefix;     /* [nblocks + 1]: epoch position where each place starts */
-    cached_block_t cache[2];
-    uint64_t stamp;
-    uint8_t *scratch_label; /* [max_local] rows read in file order (no shuffle) */
-    float *scratch_dense;
-    uint32_t *scratch_sparse;
-
-    /* the ring of batches between the producer and the caller */
-    slot_t *slots;
-    int nslots;
-    pthread_t thread;
-    int thread_running;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int64_t produced, released, delivered; /* items (batches or ends of epoch) */
-    int holding, stop, prod_failed;
-
-    /* the caller's side */
-    erase_ctr_cursor_t cursor;
-    double wait_total;
-    erase_status_t failed;
-    char failed_msg[MESSAGE_MAX];
-};
-
-erase_ctr_reader_options_t erase_ctr_reader_options_default(void)
+static erase_status_t ctr_open(void *ctx, const char *path, void **shard)
 {
-    erase_ctr_reader_options_t o = { 0 };
-    o.global_batch = 1024;
-    o.dp_rank = 0;
-    o.dp_size = 1;
-    o.shuffle = 1;
-    o.block_rows = 1024;
-    o.prefetch = 2;
-    o.drop_last = 1;
-    o.part = ERASE_CTR_PART_ALL;
-    return o;
+    (void)ctx;
+    return erase_ctr_shard_open(path, (erase_ctr_shard_t **)shard);
 }
 
-static const char *part_name(erase_ctr_part_t p)
+static void ctr_close(void *shard)
 {
-    return p == ERASE_CTR_PART_TRAIN ? "train" : p == ERASE_CTR_PART_EVAL ? "eval" : "selected";
+    erase_ctr_shard_close(shard);
 }
 
-static erase_status_t check_options(const erase_ctr_reader_options_t *o)
+static int64_t ctr_rows(const void *shard)
 {
-    if (o->global_batch < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "global_batch must be >= 1, got %" PRId64, o->global_batch);
-    if (o->dp_size < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "dp_size must be >= 1, got %d", o->dp_size);
-    if (o->dp_rank < 0 || o->dp_rank >= o->dp_size)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "dp_rank %d outside [0, dp_size = %d)", o->dp_rank, o->dp_size);
-    if (!o->batch_alloc != !o->batch_free)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "batch_alloc and batch_free: give both or neither");
-    if (o->prefetch < 0 || o->prefetch > MAX_PREFETCH)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "prefetch must be in 0..%d, got %d", MAX_PREFETCH, o->prefetch);
-    if (o->block_rows < 1 || o->block_rows > (1 << 30))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "block_rows must be in 1..2^30, got %" PRId64, o->block_rows);
-    if (o->part != ERASE_CTR_PART_ALL && o->part != ERASE_CTR_PART_TRAIN && o->part != ERASE_CTR_PART_EVAL)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "part must be all, train or eval, got %d", (int)o->part);
-    if (o->eval_shards < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "eval_shards must be >= 0, got %d", o->eval_shards);
-    if (o->part != ERASE_CTR_PART_ALL && o->eval_shards == 0 && !(o->eval_fraction > 0 && o->eval_fraction < 1))
-        return ERASE_ERROR(ERASE_ERR_INVALID,
-                           "part %s needs a split: eval_fraction in (0, 1) or eval_shards >= 1, got %g and %d",
-                           part_name(o->part), o->eval_fraction, o->eval_shards);
+    return erase_ctr_shard_rows(shard);
+}
+
+static int64_t ctr_chunk_rows(const void *shard)
+{
+    return erase_ctr_shard_chunk_rows(shard);
+}
+
+/* Raw arrays: the rows as erase_ctr_shard_read gives them. */
+enum { RAW_LABEL = 0, RAW_DENSE, RAW_SPARSE };
+
+static void ctr_layout(const void *shard, erase_row_layout_t *l)
+{
+    (void)shard;
+    *l = (erase_row_layout_t){ .nfields = 3,
+                               .field = { [ERASE_CTR_FIELD_DENSE] = { "dense", sizeof(float), DENSE },
+                                          [ERASE_CTR_FIELD_SPARSE] = { "sparse", sizeof(uint32_t), FIELDS },
+                                          [ERASE_CTR_FIELD_LABEL] = { "label", sizeof(float), 1 } },
+                               .nraw = 3,
+                               .raw = { [RAW_LABEL] = { sizeof(uint8_t), 1 },
+                                        [RAW_DENSE] = { sizeof(float), DENSE },
+                                        [RAW_SPARSE] = { sizeof(uint32_t), FIELDS } } };
+}
+
+static erase_status_t ctr_read(void *shard, int64_t begin, int64_t count, void *const *raw)
+{
+    return erase_ctr_shard_read(shard, begin, count, raw[RAW_LABEL], raw[RAW_DENSE], raw[RAW_SPARSE]);
+}
+
+/* The model's inputs: dense log1p(max(x, 0)), missing (NaN) -> 0; ids as
+ * stored; the label as a float. */
+static void ctr_decode(const erase_row_layout_t *layout, const void *const *raw, const uint32_t *index,
+                       int64_t count, void *const *field)
+{
+    (void)layout;
+    const uint8_t *label = raw[RAW_LABEL];
+    const float *dense = raw[RAW_DENSE];
+    const uint32_t *sparse = raw[RAW_SPARSE];
+    float *d = field[ERASE_CTR_FIELD_DENSE], *l = field[ERASE_CTR_FIELD_LABEL];
+    uint32_t *s = field[ERASE_CTR_FIELD_SPARSE];
+    for (int64_t t = 0; t < count; t++) {
+        size_t src = index ? index[t] : (size_t)t;
+        for (int j = 0; j < DENSE; j++) {
+            float x = dense[src * DENSE + (size_t)j];
+            d[t * DENSE + j] = isnan(x) ? 0.0f : log1pf(x > 0.0f ? x : 0.0f);
+        }
+        memcpy(s + t * FIELDS, sparse + src * FIELDS, sizeof(uint32_t) * FIELDS);
+        l[t] = label[src] ? 1.0f : 0.0f;
+    }
+}
+
+const erase_row_format_t erase_ctr_rows = { .name = "ctr",
+                                            .open = ctr_open,
+                                            .close = ctr_close,
+                                            .rows = ctr_rows,
+                                            .chunk_rows = ctr_chunk_rows,
+                                            .layout = ctr_layout,
+                                            .read = ctr_read,
+                                            .decode = ctr_decode };
+
+erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const erase_reader_options_t *options,
+                                     erase_reader_t **out)
+{
+    return erase_reader_open(&erase_ctr_rows, inputs, n, options, out);
+}
+
+erase_ctr_batch_t erase_ctr_batch(const erase_reader_batch_t *b)
+{
+    return (erase_ctr_batch_t){ .size = b->size,
+                                .dense = b->field[ERASE_CTR_FIELD_DENSE],
+                                .sparse = b->field[ERASE_CTR_FIELD_SPARSE],
+                                .label = b->field[ERASE_CTR_FIELD_LABEL],
+                                .row_id = b->row_id,
+                                .epoch = b->epoch,
+                                .step = b->step,
+                                .first_sample = b->first_sample,
+                                .global_size = b->global_size,
+                                .end_of_epoch = b->end_of_epoch,
+                                .wait_s = b->wait_s };
+}
+
+/* ERASE_ERR_INVALID unless `r` reads CTR rows. */
+static erase_status_t check_ctr(const erase_reader_t *r)
+{
+    const erase_row_format_t *f = erase_reader_format(r);
+    if (f != &erase_ctr_rows)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "the data is %s data, not ctr", f->name);
     return ERASE_OK;
 }
 
-/* Open and validate every shard of the inputs (then close it: reading
- * reopens shards as it needs them, see shard_handle). */
-static erase_status_t open_shards(erase_ctr_reader_t *r, const char *const *inputs, int n)
+erase_status_t erase_ctr_reader_next(erase_reader_t *r, erase_ctr_batch_t *out)
 {
-    erase_ctr_list_t list;
-    ERASE_CHECK(erase_ctr_list_resolve(inputs, n, &list));
-    erase_status_t st = ERASE_OK;
-    r->paths = calloc((size_t)list.count, sizeof *r->paths);
-    r->rows = calloc((size_t)list.count, sizeof *r->rows);
-    r->base = calloc((size_t)list.count, sizeof *r->base);
-    if (!r->paths || !r->rows || !r->base)
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d shards", list.count);
-    for (int i = 0; st == ERASE_OK && i < list.count; i++) {
-        erase_ctr_shard_t *h;
-        st = erase_ctr_shard_open(list.paths[i], &h);
-        if (st != ERASE_OK) {
-            erase_error_trail(__FILE__, __LINE__);
-            break;
-        }
-        int64_t rows = erase_ctr_shard_rows(h);
-        erase_ctr_shard_close(h);
-        if (!(r->paths[i] = strdup(list.paths[i]))) {
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d shards", list.count);
-            break;
-        }
-        r->nshards = i + 1;
-        if (list.rows[i] >= 0 && list.rows[i] != rows) {
-            char dir[4096];
-            snprintf(dir, sizeof dir, "%s", list.paths[i]);
-            char *slash = strrchr(dir, '/');
-            if (slash)
-                *slash = '\0';
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s/%s: %s has %" PRId64 " rows, the index says %" PRId64, dir,
-                             ERASE_CTR_INDEX_NAME, list.paths[i], rows, list.rows[i]);
-            break;
-        }
-        r->rows[i] = rows;
-        r->base[i] = r->total_rows;
-        r->total_rows += rows;
-    }
-    erase_ctr_list_free(&list);
+    memset(out, 0, sizeof *out);
+    ERASE_CHECK(check_ctr(r));
+    erase_reader_batch_t b;
+    erase_status_t st = erase_reader_next(r, &b);
+    if (st == ERASE_OK)
+        *out = erase_ctr_batch(&b);
     return st;
 }
 
-/* An open handle of shard i (reopened and revalidated if it was closed). */
-static erase_status_t shard_handle(erase_ctr_reader_t *r, int i, erase_ctr_shard_t **out)
-{
-    open_shard_t *slot = &r->open[0];
-    for (int k = 0; k < OPEN_SHARDS; k++) {
-        if (r->open[k].shard == i) {
-            r->open[k].used = ++r->stamp;
-            *out = r->open[k].h;
-            return ERASE_OK;
-        }
-        if (r->open[k].used < slot->used)
-            slot = &r->open[k];
-    }
-    erase_ctr_shard_close(slot->h);
-    slot->h = NULL;
-    slot->shard = -1;
-    erase_ctr_shard_t *h;
-    ERASE_CHECK(erase_ctr_shard_open(r->paths[i], &h));
-    if (erase_ctr_shard_rows(h) != r->rows[i]) {
-        int64_t rows = erase_ctr_shard_rows(h);
-        erase_ctr_shard_close(h);
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: has %" PRId64 " rows now, %" PRId64 " when the reader opened it",
-                           r->paths[i], rows, r->rows[i]);
-    }
-    slot->h = h;
-    slot->shard = i;
-    slot->used = ++r->stamp;
-    *out = h;
-    return ERASE_OK;
-}
-
-/* Cut the selected rows into blocks. */
-static erase_status_t make_blocks(erase_ctr_reader_t *r)
-{
-    const erase_ctr_reader_options_t *o = &r->o;
-    /* selected rows in file order: [sel_begin, sel_end) of the concatenation */
-    int64_t sel_begin = 0, sel_end = r->total_rows;
-    if (o->part != ERASE_CTR_PART_ALL) {
-        int64_t eval_begin;
-        if (o->eval_shards > 0) {
-            if (o->eval_shards > r->nshards)
-                return ERASE_ERROR(ERASE_ERR_INVALID, "eval_shards %d: the dataset has only %d shard%s",
-                                   o->eval_shards, r->nshards, r->nshards == 1 ? "" : "s");
-            eval_begin = r->base[r->nshards - o->eval_shards];
-        } else {
-            eval_begin = r->total_rows - llround(o->eval_fraction * (double)r->total_rows);
-        }
-        if (o->part == ERASE_CTR_PART_TRAIN)
-            sel_end = eval_begin;
-        else
-            sel_begin = eval_begin;
-    }
-    r->samples = sel_end - sel_begin;
-    if (r->samples <= 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "the %s part has no rows (%" PRId64 " rows in %d shards)",
-                           part_name(o->part), r->total_rows, r->nshards);
-    int64_t B = o->block_rows, count = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        count = 0;
-        for (int i = 0; i < r->nshards; i++) {
-            int64_t rows = r->rows[i];
-            int64_t lo = sel_begin - r->base[i], hi = sel_end - r->base[i];
-            lo = lo < 0 ? 0 : lo;
-            hi = hi > rows ? rows : hi;
-            for (int64_t b = lo; b < hi;) {
-                int64_t e = (b / B + 1) * B;
-                e = e > hi ? hi : e;
-                if (pass == 1)
-                    r->blocks[count] = (block_t){ i, b, e - b };
-                count++;
-                b = e;
-            }
-        }
-        if (pass == 0) {
-            r->blocks = malloc(sizeof *r->blocks * (size_t)count);
-            r->order = malloc(sizeof *r->order * (size_t)count);
-            r->prefix = malloc(sizeof *r->prefix * (size_t)(count + 1));
-            if (!r->blocks || !r->order || !r->prefix)
-                return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %" PRId64 " blocks", count);
-        }
-    }
-    r->nblocks = count;
-    return ERASE_OK;
-}
-
-/* Memory of a delivered batch array: the caller's allocator, or malloc. */
-static void *batch_alloc(erase_ctr_reader_t *r, size_t bytes)
-{
-    return r->o.batch_alloc ? r->o.batch_alloc(r->o.batch_ctx, bytes) : malloc(bytes);
-}
-
-/* Free what batch_alloc returned (NULL is allowed). */
-static void batch_free(erase_ctr_reader_t *r, void *ptr)
-{
-    if (!ptr)
-        return;
-    if (r->o.batch_free)
-        r->o.batch_free(r->o.batch_ctx, ptr);
-    else
-        free(ptr);
-}
-
-/* The shuffle caches or scratch rows, and the prefetch + 1 batch slots. */
-static erase_status_t alloc_buffers(erase_ctr_reader_t *r)
-{
-    int64_t B = r->o.block_rows, L = r->max_local > 0 ? r->max_local : 1;
-    for (int c = 0; c < 2; c++) {
-        cached_block_t *k = &r->cache[c];
-        k->block = -1;
-        if (!r->o.shuffle)
-            continue;
-        k->label = malloc((size_t)B);
-        k->dense = malloc(sizeof(float) * (size_t)B * DENSE);
-        k->sparse = malloc(sizeof(uint32_t) * (size_t)B * FIELDS);
-        k->perm = malloc(sizeof(uint32_t) * (size_t)B);
-        if (!k->label || !k->dense || !k->sparse || !k->perm)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %" PRId64 "-row blocks", B);
-    }
-    if (!r->o.shuffle) {
-        r->scratch_label = malloc((size_t)L);
-        r->scratch_dense = malloc(sizeof(float) * (size_t)L * DENSE);
-        r->scratch_sparse = malloc(sizeof(uint32_t) * (size_t)L * FIELDS);
-        if (!r->scratch_label || !r->scratch_dense || !r->scratch_sparse)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
-    }
-    r->nslots = r->o.prefetch + 1;
-    r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
-    if (!r->slots)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory");
-    for (int s = 0; s < r->nslots; s++) {
-        slot_t *b = &r->slots[s];
-        b->dense = batch_alloc(r, sizeof(float) * (size_t)L * DENSE);
-        b->sparse = batch_alloc(r, sizeof(uint32_t) * (size_t)L * FIELDS);
-        b->label = batch_alloc(r, sizeof(float) * (size_t)L);
-        b->row_id = malloc(sizeof(int64_t) * (size_t)L);
-        if (!b->dense || !b->sparse || !b->label || !b->row_id)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
-    }
-    return ERASE_OK;
-}
-
-/* ---- the sample order ---------------------------------------------------- */
-
-/* A SplitMix64 state for (seed, a, b): distinct streams for distinct keys. */
-static uint64_t stream_state(uint64_t seed, uint64_t a, uint64_t b)
-{
-    uint64_t s = seed ^ 0x6a09e667f3bcc909ULL;
-    s = erase_rng_next(&s) ^ (a * 0x9e3779b97f4a7c15ULL);
-    s = erase_rng_next(&s) ^ (b * 0xc2b2ae3d27d4eb4fULL);
-    return erase_rng_next(&s);
-}
-
-/* Uniform in [0, n) for n up to 2^63 (bias below 2^-32 for n < 2^32). */
-static uint64_t below(uint64_t *state, uint64_t n)
-{
-    return erase_rng_next(state) % n;
-}
-
-/* The block order and its positions for `epoch`. */
-static void ensure_order(erase_ctr_reader_t *r, int64_t epoch)
-{
-    if (r->order_epoch == epoch)
-        return;
-    for (int64_t i = 0; i < r->nblocks; i++)
-        r->order[i] = i;
-    if (r->o.shuffle) {
-        uint64_t st = stream_state(r->o.seed, (uint64_t)epoch, UINT64_MAX);
-        for (int64_t i = r->nblocks - 1; i > 0; i--) {
-            int64_t j = (int64_t)below(&st, (uint64_t)i + 1);
-            int64_t t = r->order[i];
-            r->order[i] = r->order[j];
-            r->order[j] = t;
-        }
-    }
-    r->prefix[0] = 0;
-    for (int64_t i = 0; i < r->nblocks; i++)
-        r->prefix[i + 1] = r->prefix[i] + r->blocks[r->order[i]].count;
-    r->order_epoch = epoch;
-}
-
-/* Place (index into order) of the block holding epoch position `pos`. */
-static int64_t place_of(const erase_ctr_reader_t *r, int64_t pos)
-{
-    int64_t lo = 0, hi = r->nblocks - 1;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if (r->prefix[mid] <= pos)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
-/* A whole block in the cache, with its row permutation for `epoch`. */
-static erase_status_t cached_block(erase_ctr_reader_t *r, int64_t block, int64_t epoch, cached_block_t **out)
-{
-    cached_block_t *k = NULL;
-    for (int c = 0; c < 2; c++)
-        if (r->cache[c].block == block)
-            k = &r->cache[c];
-    const block_t *b = &r->blocks[block];
-    if (!k) {
-        k = r->cache[0].used <= r->cache[1].used ? &r->cache[0] : &r->cache[1];
-        k->block = -1;
-        erase_ctr_shard_t *h;
-        ERASE_CHECK(shard_handle(r, b->shard, &h));
-        ERASE_CHECK(erase_ctr_shard_read(h, b->begin, b->count, k->label, k->dense, k->sparse));
-        k->block = block;
-        k->epoch = -1;
-    }
-    if (k->epoch != epoch) {
-        for (int64_t i = 0; i < b->count; i++)
-            k->perm[i] = (uint32_t)i;
-        uint64_t st = stream_state(r->o.seed, (uint64_t)epoch, (uint64_t)block);
-        for (int64_t i = b->count - 1; i > 0; i--) {
-            int64_t j = (int64_t)below(&st, (uint64_t)i + 1);
-            uint32_t t = k->perm[i];
-            k->perm[i] = k->perm[j];
-            k->perm[j] = t;
-        }
-        k->epoch = epoch;
-    }
-    k->used = ++r->stamp;
-    *out = k;
-    return ERASE_OK;
-}
-
-/* Decode one row for the model. */
-static inline void put_row(slot_t *s, int64_t i, uint8_t label, const float *dense, const uint32_t *sparse,
-                           int64_t row_id)
-{
-    float *d = s->dense + i * DENSE;
-    for (int j = 0; j < DENSE; j++) {
-        float x = dense[j];
-        d[j] = isnan(x) ? 0.0f : log1pf(x > 0.0f ? x : 0.0f);
-    }
-    memcpy(s->sparse + i * FIELDS, sparse, sizeof(uint32_t) * FIELDS);
-    s->label[i] = label ? 1.0f : 0.0f;
-    s->row_id[i] = row_id;
-}
-
-/* Fill `s` with epoch positions [lo, hi) of epoch `epoch`. */
-static erase_status_t fill_rows(erase_ctr_reader_t *r, slot_t *s, int64_t epoch, int64_t lo, int64_t hi)
-{
-    ensure_order(r, epoch);
-    int64_t i = 0, pos = lo;
-    for (int64_t place = lo < hi ? place_of(r, lo) : 0; pos < hi; place++) {
-        int64_t block = r->order[place];
-        const block_t *b = &r->blocks[block];
-        int64_t off = pos - r->prefix[place];
-        int64_t take = b->count - off < hi - pos ? b->count - off : hi - pos;
-        int64_t base = r->base[b->shard] + b->begin;
-        if (r->o.shuffle) {
-            cached_block_t *k;
-            ERASE_CHECK(cached_block(r, block, epoch, &k));
-            for (int64_t t = 0; t < take; t++) {
-                uint32_t src = k->perm[off + t];
-                put_row(s, i + t, k->label[src], k->dense + (size_t)src * DENSE, k->sparse + (size_t)src * FIELDS,
-                        base + src);
-            }
-        } else {
-            erase_ctr_shard_t *h;
-            ERASE_CHECK(shard_handle(r, b->shard, &h));
-            ERASE_CHECK(erase_ctr_shard_read(h, b->begin + off, take, r->scratch_label,
-                                             r->scratch_dense, r->scratch_sparse));
-            for (int64_t t = 0; t < take; t++)
-                put_row(s, i + t, r->scratch_label[t], r->scratch_dense + t * DENSE,
-                        r->scratch_sparse + t * FIELDS, base + off + t);
-        }
-        i += take;
-        pos += take;
-    }
-    return ERASE_OK;
-}
-
-/* Produce the next item (a batch of this rank, or an end of epoch) at the
- * producer's position into `s`, and advance the position. */
-static void produce(erase_ctr_reader_t *r, slot_t *s)
-{
-    const int64_t G = r->o.global_batch, S = r->samples, D = r->o.dp_size, rank = r->o.dp_rank;
-    int64_t pos = r->prod_pos;
-    memset(&s->meta, 0, sizeof s->meta);
-    s->status = ERASE_OK;
-    s->error[0] = '\0';
-    s->meta.epoch = r->prod_epoch;
-    s->meta.dense = s->dense;
-    s->meta.sparse = s->sparse;
-    s->meta.label = s->label;
-    s->meta.row_id = s->row_id;
-    int end = r->o.drop_last ? G > S - pos : pos >= S; /* 0 <= pos <= S; pos + G may overflow */
-    if (end) {
-        s->meta.end_of_epoch = 1;
-        s->meta.step = r->steps;
-        s->global_start = pos;
-        r->prod_epoch++;
-        r->prod_pos = 0;
-        return;
-    }
-    int64_t m = S - pos < G ? S - pos : G;
-    int64_t lo = pos + rank * m / D, hi = pos + (rank + 1) * m / D;
-    s->meta.step = pos / G;
-    s->meta.first_sample = lo;
-    s->meta.global_size = m;
-    s->meta.size = hi - lo;
-    s->global_start = pos;
-    erase_status_t st = fill_rows(r, s, r->prod_epoch, lo, hi);
-    if (st != ERASE_OK) {
-        s->status = st;
-        snprintf(s->error, sizeof s->error, "%s", erase_error_reason());
-        return;
-    }
-    r->prod_pos = pos + m;
-}
-
-static void *producer_main(void *arg)
-{
-    erase_ctr_reader_t *r = arg;
-    erase_fp_thread_init(); /* decodes (log1p) as the compute threads do */
-    pthread_mutex_lock(&r->mu);
-    while (!r->stop) {
-        if (r->prod_failed || r->produced >= r->released + r->nslots) {
-            pthread_cond_wait(&r->cv, &r->mu);
-            continue;
-        }
-        slot_t *s = &r->slots[r->produced % r->nslots];
-        pthread_mutex_unlock(&r->mu);
-        produce(r, s);
-        pthread_mutex_lock(&r->mu);
-        r->prod_failed = s->status != ERASE_OK;
-        r->produced++;
-        pthread_cond_broadcast(&r->cv);
-    }
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
-}
-
-static erase_status_t start_thread(erase_ctr_reader_t *r)
-{
-    r->produced = r->released = r->delivered = 0;
-    r->holding = r->stop = r->prod_failed = 0;
-    if (r->o.prefetch == 0)
-        return ERASE_OK;
-    if (pthread_create(&r->thread, NULL, producer_main, r) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "cannot start the prefetch thread");
-    r->thread_running = 1;
-    return ERASE_OK;
-}
-
-static void stop_thread(erase_ctr_reader_t *r)
-{
-    if (!r->thread_running)
-        return;
-    pthread_mutex_lock(&r->mu);
-    r->stop = 1;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    pthread_join(r->thread, NULL);
-    r->thread_running = 0;
-}
-
-/* ---- public ---------------------------------------------------------------- */
-
-erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const erase_ctr_reader_options_t *options,
-                                     erase_ctr_reader_t **out)
-{
-    *out = NULL;
-    erase_ctr_reader_options_t o = options ? *options : erase_ctr_reader_options_default();
-    ERASE_CHECK(check_options(&o));
-    erase_ctr_reader_t *r = calloc(1, sizeof *r);
-    if (!r)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory");
-    r->o = o;
-    r->order_epoch = -1;
-    for (int k = 0; k < OPEN_SHARDS; k++)
-        r->open[k].shard = -1;
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    erase_status_t st = open_shards(r, inputs, n);
-    if (st == ERASE_OK)
-        st = make_blocks(r);
-    if (st == ERASE_OK) {
-        int64_t G = o.global_batch, S = r->samples;
-        r->steps = S / G + (!o.drop_last && S % G != 0); /* no S + G - 1: G may be near INT64_MAX */
-        int64_t most = G < S ? G : S; /* a batch never holds more than the part */
-        r->max_local = most / o.dp_size + (most % o.dp_size != 0);
-        if (r->steps == 0)
-            st = ERASE_ERROR(ERASE_ERR_INVALID,
-                             "global batch %" PRId64 " is larger than the %" PRId64 " samples of the %s part: no step",
-                             G, S, part_name(o.part));
-    }
-    if (st == ERASE_OK)
-        st = alloc_buffers(r);
-    if (st == ERASE_OK)
-        st = start_thread(r);
-    if (st != ERASE_OK) {
-        erase_error_trail(__FILE__, __LINE__);
-        erase_ctr_reader_close(r);
-        return st;
-    }
-    *out = r;
-    return ERASE_OK;
-}
-
-void erase_ctr_reader_close(erase_ctr_reader_t *r)
-{
-    if (!r)
-        return;
-    stop_thread(r);
-    for (int k = 0; k < OPEN_SHARDS; k++)
-        erase_ctr_shard_close(r->open[k].h);
-    for (int i = 0; i < r->nshards; i++)
-        free(r->paths[i]);
-    free(r->paths);
-    free(r->rows);
-    free(r->base);
-    free(r->blocks);
-    free(r->order);
-    free(r->prefix);
-    for (int c = 0; c < 2; c++) {
-        free(r->cache[c].label);
-        free(r->cache[c].dense);
-        free(r->cache[c].sparse);
-        free(r->cache[c].perm);
-    }
-    free(r->scratch_label);
-    free(r->scratch_dense);
-    free(r->scratch_sparse);
-    for (int s = 0; r->slots && s < r->nslots; s++) {
-        batch_free(r, r->slots[s].dense);
-        batch_free(r, r->slots[s].sparse);
-        batch_free(r, r->slots[s].label);
-        free(r->slots[s].row_id);
-    }
-    free(r->slots);
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cv);
-    free(r);
-}
-
-erase_ctr_reader_info_t erase_ctr_reader_info(const erase_ctr_reader_t *r)
-{
-    erase_ctr_reader_info_t i = { .shards = r->nshards,
-                                  .total_rows = r->total_rows,
-                                  .samples = r->samples,
-                                  .steps_per_epoch = r->steps,
-                                  .blocks = r->nblocks,
-                                  .max_local = r->max_local };
-    return i;
-}
-
-erase_status_t erase_ctr_reader_next(erase_ctr_reader_t *r, erase_ctr_batch_t *out)
-{
-    memset(out, 0, sizeof *out);
-    if (r->failed != ERASE_OK)
-        return ERASE_ERROR(r->failed, "%s", r->failed_msg);
-    slot_t *s;
-    double wait = 0;
-    if (r->o.prefetch == 0) {
-        s = &r->slots[0];
-        produce(r, s);
-    } else {
-        pthread_mutex_lock(&r->mu);
-        if (r->holding) {
-            r->released++;
-            r->holding = 0;
-            pthread_cond_broadcast(&r->cv);
-        }
-        if (r->produced <= r->delivered) {
-            double t0 = erase_now_s();
-            while (r->produced <= r->delivered)
-                pthread_cond_wait(&r->cv, &r->mu);
-            wait = erase_now_s() - t0;
-        }
-        s = &r->slots[r->delivered % r->nslots];
-        r->delivered++;
-        r->holding = 1;
-        pthread_mutex_unlock(&r->mu);
-    }
-    r->wait_total += wait;
-    if (s->status != ERASE_OK) {
-        r->failed = s->status;
-        snprintf(r->failed_msg, sizeof r->failed_msg, "%s", s->error);
-        return ERASE_ERROR(r->failed, "%s", r->failed_msg);
-    }
-    *out = s->meta;
-    out->wait_s = wait;
-    if (s->meta.end_of_epoch)
-        r->cursor = (erase_ctr_cursor_t){ s->meta.epoch + 1, 0 };
-    else
-        r->cursor = (erase_ctr_cursor_t){ s->meta.epoch, s->global_start + s->meta.global_size };
-    return ERASE_OK;
-}
-
-erase_ctr_cursor_t erase_ctr_reader_cursor(const erase_ctr_reader_t *r)
-{
-    return r->cursor;
-}
-
-erase_status_t erase_ctr_reader_seek(erase_ctr_reader_t *r, erase_ctr_cursor_t c)
-{
-    if (c.epoch < 0 || c.samples < 0 || c.samples > r->samples)
-        return ERASE_ERROR(ERASE_ERR_INVALID,
-                           "cursor (epoch %" PRId64 ", samples %" PRId64 ") outside this data: epoch >= 0 and "
-                           "samples in [0, %" PRId64 "] expected",
-                           c.epoch, c.samples, r->samples);
-    stop_thread(r);
-    r->prod_epoch = c.epoch;
-    r->prod_pos = c.samples;
-    r->cursor = c;
-    r->failed = ERASE_OK;
-    r->failed_msg[0] = '\0';
-    ERASE_CHECK(start_thread(r));
-    return ERASE_OK;
-}
-
-double erase_ctr_reader_wait_seconds(const erase_ctr_reader_t *r)
-{
-    return r->wait_total;
-}
-
-erase_status_t erase_ctr_reader_check_tables(const erase_ctr_reader_t *r, int dense, int fields,
+erase_status_t erase_ctr_reader_check_tables(const erase_reader_t *r, int dense, int fields,
                                              const uint32_t *table_rows)
 {
+    ERASE_CHECK(check_ctr(r));
     if (dense != DENSE)
         return ERASE_ERROR(ERASE_ERR_INVALID, "the data has %d dense features, the model %d", DENSE, dense);
     if (fields != FIELDS)

@@ -1,114 +1,30 @@
 /*
- * The CTR data reader: batches of a dataset of shards (io/ctr_shard.h,
- * io/ctr_index.h) for data-parallel training and evaluation, decoded for
- * the model by a background thread.
+ * The CTR row format of the data reader (io/reader.h: order, rank split,
+ * splits, epochs, cursor, prefetch) and a typed view of its batches.
  *
- * Sample order. The rows selected (all, or the train or eval part, see
- * below) are cut into blocks: each shard is cut at multiples of
- * `block_rows` from its first row (so blocks match the shard's chunks),
- * intersected with the selected rows. Without shuffling, the epoch's order
- * is the rows in file order (shards concatenated in index order). With
- * shuffling, epoch e visits the blocks in a permutation drawn from (seed,
- * e) and the rows of each block in a permutation drawn from (seed, e,
- * block); both are Fisher-Yates shuffles driven by SplitMix64. The order
- * depends only on the files, seed, epoch, block_rows and the split: never
- * on dp_size, dp_rank, prefetch or timing.
- *
- * Steps. Step k of an epoch covers the positions [k*G, k*G + m) of the
- * epoch's order (G = global_batch, m = G, or less for the last batch).
- * Data-parallel rank r of D takes positions [k*G + floor(r*m/D),
- * k*G + floor((r+1)*m/D)): its contiguous part, all parts differing by at
- * most one row. Concatenating the parts of ranks 0..D-1 gives the same
- * global batch for every D.
- *
- * Last partial batch (S samples in the epoch, S mod G != 0):
- *   drop_last = 1 (training): dropped. Every epoch has floor(S/G) steps,
- *                 all of G samples.
- *   drop_last = 0 (evaluation): delivered, m = S mod G samples split as
- *                 above; with m < D some ranks get 0 rows and still take
- *                 the step (erase_ctr_reader_next returns a batch of size
- *                 0), so every rank runs ceil(S/G) steps and joins every
- *                 collective.
- * The number of steps per epoch depends only on S and G, so it is the same
- * on every rank.
- *
- * Train/eval split, reproducible and independent of the shuffle:
- *   by fraction: the last round(eval_fraction * T) rows in file order (T
- *                rows in all shards) are the eval part, the rest train;
- *   by shard:    the last eval_shards shards are the eval part.
- *
- * Epochs and the cursor. erase_ctr_reader_next() delivers the steps of an
- * epoch, then one end-of-epoch result (no data), then continues with the
- * next epoch. The cursor (epoch, samples delivered in that epoch) is the
- * same on every rank; restoring it with erase_ctr_reader_seek() continues
- * with exactly the samples that would have come next (DESIGN.md: the data
- * cursor is part of every checkpoint).
- *
- * Prefetch. With prefetch = P >= 1, a background thread reads and decodes
- * up to P batches ahead of the one the caller holds (P = 1: double
- * buffering); with P = 0 everything happens inside erase_ctr_reader_next.
- * The batches are the same either way, except that the thread decodes with
- * flush-to-zero and denormals-are-zero (lib/core/fpmode.h; ERASE_FTZ=0: not),
- * so a subnormal stored value reaches the model as 0 from it. The time the
- * caller spent waiting for a batch is reported per batch and in total.
- *
- * Files. Reading uses HDF5's default (non-MPI) file access, so every rank
- * of an MPI job opens the files read-only by itself; no MPI call is made.
- * Every shard is validated at open; the reading thread then keeps at most
- * 8 shard files open (least recently used closed first), so a dataset may
- * have more shards than the process has file descriptors; a shard reopened
- * is validated again.
- *
- * Cost of shuffling: a rank reads (and decompresses) every block its part
- * of a batch touches, whole. With blocks of at most G/D rows the ranks
- * share the reading (a part covers about G/(D*block_rows) + 1 blocks);
- * with blocks much larger than G/D every rank reads nearly all the data.
- * Measured (erase-bench data --chunk, compressed shards, G 4096, rank 0 of
- * 4): 1.1 M samples/s with 1024-row blocks, 0.25-0.5 M with 8192. Small
- * blocks also draw each batch from more places in the files. Hence the
- * default of 1024, the writer's default chunk length.
+ * Fields of a batch of n rows, decoded from a CTR shard (io/ctr_shard.h):
+ *   field 0  dense   float    [n, 13]  log1p(max(x, 0)); missing (NaN) -> 0
+ *   field 1  sparse  uint32   [n, 26]  ids as stored; 0xFFFFFFFF = missing
+ *   field 2  label   float    [n]      0 or 1
+ * No parameters: every CTR shard has 13 dense and 26 categorical features.
  */
 #ifndef ERASE_IO_CTR_READER_H
 #define ERASE_IO_CTR_READER_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "io/ctr_shard.h"
+#include "io/reader.h"
 #include "lib/core/status.h"
 
-typedef struct erase_ctr_reader erase_ctr_reader_t;
+/* The fields' indices in erase_reader_batch_t.field. */
+enum { ERASE_CTR_FIELD_DENSE = 0, ERASE_CTR_FIELD_SPARSE, ERASE_CTR_FIELD_LABEL };
 
-typedef enum {
-    ERASE_CTR_PART_ALL = 0, /* every row */
-    ERASE_CTR_PART_TRAIN,   /* the rows not held out for evaluation */
-    ERASE_CTR_PART_EVAL     /* the held-out rows */
-} erase_ctr_part_t;
+/* The CTR row format (reads through erase_ctr_shard_read: its errors). */
+extern const erase_row_format_t erase_ctr_rows;
 
-typedef struct {
-    int64_t global_batch; /* G: samples per step over all data-parallel ranks (>= 1) */
-    int dp_rank;          /* this rank, 0 <= dp_rank < dp_size */
-    int dp_size;          /* D: data-parallel ranks (>= 1) */
-    uint64_t seed;        /* shuffle seed */
-    int shuffle;          /* 1: shuffle blocks and rows within blocks every epoch; 0: file order */
-    int64_t block_rows;   /* shuffle granularity in rows (default 1024, the writer's chunk) */
-    int prefetch;         /* batches decoded ahead by the background thread (0..64; default 2) */
-    int drop_last;        /* 1: drop the last partial global batch (training); 0: keep it */
-    erase_ctr_part_t part;
-    double eval_fraction; /* split by fraction (0 < f < 1), used when eval_shards == 0 */
-    int eval_shards;      /* split by shard: the last eval_shards shards are the eval part */
-    /* Memory of the delivered batches' dense, sparse and label arrays
-     * (NULL: malloc / free): erase-train gives page-locked staging memory
-     * (erase_host_alloc), from which the copies to the device overlap
-     * compute. batch_alloc returns NULL when out of memory. */
-    void *(*batch_alloc)(void *ctx, size_t bytes);
-    void (*batch_free)(void *ctx, void *ptr);
-    void *batch_ctx;
-} erase_ctr_reader_options_t;
-
-/* One rank's part of a global batch, in host memory, ready for the model
- * (lib/nn/batch.h). Pointers stay valid until the next call of
- * erase_ctr_reader_next, erase_ctr_reader_seek or erase_ctr_reader_close. */
+/* A batch of a CTR reader, typed (erase_reader_batch_t with the fields
+ * named). Pointers stay valid as those of the batch they come from. */
 typedef struct {
     int64_t size;           /* n: this rank's rows (0 <= n <= ceil(G/D)) */
     const float *dense;     /* [n, 13]: log1p(max(x, 0)); missing -> 0 */
@@ -123,77 +39,18 @@ typedef struct {
     double wait_s;          /* seconds this call waited for the batch */
 } erase_ctr_batch_t;
 
-/* Position in the global sample sequence; the same on every rank. */
-typedef struct {
-    int64_t epoch;   /* current epoch (0-based) */
-    int64_t samples; /* samples of this epoch already delivered, over all ranks */
-} erase_ctr_cursor_t;
+/* erase_reader_open with the CTR format: its errors, and those of
+ * erase_ctr_shard_open naming the file and dataset. */
+erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const erase_reader_options_t *options,
+                                     erase_reader_t **out);
 
-/* Facts of an open reader. */
-typedef struct {
-    int shards;             /* shard files */
-    int64_t total_rows;     /* rows in all shards */
-    int64_t samples;        /* S: rows of the selected part (samples per epoch before dropping) */
-    int64_t steps_per_epoch;/* floor(S/G) (drop_last) or ceil(S/G) */
-    int64_t blocks;         /* shuffle blocks of the selected part */
-    int64_t max_local;      /* ceil(min(G, samples)/D): the most rows a batch of this rank can have */
-} erase_ctr_reader_info_t;
+/* erase_reader_next, typed: its errors, and ERASE_ERR_INVALID when `r`
+ * was not opened with the CTR format. */
+erase_status_t erase_ctr_reader_next(erase_reader_t *r, erase_ctr_batch_t *out);
 
-/* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks,
- * prefetch 2, drop_last, every row. */
-erase_ctr_reader_options_t erase_ctr_reader_options_default(void);
-
-/*
- * Open `n` inputs (shard files or directories with an index.txt, see
- * io/ctr_index.h), validate every shard (io/ctr_shard.h lists the errors:
- * they name the file and dataset) and that the rows in each directory's
- * index match the shards ("D/index.txt: D/part-00001.h5 has 100 rows, the
- * index says 200"), and start the prefetch thread at epoch 0. Errors also:
- *   ERASE_ERR_INVALID  bad options (the message names the option and its
- *                      value), an empty part ("the eval part has no rows"),
- *                      G > S with drop_last ("global batch 4096 is larger
- *                      than the 1000 samples of the train part: no step")
- *   ERASE_ERR_NOMEM, ERASE_ERR_IO (the thread cannot start)
- */
-erase_status_t erase_ctr_reader_open(const char *const *inputs, int n, const erase_ctr_reader_options_t *options,
-                                     erase_ctr_reader_t **out);
-
-/* Stop the prefetch thread and close the files (NULL is allowed). */
-void erase_ctr_reader_close(erase_ctr_reader_t *r);
-
-/* Facts of the reader (shards, rows, samples per epoch, steps per epoch). */
-erase_ctr_reader_info_t erase_ctr_reader_info(const erase_ctr_reader_t *r);
-
-/*
- * The next batch of this rank, or the end of the epoch (out->end_of_epoch
- * = 1, out->size = 0; the following call starts the next epoch). The
- * previous batch's memory is reused. Errors: a read failure of the
- * background thread (ERASE_ERR_IO naming the file, dataset and rows, e.g.
- * "F: dataset /dense: reading rows [0, 100) failed: inflate() failed"), a
- * bad value in the rows read (ERASE_ERR_FORMAT naming the file, dataset,
- * row and value, see erase_ctr_shard_read: "F: dataset /label: row 17 is
- * 7, expected 0 or 1 (damaged shard?)"), a shard that changed since open
- * (ERASE_ERR_FORMAT, "F: has 499 rows now,
- * 500 when the reader opened it", or any error of erase_ctr_shard_open);
- * after a failure every further call fails the same way until a seek.
- */
-erase_status_t erase_ctr_reader_next(erase_ctr_reader_t *r, erase_ctr_batch_t *out);
-
-/* The cursor after the last batch or end of epoch delivered (after an
- * end of epoch: {epoch + 1, 0}). */
-erase_ctr_cursor_t erase_ctr_reader_cursor(const erase_ctr_reader_t *r);
-
-/*
- * Continue from `cursor`: the next call of erase_ctr_reader_next delivers
- * the batch starting at sample `cursor.samples` of epoch `cursor.epoch`
- * (or that epoch's end, if no full batch is left with drop_last). Prefetched
- * batches are discarded. Errors: ERASE_ERR_INVALID (epoch < 0, samples
- * outside [0, S]), ERASE_ERR_IO (the thread cannot start).
- */
-erase_status_t erase_ctr_reader_seek(erase_ctr_reader_t *r, erase_ctr_cursor_t cursor);
-
-/* Total seconds erase_ctr_reader_next waited for data since open. */
-double erase_ctr_reader_wait_seconds(const erase_ctr_reader_t *r);
+/* The typed view of `b`, a batch of a reader opened with erase_ctr_rows
+ * (of another format the pointers would be of other arrays). */
+erase_ctr_batch_t erase_ctr_batch(const erase_reader_batch_t *b);
 
 /*
  * Check that the data can feed a model: `dense` and `fields` must be the
@@ -203,8 +60,9 @@ double erase_ctr_reader_wait_seconds(const erase_ctr_reader_t *r);
  * into its table. Errors: ERASE_ERR_INVALID, e.g.
  *   "the data has 26 categorical features, the model 20"
  *   "table C5 has 1 row: needs >= 2 (the missing-id row and one for ids)"
+ *   "the data is classify data, not ctr" (a reader of another format)
  */
-erase_status_t erase_ctr_reader_check_tables(const erase_ctr_reader_t *r, int dense, int fields,
+erase_status_t erase_ctr_reader_check_tables(const erase_reader_t *r, int dense, int fields,
                                              const uint32_t *table_rows);
 
 #endif

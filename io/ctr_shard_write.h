@@ -21,7 +21,7 @@
 #include "lib/core/status.h"
 
 typedef struct {
-    int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see ctr_reader.h on why small) */
+    int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see reader.h on why small) */
     int compress;          /* 1: shuffle + deflate level 1 (default); 0: none */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
 } erase_ctr_write_options_t;

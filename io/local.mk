@@ -1,4 +1,5 @@
-# io/: HDF5 data files (CTR shards: writer, validated reader with prefetch),
+# io/: HDF5 data files (CTR and classification shards: writers, validated
+# reads, the batch reader with prefetch and its row formats),
 # Criteo text parsing and conversion, synthetic data. Uses lib/core.
 noinst_LIBRARIES += io/liberase_io.a
 io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)
@@ -9,6 +10,7 @@ io_liberase_io_a_SOURCES = \
 	io/cls_shard.c io/cls_shard.h \
 	io/cls_shard_write.c io/cls_shard_write.h \
 	io/cls_stats.c io/cls_stats.h \
+	io/cls_reader.c io/cls_reader.h \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
@@ -18,6 +20,7 @@ io_liberase_io_a_SOURCES = \
 	io/ctr_dataset_write.c io/ctr_dataset_write.h \
 	io/ctr_stats.c io/ctr_stats.h \
 	io/distinct.c io/distinct.h \
+	io/reader.c io/reader.h \
 	io/ctr_reader.c io/ctr_reader.h \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h

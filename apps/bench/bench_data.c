@@ -105,7 +105,7 @@ typedef struct {
 /* One epoch of the reader; samples/s and the share of the time it waited. */
 static read_result_t read_epoch(const char *dir, int64_t batch, int64_t block, int prefetch, int dp_size)
 {
-    erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
+    erase_reader_options_t o = erase_reader_options_default();
     o.global_batch = batch;
     o.block_rows = block;
     o.prefetch = prefetch;
@@ -113,7 +113,7 @@ static read_result_t read_epoch(const char *dir, int64_t batch, int64_t block, i
     o.dp_rank = 0;
     o.seed = 7;
     const char *in[1] = { dir };
-    erase_ctr_reader_t *r;
+    erase_reader_t *r;
     ERASE_MUST(erase_ctr_reader_open(in, 1, &o, &r));
     erase_ctr_batch_t b;
     double t0 = erase_now_s();
@@ -125,8 +125,8 @@ static read_result_t read_epoch(const char *dir, int64_t batch, int64_t block, i
         samples += b.size;
     }
     double t = erase_now_s() - t0;
-    read_result_t res = { (double)samples / t, erase_ctr_reader_wait_seconds(r) / t };
-    erase_ctr_reader_close(r);
+    read_result_t res = { (double)samples / t, erase_reader_wait_seconds(r) / t };
+    erase_reader_close(r);
     return res;
 }
 

@@ -332,7 +332,7 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         const erase_ckpt_tensor_t *t = i < np ? &ck->t[0][i] : &ck->t[1][i - np];
         sums[i] = erase_ckpt_fnv1a64(t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
     }
-    erase_ctr_cursor_t cur = erase_ctr_reader_cursor(ck->e.train);
+    erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
     mine[0] = o->seed;
     mine[1] = 0;
     mine[2] = cur.epoch;
@@ -465,7 +465,7 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 {
     if (!ck || !ck->enabled)
         return ERASE_OK;
-    erase_ctr_cursor_t cur = erase_ctr_reader_cursor(ck->e.train);
+    erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
     if (ck->last_step == pos->step && ck->last_epoch == cur.epoch && ck->last_samples == cur.samples)
         return ERASE_OK;
     ERASE_CHECK(save(ck, pos));
@@ -800,12 +800,12 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     erase_optim_clock_t clock = { .step = hdr[6] };
     memcpy(&clock.lr, &hdr[7], sizeof clock.lr);
     ERASE_CHECK(erase_optimizer_write_clock(ck->e.opt, &clock));
-    if (erase_ctr_reader_seek(ck->e.train, (erase_ctr_cursor_t){ hdr[3], hdr[4] }) != ERASE_OK)
+    if (erase_reader_seek(ck->e.train, (erase_reader_cursor_t){ hdr[3], hdr[4] }) != ERASE_OK)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume: the checkpoint's data cursor (epoch %lld, sample %lld of "
                            "the epoch) is not in --train %s (%lld training samples): resume on the same data, or "
                            "start a new run from its parameters with --init-from",
                            (long long)hdr[3], (long long)hdr[4], o->train,
-                           (long long)erase_ctr_reader_info(ck->e.train).samples);
+                           (long long)erase_reader_info(ck->e.train).samples);
     pos->step = hdr[2];
     pos->epoch = hdr[3];
     pos->samples_seen = hdr[5];

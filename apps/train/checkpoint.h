@@ -47,7 +47,7 @@ typedef struct {
     const erase_model_config_t *cfg;  /* the model as trained (cuts and seed applied) */
     erase_network_t *net;
     erase_optimizer_t *opt;
-    erase_ctr_reader_t *train;        /* the training data (cursor) */
+    erase_reader_t *train;            /* the training data (cursor) */
     int64_t global_batch;             /* samples per step over all ranks */
     int tty;                          /* rank 0 redraws a progress line: clear it before printing */
 } train_ckpt_env_t;

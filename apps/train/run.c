@@ -34,7 +34,7 @@ typedef struct {
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sched;
-    erase_ctr_reader_t *train, *eval;
+    erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
     erase_batch_t batch;             /* fixed device buffers of one rank's batch (the reader's
@@ -220,7 +220,7 @@ static erase_status_t batch_sizes(run_t *r)
 static erase_status_t open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
-    erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
+    erase_reader_options_t ro = erase_reader_options_default();
     ro.global_batch = r->global_batch;
     ro.dp_rank = r->w->dp_rank;
     ro.dp_size = r->w->dp_size;
@@ -237,7 +237,7 @@ static erase_status_t open_readers(run_t *r)
     TRY(split_inputs(o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train, eval_buf, sizeof eval_buf,
                      eval_in, &n_eval));
     if (!o->eval[0]) {
-        ro.part = ERASE_CTR_PART_TRAIN;
+        ro.part = ERASE_READER_PART_TRAIN;
         ro.eval_fraction = o->eval_fraction;
     }
     char why[2048];
@@ -245,10 +245,10 @@ static erase_status_t open_readers(run_t *r)
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
     }
-    erase_ctr_reader_options_t eo = ro;
+    erase_reader_options_t eo = ro;
     eo.shuffle = 0;
     eo.drop_last = 0;
-    eo.part = o->eval[0] ? ERASE_CTR_PART_ALL : ERASE_CTR_PART_EVAL;
+    eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
     if (erase_ctr_reader_open(eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
@@ -287,7 +287,7 @@ static erase_status_t setup_training(run_t *r)
     TRY(parse_choice("embedding-optimizer", o->embedding_optimizer, emb_opt, 2, &emb));
     TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
 
-    erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
+    erase_reader_info_t info = erase_reader_info(r->train);
     r->total_steps = o->steps;
     if (o->steps == 0 && !erase_mul_i64(o->epochs, info.steps_per_epoch, &r->total_steps))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--epochs %lld of %lld steps: more than %lld steps",
@@ -424,7 +424,7 @@ static erase_status_t evaluate(run_t *r)
     erase_ctr_metrics_t *m = calloc(1, sizeof *m);
     if (!m)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "evaluation: no memory");
-    erase_status_t st = erase_ctr_reader_seek(r->eval, (erase_ctr_cursor_t){ 0, 0 });
+    erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
     erase_stream_t *s = erase_sched_main_stream(r->sched);
     TRY(erase_sched_synchronize(r->sched));
     while (st == ERASE_OK) {
@@ -700,7 +700,7 @@ static void summary(run_t *r)
     for (int b = 1; b < blocks; b++)
         cuts += erase_network_is_cut(r->net, b);
     const erase_ctr_summary_t *e = &r->last_eval;
-    double wait = erase_ctr_reader_wait_seconds(r->train);
+    double wait = erase_reader_wait_seconds(r->train);
     printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
     printf("  model      ctr, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n", blocks,
            cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s", global);
@@ -713,7 +713,7 @@ static void summary(run_t *r)
                erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
     /* in samples: after a resume with another global batch, steps differ in size */
     double epochs = (double)r->samples_seen /
-                    (double)(erase_ctr_reader_info(r->train).steps_per_epoch * global);
+                    (double)(erase_reader_info(r->train).steps_per_epoch * global);
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
            (long long)warmup);
@@ -754,8 +754,8 @@ static void summary(run_t *r)
 static erase_status_t resume_total_steps(run_t *r)
 {
     const train_options_t *o = r->o;
-    erase_ctr_reader_info_t info = erase_ctr_reader_info(r->train);
-    erase_ctr_cursor_t c = erase_ctr_reader_cursor(r->train);
+    erase_reader_info_t info = erase_reader_info(r->train);
+    erase_reader_cursor_t c = erase_reader_cursor(r->train);
     int64_t global = r->global_batch;
     int64_t left = 0;
     if (c.epoch < o->epochs) {
@@ -869,7 +869,7 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
     if (st == ERASE_OK && r.root) {
         char dev[512];
         erase_device_describe(r.dev, dev, sizeof dev);
-        erase_ctr_reader_info_t ti = erase_ctr_reader_info(r.train), ei = erase_ctr_reader_info(r.eval);
+        erase_reader_info_t ti = erase_reader_info(r.train), ei = erase_reader_info(r.eval);
         char data[sizeof o->train + 32];
         inputs_text(o->train, data, sizeof data);
         printf("erase-train: %d rank%s on %s\n  device %s\n  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n",
@@ -929,8 +929,8 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
         erase_free(r.dev, (void *)r.batch.label);
     }
     erase_network_destroy(r.net);
-    erase_ctr_reader_close(r.train);
-    erase_ctr_reader_close(r.eval);
+    erase_reader_close(r.train);
+    erase_reader_close(r.eval);
     free(r.logits);
     free(r.step_s);
     erase_stream_destroy(r.host);

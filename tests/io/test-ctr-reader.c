@@ -37,9 +37,9 @@ static char *scratch;
 static const char *data; /* the Kaggle sample in shards of 3000 rows */
 static io_rows_t raw;    /* its rows as stored */
 
-static erase_ctr_reader_options_t opts(int64_t G, int rank, int size)
+static erase_reader_options_t opts(int64_t G, int rank, int size)
 {
-    erase_ctr_reader_options_t o = erase_ctr_reader_options_default();
+    erase_reader_options_t o = erase_reader_options_default();
     o.global_batch = G;
     o.dp_rank = rank;
     o.dp_size = size;
@@ -48,9 +48,9 @@ static erase_ctr_reader_options_t opts(int64_t G, int rank, int size)
     return o;
 }
 
-static erase_ctr_reader_t *open_reader(const char *input, const erase_ctr_reader_options_t *o)
+static erase_reader_t *open_reader(const char *input, const erase_reader_options_t *o)
 {
-    erase_ctr_reader_t *r;
+    erase_reader_t *r;
     const char *in[1] = { input };
     MUST(erase_ctr_reader_open(in, 1, o, &r));
     return r;
@@ -58,9 +58,9 @@ static erase_ctr_reader_t *open_reader(const char *input, const erase_ctr_reader
 
 /* A reader of `input` in file order, batches of 100, `prefetch` batches
  * decoded ahead by its thread (0: none, on the caller's thread). */
-static erase_ctr_reader_t *open_in_order(const char *input, int prefetch)
+static erase_reader_t *open_in_order(const char *input, int prefetch)
 {
-    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    erase_reader_options_t o = opts(100, 0, 1);
     o.shuffle = 0;
     o.prefetch = prefetch;
     return open_reader(input, &o);
@@ -74,12 +74,12 @@ static float model_value(float x)
 
 static void test_model_inputs(void **state)
 {
-    erase_ctr_reader_options_t o = opts(ROWS, 0, 1);
+    erase_reader_options_t o = opts(ROWS, 0, 1);
     o.shuffle = 0;
     o.drop_last = 0;
     o.prefetch = 0;
-    erase_ctr_reader_t *r = open_reader(data, &o);
-    erase_ctr_reader_info_t info = erase_ctr_reader_info(r);
+    erase_reader_t *r = open_reader(data, &o);
+    erase_reader_info_t info = erase_reader_info(r);
     assert_int_equal(info.shards, 4);
     assert_int_equal(info.total_rows, ROWS);
     assert_int_equal(info.samples, ROWS);
@@ -106,10 +106,10 @@ static void test_model_inputs(void **state)
     MUST(erase_ctr_reader_next(r, &b));
     assert_int_equal(b.end_of_epoch, 1);
     assert_int_equal(b.size, 0);
-    erase_ctr_cursor_t c = erase_ctr_reader_cursor(r);
+    erase_reader_cursor_t c = erase_reader_cursor(r);
     assert_int_equal(c.epoch, 1);
     assert_int_equal(c.samples, 0);
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
     print_message("one batch of all %d rows in file order: dense = log1p(max(x,0)) (%lld missing -> 0, %lld "
                   "negative -> 0), ids and labels as stored\n",
                   ROWS, (long long)missing, (long long)negative);
@@ -121,7 +121,7 @@ typedef struct {
     const char *name;
     int64_t G;
     int shuffle, drop_last;
-    erase_ctr_part_t part;
+    erase_reader_part_t part;
     double eval_fraction;
     int eval_shards;
     int64_t samples, steps;  /* expected per epoch */
@@ -129,10 +129,10 @@ typedef struct {
 
 static void run_ranks(const rank_case_t *c, int epochs)
 {
-    erase_ctr_reader_t *rd[5][4] = { { 0 } };
+    erase_reader_t *rd[5][4] = { { 0 } };
     for (int D = 1; D <= 4; D++)
         for (int r = 0; r < D; r++) {
-            erase_ctr_reader_options_t o = opts(c->G, r, D);
+            erase_reader_options_t o = opts(c->G, r, D);
             o.shuffle = c->shuffle;
             o.drop_last = c->drop_last;
             o.part = c->part;
@@ -140,7 +140,7 @@ static void run_ranks(const rank_case_t *c, int epochs)
             o.eval_shards = c->eval_shards;
             o.prefetch = (r + D) % 3; /* 0, 1 and 2 mixed */
             rd[D][r] = open_reader(data, &o);
-            erase_ctr_reader_info_t info = erase_ctr_reader_info(rd[D][r]);
+            erase_reader_info_t info = erase_reader_info(rd[D][r]);
             assert_int_equal(info.samples, c->samples);
             assert_int_equal(info.steps_per_epoch, c->steps);
         }
@@ -183,7 +183,7 @@ static void run_ranks(const rank_case_t *c, int epochs)
         if (ref.end_of_epoch) {
             assert_int_equal(ref.step, c->steps);
             assert_int_equal(epoch_rows, c->drop_last ? c->steps * c->G : c->samples);
-            erase_ctr_cursor_t cur = erase_ctr_reader_cursor(rd[1][0]);
+            erase_reader_cursor_t cur = erase_reader_cursor(rd[1][0]);
             assert_int_equal(cur.epoch, e + 1);
             assert_int_equal(cur.samples, 0);
             epoch_rows = 0;
@@ -213,7 +213,7 @@ static void run_ranks(const rank_case_t *c, int epochs)
         assert_int_equal(order_changed, 0);
     for (int D = 1; D <= 4; D++)
         for (int r = 0; r < D; r++)
-            erase_ctr_reader_close(rd[D][r]);
+            erase_reader_close(rd[D][r]);
     print_message("%s: G %lld, %lld samples, %lld steps/epoch x %d epochs on 1-4 ranks: %lld rank rows equal "
                   "to the 1-rank batches, %lld empty rank parts, rows %lld..%lld, %lld positions reordered in "
                   "epoch 1\n",
@@ -225,17 +225,17 @@ static void run_ranks(const rank_case_t *c, int epochs)
 
 static void test_ranks_drop_last(void **state)
 {
-    rank_case_t c = { "train, drop last", 1000, 1, 1, ERASE_CTR_PART_ALL, 0, 0, ROWS, 9 };
+    rank_case_t c = { "train, drop last", 1000, 1, 1, ERASE_READER_PART_ALL, 0, 0, ROWS, 9 };
     run_ranks(&c, 2);
-    rank_case_t small = { "train by shard, G 7", 7, 1, 1, ERASE_CTR_PART_TRAIN, 0, 1, 9000, 1285 };
+    rank_case_t small = { "train by shard, G 7", 7, 1, 1, ERASE_READER_PART_TRAIN, 0, 1, 9000, 1285 };
     run_ranks(&small, 2);
 }
 
 static void test_ranks_keep_last(void **state)
 {
-    rank_case_t c = { "all, keep last", 333, 1, 0, ERASE_CTR_PART_ALL, 0, 0, ROWS, 31 };
+    rank_case_t c = { "all, keep last", 333, 1, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 31 };
     run_ranks(&c, 2);
-    rank_case_t plain = { "file order, keep last", 64, 0, 0, ERASE_CTR_PART_ALL, 0, 0, ROWS, 157 };
+    rank_case_t plain = { "file order, keep last", 64, 0, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 157 };
     run_ranks(&plain, 2);
 }
 
@@ -243,16 +243,16 @@ static void test_ranks_keep_last(void **state)
  * 3 and 4 ranks some ranks get none and still take the step. */
 static void test_last_batch_split(void **state)
 {
-    rank_case_t c = { "eval 20%, keep last", 666, 1, 0, ERASE_CTR_PART_EVAL, 0.2, 0, 2000, 4 };
+    rank_case_t c = { "eval 20%, keep last", 666, 1, 0, ERASE_READER_PART_EVAL, 0.2, 0, 2000, 4 };
     run_ranks(&c, 2);
     const int64_t want[5][4] = { { 0 }, { 2 }, { 1, 1 }, { 0, 1, 1 }, { 0, 1, 0, 1 } };
     for (int D = 1; D <= 4; D++)
         for (int r = 0; r < D; r++) {
-            erase_ctr_reader_options_t o = opts(666, r, D);
+            erase_reader_options_t o = opts(666, r, D);
             o.drop_last = 0;
-            o.part = ERASE_CTR_PART_EVAL;
+            o.part = ERASE_READER_PART_EVAL;
             o.eval_fraction = 0.2;
-            erase_ctr_reader_t *rd = open_reader(data, &o);
+            erase_reader_t *rd = open_reader(data, &o);
             erase_ctr_batch_t b;
             for (int s = 0; s < 4; s++) {
                 MUST(erase_ctr_reader_next(rd, &b));
@@ -263,25 +263,25 @@ static void test_last_batch_split(void **state)
             assert_int_equal(b.size, want[D][r]);
             MUST(erase_ctr_reader_next(rd, &b));
             assert_int_equal(b.end_of_epoch, 1);
-            erase_ctr_reader_close(rd);
+            erase_reader_close(rd);
         }
     /* the same data for training drops those 2 samples: 3 steps of 666 */
-    erase_ctr_reader_options_t o = opts(666, 1, 3);
-    o.part = ERASE_CTR_PART_EVAL;
+    erase_reader_options_t o = opts(666, 1, 3);
+    o.part = ERASE_READER_PART_EVAL;
     o.eval_fraction = 0.2;
-    erase_ctr_reader_t *rd = open_reader(data, &o);
-    assert_int_equal(erase_ctr_reader_info(rd).steps_per_epoch, 3);
-    erase_ctr_reader_close(rd);
+    erase_reader_t *rd = open_reader(data, &o);
+    assert_int_equal(erase_reader_info(rd).steps_per_epoch, 3);
+    erase_reader_close(rd);
     /* a global batch of INT64_MAX, last batch kept: one step of the whole
      * part, split over 2 ranks (its step count and each position + G
      * overflowed: UBSan; batch buffers were sized by G) */
     o = opts(INT64_MAX, 1, 2);
     o.drop_last = 0;
-    o.part = ERASE_CTR_PART_EVAL;
+    o.part = ERASE_READER_PART_EVAL;
     o.eval_fraction = 0.2;
     rd = open_reader(data, &o);
-    assert_int_equal(erase_ctr_reader_info(rd).steps_per_epoch, 1);
-    assert_int_equal(erase_ctr_reader_info(rd).max_local, 1000);
+    assert_int_equal(erase_reader_info(rd).steps_per_epoch, 1);
+    assert_int_equal(erase_reader_info(rd).max_local, 1000);
     erase_ctr_batch_t b;
     MUST(erase_ctr_reader_next(rd, &b));
     assert_int_equal(b.end_of_epoch, 0);
@@ -289,7 +289,7 @@ static void test_last_batch_split(void **state)
     assert_int_equal(b.size, 1000);
     MUST(erase_ctr_reader_next(rd, &b));
     assert_int_equal(b.end_of_epoch, 1);
-    erase_ctr_reader_close(rd);
+    erase_reader_close(rd);
     print_message("last step of 2 samples: sizes by rank (1..4 ranks) = 2 | 1 1 | 0 1 1 | 0 1 0 1; "
                   "dropped with drop_last (3 steps); global batch INT64_MAX: one step of 2000\n");
 }
@@ -297,7 +297,7 @@ static void test_last_batch_split(void **state)
 /* ---- cursor ------------------------------------------------------------------- */
 
 /* Row ids of the next `items` results (-1 marks an end of epoch). */
-static int64_t *collect(erase_ctr_reader_t *r, int items, int64_t per_item)
+static int64_t *collect(erase_reader_t *r, int items, int64_t per_item)
 {
     int64_t *ids = malloc(sizeof(int64_t) * (size_t)(items * per_item));
     assert_non_null(ids);
@@ -316,46 +316,46 @@ static void test_cursor(void **state)
     enum { ITEMS = 45 };   /* steps 30..38 of epoch 0, its end, steps 0..34 of epoch 1 */
     for (int D = 1; D <= 2; D++) {
         int rank = D - 1;
-        erase_ctr_reader_options_t o = opts(G, rank, D);
-        erase_ctr_reader_t *r = open_reader(data, &o);
+        erase_reader_options_t o = opts(G, rank, D);
+        erase_reader_t *r = open_reader(data, &o);
         erase_ctr_batch_t b;
         for (int k = 0; k < 30; k++)
             MUST(erase_ctr_reader_next(r, &b));
-        erase_ctr_cursor_t saved = erase_ctr_reader_cursor(r);
+        erase_reader_cursor_t saved = erase_reader_cursor(r);
         assert_int_equal(saved.epoch, 0);
         assert_int_equal(saved.samples, 30 * G);
         int64_t per = G / D;
         int64_t *want = collect(r, ITEMS, per); /* crosses the end of epoch 0 */
-        MUST(erase_ctr_reader_seek(r, saved));
+        MUST(erase_reader_seek(r, saved));
         int64_t *again = collect(r, ITEMS, per);
         assert_memory_equal(want, again, sizeof(int64_t) * (size_t)(ITEMS * per));
         /* a new reader, another prefetch depth, restored from the cursor */
         o.prefetch = 0;
-        erase_ctr_reader_t *fresh = open_reader(data, &o);
-        MUST(erase_ctr_reader_seek(fresh, saved));
+        erase_reader_t *fresh = open_reader(data, &o);
+        MUST(erase_reader_seek(fresh, saved));
         int64_t *restored = collect(fresh, ITEMS, per);
         assert_memory_equal(want, restored, sizeof(int64_t) * (size_t)(ITEMS * per));
         int ends = 0;
         for (int k = 0; k < ITEMS; k++)
             ends += want[k * per] == -1;
         assert_int_equal(ends, 1);
-        erase_ctr_cursor_t c = erase_ctr_reader_cursor(fresh);
+        erase_reader_cursor_t c = erase_reader_cursor(fresh);
         assert_int_equal(c.epoch, 1);
         assert_int_equal(c.samples, (ITEMS - 9 - 1) * G);
         /* into epoch 1 directly: the same as reading through epoch 0 */
-        MUST(erase_ctr_reader_seek(fresh, (erase_ctr_cursor_t){ 1, 5 * G }));
+        MUST(erase_reader_seek(fresh, (erase_reader_cursor_t){ 1, 5 * G }));
         int64_t *direct = collect(fresh, 10, per);
         assert_memory_equal(direct, want + (9 + 1 + 5) * per, sizeof(int64_t) * (size_t)(10 * per));
         free(want);
         free(again);
         free(restored);
         free(direct);
-        erase_ctr_reader_close(fresh);
+        erase_reader_close(fresh);
         /* a cursor outside the data */
-        assert_int_equal(erase_ctr_reader_seek(r, (erase_ctr_cursor_t){ 0, ROWS + 1 }), ERASE_ERR_INVALID);
+        assert_int_equal(erase_reader_seek(r, (erase_reader_cursor_t){ 0, ROWS + 1 }), ERASE_ERR_INVALID);
         assert_string_equal(erase_error_reason(), "cursor (epoch 0, samples 10000) outside this data: epoch >= 0 and "
                                              "samples in [0, 9999] expected");
-        erase_ctr_reader_close(r);
+        erase_reader_close(r);
     }
     print_message("cursor (0, 7680) saved and restored (same reader, new reader with prefetch 0, rank 0 of 1 "
                   "and 1 of 2): the same %d results across the end of epoch 0\n", ITEMS);
@@ -364,15 +364,15 @@ static void test_cursor(void **state)
 /* ---- splits --------------------------------------------------------------------- */
 
 /* Sorted row ids of one epoch of a part. */
-static int64_t part_rows(erase_ctr_part_t part, double fraction, int shards, int shuffle, int64_t *ids)
+static int64_t part_rows(erase_reader_part_t part, double fraction, int shards, int shuffle, int64_t *ids)
 {
-    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    erase_reader_options_t o = opts(100, 0, 1);
     o.drop_last = 0;
     o.part = part;
     o.eval_fraction = fraction;
     o.eval_shards = shards;
     o.shuffle = shuffle;
-    erase_ctr_reader_t *r = open_reader(data, &o);
+    erase_reader_t *r = open_reader(data, &o);
     int64_t n = 0;
     erase_ctr_batch_t b;
     for (;;) {
@@ -382,7 +382,7 @@ static int64_t part_rows(erase_ctr_part_t part, double fraction, int shards, int
         memcpy(ids + n, b.row_id, sizeof(int64_t) * (size_t)b.size);
         n += b.size;
     }
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
     int64_t *mark = calloc(ROWS, sizeof *mark);
     for (int64_t i = 0; i < n; i++)
         mark[ids[i]]++;
@@ -401,38 +401,38 @@ static void test_splits(void **state)
     int64_t *a = malloc(sizeof(int64_t) * ROWS), *b = malloc(sizeof(int64_t) * ROWS);
     /* by fraction: the last round(0.2 * 9999) = 2000 rows */
     for (int shuffle = 0; shuffle < 2; shuffle++) {
-        assert_int_equal(part_rows(ERASE_CTR_PART_TRAIN, 0.2, 0, shuffle, a), 7999);
-        assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0.2, 0, shuffle, b), 2000);
+        assert_int_equal(part_rows(ERASE_READER_PART_TRAIN, 0.2, 0, shuffle, a), 7999);
+        assert_int_equal(part_rows(ERASE_READER_PART_EVAL, 0.2, 0, shuffle, b), 2000);
         for (int64_t i = 0; i < 7999; i++)
             assert_int_equal(a[i], i);
         for (int64_t i = 0; i < 2000; i++)
             assert_int_equal(b[i], 7999 + i);
     }
     /* by shard: the last shard (999 rows) */
-    assert_int_equal(part_rows(ERASE_CTR_PART_TRAIN, 0, 1, 1, a), 9000);
-    assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0, 1, 1, b), 999);
+    assert_int_equal(part_rows(ERASE_READER_PART_TRAIN, 0, 1, 1, a), 9000);
+    assert_int_equal(part_rows(ERASE_READER_PART_EVAL, 0, 1, 1, b), 999);
     assert_int_equal(a[8999], 8999);
     assert_int_equal(b[0], 9000);
-    assert_int_equal(part_rows(ERASE_CTR_PART_EVAL, 0, 2, 1, b), 3999);
+    assert_int_equal(part_rows(ERASE_READER_PART_EVAL, 0, 2, 1, b), 3999);
     assert_int_equal(b[0], 6000);
     free(a);
     free(b);
 
     /* bad options */
     const char *in[1] = { data };
-    erase_ctr_reader_t *r = NULL;
+    erase_reader_t *r = NULL;
     struct {
-        erase_ctr_reader_options_t o;
+        erase_reader_options_t o;
         const char *message;
     } bad[7];
     for (int i = 0; i < 7; i++)
         bad[i].o = opts(100, 0, 1);
-    bad[0].o.part = ERASE_CTR_PART_TRAIN;
+    bad[0].o.part = ERASE_READER_PART_TRAIN;
     bad[0].message = "part train needs a split: eval_fraction in (0, 1) or eval_shards >= 1, got 0 and 0";
-    bad[1].o.part = ERASE_CTR_PART_EVAL;
+    bad[1].o.part = ERASE_READER_PART_EVAL;
     bad[1].o.eval_shards = 5;
     bad[1].message = "eval_shards 5: the dataset has only 4 shards";
-    bad[2].o.part = ERASE_CTR_PART_TRAIN;
+    bad[2].o.part = ERASE_READER_PART_TRAIN;
     bad[2].o.eval_shards = 4;
     bad[2].message = "the train part has no rows (9999 rows in 4 shards)";
     bad[3].o.global_batch = 10000;
@@ -530,9 +530,9 @@ static void make_shard(const char *path, variant_t v)
 
 static void expect_rejected(const char *input, erase_status_t status, const char *message)
 {
-    erase_ctr_reader_options_t o = opts(10, 0, 1);
+    erase_reader_options_t o = opts(10, 0, 1);
     const char *in[1] = { input };
-    erase_ctr_reader_t *r = NULL;
+    erase_reader_t *r = NULL;
     erase_status_t got = erase_ctr_reader_open(in, 1, &o, &r);
     if (got != status || strcmp(erase_error_reason(), message) != 0)
         fail_msg("%s: got %s '%s', expected %s '%s'", input, erase_status_name(got), erase_error_reason(),
@@ -558,10 +558,10 @@ static void test_rejected_files(void **state)
     char want[4096];
     const char *ok = io_path(scratch, "ok.h5");
     make_shard(ok, V_OK);
-    erase_ctr_reader_options_t o = opts(10, 0, 1);
-    erase_ctr_reader_t *r = open_reader(ok, &o);
-    assert_int_equal(erase_ctr_reader_info(r).samples, 100);
-    erase_ctr_reader_close(r);
+    erase_reader_options_t o = opts(10, 0, 1);
+    erase_reader_t *r = open_reader(ok, &o);
+    assert_int_equal(erase_reader_info(r).samples, 100);
+    erase_reader_close(r);
     for (int v = V_NO_FORMAT; v < V_VARIANTS; v++) {
         char name[32];
         snprintf(name, sizeof name, "bad-%d.h5", v);
@@ -611,8 +611,8 @@ static void test_rejected_files(void **state)
     expect_rejected(dir, ERASE_ERR_FORMAT, want);
     assert_int_equal(io_write_text(io_path(dir, "index.txt"), "s.h5 100\ns.h5 100\n"), 0);
     r = open_reader(dir, &o); /* a shard may be listed twice */
-    assert_int_equal(erase_ctr_reader_info(r).samples, 200);
-    erase_ctr_reader_close(r);
+    assert_int_equal(erase_reader_info(r).samples, 200);
+    erase_reader_close(r);
 
     /* index entries that are not regular files: a FIFO (reading it waited
      * for a writer forever: the alarm fails the test instead), a directory,
@@ -668,7 +668,7 @@ static void test_damaged_chunk(void **state)
     fclose(out);
     free(bytes);
     for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
-        erase_ctr_reader_t *r = open_in_order(dst, prefetch);
+        erase_reader_t *r = open_in_order(dst, prefetch);
         erase_ctr_batch_t b;
         char want[4096];
         snprintf(want, sizeof want, "%s: dataset /dense: reading rows [0, 100) failed: ", dst);
@@ -679,7 +679,7 @@ static void test_damaged_chunk(void **state)
                 fail_msg("prefetch %d: got '%s', expected '%s<HDF5's reason>'", prefetch, m, want);
         }
         print_message("damaged chunk, prefetch %d: %s\n", prefetch, erase_error_reason());
-        erase_ctr_reader_close(r);
+        erase_reader_close(r);
     }
 }
 
@@ -709,10 +709,10 @@ static void poke(const char *path, int64_t row, int col, uint8_t label, const fl
  * order, prefetch 0) until a batch fails; expect `want`, twice (it sticks). */
 static void expect_read_fails(const char *input, int shuffle, const char *want)
 {
-    erase_ctr_reader_options_t o = opts(100, 0, 1);
+    erase_reader_options_t o = opts(100, 0, 1);
     o.shuffle = shuffle;
     o.prefetch = shuffle ? 2 : 0;
-    erase_ctr_reader_t *r = open_reader(input, &o);
+    erase_reader_t *r = open_reader(input, &o);
     erase_ctr_batch_t b;
     erase_status_t st;
     int64_t batches = 0;
@@ -725,7 +725,7 @@ static void expect_read_fails(const char *input, int shuffle, const char *want)
         st = erase_ctr_reader_next(r, &b);
     }
     print_message("shuffle %d, after %lld batches: %s\n", shuffle, (long long)batches, erase_error_reason());
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
 }
 
 /* A shard read directly (erase-inspect data's path): rows [begin, begin +
@@ -848,12 +848,12 @@ static void test_prefetch_thread_flushes(void **state)
     poke(io_path(dir, "part-00000.h5"), 5, 0, 0, &tiny);
     uint32_t bits[2];
     for (int prefetch = 0; prefetch <= 2; prefetch += 2) {
-        erase_ctr_reader_t *r = open_in_order(dir, prefetch);
+        erase_reader_t *r = open_in_order(dir, prefetch);
         erase_ctr_batch_t b;
         MUST(erase_ctr_reader_next(r, &b));
         assert_int_equal(b.row_id[5], 5);
         memcpy(&bits[prefetch / 2], &b.dense[5 * 13 + 0], 4);
-        erase_ctr_reader_close(r);
+        erase_reader_close(r);
     }
     uint32_t tiny_bits;
     memcpy(&tiny_bits, &tiny, 4);
@@ -866,8 +866,8 @@ static void test_prefetch_thread_flushes(void **state)
 
 static void test_check_tables(void **state)
 {
-    erase_ctr_reader_options_t o = opts(100, 0, 1);
-    erase_ctr_reader_t *r = open_reader(data, &o);
+    erase_reader_options_t o = opts(100, 0, 1);
+    erase_reader_t *r = open_reader(data, &o);
     uint32_t rows[26];
     for (int f = 0; f < 26; f++)
         rows[f] = 10007;
@@ -890,8 +890,8 @@ static void test_check_tables(void **state)
         assert_true(b.wait_s >= 0);
         sum += b.wait_s;
     }
-    assert_true(erase_ctr_reader_wait_seconds(r) == sum);
-    erase_ctr_reader_close(r);
+    assert_true(erase_reader_wait_seconds(r) == sum);
+    erase_reader_close(r);
     print_message("tables of 10007 and 2 rows accepted, 1 row and wrong feature counts refused; waited %.6f s "
                   "over 120 batches\n", sum);
 }
@@ -908,11 +908,11 @@ static void test_many_shards(void **state)
     co.write.chunk_rows = 250;
     const char *src[1] = { io_sample("kaggle-train-first9999.tsv") };
     MUST(erase_criteo_convert(src, 1, &co, NULL));
-    erase_ctr_reader_options_t o = opts(300, 0, 1);
+    erase_reader_options_t o = opts(300, 0, 1);
     o.drop_last = 0;
     o.block_rows = 250;
-    erase_ctr_reader_t *r = open_reader(many, &o);
-    assert_int_equal(erase_ctr_reader_info(r).shards, 20);
+    erase_reader_t *r = open_reader(many, &o);
+    assert_int_equal(erase_reader_info(r).shards, 20);
     int64_t *seen = calloc(ROWS, sizeof *seen);
     for (int e = 1; e <= 2;) {
         erase_ctr_batch_t b;
@@ -935,7 +935,7 @@ static void test_many_shards(void **state)
             assert_true(b.label[i] == (float)raw.label[id]);
         }
     }
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
     free(seen);
 
     o.shuffle = 0;
@@ -959,7 +959,7 @@ static void test_many_shards(void **state)
     char want[4096];
     snprintf(want, sizeof want, "%s: has 499 rows now, 500 when the reader opened it", third);
     assert_string_equal(erase_error_reason(), want);
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
     print_message("20 shards, 2 shuffled epochs: every row once per epoch with its stored values; a shard "
                   "replaced after open: '%s'\n", want);
 }

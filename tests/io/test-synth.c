@@ -120,13 +120,13 @@ static void test_planted_model(void **state)
     H5Fclose(f);
 
     /* the NE of the planted model on the rows as the reader delivers them */
-    erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
+    erase_reader_options_t ro = erase_reader_options_default();
     ro.global_batch = ROWS;
     ro.shuffle = 0;
     ro.prefetch = 0;
     ro.drop_last = 0;
     const char *in[1] = { out };
-    erase_ctr_reader_t *r;
+    erase_reader_t *r;
     MUST(erase_ctr_reader_open(in, 1, &ro, &r));
     erase_ctr_batch_t b;
     MUST(erase_ctr_reader_next(r, &b));
@@ -155,7 +155,7 @@ static void test_planted_model(void **state)
         clicks += y;
         loss += y > 0 ? log1p(exp(-z)) : log1p(exp(z));
     }
-    erase_ctr_reader_close(r);
+    erase_reader_close(r);
     double p = clicks / ROWS, h = -(p * log(p) + (1 - p) * log(1 - p)), ne = loss / ROWS / h;
     print_message("planted model: NE %.6f reported, %.6f recomputed from planted.h5 and the reader's inputs; "
                   "base rate %.4f\n", s.ne, ne, p);
@@ -210,7 +210,7 @@ static void test_reproducible(void **state)
 
 /* Mean main loss of `net` over one epoch of `r` (forward and backward
  * only); with `opt`, also trains. Returns the sum of labels in *clicks. */
-static double run_epoch(erase_network_t *net, erase_optimizer_t *opt, erase_stream_t *s, erase_ctr_reader_t *r,
+static double run_epoch(erase_network_t *net, erase_optimizer_t *opt, erase_stream_t *s, erase_reader_t *r,
                         double *clicks, int64_t *rows)
 {
     double loss = 0;
@@ -266,15 +266,15 @@ static void test_trains_a_model(void **state)
     erase_optim_config_t oc = erase_optim_config_default();
     MUST(erase_optimizer_create(net, &oc, &opt));
 
-    erase_ctr_reader_options_t ro = erase_ctr_reader_options_default();
+    erase_reader_options_t ro = erase_reader_options_default();
     ro.global_batch = 256;
-    ro.part = ERASE_CTR_PART_TRAIN;
+    ro.part = ERASE_READER_PART_TRAIN;
     ro.eval_fraction = 0.25;
     const char *in[1] = { out };
-    erase_ctr_reader_t *train, *eval;
+    erase_reader_t *train, *eval;
     MUST(erase_ctr_reader_open(in, 1, &ro, &train));
     MUST(erase_ctr_reader_check_tables(train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, cfg.ctr.table_rows));
-    ro.part = ERASE_CTR_PART_EVAL;
+    ro.part = ERASE_READER_PART_EVAL;
     ro.drop_last = 0;
     ro.shuffle = 0;
     MUST(erase_ctr_reader_open(in, 1, &ro, &eval));
@@ -294,8 +294,8 @@ static void test_trains_a_model(void **state)
     assert_true(ne[1] < ne[0]);
     assert_true(ne[2] < 0.97);
     assert_true(ne[2] > sum.ne - 0.03);
-    erase_ctr_reader_close(train);
-    erase_ctr_reader_close(eval);
+    erase_reader_close(train);
+    erase_reader_close(eval);
     erase_optimizer_destroy(opt);
     erase_network_destroy(net);
     erase_stream_destroy(s);
