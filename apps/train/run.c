@@ -1,5 +1,9 @@
 /*
- * erase-train's run. Rank 0 prints; every rank trains its share of each
+ * erase-train's run, the same for every model: set-up, the loop, timing,
+ * progress and ETA, evaluation passes, trace, checkpoints, signals and the
+ * summary's frame. What is specific to a kind of data and model (row
+ * format, device batch, metrics and their lines) is the model's task
+ * (apps/train/task.h). Rank 0 prints; every rank trains its share of each
  * global batch (the reader splits it) and joins every collective.
  */
 #include "apps/train/run.h"
