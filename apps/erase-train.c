@@ -1,7 +1,8 @@
 /*
- * erase-train: train a model of detached blocks on CTR shards, on every
- * rank of an MPI job (mpirun -np N, srun, sbatch), data parallel, with the
- * early-backward schedules; evaluate; print QPS, NE and AUC.
+ * erase-train: train a model of detached blocks (ctr on CTR shards, mlp on
+ * classification shards: apps/train/task.h), on every rank of an MPI job
+ * (mpirun -np N, srun, sbatch), data parallel, with the early-backward
+ * schedules; evaluate; print QPS and the task's metrics.
  * Exit status: 0 done, 1 failed (the whole job is brought down), 2 usage.
  */
 #include "apps/train/checkpoint.h"

@@ -23,6 +23,7 @@ apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 # erase-train: the main job.
 bin_PROGRAMS += apps/erase-train
 apps_erase_train_SOURCES = apps/erase-train.c apps/train/options.c apps/train/options.h apps/train/json.h \
-	apps/train/run.c apps/train/run.h apps/train/checkpoint.c apps/train/checkpoint.h
+	apps/train/run.c apps/train/run.h apps/train/checkpoint.c apps/train/checkpoint.h \
+	apps/train/task.h apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c
 apps_erase_train_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_train_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

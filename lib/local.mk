@@ -39,7 +39,7 @@ lib_liberase_a_SOURCES += \
 	lib/nn/network.c lib/nn/network.h \
 	lib/nn/optim.c lib/nn/optim.h \
 	lib/nn/train_step.c lib/nn/train_step.h \
-	lib/nn/metrics.c lib/nn/metrics.h
+	lib/nn/metrics.c lib/nn/metrics.h lib/nn/metrics_cls.c lib/nn/metrics_cls.h
 
 # lib/sched: step plans and the per-rank scheduler (early backward).
 lib_liberase_a_SOURCES += \

@@ -281,7 +281,7 @@ const char *train_ckpt_last_path(const train_ckpt_t *ck)
     return ck ? ck->last_path : "";
 }
 
-void train_ckpt_log_samples(train_ckpt_t *ck, const erase_ctr_batch_t *b)
+void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b)
 {
     if (!ck || !ck->sample_log)
         return;

@@ -35,7 +35,7 @@
 #include <stdio.h>
 
 #include "apps/train/options.h"
-#include "io/ctr_reader.h"
+#include "io/reader.h"
 #include "lib/comm/comm.h"
 #include "lib/nn/optim.h"
 
@@ -116,7 +116,7 @@ erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *p
 erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos);
 
 /* ERASE_DEBUG_SAMPLE_LOG: record the samples of a training batch. */
-void train_ckpt_log_samples(train_ckpt_t *ck, const erase_ctr_batch_t *b);
+void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b);
 
 /* Checkpoint lines also go to this metrics file (rank 0; NULL: none). */
 void train_ckpt_set_metrics(train_ckpt_t *ck, FILE *metrics);

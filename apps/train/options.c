@@ -395,8 +395,9 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
 void train_options_usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N | srun] erase-train --train DIR [options]\n\n"
-               "Trains a model of detached blocks on CTR shards (erase-convert) on every rank\n"
-               "(data parallel), evaluates it, and prints QPS, NE, AUC. Options (default, if any):\n");
+               "Trains a model of detached blocks on every rank (data parallel): ctr on CTR\n"
+               "shards, mlp on classification shards (erase-convert); evaluates it, and prints\n"
+               "QPS and the model's metrics (NE, AUC; loss, accuracy). Options (default, if any):\n");
     for (size_t i = 0; i < NDEFS; i++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s", defs[i].name,

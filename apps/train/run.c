@@ -1,5 +1,9 @@
 /*
- * erase-train's run. Rank 0 prints; every rank trains its share of each
+ * erase-train's run, the same for every model: set-up, the loop, timing,
+ * progress and ETA, evaluation passes, trace, checkpoints, signals and the
+ * summary's frame. What is specific to a kind of data and model (row
+ * format, device batch, metrics and their lines) is the model's task
+ * (apps/train/task.h). Rank 0 prints; every rank trains its share of each
  * global batch (the reader splits it) and joins every collective.
  */
 #include "apps/train/run.h"
@@ -7,11 +11,10 @@
 #include "apps/train/json.h"
 
 #include "apps/train/checkpoint.h"
-#include "io/ctr_reader.h"
+#include "apps/train/task.h"
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
-#include "lib/nn/metrics.h"
 #include "lib/sched/sched.h"
 #include "lib/sched/trace.h"
 
@@ -31,15 +34,18 @@ typedef struct {
     erase_device_t *host_dev;        /* a CPU device when dev's memory is not host memory */
     erase_stream_t *host;            /* host-side collectives (metrics, checkpoints): a CPU stream */
     erase_model_config_t cfg;
+    const train_task_t *task;        /* the model's (apps/train/task.h) */
+    void *ts;                        /* the task's state */
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sched;
     erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
-    erase_batch_t batch;             /* fixed device buffers of one rank's batch (the reader's
-                                      * batches are in pinned staging memory: open_readers) */
-    float *logits;                   /* host copy of the last block's head output */
+    erase_batch_t batch;             /* the task's fixed device buffers of one rank's batch (the
+                                      * reader's batches are in pinned staging memory: open_readers) */
+    float *outputs;                  /* host copy of the last block's head output [rank_batch, width] */
+    int width;                       /* its width */
     FILE *metrics;
     FILE *trace;                     /* --trace on rank 0: opened before the first step */
     int tty;
@@ -48,10 +54,8 @@ typedef struct {
     double *step_s;                  /* per-step seconds */
     int64_t window_steps;
     int64_t window_skipped;          /* of them, skipped for non-finite gradients */
-    erase_ctr_metrics_t window;      /* only the first ERASE_CTR_METRICS_SUM_WORDS (no AUC) are used */
     double block_loss[ERASE_MAX_BLOCKS];
     double t_start;
-    erase_ctr_summary_t last_eval;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
     int64_t skipped;                 /* steps skipped for non-finite gradients */
@@ -108,9 +112,9 @@ static erase_status_t setup_model(run_t *r, int *usage)
     else
         TRY(erase_model_config_load(o->model, &r->cfg));
     *usage = 1;
-    if (r->cfg.kind != ERASE_MODEL_CTR)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train trains ctr models on CTR shards "
-                           "(mlp is for erase-bench)", o->model);
+    if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
+                           erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
     if (o->cuts[0])
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     *usage = 0;
@@ -216,7 +220,8 @@ static erase_status_t batch_sizes(run_t *r)
     return ERASE_OK;
 }
 
-/* The training and evaluation readers (their batches in staging memory). */
+/* The training and evaluation readers of the task's row format (their
+ * batches in staging memory), the data checked against the model. */
 static erase_status_t open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -241,7 +246,7 @@ static erase_status_t open_readers(run_t *r)
         ro.eval_fraction = o->eval_fraction;
     }
     char why[2048];
-    if (erase_ctr_reader_open(train_in, n_train, &ro, &r->train) != ERASE_OK) {
+    if (erase_reader_open(r->task->rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
     }
@@ -249,12 +254,12 @@ static erase_status_t open_readers(run_t *r)
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
-    if (erase_ctr_reader_open(eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
+    if (erase_reader_open(r->task->rows, eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
                            o->eval[0] ? o->eval : o->train, why);
     }
-    TRY(erase_ctr_reader_check_tables(r->train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, r->cfg.ctr.table_rows));
+    TRY(r->task->check(r->train, &r->cfg));
     return ERASE_OK;
 }
 
@@ -317,119 +322,68 @@ static erase_status_t setup_training(run_t *r)
     so.trace = o->trace[0] != 0;
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
 
-    size_t n = (size_t)r->rank_batch;
-    TRY(erase_malloc(r->dev, n * ERASE_CTR_DENSE * sizeof(float), (void **)&r->batch.dense));
-    TRY(erase_malloc(r->dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&r->batch.sparse));
-    TRY(erase_malloc(r->dev, n * sizeof(float), (void **)&r->batch.label));
-    if (!(r->logits = malloc(n * sizeof(float))))
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the logits of %lld samples per rank",
+    TRY(r->task->create(r->dev, &r->cfg, r->rank_batch, &r->ts));
+    erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &r->width);
+    size_t bytes;
+    if (!erase_bytes(sizeof(float), (size_t)r->rank_batch, (size_t)r->width, &bytes) ||
+        !(r->outputs = malloc(bytes)))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the outputs of %lld samples per rank",
                            (long long)r->rank_batch);
     TRY(alloc_step_times(0, r->total_steps, &r->step_s));
     return ERASE_OK;
 }
 
-/* Copy this rank's batch from the reader's staging memory into the fixed
- * device buffers, on the main stream before the step that reads them. The
- * reader reuses that memory at its next call: every caller synchronizes
- * the main stream (the step, or read_logits) before asking for the next
- * batch, so the copy has run by then. */
-static erase_status_t load_batch(run_t *r, const erase_ctr_batch_t *b)
+/* Copy this rank's batch from the reader's staging memory into the task's
+ * fixed device buffers, on the main stream before the step that reads
+ * them. The reader reuses that memory at its next call: every caller
+ * synchronizes the main stream (the step, or read_outputs) before asking
+ * for the next batch, so the copy has run by then. */
+static erase_status_t load_batch(run_t *r, const erase_reader_batch_t *b)
 {
-    erase_stream_t *s = erase_sched_main_stream(r->sched);
-    size_t n = (size_t)b->size;
-    r->batch.size = (int)b->size;
-    TRY(erase_memcpy_async(s, (void *)r->batch.dense, b->dense, n * ERASE_CTR_DENSE * sizeof(float)));
-    TRY(erase_memcpy_async(s, (void *)r->batch.sparse, b->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
-    TRY(erase_memcpy_async(s, (void *)r->batch.label, b->label, n * sizeof(float)));
-    return ERASE_OK;
+    return r->task->load(r->ts, erase_sched_main_stream(r->sched), b, &r->batch);
 }
 
-/* Host copy of the last block's logits (after the stream finished). */
-static erase_status_t read_logits(run_t *r, int n)
+/* Host copy of the last block's head output [n, width] (after the stream finished). */
+static erase_status_t read_outputs(run_t *r, int n)
 {
     int width;
     const float *z = erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &width);
     erase_stream_t *s = erase_sched_main_stream(r->sched);
-    TRY(erase_memcpy_async(s, r->logits, z, (size_t)n * sizeof(float)));
+    TRY(erase_memcpy_async(s, r->outputs, z, (size_t)n * (size_t)width * sizeof(float)));
     TRY(erase_stream_synchronize(s));
     return ERASE_OK;
 }
 
-/* Sum `words` int64 of m over the data-parallel ranks, in place. */
-static erase_status_t reduce_metrics(run_t *r, erase_ctr_metrics_t *m, size_t words)
+/* Sum the task's metric words of `part` over the data-parallel ranks, in
+ * place, and summarize them. */
+static erase_status_t reduce_metrics(run_t *r, train_task_part_t part)
 {
+    size_t words;
+    int64_t *m = r->task->sums(r->ts, part, &words);
     TRY(erase_allreduce(erase_dp_comm(), r->host, m, m, words, ERASE_DTYPE_I64, ERASE_REDUCE_SUM));
     TRY(erase_stream_synchronize(r->host));
+    r->task->summarize(r->ts, part);
     return ERASE_OK;
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
 
-/* Why e's NE (and AUC) are undefined, as a phrase about `set` ("the
- * evaluation set", "this window") in buf, or NULL when they are defined. */
-static const char *undefined_reason(const erase_ctr_summary_t *e, const char *set, char buf[128])
-{
-    switch (e->undefined) {
-    case ERASE_CTR_DEFINED:
-        return NULL;
-    case ERASE_CTR_NONFINITE:
-        snprintf(buf, 128, "%lld of %lld predictions are not finite", (long long)e->nonfinite, (long long)e->samples);
-        break;
-    case ERASE_CTR_NO_CLICKS:
-        snprintf(buf, 128, "%s has no clicks", set);
-        break;
-    case ERASE_CTR_NO_NONCLICKS:
-        snprintf(buf, 128, "%s has no non-clicks", set);
-        break;
-    case ERASE_CTR_NO_SAMPLES:
-        snprintf(buf, 128, "%s is empty", set);
-        break;
-    }
-    return buf;
-}
-
-/* An evaluation's result as the eval line and the summary print it. */
-static void print_eval(const erase_ctr_summary_t *e)
-{
-    char why[128], loss[48] = "";
-    if (!undefined_reason(e, "the evaluation set", why)) {
-        printf("NE %.4f  AUC %.4f  log loss %.4f  calibration %.3f", e->ne, e->auc, e->log_loss, e->calibration);
-    } else {
-        if (isfinite(e->log_loss))
-            snprintf(loss, sizeof loss, "  log loss %.4f", e->log_loss);
-        printf("NE and AUC undefined: %s%s", why, loss);
-    }
-    printf("  (%lld samples, base rate %.4f)", (long long)e->samples, e->base_rate);
-}
-
-/* The NE, AUC... fields of an eval or summary line of the metrics file:
- * null where undefined, with "undefined" giving the reason. */
-static void json_eval(FILE *f, const erase_ctr_summary_t *e)
-{
-    char v[5][48], why[128];
-    fprintf(f, ",\"eval_samples\":%lld,\"nonfinite\":%lld,\"ne\":%s,\"auc\":%s,\"log_loss\":%s,"
-               "\"calibration\":%s,\"base_rate\":%s",
-            (long long)e->samples, (long long)e->nonfinite, json_number(v[0], "%.6f", e->ne),
-            json_number(v[1], "%.6f", e->auc), json_number(v[2], "%.6f", e->log_loss),
-            json_number(v[3], "%.6f", e->calibration), json_number(v[4], "%.6f", e->base_rate));
-    if (undefined_reason(e, "the evaluation set", why)) {
-        fputs(",\"undefined\":", f);
-        json_string(f, why);
-    }
-}
-
+/*
+ * One evaluation pass over the eval reader with the network as it is (it
+ * needs nothing of training: an evaluation-only run can call it): the
+ * task's metrics summed over the ranks, the eval line and metrics-file line
+ * from rank 0. Collective.
+ */
 static erase_status_t evaluate(run_t *r)
 {
     double t0 = erase_now_s();
-    erase_ctr_metrics_t *m = calloc(1, sizeof *m);
-    if (!m)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "evaluation: no memory");
+    r->task->clear(r->ts, TRAIN_TASK_EVAL);
     erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
     erase_stream_t *s = erase_sched_main_stream(r->sched);
     TRY(erase_sched_synchronize(r->sched));
     while (st == ERASE_OK) {
-        erase_ctr_batch_t b;
-        st = erase_ctr_reader_next(r->eval, &b);
+        erase_reader_batch_t b;
+        st = erase_reader_next(r->eval, &b);
         if (st != ERASE_OK || b.end_of_epoch)
             break;
         if (b.size == 0)
@@ -438,34 +392,31 @@ static erase_status_t evaluate(run_t *r)
         for (int blk = 0; st == ERASE_OK && blk < erase_network_blocks(r->net); blk++)
             st = erase_network_forward_block(r->net, blk, s, &r->batch);
         if (st == ERASE_OK)
-            st = read_logits(r, (int)b.size);
+            st = read_outputs(r, (int)b.size);
         if (st == ERASE_OK)
-            erase_ctr_metrics_add(m, r->logits, b.label, (int)b.size);
+            r->task->add(r->ts, TRAIN_TASK_EVAL, r->outputs, r->width, &b);
     }
     if (st == ERASE_OK)
-        st = reduce_metrics(r, m, ERASE_CTR_METRICS_WORDS);
+        st = reduce_metrics(r, TRAIN_TASK_EVAL);
     if (st == ERASE_OK) {
-        r->last_eval = erase_ctr_metrics_summary(m);
         r->evals++;
         r->eval_step = r->step;
         double sec = erase_now_s() - t0;
         r->eval_s += sec;
         if (r->root) {
-            const erase_ctr_summary_t *e = &r->last_eval;
             printf("%seval   step %lld: ", r->tty ? "\r\033[K" : "", (long long)r->step);
-            print_eval(e);
+            r->task->eval_print(r->ts, stdout);
             printf(" in %.3f s\n", sec);
             fflush(stdout);
             if (r->metrics) {
                 json_line_start(r->metrics, "eval", r->step, r->samples_seen);
                 fprintf(r->metrics, ",\"epoch\":%lld", (long long)r->epoch);
-                json_eval(r->metrics, e);
+                r->task->eval_json(r->ts, r->metrics);
                 fprintf(r->metrics, ",\"seconds\":%.6f}\n", sec);
                 fflush(r->metrics);
             }
         }
     }
-    free(m);
     if (st != ERASE_OK)
         erase_error_trail(__FILE__, __LINE__);
     return st;
@@ -477,9 +428,9 @@ static erase_status_t log_progress(run_t *r, int force)
 {
     if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
         return ERASE_OK;
-    TRY(reduce_metrics(r, &r->window, ERASE_CTR_METRICS_SUM_WORDS));
-    erase_ctr_summary_t sum = erase_ctr_metrics_summary(&r->window);
-    double n = (double)r->window.samples, loss = sum.log_loss, ne = sum.ne;
+    TRY(reduce_metrics(r, TRAIN_TASK_WINDOW));
+    train_task_counts_t counts = r->task->window_counts(r->ts);
+    double n = (double)counts.samples;
     int all_skipped = r->window_skipped == r->window_steps;
     int64_t from = r->step - r->window_steps;
     double sec = 0;
@@ -493,19 +444,13 @@ static erase_status_t log_progress(run_t *r, int force)
     TRY(erase_optimizer_read_clock(r->opt, &clock)); /* the step is synchronized */
     float lr = clock.lr;
     if (r->root && !r->o->quiet) {
-        /* the loss and NE of the window: "loss 0.5123, NE 0.9876"; undefined ones say why */
-        char stats[224], why[128], l[48] = "loss undefined";
-        if (all_skipped) {
+        /* the task's metrics of the window, e.g. "loss 0.5123, NE 0.9876" */
+        char stats[224];
+        if (all_skipped)
             snprintf(stats, sizeof stats, "all %lld steps of this window skipped (non-finite gradients)",
                      (long long)r->window_steps);
-        } else {
-            if (isfinite(loss))
-                snprintf(l, sizeof l, "loss %.4f", loss);
-            if (undefined_reason(&sum, "this window", why))
-                snprintf(stats, sizeof stats, "%s%s NE undefined: %s", l, r->tty ? " " : ",", why);
-            else
-                snprintf(stats, sizeof stats, "%s%s NE %.4f", l, r->tty ? " " : ",", ne);
-        }
+        else
+            r->task->window_text(r->ts, r->tty ? " " : ",", stats, sizeof stats);
         if (r->tty)
             printf("\r\033[Kstep %lld/%lld  %.0f samples/s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
                    (long long)r->total_steps, qps, stats, lr, eta);
@@ -515,20 +460,20 @@ static erase_status_t log_progress(run_t *r, int force)
         fflush(stdout);
     }
     if (r->root && r->metrics) {
-        char v[3][48];
+        char v[48];
         json_line_start(r->metrics, "train", r->step, r->samples_seen);
         fprintf(r->metrics, ",\"epoch\":%lld,\"window_samples\":%lld,\"nonfinite\":%lld,\"skipped\":%lld,"
-                            "\"qps\":%.1f,\"loss\":%s,\"ne\":%s,\"lr\":%s,\"block_losses\":[",
-                (long long)r->epoch, (long long)r->window.samples, (long long)r->window.nonfinite,
-                (long long)r->window_skipped, qps, json_number(v[0], "%.6f", all_skipped ? NAN : loss),
-                json_number(v[1], "%.6f", all_skipped ? NAN : ne), json_number(v[2], "%.6g", lr));
+                            "\"qps\":%.1f", (long long)r->epoch, (long long)counts.samples,
+                (long long)counts.nonfinite, (long long)r->window_skipped, qps);
+        r->task->window_json(r->ts, r->metrics, all_skipped);
+        fprintf(r->metrics, ",\"lr\":%s,\"block_losses\":[", json_number(v, "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++)
             fprintf(r->metrics, "%s%s", b ? "," : "",
-                    json_number(v[0], "%.6f", r->block_loss[b] / (double)r->window_steps));
+                    json_number(v, "%.6f", r->block_loss[b] / (double)r->window_steps));
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
-    memset(&r->window, 0, ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t));
+    r->task->clear(r->ts, TRAIN_TASK_WINDOW);
     r->window_steps = 0;
     r->window_skipped = 0;
     for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
@@ -631,8 +576,8 @@ static erase_status_t train_loop(run_t *r)
     int64_t trace_to = o->trace_steps > r->total_steps - warmup ? r->total_steps : warmup + o->trace_steps;
     r->t_start = erase_now_s();
     while (r->step < r->total_steps) {
-        erase_ctr_batch_t b;
-        TRY(erase_ctr_reader_next(r->train, &b));
+        erase_reader_batch_t b;
+        TRY(erase_reader_next(r->train, &b));
         if (b.end_of_epoch) {
             r->epoch = b.epoch + 1;
             if (o->eval_every == 0)
@@ -657,8 +602,8 @@ static erase_status_t train_loop(run_t *r)
         r->step++;
         r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
-        TRY(read_logits(r, (int)b.size));
-        erase_ctr_metrics_add_sums(&r->window, r->logits, b.label, (int)b.size);
+        TRY(read_outputs(r, (int)b.size));
+        r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
         float losses[ERASE_MAX_BLOCKS];
         TRY(erase_network_read_losses(r->net, losses));
         for (int k = 0; k < blocks; k++)
@@ -699,10 +644,10 @@ static void summary(run_t *r)
     int blocks = erase_network_blocks(r->net), cuts = 0;
     for (int b = 1; b < blocks; b++)
         cuts += erase_network_is_cut(r->net, b);
-    const erase_ctr_summary_t *e = &r->last_eval;
     double wait = erase_reader_wait_seconds(r->train);
     printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
-    printf("  model      ctr, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n", blocks,
+    printf("  model      %s, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n",
+           erase_model_config_name(&r->cfg), blocks,
            cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s", global);
     if (!strcmp(o->early_backward, "off"))
         printf("  schedule   early backward off (one stream, backward at step end), %d BLAS thread%s\n",
@@ -718,7 +663,7 @@ static void summary(run_t *r)
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
            (long long)warmup);
     printf("  eval       ");
-    print_eval(e);
+    r->task->eval_print(r->ts, stdout);
     printf("\n  eval time  %.2f s in %lld evaluation%s (not in the steps' time)\n", r->eval_s, (long long)r->evals,
            r->evals == 1 ? "" : "s");
     printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
@@ -736,7 +681,7 @@ static void summary(run_t *r)
     if (r->metrics) {
         json_line_start(r->metrics, "summary", r->step, r->samples_seen);
         fprintf(r->metrics, ",\"qps_p50\":%.1f,\"qps_p90\":%.1f", p50, p90);
-        json_eval(r->metrics, e);
+        r->task->eval_json(r->ts, r->metrics);
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
                 total_s, r->eval_s, ckpt_s, (long long)r->skipped, r->w->size, o->early_backward);
@@ -923,15 +868,12 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
     erase_optimizer_destroy(r.opt);
-    if (r.dev) {
-        erase_free(r.dev, (void *)r.batch.dense);
-        erase_free(r.dev, (void *)r.batch.sparse);
-        erase_free(r.dev, (void *)r.batch.label);
-    }
+    if (r.task && r.task->destroy)
+        r.task->destroy(r.ts);
     erase_network_destroy(r.net);
     erase_reader_close(r.train);
     erase_reader_close(r.eval);
-    free(r.logits);
+    free(r.outputs);
     free(r.step_s);
     erase_stream_destroy(r.host);
     erase_device_close(r.host_dev);

@@ -11,18 +11,15 @@ void erase_ctr_metrics_clear(erase_ctr_metrics_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Add x (>= 0, in 2^-32 units) to the exact sum whole + fraction / 2^32,
- * keeping fraction < 2^32. */
-static void add_fixed(int64_t *whole, int64_t *fraction, double x)
+void erase_fixed_add(int64_t *whole, int64_t *fraction, double x)
 {
-    int64_t units = (int64_t)llround(x * FIXED); /* x <= 50: < 2^38 */
+    int64_t units = (int64_t)llround(x * FIXED); /* x <= 50 (callers clamp): < 2^38 */
     *fraction += units & 0xFFFFFFFF;
     *whole += (units >> 32) + (*fraction >> 32);
     *fraction &= 0xFFFFFFFF;
 }
 
-/* whole + fraction / 2^32 as a double. */
-static double fixed_value(int64_t whole, int64_t fraction)
+double erase_fixed_value(int64_t whole, int64_t fraction)
 {
     return (double)whole + (double)fraction / FIXED;
 }
@@ -43,8 +40,8 @@ static int add_sample(erase_ctr_metrics_t *m, float z, float y)
     if (loss > LOSS_CLAMP)
         loss = LOSS_CLAMP;
     double p = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
-    add_fixed(&m->loss_whole, &m->loss_fraction, loss);
-    add_fixed(&m->prediction_whole, &m->prediction_fraction, p);
+    erase_fixed_add(&m->loss_whole, &m->loss_fraction, loss);
+    erase_fixed_add(&m->prediction_whole, &m->prediction_fraction, p);
     int bin = (int)(p * ERASE_AUC_BINS); /* p in [0, 1]: bin in [0, ERASE_AUC_BINS] */
     return bin >= ERASE_AUC_BINS ? ERASE_AUC_BINS - 1 : bin;
 }
@@ -81,14 +78,14 @@ erase_ctr_summary_t erase_ctr_metrics_summary(const erase_ctr_metrics_t *m)
         s.undefined = ERASE_CTR_NONFINITE;
         return s;
     }
-    s.log_loss = fixed_value(m->loss_whole, m->loss_fraction) / n;
+    s.log_loss = erase_fixed_value(m->loss_whole, m->loss_fraction) / n;
     if (p == 0 || p == 1) {
         s.undefined = p == 0 ? ERASE_CTR_NO_CLICKS : ERASE_CTR_NO_NONCLICKS;
         return s;
     }
     s.undefined = ERASE_CTR_DEFINED;
     s.ne = s.log_loss / -(p * log(p) + (1 - p) * log(1 - p));
-    s.calibration = fixed_value(m->prediction_whole, m->prediction_fraction) / n / p;
+    s.calibration = erase_fixed_value(m->prediction_whole, m->prediction_fraction) / n / p;
     /* AUC = P(score_pos > score_neg) + P(tie) / 2, bins ascending */
     double neg_below = 0, area = 0;
     for (int b = 0; b < ERASE_AUC_BINS; b++) {

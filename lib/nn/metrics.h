@@ -46,6 +46,14 @@ typedef struct {
 _Static_assert(ERASE_CTR_METRICS_SUM_WORDS * sizeof(int64_t) == offsetof(erase_ctr_metrics_t, pos_bins),
                "the sums are the words before the AUC bins");
 
+/* Add x (0 <= x <= 50, callers clamp; in 2^-32 units, rounded) to the
+ * exact sum whole + fraction / 2^32, keeping fraction < 2^32: the
+ * fixed-point sums of every task's metrics (lib/nn/metrics_cls.h too). */
+void erase_fixed_add(int64_t *whole, int64_t *fraction, double x);
+
+/* whole + fraction / 2^32 as a double. */
+double erase_fixed_value(int64_t whole, int64_t fraction);
+
 void erase_ctr_metrics_clear(erase_ctr_metrics_t *m);
 
 /* Add n samples: logits z[n] (before the sigmoid) and labels y[n] in {0, 1}

@@ -31,6 +31,8 @@
 #include <libconfig.h>
 
 static const char *const model_names[] = { "ctr", "mlp" };
+/* The erase-train task (apps/train/task.h) each kind of model serves. */
+static const char *const model_tasks[] = { "ctr", "classify" };
 
 /* Boundaries 1 .. blocks-1 all set. */
 static uint32_t all_cuts(int blocks)
@@ -65,6 +67,16 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
     }
     cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
     return cfg;
+}
+
+const char *erase_model_config_name(const erase_model_config_t *cfg)
+{
+    return model_names[cfg->kind];
+}
+
+const char *erase_model_config_task(const erase_model_config_t *cfg)
+{
+    return model_tasks[cfg->kind];
 }
 
 int erase_model_config_blocks(const erase_model_config_t *cfg)

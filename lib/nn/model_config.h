@@ -71,6 +71,13 @@ typedef struct {
 /* The reference sizes of docs/models.md for `kind`, all boundaries cut, lambda 1, seed 1. */
 erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
 
+/* The model kind's name, "ctr" or "mlp". */
+const char *erase_model_config_name(const erase_model_config_t *cfg);
+
+/* The erase-train task the model kind serves (apps/train/task.h): "ctr"
+ * for ctr, "classify" for mlp (later "lm" for gpt). */
+const char *erase_model_config_task(const erase_model_config_t *cfg);
+
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);
 

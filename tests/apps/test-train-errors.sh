@@ -89,10 +89,12 @@ for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto
     [ $rc = 2 ] || tap_report "$dir/out"
 done
 
-expect 2 "erase-train: --model mlp: erase-train trains ctr models on CTR shards (mlp is for erase-bench)" \
-    --train "$dir/none" --model mlp
-tap $? "--model mlp: usage error (status $rc)"
-[ $rc = 2 ] || tap_report "$dir/out"
+# --model mlp trains the classify task (issue 14): CTR shards are refused
+# naming the file and both formats, a model of other sizes naming both
+expect 1 "--train $dir/data: $dir/data/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"" \
+    --train "$dir/data" --model mlp
+tap $? "--model mlp on CTR shards: refused naming the file and formats (status $rc)"
+[ $rc = 1 ] || tap_report "$dir/out"
 
 expect 2 "--gemm fp16: expected one of fp32|tf32|bf16" --train "$dir/none" --gemm fp16
 tap $? "--gemm fp16: usage error (status $rc) listing the choices"

@@ -12,6 +12,8 @@ tests_ckpt_thread_kill_SOURCES = tests/ckpt/thread-kill.c
 CKPT_TEST_DRIVERS = tests/ckpt/test-kill-resume.sh tests/ckpt/test-resume.sh
 # several --train inputs and --global-batch across rank counts (issue 14)
 CKPT_TEST_DRIVERS += tests/ckpt/test-data-inputs.sh
+# the classify task (mlp on MNIST): modes, kill and resume, rank counts (issue 14)
+CKPT_TEST_DRIVERS += tests/ckpt/test-train-classify.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

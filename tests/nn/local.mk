@@ -34,4 +34,8 @@ check_PROGRAMS += tests/nn/test-metrics
 TESTS += tests/nn/test-metrics
 tests_nn_test_metrics_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_metrics_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/nn/test-metrics-cls
+TESTS += tests/nn/test-metrics-cls
+tests_nn_test_metrics_cls_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_metrics_cls_LDADD = $(TEST_LIBS)
 endif
