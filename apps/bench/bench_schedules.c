@@ -53,6 +53,8 @@ typedef struct {
     double *qps, *ms;
     erase_trace_record_t *rec;       /* with trace: the mode's records of the timed steps */
     size_t nrec;
+    int threads;                     /* the BLAS threads its scheduler chose (a device-wide
+                                      * setting: set again before each of its steps) */
 } mode_run_t;
 
 #define TRACE_CAP ((size_t)1 << 18)
@@ -86,8 +88,9 @@ static erase_status_t load_batch(mode_run_t *m, const erase_cls_batch_t *b)
  * The modes[0..n) on one configuration, interleaved: each mode has its own
  * network and scheduler, and every step round runs one step of each mode
  * in turn (warm-up rounds first), so a busy spell of the machine slows
- * every mode alike instead of the one whose block of steps it hit. Each
- * step is timed from issue to completion. `data` NULL: every step of a
+ * every mode alike instead of the one whose block of steps it hit; each
+ * mode's steps run with the BLAS threads its scheduler chose (off: all
+ * cores on one stream). Each step is timed from issue to completion. `data` NULL: every step of a
  * mode trains on one fixed random batch; else (an mlp whose inputs and
  * classes match it) every round takes the reader's next batch and each
  * mode copies it to the device inside its timed step. out[k]: mode k's QPS
@@ -112,6 +115,7 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
         ERASE_CHECK_GOTO(erase_network_create(dev, cfg, batch, &m->net), st, done);
         ERASE_CHECK_GOTO(erase_optimizer_create(m->net, &ocfg, &m->opt), st, done);
         ERASE_CHECK_GOTO(erase_sched_create(m->net, m->opt, &o, &m->sc), st, done);
+        m->threads = erase_device_blas_threads(dev);
         ERASE_CHECK_GOTO(erase_batch_random(m->net, batch, 11 + (uint64_t)rank, &m->data), st, done);
         m->qps = malloc(sizeof(double) * (size_t)steps);
         m->ms = malloc(sizeof(double) * (size_t)steps);
@@ -125,6 +129,8 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
             ERASE_CHECK_GOTO(next_batch(data, &b), st, done);
         for (int k = 0; k < n && st == ERASE_OK; k++) {
             mode_run_t *m = &run[k];
+            /* the streams are idle here: the previous step was synchronized */
+            ERASE_CHECK_GOTO(erase_device_set_blas_threads(dev, m->threads), st, done);
             double t0 = erase_now_s();
             if (data)
                 ERASE_CHECK_GOTO(load_batch(m, &b), st, done);
@@ -150,7 +156,7 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
         p->p90 = erase_quantile(m->qps, (size_t)steps, 0.9);
         p->ms = bench_spread(m->ms, (size_t)steps);
         p->step_ms = p->ms.median;
-        p->threads = erase_device_blas_threads(dev);
+        p->threads = m->threads;
         if (trace) {
             erase_trace_overlap_t ov = erase_trace_overlap(m->rec, m->nrec);
             p->overlap = ov.overlap_fraction;
