@@ -90,12 +90,12 @@ static erase_status_t load_batch(mode_run_t *m, const erase_cls_batch_t *b)
  * in turn (warm-up rounds first), so a busy spell of the machine slows
  * every mode alike instead of the one whose block of steps it hit; each
  * mode's steps run with the BLAS threads its scheduler chose (off: all
- * cores on one stream). Each step is timed from issue to completion. `data` NULL: every step of a
- * mode trains on one fixed random batch; else (an mlp whose inputs and
- * classes match it) every round takes the reader's next batch and each
- * mode copies it to the device inside its timed step. out[k]: mode k's QPS
- * p50/p90 and step time spread; with `trace`, its overlap and backward
- * times from the traced steps.
+ * cores on one stream). Each step is timed from issue to completion.
+ * `data` NULL: every step of a mode trains on one fixed random batch;
+ * else (an mlp whose inputs and classes match it) every round takes the
+ * reader's next batch and each mode copies it to the device inside its
+ * timed step. out[k]: mode k's QPS p50/p90 and step time spread; with
+ * `trace`, its overlap and backward times from the traced steps.
  */
 static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t *cfg, int batch,
                                  const erase_early_backward_t *modes, int n, int steps, int warmup, int trace,
@@ -294,8 +294,8 @@ static int feasibility(erase_device_t *dev, erase_comm_t *dp, const feas_options
             printf("%6d %-9s %11.3f %7s %10.3f %9.3f %9.3f %9.3f %7s %7.0f%% %10.0f\n", o->batches[i],
                    erase_early_backward_name(o->modes[m]), p[m].backward_ms,
                    m ? change(p[m].backward_ms, p[0].backward_ms, bwd, sizeof bwd) : "-", p[m].exposed_ms,
-                   p[m].ms.min, p[m].step_ms, p[m].ms.max, m ? change(p[m].step_ms, p[0].step_ms, step, sizeof step) : "-",
-                   100 * p[m].overlap, p[m].p50);
+                   p[m].ms.min, p[m].step_ms, p[m].ms.max,
+                   m ? change(p[m].step_ms, p[0].step_ms, step, sizeof step) : "-", 100 * p[m].overlap, p[m].p50);
             snprintf(what, sizeof what, "batch %d, %s", o->batches[i], erase_early_backward_name(o->modes[m]));
             bench_spread_check(p[m].ms, what, "ms");
         }

@@ -22,7 +22,8 @@ mpi() { timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$@"; }
 apps/erase-convert mnist -q "$images" "$labels" -o "$dir/mnist" --split 300,100 >"$dir/convert.out" 2>&1 ||
     { tap_report "$dir/convert.out"; echo "Bail out! erase-convert mnist failed"; exit 0; }
 header="batch mode backward_ms bwd_vs exposed_ms min_ms step_ms max_ms step_vs overlap samples/s"
-expected="expected classification shards (erase-cls-1: /features float [N, F], /label; erase-convert mnist IMAGES LABELS -o X, then --data X/train)"
+expected="expected classification shards (erase-cls-1: /features float [N, F], /label;"
+expected="$expected erase-convert mnist IMAGES LABELS -o X, then --data X/train)"
 
 # feasibility FILE: FILE holds the model line, the batches line naming
 # the data, the paper's two reference lines, the header, and a row per
@@ -43,7 +44,8 @@ feasibility() {
             $2 == "off" && ($4 != "-" || $9 != "-") { bad = 1 }
             END { exit bad }' &&
         ! sed -n '/^ *batch /,$p' "$1" | grep '^#' | grep -v -q -E \
-            '^# warning: batch 32, [a-z]+: samples spread [0-9]+% \(.* \.\. .*\): the machine was busy; figures are not reliable$'
+            '^# warning: batch 32, [a-z]+: samples spread [0-9]+% \(.* \.\. .*\): the machine was busy; '\
+'figures are not reliable$'
 }
 
 mpi 1 apps/erase-bench schedules --feasibility --data "$dir/mnist/train" --batch 32 --steps 3 --warmup 1 \
@@ -79,7 +81,8 @@ head -n 300 "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" >"$dir/ctr.tsv
 apps/erase-convert criteo -q -o "$dir/ctr" "$dir/ctr.tsv" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
 mpi 2 apps/erase-bench schedules --feasibility --data "$dir/ctr" --batch 32 --steps 1 >/dev/null 2>"$dir/err"
 rc=$?
-bad "$dir/err" "erase-bench schedules: --data $dir/ctr: $dir/ctr/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"; $expected"
+bad "$dir/err" "erase-bench schedules: --data $dir/ctr: $dir/ctr/part-00000.h5: attribute format: \
+expected \"erase-cls-1\", got \"erase-ctr-1\"; $expected"
 tap $? "a CTR dataset as --data on 2 ranks: status $rc, one line naming the shard and both formats"
 tap_report "$dir/err"
 
