@@ -13,11 +13,18 @@
  * parallelism (global batch = N x batch).
  *
  * `--feasibility`: the ERASE paper's MLP experiment: a 3-layer MLP with
- * every layer detached; backward time and whole-step time with and without
- * early backward.
+ * every layer detached; per batch size and mode, backward time, whole-step
+ * time and their change against off, the overlap fraction and samples/s,
+ * beside the paper's A100 figures (printed as reference lines, not
+ * measured). `--data DIR` feeds it real batches: classification shards
+ * (erase-convert mnist ... -o X, then --data X/train) read in the reader's
+ * global order, a new batch every step, copied into each mode's fixed
+ * device batch before its step (as erase-train does); without it every
+ * mode trains on one fixed random batch.
  */
 #include "apps/bench/bench.h"
 
+#include "io/cls_reader.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
 #include "lib/nn/train_step.h"
@@ -31,6 +38,7 @@
 
 typedef struct {
     double p50, p90, step_ms, overlap, backward_ms;
+    double exposed_ms;               /* backward time per step not overlapped by a forward */
     bench_spread_t ms;               /* step time: min, median, max */
     int threads;
 } point_t;
@@ -40,25 +48,58 @@ typedef struct {
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sc;
-    erase_batch_t data;
+    erase_batch_t data;              /* fixed device buffers (erase_batch_random's); with a
+                                      * reader, each step's batch is copied into them */
     double *qps, *ms;
     erase_trace_record_t *rec;       /* with trace: the mode's records of the timed steps */
     size_t nrec;
+    int threads;                     /* the BLAS threads its scheduler chose (a device-wide
+                                      * setting: set again before each of its steps) */
 } mode_run_t;
 
 #define TRACE_CAP ((size_t)1 << 18)
+
+/* The next batch of `data` (past an epoch's end: the next epoch's first). */
+static erase_status_t next_batch(erase_reader_t *data, erase_cls_batch_t *b)
+{
+    do
+        ERASE_CHECK(erase_cls_reader_next(data, b));
+    while (b->end_of_epoch);
+    return ERASE_OK;
+}
+
+/* Copy this rank's batch `b` (host memory, [n, F] features and [n]
+ * classes, n = the network's batch) into the mode's fixed device buffers,
+ * on its main stream before the step that reads them; the caller
+ * synchronizes the step before the reader reuses b's memory. */
+static erase_status_t load_batch(mode_run_t *m, const erase_cls_batch_t *b)
+{
+    erase_stream_t *s = erase_sched_main_stream(m->sc);
+    size_t n = (size_t)b->size, f = (size_t)b->features_per_row;
+    if (b->size != m->data.size)
+        return ERASE_ERROR(ERASE_ERR_STATE, "schedules: a batch of %lld rows, the network takes %d",
+                           (long long)b->size, m->data.size);
+    ERASE_CHECK(erase_memcpy_async(s, (void *)m->data.features, b->features, n * f * sizeof(float)));
+    ERASE_CHECK(erase_memcpy_async(s, (void *)m->data.classes, b->classes, n * sizeof(int32_t)));
+    return ERASE_OK;
+}
 
 /*
  * The modes[0..n) on one configuration, interleaved: each mode has its own
  * network and scheduler, and every step round runs one step of each mode
  * in turn (warm-up rounds first), so a busy spell of the machine slows
- * every mode alike instead of the one whose block of steps it hit. Each
- * step is timed from issue to completion. out[k]: mode k's QPS p50/p90
- * and step time spread; with `trace`, its overlap from the traced steps.
+ * every mode alike instead of the one whose block of steps it hit; each
+ * mode's steps run with the BLAS threads its scheduler chose (off: all
+ * cores on one stream). Each step is timed from issue to completion.
+ * `data` NULL: every step of a mode trains on one fixed random batch;
+ * else (an mlp whose inputs and classes match it) every round takes the
+ * reader's next batch and each mode copies it to the device inside its
+ * timed step. out[k]: mode k's QPS p50/p90 and step time spread; with
+ * `trace`, its overlap and backward times from the traced steps.
  */
 static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t *cfg, int batch,
                                  const erase_early_backward_t *modes, int n, int steps, int warmup, int trace,
-                                 erase_comm_t *dp, point_t *out)
+                                 erase_comm_t *dp, erase_reader_t *data, point_t *out)
 {
     int rank = dp ? erase_comm_rank(dp) : 0, ranks = dp ? erase_comm_size(dp) : 1;
     mode_run_t run[4] = { { 0 } };
@@ -74,6 +115,7 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
         ERASE_CHECK_GOTO(erase_network_create(dev, cfg, batch, &m->net), st, done);
         ERASE_CHECK_GOTO(erase_optimizer_create(m->net, &ocfg, &m->opt), st, done);
         ERASE_CHECK_GOTO(erase_sched_create(m->net, m->opt, &o, &m->sc), st, done);
+        m->threads = erase_device_blas_threads(dev);
         ERASE_CHECK_GOTO(erase_batch_random(m->net, batch, 11 + (uint64_t)rank, &m->data), st, done);
         m->qps = malloc(sizeof(double) * (size_t)steps);
         m->ms = malloc(sizeof(double) * (size_t)steps);
@@ -81,10 +123,17 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
         if (!m->qps || !m->ms || (trace && !m->rec))
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "schedules: no memory for the samples");
     }
-    for (int i = 0; i < warmup + steps && st == ERASE_OK; i++)
+    for (int i = 0; i < warmup + steps && st == ERASE_OK; i++) {
+        erase_cls_batch_t b;
+        if (data)
+            ERASE_CHECK_GOTO(next_batch(data, &b), st, done);
         for (int k = 0; k < n && st == ERASE_OK; k++) {
             mode_run_t *m = &run[k];
+            /* the streams are idle here: the previous step was synchronized */
+            ERASE_CHECK_GOTO(erase_device_set_blas_threads(dev, m->threads), st, done);
             double t0 = erase_now_s();
+            if (data)
+                ERASE_CHECK_GOTO(load_batch(m, &b), st, done);
             ERASE_CHECK_GOTO(erase_sched_step(m->sc, &m->data), st, done);
             ERASE_CHECK_GOTO(erase_sched_synchronize(m->sc), st, done);
             double dt = erase_now_s() - t0;
@@ -98,6 +147,7 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
                 m->nrec += erase_sched_trace_collect(m->sc, m->rec + m->nrec, TRACE_CAP - m->nrec) *
                            (i >= warmup);
         }
+    }
     for (int k = 0; k < n && st == ERASE_OK; k++) {
         mode_run_t *m = &run[k];
         point_t *p = &out[k];
@@ -106,11 +156,12 @@ static erase_status_t run_points(erase_device_t *dev, const erase_model_config_t
         p->p90 = erase_quantile(m->qps, (size_t)steps, 0.9);
         p->ms = bench_spread(m->ms, (size_t)steps);
         p->step_ms = p->ms.median;
-        p->threads = erase_device_blas_threads(dev);
+        p->threads = m->threads;
         if (trace) {
             erase_trace_overlap_t ov = erase_trace_overlap(m->rec, m->nrec);
             p->overlap = ov.overlap_fraction;
             p->backward_ms = ov.backward_ms / steps;
+            p->exposed_ms = (ov.backward_ms - ov.overlapped_ms) / steps;
         }
     }
 done:
@@ -131,41 +182,132 @@ done:
 static void usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all]\n"
-               "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N] [--feasibility]\n"
-               "          [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
+               "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N]\n"
+               "          [--feasibility [--data DIR]] [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
+               "  --feasibility  the ERASE paper's MLP table (--batch 64,256,1024 unless given);\n"
+               "                 --data DIR: on classification shards (erase-convert mnist ... -o X:\n"
+               "                 --data X/train), a new batch every step; else synthetic batches\n"
                "  defaults: --model all --batch 64,256,1024,4096 --modes off,blocking,async,graph\n"
                "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n"
                "            --gemm fp32 (tf32, bf16: tensor cores, cuda only)\n");
 }
 
-static int feasibility(erase_device_t *dev, erase_comm_t *dp, int steps, int warmup, int is_root)
+/* What --feasibility compares: the batches, where they come from. */
+typedef struct {
+    const int *batches;  /* per rank */
+    int nbatches;
+    const erase_early_backward_t *modes; /* modes[0] = off */
+    int nmodes;
+    int steps, warmup;
+    const char *data;    /* classification shards (a directory or shard), or NULL: synthetic */
+} feas_options_t;
+
+/*
+ * Open --data for batches of `global_batch` rows over the ranks of `dp`
+ * (NULL: one rank) and give the mlp of *cfg its inputs and classes. On
+ * every rank alike (the same files): rank 0 prints "erase-bench
+ * schedules: --data DIR: why" (and, for a file or format error, "; expected
+ * classification shards ...") and *out = NULL; returns 1 then, else 0. A
+ * failure on only some ranks takes the fatal path.
+ */
+static int open_data(const char *dir, int64_t global_batch, erase_comm_t *dp, erase_model_config_t *cfg,
+                     erase_reader_t **out)
+{
+    erase_reader_options_t ro = erase_reader_options_default();
+    ro.global_batch = global_batch;
+    ro.dp_rank = dp ? erase_comm_rank(dp) : 0;
+    ro.dp_size = dp ? erase_comm_size(dp) : 1;
+    *out = NULL;
+    erase_status_t st = erase_cls_reader_open(&dir, 1, &ro, out);
+    int64_t features = 0;
+    int classes = 0, all, any;
+    if (st == ERASE_OK && (st = erase_cls_reader_shape(*out, &features, &classes)) == ERASE_OK) {
+        cfg->mlp.inputs = (int)features;
+        cfg->mlp.classes = classes;
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", st == ERASE_OK ? "" : erase_error_reason());
+    ERASE_MUST(erase_world_agree(st != ERASE_OK, &all, &any));
+    if (any && !all)
+        ERASE_MUST(st != ERASE_OK ? st : ERASE_ERROR(ERASE_ERR_STATE, "another rank could not open --data %s", dir));
+    if (!any)
+        return 0;
+    if (!dp || erase_comm_rank(dp) == 0)
+        fprintf(stderr, "erase-bench schedules: --data %s: %s%s\n", dir, why,
+                st == ERASE_ERR_IO || st == ERASE_ERR_FORMAT
+                    ? "; expected classification shards (erase-cls-1: /features float [N, F], /label; "
+                      "erase-convert mnist IMAGES LABELS -o X, then --data X/train)"
+                    : "");
+    erase_reader_close(*out);
+    *out = NULL;
+    return 1;
+}
+
+/* "+12%", "-58%" or "0%": the change of x against the baseline base. */
+static const char *change(double x, double base, char *buf, size_t size)
+{
+    double pct = base > 0 ? 100 * (x - base) / base : 0.0;
+    snprintf(buf, size, pct > -0.5 && pct < 0.5 ? "0%%" : "%+.0f%%", pct);
+    return buf;
+}
+
+/*
+ * The ERASE feasibility table (see the top of this file): per batch and
+ * mode, on rank 0's clock. Returns the exit status: 0, or 1 when --data
+ * cannot be read as classification shards (after the message).
+ */
+static int feasibility(erase_device_t *dev, erase_comm_t *dp, const feas_options_t *o, int is_root)
 {
     erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_MLP); /* 784-1024x3-10, all cut */
-    if (is_root) {
-        printf("# ERASE feasibility: MLP 784-1024-1024-1024-10, each layer detached (local softmax heads)\n");
-        printf("%6s %-9s %9s %9s %9s %14s %10s\n", "batch", "mode", "min_ms", "step_ms", "max_ms", "backward_ms",
-               "overlap");
-    }
-    static const int batches[] = { 64, 256, 1024 };
-    static const erase_early_backward_t modes[2] = { ERASE_EB_OFF, ERASE_EB_ASYNC };
-    for (int i = 0; i < 3; i++) {
-        point_t p[2];
-        ERASE_MUST(run_points(dev, &cfg, batches[i], modes, 2, steps, warmup, 1, dp, p));
-        for (int m = 0; m < 2 && is_root; m++) {
-            printf("%6d %-9s %9.3f %9.3f %9.3f %14.3f %9.0f%%\n", batches[i], erase_early_backward_name(modes[m]),
-                   p[m].ms.min, p[m].step_ms, p[m].ms.max, p[m].backward_ms, 100 * p[m].overlap);
-            char what[64];
-            snprintf(what, sizeof what, "batch %d, %s", batches[i], erase_early_backward_name(modes[m]));
+    int ranks = dp ? erase_comm_size(dp) : 1;
+    for (int i = 0; i < o->nbatches; i++) {
+        erase_reader_t *data = NULL;
+        if (o->data && open_data(o->data, (int64_t)o->batches[i] * ranks, dp, &cfg, &data))
+            return 1;
+        if (is_root && i == 0) {
+            printf("# ERASE feasibility: MLP %d", cfg.mlp.inputs);
+            for (int l = 0; l < cfg.mlp.hidden_layers; l++)
+                printf("-%d", cfg.mlp.hidden[l]);
+            printf("-%d, each layer detached (local softmax heads)\n", cfg.mlp.classes);
+            if (o->data)
+                printf("# batches: %s, the classification reader's global order (shuffled, seed 0), a new batch "
+                       "every step, the same for every mode; global batch = %d x batch\n", o->data, ranks);
+            else
+                printf("# batches: synthetic (one fixed random batch per mode); global batch = %d x batch\n", ranks);
+            printf("# step: the batch's copy to the device (--data) and the training step, issue to completion, "
+                   "rank 0; min, median, max of %d steps after %d warm-up, the modes interleaved\n",
+                   o->steps, o->warmup);
+            printf("# backward_ms: the sum of the block backward times of a step (traced ranges, mean over the "
+                   "steps); exposed_ms: the part of it no forward overlapped; overlap = 1 - exposed / backward\n");
+            printf("# paper off    backward 23.5 ms          step 41.2 ms           "
+                   "(the ERASE paper's A100 figures: reference, not measured here)\n");
+            printf("# paper early  backward  9.9 ms (-58%%)   step 28.8 ms (-30%%)   "
+                   "(the paper's batch size: not stated in what erase has of it)\n");
+            printf("%6s %-9s %11s %7s %10s %9s %9s %9s %7s %8s %10s\n", "batch", "mode", "backward_ms", "bwd_vs",
+                   "exposed_ms", "min_ms", "step_ms", "max_ms", "step_vs", "overlap", "samples/s");
+        }
+        point_t p[4];
+        ERASE_MUST(run_points(dev, &cfg, o->batches[i], o->modes, o->nmodes, o->steps, o->warmup, 1, dp, data, p));
+        erase_reader_close(data);
+        for (int m = 0; m < o->nmodes && is_root; m++) {
+            char bwd[16], step[16], what[64];
+            printf("%6d %-9s %11.3f %7s %10.3f %9.3f %9.3f %9.3f %7s %7.0f%% %10.0f\n", o->batches[i],
+                   erase_early_backward_name(o->modes[m]), p[m].backward_ms,
+                   m ? change(p[m].backward_ms, p[0].backward_ms, bwd, sizeof bwd) : "-", p[m].exposed_ms,
+                   p[m].ms.min, p[m].step_ms, p[m].ms.max,
+                   m ? change(p[m].step_ms, p[0].step_ms, step, sizeof step) : "-", 100 * p[m].overlap, p[m].p50);
+            snprintf(what, sizeof what, "batch %d, %s", o->batches[i], erase_early_backward_name(o->modes[m]));
             bench_spread_check(p[m].ms, what, "ms");
         }
+        fflush(stdout);
     }
     return 0;
 }
 
 int bench_schedules(int argc, char **argv)
 {
-    const char *models = "all", *batch_text = "64,256,1024,4096", *mode_text = "off,blocking,async,graph";
-    const char *device = "cpu", *gemm = "fp32";
+    const char *models = "all", *batch_text = NULL, *mode_text = "off,blocking,async,graph";
+    const char *device = "cpu", *gemm = "fp32", *data = NULL;
     int steps = 30, warmup = 5, feas = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -173,6 +315,7 @@ int bench_schedules(int argc, char **argv)
                                           { "steps", required_argument, 0, 'n' },
                                           { "warmup", required_argument, 0, 'w' },
                                           { "feasibility", no_argument, 0, 'f' },
+                                          { "data", required_argument, 0, 'D' },
                                           { "device", required_argument, 0, 'd' },
                                           { "gemm", required_argument, 0, 'g' },
                                           { "help", no_argument, 0, 'h' },
@@ -185,6 +328,7 @@ int bench_schedules(int argc, char **argv)
         case 'n': steps = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
         case 'f': feas = 1; break;
+        case 'D': data = optarg; break;
         case 'd': device = optarg; break;
         case 'g': gemm = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -193,6 +337,8 @@ int bench_schedules(int argc, char **argv)
     }
     int batches[16], nmodes = 0;
     erase_early_backward_t modes[4];
+    if (!batch_text)
+        batch_text = feas ? "64,256,1024" : "64,256,1024,4096";
     int nb = bench_parse_list(batch_text, batches, 16);
     erase_device_kind_t kind;
     erase_gemm_precision_t precision;
@@ -217,6 +363,11 @@ int bench_schedules(int argc, char **argv)
     free(mlist);
     if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp")) {
         fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp or all\n", models);
+        return 2;
+    }
+    if (data && !feas) {
+        fprintf(stderr, "erase-bench schedules: --data feeds --feasibility (the MLP); give both\n");
+        usage(stderr);
         return 2;
     }
     if (nb <= 0 || nmodes == 0 || steps < 1 || warmup < 0 || modes[0] != ERASE_EB_OFF) {
@@ -249,7 +400,9 @@ int bench_schedules(int argc, char **argv)
                text, world.size);
     }
     if (feas) {
-        int rc = feasibility(dev, dp, steps, warmup, root);
+        feas_options_t fo = { .batches = batches, .nbatches = nb, .modes = modes, .nmodes = nmodes,
+                              .steps = steps, .warmup = warmup, .data = data };
+        int rc = feasibility(dev, dp, &fo, root);
         erase_device_close(dev);
         erase_world_finalize();
         return rc;
@@ -266,8 +419,8 @@ int bench_schedules(int argc, char **argv)
             cfg.cut_mask = 0;
         for (int bi = 0; bi < nb; bi++) {
             point_t p[4], traced[4];
-            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps, warmup, 0, dp, p));
-            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps / 3 + 1, 2, 1, dp, traced));
+            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps, warmup, 0, dp, NULL, p));
+            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps / 3 + 1, 2, 1, dp, NULL, traced));
             for (int k = 0; k < nmodes && root; k++) {
                 printf("%-10s %6d %-9s %12.0f %12.0f %7.2fx %7.2fx %8.2f %8.2f %8.2f %7.0f%% %8d\n", names[m],
                        batches[bi], erase_early_backward_name(modes[k]), p[k].p50, p[k].p90, p[k].p50 / p[0].p50,

@@ -5,6 +5,8 @@ APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh te
 	tests/apps/test-metrics.sh tests/apps/test-bench-subnormal.sh tests/apps/test-bench-output.sh
 # erase-inspect data's distinct ids against the Criteo sample's TSV (issue 14)
 APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
+# erase-bench schedules --feasibility --data: the ERASE MLP table on MNIST shards (issue 14)
+APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 

@@ -22,8 +22,9 @@
 #                      has cuBLAS and NCCL (see below)
 # Exit status: 0 when the build and every GPU test passed, 1 otherwise.
 # Budget: about 2 minutes to build on 16 cores, a minute of tests, two of
-# benchmarks (the schedules; erase's off step against PyTorch eager on the
-# same GPU, when python3 has torch with CUDA); the full test suite runs
+# benchmarks (the schedules; the ERASE feasibility table on MNIST batches;
+# erase's off step against PyTorch eager on the same GPU, when python3 has
+# torch with CUDA); the full test suite runs
 # last, bounded by what is left of 8 minutes.
 set -uo pipefail
 start=$(date +%s)
@@ -182,6 +183,13 @@ limited 100 ./apps/erase-bench schedules --device cuda --gemm tf32 --model ctr -
     --steps "$steps" --warmup 10 >"$out/bench-ctr-tf32.txt" 2>&1 ||
     fail "erase-bench schedules --gemm tf32 (bench-ctr-tf32.txt)"
 grep -E '^(model|ctr|# warning)' "$out/bench-ctr-tf32.txt" | tee -a "$summary"
+say "benchmark: the ERASE feasibility table (MLP, every mode vs off) on MNIST batches"
+./apps/erase-convert mnist -q "$work/src/data/mnist/t10k-images-idx3-ubyte.gz" \
+    "$work/src/data/mnist/t10k-labels-idx1-ubyte.gz" -o "$work/mnist" >"$out/convert-mnist.txt" 2>&1 &&
+    limited 100 ./apps/erase-bench schedules --device cuda --feasibility --data "$work/mnist/train" \
+        --batch 64,256,1024,4096 --steps "$steps" --warmup 10 >"$out/bench-feasibility.txt" 2>&1 ||
+    fail "erase-bench schedules --feasibility --data (convert-mnist.txt, bench-feasibility.txt)"
+grep -E '^( *batch| *[0-9]+ |# paper|# warning)' "$out/bench-feasibility.txt" | tee -a "$summary"
 
 # ---- erase's off step against PyTorch eager on the same GPU ------------------------
 if command -v python3 >/dev/null && env -u LD_LIBRARY_PATH python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
