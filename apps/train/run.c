@@ -914,9 +914,14 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         erase_reader_info_t ti = erase_reader_info(r.train), ei = erase_reader_info(r.eval);
         char data[sizeof o->train + 32];
         inputs_text(o->train[0] ? o->train : o->eval, data, sizeof data);
-        printf("erase-%s: %d rank%s on %s\n  device %s\n  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n",
-               hooks ? "score" : "train", w->size, w->size == 1 ? "" : "s", w->host, dev, data, (long long)ti.samples,
-               (long long)ti.steps_per_epoch, (long long)ei.samples);
+        printf("erase-%s: %d rank%s on %s\n  device %s\n", hooks ? "score" : "train", w->size, w->size == 1 ? "" : "s",
+               w->host, dev);
+        if (o->eval_only)
+            printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
+                   o->eval[0] ? "" : " (held out of --train)");
+        else
+            printf("  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n", data,
+                   (long long)ti.samples, (long long)ti.steps_per_epoch, (long long)ei.samples);
         fflush(stdout);
     }
     /* checkpoints: --resume / --init-from load here, before the first step */
