@@ -355,7 +355,8 @@ static erase_status_t setup_training(run_t *r)
     oc.weight_decay = (float)o->weight_decay;
     TRY(erase_optimizer_create(r->net, &oc, &r->opt));
     erase_sched_options_t so = erase_sched_options_default();
-    so.mode = (erase_early_backward_t)mode;
+    /* evaluation only: one stream computes, with every core's BLAS threads */
+    so.mode = o->eval_only ? ERASE_EB_OFF : (erase_early_backward_t)mode;
     so.reduce = (erase_timing_t)reduce;
     so.update = (erase_timing_t)update;
     so.side_streams = (int)o->side_streams;
