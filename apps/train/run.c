@@ -430,8 +430,8 @@ static erase_status_t evaluate(run_t *r)
             break;
         if (b.size > 0) /* else this rank's share of the last batch is empty */
             st = load_batch(r, &b);
-        for (int blk = 0; b.size > 0 && st == ERASE_OK && blk < erase_network_blocks(r->net); blk++)
-            st = erase_network_forward_block(r->net, blk, s, &r->batch);
+        if (b.size > 0 && st == ERASE_OK)
+            st = erase_network_forward_predict(r->net, s, &r->batch);
         if (b.size > 0 && st == ERASE_OK)
             st = read_outputs(r, (int)b.size);
         if (b.size > 0 && st == ERASE_OK)
