@@ -74,7 +74,7 @@ static void usage(FILE *f)
                "  one prediction per sample of DATA (ctr: click probability; classify: class and probabilities)\n"
                "  by the model of checkpoint CKPT (a file or a checkpoint directory), in the data's order,\n"
                "  into one HDF5 file (or TSV); under mpirun each rank scores its share of each batch.\n"
-               "  --batch N   samples per rank per batch (default 4096)\n"
+               "  --batch N   samples per rank per batch (default 1024)\n"
                "  --force     replace an existing FILE\n");
 }
 
@@ -352,7 +352,7 @@ int main(int argc, char **argv)
     train_options_t o;
     train_options_default(&o);
     o.eval_only = 1;
-    o.batch = 4096;
+    o.batch = 1024;
     o.quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
