@@ -147,7 +147,6 @@ static erase_status_t score_begin(void *ctx, const train_score_env_t *env)
     score_t *s = ctx;
     s->env = *env;
     s->pw = env->task->score_width(env->width);
-    s->file = s->ds_row = s->ds_label = s->ds_pred = s->ds_class = -1;
     int ranks = env->w->size;
     if (!(s->counts = calloc((size_t)ranks, sizeof *s->counts)) ||
         !(s->displs = calloc((size_t)ranks, sizeof *s->displs)) ||
@@ -275,6 +274,21 @@ static erase_status_t score_batch(void *ctx, const float *z, const erase_reader_
     return ERASE_OK;
 }
 
+/* Close the HDF5 datasets and file that are open; nonzero when the file's
+ * close (its last writes) failed. */
+static int close_h5(score_t *s)
+{
+    hid_t *ds[] = { &s->ds_row, &s->ds_label, &s->ds_pred, &s->ds_class };
+    for (int k = 0; k < 4; k++)
+        if (*ds[k] >= 0) {
+            H5Dclose(*ds[k]);
+            *ds[k] = -1;
+        }
+    int bad = s->file >= 0 && H5Fclose(s->file) < 0;
+    s->file = -1;
+    return bad;
+}
+
 /* Rank 0: close, sync and rename the temporary file to FILE. */
 static erase_status_t score_end(void *ctx)
 {
@@ -290,13 +304,7 @@ static erase_status_t score_end(void *ctx)
         bad |= fclose(s->text) != 0;
         s->text = NULL;
     } else {
-        hid_t ds[] = { s->ds_row, s->ds_label, s->ds_pred, s->ds_class };
-        for (int k = 0; k < 4; k++)
-            if (ds[k] >= 0)
-                H5Dclose(ds[k]);
-        s->ds_row = s->ds_label = s->ds_pred = s->ds_class = -1;
-        bad = H5Fclose(s->file) < 0;
-        s->file = -1;
+        bad = close_h5(s);
         int fd = open(s->tmp, O_RDONLY);
         bad |= fd < 0 || fsync(fd) != 0;
         if (fd >= 0)
@@ -317,12 +325,7 @@ static void score_free(score_t *s)
 {
     if (s->text)
         fclose(s->text);
-    hid_t ds[] = { s->ds_row, s->ds_label, s->ds_pred, s->ds_class };
-    for (int k = 0; k < 4; k++)
-        if (ds[k] > 0)
-            H5Dclose(ds[k]);
-    if (s->file > 0)
-        H5Fclose(s->file);
+    close_h5(s);
     if (s->tmp[0])
         remove(s->tmp);
     free(s->pred);

@@ -17,7 +17,8 @@
  *     "samples/s, " and the metrics file's fields) and an evaluation (the
  *     eval line, the summary's eval line and their fields).
  * An evaluation pass is run.c's evaluate(): it needs only the eval reader,
- * the network and a task, so an --eval-only mode can call it alone.
+ * the network and a task; --eval-only runs it alone, and erase-score
+ * (apps/erase-score.c) with the task's per-sample prediction (score).
  *
  * Tasks, one file each, listed in apps/train/tasks.c (one line each):
  *   ctr       task_ctr.c: CTR shards (io/ctr_reader.h), NE, AUC, log loss
