@@ -15,7 +15,8 @@
  *
  * Output. The rows of each global batch are gathered to rank 0
  * (erase_allgatherv over the ranks' shares, which are contiguous in data
- * order), which writes them: scores are small beside the data (ctr: 12
+ * order: lib/comm has no gatherv, so every rank receives them, one global
+ * batch at a time; at most 252 ranks), which writes them: scores are small beside the data (ctr: 12
  * bytes a sample), so one writer keeps the file's order and its atomic
  * rename simple, and the shards' reading, not the writing, bounds the
  * speed; parallel HDF5 collective writes were not needed. Per task
