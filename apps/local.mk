@@ -20,10 +20,15 @@ apps_erase_bench_SOURCES += apps/bench/bench_data.c
 apps_erase_bench_LDADD += $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 
-# erase-train: the main job.
-bin_PROGRAMS += apps/erase-train
-apps_erase_train_SOURCES = apps/erase-train.c apps/train/options.c apps/train/options.h apps/train/json.h \
+# erase-train: the main job; erase-score: predictions of a checkpoint, by
+# erase-train's evaluation-only pass (apps/train/run.h: train_score).
+TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/run.c apps/train/run.h apps/train/checkpoint.c apps/train/checkpoint.h \
 	apps/train/task.h apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c
+bin_PROGRAMS += apps/erase-train apps/erase-score
+apps_erase_train_SOURCES = apps/erase-train.c $(TRAIN_SOURCES)
 apps_erase_train_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_train_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+apps_erase_score_SOURCES = apps/erase-score.c $(TRAIN_SOURCES)
+apps_erase_score_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_score_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

@@ -703,7 +703,10 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         if (!erase_ckpt_attributes_summed(f))
             printf("note   %s has no checksum of its /meta and /optim attributes (written by %s, before "
                    "they had one): they were range-checked only\n", erase_ckpt_path(f), m->version);
-        if (!resume) {
+        if (!resume && o->eval_only) {
+            printf("init   from %s (step %lld): parameters loaded for evaluation only\n", erase_ckpt_path(f),
+                   (long long)m->step);
+        } else if (!resume) {
             printf("init   from %s (step %lld of an earlier run): parameters%s loaded; this run starts at step 0 "
                    "on its own data%s\n",
                    erase_ckpt_path(f), (long long)m->step, load_optim ? " and optimizer state" : "",

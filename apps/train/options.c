@@ -81,6 +81,8 @@ static const opt_def_t defs[] = {
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
+    { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or --train's held-out part) "
+      "without training: the model is the checkpoint's (--model and --cuts unused), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
@@ -311,7 +313,15 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
  * its options (usage errors, found before MPI start-up). */
 static erase_status_t check_together(const train_options_t *o)
 {
-    if (!o->train[0])
+    if (o->eval_only && !o->resume[0] && !o->init_from[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: needs a checkpoint to evaluate (--init-from CKPT or --resume CKPT|auto)");
+    if (o->eval_only && o->steps)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only and --steps %lld: an evaluation-only run takes no training steps",
+                           (long long)o->steps);
+    if (o->eval_only && !o->train[0] && !o->eval[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: no data given (--eval DIR, or --train DIR whose "
+                           "--eval-fraction held-out part is evaluated)");
+    if (!o->train[0] && !o->eval_only)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--train: no training data given (a directory written by erase-convert)");
     if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "

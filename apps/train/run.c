@@ -12,6 +12,7 @@
 
 #include "apps/train/checkpoint.h"
 #include "apps/train/task.h"
+#include "io/checkpoint.h"
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -64,6 +66,10 @@ typedef struct {
     int64_t first_step;              /* step this run started at (> 0 when resumed) */
     int64_t samples_seen;            /* training samples consumed, all ranks, since step 0 */
     int stopped;                     /* the signal that stopped training, or 0 */
+    /* evaluation only (--eval-only, erase-score): the checkpoint evaluated */
+    char ckpt_path[1024];
+    int64_t ckpt_step;
+    const train_score_hooks_t *score; /* erase-score's, or NULL */
 } run_t;
 
 #define TRY(call) ERASE_CHECK(call)
@@ -99,13 +105,45 @@ static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
     return ERASE_OK;
 }
 
-/* The model: its file (or reference sizes) and --cuts. A setting that
+/*
+ * Evaluation only: the model as the checkpoint of --init-from (a file or
+ * a directory: its newest usable one, as the restore picks it) holds it
+ * (its model text: cuts and sizes as trained); its path and step kept for
+ * the lines. Every rank reads it (the checkpoint is on a file system every
+ * rank sees). Errors: those of erase_ckpt_open / erase_ckpt_open_newest,
+ * ERASE_ERR_FORMAT for a directory without checkpoints or bad model text.
+ */
+static erase_status_t model_from_checkpoint(run_t *r)
+{
+    const char *path = r->o->init_from;
+    erase_ckpt_t *ck = NULL;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        TRY(erase_ckpt_open_newest(path, NULL, NULL, &ck));
+        if (!ck)
+            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no checkpoint in this directory", path);
+    } else {
+        TRY(erase_ckpt_open(path, &ck));
+    }
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", erase_ckpt_path(ck));
+    r->ckpt_step = m->step;
+    erase_status_t st = m->model ? erase_model_config_parse(m->model, r->ckpt_path, &r->cfg)
+                                 : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
+    erase_ckpt_close(ck);
+    return st;
+}
+
+/* The model: its file (or reference sizes) and --cuts, or with
+ * --eval-only the checkpoint's. A setting that
  * cannot be used with the model sets *usage: every rank finds it alike,
  * before anything is opened. */
 static erase_status_t setup_model(run_t *r, int *usage)
 {
     const train_options_t *o = r->o;
-    if (!strcmp(o->model, "ctr"))
+    if (o->eval_only)
+        TRY(model_from_checkpoint(r));
+    else if (!strcmp(o->model, "ctr"))
         r->cfg = erase_model_config_default(ERASE_MODEL_CTR);
     else if (!strcmp(o->model, "mlp"))
         r->cfg = erase_model_config_default(ERASE_MODEL_MLP);
@@ -115,7 +153,7 @@ static erase_status_t setup_model(run_t *r, int *usage)
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
-    if (o->cuts[0])
+    if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     *usage = 0;
     r->cfg.seed = (uint64_t)o->seed;
@@ -231,14 +269,15 @@ static erase_status_t open_readers(run_t *r)
     ro.dp_size = r->w->dp_size;
     ro.seed = (uint64_t)o->seed;
     ro.shuffle = o->shuffle;
-    ro.drop_last = 1;
+    ro.drop_last = !o->eval_only; /* evaluation only takes no step from it */
     ro.batch_alloc = staging_alloc;
     ro.batch_free = staging_free;
     ro.batch_ctx = r->dev;
     char train_buf[sizeof o->train], eval_buf[sizeof o->eval];
+    const char *train_list = o->train[0] ? o->train : o->eval; /* --eval-only may have no --train */
     const char *train_in[MAX_INPUTS], *eval_in[MAX_INPUTS];
     int n_train, n_eval;
-    TRY(split_inputs("train", o->train, train_buf, sizeof train_buf, train_in, &n_train));
+    TRY(split_inputs("train", train_list, train_buf, sizeof train_buf, train_in, &n_train));
     TRY(split_inputs(o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train, eval_buf, sizeof eval_buf,
                      eval_in, &n_eval));
     if (!o->eval[0]) {
@@ -248,7 +287,7 @@ static erase_status_t open_readers(run_t *r)
     char why[2048];
     if (erase_reader_open(r->task->rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--train %s: %s", o->train, why);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->train[0] ? "train" : "eval", train_list, why);
     }
     erase_reader_options_t eo = ro;
     eo.shuffle = 0;
@@ -297,7 +336,9 @@ static erase_status_t setup_training(run_t *r)
     if (o->steps == 0 && !erase_mul_i64(o->epochs, info.steps_per_epoch, &r->total_steps))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--epochs %lld of %lld steps: more than %lld steps",
                            (long long)o->epochs, (long long)info.steps_per_epoch, (long long)INT64_MAX);
-    if (r->total_steps < 1)
+    if (o->eval_only)
+        r->total_steps = 0;
+    else if (r->total_steps < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
                            (long long)o->epochs, (long long)info.steps_per_epoch);
     TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
@@ -314,7 +355,8 @@ static erase_status_t setup_training(run_t *r)
     oc.weight_decay = (float)o->weight_decay;
     TRY(erase_optimizer_create(r->net, &oc, &r->opt));
     erase_sched_options_t so = erase_sched_options_default();
-    so.mode = (erase_early_backward_t)mode;
+    /* evaluation only: one stream computes, with every core's BLAS threads */
+    so.mode = o->eval_only ? ERASE_EB_OFF : (erase_early_backward_t)mode;
     so.reduce = (erase_timing_t)reduce;
     so.update = (erase_timing_t)update;
     so.side_streams = (int)o->side_streams;
@@ -386,15 +428,16 @@ static erase_status_t evaluate(run_t *r)
         st = erase_reader_next(r->eval, &b);
         if (st != ERASE_OK || b.end_of_epoch)
             break;
-        if (b.size == 0)
-            continue; /* this rank's share of the last batch is empty */
-        st = load_batch(r, &b);
-        for (int blk = 0; st == ERASE_OK && blk < erase_network_blocks(r->net); blk++)
-            st = erase_network_forward_block(r->net, blk, s, &r->batch);
-        if (st == ERASE_OK)
+        if (b.size > 0) /* else this rank's share of the last batch is empty */
+            st = load_batch(r, &b);
+        if (b.size > 0 && st == ERASE_OK)
+            st = erase_network_forward_predict(r->net, s, &r->batch);
+        if (b.size > 0 && st == ERASE_OK)
             st = read_outputs(r, (int)b.size);
-        if (st == ERASE_OK)
+        if (b.size > 0 && st == ERASE_OK)
             r->task->add(r->ts, TRAIN_TASK_EVAL, r->outputs, r->width, &b);
+        if (r->score && st == ERASE_OK) /* collective: every global batch, an empty share too */
+            st = r->score->batch(r->score->ctx, r->outputs, &b);
     }
     if (st == ERASE_OK)
         st = reduce_metrics(r, TRAIN_TASK_EVAL);
@@ -788,11 +831,66 @@ static erase_status_t agree_on_model(const run_t *r, erase_status_t st, int usag
     return st;
 }
 
+/* The short summary of an evaluation-only run (rank 0). */
+static void summary_eval_only(const run_t *r, double seconds)
+{
+    if (!r->root)
+        return;
+    int64_t n = erase_reader_info(r->eval).samples;
+    printf("erase-%s summary (evaluation only: no training steps)\n", r->score ? "score" : "train");
+    printf("  model      %s, %d blocks; %d rank%s (data parallel), global batch %lld\n",
+           erase_model_config_name(&r->cfg), erase_network_blocks(r->net), r->w->size, r->w->size == 1 ? "" : "s",
+           (long long)r->global_batch);
+    printf("  checkpoint %s (step %lld)\n", r->ckpt_path, (long long)r->ckpt_step);
+    printf("  eval       ");
+    r->task->eval_print(r->ts, stdout);
+    printf("\n  eval time  %.2f s (%.0f samples/s, all ranks)\n", seconds, seconds > 0 ? (double)n / seconds : 0);
+    fflush(stdout);
+}
+
+/* Evaluation only: one evaluation pass (with erase-score's hooks around
+ * it), reported at the checkpoint's step. */
+static erase_status_t eval_only(run_t *r)
+{
+    r->step = r->ckpt_step;
+    if (r->score) {
+        train_score_env_t env = { .w = r->w, .host = r->host, .task = r->task, .width = r->width,
+                                  .samples = erase_reader_info(r->eval).samples,
+                                  .ckpt_path = r->ckpt_path, .ckpt_step = r->ckpt_step };
+        TRY(r->score->begin(r->score->ctx, &env));
+    }
+    TRY(evaluate(r));
+    summary_eval_only(r, r->eval_s);
+    if (r->score)
+        TRY(r->score->end(r->score->ctx));
+    return ERASE_OK;
+}
+
 erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *alike)
+{
+    return train_score(o, NULL, w, alike);
+}
+
+erase_status_t train_score(const train_options_t *given, const train_score_hooks_t *hooks, const erase_world_t *w,
+                           int *alike)
 {
     *alike = 0;
     int usage = 0;
-    run_t r = { .o = o, .w = w, .root = w->rank == 0 };
+    /* evaluation only takes the parameters alone (--resume loads as
+     * --init-from does) and writes no checkpoint: the directory is left
+     * as it is */
+    train_options_t eo;
+    const train_options_t *o = given;
+    if (given->eval_only) {
+        eo = *given;
+        if (given->resume[0])
+            snprintf(eo.init_from, sizeof eo.init_from, "%s",
+                     strcmp(given->resume, "auto") ? given->resume : given->checkpoint_dir);
+        eo.resume[0] = 0;
+        eo.checkpoint_dir[0] = 0;
+        o = &eo;
+    }
+    run_t r = { .o = o, .w = w, .root = w->rank == 0, .score = hooks };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */
@@ -816,10 +914,15 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
         erase_device_describe(r.dev, dev, sizeof dev);
         erase_reader_info_t ti = erase_reader_info(r.train), ei = erase_reader_info(r.eval);
         char data[sizeof o->train + 32];
-        inputs_text(o->train, data, sizeof data);
-        printf("erase-train: %d rank%s on %s\n  device %s\n  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n",
-               w->size, w->size == 1 ? "" : "s", w->host, dev, data, (long long)ti.samples,
-               (long long)ti.steps_per_epoch, (long long)ei.samples);
+        inputs_text(o->train[0] ? o->train : o->eval, data, sizeof data);
+        printf("erase-%s: %d rank%s on %s\n  device %s\n", hooks ? "score" : "train", w->size, w->size == 1 ? "" : "s",
+               w->host, dev);
+        if (o->eval_only)
+            printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
+                   o->eval[0] ? "" : " (held out of --train)");
+        else
+            printf("  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n", data,
+                   (long long)ti.samples, (long long)ti.steps_per_epoch, (long long)ei.samples);
         fflush(stdout);
     }
     /* checkpoints: --resume / --init-from load here, before the first step */
@@ -845,9 +948,11 @@ erase_status_t train_run(const train_options_t *o, const erase_world_t *w, int *
         st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write: %s", o->trace, strerror(errno));
     if (st == ERASE_OK)
         train_ckpt_set_metrics(r.ckpt, r.metrics);
-    if (st == ERASE_OK)
+    if (st == ERASE_OK && o->eval_only)
+        st = eval_only(&r);
+    else if (st == ERASE_OK)
         st = train_loop(&r);
-    if (st == ERASE_OK && !r.stopped)
+    if (st == ERASE_OK && !r.stopped && !o->eval_only)
         summary(&r);
     if (st == ERASE_OK && r.stopped && r.root) {
         printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",

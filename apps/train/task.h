@@ -17,7 +17,8 @@
  *     "samples/s, " and the metrics file's fields) and an evaluation (the
  *     eval line, the summary's eval line and their fields).
  * An evaluation pass is run.c's evaluate(): it needs only the eval reader,
- * the network and a task, so an --eval-only mode can call it alone.
+ * the network and a task; --eval-only runs it alone, and erase-score
+ * (apps/erase-score.c) with the task's per-sample prediction (score).
  *
  * Tasks, one file each, listed in apps/train/tasks.c (one line each):
  *   ctr       task_ctr.c: CTR shards (io/ctr_reader.h), NE, AUC, log loss
@@ -98,6 +99,14 @@ typedef struct train_task {
      * lines; "undefined" gives the reason for nulls). */
     void (*eval_print)(const void *state, FILE *f);
     void (*eval_json)(const void *state, FILE *f);
+    /* Scores (erase-score): the per-sample prediction of head outputs z
+     * [n, width] in out [n, score_width] (ctr: 1 column, the click
+     * probability sigmoid(z); classify: width columns, the softmax's class
+     * probabilities, computed in double), and each sample's label as a
+     * float in labels [n] (ctr: the 0/1 label; classify: the true class). */
+    void (*score)(const float *z, int width, const erase_reader_batch_t *b, float *out, float *labels);
+    int (*score_width)(int width);
+    int score_classes; /* 1: the columns are class probabilities (/class, /prob), 0: one probability (/p) */
 } train_task_t;
 
 /* The task named `name` (apps/train/tasks.c), or NULL. */

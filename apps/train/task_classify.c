@@ -176,6 +176,29 @@ static void cls_eval_json(const void *state, FILE *f)
     }
 }
 
+/* Softmax of each row of z [n, width] (the max subtracted first). */
+static void cls_score(const float *z, int width, const erase_reader_batch_t *b, float *out, float *labels)
+{
+    const int32_t *cls = b->field[ERASE_CLS_FIELD_CLASSES];
+    for (int64_t i = 0; i < b->size; i++) {
+        const float *zi = z + i * width;
+        float *pi = out + i * width;
+        double max = zi[0], sum = 0;
+        for (int c = 1; c < width; c++)
+            max = zi[c] > max ? zi[c] : max;
+        for (int c = 0; c < width; c++)
+            sum += exp((double)zi[c] - max);
+        for (int c = 0; c < width; c++)
+            pi[c] = (float)(exp((double)zi[c] - max) / sum);
+        labels[i] = (float)cls[i];
+    }
+}
+
+static int cls_score_width(int width)
+{
+    return width;
+}
+
 const train_task_t train_task_classify = {
     .name = "classify",
     .rows = &erase_cls_rows,
@@ -192,4 +215,7 @@ const train_task_t train_task_classify = {
     .window_json = cls_window_json,
     .eval_print = cls_eval_print,
     .eval_json = cls_eval_json,
+    .score = cls_score,
+    .score_width = cls_score_width,
+    .score_classes = 1,
 };

@@ -185,6 +185,22 @@ static void ctr_eval_json(const void *state, FILE *f)
     }
 }
 
+static void ctr_score(const float *z, int width, const erase_reader_batch_t *b, float *out, float *labels)
+{
+    (void)width;
+    const float *label = b->field[ERASE_CTR_FIELD_LABEL];
+    for (int64_t i = 0; i < b->size; i++) {
+        out[i] = (float)(1 / (1 + exp(-(double)z[i])));
+        labels[i] = label[i];
+    }
+}
+
+static int ctr_score_width(int width)
+{
+    (void)width;
+    return 1;
+}
+
 const train_task_t train_task_ctr = {
     .name = "ctr",
     .rows = &erase_ctr_rows,
@@ -201,4 +217,7 @@ const train_task_t train_task_ctr = {
     .window_json = ctr_window_json,
     .eval_print = ctr_eval_print,
     .eval_json = ctr_eval_json,
+    .score = ctr_score,
+    .score_width = ctr_score_width,
+    .score_classes = 0,
 };

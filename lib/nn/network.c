@@ -546,6 +546,22 @@ erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_st
     return ERASE_OK;
 }
 
+erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
+{
+    for (int b = 0; b < net->nblocks; b++) {
+        ERASE_CHECK(check_batch(net, b, batch));
+        block_t *blk = &net->blocks[b];
+        const float *x = block_input(net, b, batch);
+        for (int i = 0; i < blk->nlayers; i++) {
+            ERASE_CHECK(layer_forward(net, &blk->layers[i], s, batch->size, x, batch));
+            x = blk->layers[i].y;
+        }
+        if (b == net->nblocks - 1)
+            ERASE_CHECK(layer_forward(net, &blk->head, s, batch->size, x, batch));
+    }
+    return ERASE_OK;
+}
+
 erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,
                                             const erase_batch_t *batch)
 {

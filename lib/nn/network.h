@@ -82,6 +82,14 @@ erase_param_t *erase_network_param(erase_network_t *net, const char *name);
  * gradient of lambda_b * loss at the head output. */
 erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_stream_t *s,
                                            const erase_batch_t *batch);
+/* Enqueue the forward of prediction (evaluation, scoring): every block's
+ * body and the last block's head only (no local heads, no losses, no
+ * gradients), so that the last head output [batch->size, head width]
+ * (erase_network_head_output of the last block) holds the network's
+ * output, equal to what erase_network_forward_block of every block leaves
+ * there. Errors: those of check_batch (a batch larger than the network's,
+ * or missing inputs), of the ops. */
+erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch);
 /* Enqueue block b's backward: the gradients of its parameters. */
 erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,
                                             const erase_batch_t *batch);

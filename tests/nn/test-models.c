@@ -162,6 +162,18 @@ static void check_reference(const char *file)
         free(dense_grad);
         free(ref);
     }
+    /* the forward of prediction leaves the same network output, bitwise */
+    int ow;
+    const float *out = erase_network_head_output(net, blocks - 1, &ow);
+    float *trained = malloc(sizeof(float) * (size_t)batch * (size_t)ow);
+    assert_non_null(trained);
+    memcpy(trained, out, sizeof(float) * (size_t)batch * (size_t)ow);
+    memset((void *)out, 0, sizeof(float) * (size_t)batch * (size_t)ow);
+    MUST(erase_network_forward_predict(net, stream, &in));
+    MUST(erase_stream_synchronize(stream));
+    assert_memory_equal(out, trained, sizeof(float) * (size_t)batch * (size_t)ow);
+    free(trained);
+    print_message("%s: erase_network_forward_predict's output equals the training forward's, bitwise\n", file);
     print_message("%s: %d tensors (outputs, losses, %d parameter gradients) vs PyTorch: "
                   "worst relative error %.3g at %s (bound %.0e)\n",
                   file, t.compared, nparams, t.worst, t.where, BOUND);
