@@ -375,10 +375,7 @@ static erase_status_t alloc_buffers(erase_reader_t *r)
 /* A SplitMix64 state for (seed, a, b): distinct streams for distinct keys. */
 static uint64_t stream_state(uint64_t seed, uint64_t a, uint64_t b)
 {
-    uint64_t s = seed ^ 0x6a09e667f3bcc909ULL;
-    s = erase_rng_next(&s) ^ (a * 0x9e3779b97f4a7c15ULL);
-    s = erase_rng_next(&s) ^ (b * 0xc2b2ae3d27d4eb4fULL);
-    return erase_rng_next(&s);
+    return erase_rng_stream(0x6a09e667f3bcc909ULL, seed, a, b);
 }
 
 /* Uniform in [0, n) for n up to 2^63 (bias below 2^-32 for n < 2^32). */

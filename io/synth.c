@@ -63,10 +63,7 @@ erase_synth_options_t erase_synth_options_default(void)
 /* Independent SplitMix64 stream `what`/`index` of the seed. */
 static uint64_t stream(uint64_t seed, uint64_t what, uint64_t index)
 {
-    uint64_t s = seed ^ 0xbb67ae8584caa73bULL;
-    s = erase_rng_next(&s) ^ (what * 0x9e3779b97f4a7c15ULL);
-    s = erase_rng_next(&s) ^ (index * 0xc2b2ae3d27d4eb4fULL);
-    return erase_rng_next(&s);
+    return erase_rng_stream(0xbb67ae8584caa73bULL, seed, what, index);
 }
 
 static inline double uniform(uint64_t *s) /* [0, 1) with 53 bits */

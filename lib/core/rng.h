@@ -18,6 +18,21 @@ static inline uint64_t erase_rng_next(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/*
+ * The start of an independent SplitMix64 stream for the key (a, b) of a
+ * seed: distinct keys (epoch and block of a shuffle, a generator's part and
+ * index) give unrelated streams. `salt` separates the users of one seed
+ * (each caller passes its own constant), so the same (seed, a, b) in two
+ * places does not give the same numbers.
+ */
+static inline uint64_t erase_rng_stream(uint64_t salt, uint64_t seed, uint64_t a, uint64_t b)
+{
+    uint64_t s = seed ^ salt;
+    s = erase_rng_next(&s) ^ (a * 0x9e3779b97f4a7c15ULL);
+    s = erase_rng_next(&s) ^ (b * 0xc2b2ae3d27d4eb4fULL);
+    return erase_rng_next(&s);
+}
+
 /* Uniform float in [lo, hi) with 24 random bits. */
 static inline float erase_rng_uniform(uint64_t *state, float lo, float hi)
 {

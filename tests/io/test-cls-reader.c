@@ -27,13 +27,6 @@
 #include "io/ctr_reader.h"
 #include "tests/io/io_util.h"
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        erase_status_t must_s_ = (call);                                                   \
-        if (must_s_ != ERASE_OK)                                                           \
-            fail_msg("%s failed: %s", #call, erase_error_message());                       \
-    } while (0)
-
 #define ROWS 700
 #define F 5
 #define C 10
