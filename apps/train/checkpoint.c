@@ -474,26 +474,6 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 
 /* ---- resuming ------------------------------------------------------------------ */
 
-/* The value of `name = value;` in run-options text (train_options_print),
- * without the ';', into out; 0, or -1 when the option is not there. */
-static int option_value(const char *text, const char *name, char *out, size_t size)
-{
-    size_t n = strlen(name);
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        if (len > n + 3 && !strncmp(line, name, n) && !strncmp(line + n, " = ", 3)) {
-            size_t v = len - n - 3;
-            if (v > 0 && line[n + 3 + v - 1] == ';')
-                v--;
-            snprintf(out, size, "%.*s", (int)v, line + n + 3);
-            return 0;
-        }
-        line = end ? end + 1 : NULL;
-    }
-    return -1;
-}
-
 /* Print the options that differ between the checkpoint's run and this one
  * (all but --resume and --init-from*). */
 static void note_option_changes(const char *old_text, const train_options_t *o)
@@ -513,8 +493,8 @@ static void note_option_changes(const char *old_text, const train_options_t *o)
         const char *eq = strstr(line, " = ");
         if (eq && (size_t)(eq - line) < sizeof name) {
             snprintf(name, sizeof name, "%.*s", (int)(eq - line), line);
-            if (strcmp(name, "resume") && strncmp(name, "init_from", 9) && option_value(now, name, is, sizeof is) == 0) {
-                if (option_value(old_text, name, was, sizeof was) != 0)
+            if (strcmp(name, "resume") && strncmp(name, "init_from", 9) && train_options_value(now, name, is, sizeof is) == 0) {
+                if (train_options_value(old_text, name, was, sizeof was) != 0)
                     snprintf(was, sizeof was, "(not set)");
                 if (strcmp(was, is))
                     fprintf(c, "%s%s %s -> %s", count++ ? "; " : "", name, was, is);

@@ -81,7 +81,7 @@ static const opt_def_t defs[] = {
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
-    { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or --train's held-out part) "
+    { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
       "without training: the model is the checkpoint's (--model and --cuts unused), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
@@ -440,4 +440,24 @@ void train_options_print(const train_options_t *o, FILE *f)
         case T_FLAG: fprintf(f, "%s = %s;\n", name, *(const int *)field ? "true" : "false"); break;
         }
     }
+}
+
+/* The value of `name = value;` in run-options text (train_options_print),
+ * without the ';', into out; 0, or -1 when the option is not there. */
+int train_options_value(const char *text, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > n + 3 && !strncmp(line, name, n) && !strncmp(line + n, " = ", 3)) {
+            size_t v = len - n - 3;
+            if (v > 0 && line[n + 3 + v - 1] == ';')
+                v--;
+            snprintf(out, size, "%.*s", (int)v, line + n + 3);
+            return 0;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return -1;
 }

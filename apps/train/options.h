@@ -84,4 +84,9 @@ void train_options_usage(FILE *f);
 /* The options as run-file text (for logs and checkpoints). */
 void train_options_print(const train_options_t *o, FILE *f);
 
+/* The value of `name = value;` in run-options text (train_options_print's,
+ * as a checkpoint stores it), without the ';', into out (size bytes); 0, or
+ * -1 when the option is not there. */
+int train_options_value(const char *text, const char *name, char *out, size_t size);
+
 #endif

@@ -69,6 +69,7 @@ typedef struct {
     /* evaluation only (--eval-only, erase-score): the checkpoint evaluated */
     char ckpt_path[1024];
     int64_t ckpt_step;
+    double eval_fraction;            /* of --train held out (--eval-only: the checkpoint's run's) */
     const train_score_hooks_t *score; /* erase-score's, or NULL */
 } run_t;
 
@@ -128,6 +129,17 @@ static erase_status_t model_from_checkpoint(run_t *r)
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", erase_ckpt_path(ck));
     r->ckpt_step = m->step;
+    /* the part of --train its run held out, not this run's --eval-fraction:
+     * another fraction would evaluate on rows it trained on */
+    char held[64];
+    if (!r->o->eval[0] && m->options && train_options_value(m->options, "eval_fraction", held, sizeof held) == 0) {
+        double f = strtod(held, NULL);
+        if (f > 0 && f < 1 && f != r->eval_fraction && r->root)
+            printf("note   evaluating the part of --train that %s's run held out (eval_fraction %g), "
+                   "not --eval-fraction %g\n", r->ckpt_path, f, r->eval_fraction);
+        if (f > 0 && f < 1)
+            r->eval_fraction = f;
+    }
     erase_status_t st = m->model ? erase_model_config_parse(m->model, r->ckpt_path, &r->cfg)
                                  : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
     erase_ckpt_close(ck);
@@ -282,7 +294,7 @@ static erase_status_t open_readers(run_t *r)
                      eval_in, &n_eval));
     if (!o->eval[0]) {
         ro.part = ERASE_READER_PART_TRAIN;
-        ro.eval_fraction = o->eval_fraction;
+        ro.eval_fraction = r->eval_fraction;
     }
     char why[2048];
     if (erase_reader_open(r->task->rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
@@ -890,7 +902,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         eo.checkpoint_dir[0] = 0;
         o = &eo;
     }
-    run_t r = { .o = o, .w = w, .root = w->rank == 0, .score = hooks };
+    run_t r = { .o = o, .w = w, .root = w->rank == 0, .score = hooks, .eval_fraction = o->eval_fraction };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */

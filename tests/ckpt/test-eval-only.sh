@@ -9,7 +9,7 @@
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data
-echo "1..11"
+echo "1..12"
 # evline FILE: the eval line without its time
 evline() { grep '^eval   step' "$1" | tail -1 | sed 's/ in [0-9.]* s$//'; }
 
@@ -36,6 +36,19 @@ train 2 --eval-only --resume auto --checkpoint-dir "$dir/ck"
 ls "$dir/ck" >"$dir/after"
 [ $rc = 0 ] && [ "$(evline "$out")" = "$want" ] && cmp -s "$dir/before" "$dir/after"
 tap $? "ctr: --eval-only --resume auto: the same line, the checkpoint directory untouched (status $rc)"
+[ $rc = 0 ] || show "$out"
+
+# the held-out part of --train is the one the checkpoint's run held out
+# (its --eval-fraction 0.1), not this run's default 0.2: another fraction
+# would evaluate on rows it trained on
+out=$dir/frac.out
+train 1 --global-batch 64 --steps 5 --eval-fraction 0.1 --checkpoint-dir "$dir/ckf"
+wantf=$(evline "$out")
+out=$dir/frac-eval.out
+train 1 --eval-only --init-from "$dir/ckf"
+[ $rc = 0 ] && [ -n "$wantf" ] && [ "$(evline "$out")" = "$wantf" ] &&
+    grep -q "^note   evaluating the part of --train that .*ckpt-5.h5's run held out (eval_fraction 0.1), not --eval-fraction 0.2$" "$out"
+tap $? "--eval-only without --eval: the part of --train the checkpoint's run held out (0.1, not 0.2), said so (status $rc)"
 [ $rc = 0 ] || show "$out"
 
 out=$dir/usage1.out
