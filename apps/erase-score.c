@@ -23,7 +23,8 @@
  * (apps/train/task.h: score):
  *   ctr       /row_id int64 [N], /label float32 [N], /p float32 [N]
  *   classify  /row_id, /label (the true class), /class int32 [N] (argmax,
- *             ties to the lower class), /prob float32 [N, C]
+ *             ties to the lower class; -1 where an output is not finite),
+ *             /prob float32 [N, C]
  * row_id is the sample's index in DATA's shards concatenated (0..N-1,
  * ascending). Attributes of /: format "erase-score-1", task, checkpoint
  * (its path), step, data (DATA as given). --format tsv: a header line, then
@@ -43,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,10 +184,12 @@ static erase_status_t write_rows(score_t *s, size_t n)
         ERASE_CHECK(reserve((void **)&s->cls, sizeof *s->cls, n));
         for (size_t i = 0; i < n; i++) {
             const float *p = s->all_pred + i * (size_t)pw;
-            int best = 0;
+            int best = 0, finite = 1;
+            for (int c = 0; c < pw; c++)
+                finite &= isfinite(p[c]) != 0;
             for (int c = 1; c < pw; c++)
                 best = p[c] > p[best] ? c : best;
-            s->cls[i] = best;
+            s->cls[i] = finite ? best : -1; /* no class for a non-finite output */
         }
     }
     if (s->tsv) {
@@ -193,8 +197,13 @@ static erase_status_t write_rows(score_t *s, size_t n)
             fprintf(s->text, "%lld\t%.9g", (long long)s->all_row[i], (double)s->all_label[i]);
             if (t->score_classes)
                 fprintf(s->text, "\t%d", (int)s->cls[i]);
-            for (int c = 0; c < pw; c++)
-                fprintf(s->text, "\t%.9g", (double)s->all_pred[i * (size_t)pw + (size_t)c]);
+            for (int c = 0; c < pw; c++) {
+                float v = s->all_pred[i * (size_t)pw + (size_t)c];
+                if (isnan(v))
+                    fputs("\tnan", s->text); /* not printf's -nan */
+                else
+                    fprintf(s->text, "\t%.9g", (double)v);
+            }
             fputc('\n', s->text);
         }
         if (ferror(s->text))
@@ -400,6 +409,10 @@ int main(int argc, char **argv)
         return error_once(2);
     }
     struct stat sb;
+    if (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        ERASE_ERROR(ERASE_ERR_INVALID, "-o %s: not a file (a directory or a device): name the output file", out);
+        return error_once(2);
+    }
     if (!force && stat(out, &sb) == 0) {
         ERASE_ERROR(ERASE_ERR_INVALID, "-o %s: the file exists (--force replaces it)", out);
         return error_once(2);

@@ -353,6 +353,13 @@ static erase_status_t setup_training(run_t *r)
     else if (r->total_steps < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
                            (long long)o->epochs, (long long)info.steps_per_epoch);
+    /* no buffer larger than the data can fill (an evaluation-only run or
+     * erase-score with a --batch beyond its data: 64 GiB were asked for
+     * 2,000 rows) */
+    int64_t fill = erase_reader_info(r->train).max_local, eval_fill = erase_reader_info(r->eval).max_local;
+    fill = fill > eval_fill ? fill : eval_fill;
+    if (fill >= 1 && fill < r->rank_batch)
+        r->rank_batch = fill;
     TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;

@@ -17,7 +17,7 @@ command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the metrics"
 setup_data
 apps/erase-convert synth -q -o "$dir/held" --rows 1000 --seed 2 --chunk-rows 256 >"$dir/held.log" 2>&1 ||
     { show "$dir/held.log"; echo "Bail out! erase-convert synth failed"; exit 0; }
-echo "1..14"
+echo "1..16"
 evline() { grep '^eval   step' "$1" | tail -1 | sed 's/ in [0-9.]* s$//'; }
 # score NP ARGS...: erase-score on NP ranks; output in $out, status in rc
 score() {
@@ -83,6 +83,7 @@ out=$dir/h5.out
 score 2 "$dir/ck" "$dir/held" -o "$dir/s2.h5" --batch 96
 [ $rc = 0 ] && [ "$(evline "$out")" = "$want" ]
 tap $? "ctr: the HDF5 file on 2 ranks (status $rc)"
+[ $rc = 0 ] || show "$out"
 if command -v h5dump >/dev/null 2>&1; then
     col() { h5dump -d "/$2" -y -w 0 -m %.9g -o "$dir/col" "$1" >/dev/null && tr -d ' \n' <"$dir/col" | tr ',' '\n'; }
     col "$dir/s2.h5" row_id >"$dir/h5.row"; col "$dir/s2.h5" label >"$dir/h5.label"; col "$dir/s2.h5" p >"$dir/h5.p"
@@ -132,3 +133,24 @@ echo "# accuracy of the scores: $acc"
     head -1 "$dir/mlp.tsv" | grep -q '^row_id	label	class	prob_0	.*	prob_9$'
 tap $? "classify: 2-rank scores (class, 10 probabilities summing to 1) give the evaluation's accuracy (status $rc)"
 [ $rc = 0 ] || show "$out"
+
+# ---- a diverged model (non-finite outputs): class -1, probabilities "nan",
+# never a made-up class 0
+out=$dir/nan.out
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/mnist/train" --eval "$dir/mnist/eval" \
+    --model mlp --device cpu --quiet --global-batch 32 --steps 3 --lr 1e30 --nonfinite skip --update end \
+    --checkpoint-dir "$dir/nanck" >"$out" 2>&1
+out=$dir/nanscore.out
+score 1 "$dir/nanck" "$dir/mnist/eval" -o "$dir/nan.tsv" --format tsv
+bad=$(awk -F '\t' 'NR > 1 && ($3 != -1 || $4 != "nan") { n++ } END { print n + 0 }' "$dir/nan.tsv")
+rows=$(($(wc -l <"$dir/nan.tsv") - 1))
+[ $rc = 0 ] && [ "$rows" = 256 ] && [ "$bad" = 0 ] && grep -q '256 of 256 predictions are not finite' "$out"
+tap $? "classify, non-finite outputs: class -1 and nan in all $rows rows ($bad otherwise), the count in the eval line (status $rc)"
+[ $rc = 0 ] || show "$out"
+
+# ---- -o naming a directory: refused before any scoring
+out=$dir/dir.out
+score 1 "$dir/ck" "$dir/held" -o "$dir" --force
+[ $rc = 2 ] && grep -q -F -- "-o $dir: not a file (a directory or a device): name the output file" "$out"
+tap $? "-o DIR (with --force): usage error before scoring (status $rc)"
+[ $rc = 2 ] || show "$out"
