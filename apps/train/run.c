@@ -915,9 +915,9 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
      * output goes to a file or pipe */
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
     erase_status_t st = setup_model(&r, &usage);
+    if (st == ERASE_OK && (st = batch_sizes(&r)) != ERASE_OK)
+        usage = 1; /* the batch against the number of ranks: alike on every rank */
     st = agree_on_model(&r, st, usage, alike);
-    if (st == ERASE_OK)
-        st = batch_sizes(&r);
     if (st == ERASE_OK)
         st = open_device(&r);
     if (st == ERASE_OK)
