@@ -39,6 +39,7 @@
  */
 #include "apps/train/options.h"
 #include "apps/train/run.h"
+#include "io/h5_util.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -156,9 +157,12 @@ static erase_status_t score_begin(void *ctx, const train_score_env_t *env)
         !(s->sizes = calloc((size_t)ranks, sizeof *s->sizes)))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-score: no memory");
     s->t0 = s->last_progress = erase_now_s();
-    if (env->w->rank == 0)
-        return open_output(s);
-    return ERASE_OK;
+    if (env->w->rank != 0)
+        return ERASE_OK;
+    erase_h5_enter(); /* the HDF5 library is not thread-safe: the reader's thread reads shards */
+    erase_status_t st = open_output(s);
+    erase_h5_leave();
+    return st;
 }
 
 /* *buf holds at least n elements of `size` bytes (grown as needed). */
@@ -215,19 +219,22 @@ static erase_status_t write_rows(score_t *s, size_t n)
             { s->ds_pred, H5T_NATIVE_FLOAT, s->all_pred, t->score_classes ? pw : 1 },
             { s->ds_class, H5T_NATIVE_INT32, s->cls, 1 },
         };
-        for (int k = 0; k < (t->score_classes ? 4 : 3); k++) {
+        herr_t e = 0;
+        erase_h5_enter(); /* the HDF5 library is not thread-safe: the reader's thread reads shards */
+        for (int k = 0; e >= 0 && k < (t->score_classes ? 4 : 3); k++) {
             hsize_t start[2] = { (hsize_t)s->written, 0 }, count[2] = { n, (hsize_t)w[k].cols };
             int rank = k == 2 && t->score_classes ? 2 : 1;
             hid_t file_space = H5Dget_space(w[k].ds), mem = H5Screate_simple(rank, count, NULL);
-            herr_t e = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL);
+            e = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL);
             if (e >= 0)
                 e = H5Dwrite(w[k].ds, w[k].type, mem, file_space, H5P_DEFAULT, w[k].buf);
             H5Sclose(mem);
             H5Sclose(file_space);
-            if (e < 0)
-                return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write rows %lld..%lld", s->tmp, (long long)s->written,
-                                   (long long)(s->written + (int64_t)n - 1));
         }
+        erase_h5_leave();
+        if (e < 0)
+            return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write rows %lld..%lld", s->tmp, (long long)s->written,
+                               (long long)(s->written + (int64_t)n - 1));
     }
     s->written += (int64_t)n;
     return ERASE_OK;
@@ -289,6 +296,7 @@ static erase_status_t score_batch(void *ctx, const float *z, const erase_reader_
 static int close_h5(score_t *s)
 {
     hid_t *ds[] = { &s->ds_row, &s->ds_label, &s->ds_pred, &s->ds_class };
+    erase_h5_enter();
     for (int k = 0; k < 4; k++)
         if (*ds[k] >= 0) {
             H5Dclose(*ds[k]);
@@ -296,6 +304,7 @@ static int close_h5(score_t *s)
         }
     int bad = s->file >= 0 && H5Fclose(s->file) < 0;
     s->file = -1;
+    erase_h5_leave();
     return bad;
 }
 
