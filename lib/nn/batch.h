@@ -13,6 +13,10 @@ typedef struct {
     /* mlp */
     const float *features;    /* [size, inputs] */
     const int32_t *classes;   /* [size]: 0 .. classes-1 */
+    /* gpt (the lm task): a sample is a window of T+1 tokens, T = the
+     * model's context */
+    const int32_t *tokens;    /* [size, T]: window positions 0 .. T-1 */
+    const int32_t *targets;   /* [size, T]: the next tokens, positions 1 .. T */
 } erase_batch_t;
 
 #endif

@@ -43,7 +43,7 @@
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
 
-typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1 } erase_model_kind_t;
+typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1, ERASE_MODEL_GPT = 2 } erase_model_kind_t;
 
 typedef struct {
     erase_model_kind_t kind;
@@ -66,6 +66,13 @@ typedef struct {
         int hidden_layers;       /* blocks = hidden_layers */
         int classes;
     } mlp;
+    struct {
+        int layers;              /* transformer layers; blocks = layers */
+        int heads;               /* attention heads (width % heads == 0) */
+        int width;               /* embedding width C */
+        int context;             /* T: positions per sample (window of T+1 tokens) */
+        int vocab;               /* token ids 0 .. vocab-1 */
+    } gpt;
 } erase_model_config_t;
 
 /* The reference sizes of docs/models.md for `kind`, all boundaries cut, lambda 1, seed 1. */

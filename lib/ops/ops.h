@@ -132,6 +132,88 @@ erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, c
 /* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
 erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
 
+/* ---- transformer (the gpt model) -------------------------------------------
+ * Shapes of a batch of `batch` sequences of T positions each, width `dim`:
+ * activations [batch, T, dim] (the linear ops see them as [batch*T, dim]). */
+
+/* GELU, tanh form (GPT-2; torch.nn.GELU(approximate="tanh")):
+ * y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the backward takes
+ * the input x. In place (y == x, dx == dy) allowed. */
+erase_status_t erase_gelu_tanh_forward(erase_stream_t *s, size_t n, const float *x, float *y);
+erase_status_t erase_gelu_tanh_backward(erase_stream_t *s, size_t n, const float *x,
+                                        const float *dy, float *dx);
+
+/*
+ * Token plus learned position embedding (GPT-2's wte and wpe):
+ * out[b, t, :] = wte[tokens[b*T + t], :] + wpe[t, :] for b < batch, t < T.
+ * tokens int32 [batch, T] in [0, vocab) (one outside fails when the op
+ * runs: ERASE_ERR_INVALID naming it); wte [vocab, dim]; wpe [>= T, dim].
+ */
+erase_status_t erase_token_embedding_forward(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                             const int32_t *tokens, const float *wte,
+                                             const float *wpe, float *out);
+
+/*
+ * Backward of the token and position embedding, deterministic on every
+ * backend: dwpe[t, :] = sum over b (ascending) of dout[b, t, :] for t < T
+ * (written); dwte[v, :] = the sum of dout[b, t, :] over the positions with
+ * tokens[b*T + t] == v, added in ascending b*T + t order, for every v <
+ * vocab. accumulate = 0 writes dwte (rows no token touched become 0);
+ * accumulate = 1 adds the sums to what dwte holds (the gradient an LM head
+ * tied to wte already wrote there). dwte or dwpe NULL: not computed.
+ */
+erase_status_t erase_token_embedding_backward(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                              const int32_t *tokens, const float *dout,
+                                              float *dwte, float *dwpe, int accumulate);
+
+/*
+ * Causal multi-head self-attention (GPT-2; the arithmetic of nanoGPT's
+ * CausalSelfAttention and llm.c's attention_forward). dim = heads * hd.
+ * qkv [batch, T, 3*dim]: at each position q | k | v, head h in columns
+ * [h*hd, (h+1)*hd) of each. att [batch, heads, T, T] is written with the
+ * probabilities softmax_s(q_t . k_s / sqrt(hd)) for s <= t and 0 for
+ * s > t (saved for the backward), computed with the row maximum
+ * subtracted (numerically stable). out [batch, T, dim] = att v, heads
+ * side by side.
+ */
+erase_status_t erase_attention_forward(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                       const float *qkv, float *att, float *out);
+
+/*
+ * Backward of erase_attention_forward: dqkv [batch, T, 3*dim] (written)
+ * from the forward's qkv and att and the output gradient dout [batch, T,
+ * dim]; scratch [batch, heads, T, T] is overwritten.
+ */
+erase_status_t erase_attention_backward(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                        const float *qkv, const float *att, const float *dout,
+                                        float *scratch, float *dqkv);
+
+/*
+ * One new position t of each of `batch` sequences against a key/value
+ * cache (generation: a token costs one position's forward). qkv [batch,
+ * 3*dim] is the new position's q | k | v; its k and v are first stored in
+ * row t of kcache and vcache [batch, cache_len, dim] (rows < t hold the
+ * earlier positions), then out [batch, dim] = softmax(q . k_s / sqrt(hd))
+ * over s <= t, times v, per head: what erase_attention_forward gives at
+ * row t. scratch [batch, heads, cache_len] is overwritten. 0 <= t <
+ * cache_len.
+ */
+erase_status_t erase_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                      int dim, const float *qkv, float *kcache, float *vcache,
+                                      float *scratch, float *out);
+
+/* ---- gradient-norm clipping ------------------------------------------------ */
+
+/* *acc += sum of x[i]^2 for i < n (acc: one device float; its order of
+ * summation is fixed per backend, so equal inputs give equal sums). */
+erase_status_t erase_sum_squares(erase_stream_t *s, size_t n, const float *x, float *acc);
+
+/* x[i] *= min(1, max_norm / (sqrt(*sumsq) + 1e-6)) for i < n (PyTorch's
+ * torch.nn.utils.clip_grad_norm_ with sumsq the squared total norm);
+ * max_norm > 0. */
+erase_status_t erase_clip_by_norm(erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                                  float max_norm);
+
 /* ---- sparse gradients across ranks ---------------------------------------- */
 
 /*
