@@ -52,6 +52,10 @@ static erase_status_t ops_impl(const erase_stream_t *s, const char *op, const er
     do {                                                          \
         const erase_ops_impl_t *impl_;                            \
         ERASE_CHECK(ops_impl((s), #op, &impl_));                  \
+        if (!impl_->op)                                           \
+            return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,             \
+                               "%s: not implemented on %s", #op,  \
+                               impl_->name);                      \
         ERASE_CHECK(impl_->op((s), __VA_ARGS__));                 \
         return ERASE_OK;                                          \
     } while (0)
@@ -220,6 +224,93 @@ erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, c
 {
     REQUIRE(batch >= 0 && dim > 0, "layer norm backward: bad batch=%d dim=%d", batch, dim);
     DISPATCH(s, layernorm_backward, batch, dim, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+
+/* ---- transformer ----------------------------------------------------------- */
+
+erase_status_t erase_gelu_tanh_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    REQUIRE(n == 0 || (x && y), "gelu tanh: NULL x or y");
+    DISPATCH(s, gelu_tanh_forward, n, x, y);
+}
+
+erase_status_t erase_gelu_tanh_backward(erase_stream_t *s, size_t n, const float *x,
+                                        const float *dy, float *dx)
+{
+    REQUIRE(n == 0 || (x && dy && dx), "gelu tanh backward: NULL x, dy or dx");
+    DISPATCH(s, gelu_tanh_backward, n, x, dy, dx);
+}
+
+erase_status_t erase_token_embedding_forward(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                             const int32_t *tokens, const float *wte,
+                                             const float *wpe, float *out)
+{
+    REQUIRE(batch >= 0 && T > 0 && dim > 0 && vocab > 0,
+            "token embedding: bad batch=%d T=%d dim=%d vocab=%d", batch, T, dim, vocab);
+    REQUIRE(tokens && wte && wpe && out, "token embedding: NULL tokens, wte, wpe or out");
+    DISPATCH(s, token_embedding_forward, batch, T, dim, vocab, tokens, wte, wpe, out);
+}
+
+erase_status_t erase_token_embedding_backward(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                              const int32_t *tokens, const float *dout,
+                                              float *dwte, float *dwpe, int accumulate)
+{
+    REQUIRE(batch >= 0 && T > 0 && dim > 0 && vocab > 0,
+            "token embedding backward: bad batch=%d T=%d dim=%d vocab=%d", batch, T, dim, vocab);
+    REQUIRE(tokens && dout, "token embedding backward: NULL tokens or dout");
+    DISPATCH(s, token_embedding_backward, batch, T, dim, vocab, tokens, dout, dwte, dwpe, accumulate);
+}
+
+/* Shapes every attention op shares: dim a multiple of heads. */
+static int attention_shape_ok(int batch, int T, int heads, int dim)
+{
+    return batch >= 0 && T > 0 && heads > 0 && dim > 0 && dim % heads == 0;
+}
+
+erase_status_t erase_attention_forward(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                       const float *qkv, float *att, float *out)
+{
+    REQUIRE(attention_shape_ok(batch, T, heads, dim),
+            "attention: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads)", batch, T, heads, dim);
+    REQUIRE(qkv && att && out, "attention: NULL qkv, att or out");
+    DISPATCH(s, attention_forward, batch, T, heads, dim, qkv, att, out);
+}
+
+erase_status_t erase_attention_backward(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                        const float *qkv, const float *att, const float *dout,
+                                        float *scratch, float *dqkv)
+{
+    REQUIRE(attention_shape_ok(batch, T, heads, dim),
+            "attention backward: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads)", batch, T,
+            heads, dim);
+    REQUIRE(qkv && att && dout && scratch && dqkv, "attention backward: NULL qkv, att, dout, scratch or dqkv");
+    DISPATCH(s, attention_backward, batch, T, heads, dim, qkv, att, dout, scratch, dqkv);
+}
+
+erase_status_t erase_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                      int dim, const float *qkv, float *kcache, float *vcache,
+                                      float *scratch, float *out)
+{
+    REQUIRE(attention_shape_ok(batch, cache_len, heads, dim) && t >= 0 && t < cache_len,
+            "attention decode: bad batch=%d t=%d cache_len=%d heads=%d dim=%d", batch, t, cache_len, heads, dim);
+    REQUIRE(qkv && kcache && vcache && scratch && out, "attention decode: NULL qkv, cache, scratch or out");
+    DISPATCH(s, attention_decode, batch, t, cache_len, heads, dim, qkv, kcache, vcache, scratch, out);
+}
+
+/* ---- gradient-norm clipping ---------------------------------------------------- */
+
+erase_status_t erase_sum_squares(erase_stream_t *s, size_t n, const float *x, float *acc)
+{
+    REQUIRE(acc && (n == 0 || x), "sum of squares: NULL x or acc");
+    DISPATCH(s, sum_squares, n, x, acc);
+}
+
+erase_status_t erase_clip_by_norm(erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                                  float max_norm)
+{
+    REQUIRE(sumsq && (n == 0 || x), "clip by norm: NULL x or sumsq");
+    REQUIRE(max_norm > 0, "clip by norm: max_norm %g is not > 0", (double)max_norm);
+    DISPATCH(s, clip_by_norm, n, x, sumsq, max_norm);
 }
 
 /* ---- sparse gradients across ranks ---------------------------------------- */

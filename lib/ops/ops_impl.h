@@ -82,6 +82,28 @@ typedef struct erase_ops_impl {
                                         const uint32_t *grad_rows, const float *grad_values,
                                         const int *count, const erase_optim_clock_t *clock,
                                         float lr_mult);
+    /* the gpt model's ops (a backend without them leaves them NULL:
+     * the op is then ERASE_ERR_UNSUPPORTED naming it) */
+    erase_status_t (*gelu_tanh_forward)(erase_stream_t *s, size_t n, const float *x, float *y);
+    erase_status_t (*gelu_tanh_backward)(erase_stream_t *s, size_t n, const float *x,
+                                         const float *dy, float *dx);
+    erase_status_t (*token_embedding_forward)(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                              const int32_t *tokens, const float *wte,
+                                              const float *wpe, float *out);
+    erase_status_t (*token_embedding_backward)(erase_stream_t *s, int batch, int T, int dim, int vocab,
+                                               const int32_t *tokens, const float *dout,
+                                               float *dwte, float *dwpe, int accumulate);
+    erase_status_t (*attention_forward)(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                        const float *qkv, float *att, float *out);
+    erase_status_t (*attention_backward)(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                         const float *qkv, const float *att, const float *dout,
+                                         float *scratch, float *dqkv);
+    erase_status_t (*attention_decode)(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                       int dim, const float *qkv, float *kcache, float *vcache,
+                                       float *scratch, float *out);
+    erase_status_t (*sum_squares)(erase_stream_t *s, size_t n, const float *x, float *acc);
+    erase_status_t (*clip_by_norm)(erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                                   float max_norm);
 } erase_ops_impl_t;
 
 /* lib/ops/cpu: the single-precision kernels of kernels_impl.h run by the
