@@ -477,6 +477,96 @@ static erase_status_t gpt_backward_block(erase_network_t *net, int b, erase_stre
     return ERASE_OK;
 }
 
+/* ---- generation: one position at a time against key/value caches ---------- */
+
+struct erase_gpt_decoder {
+    erase_network_t *net;
+    int batch;
+    float *kcache[ERASE_MAX_BLOCKS], *vcache[ERASE_MAX_BLOCKS]; /* [batch, T, C] each */
+    float *x;                           /* [batch, C]: the residual stream (each layer's out) */
+    gpt_acts_t a;                       /* [batch] rows; a.out = x */
+    float *scratch;                     /* [batch, H, T] */
+    gpt_head_acts_t h;                  /* [batch] rows */
+};
+
+erase_status_t erase_gpt_decoder_create(erase_network_t *net, int batch, erase_gpt_decoder_t **out)
+{
+    if (net->cfg.kind != ERASE_MODEL_GPT)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gpt decoder: the network is a %s model",
+                           erase_model_config_name(&net->cfg));
+    if (batch < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gpt decoder: batch %d < 1", batch);
+    erase_gpt_decoder_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "gpt decoder: no memory");
+    d->net = net;
+    d->batch = batch;
+    const gpt_t *g = gpt_of(net);
+    int64_t cache = (int64_t)g->T * g->C;
+    erase_status_t st = ERASE_OK;
+    for (int k = 0; k < net->nblocks && st == ERASE_OK; k++) {
+        st = erase_network_alloc(net, (void **)&d->kcache[k], sizeof(float), batch, cache);
+        if (st == ERASE_OK)
+            st = erase_network_alloc(net, (void **)&d->vcache[k], sizeof(float), batch, cache);
+    }
+    if (st == ERASE_OK)
+        st = erase_network_alloc(net, (void **)&d->x, sizeof(float), batch, g->C);
+    if (st == ERASE_OK)
+        st = alloc_acts(net, batch, g->C, &d->a, 0);
+    if (st == ERASE_OK)
+        st = erase_network_alloc(net, (void **)&d->scratch, sizeof(float), batch, (int64_t)g->H * g->T);
+    if (st == ERASE_OK)
+        st = alloc_head_acts(net, batch, g->C, g->V, &d->h);
+    d->a.out = d->x;
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        erase_gpt_decoder_destroy(d);
+        return st;
+    }
+    *out = d;
+    return ERASE_OK;
+}
+
+void erase_gpt_decoder_destroy(erase_gpt_decoder_t *d)
+{
+    if (!d)
+        return;
+    erase_network_t *net = d->net;
+    for (int k = 0; k < ERASE_MAX_BLOCKS; k++) {
+        erase_free(net->dev, d->kcache[k]);
+        erase_free(net->dev, d->vcache[k]);
+    }
+    d->a.out = NULL; /* d->x, freed here */
+    free_acts(net, &d->a);
+    erase_free(net->dev, d->x);
+    erase_free(net->dev, d->scratch);
+    free_head_acts(net, &d->h);
+    free(d);
+}
+
+erase_status_t erase_gpt_decode_step(erase_gpt_decoder_t *d, erase_stream_t *s, int t, const int32_t *tokens,
+                                     const float **logits)
+{
+    erase_network_t *net = d->net;
+    const gpt_t *g = gpt_of(net);
+    const erase_param_t *p = net->params;
+    if (t < 0 || t >= g->T)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gpt decoder: position %d outside the context 0..%d", t, g->T - 1);
+    /* one position: wpe's row t is the whole position table of T = 1 */
+    ERASE_CHECK(erase_token_embedding_forward(s, d->batch, 1, g->C, g->V, tokens, p[g->wte].value,
+                                              p[g->wpe].value + (size_t)t * (size_t)g->C, d->x));
+    for (int k = 0; k < net->nblocks; k++) {
+        const gpt_layer_t *L = &g->layers[k];
+        ERASE_CHECK(attention_in(net, L, s, d->batch, d->x, &d->a));
+        ERASE_CHECK(erase_attention_decode(s, d->batch, t, g->T, g->H, g->C, d->a.qkv, d->kcache[k],
+                                           d->vcache[k], d->scratch, d->a.atty));
+        ERASE_CHECK(attention_out(net, L, s, d->batch, d->x, &d->a));
+    }
+    ERASE_CHECK(head_forward(net, &g->layers[net->nblocks - 1], s, d->batch, d->x, &d->h));
+    *logits = d->h.logits;
+    return ERASE_OK;
+}
+
 const erase_model_impl_t erase_model_gpt = {
     .build = gpt_build,
     .allocate = gpt_allocate,
