@@ -19,7 +19,8 @@ tests_nn_test_models_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
 endif
 EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cuts_all.h5 \
 	tests/data/reference/ctr_cuts_2_4.h5 tests/data/reference/mlp_cuts_all.h5 \
-	tests/data/reference/mlp_cuts_none.h5 tests/reference/make_reference.py \
+	tests/data/reference/mlp_cuts_none.h5 tests/data/reference/gpt_cuts_none.h5 \
+	tests/data/reference/gpt_cuts_1_2.h5 tests/reference/make_reference.py \
 	tests/reference/README.md
 
 if HAVE_CMOCKA
