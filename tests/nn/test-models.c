@@ -413,6 +413,23 @@ static void test_too_large(void **state)
     assert_string_equal(erase_error_reason(), "ctr: the interaction's width, embedding_dim 2147483647 + 351 "
                                               "pairwise dots, is more than 2147483647");
     assert_null(net);
+
+    /* gpt: every count its ops take as an int is checked */
+    erase_model_config_t g = erase_model_config_default(ERASE_MODEL_GPT);
+    g.gpt.context = 65536;
+    g.gpt.vocab = 65536;
+    g.gpt.width = 8;
+    g.gpt.heads = 2;
+    assert_int_equal(erase_network_create(dev, &g, 1, &net), ERASE_ERR_INVALID);
+    printf("# gpt context 65536, vocab 65536: %s\n", erase_error_reason());
+    assert_string_equal(erase_error_reason(), "gpt: a sample's logits (context x vocab), 65536 x 65536, "
+                                              "is more than 2147483647");
+    g = erase_model_config_default(ERASE_MODEL_GPT);
+    assert_int_equal(erase_network_create(dev, &g, 8388609, &net), ERASE_ERR_INVALID);
+    printf("# gpt max batch 8388609 of context 256: %s\n", erase_error_reason());
+    assert_string_equal(erase_error_reason(), "gpt: the rows of a batch (max batch x context), 8388609 x 256, "
+                                              "is more than 2147483647");
+    assert_null(net);
 }
 
 static int setup(void **state)
