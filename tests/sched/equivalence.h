@@ -6,7 +6,8 @@
 
 #include "lib/sched/sched.h"
 
-/* A small ctr (six cuts) or mlp (three blocks, all cut) for the tests. */
+/* A small ctr (six cuts), mlp (three blocks, all cut) or gpt (6 layers
+ * of width 16, cuts at 2 and 4: three sub-graphs) for the tests. */
 erase_model_config_t equivalence_model(erase_model_kind_t kind);
 
 /*
@@ -26,6 +27,9 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
  * also checks that off moved most parameters).
  */
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps);
+
+/* The same for the model `cfg`, named `what` in the printed lines. */
+void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *cfg, const char *what, int steps);
 
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
