@@ -28,21 +28,11 @@ static const erase_h5_rows_spec_t specs[3] = {
 /* The checks of erase_ctr_shard_open after the file is open; the lock is held. */
 static erase_status_t validate(erase_ctr_shard_t *s)
 {
-    char format[256];
-    int rc = erase_h5_attr_read_string(s->file, "format", format, sizeof format);
-    if (rc == 1)
-        return ERASE_ERROR(ERASE_ERR_FORMAT,
-                           "%s: not an erase CTR shard: no attribute 'format' on the root group", s->path);
-    if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got a value that is not a string",
-                           s->path, ERASE_CTR_FORMAT);
-    if (strcmp(format, ERASE_CTR_FORMAT) != 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got \"%s\"", s->path,
-                           ERASE_CTR_FORMAT, format);
+    ERASE_CHECK(erase_h5_rows_check_format(s->file, s->path, ERASE_CTR_FORMAT, "CTR"));
     if (erase_h5_attr_read_int64(s->file, "rows", &s->rows) != 0 || s->rows < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute rows: expected an integer >= 0", s->path);
     int64_t missing;
-    rc = erase_h5_attr_read_int64(s->file, "sparse_missing", &missing); /* optional; if there, the reserved id */
+    int rc = erase_h5_attr_read_int64(s->file, "sparse_missing", &missing); /* optional; if there, the reserved id */
     if (rc < 0 || (rc == 0 && missing != (int64_t)ERASE_CTR_SPARSE_MISSING))
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute sparse_missing: expected %" PRIu32 " (0xFFFFFFFF)%s",
                            s->path, ERASE_CTR_SPARSE_MISSING, rc < 0 ? ", got a value that is not an integer" : "");

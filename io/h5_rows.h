@@ -90,6 +90,21 @@ erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file);
 erase_status_t erase_h5_rows_finish(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
                                     const char *temp, const char *bad_attribute);
 
+/*
+ * Check the root attribute `format` of an open shard file against `format`
+ * (e.g. "erase-cls-1"); `kind` names the kind in the message ("CTR",
+ * "classification", "token"). Errors (ERASE_ERR_FORMAT):
+ *   "F: not an erase token shard: no attribute 'format' on the root group"
+ *   "F: attribute format: expected \"erase-tok-1\", got a value that is not a string"
+ *   "F: attribute format: expected \"erase-tok-1\", got \"erase-ctr-1\""
+ */
+erase_status_t erase_h5_rows_check_format(hid_t file, const char *path, const char *format, const char *kind);
+
+/* 1 if `path` is a readable HDF5 file whose root attribute `format` is
+ * `format`, else 0 (no error recorded): for tools that take any kind of
+ * shard (erase-inspect data). Takes the HDF5 lock itself. */
+int erase_h5_rows_probe(const char *path, const char *format);
+
 /* Rename a finished temporary file to `path` (then *renamed = 1) and fsync
  * its directory (no HDF5 call; no lock needed). Errors: ERASE_ERR_IO
  * "cannot rename T to P: <reason>", "P: fsync of the directory failed: <reason>". */
