@@ -150,6 +150,9 @@ typedef struct {
     void (*close)(void *shard); /* NULL is allowed */
     int64_t (*rows)(const void *shard);       /* rows (samples) of the shard */
     int64_t (*chunk_rows)(const void *shard); /* chunk length along the rows (0: not chunked) */
+    /* What a directory's index.txt records for the shard, checked at open
+     * (NULL: its rows; token windows: its tokens). */
+    int64_t (*index_rows)(const void *shard);
     /* The fields, raw arrays and parameters of the shard (the same fields
      * and raw arrays for every shard of a dataset; the parameters are
      * compared across shards). */

@@ -47,6 +47,12 @@ static int64_t tok_rows(const void *shard)
     return n > t->T ? (n - 1) / t->T : 0;
 }
 
+/* index.txt counts tokens. */
+static int64_t tok_index_rows(const void *shard)
+{
+    return erase_tok_shard_count(((const tok_rows_t *)shard)->shard);
+}
+
 static int64_t tok_chunk_rows(const void *shard)
 {
     const tok_rows_t *t = shard;
@@ -114,6 +120,7 @@ void erase_tok_rows_init(erase_row_format_t *format, const int64_t *context)
                                     .close = tok_close,
                                     .rows = tok_rows,
                                     .chunk_rows = tok_chunk_rows,
+                                    .index_rows = tok_index_rows,
                                     .layout = tok_layout,
                                     .read = tok_read,
                                     .decode = tok_decode };
