@@ -14,7 +14,7 @@ typedef struct {
 static erase_status_t tok_open(void *ctx, const char *path, void **out)
 {
     *out = NULL;
-    int64_t T = ctx ? *(const int64_t *)ctx : 0;
+    int64_t T = ctx ? *(const int *)ctx : 0;
     if (T < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: token windows need a context >= 1, got %" PRId64, path, T);
     tok_rows_t *t = calloc(1, sizeof *t);
@@ -112,7 +112,7 @@ static void tok_decode(const erase_row_layout_t *layout, const void *const *raw,
     }
 }
 
-void erase_tok_rows_init(erase_row_format_t *format, const int64_t *context)
+void erase_tok_rows_init(erase_row_format_t *format, const int *context)
 {
     *format = (erase_row_format_t){ .name = "lm",
                                     .ctx = (void *)context,

@@ -43,7 +43,7 @@ enum { ERASE_TOK_PARAM_VOCAB = 0, ERASE_TOK_PARAM_BYTES_PER_MTOKEN };
  * (through erase_tok_shard_open: its errors) fails with ERASE_ERR_INVALID
  * when *context < 1.
  */
-void erase_tok_rows_init(erase_row_format_t *format, const int64_t *context);
+void erase_tok_rows_init(erase_row_format_t *format, const int *context);
 
 /* 1 if `format` is a token-window format (made by erase_tok_rows_init). */
 int erase_tok_rows_is(const erase_row_format_t *format);

@@ -32,7 +32,7 @@
 
 static const char *const model_names[] = { "ctr", "mlp" };
 /* The erase-train task (apps/train/task.h) each kind of model serves. */
-static const char *const model_tasks[] = { "ctr", "classify" };
+static const char *const model_tasks[] = { "ctr", "classify", "lm" };
 
 /* Boundaries 1 .. blocks-1 all set. */
 static uint32_t all_cuts(int blocks)

@@ -82,7 +82,7 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 
 /* The erase-train task the model kind serves (apps/train/task.h): "ctr"
- * for ctr, "classify" for mlp (later "lm" for gpt). */
+ * for ctr, "classify" for mlp, "lm" for gpt. */
 const char *erase_model_config_task(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */

@@ -44,8 +44,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     static erase_row_format_t lm;
-    static int64_t context;
-    context = argc == 7 ? strtoll(argv[6], NULL, 10) : 0;
+    static int context;
+    context = argc == 7 ? atoi(argv[6]) : 0;
     erase_tok_rows_init(&lm, &context);
     const int lm_args = argc >= 2 && !strcmp(argv[1], "lm");
     const erase_row_format_t *fmt = argc < 2                       ? NULL

@@ -44,7 +44,7 @@
 static char *scratch;
 static const char *data;
 static uint16_t tokens[N];
-static const int64_t context = T;
+static const int context = T;
 static erase_row_format_t fmt;
 
 static erase_reader_options_t opts(int rank, int size)
