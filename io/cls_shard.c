@@ -30,8 +30,9 @@ static void make_specs(erase_h5_rows_spec_t specs[2], int64_t features)
 }
 
 /* The checks of erase_cls_shard_open after the file is open; the lock is held. */
-static erase_status_t validate(erase_cls_shard_t *s)
+static erase_status_t validate(void *shard)
 {
+    erase_cls_shard_t *s = shard;
     ERASE_CHECK(erase_h5_rows_check_format(s->file, s->path, ERASE_CLS_FORMAT, "classification"));
     int64_t classes;
     if (erase_h5_attr_read_int64(s->file, "rows", &s->rows) != 0 || s->rows < 0)
@@ -53,22 +54,13 @@ static erase_status_t validate(erase_cls_shard_t *s)
 erase_status_t erase_cls_shard_open(const char *path, erase_cls_shard_t **out)
 {
     *out = NULL;
-    if (access(path, R_OK) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     erase_cls_shard_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
     s->d[0] = s->d[1] = -1;
-    erase_h5_enter();
-    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
-    if (st == ERASE_OK) {
-        st = validate(s);
-        if (st != ERASE_OK)
-            erase_error_trail(__FILE__, __LINE__);
-    }
-    erase_h5_leave();
+    erase_status_t st = erase_h5_rows_open_shard(path, &s->file, validate, s);
     if (st != ERASE_OK) {
         erase_cls_shard_close(s);
         return st;
@@ -86,13 +78,7 @@ void erase_cls_shard_close(erase_cls_shard_t *s)
 {
     if (!s)
         return;
-    erase_h5_enter();
-    for (int i = 0; i < 2; i++)
-        if (s->d[i] >= 0)
-            H5Dclose(s->d[i]);
-    if (s->file >= 0)
-        H5Fclose(s->file);
-    erase_h5_leave();
+    erase_h5_rows_close_shard(&s->file, s->d, 2);
     free(s->path);
     free(s);
 }
@@ -107,9 +93,7 @@ int erase_cls_shard_checksummed(const erase_cls_shard_t *s) { return s->checksum
 
 void erase_cls_shard_attr_text(erase_cls_shard_t *s, const char *name, char *text, int size)
 {
-    erase_h5_enter();
-    erase_h5_attr_text(s->file, name, text, size);
-    erase_h5_leave();
+    erase_h5_rows_attr_text(s->file, name, text, size);
 }
 
 /* Labels below C and finite features: a pass OR-ing over what was read,

@@ -260,3 +260,41 @@ int erase_h5_rows_probe(const char *path, const char *format)
     erase_h5_leave();
     return strcmp(got, format) == 0;
 }
+
+erase_status_t erase_h5_rows_open_shard(const char *path, hid_t *file, erase_status_t (*validate)(void *shard),
+                                        void *shard)
+{
+    *file = -1;
+    if (access(path, R_OK) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    erase_h5_enter();
+    erase_status_t st = erase_h5_rows_open_file(path, file);
+    if (st == ERASE_OK) {
+        st = validate(shard);
+        if (st != ERASE_OK)
+            erase_error_trail(__FILE__, __LINE__);
+    }
+    erase_h5_leave();
+    return st;
+}
+
+void erase_h5_rows_close_shard(hid_t *file, hid_t *d, int n)
+{
+    erase_h5_enter();
+    for (int i = 0; i < n; i++) {
+        if (d[i] >= 0)
+            H5Dclose(d[i]);
+        d[i] = -1;
+    }
+    if (*file >= 0)
+        H5Fclose(*file);
+    *file = -1;
+    erase_h5_leave();
+}
+
+void erase_h5_rows_attr_text(hid_t file, const char *name, char *text, int size)
+{
+    erase_h5_enter();
+    erase_h5_attr_text(file, name, text, size);
+    erase_h5_leave();
+}

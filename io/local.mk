@@ -6,6 +6,7 @@ io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZL
 io_liberase_io_a_SOURCES = \
 	io/h5_util.c io/h5_util.h \
 	io/h5_rows.c io/h5_rows.h \
+	io/h5_shards.c io/h5_shards.h \
 	io/idx.c io/idx.h \
 	io/cls_shard.c io/cls_shard.h \
 	io/cls_shard_write.c io/cls_shard_write.h \

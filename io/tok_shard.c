@@ -20,8 +20,9 @@ struct erase_tok_shard {
 static const erase_h5_rows_spec_t tokens_spec = { "/tokens", 1, 1, H5T_INTEGER, H5T_SGN_NONE, 2, "uint16" };
 
 /* The checks of erase_tok_shard_open after the file is open; the lock is held. */
-static erase_status_t validate(erase_tok_shard_t *s)
+static erase_status_t validate(void *shard)
 {
+    erase_tok_shard_t *s = shard;
     ERASE_CHECK(erase_h5_rows_check_format(s->file, s->path, ERASE_TOK_FORMAT, "token"));
     if (erase_h5_attr_read_int64(s->file, "count", &s->count) != 0 || s->count < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute count: expected an integer >= 0", s->path);
@@ -42,22 +43,13 @@ static erase_status_t validate(erase_tok_shard_t *s)
 erase_status_t erase_tok_shard_open(const char *path, erase_tok_shard_t **out)
 {
     *out = NULL;
-    if (access(path, R_OK) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     erase_tok_shard_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
     s->file = s->d = -1;
-    erase_h5_enter();
-    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
-    if (st == ERASE_OK) {
-        st = validate(s);
-        if (st != ERASE_OK)
-            erase_error_trail(__FILE__, __LINE__);
-    }
-    erase_h5_leave();
+    erase_status_t st = erase_h5_rows_open_shard(path, &s->file, validate, s);
     if (st != ERASE_OK) {
         erase_tok_shard_close(s);
         return st;
@@ -75,12 +67,7 @@ void erase_tok_shard_close(erase_tok_shard_t *s)
 {
     if (!s)
         return;
-    erase_h5_enter();
-    if (s->d >= 0)
-        H5Dclose(s->d);
-    if (s->file >= 0)
-        H5Fclose(s->file);
-    erase_h5_leave();
+    erase_h5_rows_close_shard(&s->file, &s->d, 1);
     free(s->path);
     free(s);
 }
@@ -95,9 +82,7 @@ int erase_tok_shard_checksummed(const erase_tok_shard_t *s) { return s->checksum
 
 void erase_tok_shard_attr_text(erase_tok_shard_t *s, const char *name, char *text, int size)
 {
-    erase_h5_enter();
-    erase_h5_attr_text(s->file, name, text, size);
-    erase_h5_leave();
+    erase_h5_rows_attr_text(s->file, name, text, size);
 }
 
 erase_status_t erase_tok_shard_read(erase_tok_shard_t *s, int64_t begin, int64_t count, uint16_t *out)
