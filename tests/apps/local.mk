@@ -27,7 +27,7 @@ check_PROGRAMS += tests/apps/test-task-lm
 TESTS += tests/apps/test-task-lm
 tests_apps_test_task_lm_SOURCES = tests/apps/test-task-lm.c apps/train/tasks.c apps/train/task_ctr.c \
 	apps/train/task_classify.c apps/train/task_lm.c
-tests_apps_test_task_lm_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+tests_apps_test_task_lm_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_apps_test_task_lm_CFLAGS = $(TEST_CFLAGS)
 tests_apps_test_task_lm_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS) $(TEST_LIBS)
 endif

@@ -27,13 +27,7 @@
 #include "io/tok_shard_write.h"
 #include "lib/device/device.h"
 #include "lib/nn/model_config.h"
-
-#define MUST(call)                                                                 \
-    do {                                                                           \
-        erase_status_t must_s_ = (call);                                           \
-        if (must_s_ != ERASE_OK)                                                   \
-            fail_msg("%s failed: %s", #call, erase_error_message());               \
-    } while (0)
+#include "tests/io/io_util.h"
 
 #define T 4
 #define V 256
