@@ -86,15 +86,25 @@ static void fill_summary(erase_tok_convert_summary_t *s, erase_tok_dataset_write
     }
 }
 
+/* The summary to fill (the caller's or `local`), zeroed; the start time;
+ * the output directory checked. */
+static erase_status_t start(const erase_tok_convert_options_t *o, erase_tok_convert_summary_t *summary,
+                            erase_tok_convert_summary_t *local, erase_tok_convert_summary_t **s, double *t0)
+{
+    *s = summary ? summary : local;
+    memset(*s, 0, sizeof **s);
+    *t0 = erase_now_s();
+    if (!o->out_dir || !o->out_dir[0])
+        return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
+    return ERASE_OK;
+}
+
 erase_status_t erase_tok_convert_text(const char *const *files, int n, const erase_tok_convert_options_t *o,
                                       erase_tok_convert_summary_t *summary)
 {
-    erase_tok_convert_summary_t local;
-    erase_tok_convert_summary_t *s = summary ? summary : &local;
-    memset(s, 0, sizeof *s);
-    double t0 = erase_now_s();
-    if (!o->out_dir || !o->out_dir[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
+    erase_tok_convert_summary_t local, *s;
+    double t0;
+    ERASE_CHECK(start(o, summary, &local, &s, &t0));
     if (!(o->eval_fraction >= 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "eval fraction %g: expected 0 <= f < 1", o->eval_fraction);
     /* the sizes first: the split is at a byte of the concatenation */
@@ -232,12 +242,9 @@ static erase_status_t import_file(const char *path, const erase_tok_convert_opti
 erase_status_t erase_tok_convert_tokens(const char *const *files, int n, const erase_tok_convert_options_t *o,
                                         erase_tok_convert_summary_t *summary)
 {
-    erase_tok_convert_summary_t local;
-    erase_tok_convert_summary_t *s = summary ? summary : &local;
-    memset(s, 0, sizeof *s);
-    double t0 = erase_now_s();
-    if (!o->out_dir || !o->out_dir[0])
-        return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
+    erase_tok_convert_summary_t local, *s;
+    double t0;
+    ERASE_CHECK(start(o, summary, &local, &s, &t0));
     erase_tok_write_options_t wo = o->write;
     wo.byte_level = 0;
     erase_tok_dataset_writer_t *w = NULL;
