@@ -4,6 +4,8 @@
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
+ *   erase-convert text   FILE... -o DIR [options]   text -> byte-level token shards (DIR/train, DIR/eval)
+ *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT token files -> token shards
  *
  * criteo and synth write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and
  * DIR/index.txt, mnist DIR/train and DIR/eval, each such a directory of
@@ -16,6 +18,7 @@
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
+#include "io/tok_convert.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -379,12 +382,108 @@ static int cmd_mnist(int argc, char **argv)
     return 0;
 }
 
+static void usage_text(FILE *f)
+{
+    fprintf(f,
+            "usage: erase-convert text FILE... -o DIR [options]\n"
+            "  Text files (any bytes) -> token shards (erase-tok-1) of byte-level tokens:\n"
+            "  vocab 256, a token is a byte's value. The files are concatenated in the order\n"
+            "  given; the last 10%% of the bytes (--val-fraction) go to DIR/eval, the rest to\n"
+            "  DIR/train; train with --train DIR/train --eval DIR/eval.\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --val-fraction F      the share of the bytes held out in DIR/eval (default 0.1; 0: none)\n"
+            "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
+            "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
+            "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
+            "  --force               replace datasets already in DIR/train, DIR/eval\n");
+}
+
+static void usage_tokens(FILE *f)
+{
+    fprintf(f,
+            "usage: erase-convert tokens FILE.bin... -o DIR [options]\n"
+            "  Pre-tokenized files -> one dataset of token shards (erase-tok-1) in DIR, in\n"
+            "  llm.c's format (a header of 256 int32: magic 20240520, version 1, token count;\n"
+            "  then uint16 tokens) or nanoGPT's (raw uint16, no header: a file that does not\n"
+            "  start with the magic). The count in a header must match the file's size.\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --vocab V             every token must be < V (default 50257, GPT-2's; at most 65536)\n"
+            "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
+            "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
+            "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
+            "  --force               replace a dataset already in DIR\n");
+}
+
+/* erase-convert text and erase-convert tokens (`cmd`): one set of options. */
+static int cmd_tok(const char *cmd, int argc, char **argv)
+{
+    const int text = !strcmp(cmd, "text");
+    void (*usage_cmd)(FILE *) = text ? usage_text : usage_tokens;
+    erase_tok_convert_options_t o = erase_tok_convert_options_default();
+    o.write.converter = text ? "erase-convert text " PACKAGE_VERSION : "erase-convert tokens " PACKAGE_VERSION;
+    static const struct option opts[] = {
+        { "out", required_argument, 0, 'o' },          { "val-fraction", required_argument, 0, 'v' },
+        { "vocab", required_argument, 0, 'V' },        { "shard-tokens", required_argument, 0, 's' },
+        { "chunk-tokens", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
+        { "force", no_argument, 0, 'F' },              { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out_dir = optarg; break;
+        case 'v':
+            if (!text || parse_double(optarg, &o.eval_fraction) || !(o.eval_fraction >= 0 && o.eval_fraction < 1))
+                return text ? bad_value(cmd, "--val-fraction", optarg) : (usage_cmd(stderr), 2);
+            break;
+        case 'V':
+            if (text || parse_count(optarg, &o.vocab) || o.vocab < 1 || o.vocab > ERASE_TOK_MAX_VOCAB)
+                return text ? (usage_cmd(stderr), 2) : bad_value(cmd, "--vocab", optarg);
+            break;
+        case 's':
+            if (parse_count(optarg, &o.shard_tokens) || o.shard_tokens < 2)
+                return bad_value(cmd, "--shard-tokens", optarg);
+            break;
+        case 'c':
+            if (parse_count(optarg, &o.write.chunk_tokens) || o.write.chunk_tokens < 1)
+                return bad_value(cmd, "--chunk-tokens", optarg);
+            break;
+        case 'n': o.write.compress = 0; break;
+        case 'F': o.force = 1; break;
+        case 'h': usage_cmd(stdout); return 0;
+        default: usage_cmd(stderr); return 2;
+        }
+    }
+    const char *why = !o.out_dir ? "no output directory (-o DIR)" : optind == argc ? "no input files" : NULL;
+    if (why) {
+        fprintf(stderr, "erase-convert %s: %s\n", cmd, why);
+        usage_cmd(stderr);
+        return 2;
+    }
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_tok_convert_summary_t s;
+    const char *const *files = (const char *const *)argv + optind;
+    erase_status_t st = text ? erase_tok_convert_text(files, argc - optind, &o, &s)
+                             : erase_tok_convert_tokens(files, argc - optind, &o, &s);
+    if (st != ERASE_OK) {
+        int rc = failed(cmd, st);
+        fprintf(stderr, "erase-convert %s: no dataset written to %s\n", cmd, o.out_dir);
+        return rc;
+    }
+    printf("erase-convert %s: %s%s\n", cmd, o.out_dir, !text ? "" : s.eval_shards ? "/train and eval" : "/train");
+    erase_tok_convert_print(&s, &o, stdout);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
                "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
                "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
-               "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n");
+               "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n"
+               "  text     text files -> byte-level token shards (DIR/train, DIR/eval)\n"
+               "  tokens   pre-tokenized files (llm.c's .bin or raw uint16) -> token shards\n");
 }
 
 int main(int argc, char **argv)
@@ -403,6 +502,8 @@ int main(int argc, char **argv)
         return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(argv[1], "mnist"))
         return cmd_mnist(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "text") || !strcmp(argv[1], "tokens"))
+        return cmd_tok(argv[1], argc - 1, argv + 1);
     fprintf(stderr, "erase-convert: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -10,7 +10,10 @@
  *                                    shard's format says which): rows,
  *                                    features, classes, layout, provenance;
  *                                    the class histogram, the value range
- *                                    and mean of the features
+ *                                    and mean of the features.
+ *                                    Token shards: tokens, vocab, bytes,
+ *                                    layout, provenance; the ids used and
+ *                                    the bytes per token
  *
  *   erase-inspect ckpt FILE|DIR      a checkpoint (io/checkpoint.h): step,
  *                                    samples, epoch and cursor, sizes,
@@ -32,6 +35,7 @@
 #include "io/ctr_stats.h"
 #include "io/h5_util.h"
 #include "io/synth.h"
+#include "io/tok_shard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -97,7 +101,9 @@ static void usage_data(FILE *f)
                "  and for all rows: base rate, missing rate and range of every feature, and the distinct ids\n"
                "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N.\n"
                "  Classification shards (erase-convert mnist): rows, features, classes per shard; for all\n"
-               "  rows the feature value range and mean and the rows of every class.\n",
+               "  rows the feature value range and mean and the rows of every class.\n"
+               "  Token shards (erase-convert text, tokens): tokens, vocab, bytes of source text per shard; for\n"
+               "  all tokens the ids used, the largest id and the bytes per token.\n",
             ERASE_DISTINCT_EXACT_MAX);
 }
 
@@ -176,6 +182,77 @@ static int data_cls(const erase_ctr_list_t *list)
     return rc;
 }
 
+/* Token shards: per shard tokens, vocab, bytes, layout, provenance; for all
+ * tokens the ids used, the largest and the bytes per token. Every token is
+ * read (checksums and the vocab checked). */
+static int data_tok(const erase_ctr_list_t *list)
+{
+    uint16_t *buf = malloc(sizeof *buf * READ_ROWS);
+    uint8_t *used = calloc(ERASE_TOK_MAX_VOCAB, 1);
+    int rc = buf && used ? 0 : 1;
+    int64_t tokens = 0, bytes = 0, vocab = 0, distinct = 0;
+    int unknown_bytes = 0, max_id = -1;
+    printf("%-40s %10s %6s %10s %7s %-18s %s\n", "shard", "tokens", "vocab", "bytes", "chunk", "filters",
+           "converter; sources");
+    for (int i = 0; rc == 0 && i < list->count; i++) {
+        erase_tok_shard_t *sh;
+        if (erase_tok_shard_open(list->paths[i], &sh) != ERASE_OK) {
+            rc = failed("data");
+            break;
+        }
+        int64_t n = erase_tok_shard_count(sh), b = erase_tok_shard_bytes(sh);
+        if (i == 0)
+            vocab = erase_tok_shard_vocab(sh);
+        if (erase_tok_shard_vocab(sh) != vocab) {
+            fprintf(stderr, "erase-inspect data: error: %s has vocab %" PRId64 ", %s has %" PRId64 "\n",
+                    list->paths[i], erase_tok_shard_vocab(sh), list->paths[0], vocab);
+            rc = 1;
+        }
+        if (rc == 0 && list->rows[i] >= 0 && list->rows[i] != n) {
+            fprintf(stderr, "erase-inspect data: error: %s has %" PRId64 " tokens, its index says %" PRId64 "\n",
+                    list->paths[i], n, list->rows[i]);
+            rc = 1;
+        }
+        for (int64_t at = 0; rc == 0 && at < n; at += READ_ROWS) {
+            int64_t k = n - at < READ_ROWS ? n - at : READ_ROWS;
+            if (erase_tok_shard_read(sh, at, k, buf) != ERASE_OK)
+                rc = failed("data");
+            for (int64_t j = 0; rc == 0 && j < k; j++) {
+                distinct += !used[buf[j]];
+                used[buf[j]] = 1;
+                max_id = buf[j] > max_id ? buf[j] : max_id;
+            }
+        }
+        if (rc == 0) {
+            char converter[128], sources[512], prov[700], btext[24] = "-";
+            erase_tok_shard_attr_text(sh, "converter", converter, sizeof converter);
+            erase_tok_shard_attr_text(sh, "source", sources, sizeof sources);
+            provenance(prov, sizeof prov, converter, sources);
+            if (b >= 0)
+                snprintf(btext, sizeof btext, "%" PRId64, b);
+            printf("%-40s %10" PRId64 " %6" PRId64 " %10s %7" PRId64 " %-18s %s\n", list->paths[i], n, vocab, btext,
+                   erase_tok_shard_chunk_tokens(sh),
+                   filters_text(erase_tok_shard_compressed(sh), erase_tok_shard_checksummed(sh)), prov);
+            tokens += n;
+            bytes += b >= 0 ? b : 0;
+            unknown_bytes |= b < 0;
+        }
+        erase_tok_shard_close(sh);
+    }
+    if (rc == 0) {
+        printf("\n%d shard%s, format %s\n", list->count, list->count == 1 ? "" : "s", ERASE_TOK_FORMAT);
+        printf("  tokens %" PRId64 ", vocab %" PRId64 ", ids used %" PRId64 " (largest %d)\n", tokens, vocab, distinct,
+               max_id);
+        if (unknown_bytes)
+            printf("  bytes: unknown (imported tokens): no bits per byte\n");
+        else
+            printf("  bytes %" PRId64 " (%.4f per token)\n", bytes, tokens ? (double)bytes / (double)tokens : 0.0);
+    }
+    free(buf);
+    free(used);
+    return rc;
+}
+
 static int cmd_data(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -185,8 +262,8 @@ static int cmd_data(int argc, char **argv)
     erase_ctr_list_t list;
     if (erase_ctr_list_resolve((const char *const *)argv + 1, argc - 1, &list) != ERASE_OK)
         return failed("data");
-    if (erase_cls_shard_probe(list.paths[0])) {
-        int rc = data_cls(&list);
+    if (erase_cls_shard_probe(list.paths[0]) || erase_tok_shard_probe(list.paths[0])) {
+        int rc = erase_cls_shard_probe(list.paths[0]) ? data_cls(&list) : data_tok(&list);
         erase_ctr_list_free(&list);
         return rc;
     }

@@ -30,19 +30,10 @@ static void make_specs(erase_h5_rows_spec_t specs[2], int64_t features)
 }
 
 /* The checks of erase_cls_shard_open after the file is open; the lock is held. */
-static erase_status_t validate(erase_cls_shard_t *s)
+static erase_status_t validate(void *shard)
 {
-    char format[256];
-    int rc = erase_h5_attr_read_string(s->file, "format", format, sizeof format);
-    if (rc == 1)
-        return ERASE_ERROR(ERASE_ERR_FORMAT,
-                           "%s: not an erase classification shard: no attribute 'format' on the root group", s->path);
-    if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got a value that is not a string",
-                           s->path, ERASE_CLS_FORMAT);
-    if (strcmp(format, ERASE_CLS_FORMAT) != 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got \"%s\"", s->path,
-                           ERASE_CLS_FORMAT, format);
+    erase_cls_shard_t *s = shard;
+    ERASE_CHECK(erase_h5_rows_check_format(s->file, s->path, ERASE_CLS_FORMAT, "classification"));
     int64_t classes;
     if (erase_h5_attr_read_int64(s->file, "rows", &s->rows) != 0 || s->rows < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute rows: expected an integer >= 0", s->path);
@@ -63,22 +54,13 @@ static erase_status_t validate(erase_cls_shard_t *s)
 erase_status_t erase_cls_shard_open(const char *path, erase_cls_shard_t **out)
 {
     *out = NULL;
-    if (access(path, R_OK) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     erase_cls_shard_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
     s->d[0] = s->d[1] = -1;
-    erase_h5_enter();
-    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
-    if (st == ERASE_OK) {
-        st = validate(s);
-        if (st != ERASE_OK)
-            erase_error_trail(__FILE__, __LINE__);
-    }
-    erase_h5_leave();
+    erase_status_t st = erase_h5_rows_open_shard(path, &s->file, validate, s);
     if (st != ERASE_OK) {
         erase_cls_shard_close(s);
         return st;
@@ -89,33 +71,14 @@ erase_status_t erase_cls_shard_open(const char *path, erase_cls_shard_t **out)
 
 int erase_cls_shard_probe(const char *path)
 {
-    if (access(path, R_OK) != 0)
-        return 0;
-    char format[64] = "";
-    erase_h5_enter();
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f >= 0) {
-        if (erase_h5_attr_read_string(f, "format", format, sizeof format) != 0)
-            format[0] = '\0';
-        H5Fclose(f);
-    }
-    char detail[16];
-    erase_h5_detail(detail, sizeof detail); /* nothing kept for a later message */
-    erase_h5_leave();
-    return strcmp(format, ERASE_CLS_FORMAT) == 0;
+    return erase_h5_rows_probe(path, ERASE_CLS_FORMAT);
 }
 
 void erase_cls_shard_close(erase_cls_shard_t *s)
 {
     if (!s)
         return;
-    erase_h5_enter();
-    for (int i = 0; i < 2; i++)
-        if (s->d[i] >= 0)
-            H5Dclose(s->d[i]);
-    if (s->file >= 0)
-        H5Fclose(s->file);
-    erase_h5_leave();
+    erase_h5_rows_close_shard(&s->file, s->d, 2);
     free(s->path);
     free(s);
 }
@@ -130,9 +93,7 @@ int erase_cls_shard_checksummed(const erase_cls_shard_t *s) { return s->checksum
 
 void erase_cls_shard_attr_text(erase_cls_shard_t *s, const char *name, char *text, int size)
 {
-    erase_h5_enter();
-    erase_h5_attr_text(s->file, name, text, size);
-    erase_h5_leave();
+    erase_h5_rows_attr_text(s->file, name, text, size);
 }
 
 /* Labels below C and finite features: a pass OR-ing over what was read,

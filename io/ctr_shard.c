@@ -13,11 +13,13 @@
 struct erase_ctr_shard {
     char *path;
     hid_t file;
-    hid_t label, dense, sparse; /* datasets */
+    hid_t d[3]; /* datasets /label, /dense, /sparse */
     int64_t rows, chunk_rows;
     int compressed;   /* /dense has the deflate filter */
     int checksummed;  /* /dense has the Fletcher32 filter */
 };
+
+enum { LABEL = 0, DENSE, SPARSE }; /* the datasets, in the order of specs */
 
 static const erase_h5_rows_spec_t specs[3] = {
     { "/label", 1, 1, H5T_INTEGER, H5T_SGN_NONE, 1, "uint8" },
@@ -26,56 +28,38 @@ static const erase_h5_rows_spec_t specs[3] = {
 };
 
 /* The checks of erase_ctr_shard_open after the file is open; the lock is held. */
-static erase_status_t validate(erase_ctr_shard_t *s)
+static erase_status_t validate(void *shard)
 {
-    char format[256];
-    int rc = erase_h5_attr_read_string(s->file, "format", format, sizeof format);
-    if (rc == 1)
-        return ERASE_ERROR(ERASE_ERR_FORMAT,
-                           "%s: not an erase CTR shard: no attribute 'format' on the root group", s->path);
-    if (rc < 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got a value that is not a string",
-                           s->path, ERASE_CTR_FORMAT);
-    if (strcmp(format, ERASE_CTR_FORMAT) != 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got \"%s\"", s->path,
-                           ERASE_CTR_FORMAT, format);
+    erase_ctr_shard_t *s = shard;
+    ERASE_CHECK(erase_h5_rows_check_format(s->file, s->path, ERASE_CTR_FORMAT, "CTR"));
     if (erase_h5_attr_read_int64(s->file, "rows", &s->rows) != 0 || s->rows < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute rows: expected an integer >= 0", s->path);
     int64_t missing;
-    rc = erase_h5_attr_read_int64(s->file, "sparse_missing", &missing); /* optional; if there, the reserved id */
+    int rc = erase_h5_attr_read_int64(s->file, "sparse_missing", &missing); /* optional; if there, the reserved id */
     if (rc < 0 || (rc == 0 && missing != (int64_t)ERASE_CTR_SPARSE_MISSING))
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute sparse_missing: expected %" PRIu32 " (0xFFFFFFFF)%s",
                            s->path, ERASE_CTR_SPARSE_MISSING, rc < 0 ? ", got a value that is not an integer" : "");
-    hid_t *ids[3] = { &s->label, &s->dense, &s->sparse };
+    hid_t *ids[3] = { &s->d[LABEL], &s->d[DENSE], &s->d[SPARSE] };
     for (int i = 0; i < 3; i++)
         ERASE_CHECK(erase_h5_rows_open(s->file, s->path, &specs[i], s->rows, ids[i]));
     /* layout facts for erase-inspect and the reader's defaults */
     int64_t chunk;
     int deflated, checksummed;
-    erase_h5_rows_layout(s->label, &s->chunk_rows, &deflated, &checksummed);
-    erase_h5_rows_layout(s->dense, &chunk, &s->compressed, &s->checksummed);
+    erase_h5_rows_layout(s->d[LABEL], &s->chunk_rows, &deflated, &checksummed);
+    erase_h5_rows_layout(s->d[DENSE], &chunk, &s->compressed, &s->checksummed);
     return ERASE_OK;
 }
 
 erase_status_t erase_ctr_shard_open(const char *path, erase_ctr_shard_t **out)
 {
     *out = NULL;
-    if (access(path, R_OK) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     erase_ctr_shard_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
-    s->label = s->dense = s->sparse = -1;
-    erase_h5_enter();
-    erase_status_t st = erase_h5_rows_open_file(path, &s->file);
-    if (st == ERASE_OK) {
-        st = validate(s);
-        if (st != ERASE_OK)
-            erase_error_trail(__FILE__, __LINE__);
-    }
-    erase_h5_leave();
+    s->d[LABEL] = s->d[DENSE] = s->d[SPARSE] = -1;
+    erase_status_t st = erase_h5_rows_open_shard(path, &s->file, validate, s);
     if (st != ERASE_OK) {
         erase_ctr_shard_close(s);
         return st;
@@ -88,16 +72,7 @@ void erase_ctr_shard_close(erase_ctr_shard_t *s)
 {
     if (!s)
         return;
-    erase_h5_enter();
-    if (s->label >= 0)
-        H5Dclose(s->label);
-    if (s->dense >= 0)
-        H5Dclose(s->dense);
-    if (s->sparse >= 0)
-        H5Dclose(s->sparse);
-    if (s->file >= 0)
-        H5Fclose(s->file);
-    erase_h5_leave();
+    erase_h5_rows_close_shard(&s->file, s->d, 3);
     free(s->path);
     free(s);
 }
@@ -110,9 +85,7 @@ int erase_ctr_shard_checksummed(const erase_ctr_shard_t *s) { return s->checksum
 
 void erase_ctr_shard_attr_text(erase_ctr_shard_t *s, const char *name, char *text, int size)
 {
-    erase_h5_enter();
-    erase_h5_attr_text(s->file, name, text, size);
-    erase_h5_leave();
+    erase_h5_rows_attr_text(s->file, name, text, size);
 }
 
 /* 1 if x is +inf or -inf (NaN, the missing value, is not): on the bits, so
@@ -176,11 +149,11 @@ erase_status_t erase_ctr_shard_read(erase_ctr_shard_t *s, int64_t begin, int64_t
     erase_status_t st = ERASE_OK;
     erase_h5_enter();
     if (label)
-        st = erase_h5_rows_read(s->label, s->path, &specs[0], H5T_NATIVE_UINT8, begin, count, label);
+        st = erase_h5_rows_read(s->d[LABEL], s->path, &specs[0], H5T_NATIVE_UINT8, begin, count, label);
     if (st == ERASE_OK && dense)
-        st = erase_h5_rows_read(s->dense, s->path, &specs[1], H5T_NATIVE_FLOAT, begin, count, dense);
+        st = erase_h5_rows_read(s->d[DENSE], s->path, &specs[1], H5T_NATIVE_FLOAT, begin, count, dense);
     if (st == ERASE_OK && sparse)
-        st = erase_h5_rows_read(s->sparse, s->path, &specs[2], H5T_NATIVE_UINT32, begin, count, sparse);
+        st = erase_h5_rows_read(s->d[SPARSE], s->path, &specs[2], H5T_NATIVE_UINT32, begin, count, sparse);
     erase_h5_leave();
     ERASE_CHECK(st);
     ERASE_CHECK(check_values(s, begin, count, label, dense));

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 erase_status_t erase_h5_rows_open(hid_t file, const char *path, const erase_h5_rows_spec_t *spec, int64_t rows,
                                   hid_t *out)
@@ -225,4 +226,75 @@ void erase_h5_attr_text(hid_t loc, const char *name, char *text, int size)
     int64_t v;
     if (erase_h5_attr_read_string(loc, name, text, (size_t)size) != 0 && erase_h5_attr_read_int64(loc, name, &v) == 0)
         snprintf(text, (size_t)size, "%" PRId64, v);
+}
+
+erase_status_t erase_h5_rows_check_format(hid_t file, const char *path, const char *format, const char *kind)
+{
+    char got[256];
+    int rc = erase_h5_attr_read_string(file, "format", got, sizeof got);
+    if (rc == 1)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: not an erase %s shard: no attribute 'format' on the root group",
+                           path, kind);
+    if (rc < 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got a value that is not a string",
+                           path, format);
+    if (strcmp(got, format) != 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute format: expected \"%s\", got \"%s\"", path, format, got);
+    return ERASE_OK;
+}
+
+int erase_h5_rows_probe(const char *path, const char *format)
+{
+    if (access(path, R_OK) != 0)
+        return 0;
+    char got[64] = "";
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f >= 0) {
+        if (erase_h5_attr_read_string(f, "format", got, sizeof got) != 0)
+            got[0] = '\0';
+        H5Fclose(f);
+    }
+    char detail[16];
+    erase_h5_detail(detail, sizeof detail); /* nothing kept for a later message */
+    erase_h5_leave();
+    return strcmp(got, format) == 0;
+}
+
+erase_status_t erase_h5_rows_open_shard(const char *path, hid_t *file, erase_status_t (*validate)(void *shard),
+                                        void *shard)
+{
+    *file = -1;
+    if (access(path, R_OK) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    erase_h5_enter();
+    erase_status_t st = erase_h5_rows_open_file(path, file);
+    if (st == ERASE_OK) {
+        st = validate(shard);
+        if (st != ERASE_OK)
+            erase_error_trail(__FILE__, __LINE__);
+    }
+    erase_h5_leave();
+    return st;
+}
+
+void erase_h5_rows_close_shard(hid_t *file, hid_t *d, int n)
+{
+    erase_h5_enter();
+    for (int i = 0; i < n; i++) {
+        if (d[i] >= 0)
+            H5Dclose(d[i]);
+        d[i] = -1;
+    }
+    if (*file >= 0)
+        H5Fclose(*file);
+    *file = -1;
+    erase_h5_leave();
+}
+
+void erase_h5_rows_attr_text(hid_t file, const char *name, char *text, int size)
+{
+    erase_h5_enter();
+    erase_h5_attr_text(file, name, text, size);
+    erase_h5_leave();
 }

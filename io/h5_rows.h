@@ -90,6 +90,41 @@ erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file);
 erase_status_t erase_h5_rows_finish(hid_t *file, hid_t *d, const erase_h5_rows_spec_t *specs, int n,
                                     const char *temp, const char *bad_attribute);
 
+/*
+ * Check the root attribute `format` of an open shard file against `format`
+ * (e.g. "erase-cls-1"); `kind` names the kind in the message ("CTR",
+ * "classification", "token"). Errors (ERASE_ERR_FORMAT):
+ *   "F: not an erase token shard: no attribute 'format' on the root group"
+ *   "F: attribute format: expected \"erase-tok-1\", got a value that is not a string"
+ *   "F: attribute format: expected \"erase-tok-1\", got \"erase-ctr-1\""
+ */
+erase_status_t erase_h5_rows_check_format(hid_t file, const char *path, const char *format, const char *kind);
+
+/*
+ * Open the shard file `path` read-only into *file and validate it:
+ * readable (access(2)), then erase_h5_rows_open_file, then
+ * validate(shard) (the kind's checks of attributes and datasets; on its
+ * failure a breadcrumb is added), all with the HDF5 lock taken here.
+ * Errors: ERASE_ERR_IO "F: cannot open: No such file or directory", those
+ * of erase_h5_rows_open_file and of validate. The caller closes what was
+ * opened (erase_h5_rows_close_shard) also on an error.
+ */
+erase_status_t erase_h5_rows_open_shard(const char *path, hid_t *file, erase_status_t (*validate)(void *shard),
+                                        void *shard);
+
+/* Close the datasets d[0..n) that are open (>= 0) and *file (if >= 0),
+ * each set to -1, taking the HDF5 lock. */
+void erase_h5_rows_close_shard(hid_t *file, hid_t *d, int n);
+
+/* A root attribute of `file` as text (erase_h5_attr_text), taking the HDF5
+ * lock. */
+void erase_h5_rows_attr_text(hid_t file, const char *name, char *text, int size);
+
+/* 1 if `path` is a readable HDF5 file whose root attribute `format` is
+ * `format`, else 0 (no error recorded): for tools that take any kind of
+ * shard (erase-inspect data). Takes the HDF5 lock itself. */
+int erase_h5_rows_probe(const char *path, const char *format);
+
 /* Rename a finished temporary file to `path` (then *renamed = 1) and fsync
  * its directory (no HDF5 call; no lock needed). Errors: ERASE_ERR_IO
  * "cannot rename T to P: <reason>", "P: fsync of the directory failed: <reason>". */

@@ -6,11 +6,16 @@ io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZL
 io_liberase_io_a_SOURCES = \
 	io/h5_util.c io/h5_util.h \
 	io/h5_rows.c io/h5_rows.h \
+	io/h5_shards.c io/h5_shards.h \
 	io/idx.c io/idx.h \
 	io/cls_shard.c io/cls_shard.h \
 	io/cls_shard_write.c io/cls_shard_write.h \
 	io/cls_stats.c io/cls_stats.h \
 	io/cls_reader.c io/cls_reader.h \
+	io/tok_shard.c io/tok_shard.h \
+	io/tok_shard_write.c io/tok_shard_write.h \
+	io/tok_reader.c io/tok_reader.h \
+	io/tok_convert.c io/tok_convert.h \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
@@ -34,3 +39,5 @@ EXTRA_DIST += data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/criteo/paddlerec-part0.tsv data/criteo/deepctr-sample.csv
 # The MNIST test split (data/mnist/SOURCES.md): erase-convert mnist, its tests.
 EXTRA_DIST += data/mnist/SOURCES.md data/mnist/t10k-images-idx3-ubyte.gz data/mnist/t10k-labels-idx1-ubyte.gz
+# The tinyshakespeare corpus (data/text/SOURCES.md): erase-convert text, the lm task's tests.
+EXTRA_DIST += data/text/SOURCES.md data/text/tinyshakespeare.txt

@@ -175,6 +175,7 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
             break;
         }
         int64_t rows = fmt->rows(h);
+        int64_t indexed = fmt->index_rows ? fmt->index_rows(h) : rows;
         erase_row_layout_t layout = { 0 };
         fmt->layout(h, &layout);
         if (i == 0) {
@@ -197,14 +198,14 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
             break;
         }
         r->nshards = i + 1;
-        if (list.rows[i] >= 0 && list.rows[i] != rows) {
+        if (list.rows[i] >= 0 && list.rows[i] != indexed) {
             char dir[4096];
             snprintf(dir, sizeof dir, "%s", list.paths[i]);
             char *slash = strrchr(dir, '/');
             if (slash)
                 *slash = '\0';
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s/%s: %s has %" PRId64 " rows, the index says %" PRId64, dir,
-                             ERASE_CTR_INDEX_NAME, list.paths[i], rows, list.rows[i]);
+                             ERASE_CTR_INDEX_NAME, list.paths[i], indexed, list.rows[i]);
             break;
         }
         r->rows[i] = rows;

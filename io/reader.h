@@ -8,7 +8,7 @@
  * open and validate a shard, its rows, and how to read and decode rows
  * [a, b) into the arrays a batch delivers. Formats: io/ctr_reader.h (CTR:
  * dense, sparse, label), io/cls_reader.h (classification: features,
- * classes). Typed views of a batch live beside each format.
+ * classes), io/tok_reader.h (token windows: tokens). Typed views of a batch live beside each format.
  *
  * Sample order. The rows selected (all, or the train or eval part, see
  * below) are cut into blocks: each shard is cut at multiples of
@@ -80,19 +80,19 @@
  * A row format reads rows as stored (a block read whole for shuffling is
  * held as stored) and decodes only the rows a batch delivers.
  *
- * Windows (the lm task, not implemented yet). A token shard (erase-tok-1:
+ * Windows (the lm task: io/tok_reader.h). A token shard (erase-tok-1:
  * /tokens uint16 [N]) plugs in as a row format whose "row" is a window
  * start: rows() returns the number of windows, floor((N - 1) / T) for
- * windows of T+1 tokens starting every T tokens (or N - T for every start),
- * the layout has one raw array (uint16, width T + 1) and one field
- * "tokens" (int32, width T + 1), read(begin, count) copies, for each
- * window w in [begin, begin + count), tokens [w*T, w*T + T + 1) into raw
- * row w - begin (the windows overlap by one token; rows need not be
- * disjoint in the file), and decode widens the chosen rows to int32. T comes
- * from the format's context: the task fills its own copy of the format
- * table with ctx pointing at T and passes it to erase_reader_open (open
- * gets ctx). Blocks of block_rows windows, the shuffle, the rank split,
- * the splits and the cursor then apply to windows unchanged.
+ * windows of T+1 tokens starting every T tokens, the layout has one raw
+ * array (uint16, width T + 1) and one field "tokens" (int32, width T + 1),
+ * read(begin, count) copies, for each window w in [begin, begin + count),
+ * tokens [w*T, w*T + T + 1) into raw row w - begin (the windows overlap by
+ * one token), and decode widens the chosen rows to int32; index_rows()
+ * says that index.txt counts tokens. T comes from the format's context:
+ * erase_tok_rows_init fills a format table with ctx pointing at T (the
+ * lm task's rows_for, apps/train/task.h). Blocks of block_rows windows,
+ * the shuffle, the rank split, the splits and the cursor then apply to
+ * windows unchanged.
  */
 #ifndef ERASE_IO_READER_H
 #define ERASE_IO_READER_H
@@ -150,6 +150,9 @@ typedef struct {
     void (*close)(void *shard); /* NULL is allowed */
     int64_t (*rows)(const void *shard);       /* rows (samples) of the shard */
     int64_t (*chunk_rows)(const void *shard); /* chunk length along the rows (0: not chunked) */
+    /* What a directory's index.txt records for the shard, checked at open
+     * (NULL: its rows; token windows: its tokens). */
+    int64_t (*index_rows)(const void *shard);
     /* The fields, raw arrays and parameters of the shard (the same fields
      * and raw arrays for every shard of a dataset; the parameters are
      * compared across shards). */

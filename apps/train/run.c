@@ -37,6 +37,7 @@ typedef struct {
     erase_stream_t *host;            /* host-side collectives (metrics, checkpoints): a CPU stream */
     erase_model_config_t cfg;
     const train_task_t *task;        /* the model's (apps/train/task.h) */
+    erase_row_format_t rows;         /* the readers' row format when the task makes one (rows_for) */
     void *ts;                        /* the task's state */
     erase_network_t *net;
     erase_optimizer_t *opt;
@@ -295,8 +296,13 @@ static erase_status_t open_readers(run_t *r)
         ro.part = ERASE_READER_PART_TRAIN;
         ro.eval_fraction = r->eval_fraction;
     }
+    const erase_row_format_t *rows = r->task->rows;
+    if (r->task->rows_for) {
+        r->task->rows_for(&r->cfg, &r->rows);
+        rows = &r->rows;
+    }
     char why[2048];
-    if (erase_reader_open(r->task->rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
+    if (erase_reader_open(rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->train[0] ? "train" : "eval", train_list, why);
     }
@@ -304,7 +310,7 @@ static erase_status_t open_readers(run_t *r)
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
-    if (erase_reader_open(r->task->rows, eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
+    if (erase_reader_open(rows, eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
                            o->eval[0] ? o->eval : o->train, why);
@@ -383,6 +389,8 @@ static erase_status_t setup_training(run_t *r)
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
 
     TRY(r->task->create(r->dev, &r->cfg, r->rank_batch, &r->ts));
+    if (r->task->data)
+        r->task->data(r->ts, r->train, r->eval);
     erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &r->width);
     size_t bytes;
     if (!erase_bytes(sizeof(float), (size_t)r->rank_batch, (size_t)r->width, &bytes) ||

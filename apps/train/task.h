@@ -24,16 +24,10 @@
  *   ctr       task_ctr.c: CTR shards (io/ctr_reader.h), NE, AUC, log loss
  *   classify  task_classify.c: classification shards (io/cls_reader.h),
  *             loss, accuracy, top-5
+ *   lm        task_lm.c: token shards read as windows of T+1 tokens
+ *             (io/tok_reader.h), loss, perplexity, bits per byte
  * The model picks the task: erase_model_config_task (lib/nn/model_config.h)
- * names the task of each model kind (ctr -> ctr, mlp -> classify).
- *
- * Adding the lm task (the gpt model) is adding files: a token-window row
- * format in io/ (io/reader.h, "Windows": erase-tok-1 shards, rows are
- * windows of T+1 tokens, field "tokens" int32 [n, T+1]); task_lm.c with the
- * device buffers of the windows' tokens, metrics as exact sums (tokens,
- * non-finite, cross-entropy in fixed point; loss, perplexity = exp(loss),
- * bits per byte = loss / ln 2 x tokens / bytes) and its lines; one line in
- * tasks.c; the gpt kind's entry "lm" in lib/nn/model_config.c.
+ * names the task of each model kind (ctr -> ctr, mlp -> classify, gpt -> lm).
  */
 #ifndef ERASE_APPS_TRAIN_TASK_H
 #define ERASE_APPS_TRAIN_TASK_H
@@ -60,8 +54,13 @@ typedef struct {
 
 typedef struct train_task {
     const char *name; /* "ctr", "classify": what erase_model_config_task says */
-    /* The shards' row format (the reader opens every input with it). */
+    /* The shards' row format (the reader opens every input with it), or
+     * NULL when it depends on the model: then rows_for fills a copy the
+     * caller keeps while its readers are open (lm: windows of the model's
+     * context + 1 tokens; the format points at cfg->gpt.context, so cfg
+     * must outlive it too). */
     const erase_row_format_t *rows;
+    void (*rows_for)(const erase_model_config_t *cfg, erase_row_format_t *out);
     /* Check the training data against the model; ERASE_ERR_INVALID
      * naming both sizes (e.g. "the data has 784 features, the model 100
      * inputs"). */
@@ -72,6 +71,10 @@ typedef struct train_task {
     erase_status_t (*create)(erase_device_t *dev, const erase_model_config_t *cfg, int64_t rank_batch,
                              void **state);
     void (*destroy)(void *state); /* NULL allowed */
+    /* After create: facts of the training and evaluation data the metrics
+     * need (lm: the bytes per token of each, for bits per byte); either
+     * reader may be NULL. NULL allowed. */
+    void (*data)(void *state, const erase_reader_t *train, const erase_reader_t *eval);
     /* Enqueue on `s` the copy of reader batch b (its size <= rank_batch)
      * into the fixed device buffers, and set *out to them. The reader
      * reuses b's memory at its next call: callers synchronize s first. */
@@ -99,7 +102,8 @@ typedef struct train_task {
      * lines; "undefined" gives the reason for nulls). */
     void (*eval_print)(const void *state, FILE *f);
     void (*eval_json)(const void *state, FILE *f);
-    /* Scores (erase-score): the per-sample prediction of head outputs z
+    /* Scores (erase-score; NULL: the task has none, erase-score refuses
+     * it): the per-sample prediction of head outputs z
      * [n, width] in out [n, score_width] (ctr: 1 column, the click
      * probability sigmoid(z); classify: width columns, the softmax's class
      * probabilities, computed in double), and each sample's label as a
@@ -115,5 +119,6 @@ const train_task_t *train_task_find(const char *name);
 /* Every task's table, in apps/train/task_*.c. */
 extern const train_task_t train_task_ctr;
 extern const train_task_t train_task_classify;
+extern const train_task_t train_task_lm;
 
 #endif

@@ -6,6 +6,7 @@
 static const train_task_t *const tasks[] = {
     &train_task_ctr,
     &train_task_classify,
+    &train_task_lm,
 };
 
 const train_task_t *train_task_find(const char *name)

@@ -97,7 +97,7 @@ const char *erase_model_config_name(const erase_model_config_t *cfg);
 int erase_model_config_kind(const char *name, erase_model_kind_t *kind);
 
 /* The erase-train task the model kind serves (apps/train/task.h): "ctr"
- * for ctr, "classify" for mlp (later "lm" for gpt). */
+ * for ctr, "classify" for mlp, "lm" for gpt. */
 const char *erase_model_config_task(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */

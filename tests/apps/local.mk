@@ -7,6 +7,8 @@ APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh te
 APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 # erase-bench schedules --feasibility --data: the ERASE MLP table on MNIST shards (issue 14)
 APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
+# erase-convert text / tokens and erase-inspect data of token shards (issue 15)
+APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 
@@ -17,4 +19,15 @@ TESTS += tests/apps/test-bench-spread
 tests_apps_test_bench_spread_SOURCES = tests/apps/test-bench-spread.c apps/bench/bench_common.c
 tests_apps_test_bench_spread_CFLAGS = $(TEST_CFLAGS)
 tests_apps_test_bench_spread_LDADD = $(TEST_LIBS)
+endif
+
+# The lm task's batches and metrics through the task table (issue 15)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/apps/test-task-lm
+TESTS += tests/apps/test-task-lm
+tests_apps_test_task_lm_SOURCES = tests/apps/test-task-lm.c apps/train/tasks.c apps/train/task_ctr.c \
+	apps/train/task_classify.c apps/train/task_lm.c
+tests_apps_test_task_lm_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_apps_test_task_lm_CFLAGS = $(TEST_CFLAGS)
+tests_apps_test_task_lm_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS) $(TEST_LIBS)
 endif

@@ -1,6 +1,6 @@
-# tests/io: Criteo conversion, CTR shards and the reader (CTR and classification rows), synthetic data, MNIST (make check).
+# tests/io: Criteo conversion, CTR shards and the reader (CTR, classification and token-window rows), synthetic data, MNIST (make check).
 if HAVE_CMOCKA
-IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct
+IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct tests/io/test-tok
 check_PROGRAMS += $(IO_TESTS)
 TESTS += $(IO_TESTS)
 IO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) -DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
@@ -30,13 +30,17 @@ tests_io_test_distinct_SOURCES = tests/io/test-distinct.c
 tests_io_test_distinct_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_io_test_distinct_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_distinct_LDADD = $(IO_TEST_LIBS)
+tests_io_test_tok_SOURCES = tests/io/test-tok.c tests/io/io_util.c tests/io/io_util.h
+tests_io_test_tok_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_tok_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_tok_LDADD = $(IO_TEST_LIBS)
 endif
 
 # The reader in a real MPI job (CTR rows on 3 ranks, classification rows
-# on 2, under mpirun; the drivers judge).
+# on 2, token windows on 2, under mpirun; the drivers judge).
 check_PROGRAMS += tests/io/test-reader-mpi
 tests_io_test_reader_mpi_SOURCES = tests/io/test-reader-mpi.c
 tests_io_test_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_io_test_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
-TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh
-EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/reader-mpi.sh
+TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh
+EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh tests/io/reader-mpi.sh

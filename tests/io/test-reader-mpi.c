@@ -8,6 +8,8 @@
  * ..." (the driver prints the plan).
  *
  *   test-reader-mpi ctr|classify DATA_DIR ROWS GLOBAL_BATCH BLOCK_ROWS
+ *   test-reader-mpi lm DATA_DIR WINDOWS GLOBAL_BATCH BLOCK_ROWS CONTEXT
+ * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h)
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -17,6 +19,7 @@
 
 #include "io/cls_reader.h"
 #include "io/ctr_reader.h"
+#include "io/tok_reader.h"
 
 static erase_reader_t *open_reader(const erase_row_format_t *fmt, const char *dir, int64_t G, int64_t block,
                                    int rank, int size)
@@ -40,14 +43,20 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    static erase_row_format_t lm;
+    static int context;
+    context = argc == 7 ? atoi(argv[6]) : 0;
+    erase_tok_rows_init(&lm, &context);
+    const int lm_args = argc >= 2 && !strcmp(argv[1], "lm");
     const erase_row_format_t *fmt = argc < 2                       ? NULL
                                     : !strcmp(argv[1], "ctr")      ? &erase_ctr_rows
                                     : !strcmp(argv[1], "classify") ? &erase_cls_rows
+                                    : lm_args                      ? &lm
                                                                    : NULL;
-    if (argc != 6 || !fmt || size > 64) {
+    if (argc != 6 + lm_args || !fmt || size > 64) {
         if (rank == 0)
             printf("not ok 1 - usage: test-reader-mpi ctr|classify DATA_DIR ROWS GLOBAL_BATCH BLOCK_ROWS "
-                   "(at most 64 ranks)\n");
+                   "| lm DATA_DIR WINDOWS GLOBAL_BATCH BLOCK_ROWS CONTEXT (at most 64 ranks)\n");
         MPI_Finalize();
         return 1;
     }

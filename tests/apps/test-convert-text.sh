@@ -1,0 +1,69 @@
+#!/bin/sh
+# erase-convert text and tokens, and erase-inspect data of token shards
+# (issue 15): tinyshakespeare into DIR/train (the first 90% of the bytes)
+# and DIR/eval (the last 10%: 111,539 of 1,115,394), as erase-inspect
+# reads them back (65 distinct bytes, the largest 'z' = 122, one byte per
+# token); tokens imported from a raw uint16 file; broken token files and
+# usage errors refused with their exact message (status 1 / 2) and no
+# directory left.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-convert
+need apps/erase-inspect
+workdir
+echo "1..6"
+text=${srcdir:-.}/data/text/tinyshakespeare.txt
+
+# expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
+# exactly the given lines
+expect() {
+    want=$1 file=$2; shift 2
+    [ "$rc" = "$want" ] && printf '%s\n' "$@" | cmp -s - "$file"
+}
+
+apps/erase-convert text "$text" -o "$dir/shake" >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] && grep -qx "  $dir/shake/train  1003855 tokens, 1 shard" "$dir/out" &&
+    grep -qx "  $dir/shake/eval   111539 tokens, 1 shard" "$dir/out"
+tap $? "erase-convert text tinyshakespeare: 1,003,855 tokens in train, the last 111,539 in eval"
+cat "$dir/out" "$dir/err" | sed 's/^/# /'
+
+apps/erase-inspect data "$dir/shake/train" "$dir/shake/eval" >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] && grep -qx "2 shards, format erase-tok-1" "$dir/out" &&
+    grep -qx "  tokens 1115394, vocab 256, ids used 65 (largest 122)" "$dir/out" &&
+    grep -qx "  bytes 1115394 (1.0000 per token)" "$dir/out"
+tap $? "erase-inspect data: 1,115,394 tokens of 65 distinct bytes, one byte per token"
+cat "$dir/out" "$dir/err" | sed 's/^/# /'
+
+# 4 raw uint16 tokens (little-endian 1, 2, 3, 50256; no llm.c header)
+printf '\001\000\002\000\003\000\120\304' >"$dir/raw.bin"
+apps/erase-convert tokens "$dir/raw.bin" -o "$dir/tok" >"$dir/out" 2>"$dir/err" &&
+    apps/erase-inspect data "$dir/tok" >"$dir/out" 2>>"$dir/err"
+rc=$?
+[ $rc = 0 ] && grep -qx "  tokens 4, vocab 50257, ids used 4 (largest 50256)" "$dir/out" &&
+    grep -qx "  bytes: unknown (imported tokens): no bits per byte" "$dir/out"
+tap $? "erase-convert tokens of a raw file: 4 tokens, vocab 50257 (GPT-2's), no byte count"
+cat "$dir/out" "$dir/err" | sed 's/^/# /'
+
+apps/erase-convert tokens "$dir/raw.bin" -o "$dir/tok2" --vocab 50000 >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert tokens: error: $dir/raw.bin: token 3 is 50256, expected < 50000 (the vocab; --vocab V)" \
+    "erase-convert tokens: no dataset written to $dir/tok2" && [ ! -e "$dir/tok2" ]
+tap $? "erase-convert tokens, a token >= --vocab: status $rc, the file and position named, no directory left"
+tap_report "$dir/err"
+
+printf 'abc' >"$dir/odd.bin"
+apps/erase-convert tokens "$dir/odd.bin" -o "$dir/tok3" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert tokens: error: $dir/odd.bin: 3 bytes: a raw token file (no llm.c header) holds uint16 tokens, an even number of bytes" \
+    "erase-convert tokens: no dataset written to $dir/tok3" && [ ! -e "$dir/tok3" ]
+tap $? "erase-convert tokens, an odd raw file: status $rc, the byte count named, no directory left"
+tap_report "$dir/err"
+
+apps/erase-convert text "$text" -o "$dir/shake2" --val-fraction 1 >/dev/null 2>"$dir/err"
+rc=$?
+[ $rc = 2 ] && head -n 1 "$dir/err" | grep -qx "erase-convert text: --val-fraction: bad value '1'" && [ ! -e "$dir/shake2" ]
+tap $? "erase-convert text --val-fraction 1: usage error (status $rc)"
+tap_report "$dir/err"
