@@ -110,6 +110,13 @@ erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t
     return ERASE_OK;
 }
 
+/* Weight decay applies to matrices only (ndim 2: weights, the gpt model's
+ * embedding matrices), never to biases or LayerNorm gains (nanoGPT's rule). */
+static float decay_of(const erase_optim_config_t *c, const erase_param_t *p)
+{
+    return p->ndim == 2 ? c->weight_decay : 0.0f;
+}
+
 erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s)
 {
     const erase_optim_config_t *c = &opt->cfg;
@@ -131,11 +138,11 @@ erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase
         } else if (c->dense == ERASE_OPTIM_ADAMW) {
             ERASE_CHECK(erase_adamw_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
                                            p->state[0], p->state[1], opt->clock, 1.0f, c->beta1,
-                                           c->beta2, c->eps, c->weight_decay));
+                                           c->beta2, c->eps, decay_of(c, p)));
         } else {
             ERASE_CHECK(erase_sgd_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
                                          p->state[0], opt->clock, 1.0f, c->momentum,
-                                         c->weight_decay));
+                                         decay_of(c, p)));
         }
     }
     return ERASE_OK;

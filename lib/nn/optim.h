@@ -30,7 +30,10 @@ typedef struct {
     double embedding_lr;            /* embedding learning rate after warm-up (follows the schedule) */
     float momentum;                 /* SGD */
     float beta1, beta2, eps;        /* AdamW */
-    float weight_decay;             /* SGD and AdamW (decoupled for AdamW) */
+    float weight_decay;             /* SGD (added to the gradient) and AdamW (decoupled), of
+                                     * dense matrices only (ndim 2: weights, embedding matrices
+                                     * of the gpt model), never of biases or LayerNorm gains;
+                                     * embedding tables' sparse updates take none */
     float adagrad_eps;
 } erase_optim_config_t;
 
