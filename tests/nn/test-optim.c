@@ -236,6 +236,70 @@ static void test_rowwise_adagrad(void **state)
     erase_free(dev, clock);
 }
 
+/* Gradient-norm clipping ops: erase_sum_squares over two arrays (1003 and
+ * 5 floats, not multiples of a vector) into one float that held 0.5,
+ * against the double sum in order; the same calls again give the same
+ * bits; erase_clip_by_norm as torch.nn.utils.clip_grad_norm_. */
+static void test_clip_ops(void **state)
+{
+    enum { NA = 1003, NB = 5 };
+    float *a, *b, *acc, *acc2;
+    MUST(erase_malloc(dev, NA * sizeof(float), (void **)&a));
+    MUST(erase_malloc(dev, NB * sizeof(float), (void **)&b));
+    MUST(erase_malloc(dev, sizeof(float), (void **)&acc));
+    MUST(erase_malloc(dev, sizeof(float), (void **)&acc2));
+    uint64_t rng = 7;
+    double ref = 0.5;
+    for (int i = 0; i < NA; i++) {
+        a[i] = erase_rng_uniform(&rng, -3.0f, 3.0f);
+        ref += (double)a[i] * a[i];
+    }
+    for (int i = 0; i < NB; i++) {
+        b[i] = erase_rng_uniform(&rng, -3.0f, 3.0f);
+        ref += (double)b[i] * b[i];
+    }
+    *acc = *acc2 = 0.5f;
+    MUST(erase_sum_squares(stream, NA, a, acc));
+    MUST(erase_sum_squares(stream, NB, b, acc));
+    MUST(erase_sum_squares(stream, 0, NULL, acc));
+    MUST(erase_sum_squares(stream, NA, a, acc2));
+    MUST(erase_sum_squares(stream, NB, b, acc2));
+    MUST(erase_stream_synchronize(stream));
+    print_message("sum of squares of 1008 floats plus 0.5: %.9g, double reference %.9g (relative %.3g)\n",
+                  (double)*acc, ref, rel(*acc, ref));
+    assert_true(rel(*acc, ref) < 1e-6);
+    assert_memory_equal(acc, acc2, sizeof(float));
+
+    /* clip a to max norm 10 by the norm of a and b: scaled by 10 / (norm + 1e-6) */
+    float before[NA];
+    memcpy(before, a, sizeof before);
+    MUST(erase_clip_by_norm(stream, NA, a, acc, 10.0f));
+    MUST(erase_stream_synchronize(stream));
+    double coef = 10.0 / (sqrt((double)*acc) + 1e-6), worst = 0, norm = 0;
+    for (int i = 0; i < NA; i++) {
+        double e = rel(a[i], before[i] * coef);
+        if (e > worst)
+            worst = e;
+        norm += (double)a[i] * a[i];
+    }
+    print_message("clip by norm 10 of a gradient of norm %.6g: scale %.6g, max relative error %.3g\n",
+                  sqrt((double)*acc), coef, worst);
+    assert_true(coef < 0.2);
+    assert_true(worst < 1e-6);
+    /* a norm below max_norm leaves x bitwise as it is */
+    memcpy(before, a, sizeof before);
+    *acc2 = (float)norm;
+    MUST(erase_clip_by_norm(stream, NA, a, acc2, 10.5f));
+    MUST(erase_stream_synchronize(stream));
+    assert_memory_equal(a, before, sizeof before);
+    assert_int_equal(erase_clip_by_norm(stream, NA, a, acc, 0.0f), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "clip by norm: max_norm 0 is not > 0"));
+    erase_free(dev, a);
+    erase_free(dev, b);
+    erase_free(dev, acc);
+    erase_free(dev, acc2);
+}
+
 /* A small mlp (two blocks) whose every dense gradient is set from `seed`
  * before each of `steps` AdamW steps of weight decay `wd`; returns the
  * network (its parameters after the steps). */
@@ -358,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_sgd_momentum),
         cmocka_unit_test(test_rowwise_adagrad),
         cmocka_unit_test(test_decay_matrices_only),
+        cmocka_unit_test(test_clip_ops),
     };
     return cmocka_run_group_tests_name("optimizers", tests, setup, teardown);
 }
