@@ -303,7 +303,7 @@ static void test_clip_ops(void **state)
 /* A small mlp (two blocks) whose every dense gradient is set from `seed`
  * before each of `steps` AdamW steps of weight decay `wd`; returns the
  * network (its parameters after the steps). */
-static erase_network_t *mlp_trained(float wd, int steps, erase_optimizer_t **opt_out)
+static erase_network_t *small_mlp(void)
 {
     erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_MLP);
     cfg.mlp.inputs = 5;
@@ -312,6 +312,12 @@ static erase_network_t *mlp_trained(float wd, int steps, erase_optimizer_t **opt
     cfg.mlp.classes = 3;
     erase_network_t *net;
     MUST(erase_network_create(dev, &cfg, 8, &net));
+    return net;
+}
+
+static erase_network_t *mlp_trained(float wd, int steps, erase_optimizer_t **opt_out)
+{
+    erase_network_t *net = small_mlp();
     erase_optim_config_t oc = erase_optim_config_default();
     oc.weight_decay = wd;
     oc.schedule.base = 0.05;
@@ -399,6 +405,101 @@ static void test_decay_matrices_only(void **state)
     erase_network_destroy(initial);
 }
 
+/* Block b's dense gradients set from rng (host copy in g, the block's
+ * count in *count). */
+static void set_grads(erase_network_t *net, int b, uint64_t *rng, float *g, size_t *count)
+{
+    float *dg = erase_network_block_grads(net, b, count);
+    for (size_t i = 0; i < *count; i++)
+        g[i] = dg[i] = erase_rng_uniform(rng, -1.0f, 1.0f);
+}
+
+/* SGD (lr 0.1, no momentum) with grad_clip 0.5 of a two-block mlp: over
+ * both blocks (one sub-graph), w = w0 - lr * g * 0.5 / (norm + 1e-6) with
+ * the norm of all the dense gradients (double reference); over block 1
+ * alone, block 1 scales by its own norm and block 0 is left as it is. */
+static void test_clip_update(void **state)
+{
+    erase_network_t *net = small_mlp();
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.dense = ERASE_OPTIM_SGD;
+    oc.momentum = 0.0f;
+    oc.schedule.base = 0.1;
+    oc.grad_clip = 0.5f;
+    erase_optimizer_t *opt;
+    MUST(erase_optimizer_create(net, &oc, &opt));
+    assert_true(erase_optimizer_grad_clip(opt) == 0.5f);
+    size_t n0, n1;
+    erase_network_block_grads(net, 0, &n0);
+    erase_network_block_grads(net, 1, &n1);
+    float *g = malloc((n0 + n1) * sizeof(float)), *w0 = malloc((n0 + n1) * sizeof(float));
+    uint64_t rng = 31;
+    set_grads(net, 0, &rng, g, &n0);
+    set_grads(net, 1, &rng, g + n0, &n1);
+    double sq = 0;
+    for (size_t i = 0; i < n0 + n1; i++)
+        sq += (double)g[i] * g[i];
+    double coef = 0.5 / (sqrt(sq) + 1e-6);
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    /* the parameters' values before, in the order of the blocks' gradient buffers */
+    for (int k = 0; k < np; k++) {
+        const float *base = erase_network_block_grads(net, params[k].block, &(size_t){ 0 });
+        size_t off = (size_t)(params[k].grad - base) + (params[k].block ? n0 : 0);
+        memcpy(w0 + off, params[k].value, (size_t)erase_param_numel(&params[k]) * sizeof(float));
+    }
+    MUST(erase_optimizer_begin_step(opt, stream));
+    MUST(erase_optimizer_clip_grads(opt, 0, 1, stream));
+    MUST(erase_optimizer_update_block(opt, 0, stream));
+    MUST(erase_optimizer_update_block(opt, 1, stream));
+    MUST(erase_stream_synchronize(stream));
+    double worst = 0;
+    for (int k = 0; k < np; k++) {
+        const float *base = erase_network_block_grads(net, params[k].block, &(size_t){ 0 });
+        size_t off = (size_t)(params[k].grad - base) + (params[k].block ? n0 : 0);
+        for (int64_t i = 0; i < erase_param_numel(&params[k]); i++) {
+            double ref = w0[off + i] - 0.1 * g[off + i] * coef;
+            double e = rel(params[k].value[i], ref);
+            if (e > worst)
+                worst = e;
+        }
+    }
+    print_message("SGD with grad clip 0.5, one sub-graph of two blocks (%zu gradients, norm %.6g): "
+                  "max relative error vs w - lr g 0.5/(norm + 1e-6) %.3g\n", n0 + n1, sqrt(sq), worst);
+    assert_true(coef < 0.5);
+    assert_true(worst < 1e-6);
+
+    /* block 1 as its own sub-graph: block 0's gradients stay as they are */
+    set_grads(net, 0, &rng, g, &n0);
+    set_grads(net, 1, &rng, g + n0, &n1);
+    sq = 0;
+    for (size_t i = n0; i < n0 + n1; i++)
+        sq += (double)g[i] * g[i];
+    coef = 0.5 / (sqrt(sq) + 1e-6);
+    MUST(erase_optimizer_clip_grads(opt, 1, 1, stream));
+    MUST(erase_stream_synchronize(stream));
+    const float *g0 = erase_network_block_grads(net, 0, &n0), *g1 = erase_network_block_grads(net, 1, &n1);
+    assert_memory_equal(g0, g, n0 * sizeof(float));
+    worst = 0;
+    for (size_t i = 0; i < n1; i++) {
+        double e = rel(g1[i], g[n0 + i] * coef);
+        if (e > worst)
+            worst = e;
+    }
+    print_message("clip of block 1 alone (norm %.6g): block 0 unchanged, block 1 max relative error %.3g\n",
+                  sqrt(sq), worst);
+    assert_true(worst < 1e-6);
+    assert_int_equal(erase_optimizer_clip_grads(opt, 1, 2, stream), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "optimizer: clip of blocks 1..2 (the network has 2)"));
+    erase_optimizer_destroy(opt);
+    oc.grad_clip = -1.0f;
+    assert_int_equal(erase_optimizer_create(net, &oc, &opt), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "optimizer: grad_clip -1 is not in [0, 3.40282e+38]"));
+    free(g);
+    free(w0);
+    erase_network_destroy(net);
+}
+
 static int setup(void **state)
 {
     erase_device_options_t o = erase_device_options_default();
@@ -423,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_rowwise_adagrad),
         cmocka_unit_test(test_decay_matrices_only),
         cmocka_unit_test(test_clip_ops),
+        cmocka_unit_test(test_clip_update),
     };
     return cmocka_run_group_tests_name("optimizers", tests, setup, teardown);
 }
