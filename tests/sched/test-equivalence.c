@@ -26,8 +26,9 @@ static erase_device_t *dev;
 
 static void test_ctr(void **state) { equivalence_check_modes(dev, ERASE_MODEL_CTR, STEPS); }
 
-/* A NaN weight in sub3: the step is found non-finite and updates nothing. */
-static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
+/* A NaN weight in sub3: the step is found non-finite and updates nothing
+ * (also with gradient-norm clipping, grad_clip > 0). */
+static void nonfinite(erase_early_backward_t mode, erase_timing_t update, float grad_clip)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     erase_network_t *net;
@@ -35,6 +36,7 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
     erase_sched_t *sc;
     erase_batch_t batch;
     erase_optim_config_t ocfg = erase_optim_config_default();
+    ocfg.grad_clip = grad_clip;
     erase_sched_options_t o = erase_sched_options_default();
     o.mode = mode;
     o.update = update;
@@ -55,10 +57,10 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
     erase_network_copy_params(net, after);
     size_t changed = equivalence_differ(before, after, total);
     /* NaN != NaN bitwise-equal: equivalence_differ compares bits */
-    print_message("%s, update %s: NaN weight in sub3 -> non-finite gradient found in block %s; "
+    print_message("%s, update %s, grad clip %g: NaN weight in sub3 -> non-finite gradient found in block %s; "
                   "%zu of %zu parameters changed by the step\n", erase_early_backward_name(mode),
-                  update == ERASE_AT_EARLY ? "early" : "end", b >= 0 ? erase_network_block_name(net, b) : "(none)",
-                  changed, total);
+                  update == ERASE_AT_EARLY ? "early" : "end", (double)grad_clip,
+                  b >= 0 ? erase_network_block_name(net, b) : "(none)", changed, total);
     assert_true(b >= 3);
     assert_int_equal(changed, 0);
     free(before);
@@ -71,9 +73,11 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
 
 static void test_nonfinite(void **state)
 {
-    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY);
-    nonfinite(ERASE_EB_ASYNC, ERASE_AT_END);
-    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END);
+    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY, 0.0f);
+    nonfinite(ERASE_EB_ASYNC, ERASE_AT_END, 0.0f);
+    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END, 0.0f);
+    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY, 0.05f);
+    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END, 0.05f);
 }
 static void test_mlp(void **state) { equivalence_check_modes(dev, ERASE_MODEL_MLP, STEPS); }
 
@@ -120,8 +124,14 @@ static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase
     erase_sched_destroy(sc);
     erase_optimizer_destroy(opt);
     erase_network_destroy(net);
-    print_message("plan of %s, reduce %s, update %s:\n%s", erase_early_backward_name(mode),
-                  reduce == ERASE_AT_EARLY ? "early" : "end", update == ERASE_AT_EARLY ? "early" : "end", text);
+    print_message("plan of %s, reduce %s, update %s:\n", erase_early_backward_name(mode),
+                  reduce == ERASE_AT_EARLY ? "early" : "end", update == ERASE_AT_EARLY ? "early" : "end");
+    for (const char *line = text; *line;) { /* a line each: print_message's buffer is small */
+        const char *end = strchr(line, '\n');
+        int chars = end ? (int)(end - line) : (int)strlen(line);
+        print_message("# %.*s\n", chars, line);
+        line += chars + (end != NULL);
+    }
     return text;
 }
 
