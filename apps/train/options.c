@@ -66,7 +66,10 @@ static const opt_def_t defs[] = {
     { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
     { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, LR_RANGE },
     { "momentum", D(momentum), "0.9", "sgd momentum", NULL, FROM_BELOW(0, 1) },
-    { "weight-decay", D(weight_decay), "0", "weight decay (decoupled for adamw)", NULL, FROM_TO(0, FLT_MAX) },
+    { "weight-decay", D(weight_decay), "0", "weight decay of weight matrices (not biases or LayerNorm gains; decoupled for adamw)", NULL, FROM_TO(0, FLT_MAX) },
+    { "grad-clip", D(grad_clip), "0", "clip the gradient norm of each sub-graph (blocks joined by attached "
+      "boundaries; no cuts: the whole model) to this, as torch's clip_grad_norm_, after the all-reduce; "
+      "dense gradients only, not embedding tables' rows (0: off)", NULL, FROM_TO(0, FLT_MAX) },
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },

@@ -37,6 +37,7 @@ typedef struct {
     double lr;
     double momentum;
     double weight_decay;
+    double grad_clip;           /* max norm of each sub-graph's dense gradient; 0: off */
     char embedding_optimizer[24]; /* rowwise_adagrad | sgd */
     double embedding_lr;
     int64_t warmup_steps;

@@ -377,6 +377,7 @@ static erase_status_t setup_training(run_t *r)
     oc.embedding_lr = o->embedding_lr;
     oc.momentum = (float)o->momentum;
     oc.weight_decay = (float)o->weight_decay;
+    oc.grad_clip = (float)o->grad_clip;
     TRY(erase_optimizer_create(r->net, &oc, &r->opt));
     erase_sched_options_t so = erase_sched_options_default();
     /* evaluation only: one stream computes, with every core's BLAS threads */

@@ -11,6 +11,7 @@ struct erase_optimizer {
     erase_device_t *dev;
     erase_optim_config_t cfg;
     erase_optim_clock_t *clock;
+    float *sumsq;            /* grad_clip: [blocks], a sub-graph's at its first block */
 };
 
 void erase_optimizer_set_total_steps(erase_optimizer_t *opt, int64_t total_steps)
@@ -55,6 +56,9 @@ erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_co
         return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: learning rates must be in (0, %g] (lr %g, embedding lr %g)",
                            (double)FLT_MAX,
                            cfg->schedule.base, cfg->embedding_lr);
+    if (!(cfg->grad_clip >= 0 && cfg->grad_clip <= FLT_MAX))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: grad_clip %g is not in [0, %g]",
+                           (double)cfg->grad_clip, (double)FLT_MAX);
     erase_optimizer_t *opt = calloc(1, sizeof *opt);
     if (!opt)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "optimizer: no memory");
@@ -66,6 +70,8 @@ erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_co
     erase_status_t st = erase_malloc(opt->dev, sizeof *opt->clock, (void **)&opt->clock);
     if (st == ERASE_OK)
         st = erase_memset_sync(opt->dev, opt->clock, 0, sizeof *opt->clock);
+    if (st == ERASE_OK && cfg->grad_clip > 0)
+        st = zeros(opt->dev, (size_t)erase_network_blocks(net), &opt->sumsq);
     for (int i = 0; st == ERASE_OK && i < n; i++) {
         erase_param_t *p = &params[i];
         size_t numel = (size_t)erase_param_numel(p);
@@ -101,6 +107,7 @@ void erase_optimizer_destroy(erase_optimizer_t *opt)
             params[i].state[k] = NULL;
         }
     erase_free(opt->dev, opt->clock);
+    erase_free(opt->dev, opt->sumsq);
     free(opt);
 }
 
@@ -108,6 +115,13 @@ erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t
 {
     ERASE_CHECK(erase_optim_clock_advance(s, opt->clock, &opt->cfg.schedule));
     return ERASE_OK;
+}
+
+/* Weight decay applies to matrices only (ndim 2: weights, the gpt model's
+ * embedding matrices), never to biases or LayerNorm gains (nanoGPT's rule). */
+static float decay_of(const erase_optim_config_t *c, const erase_param_t *p)
+{
+    return p->ndim == 2 ? c->weight_decay : 0.0f;
 }
 
 erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s)
@@ -131,12 +145,41 @@ erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase
         } else if (c->dense == ERASE_OPTIM_ADAMW) {
             ERASE_CHECK(erase_adamw_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
                                            p->state[0], p->state[1], opt->clock, 1.0f, c->beta1,
-                                           c->beta2, c->eps, c->weight_decay));
+                                           c->beta2, c->eps, decay_of(c, p)));
         } else {
             ERASE_CHECK(erase_sgd_update(s, (size_t)erase_param_numel(p), p->value, p->grad,
                                          p->state[0], opt->clock, 1.0f, c->momentum,
-                                         c->weight_decay));
+                                         decay_of(c, p)));
         }
+    }
+    return ERASE_OK;
+}
+
+float erase_optimizer_grad_clip(const erase_optimizer_t *opt)
+{
+    return opt->cfg.grad_clip;
+}
+
+erase_status_t erase_optimizer_clip_grads(erase_optimizer_t *opt, int first, int last,
+                                          erase_stream_t *s)
+{
+    if (opt->cfg.grad_clip == 0.0f)
+        return ERASE_OK;
+    int blocks = erase_network_blocks(opt->net);
+    if (first < 0 || last < first || last >= blocks)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: clip of blocks %d..%d (the network has %d)",
+                           first, last, blocks);
+    float *acc = &opt->sumsq[first];
+    ERASE_CHECK(erase_memset_async(s, acc, 0, sizeof *acc));
+    for (int b = first; b <= last; b++) {
+        size_t count;
+        const float *g = erase_network_block_grads(opt->net, b, &count);
+        ERASE_CHECK(erase_sum_squares(s, count, g, acc));
+    }
+    for (int b = first; b <= last; b++) {
+        size_t count;
+        float *g = erase_network_block_grads(opt->net, b, &count);
+        ERASE_CHECK(erase_clip_by_norm(s, count, g, acc, opt->cfg.grad_clip));
     }
     return ERASE_OK;
 }

@@ -9,6 +9,16 @@
  * erase_optimizer_update_block for every block, in any order and on any
  * streams ordered after begin_step and after that block's backward (and,
  * with data parallelism, its gradient all-reduce).
+ *
+ * Gradient-norm clipping (grad_clip > 0): torch.nn.utils.clip_grad_norm_
+ * applied to the mean gradient (after the data-parallel all-reduce) of
+ * each sub-graph: a maximal run of blocks joined by attached boundaries.
+ * Without cuts that is the global norm of the whole model; with cuts each
+ * detached sub-graph clips by its own norm, since it cannot wait for the
+ * others' gradients (that is the point of the cuts). Dense gradients only:
+ * embedding tables' sparse row gradients are neither counted nor clipped.
+ * The step plan (lib/sched) issues erase_optimizer_clip_grads for each
+ * sub-graph after all its blocks are reduced and before their updates.
  */
 #ifndef ERASE_NN_OPTIM_H
 #define ERASE_NN_OPTIM_H
@@ -30,20 +40,26 @@ typedef struct {
     double embedding_lr;            /* embedding learning rate after warm-up (follows the schedule) */
     float momentum;                 /* SGD */
     float beta1, beta2, eps;        /* AdamW */
-    float weight_decay;             /* SGD and AdamW (decoupled for AdamW) */
+    float weight_decay;             /* SGD (added to the gradient) and AdamW (decoupled), of
+                                     * dense matrices only (ndim 2: weights, embedding matrices
+                                     * of the gpt model), never of biases or LayerNorm gains;
+                                     * embedding tables' sparse updates take none */
     float adagrad_eps;
+    float grad_clip;                /* max L2 norm of each sub-graph's dense gradient
+                                     * (see above); 0: no clipping */
 } erase_optim_config_t;
 
 /* AdamW lr 1e-3 (betas 0.9, 0.999, eps 1e-8, no weight decay) for dense
- * parameters, row-wise Adagrad lr 0.02 (eps 1e-8) for tables, constant. */
+ * parameters, row-wise Adagrad lr 0.02 (eps 1e-8) for tables, constant,
+ * no gradient clipping. */
 erase_optim_config_t erase_optim_config_default(void);
 
 typedef struct erase_optimizer erase_optimizer_t;
 
 /* Allocate the state slots of every parameter (zeros) and the clock.
  * Errors: ERASE_ERR_INVALID (a rule that does not apply, a learning rate
- * outside (0, FLT_MAX]: erase-train's --lr and --embedding-lr rule),
- * ERASE_ERR_NOMEM. */
+ * outside (0, FLT_MAX]: erase-train's --lr and --embedding-lr rule, a
+ * grad_clip outside [0, FLT_MAX]), ERASE_ERR_NOMEM. */
 erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_config_t *cfg,
                                       erase_optimizer_t **out);
 void erase_optimizer_destroy(erase_optimizer_t *opt);
@@ -53,6 +69,21 @@ erase_status_t erase_optimizer_begin_step(erase_optimizer_t *opt, erase_stream_t
 
 /* Enqueue the updates of block b's parameters from their gradients. */
 erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase_stream_t *s);
+
+/* The configured grad_clip (0: no clipping). */
+float erase_optimizer_grad_clip(const erase_optimizer_t *opt);
+
+/*
+ * Enqueue the clipping of sub-graph [first, last] (blocks, inclusive):
+ * zero its device float, add the sum of squares of the dense gradients of
+ * blocks first..last in that order (a fixed order: every schedule gets the
+ * same bits), then scale each of those gradients by min(1, grad_clip /
+ * (norm + 1e-6)). Nothing when grad_clip is 0. On one stream, ordered
+ * after every reduction of those blocks and before their updates.
+ * Errors: ERASE_ERR_INVALID (blocks out of range), those of the ops.
+ */
+erase_status_t erase_optimizer_clip_grads(erase_optimizer_t *opt, int first, int last,
+                                          erase_stream_t *s);
 
 /* The clock (device memory: what ops read and advance; host code uses
  * erase_optimizer_read_clock / erase_optimizer_write_clock). */

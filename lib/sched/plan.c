@@ -16,16 +16,33 @@ static erase_status_t push(plan_t *p, plan_kind_t kind, int block, int stream, i
         p->ops = ops;
         p->cap = cap;
     }
-    p->ops[p->nops++] = (plan_op_t){ .kind = kind, .block = block, .stream = stream,
+    p->ops[p->nops++] = (plan_op_t){ .kind = kind, .block = block, .last = block, .stream = stream,
                                      .event = event, .deferred = deferred };
     return ERASE_OK;
+}
+
+/* The clipping of sub-graph [lo, hi] on `stream` (see plan_build). */
+static erase_status_t clip_subgraph(plan_t *p, int lo, int hi, int stream, int deferred)
+{
+    ERASE_CHECK(push(p, PLAN_CLIP, lo, stream, -1, deferred));
+    p->ops[p->nops - 1].last = hi;
+    return ERASE_OK;
+}
+
+/* The last block of the sub-graph that starts at block lo. */
+static int subgraph_end(int lo, int blocks, const int *cut)
+{
+    int hi = lo;
+    while (hi + 1 < blocks && !cut[hi + 1])
+        hi++;
+    return hi;
 }
 
 #define OP(kind, block, stream, deferred) ERASE_CHECK(push(p, (kind), (block), (stream), -1, (deferred)))
 #define RECORD(event, stream, deferred) ERASE_CHECK(push(p, PLAN_RECORD, -1, (stream), (event), (deferred)))
 #define WAIT(event, stream, deferred) ERASE_CHECK(push(p, PLAN_WAIT, -1, (stream), (event), (deferred)))
 
-static erase_status_t build_off(plan_t *p, int blocks)
+static erase_status_t build_off(plan_t *p, int blocks, const int *cut, int clip)
 {
     OP(PLAN_CLOCK, -1, MAIN, 0);
     for (int b = 0; b < blocks; b++)
@@ -34,6 +51,8 @@ static erase_status_t build_off(plan_t *p, int blocks)
         OP(PLAN_BACKWARD, b, MAIN, 0);
     for (int b = blocks - 1; b >= 0; b--)
         OP(PLAN_REDUCE, b, MAIN, 0);
+    for (int lo = 0; clip && lo < blocks; lo = subgraph_end(lo, blocks, cut) + 1)
+        ERASE_CHECK(clip_subgraph(p, lo, subgraph_end(lo, blocks, cut), MAIN, 0));
     for (int b = 0; b < blocks; b++)
         OP(PLAN_UPDATE, b, MAIN, 0);
     return ERASE_OK;
@@ -55,7 +74,7 @@ static erase_status_t update_block(plan_t *p, int c, int comm, int deferred)
     return ERASE_OK;
 }
 
-static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
+static erase_status_t build_early(plan_t *p, int blocks, const int *cut, int clip,
                                   const erase_sched_options_t *o)
 {
     int S = o->side_streams, comm = S + 1, graph = o->mode == ERASE_EB_GRAPH;
@@ -86,18 +105,29 @@ static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
             OP(PLAN_BACKWARD, c, side, d);
             RECORD(p->ev.backward_done + c, side, d);
         }
-        for (int c = b; c >= lo; c--) {
-            if (o->reduce == ERASE_AT_EARLY)
+        if (clip && o->reduce == ERASE_AT_EARLY) { /* the sub-graph's norm needs all its blocks */
+            for (int c = b; c >= lo; c--)
                 ERASE_CHECK(reduce_block(p, c, comm, d));
-            if (o->reduce == ERASE_AT_EARLY && o->update == ERASE_AT_EARLY)
+            ERASE_CHECK(clip_subgraph(p, lo, b, comm, d));
+            for (int c = b; c >= lo && o->update == ERASE_AT_EARLY; c--)
                 ERASE_CHECK(update_block(p, c, comm, d));
+        } else {
+            for (int c = b; c >= lo; c--) {
+                if (o->reduce == ERASE_AT_EARLY)
+                    ERASE_CHECK(reduce_block(p, c, comm, d));
+                if (o->reduce == ERASE_AT_EARLY && o->update == ERASE_AT_EARLY)
+                    ERASE_CHECK(update_block(p, c, comm, d));
+            }
         }
         segment++;
         lo = b + 1;
     }
-    if (o->reduce == ERASE_AT_END)
+    if (o->reduce == ERASE_AT_END) {
         for (int c = 0; c < blocks; c++)
             ERASE_CHECK(reduce_block(p, c, comm, d));
+        for (int c = 0; clip && c < blocks; c = subgraph_end(c, blocks, cut) + 1)
+            ERASE_CHECK(clip_subgraph(p, c, subgraph_end(c, blocks, cut), comm, d));
+    }
     if (o->reduce == ERASE_AT_END || o->update == ERASE_AT_END)
         for (int c = 0; c < blocks; c++)
             ERASE_CHECK(update_block(p, c, comm, d));
@@ -109,7 +139,8 @@ static erase_status_t build_early(plan_t *p, int blocks, const int *cut,
     return ERASE_OK;
 }
 
-erase_status_t plan_build(plan_t *p, int blocks, const int *cut, const erase_sched_options_t *o)
+erase_status_t plan_build(plan_t *p, int blocks, const int *cut, int clip,
+                          const erase_sched_options_t *o)
 {
     memset(p, 0, sizeof *p);
     p->nstreams = o->mode == ERASE_EB_OFF ? 1 : o->side_streams + 2;
@@ -121,8 +152,8 @@ erase_status_t plan_build(plan_t *p, int blocks, const int *cut, const erase_sch
     p->ev.fork = 4 * blocks + 1;
     p->ev.join = 4 * blocks + 2;
     p->ev.count = 4 * blocks + 2 + p->nstreams;
-    erase_status_t st = o->mode == ERASE_EB_OFF ? build_off(p, blocks)
-                                                : build_early(p, blocks, cut, o);
+    erase_status_t st = o->mode == ERASE_EB_OFF ? build_off(p, blocks, cut, clip)
+                                                : build_early(p, blocks, cut, clip, o);
     if (st != ERASE_OK) {
         plan_free(p);
         erase_error_trail(__FILE__, __LINE__);
@@ -138,7 +169,7 @@ void plan_free(plan_t *p)
 
 void plan_print(const plan_t *p, const char *const *names, FILE *out)
 {
-    static const char *kinds[] = { "clock", "forward", "backward", "all-reduce", "update", "record", "wait" };
+    static const char *kinds[] = { "clock", "forward", "backward", "all-reduce", "clip", "update", "record", "wait" };
     for (int i = 0; i < p->nops; i++) {
         const plan_op_t *op = &p->ops[i];
         char stream[16];
@@ -151,6 +182,8 @@ void plan_print(const plan_t *p, const char *const *names, FILE *out)
         fprintf(out, "%3d %-6s %s%-10s", i, stream, op->deferred ? "*" : " ", kinds[op->kind]);
         if (op->block >= 0)
             fprintf(out, " %s", names[op->block]);
+        if (op->kind == PLAN_CLIP && op->last != op->block)
+            fprintf(out, "..%s", names[op->last]);
         if (op->event >= 0)
             fprintf(out, " event %d", op->event);
         fputc('\n', out);

@@ -17,6 +17,7 @@ typedef enum {
     PLAN_FORWARD,    /* block forward, head and loss */
     PLAN_BACKWARD,   /* block backward */
     PLAN_REDUCE,     /* block gradient all-reduce (data parallel) and finiteness check */
+    PLAN_CLIP,       /* gradient-norm clipping of sub-graph [block, last] */
     PLAN_UPDATE,     /* block optimizer update */
     PLAN_RECORD,     /* record event `event` on the stream */
     PLAN_WAIT        /* the stream waits on event `event` */
@@ -24,7 +25,8 @@ typedef enum {
 
 typedef struct {
     plan_kind_t kind;
-    int block;       /* FORWARD .. UPDATE */
+    int block;       /* FORWARD .. UPDATE (CLIP: the sub-graph's first block) */
+    int last;        /* CLIP: the sub-graph's last block */
     int stream;      /* 0 main, 1..S side, S+1 comm */
     int event;       /* RECORD / WAIT: index into the plan's events */
     int deferred;    /* async mode: issued by the scheduler thread, not the host */
@@ -51,13 +53,17 @@ typedef struct {
 
 /*
  * Build the plan of one step for `blocks` blocks with cuts cut[b] (b >= 1)
- * and the options' mode, reduce and update timing and side streams.
- * Errors: ERASE_ERR_NOMEM.
+ * and the options' mode, reduce and update timing and side streams. With
+ * `clip`, each sub-graph (a maximal run of attached blocks) gets one CLIP
+ * op on the stream of its updates, after all its blocks' reductions and
+ * before any of their updates. Errors: ERASE_ERR_NOMEM.
  */
-erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, const erase_sched_options_t *o);
+erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, int clip,
+                          const erase_sched_options_t *o);
 void plan_free(plan_t *plan);
 
-/* One line per op, for logs and tests ("main: forward sub1"). */
+/* One line per op, for logs and tests ("  3 main    forward    sub1";
+ * a clip names its sub-graph's first and last block: "clip sub1..sub3"). */
 void plan_print(const plan_t *plan, const char *const *block_names, FILE *out);
 
 #endif

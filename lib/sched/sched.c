@@ -52,11 +52,11 @@ struct erase_sched {
     int graph_warm;                  /* the first step ran eagerly (see erase_sched_step) */
     erase_batch_t graph_batch;
     /* trace labels: [block][kind] "<block>/<kind>", stream names */
-    char (*labels)[4][48];
+    char (*labels)[5][48];
     char stream_names[MAX_STREAMS][16];
 };
 
-enum { LABEL_FORWARD, LABEL_BACKWARD, LABEL_REDUCE, LABEL_UPDATE };
+enum { LABEL_FORWARD, LABEL_BACKWARD, LABEL_REDUCE, LABEL_UPDATE, LABEL_CLIP };
 static const char step_label[] = "step";
 
 static const char *const mode_names[] = { "off", "blocking", "async", "graph" };
@@ -110,7 +110,8 @@ static erase_status_t reduce_and_check(erase_sched_t *sc, int b, erase_stream_t 
 static erase_status_t issue(erase_sched_t *sc, const plan_op_t *op, const erase_batch_t *batch)
 {
     int label = op->kind == PLAN_FORWARD ? LABEL_FORWARD : op->kind == PLAN_BACKWARD ? LABEL_BACKWARD
-              : op->kind == PLAN_REDUCE ? LABEL_REDUCE : op->kind == PLAN_UPDATE ? LABEL_UPDATE : -1;
+              : op->kind == PLAN_REDUCE ? LABEL_REDUCE : op->kind == PLAN_UPDATE ? LABEL_UPDATE
+              : op->kind == PLAN_CLIP ? LABEL_CLIP : -1;
     if (!sc->marks || label < 0)
         return issue_op(sc, op, batch);
     erase_stream_t *s = sc->streams[op->stream];
@@ -135,6 +136,9 @@ static erase_status_t issue_op(erase_sched_t *sc, const plan_op_t *op, const era
         break;
     case PLAN_REDUCE:
         ERASE_CHECK(reduce_and_check(sc, op->block, s));
+        break;
+    case PLAN_CLIP:
+        ERASE_CHECK(erase_optimizer_clip_grads(sc->opt, op->block, op->last, s));
         break;
     case PLAN_UPDATE:
         ERASE_CHECK(erase_optimizer_update_block(sc->opt, op->block, s));
@@ -355,7 +359,7 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
         sc->names[b] = erase_network_block_name(net, b);
     }
     int dp = o.dp && erase_comm_size(o.dp) > 1;
-    erase_status_t st = plan_build(&sc->plan, blocks, cut, &o);
+    erase_status_t st = plan_build(&sc->plan, blocks, cut, erase_optimizer_grad_clip(opt) > 0, &o);
     if (st == ERASE_OK && dp)
         st = sched_reduce_create(net, o.dp, &sc->reduce);
     for (int k = 0; st == ERASE_OK && k < sc->plan.nstreams; k++)
@@ -367,8 +371,8 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     if (st == ERASE_OK && !(sc->labels = calloc((size_t)blocks, sizeof *sc->labels)))
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "scheduler: no memory for labels");
     for (int b = 0; st == ERASE_OK && b < blocks; b++) {
-        static const char *const kinds[4] = { "forward", "backward", "allreduce", "optimizer" };
-        for (int k = 0; k < 4; k++)
+        static const char *const kinds[5] = { "forward", "backward", "allreduce", "optimizer", "clip" };
+        for (int k = 0; k < 5; k++)
             snprintf(sc->labels[b][k], sizeof sc->labels[b][k], "%s/%s", sc->names[b], kinds[k]);
     }
     for (int k = 0; k < sc->plan.nstreams; k++) {

@@ -17,7 +17,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..52"
+echo "1..54"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -43,7 +43,8 @@ for case in "log-every 0|an integer >= 1" "trace-steps 0|an integer >= 1" "steps
     "keep-checkpoints 2147483648|an integer in [1, 2147483647]" \
     "batch 2147483648|an integer in [1, 2147483647]" "epochs 2147483648|an integer in [1, 2147483647]" \
     "watchdog 1e10|a number in (0, 1e+09]" "watchdog 1e300|a number in (0, 1e+09]" \
-    "weight-decay 1e39|a number in [0, 3.40282e+38]" \
+    "weight-decay 1e39|a number in [0, 3.40282e+38]" "grad-clip -0.5|a number in [0, 3.40282e+38]" \
+    "grad-clip 1e39|a number in [0, 3.40282e+38]" \
     "steps 9223372036854775808|an integer in [0, 9223372036854775807]" \
     "seed -9223372036854775809|an integer in [-9223372036854775808, 9223372036854775807]"; do
     opt=${case%%|*} want=${case#*|}

@@ -12,11 +12,12 @@
 # every rank after the same step with a checkpoint and status 0;
 # attributes of /meta and /optim out of range are refused naming them, also
 # with their checksum fixed up; --init-from starts a new run from a
-# checkpoint's parameters; erase-inspect
+# checkpoint's parameters; with --grad-clip a resumed run ends bitwise
+# equal to the uninterrupted one; erase-inspect
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..26"
+echo "1..28"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -88,6 +89,30 @@ train 2 --steps 34 --warmup-steps 5 --checkpoint-every 0 --batch 12 --checkpoint
     grep -q "^resume from $S/ckpt-33.h5: step 33, " "$out2"
 tap $? "--resume ckpt-30.h5 beside ckpt-36/40: they become *.superseded, ended at 33 ($kept); --resume auto then takes ckpt-33.h5 (status $rc)"
 [ $rc = 0 ] || show "$out2"
+
+# ---- gradient-norm clipping (each block of this all-cut model by its own
+# norm): resumed from ckpt-30.h5, the run ends bitwise equal to the
+# uninterrupted clipped one, which differs from the unclipped reference
+C=$dir/clip
+out=$dir/clip.out
+train 2 $ARGS --batch 12 --grad-clip 0.05 --checkpoint-dir "$C"
+rc_ref=$rc
+tests/ckpt/ckpt-tool compare "$R/ckpt-40.h5" "$C/ckpt-40.h5" >"$dir/compare-clip.out" 2>&1
+c_unclipped=$?
+[ $rc_ref = 0 ] && [ $c_unclipped != 0 ]
+tap $? "--grad-clip 0.05 on 2 ranks (status $rc_ref): ckpt-40.h5 differs from the unclipped run's"
+[ $rc_ref = 0 ] || show "$out"
+CR=$dir/clip-resumed
+mkdir "$CR"
+cp "$C/ckpt-30.h5" "$CR/"
+echo ckpt-30.h5 >"$CR/latest"
+out=$dir/clip-resumed.out
+train 2 $ARGS --batch 12 --grad-clip 0.05 --checkpoint-dir "$CR" --resume auto
+tests/ckpt/ckpt-tool compare "$C/ckpt-40.h5" "$CR/ckpt-40.h5" >"$dir/compare-clip-resumed.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $CR/ckpt-30.h5: step 30, " "$out"
+tap $? "--grad-clip 0.05 resumed from ckpt-30.h5 ends bitwise equal to the uninterrupted run (status $rc, compare $c)"
+[ $c = 0 ] || show "$dir/compare-clip-resumed.out"
 
 # ---- every checkpoint damaged: refused, not restarted from scratch
 A=$dir/alldamaged

@@ -3,7 +3,8 @@
  * double-precision implementations of their published update rules
  * (PyTorch's SGD and AdamW, torchrec's row-wise Adagrad), over several
  * steps with a warm-up; rows a sparse gradient does not touch must stay
- * bitwise unchanged.
+ * bitwise unchanged. A network's optimizer decays its weight matrices
+ * only, never its biases.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "lib/nn/optim.h"
 #include "lib/ops/ops.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
@@ -234,6 +236,270 @@ static void test_rowwise_adagrad(void **state)
     erase_free(dev, clock);
 }
 
+/* Gradient-norm clipping ops: erase_sum_squares over two arrays (1003 and
+ * 5 floats, not multiples of a vector) into one float that held 0.5,
+ * against the double sum in order; the same calls again give the same
+ * bits; erase_clip_by_norm as torch.nn.utils.clip_grad_norm_. */
+static void test_clip_ops(void **state)
+{
+    enum { NA = 1003, NB = 5 };
+    float *a, *b, *acc, *acc2;
+    MUST(erase_malloc(dev, NA * sizeof(float), (void **)&a));
+    MUST(erase_malloc(dev, NB * sizeof(float), (void **)&b));
+    MUST(erase_malloc(dev, sizeof(float), (void **)&acc));
+    MUST(erase_malloc(dev, sizeof(float), (void **)&acc2));
+    uint64_t rng = 7;
+    double ref = 0.5;
+    for (int i = 0; i < NA; i++) {
+        a[i] = erase_rng_uniform(&rng, -3.0f, 3.0f);
+        ref += (double)a[i] * a[i];
+    }
+    for (int i = 0; i < NB; i++) {
+        b[i] = erase_rng_uniform(&rng, -3.0f, 3.0f);
+        ref += (double)b[i] * b[i];
+    }
+    *acc = *acc2 = 0.5f;
+    MUST(erase_sum_squares(stream, NA, a, acc));
+    MUST(erase_sum_squares(stream, NB, b, acc));
+    MUST(erase_sum_squares(stream, 0, NULL, acc));
+    MUST(erase_sum_squares(stream, NA, a, acc2));
+    MUST(erase_sum_squares(stream, NB, b, acc2));
+    MUST(erase_stream_synchronize(stream));
+    print_message("sum of squares of 1008 floats plus 0.5: %.9g, double reference %.9g (relative %.3g)\n",
+                  (double)*acc, ref, rel(*acc, ref));
+    assert_true(rel(*acc, ref) < 1e-6);
+    assert_memory_equal(acc, acc2, sizeof(float));
+
+    /* clip a to max norm 10 by the norm of a and b: scaled by 10 / (norm + 1e-6) */
+    float before[NA];
+    memcpy(before, a, sizeof before);
+    MUST(erase_clip_by_norm(stream, NA, a, acc, 10.0f));
+    MUST(erase_stream_synchronize(stream));
+    double coef = 10.0 / (sqrt((double)*acc) + 1e-6), worst = 0, norm = 0;
+    for (int i = 0; i < NA; i++) {
+        double e = rel(a[i], before[i] * coef);
+        if (e > worst)
+            worst = e;
+        norm += (double)a[i] * a[i];
+    }
+    print_message("clip by norm 10 of a gradient of norm %.6g: scale %.6g, max relative error %.3g\n",
+                  sqrt((double)*acc), coef, worst);
+    assert_true(coef < 0.2);
+    assert_true(worst < 1e-6);
+    /* a norm below max_norm leaves x bitwise as it is */
+    memcpy(before, a, sizeof before);
+    *acc2 = (float)norm;
+    MUST(erase_clip_by_norm(stream, NA, a, acc2, 10.5f));
+    MUST(erase_stream_synchronize(stream));
+    assert_memory_equal(a, before, sizeof before);
+    assert_int_equal(erase_clip_by_norm(stream, NA, a, acc, 0.0f), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "clip by norm: max_norm 0 is not > 0"));
+    erase_free(dev, a);
+    erase_free(dev, b);
+    erase_free(dev, acc);
+    erase_free(dev, acc2);
+}
+
+/* A small mlp (two blocks) whose every dense gradient is set from `seed`
+ * before each of `steps` AdamW steps of weight decay `wd`; returns the
+ * network (its parameters after the steps). */
+static erase_network_t *small_mlp(void)
+{
+    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_MLP);
+    cfg.mlp.inputs = 5;
+    cfg.mlp.hidden_layers = 2;
+    cfg.mlp.hidden[0] = cfg.mlp.hidden[1] = 4;
+    cfg.mlp.classes = 3;
+    erase_network_t *net;
+    MUST(erase_network_create(dev, &cfg, 8, &net));
+    return net;
+}
+
+static erase_network_t *mlp_trained(float wd, int steps, erase_optimizer_t **opt_out)
+{
+    erase_network_t *net = small_mlp();
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.weight_decay = wd;
+    oc.schedule.base = 0.05;
+    erase_optimizer_t *opt;
+    MUST(erase_optimizer_create(net, &oc, &opt));
+    uint64_t rng = 99;
+    for (int t = 0; t < steps; t++) {
+        MUST(erase_optimizer_begin_step(opt, stream));
+        for (int b = 0; b < erase_network_blocks(net); b++) {
+            size_t count;
+            float *g = erase_network_block_grads(net, b, &count);
+            MUST(erase_stream_synchronize(stream));
+            for (size_t i = 0; i < count; i++)
+                g[i] = erase_rng_uniform(&rng, -1.0f, 1.0f);
+            MUST(erase_optimizer_update_block(opt, b, stream));
+        }
+    }
+    MUST(erase_stream_synchronize(stream));
+    *opt_out = opt;
+    return net;
+}
+
+/* Weight decay 0.1 vs none, same gradients: every bias (1-d) moves
+ * bitwise as without decay; every weight matrix as torch.optim.AdamW with
+ * decay (double reference from the same gradients). */
+static void test_decay_matrices_only(void **state)
+{
+    const int steps = 3;
+    const double wd = 0.1, lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    erase_optimizer_t *opt_d, *opt_0, *opt_i;
+    erase_network_t *decayed = mlp_trained((float)wd, steps, &opt_d);
+    erase_network_t *plain = mlp_trained(0.0f, steps, &opt_0);
+    erase_network_t *initial = mlp_trained((float)wd, 0, &opt_i);
+    int n;
+    erase_param_t *pd = erase_network_params(decayed, &n), *p0 = erase_network_params(plain, &n),
+                  *pi = erase_network_params(initial, &n);
+    int biases = 0, weights = 0;
+    double worst = 0;
+    for (int k = 0; k < n; k++) {
+        size_t numel = (size_t)erase_param_numel(&pd[k]);
+        if (pd[k].ndim == 1) {
+            biases++;
+            if (memcmp(pd[k].value, p0[k].value, numel * sizeof(float)) != 0)
+                fail_msg("%s (1-d) moved differently with weight decay 0.1 than without", pd[k].name);
+            continue;
+        }
+        weights++;
+        /* the gradients the test gave: replay the generator in block order */
+        for (size_t i = 0; i < numel; i++) {
+            double w = pi[k].value[i], m = 0, v = 0;
+            uint64_t rng = 99;
+            for (int t = 1; t <= steps; t++) {
+                double g = 0;
+                for (int b = 0; b < erase_network_blocks(decayed); b++) {
+                    size_t count;
+                    float *gb = erase_network_block_grads(decayed, b, &count);
+                    for (size_t j = 0; j < count; j++) {
+                        float r = erase_rng_uniform(&rng, -1.0f, 1.0f);
+                        if (gb + j == pd[k].grad + i)
+                            g = r;
+                    }
+                }
+                w *= 1 - lr * wd;
+                m = b1 * m + (1 - b1) * g;
+                v = b2 * v + (1 - b2) * g * g;
+                w -= lr * (m / (1 - pow(b1, t))) / (sqrt(v / (1 - pow(b2, t))) + eps);
+            }
+            double e = rel(pd[k].value[i], w);
+            if (e > worst)
+                worst = e;
+        }
+        assert_true(memcmp(pd[k].value, p0[k].value, numel * sizeof(float)) != 0);
+    }
+    print_message("weight decay 0.1, %d AdamW steps of an mlp: %d biases bitwise as without decay, "
+                  "%d weight matrices decayed: max relative error vs double reference %.3g\n",
+                  steps, biases, weights, worst);
+    assert_int_equal(biases, 4);
+    assert_int_equal(weights, 4);
+    assert_true(worst < 1e-5);
+    erase_optimizer_destroy(opt_d);
+    erase_optimizer_destroy(opt_0);
+    erase_optimizer_destroy(opt_i);
+    erase_network_destroy(decayed);
+    erase_network_destroy(plain);
+    erase_network_destroy(initial);
+}
+
+/* Block b's dense gradients set from rng (host copy in g, the block's
+ * count in *count). */
+static void set_grads(erase_network_t *net, int b, uint64_t *rng, float *g, size_t *count)
+{
+    float *dg = erase_network_block_grads(net, b, count);
+    for (size_t i = 0; i < *count; i++)
+        g[i] = dg[i] = erase_rng_uniform(rng, -1.0f, 1.0f);
+}
+
+/* SGD (lr 0.1, no momentum) with grad_clip 0.5 of a two-block mlp: over
+ * both blocks (one sub-graph), w = w0 - lr * g * 0.5 / (norm + 1e-6) with
+ * the norm of all the dense gradients (double reference); over block 1
+ * alone, block 1 scales by its own norm and block 0 is left as it is. */
+static void test_clip_update(void **state)
+{
+    erase_network_t *net = small_mlp();
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.dense = ERASE_OPTIM_SGD;
+    oc.momentum = 0.0f;
+    oc.schedule.base = 0.1;
+    oc.grad_clip = 0.5f;
+    erase_optimizer_t *opt;
+    MUST(erase_optimizer_create(net, &oc, &opt));
+    assert_true(erase_optimizer_grad_clip(opt) == 0.5f);
+    size_t n0, n1;
+    erase_network_block_grads(net, 0, &n0);
+    erase_network_block_grads(net, 1, &n1);
+    float *g = malloc((n0 + n1) * sizeof(float)), *w0 = malloc((n0 + n1) * sizeof(float));
+    uint64_t rng = 31;
+    set_grads(net, 0, &rng, g, &n0);
+    set_grads(net, 1, &rng, g + n0, &n1);
+    double sq = 0;
+    for (size_t i = 0; i < n0 + n1; i++)
+        sq += (double)g[i] * g[i];
+    double coef = 0.5 / (sqrt(sq) + 1e-6);
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    /* the parameters' values before, in the order of the blocks' gradient buffers */
+    for (int k = 0; k < np; k++) {
+        const float *base = erase_network_block_grads(net, params[k].block, &(size_t){ 0 });
+        size_t off = (size_t)(params[k].grad - base) + (params[k].block ? n0 : 0);
+        memcpy(w0 + off, params[k].value, (size_t)erase_param_numel(&params[k]) * sizeof(float));
+    }
+    MUST(erase_optimizer_begin_step(opt, stream));
+    MUST(erase_optimizer_clip_grads(opt, 0, 1, stream));
+    MUST(erase_optimizer_update_block(opt, 0, stream));
+    MUST(erase_optimizer_update_block(opt, 1, stream));
+    MUST(erase_stream_synchronize(stream));
+    double worst = 0;
+    for (int k = 0; k < np; k++) {
+        const float *base = erase_network_block_grads(net, params[k].block, &(size_t){ 0 });
+        size_t off = (size_t)(params[k].grad - base) + (params[k].block ? n0 : 0);
+        for (int64_t i = 0; i < erase_param_numel(&params[k]); i++) {
+            double ref = w0[off + i] - 0.1 * g[off + i] * coef;
+            double e = rel(params[k].value[i], ref);
+            if (e > worst)
+                worst = e;
+        }
+    }
+    print_message("SGD with grad clip 0.5, one sub-graph of two blocks (%zu gradients, norm %.6g): "
+                  "max relative error vs w - lr g 0.5/(norm + 1e-6) %.3g\n", n0 + n1, sqrt(sq), worst);
+    assert_true(coef < 0.5);
+    assert_true(worst < 1e-6);
+
+    /* block 1 as its own sub-graph: block 0's gradients stay as they are */
+    set_grads(net, 0, &rng, g, &n0);
+    set_grads(net, 1, &rng, g + n0, &n1);
+    sq = 0;
+    for (size_t i = n0; i < n0 + n1; i++)
+        sq += (double)g[i] * g[i];
+    coef = 0.5 / (sqrt(sq) + 1e-6);
+    MUST(erase_optimizer_clip_grads(opt, 1, 1, stream));
+    MUST(erase_stream_synchronize(stream));
+    const float *g0 = erase_network_block_grads(net, 0, &n0), *g1 = erase_network_block_grads(net, 1, &n1);
+    assert_memory_equal(g0, g, n0 * sizeof(float));
+    worst = 0;
+    for (size_t i = 0; i < n1; i++) {
+        double e = rel(g1[i], g[n0 + i] * coef);
+        if (e > worst)
+            worst = e;
+    }
+    print_message("clip of block 1 alone (norm %.6g): block 0 unchanged, block 1 max relative error %.3g\n",
+                  sqrt(sq), worst);
+    assert_true(worst < 1e-6);
+    assert_int_equal(erase_optimizer_clip_grads(opt, 1, 2, stream), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "optimizer: clip of blocks 1..2 (the network has 2)"));
+    erase_optimizer_destroy(opt);
+    oc.grad_clip = -1.0f;
+    assert_int_equal(erase_optimizer_create(net, &oc, &opt), ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), "optimizer: grad_clip -1 is not in [0, 3.40282e+38]"));
+    free(g);
+    free(w0);
+    erase_network_destroy(net);
+}
+
 static int setup(void **state)
 {
     erase_device_options_t o = erase_device_options_default();
@@ -256,6 +522,9 @@ int main(void)
         cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_sgd_momentum),
         cmocka_unit_test(test_rowwise_adagrad),
+        cmocka_unit_test(test_decay_matrices_only),
+        cmocka_unit_test(test_clip_ops),
+        cmocka_unit_test(test_clip_update),
     };
     return cmocka_run_group_tests_name("optimizers", tests, setup, teardown);
 }

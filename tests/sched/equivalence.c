@@ -95,12 +95,20 @@ static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_ba
 float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
                          const erase_sched_options_t *o, int steps, int rank, int dp, size_t *n)
 {
+    return equivalence_train_clipped(dev, cfg, o, 0.0f, steps, rank, dp, n);
+}
+
+float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, float grad_clip, int steps,
+                                 int rank, int dp, size_t *n)
+{
     int local = GLOBAL_BATCH / dp;
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sc;
     erase_optim_config_t ocfg = erase_optim_config_default();
     ocfg.schedule.warmup_steps = 5;
+    ocfg.grad_clip = grad_clip;
     MUST(erase_network_create(dev, cfg, local, &net));
     MUST(erase_optimizer_create(net, &ocfg, &opt));
     MUST(erase_sched_create(net, opt, o, &sc));
@@ -147,39 +155,51 @@ void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int s
     equivalence_check_config(dev, &cfg,
                              kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
                              : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)",
-                             steps);
+                             0.0f, steps);
 }
 
-void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *model, const char *what, int steps)
+void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *model, const char *what,
+                              float grad_clip, int steps)
 {
     erase_model_config_t cfg = *model;
     erase_sched_options_t base = erase_sched_options_default();
     size_t n_ref, n0;
-    float *ref = equivalence_train(dev, &cfg, &base, steps, 0, 1, &n_ref);
+    float *ref = equivalence_train_clipped(dev, &cfg, &base, grad_clip, steps, 0, 1, &n_ref);
     float *initial = equivalence_train(dev, &cfg, &base, 0, 0, 1, &n0);
     size_t moved = equivalence_differ(ref, initial, n_ref);
     print_message("off moved %zu of %zu parameters in %d steps\n", moved, n_ref, steps);
     assert_true(moved > n_ref / 2); /* the comparison below is not between untrained models */
     free(initial);
-    static const struct { erase_early_backward_t mode; erase_timing_t update; int side; } cases[] = {
-        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1 }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1 },
-        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 2 }, { ERASE_EB_ASYNC, ERASE_AT_EARLY, 1 },
-        { ERASE_EB_ASYNC, ERASE_AT_END, 2 },      { ERASE_EB_GRAPH, ERASE_AT_EARLY, 1 },
-        { ERASE_EB_GRAPH, ERASE_AT_END, 2 },
+    if (grad_clip > 0) { /* the clipping is not a no-op */
+        float *unclipped = equivalence_train(dev, &cfg, &base, steps, 0, 1, &n0);
+        size_t clipped = equivalence_differ(ref, unclipped, n_ref);
+        print_message("grad clip %g: %zu of %zu parameters differ from the unclipped run\n",
+                      (double)grad_clip, clipped, n_ref);
+        assert_true(clipped > n_ref / 2);
+        free(unclipped);
+    }
+    static const struct { erase_early_backward_t mode; erase_timing_t update; int side; erase_timing_t reduce; } cases[] = {
+        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1, ERASE_AT_EARLY }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1, ERASE_AT_EARLY },
+        { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 2, ERASE_AT_EARLY }, { ERASE_EB_ASYNC, ERASE_AT_EARLY, 1, ERASE_AT_EARLY },
+        { ERASE_EB_ASYNC, ERASE_AT_END, 2, ERASE_AT_EARLY },      { ERASE_EB_GRAPH, ERASE_AT_EARLY, 1, ERASE_AT_EARLY },
+        { ERASE_EB_GRAPH, ERASE_AT_END, 2, ERASE_AT_EARLY },      { ERASE_EB_ASYNC, ERASE_AT_END, 1, ERASE_AT_END },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         erase_sched_options_t o = base;
         o.mode = cases[i].mode;
         o.update = cases[i].update;
         o.side_streams = cases[i].side;
+        o.reduce = cases[i].reduce;
         size_t n;
-        float *got = equivalence_train(dev, &cfg, &o, steps, 0, 1, &n);
+        float *got = equivalence_train_clipped(dev, &cfg, &o, grad_clip, steps, 0, 1, &n);
         assert_int_equal(n, n_ref);
         size_t differ = equivalence_differ(ref, got, n);
-        print_message("%s, %d steps: %-8s update %-5s %d side stream%s: %zu of %zu parameters differ from off\n",
-                      what, steps,
+        print_message("%s (cut mask 0x%x), grad clip %g, %d steps: %-8s update %-5s %d side stream%s, "
+                      "reduce %s: %zu of %zu parameters differ from off\n",
+                      what, (unsigned)cfg.cut_mask, (double)grad_clip, steps,
                       erase_early_backward_name(o.mode), o.update == ERASE_AT_EARLY ? "early" : "end",
-                      o.side_streams, o.side_streams > 1 ? "s" : "", differ, n);
+                      o.side_streams, o.side_streams > 1 ? "s" : "",
+                      o.reduce == ERASE_AT_EARLY ? "early" : "end", differ, n);
         assert_int_equal(differ, 0);
         free(got);
     }

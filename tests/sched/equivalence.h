@@ -19,6 +19,10 @@ erase_model_config_t equivalence_model(erase_model_kind_t kind);
  */
 float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
                          const erase_sched_options_t *o, int steps, int rank, int dp, size_t *n);
+/* The same with gradient-norm clipping at `grad_clip` (0: none). */
+float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, float grad_clip, int steps,
+                                 int rank, int dp, size_t *n);
 
 /*
  * The schedule changes timing, never the math: `steps` steps of `kind`
@@ -27,9 +31,12 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
  * also checks that off moved most parameters).
  */
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps);
-
-/* The same for the model `cfg`, named `what` in the printed lines. */
-void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *cfg, const char *what, int steps);
+/* The same for the model `cfg`, named `what` in the printed lines, with
+ * gradient-norm clipping at `grad_clip` (0: off; each sub-graph by its own
+ * norm); with clipping on, also checks that clipping changed the result
+ * of off (it clipped). */
+void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *cfg, const char *what,
+                              float grad_clip, int steps);
 
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);

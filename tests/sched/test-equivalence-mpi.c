@@ -3,7 +3,8 @@
  * 50 steps of ctr (six cuts; dense all-reduce and sparse embedding
  * gradients gathered and merged) and mlp give bitwise the same parameters
  * under off, blocking, async and graph, with the all-reduce early or at
- * step end, and every rank holds bitwise the same replica. Rank 0 prints
+ * step end, also with gradient-norm clipping, and every rank holds
+ * bitwise the same replica. Rank 0 prints
  * TAP; the counts it asserts are summed over all ranks.
  */
 #include <setjmp.h>
@@ -47,6 +48,25 @@ static int64_t differ_from_rank0(const float *p, size_t n)
     return sum_ranks(d);
 }
 
+/* Train `cfg` under `o` (clipped at grad_clip; 0: not) and check that
+ * every rank's parameters equal `ref` (off's) and rank 0's, bitwise. */
+static void same_as_off(const erase_model_config_t *cfg, const erase_sched_options_t *o, float grad_clip,
+                        const char *what, const float *ref, size_t n_ref)
+{
+    size_t n;
+    float *got = equivalence_train_clipped(dev, cfg, o, grad_clip, STEPS, world.dp_rank, world.dp_size, &n);
+    assert_int_equal(n, n_ref);
+    int64_t vs_off = sum_ranks((int64_t)equivalence_differ(ref, got, n));
+    int64_t vs_rank0 = differ_from_rank0(got, n);
+    print_message("%s on %d ranks, %-8s reduce %-5s: %lld parameters differ from off, "
+                  "%lld between replicas (of %zu per rank)\n", what, world.size,
+                  erase_early_backward_name(o->mode), o->reduce == ERASE_AT_EARLY ? "early" : "end",
+                  (long long)vs_off, (long long)vs_rank0, n);
+    assert_int_equal(vs_off, 0);
+    assert_int_equal(vs_rank0, 0);
+    free(got);
+}
+
 static void equivalent(erase_model_kind_t kind)
 {
     erase_model_config_t cfg = equivalence_model(kind);
@@ -68,19 +88,30 @@ static void equivalent(erase_model_kind_t kind)
         o.mode = cases[i].mode;
         o.reduce = cases[i].reduce;
         o.side_streams = cases[i].side;
-        size_t n;
-        float *got = equivalence_train(dev, &cfg, &o, STEPS, world.dp_rank, world.dp_size, &n);
-        assert_int_equal(n, n_ref);
-        int64_t vs_off = sum_ranks((int64_t)equivalence_differ(ref, got, n));
-        int64_t vs_rank0 = differ_from_rank0(got, n);
-        print_message("%s on %d ranks, %-8s reduce %-5s: %lld parameters differ from off, "
-                      "%lld between replicas (of %zu per rank)\n",
-                      kind == ERASE_MODEL_CTR ? "ctr" : "mlp", world.size,
-                      erase_early_backward_name(o.mode), o.reduce == ERASE_AT_EARLY ? "early" : "end",
-                      (long long)vs_off, (long long)vs_rank0, n);
-        assert_int_equal(vs_off, 0);
-        assert_int_equal(vs_rank0, 0);
-        free(got);
+        same_as_off(&cfg, &o, 0.0f, kind == ERASE_MODEL_CTR ? "ctr" : "mlp", ref, n_ref);
+    }
+    free(ref);
+}
+
+/* Gradient-norm clipping after the all-reduce: ctr with cuts at
+ * boundaries 2 and 4 (three sub-graphs) clipped at 0.05 gives the same
+ * parameters on every rank, under off, async (reduce at end) and graph. */
+static void test_clip(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    cfg.cut_mask = 1u << 2 | 1u << 4;
+    erase_sched_options_t o = erase_sched_options_default();
+    o.dp = erase_dp_comm();
+    size_t n_ref;
+    float *ref = equivalence_train_clipped(dev, &cfg, &o, 0.05f, STEPS, world.dp_rank, world.dp_size, &n_ref);
+    assert_int_equal(differ_from_rank0(ref, n_ref), 0);
+    static const struct { erase_early_backward_t mode; erase_timing_t reduce; } cases[] = {
+        { ERASE_EB_ASYNC, ERASE_AT_END }, { ERASE_EB_GRAPH, ERASE_AT_EARLY },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o.mode = cases[i].mode;
+        o.reduce = cases[i].reduce;
+        same_as_off(&cfg, &o, 0.05f, "ctr (cuts 2, 4) grad clip 0.05", ref, n_ref);
     }
     free(ref);
 }
@@ -181,6 +212,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_graph_replays),
+        cmocka_unit_test(test_clip),
         cmocka_unit_test(test_nonfinite_agreement),
     };
     char name[64];

@@ -1,9 +1,11 @@
 /*
  * The schedule changes timing, never the math: on one rank, 50 steps of
  * ctr (six cuts), mlp and gpt (cuts at 2 and 4 of 6 layers: the NanoChat
- * setting in small; and no cuts, the LM head tied to the embedding) give bitwise the same parameters under off, blocking,
- * async and graph, with updates early or at step end, on one or two side
- * streams, as the reference single-stream step.
+ * setting in small; and no cuts, the LM head tied to the embedding) give
+ * bitwise the same parameters under off, blocking, async and graph, with
+ * updates early or at step end, on one or two side streams, as the
+ * reference single-stream step; also with gradient-norm clipping (per
+ * sub-graph), whose place in the plan is checked line by line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,8 +27,9 @@ static erase_device_t *dev;
 
 static void test_ctr(void **state) { equivalence_check_modes(dev, ERASE_MODEL_CTR, STEPS); }
 
-/* A NaN weight in sub3: the step is found non-finite and updates nothing. */
-static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
+/* A NaN weight in sub3: the step is found non-finite and updates nothing
+ * (also with gradient-norm clipping, grad_clip > 0). */
+static void nonfinite(erase_early_backward_t mode, erase_timing_t update, float grad_clip)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     erase_network_t *net;
@@ -34,6 +37,7 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
     erase_sched_t *sc;
     erase_batch_t batch;
     erase_optim_config_t ocfg = erase_optim_config_default();
+    ocfg.grad_clip = grad_clip;
     erase_sched_options_t o = erase_sched_options_default();
     o.mode = mode;
     o.update = update;
@@ -54,10 +58,10 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
     erase_network_copy_params(net, after);
     size_t changed = equivalence_differ(before, after, total);
     /* NaN != NaN bitwise-equal: equivalence_differ compares bits */
-    print_message("%s, update %s: NaN weight in sub3 -> non-finite gradient found in block %s; "
+    print_message("%s, update %s, grad clip %g: NaN weight in sub3 -> non-finite gradient found in block %s; "
                   "%zu of %zu parameters changed by the step\n", erase_early_backward_name(mode),
-                  update == ERASE_AT_EARLY ? "early" : "end", b >= 0 ? erase_network_block_name(net, b) : "(none)",
-                  changed, total);
+                  update == ERASE_AT_EARLY ? "early" : "end", (double)grad_clip,
+                  b >= 0 ? erase_network_block_name(net, b) : "(none)", changed, total);
     assert_true(b >= 3);
     assert_int_equal(changed, 0);
     free(before);
@@ -70,9 +74,11 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update)
 
 static void test_nonfinite(void **state)
 {
-    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY);
-    nonfinite(ERASE_EB_ASYNC, ERASE_AT_END);
-    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END);
+    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY, 0.0f);
+    nonfinite(ERASE_EB_ASYNC, ERASE_AT_END, 0.0f);
+    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END, 0.0f);
+    nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY, 0.05f);
+    nonfinite(ERASE_EB_GRAPH, ERASE_AT_END, 0.05f);
 }
 static void test_mlp(void **state) { equivalence_check_modes(dev, ERASE_MODEL_MLP, STEPS); }
 static void test_gpt(void **state) { equivalence_check_modes(dev, ERASE_MODEL_GPT, STEPS); }
@@ -84,7 +90,114 @@ static void test_gpt_tied(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_GPT);
     cfg.cut_mask = 0;
-    equivalence_check_config(dev, &cfg, "gpt (6 layers, no cuts, tied head)", STEPS);
+    equivalence_check_config(dev, &cfg, "gpt (6 layers, no cuts, tied head)", 0.0f, STEPS);
+}
+
+/* With gradient-norm clipping: ctr with cuts at boundaries 2 and 4 (three
+ * sub-graphs of several blocks, each clipped by its own norm) and mlp
+ * without cuts (one global norm), bitwise equal in every mode. */
+static void test_clip_ctr(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    cfg.cut_mask = 1u << 2 | 1u << 4;
+    equivalence_check_config(dev, &cfg, "ctr (cuts at 2 and 4)", 0.05f, STEPS);
+}
+
+static void test_clip_mlp(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_MLP);
+    cfg.cut_mask = 0;
+    equivalence_check_config(dev, &cfg, "mlp (no cuts)", 0.05f, STEPS);
+}
+
+/* The plan of mlp with one cut (boundary 2: sub-graphs layer0..layer1 and
+ * layer2), clipping on, as erase_sched_print_plan prints it. */
+static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase_timing_t update)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_MLP);
+    cfg.cut_mask = 1u << 2;
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sc;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    ocfg.grad_clip = 1.0f;
+    erase_sched_options_t o = erase_sched_options_default();
+    o.mode = mode;
+    o.reduce = reduce;
+    o.update = update;
+    assert_int_equal(erase_network_create(dev, &cfg, 8, &net), ERASE_OK);
+    assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
+    assert_int_equal(erase_sched_create(net, opt, &o, &sc), ERASE_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    erase_sched_print_plan(sc, f);
+    fclose(f);
+    erase_sched_destroy(sc);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+    print_message("plan of %s, reduce %s, update %s:\n", erase_early_backward_name(mode),
+                  reduce == ERASE_AT_EARLY ? "early" : "end", update == ERASE_AT_EARLY ? "early" : "end");
+    for (const char *line = text; *line;) { /* a line each: print_message's buffer is small */
+        const char *end = strchr(line, '\n');
+        int chars = end ? (int)(end - line) : (int)strlen(line);
+        print_message("# %.*s\n", chars, line);
+        line += chars + (end != NULL);
+    }
+    return text;
+}
+
+static void test_clip_plan(void **state)
+{
+    static const char *const off =
+        "  0 main    clock     \n"
+        "  1 main    forward    layer0\n"
+        "  2 main    forward    layer1\n"
+        "  3 main    forward    layer2\n"
+        "  4 main    backward   layer2\n"
+        "  5 main    backward   layer1\n"
+        "  6 main    backward   layer0\n"
+        "  7 main    all-reduce layer2\n"
+        "  8 main    all-reduce layer1\n"
+        "  9 main    all-reduce layer0\n"
+        " 10 main    clip       layer0..layer1\n"
+        " 11 main    clip       layer2\n"
+        " 12 main    update     layer0\n"
+        " 13 main    update     layer1\n"
+        " 14 main    update     layer2\n";
+    char *text = plan_text(ERASE_EB_OFF, ERASE_AT_EARLY, ERASE_AT_EARLY);
+    assert_string_equal(text, off);
+    free(text);
+    /* blocking: the first sub-graph's reductions, its clip, then its
+     * updates, before the second sub-graph's forward */
+    static const char *const blocking =
+        " 14 comm    wait       event 4\n"
+        " 15 comm    all-reduce layer1\n"
+        " 16 comm    record     event 7\n"
+        " 17 comm    wait       event 3\n"
+        " 18 comm    all-reduce layer0\n"
+        " 19 comm    record     event 6\n"
+        " 20 comm    clip       layer0..layer1\n"
+        " 21 comm    update     layer1\n"
+        " 22 comm    record     event 10\n"
+        " 23 comm    update     layer0\n"
+        " 24 comm    record     event 9\n"
+        " 25 main    wait       event 11\n"
+        " 26 main    forward    layer2\n";
+    text = plan_text(ERASE_EB_BLOCKING, ERASE_AT_EARLY, ERASE_AT_EARLY);
+    assert_non_null(strstr(text, blocking));
+    free(text);
+    /* reduce at end: every reduction, then each sub-graph's clip, then the updates */
+    static const char *const at_end =
+        " 24 comm   *wait       event 5\n"
+        " 25 comm   *all-reduce layer2\n"
+        " 26 comm   *record     event 8\n"
+        " 27 comm   *clip       layer0..layer1\n"
+        " 28 comm   *clip       layer2\n"
+        " 29 comm   *update     layer0\n";
+    text = plan_text(ERASE_EB_GRAPH, ERASE_AT_END, ERASE_AT_END);
+    assert_non_null(strstr(text, at_end));
+    free(text);
 }
 
 static int setup(void **state)
@@ -107,6 +220,9 @@ int main(void)
         cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_clip_plan),
+        cmocka_unit_test(test_clip_ctr),
+        cmocka_unit_test(test_clip_mlp),
     };
     return cmocka_run_group_tests_name("schedule equivalence on one rank", tests, setup, teardown);
 }

@@ -465,4 +465,6 @@ const erase_ops_impl_t erase_ops_cpu = {
     .adamw_update = erase_cpu_adamw_update,
     .rowwise_adagrad_update = erase_cpu_rowwise_adagrad_update,
     .sparse_sgd_update = erase_cpu_sparse_sgd_update,
+    .sum_squares = erase_cpu_sum_squares,
+    .clip_by_norm = erase_cpu_clip_by_norm,
 };

@@ -39,6 +39,9 @@ erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, con
                                       float *m, float *v, const erase_optim_clock_t *clock,
                                       float lr_mult, float beta1, float beta2, float eps,
                                       float weight_decay);
+erase_status_t erase_cpu_sum_squares(erase_stream_t *s, size_t n, const float *x, float *acc);
+erase_status_t erase_cpu_clip_by_norm(erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                                      float max_norm);
 erase_status_t erase_cpu_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table,
                                                 float *acc, const uint32_t *grad_rows,
                                                 const float *grad_values, const int *count,

@@ -18,6 +18,9 @@ typedef struct {
     erase_lr_schedule_t schedule;
     float lr_mult, momentum, beta1, beta2, eps, wd;
     int code;
+    float *acc1;              /* sum_squares: the one float it adds to */
+    const float *sumsq;       /* clip_by_norm */
+    float max_norm;
 } optim_args_t;
 
 static erase_status_t clock_k(const void *p)
@@ -111,6 +114,53 @@ ERASE_SIMD_CLONES static erase_status_t sparse_sgd_k(const void *p)
             w[d] -= lr * g[d];
     }
     return ERASE_OK;
+}
+
+/* *acc1 += sum of g[i]^2: 8 double lanes (lane i % 8), then the lanes in
+ * order, added to *acc1 in double and rounded once: a fixed order, so equal
+ * inputs give equal sums, on any stream and in every schedule. */
+ERASE_SIMD_CLONES static erase_status_t sum_squares_k(const void *p)
+{
+    const optim_args_t *a = p;
+    double lane[8] = { 0 };
+    size_t i = 0;
+    for (; i + 8 <= a->n; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] += (double)a->g[i + j] * a->g[i + j];
+    for (int j = 0; i < a->n; i++, j++)
+        lane[j] += (double)a->g[i] * a->g[i];
+    double sum = *a->acc1;
+    for (int j = 0; j < 8; j++)
+        sum += lane[j];
+    *a->acc1 = (float)sum;
+    return ERASE_OK;
+}
+
+/* torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when
+ * that is below 1 (a NaN norm leaves x as it is: the step is skipped by
+ * the finiteness check). */
+ERASE_SIMD_CLONES static erase_status_t clip_by_norm_k(const void *p)
+{
+    const optim_args_t *a = p;
+    float coef = a->max_norm / (sqrtf(*a->sumsq) + 1e-6f);
+    if (!(coef < 1.0f))
+        return ERASE_OK;
+    for (size_t i = 0; i < a->n; i++)
+        a->w[i] *= coef;
+    return ERASE_OK;
+}
+
+erase_status_t erase_cpu_sum_squares(erase_stream_t *s, size_t n, const float *x, float *acc)
+{
+    optim_args_t a = { .n = n, .g = x, .acc1 = acc };
+    LAUNCH(s, sum_squares_k, a);
+}
+
+erase_status_t erase_cpu_clip_by_norm(erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                                      float max_norm)
+{
+    optim_args_t a = { .n = n, .w = x, .sumsq = sumsq, .max_norm = max_norm };
+    LAUNCH(s, clip_by_norm_k, a);
 }
 
 erase_status_t erase_cpu_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
