@@ -395,7 +395,8 @@ static void usage_text(FILE *f)
             "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
             "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace datasets already in DIR/train, DIR/eval\n");
+            "  --force               replace datasets already in DIR/train, DIR/eval\n"
+            "  -q, --quiet           no progress lines (as the other commands; text prints none)\n");
 }
 
 static void usage_tokens(FILE *f)
@@ -411,7 +412,8 @@ static void usage_tokens(FILE *f)
             "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
             "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace a dataset already in DIR\n");
+            "  --force               replace a dataset already in DIR\n"
+            "  -q, --quiet           no progress lines (as the other commands; tokens prints none)\n");
 }
 
 /* erase-convert text and erase-convert tokens (`cmd`): one set of options. */
@@ -426,12 +428,13 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         { "vocab", required_argument, 0, 'V' },        { "shard-tokens", required_argument, 0, 's' },
         { "chunk-tokens", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "force", no_argument, 0, 'F' },              { "help", no_argument, 0, 'h' },
-        { 0, 0, 0, 0 },
+        { "quiet", no_argument, 0, 'q' },              { 0, 0, 0, 0 },
     };
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
+        case 'q': break; /* the conversion prints no progress lines */
         case 'v':
             if (!text || parse_double(optarg, &o.eval_fraction) || !(o.eval_fraction >= 0 && o.eval_fraction < 1))
                 return text ? bad_value(cmd, "--val-fraction", optarg) : (usage_cmd(stderr), 2);

@@ -8,7 +8,7 @@ lib_liberase_a_SOURCES = \
 	lib/core/fs.c lib/core/fs.h \
 	lib/core/config_text.c lib/core/config_text.h \
 	lib/core/fpmode.c lib/core/fpmode.h \
-	lib/device/device.c lib/device/device.h lib/device/backend.h \
+	lib/device/device.c lib/device/device.h lib/device/backend.h lib/device/peak.c \
 	lib/device/cpu/cpu.h lib/device/cpu/cpu_internal.h \
 	lib/device/cpu/cpu_blas.c \
 	lib/device/cpu/cpu_device.c \

@@ -49,6 +49,10 @@ typedef struct {
                                       * reader's batches are in pinned staging memory: open_readers) */
     float *outputs;                  /* host copy of the last block's head output [rank_batch, width] */
     int width;                       /* its width */
+    /* throughput in the task's units and MFU */
+    int64_t units;                   /* the task's units per sample (tokens of a window), 0: none */
+    double flops;                    /* training FLOPs per sample (erase_network_flops_per_sample), 0: not counted */
+    double peak_gflops;              /* this rank's SGEMM peak (erase_device_sgemm_peak) when flops > 0 */
     FILE *metrics;
     FILE *trace;                     /* --trace on rank 0: opened before the first step */
     int tty;
@@ -399,7 +403,33 @@ static erase_status_t setup_training(run_t *r)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the outputs of %lld samples per rank",
                            (long long)r->rank_batch);
     TRY(alloc_step_times(0, r->total_steps, &r->step_s));
+    if (r->task->units_per_sample)
+        r->units = r->task->units_per_sample(&r->cfg);
+    r->flops = erase_network_flops_per_sample(r->net);
+    /* every rank at once, as they train: the cores they share are busy alike */
+    if (r->flops > 0 && !o->eval_only)
+        TRY(erase_device_sgemm_peak(r->dev, erase_sched_main_stream(r->sched), 5, &r->peak_gflops));
     return ERASE_OK;
+}
+
+/* Model FLOPs utilization of `qps` samples/s over all ranks: the FLOPs
+ * done over the ranks' SGEMM peaks (as rank 0 measured its own); 0 when
+ * not counted. */
+static double mfu(const run_t *r, double qps)
+{
+    return r->flops > 0 && r->peak_gflops > 0 ? qps * r->flops / (r->w->size * r->peak_gflops * 1e9) : 0;
+}
+
+/* ", 3072 tokens/s, MFU 12.3%" after a progress line's samples/s ("" without units). */
+static void units_text(const run_t *r, double qps, char *buf, size_t size)
+{
+    int n = 0;
+    buf[0] = 0;
+    if (r->units > 0)
+        n = snprintf(buf, size, " (%.0f %s/s", qps * (double)r->units, r->task->unit);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, r->flops > 0 && r->peak_gflops > 0 ? ", MFU %.1f%%)" : ")",
+                 100 * mfu(r, qps));
 }
 
 /* Copy this rank's batch from the reader's staging memory into the task's
@@ -521,12 +551,14 @@ static erase_status_t log_progress(run_t *r, int force)
                      (long long)r->window_steps);
         else
             r->task->window_text(r->ts, r->tty ? " " : ",", stats, sizeof stats);
+        char units[64];
+        units_text(r, qps, units, sizeof units);
         if (r->tty)
-            printf("\r\033[Kstep %lld/%lld  %.0f samples/s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
-                   (long long)r->total_steps, qps, stats, lr, eta);
+            printf("\r\033[Kstep %lld/%lld  %.0f samples/s%s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
+                   (long long)r->total_steps, qps, units, stats, lr, eta);
         else
-            printf("train  step %lld/%lld epoch %lld: %.0f samples/s, %s, lr %.3g, ETA %.0f s\n",
-                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, stats, lr, eta);
+            printf("train  step %lld/%lld epoch %lld: %.0f samples/s%s, %s, lr %.3g, ETA %.0f s\n",
+                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, units, stats, lr, eta);
         fflush(stdout);
     }
     if (r->root && r->metrics) {
@@ -535,6 +567,10 @@ static erase_status_t log_progress(run_t *r, int force)
         fprintf(r->metrics, ",\"epoch\":%lld,\"window_samples\":%lld,\"nonfinite\":%lld,\"skipped\":%lld,"
                             "\"qps\":%.1f", (long long)r->epoch, (long long)counts.samples,
                 (long long)counts.nonfinite, (long long)r->window_skipped, qps);
+        if (r->units > 0)
+            fprintf(r->metrics, ",\"%s_per_s\":%.1f", r->task->unit, qps * (double)r->units);
+        if (r->flops > 0 && r->peak_gflops > 0)
+            fprintf(r->metrics, ",\"mfu\":%.4f", mfu(r, qps));
         r->task->window_json(r->ts, r->metrics, all_skipped);
         fprintf(r->metrics, ",\"lr\":%s,\"block_losses\":[", json_number(v, "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++)
@@ -732,6 +768,13 @@ static void summary(run_t *r)
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
     printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
            (long long)warmup);
+    if (r->units > 0)
+        printf("  %-10s p50 %.0f  p90 %.0f %s/s\n", r->task->unit, p50 * (double)r->units, p90 * (double)r->units,
+               r->task->unit);
+    if (r->flops > 0 && r->peak_gflops > 0)
+        printf("  MFU        p50 %.1f%%  p90 %.1f%% (%.3g GFLOP per sample over %d x %.1f GFLOP/s, the SGEMM peak "
+               "rank 0 measured at start)\n", 100 * mfu(r, p50), 100 * mfu(r, p90), r->flops / 1e9, r->w->size,
+               r->peak_gflops);
     printf("  eval       ");
     r->task->eval_print(r->ts, stdout);
     printf("\n  eval time  %.2f s in %lld evaluation%s (not in the steps' time)\n", r->eval_s, (long long)r->evals,
@@ -751,6 +794,10 @@ static void summary(run_t *r)
     if (r->metrics) {
         json_line_start(r->metrics, "summary", r->step, r->samples_seen);
         fprintf(r->metrics, ",\"qps_p50\":%.1f,\"qps_p90\":%.1f", p50, p90);
+        if (r->units > 0)
+            fprintf(r->metrics, ",\"%s_per_s_p50\":%.1f", r->task->unit, p50 * (double)r->units);
+        if (r->flops > 0 && r->peak_gflops > 0)
+            fprintf(r->metrics, ",\"mfu_p50\":%.4f,\"peak_gflops\":%.1f", mfu(r, p50), r->peak_gflops);
         r->task->eval_json(r->ts, r->metrics);
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
@@ -950,6 +997,9 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         else
             printf("  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n", data,
                    (long long)ti.samples, (long long)ti.steps_per_epoch, (long long)ei.samples);
+        if (r.peak_gflops > 0)
+            printf("  peak   %.1f GFLOP/s per rank (SGEMM 1024^3 on the main stream, median of 5): the basis of MFU\n",
+                   r.peak_gflops);
         fflush(stdout);
     }
     /* checkpoints: --resume / --init-from load here, before the first step */

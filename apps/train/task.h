@@ -111,6 +111,11 @@ typedef struct train_task {
     void (*score)(const float *z, int width, const erase_reader_batch_t *b, float *out, float *labels);
     int (*score_width)(int width);
     int score_classes; /* 1: the columns are class probabilities (/class, /prob), 0: one probability (/p) */
+    /* Throughput in the task's own unit besides samples/s: `unit` ("tokens")
+     * and how many a sample holds (lm: the model's context T); NULL both
+     * when a sample is the unit (ctr, classify). */
+    const char *unit;
+    int64_t (*units_per_sample)(const erase_model_config_t *cfg);
 } train_task_t;
 
 /* The task named `name` (apps/train/tasks.c), or NULL. */

@@ -249,6 +249,9 @@ static void lm_eval_json(const void *state, FILE *f)
     }
 }
 
+/* A window's T positions each predict a token: throughput in tokens. */
+static int64_t lm_tokens_per_sample(const erase_model_config_t *cfg) { return cfg->gpt.context; }
+
 const train_task_t train_task_lm = {
     .name = "lm",
     .rows = NULL,
@@ -268,4 +271,6 @@ const train_task_t train_task_lm = {
     .eval_print = lm_eval_print,
     .eval_json = lm_eval_json,
     .score = NULL, /* the hook gets no task state, so no T to cut z [n, T * vocab] into positions */
+    .unit = "tokens",
+    .units_per_sample = lm_tokens_per_sample,
 };

@@ -567,6 +567,17 @@ erase_status_t erase_gpt_decode_step(erase_gpt_decoder_t *d, erase_stream_t *s, 
     return ERASE_OK;
 }
 
+/* T x (6N + 12 L C T), N: every parameter but wpe (network.h). */
+static double gpt_flops_per_sample(const erase_network_t *net)
+{
+    const gpt_t *g = gpt_of(net);
+    double n = 0;
+    for (int i = 0; i < net->nparams; i++)
+        if (i != g->wpe)
+            n += (double)erase_param_numel(&net->params[i]);
+    return (double)g->T * (6.0 * n + 12.0 * net->nblocks * (double)g->C * g->T);
+}
+
 const erase_model_impl_t erase_model_gpt = {
     .build = gpt_build,
     .allocate = gpt_allocate,
@@ -575,5 +586,6 @@ const erase_model_impl_t erase_model_gpt = {
     .forward_predict = gpt_forward_predict,
     .body_output = gpt_body_output,
     .head_output = gpt_head_output,
+    .flops_per_sample = gpt_flops_per_sample,
     .destroy = gpt_destroy,
 };

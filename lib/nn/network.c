@@ -305,6 +305,11 @@ erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_st
     return ERASE_OK;
 }
 
+double erase_network_flops_per_sample(const erase_network_t *net)
+{
+    return net->impl->flops_per_sample ? net->impl->flops_per_sample(net) : 0;
+}
+
 erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
 {
     ERASE_CHECK(check_batch(net, 0, batch));

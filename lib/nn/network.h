@@ -86,6 +86,18 @@ erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p,
  * (after the streams that ran the forwards are synchronized). */
 erase_status_t erase_network_read_losses(const erase_network_t *net, float *out);
 
+/*
+ * Floating-point operations of training on one sample (forward and
+ * backward, not the optimizer), as nanoGPT's estimate_mfu and the PaLM
+ * paper (Chowdhery et al. 2022, appendix B) count them: for gpt, T x (6N
+ * + 12 L C T) with N every parameter but the position embedding (the
+ * matrix products 6N, causal attention's scores and mixing 12 L C T per
+ * token, counted over the whole T x T square as they do). The basis of
+ * MFU (model FLOPs utilization). 0 for models whose work is not counted
+ * (ctr, mlp: their time goes to memory-bound embeddings and small GEMMs).
+ */
+double erase_network_flops_per_sample(const erase_network_t *net);
+
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
 

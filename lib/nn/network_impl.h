@@ -22,6 +22,9 @@
  *                  block index and the batch size);
  *   body_output, head_output
  *                  the buffers of network.h's queries;
+ *   flops_per_sample
+ *                  erase_network_flops_per_sample's count (NULL: not
+ *                  counted, 0);
  *   destroy        free the model's state (the core frees the rest).
  */
 #ifndef ERASE_NN_NETWORK_IMPL_H
@@ -51,6 +54,7 @@ typedef struct {
     erase_status_t (*forward_predict)(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch);
     const float *(*body_output)(const erase_network_t *net, int b, int *width);
     const float *(*head_output)(const erase_network_t *net, int b, int *width);
+    double (*flops_per_sample)(const erase_network_t *net);
     void (*destroy)(erase_network_t *net);
 } erase_model_impl_t;
 

@@ -14,6 +14,7 @@ CKPT_TEST_DRIVERS = tests/ckpt/test-kill-resume.sh tests/ckpt/test-resume.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-data-inputs.sh
 # the classify task (mlp on MNIST): modes, kill and resume, rank counts (issue 14)
 CKPT_TEST_DRIVERS += tests/ckpt/test-train-classify.sh
+CKPT_TEST_DRIVERS += tests/ckpt/test-train-lm.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-eval-only.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
 TESTS += $(CKPT_TEST_DRIVERS)

@@ -271,6 +271,42 @@ static void gpt_decode_matches(uint32_t cut_mask)
     erase_network_destroy(net);
 }
 
+/* FLOPs per token as issue 15's anchors count them (6N + 12 L C T, N
+ * without the position table): S (4 layers, width 128, context 64,
+ * vocab 256) 5,349,888 = 5.35 M; M (6 layers, 384, 256) 71,553,024 =
+ * 71.55 M; tied heads. An untied model counts its extra heads. */
+static void check_flops(int layers, int width, int heads, int context, uint32_t cut_mask, double per_token)
+{
+    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_GPT);
+    cfg.gpt.layers = layers;
+    cfg.gpt.width = width;
+    cfg.gpt.heads = heads;
+    cfg.gpt.context = context;
+    cfg.gpt.vocab = 256;
+    cfg.cut_mask = cut_mask;
+    erase_network_t *net;
+    assert_int_equal(erase_network_create(dev, &cfg, 1, &net), ERASE_OK);
+    double got = erase_network_flops_per_sample(net);
+    print_message("gpt %d layers, width %d, context %d, cuts 0x%x: %.0f FLOPs per token\n", layers, width, context,
+                  (unsigned)cut_mask, got / context);
+    assert_true(got == per_token * context);
+    erase_network_destroy(net);
+}
+
+static void test_gpt_flops(void **state)
+{
+    (void)state;
+    check_flops(4, 128, 4, 64, 0, 5349888.0);
+    check_flops(6, 384, 6, 256, 0, 71553024.0);
+    /* a cut at 2: the last head's own [256, 128] weight, the local head's weight and LayerNorm */
+    check_flops(4, 128, 4, 64, 1u << 2, 5349888.0 + 6.0 * (2 * 256 * 128 + 2 * 128));
+    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
+    erase_network_t *net;
+    assert_int_equal(erase_network_create(dev, &mlp, 1, &net), ERASE_OK);
+    assert_true(erase_network_flops_per_sample(net) == 0); /* not counted */
+    erase_network_destroy(net);
+}
+
 static void test_gpt_decode(void **state)
 {
     gpt_decode_matches(0);                       /* the head tied to wte */
@@ -460,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_gpt_cuts_none),
         cmocka_unit_test(test_gpt_cuts_1_2),
         cmocka_unit_test(test_gpt_decode),
+        cmocka_unit_test(test_gpt_flops),
         cmocka_unit_test(test_cut_isolates_gradients),
         cmocka_unit_test(test_deterministic_ctr),
         cmocka_unit_test(test_deterministic_mlp),
