@@ -27,6 +27,10 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/kernels_f32.c lib/ops/cpu/kernels_f64.c \
 	lib/ops/cpu/ops_cpu.c
 
+# lib/ops: the gpt model's CPU ops (token embedding, attention).
+lib_liberase_a_SOURCES += \
+	lib/ops/cpu/attention_impl.h lib/ops/cpu/transformer_cpu.c
+
 # lib/nn: model files (libconfig).
 lib_liberase_a_SOURCES += \
 	lib/nn/model_config.c lib/nn/model_config.h
