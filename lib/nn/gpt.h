@@ -29,6 +29,34 @@ typedef struct {
  * a gpt network, k out of range). */
 erase_status_t erase_gpt_layer(erase_network_t *net, int k, erase_gpt_layer_t *out);
 
+/*
+ * Generation with a key/value cache: one position of `batch` sequences per
+ * step, each costing one position's forward. The decoder holds, per layer,
+ * the keys and values of the positions decoded so far (caches [layers]
+ * [batch, context, C]) and the activations of one position.
+ */
+typedef struct erase_gpt_decoder erase_gpt_decoder_t;
+
+/* A decoder of `batch` sequences (1 <= batch) for the gpt network `net`
+ * (its parameters are read at every step: not while a stream writes
+ * them). Errors: ERASE_ERR_INVALID (not a gpt network, batch < 1, sizes
+ * past memory), ERASE_ERR_NOMEM. */
+erase_status_t erase_gpt_decoder_create(erase_network_t *net, int batch, erase_gpt_decoder_t **out);
+void erase_gpt_decoder_destroy(erase_gpt_decoder_t *d);
+
+/*
+ * Enqueue position t (0 <= t < context) of every sequence: tokens [batch]
+ * int32 (device memory, in [0, vocab)) are the tokens at position t; their
+ * keys and values enter the caches at row t, and *logits (device [batch,
+ * vocab], the decoder's buffer, valid until the next step) is the last
+ * block's head output for position t: what the training forward gives at
+ * position t for the same tokens at 0..t. Positions 0..t-1 must have been
+ * decoded before (in order; t = 0 starts new sequences). Errors:
+ * ERASE_ERR_INVALID (t out of range), those of the ops.
+ */
+erase_status_t erase_gpt_decode_step(erase_gpt_decoder_t *d, erase_stream_t *s, int t, const int32_t *tokens,
+                                     const float **logits);
+
 /* LayerNorm epsilon of every LayerNorm of the model (GPT-2's). */
 #define ERASE_GPT_LN_EPS 1e-5f
 

@@ -83,6 +83,16 @@ const char *erase_model_config_name(const erase_model_config_t *cfg)
     return model_names[cfg->kind];
 }
 
+int erase_model_config_kind(const char *name, erase_model_kind_t *kind)
+{
+    for (int k = 0; k < MODEL_KINDS; k++)
+        if (name && strcmp(name, model_names[k]) == 0) {
+            *kind = (erase_model_kind_t)k;
+            return 1;
+        }
+    return 0;
+}
+
 const char *erase_model_config_task(const erase_model_config_t *cfg)
 {
     return model_tasks[cfg->kind];
@@ -423,13 +433,7 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
-    if (strcmp(text, "ctr") == 0)
-        kind = ERASE_MODEL_CTR;
-    else if (strcmp(text, "mlp") == 0)
-        kind = ERASE_MODEL_MLP;
-    else if (strcmp(text, "gpt") == 0)
-        kind = ERASE_MODEL_GPT;
-    else
+    if (!erase_model_config_kind(text, &kind))
         return expected(name, model, "model", "\"ctr\", \"mlp\" or \"gpt\"");
     *cfg = erase_model_config_default(kind);
     const char *mine = model_names[kind];

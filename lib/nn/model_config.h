@@ -92,6 +92,10 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
 /* The model kind's name, "ctr", "mlp" or "gpt". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 
+/* 1 and *kind set when `name` is a model kind's name ("ctr", "mlp",
+ * "gpt"), else 0. */
+int erase_model_config_kind(const char *name, erase_model_kind_t *kind);
+
 /* The erase-train task the model kind serves (apps/train/task.h): "ctr"
  * for ctr, "classify" for mlp (later "lm" for gpt). */
 const char *erase_model_config_task(const erase_model_config_t *cfg);

@@ -144,6 +144,17 @@ static void test_defaults(void **state)
     assert_string_equal(erase_model_config_task(&g), "lm");
     MUST(erase_model_config_parse("model = \"gpt\";", "min.cfg", &p));
     assert_config_equal(&p, &g);
+
+    print_message("model kinds by name (erase-train --model ctr|mlp|gpt)\n");
+    erase_model_kind_t kind = ERASE_MODEL_CTR;
+    assert_int_equal(erase_model_config_kind("gpt", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_GPT);
+    assert_int_equal(erase_model_config_kind("mlp", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_MLP);
+    assert_int_equal(erase_model_config_kind("ctr", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_CTR);
+    assert_int_equal(erase_model_config_kind("gpt2", &kind), 0);
+    assert_int_equal(erase_model_config_kind(NULL, &kind), 0);
 }
 
 static void expect_gpt_error(const char *body, const char *want)
