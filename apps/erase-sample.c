@@ -12,7 +12,7 @@
  * byte-level models (vocab 256); erase ships no BPE tokenizer, so a model
  * of another vocabulary (imported GPT-2 token shards) takes the prompt as
  * token ids (--prompt-tokens 15496,11) and prints token ids. The prompt is
- * fed through a key/value-cache decoder (lib/nn/gpt_decode.h) one position
+ * fed through a key/value-cache decoder (lib/nn/gpt.h) one position
  * per token; then each of the N new tokens is drawn from softmax(logits /
  * T) over the K most likely tokens (lib/nn/sampler.h: T 0 = greedy argmax,
  * K 0 = the whole vocabulary) with a SplitMix64 stream seeded by S: the
@@ -32,7 +32,7 @@
 #include "io/checkpoint.h"
 #include "lib/core/checked.h"
 #include "lib/core/timer.h"
-#include "lib/nn/gpt_decode.h"
+#include "lib/nn/gpt.h"
 #include "lib/nn/sampler.h"
 
 #include <errno.h>
@@ -203,9 +203,9 @@ static erase_status_t step(sample_run_t *r, int t, int32_t tok)
 {
     *r->h_token = tok;
     ERASE_CHECK(erase_memcpy_async(r->s, r->d_token, r->h_token, sizeof(int32_t)));
-    ERASE_CHECK(erase_gpt_decode(r->dec, r->s, t, r->d_token));
-    ERASE_CHECK(erase_memcpy_async(r->s, r->h_logits, erase_gpt_decoder_logits(r->dec),
-                                   sizeof(float) * (size_t)r->vocab));
+    const float *logits;
+    ERASE_CHECK(erase_gpt_decode_step(r->dec, r->s, t, r->d_token, &logits));
+    ERASE_CHECK(erase_memcpy_async(r->s, r->h_logits, logits, sizeof(float) * (size_t)r->vocab));
     ERASE_CHECK(erase_stream_synchronize(r->s));
     return ERASE_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * Key/value-cache decoding of the gpt model (lib/nn/gpt_decode.c): for a
+ * Key/value-cache decoding of the gpt model (lib/nn/gpt.c: erase_gpt_decode_step): for a
  * batch of two windows, decoding positions 0 .. T-1 one at a time gives
  * the training forward's logits (erase_network_forward_predict: the last
  * block's head over the whole window) at every position, within 1e-5
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
-#include "lib/nn/gpt_decode.h"
+#include "lib/nn/gpt.h"
 #include "lib/ops/ops.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
@@ -109,9 +109,10 @@ static void decode_and_compare(fixture_t *f, const int32_t *tokens, const float 
         for (int b = 0; b < B; b++)
             step[b] = tokens[b * T + t];
         MUST(erase_memcpy_sync(f->dev, f->d_step, step, sizeof step));
-        MUST(erase_gpt_decode(f->dec, f->s, t, f->d_step));
+        const float *logits;
+        MUST(erase_gpt_decode_step(f->dec, f->s, t, f->d_step, &logits));
         MUST(erase_stream_synchronize(f->s));
-        MUST(erase_memcpy_sync(f->dev, got, erase_gpt_decoder_logits(f->dec), sizeof got));
+        MUST(erase_memcpy_sync(f->dev, got, logits, sizeof got));
         for (int b = 0; b < B; b++)
             for (int v = 0; v < V; v++) {
                 double w = want[((size_t)b * T + (size_t)t) * V + (size_t)v], g = got[b * V + v];
@@ -165,18 +166,18 @@ static void test_errors(void **state)
     (void)state;
     fixture_t f = { 0 };
     setup(&f, 0);
-    assert_int_equal(erase_gpt_decode(f.dec, f.s, T, f.d_step), ERASE_ERR_INVALID);
-    assert_string_equal(erase_error_reason(),
-                        "gpt decoder: position 9 is outside the model's context of 9 positions (0 .. 8)");
-    assert_int_equal(erase_gpt_decode(f.dec, f.s, -1, f.d_step), ERASE_ERR_INVALID);
+    const float *logits;
+    assert_int_equal(erase_gpt_decode_step(f.dec, f.s, T, f.d_step, &logits), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "gpt decoder: position 9 outside the context 0..8");
+    assert_int_equal(erase_gpt_decode_step(f.dec, f.s, -1, f.d_step, &logits), ERASE_ERR_INVALID);
     erase_gpt_decoder_t *d;
     assert_int_equal(erase_gpt_decoder_create(f.net, 0, &d), ERASE_ERR_INVALID);
-    assert_string_equal(erase_error_reason(), "gpt decoder: batch 0 (expected >= 1)");
+    assert_string_equal(erase_error_reason(), "gpt decoder: batch 0 < 1");
     erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
     erase_network_t *net;
     MUST(erase_network_create(f.dev, &mlp, 1, &net));
     assert_int_equal(erase_gpt_decoder_create(net, 1, &d), ERASE_ERR_INVALID);
-    assert_string_equal(erase_error_reason(), "gpt decoder: the network is a mlp model, not gpt");
+    assert_string_equal(erase_error_reason(), "gpt decoder: the network is a mlp model");
     erase_network_destroy(net);
     teardown(&f);
 }
