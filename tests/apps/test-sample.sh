@@ -20,21 +20,13 @@ expect() {
     [ "$rc" = "$want" ] && printf '%s\n' "$@" | cmp -s - "$file"
 }
 
-cat >"$dir/gpt.cfg" <<'EOF'
-model = "gpt";
-seed = 3;
-gpt: { layers = 2; heads = 2; width = 16; context = 32; vocab = 256; };
-EOF
-cat >"$dir/gpt-cuts.cfg" <<'EOF'
-model = "gpt";
-seed = 4;
-gpt: { layers = 3; heads = 4; width = 16; context = 24; vocab = 256; cuts = [1, 2]; };
-EOF
-cat >"$dir/gpt-300.cfg" <<'EOF'
-model = "gpt";
-seed = 5;
-gpt: { layers = 1; heads = 1; width = 8; context = 16; vocab = 300; };
-EOF
+# gpt_model NAME SEED SIZES: the model file DIR/NAME.cfg
+gpt_model() {
+    printf 'model = "gpt";\nseed = %s;\ngpt: { %s };\n' "$2" "$3" >"$dir/$1.cfg"
+}
+gpt_model gpt 3 "layers = 2; heads = 2; width = 16; context = 32; vocab = 256;"
+gpt_model gpt-cuts 4 "layers = 3; heads = 4; width = 16; context = 24; vocab = 256; cuts = [1, 2];"
+gpt_model gpt-300 5 "layers = 1; heads = 1; width = 8; context = 16; vocab = 300;"
 cat >"$dir/ctr.cfg" <<'EOF'
 model = "ctr";
 ctr: { table_rows = 5; bottom_mlp = [4, 16]; subarch_width = 8; subarchs = 2; };
