@@ -17,7 +17,8 @@
  * T) over the K most likely tokens (lib/nn/sampler.h: T 0 = greedy argmax,
  * K 0 = the whole vocabulary) with a SplitMix64 stream seeded by S: the
  * same checkpoint, prompt, options and seed give the same text, on every
- * run (and on CPU and CUDA alike unless two logits nearly tie).
+ * run (CPU and CUDA logits differ in rounding, so their texts may part
+ * where a draw falls next to a boundary between two tokens).
  *
  * The window does not slide: the prompt and the N new tokens must fit the
  * model's context (prompt + N <= context), else a usage error names both
@@ -106,7 +107,7 @@ static int parse_long(const char *text, long long lo, long long hi, long long *o
 typedef struct {
     const char *ckpt, *prompt, *prompt_ids, *device;
     long long tokens;          /* 0: what the context leaves */
-    double temperature;
+    float temperature;         /* as the sampler takes it */
     long long top_k, seed;
     int quiet;
 } sample_options_t;
@@ -135,7 +136,7 @@ static int encode_prompt(const sample_options_t *o, int vocab, int32_t **ids, in
             char *end;
             errno = 0;
             long v = strtol(p, &end, 10);
-            if (end == p || (*end && *end != ',') || errno || v < 0) {
+            if (end == p || (*end && *end != ',') || (*end == ',' && !end[1]) || errno || v < 0) {
                 fprintf(stderr, "erase-sample: --prompt-tokens %s: expected token ids >= 0 separated by commas\n",
                         o->prompt_ids);
                 return 2;
@@ -253,7 +254,7 @@ static int generate(const sample_options_t *o, const erase_ckpt_t *ck, const era
         erase_malloc(r.dev, sizeof(int32_t), (void **)&r.d_token) != ERASE_OK ||
         erase_host_alloc(r.dev, sizeof(int32_t), (void **)&r.h_token) != ERASE_OK ||
         erase_host_alloc(r.dev, sizeof(float) * (size_t)r.vocab, (void **)&r.h_logits) != ERASE_OK ||
-        erase_sampler_init(&sampler, r.vocab, (float)o->temperature, (int)o->top_k, (uint64_t)o->seed) != ERASE_OK)
+        erase_sampler_init(&sampler, r.vocab, o->temperature, (int)o->top_k, (uint64_t)o->seed) != ERASE_OK)
         goto done;
     if (!(all = malloc(sizeof(int32_t) * ((size_t)np + (size_t)n)))) {
         ERASE_ERROR(ERASE_ERR_NOMEM, "no memory for %d tokens", np + n);
@@ -326,10 +327,9 @@ int main(int argc, char **argv)
             o.tokens = x;
         } else if (!strcmp(a, "--temperature") && v) {
             char *end;
-            o.temperature = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(o.temperature >= 0) || !isfinite(o.temperature) ||
-                (float)o.temperature > 1e30f)
-                return usage_error("--temperature %s: expected a number >= 0 (0: greedy)", argv[i]);
+            o.temperature = (float)strtod(argv[++i], &end);
+            if (end == argv[i] || *end || !(o.temperature >= 0) || !isfinite(o.temperature))
+                return usage_error("--temperature %s: expected a finite number >= 0 (0: greedy)", argv[i]);
         } else if (!strcmp(a, "--top-k") && v) {
             if (parse_long(argv[++i], 0, INT_MAX, &x))
                 return usage_error("--top-k %s: expected an integer >= 0 (0: the whole vocabulary)", argv[i]);

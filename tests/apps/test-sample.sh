@@ -11,7 +11,7 @@
 need apps/erase-sample
 need tests/apps/sample-tool
 workdir
-echo "1..16"
+echo "1..18"
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -109,10 +109,17 @@ rc=$?
 expect 2 "$dir/err" "erase-sample: --tokens 30: the prompt's 3 tokens and 30 new ones do not fit the model's context of 32 positions (the window does not slide)"
 tap $? "prompt + --tokens beyond the context: status $rc, both numbers and the context named"
 
-apps/erase-sample "$dir/flat" --temperature -0.5 -q >/dev/null 2>"$dir/err"
+for t in -0.5 1e40; do
+    apps/erase-sample "$dir/flat" --temperature $t -q >/dev/null 2>"$dir/err"
+    rc=$?
+    expect 2 "$dir/err" "erase-sample: --temperature $t: expected a finite number >= 0 (0: greedy)"
+    tap $? "--temperature $t: status $rc"
+done
+
+apps/erase-sample "$dir/flat" --prompt-tokens 1,2, -q >/dev/null 2>"$dir/err"
 rc=$?
-expect 2 "$dir/err" "erase-sample: --temperature -0.5: expected a number >= 0 (0: greedy)"
-tap $? "--temperature -0.5: status $rc"
+expect 2 "$dir/err" "erase-sample: --prompt-tokens 1,2,: expected token ids >= 0 separated by commas"
+tap $? "--prompt-tokens with a trailing comma: status $rc"
 
 apps/erase-sample "$dir/flat" --top-k -1 -q >/dev/null 2>"$dir/err"
 rc=$?
