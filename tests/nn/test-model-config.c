@@ -194,6 +194,14 @@ static void test_parse_gpt(void **state)
     expect_gpt_error("  hidden = [3];", "bad.cfg:3: unknown key 'gpt.hidden'");
     expect_error("model = \"gpt\";\nmlp: {};\n", "bad.cfg:2: group 'mlp' does not apply to model \"gpt\"");
     expect_error("model = \"ctr\";\ngpt: {};\n", "bad.cfg:2: group 'gpt' does not apply to model \"ctr\"");
+
+    print_message("the shipped gpt model files: shakespeare-char (no cuts), NanoChat (cuts at 2 and 4)\n");
+    erase_model_config_t want = erase_model_config_default(ERASE_MODEL_GPT);
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/gpt-shakespeare.cfg", &c));
+    assert_config_equal(&c, &want);
+    want.cut_mask = (1u << 2) | (1u << 4);
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/gpt-nanochat.cfg", &c));
+    assert_config_equal(&c, &want);
 }
 
 static void test_parse_ctr(void **state)
