@@ -50,11 +50,3 @@ TESTS += tests/nn/test-sampler
 tests_nn_test_sampler_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_sampler_LDADD = $(TEST_LIBS)
 endif
-
-# key/value-cache decoding against the gpt model's training forward
-if HAVE_CMOCKA
-check_PROGRAMS += tests/nn/test-gpt-decode
-TESTS += tests/nn/test-gpt-decode
-tests_nn_test_gpt_decode_CFLAGS = $(TEST_CFLAGS)
-tests_nn_test_gpt_decode_LDADD = $(TEST_LIBS)
-endif
