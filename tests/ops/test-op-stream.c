@@ -8,6 +8,7 @@
  * enqueue nothing; the gpt model's ops likewise (a token out of range is the
  * stream's error naming it).
  */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -373,6 +374,15 @@ static void test_bad_shapes_at_enqueue(void **state)
                    "bce: bad batch -1 or NULL loss");
     expect_invalid(erase_layernorm_forward(stream, 2, 8, 0.0f, buf, buf, buf, buf, buf, buf),
                    "layer norm: bad batch=2 dim=8 eps=0");
+    expect_invalid(erase_attention_forward(stream, 1, 4, 1, INT_MAX / 3 + 1, buf, buf, buf),
+                   "attention: bad batch=1 T=4 heads=1 dim=715827883 (dim a multiple of heads, at most "
+                   "INT_MAX/3)");
+    expect_invalid(erase_attention_backward(stream, 1, 4, 3, 8, buf, buf, buf, buf, buf),
+                   "attention backward: bad batch=1 T=4 heads=3 dim=8 (dim a multiple of heads, at "
+                   "most INT_MAX/3)");
+    expect_invalid(erase_attention_decode(stream, 1, 4, 4, 2, 8, buf, buf, buf, buf, buf),
+                   "attention decode: bad batch=1 t=4 cache_len=4 heads=2 dim=8 (dim a multiple of "
+                   "heads, at most INT_MAX/3; 0 <= t < cache_len)");
 
     /* nothing was enqueued and the stream is healthy */
     assert_int_equal(erase_stream_enqueued(stream), before);
