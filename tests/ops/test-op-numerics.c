@@ -24,6 +24,7 @@
 #include "lib/core/rng.h"
 #include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
+#include "tests/cpu_device.h"
 
 /* ---- Philox ---------------------------------------------------------------- */
 
@@ -397,13 +398,7 @@ static erase_device_t *dev;
 /* The attention kernels call the BLAS, which the first CPU device loads. */
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open(1, 0, &dev);
 }
 
 static int teardown(void **state)

@@ -24,6 +24,7 @@
 #include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
 #include "lib/ops/ops.h"
+#include "tests/cpu_device.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 
@@ -487,15 +488,13 @@ static void test_token_out_of_range(void **state)
 
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1; /* the same BLAS threading for the stream and the direct calls */
-    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &stream) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+    /* the same BLAS threading for the stream and the direct calls */
+    if (erase_test_cpu_open(1, 1, &dev) != 0)
+        return -1;
+    if (erase_stream_create(dev, &stream) != ERASE_OK) {
+        fprintf(stderr, "cannot create a stream: %s\n", erase_error_message());
         return -1;
     }
-    char text[512];
-    erase_device_describe(dev, text, sizeof text);
-    print_message("device: %s\n", text);
     return 0;
 }
 
