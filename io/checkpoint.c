@@ -1097,6 +1097,19 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
     return st;
 }
 
+erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        ERASE_CHECK(erase_ckpt_open(path, out));
+        return ERASE_OK;
+    }
+    ERASE_CHECK(erase_ckpt_open_newest(path, skipped, ctx, out));
+    if (!*out)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no checkpoint (ckpt-<step>.h5) in this directory", path);
+    return ERASE_OK;
+}
+
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
 {
     *out = NULL;

@@ -268,6 +268,16 @@ typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why)
  */
 erase_status_t erase_ckpt_open_newest(const char *dir, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out);
 
+/*
+ * Open what a user names as "the checkpoint" (erase-score and erase-sample
+ * CKPT, erase-train --eval-only --init-from): a checkpoint file
+ * (erase_ckpt_open), or a directory: its newest usable checkpoint
+ * (erase_ckpt_open_newest, damaged ones passed to `skipped`, which may be
+ * NULL). Errors: those of the two; a directory without a checkpoint is
+ * ERASE_ERR_FORMAT "DIR: no checkpoint (ckpt-<step>.h5) in this directory".
+ */
+erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out);
+
 /* Step of a checkpoint file name "ckpt-<step>.h5" (the last path
  * component), or -1 if the name is not of that form. */
 int64_t erase_ckpt_name_step(const char *path);

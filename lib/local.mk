@@ -46,6 +46,9 @@ lib_liberase_a_SOURCES += \
 	lib/nn/train_step.c lib/nn/train_step.h \
 	lib/nn/metrics.c lib/nn/metrics.h lib/nn/metrics_cls.c lib/nn/metrics_cls.h
 
+# lib/nn: next-token sampling (erase-sample).
+lib_liberase_a_SOURCES += lib/nn/sampler.c lib/nn/sampler.h
+
 # lib/sched: step plans and the per-rank scheduler (early backward).
 lib_liberase_a_SOURCES += \
 	lib/ops/cpu/sparse_cpu.c \

@@ -123,14 +123,7 @@ static erase_status_t model_from_checkpoint(run_t *r)
 {
     const char *path = r->o->init_from;
     erase_ckpt_t *ck = NULL;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        TRY(erase_ckpt_open_newest(path, NULL, NULL, &ck));
-        if (!ck)
-            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no checkpoint in this directory", path);
-    } else {
-        TRY(erase_ckpt_open(path, &ck));
-    }
+    TRY(erase_ckpt_open_path(path, NULL, NULL, &ck));
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", erase_ckpt_path(ck));
     r->ckpt_step = m->step;

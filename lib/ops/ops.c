@@ -6,6 +6,8 @@
  */
 #include "lib/ops/ops_impl.h"
 
+#include <limits.h>
+
 #ifdef HAVE_CUDA
 #include "lib/device/cuda/cuda.h"
 #endif
@@ -261,17 +263,18 @@ erase_status_t erase_token_embedding_backward(erase_stream_t *s, int batch, int 
     DISPATCH(s, token_embedding_backward, batch, T, dim, vocab, tokens, dout, dwte, dwpe, accumulate);
 }
 
-/* Shapes every attention op shares: dim a multiple of heads. */
+/* Shapes every attention op shares: dim a multiple of heads; 3*dim (the
+ * row width of qkv, a GEMM leading dimension) an int. */
 static int attention_shape_ok(int batch, int T, int heads, int dim)
 {
-    return batch >= 0 && T > 0 && heads > 0 && dim > 0 && dim % heads == 0;
+    return batch >= 0 && T > 0 && heads > 0 && dim > 0 && dim % heads == 0 && dim <= INT_MAX / 3;
 }
 
 erase_status_t erase_attention_forward(erase_stream_t *s, int batch, int T, int heads, int dim,
                                        const float *qkv, float *att, float *out)
 {
     REQUIRE(attention_shape_ok(batch, T, heads, dim),
-            "attention: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads)", batch, T, heads, dim);
+            "attention: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads, at most INT_MAX/3)", batch, T, heads, dim);
     REQUIRE(qkv && att && out, "attention: NULL qkv, att or out");
     DISPATCH(s, attention_forward, batch, T, heads, dim, qkv, att, out);
 }
@@ -281,7 +284,7 @@ erase_status_t erase_attention_backward(erase_stream_t *s, int batch, int T, int
                                         float *scratch, float *dqkv)
 {
     REQUIRE(attention_shape_ok(batch, T, heads, dim),
-            "attention backward: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads)", batch, T,
+            "attention backward: bad batch=%d T=%d heads=%d dim=%d (dim a multiple of heads, at most INT_MAX/3)", batch, T,
             heads, dim);
     REQUIRE(qkv && att && dout && scratch && dqkv, "attention backward: NULL qkv, att, dout, scratch or dqkv");
     DISPATCH(s, attention_backward, batch, T, heads, dim, qkv, att, dout, scratch, dqkv);
@@ -292,7 +295,7 @@ erase_status_t erase_attention_decode(erase_stream_t *s, int batch, int t, int c
                                       float *scratch, float *out)
 {
     REQUIRE(attention_shape_ok(batch, cache_len, heads, dim) && t >= 0 && t < cache_len,
-            "attention decode: bad batch=%d t=%d cache_len=%d heads=%d dim=%d", batch, t, cache_len, heads, dim);
+            "attention decode: bad batch=%d t=%d cache_len=%d heads=%d dim=%d (dim a multiple of heads, at most INT_MAX/3; 0 <= t < cache_len)", batch, t, cache_len, heads, dim);
     REQUIRE(qkv && kcache && vcache && scratch && out, "attention decode: NULL qkv, cache, scratch or out");
     DISPATCH(s, attention_decode, batch, t, cache_len, heads, dim, qkv, kcache, vcache, scratch, out);
 }

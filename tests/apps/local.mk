@@ -31,3 +31,12 @@ tests_apps_test_task_lm_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_apps_test_task_lm_CFLAGS = $(TEST_CFLAGS)
 tests_apps_test_task_lm_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS) $(TEST_LIBS)
 endif
+
+# erase-sample: generation from gpt checkpoints (sample-tool writes them and
+# the greedy text of the training forward), its options and errors
+check_PROGRAMS += tests/apps/sample-tool
+tests_apps_sample_tool_SOURCES = tests/apps/sample-tool.c
+tests_apps_sample_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+tests_apps_sample_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+TESTS += tests/apps/test-sample.sh
+EXTRA_DIST += tests/apps/test-sample.sh

@@ -22,6 +22,7 @@
 #include "lib/core/fpmode.h"
 #include "lib/device/cpu/cpu.h"
 #include "lib/device/device.h"
+#include "tests/cpu_device.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 
@@ -32,13 +33,7 @@ static const char *self; /* argv[0], run again for test_env_policy */
 
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 2; /* a multi-threaded BLAS where the machine has 2 cores */
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open(2, 0, &dev); /* a multi-threaded BLAS where the machine has 2 cores */
 }
 
 static int teardown(void **state)

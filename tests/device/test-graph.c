@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "tests/cpu_device.h"
 #include "tests/device/kernels.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
@@ -230,13 +231,7 @@ static void test_thousand_replays(void **state)
 
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open(1, 0, &dev);
 }
 
 static int teardown(void **state)

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "tests/cpu_device.h"
 #include "tests/device/kernels.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
@@ -24,16 +25,7 @@ static erase_device_t *dev;
 
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    char text[512];
-    erase_device_describe(dev, text, sizeof text);
-    print_message("device: %s\n", text);
-    return 0;
+    return erase_test_cpu_open(1, 1, &dev);
 }
 
 static int teardown(void **state)

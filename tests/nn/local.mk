@@ -42,3 +42,11 @@ TESTS += tests/nn/test-metrics-cls
 tests_nn_test_metrics_cls_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_metrics_cls_LDADD = $(TEST_LIBS)
 endif
+
+# next-token sampling: temperature, top-k, seeds (erase-sample)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-sampler
+TESTS += tests/nn/test-sampler
+tests_nn_test_sampler_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_sampler_LDADD = $(TEST_LIBS)
+endif

@@ -37,6 +37,7 @@
 #include "lib/core/rng.h"
 #include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
+#include "tests/cpu_device.h"
 
 #define H 1e-6
 #define FD_BOUND 1e-6
@@ -1063,17 +1064,7 @@ static void test_f32_attention(void **state)
 
 static int setup(void **state)
 {
-    /* the linear kernels call the BLAS, which the first CPU device loads */
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    char text[512];
-    erase_device_describe(dev, text, sizeof text);
-    print_message("device: %s\n", text);
-    return 0;
+    return erase_test_cpu_open(1, 1, &dev); /* the linear kernels call the BLAS */
 }
 
 static int teardown(void **state)

@@ -4,7 +4,8 @@
  * tests/kat_vectors), the dropout mask (reproducible for a (seed, offset),
  * the drop rate p, different for another offset or seed), and the losses
  * at extreme logits (finite and equal to the exact value, with gradients
- * within [-1, 1] / batch), and causal attention: one position, scores of
+ * within [-1, 1] / batch), the float kernels' exp (against exp in double
+ * over its range), and causal attention: one position, scores of
  * +-1e4 (finite, exact probabilities), masked positions exactly 0 whatever
  * their score, and the decode step equal to the forward's row t.
  */
@@ -23,6 +24,7 @@
 #include "lib/core/rng.h"
 #include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
+#include "tests/cpu_device.h"
 
 /* ---- Philox ---------------------------------------------------------------- */
 
@@ -236,6 +238,34 @@ static void test_softmax_xent_extreme_logits(void **state)
     }
 }
 
+/* ---- the vectorizable exp of the float kernels ---------------------------- */
+
+/* erase_k_exp_f32 against exp in double on 2^24 + 1 evenly spaced floats of
+ * its normal range, and at its edges. */
+static void test_exp_f32(void **state)
+{
+    const float lo = -87.33654f, hi = 88.72283f;
+    const size_t count = ((size_t)1 << 24) + 1;
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < count; i++) {
+        float x = (float)(lo + ((double)hi - lo) * (double)i / (double)(count - 1));
+        double want = exp((double)x), err = fabs((double)erase_k_exp_f32(x) - want) / want;
+        if (!(err <= worst)) {
+            worst = err;
+            worst_x = x;
+        }
+    }
+    print_message("exp f32 on %zu floats in [%.7g, %.7g]: max relative error %.3g at x = %.9g "
+                  "(bound 2.5e-7)\n", count, (double)lo, (double)hi, worst, (double)worst_x);
+    assert_true(worst <= 2.5e-7);
+    assert_true(erase_k_exp_f32(0.0f) == 1.0f);
+    assert_true(erase_k_exp_f32(-87.34f) == 0.0f && erase_k_exp_f32(-1e4f) == 0.0f);
+    assert_true(erase_k_exp_f32(-INFINITY) == 0.0f);
+    assert_true(isinf(erase_k_exp_f32(88.73f)) && isinf(erase_k_exp_f32(INFINITY)));
+    assert_true(isnan(erase_k_exp_f32(NAN)));
+}
+
 /* ---- attention ------------------------------------------------------------ */
 
 /* One position: its probability is exactly 1, out = v, and the backward
@@ -368,13 +398,7 @@ static erase_device_t *dev;
 /* The attention kernels call the BLAS, which the first CPU device loads. */
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1;
-    if (erase_device_open(&o, &dev) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open(1, 0, &dev);
 }
 
 static int teardown(void **state)
@@ -391,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_bce_extreme_logits),
         cmocka_unit_test(test_softmax_xent_extreme_logits),
+        cmocka_unit_test(test_exp_f32),
         cmocka_unit_test(test_attention_one_position),
         cmocka_unit_test(test_attention_large_scores),
         cmocka_unit_test(test_attention_decode_rows),

@@ -8,6 +8,7 @@
  * enqueue nothing; the gpt model's ops likewise (a token out of range is the
  * stream's error naming it).
  */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
 #include "lib/ops/ops.h"
+#include "tests/cpu_device.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 
@@ -373,6 +375,15 @@ static void test_bad_shapes_at_enqueue(void **state)
                    "bce: bad batch -1 or NULL loss");
     expect_invalid(erase_layernorm_forward(stream, 2, 8, 0.0f, buf, buf, buf, buf, buf, buf),
                    "layer norm: bad batch=2 dim=8 eps=0");
+    expect_invalid(erase_attention_forward(stream, 1, 4, 1, INT_MAX / 3 + 1, buf, buf, buf),
+                   "attention: bad batch=1 T=4 heads=1 dim=715827883 (dim a multiple of heads, at most "
+                   "INT_MAX/3)");
+    expect_invalid(erase_attention_backward(stream, 1, 4, 3, 8, buf, buf, buf, buf, buf),
+                   "attention backward: bad batch=1 T=4 heads=3 dim=8 (dim a multiple of heads, at "
+                   "most INT_MAX/3)");
+    expect_invalid(erase_attention_decode(stream, 1, 4, 4, 2, 8, buf, buf, buf, buf, buf),
+                   "attention decode: bad batch=1 t=4 cache_len=4 heads=2 dim=8 (dim a multiple of "
+                   "heads, at most INT_MAX/3; 0 <= t < cache_len)");
 
     /* nothing was enqueued and the stream is healthy */
     assert_int_equal(erase_stream_enqueued(stream), before);
@@ -477,15 +488,13 @@ static void test_token_out_of_range(void **state)
 
 static int setup(void **state)
 {
-    erase_device_options_t o = erase_device_options_default();
-    o.blas_threads = 1; /* the same BLAS threading for the stream and the direct calls */
-    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &stream) != ERASE_OK) {
-        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+    /* the same BLAS threading for the stream and the direct calls */
+    if (erase_test_cpu_open(1, 1, &dev) != 0)
+        return -1;
+    if (erase_stream_create(dev, &stream) != ERASE_OK) {
+        fprintf(stderr, "cannot create a stream: %s\n", erase_error_message());
         return -1;
     }
-    char text[512];
-    erase_device_describe(dev, text, sizeof text);
-    print_message("device: %s\n", text);
     return 0;
 }
 

@@ -24,11 +24,11 @@ static inline void SUF(attention_softmax_row)(REAL *row, int n, int len)
     for (int s = 1; s < n; s++)
         if (row[s] > m)
             m = row[s];
-    double sum = 0;
-    for (int s = 0; s < n; s++) {
+    for (int s = 0; s < n; s++) /* vectorizes: the ordered sum apart */
         row[s] = EXP(row[s] - m);
+    double sum = 0;
+    for (int s = 0; s < n; s++)
         sum += row[s];
-    }
     REAL inv = (REAL)(1.0 / sum);
     for (int s = 0; s < n; s++)
         row[s] *= inv;

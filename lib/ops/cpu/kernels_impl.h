@@ -19,9 +19,9 @@
 #include "lib/core/simd.h"
 #include "lib/ops/ops.h"
 
-/* exp in the kernel's precision (expf for float: the hot loops of the
- * transformer's activations and softmax). */
-#define EXP(v) _Generic((v), float: expf, default: exp)(v)
+/* exp in the kernel's precision (float: erase_k_exp_f32, which vectorizes,
+ * for the hot loops of the transformer's activation and softmax). */
+#define EXP(v) _Generic((v), float: erase_k_exp_f32, default: exp)(v)
 
 ERASE_SIMD_CLONES void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                  const REAL *b, REAL *y)
@@ -89,7 +89,7 @@ void SUF(erase_k_gelu_backward)(size_t n, const REAL *x, const REAL *dy, REAL *d
  * GELU, tanh form: 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3),
  * computed as x sigmoid(2u) (the same function: 0.5 (1 + tanh u) =
  * sigmoid(2u)), which keeps its relative precision where 1 + tanh(u)
- * cancels (x far below 0). In the kernel's precision (expf for float).
+ * cancels (x far below 0). In the kernel's precision (EXP).
  */
 #define SQRT_2_OVER_PI 0.79788456080286535588
 #define GELU_TANH_A 0.044715
