@@ -8,7 +8,8 @@
 # 1, 2 and 4 ranks at the same global batch evaluate alike (the metrics are
 # exact integer sums over the windows' positions); the progress, eval and
 # metrics-file lines carry loss, perplexity, bits per byte, tokens/s and
-# MFU; --trace writes the blocks' passes. ERASE_TEST_SEED replays the kill.
+# MFU; erase-sample generates from the trained checkpoint. ERASE_TEST_SEED
+# replays the kill.
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 dir=$(mktemp -d "$PWD/tmp-lm-XXXXXX") || exit 99
@@ -28,7 +29,7 @@ gpt: {
   cuts = [1];
 };
 CFG
-echo "1..12"
+echo "1..13"
 echo "# seed $seed (ERASE_TEST_SEED=$seed replays the kill)"
 # 58982 train tokens: 3686 windows of 16, 115 steps of 32 per epoch; 40 steps
 ARGS="--eval $dir/text/eval --global-batch 32 --steps 40 --log-every 5 --eval-every 20
@@ -60,6 +61,17 @@ tap $? "the eval loss after 40 steps is below 4.5 nats (a uniform guess is 5.545
 grep -q '"type":"train".*"tokens_per_s":[0-9.]*,"mfu":0\.[0-9]*,.*"loss":.*"perplexity":.*"bits_per_byte":' "$dir/graph.jsonl" &&
     grep -q '^  MFU        p50 [0-9.]*%  p90 [0-9.]*% (0.0[0-9]* GFLOP per sample over 2 x ' "$dir/graph.out"
 tap $? "the metrics file's train lines have tokens/s, MFU, loss, perplexity and bits per byte; the summary has MFU"
+
+# ---- erase-sample on the trained checkpoint: the same seed gives the same text
+for k in 1 2; do
+    apps/erase-sample "$dir/graph/ckpt-40.h5" --prompt "ROMEO:" --tokens 10 --temperature 0.8 --top-k 20 --seed 7 \
+        --quiet >"$dir/sample$k.out" 2>"$dir/sample$k.err"
+    echo $? >"$dir/sample$k.rc"
+done
+[ "$(cat "$dir/sample1.rc")" = 0 ] && cmp -s "$dir/sample1.out" "$dir/sample2.out" &&
+    [ "$(head -c 6 "$dir/sample1.out")" = "ROMEO:" ] && [ "$(wc -c <"$dir/sample1.out")" = 17 ]
+tap $? "erase-sample of the trained checkpoint: the prompt and 10 bytes, the same twice with one seed"
+sed 's/^/# sample: /' "$dir/sample1.out"; show "$dir/sample1.err"
 
 # ---- kill after a random step, resume
 random 25; step=$((8 + r)); random 2; rank=$r
