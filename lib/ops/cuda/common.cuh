@@ -65,10 +65,10 @@ template <typename T> __device__ inline T erase_warp_sum(T v)
 }
 
 /* Maximum over the 32 lanes of a warp (every lane gets it). */
-__device__ inline double erase_warp_max(double v)
+template <typename T> __device__ inline T erase_warp_max(T v)
 {
     for (int o = 16; o > 0; o >>= 1) {
-        double u = __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
+        T u = __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
         v = u > v ? u : v;
     }
     return v;
@@ -88,6 +88,21 @@ __device__ inline double erase_block_sum(double v)
     __syncthreads();
     double t = lane < warps ? part[lane] : 0.0;
     return erase_warp_sum(t);
+}
+
+/* Maximum over a block (blockDim.x a multiple of 32, at most 1024), as
+ * erase_block_sum: every thread gets it; all threads must call it. */
+__device__ inline float erase_block_max(float v)
+{
+    __shared__ float part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = erase_warp_max(v);
+    __syncthreads(); /* part[] may still be read by a previous call */
+    if (lane == 0)
+        part[warp] = v;
+    __syncthreads();
+    float t = lane < warps ? part[lane] : -INFINITY;
+    return erase_warp_max(t);
 }
 
 /* Inclusive prefix sum of one int per thread over a block (blockDim.x a

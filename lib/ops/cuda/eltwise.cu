@@ -1,7 +1,8 @@
 /*
- * Elementwise ops on CUDA: relu, gelu, dropout, axpy, concat. Grid-stride
- * kernels of ERASE_CUDA_THREADS threads; the arithmetic is that of the CPU
- * kernels (lib/ops/cpu/kernels_impl.h): gelu in double precision, dropout
+ * Elementwise ops on CUDA: relu, gelu (exact and tanh form), dropout, axpy,
+ * concat. Grid-stride kernels of ERASE_CUDA_THREADS threads; the arithmetic
+ * is that of the CPU kernels (lib/ops/cpu/kernels_impl.h): gelu in double
+ * precision (both forms), dropout
  * from the same Philox4x32-10 stream (lib/core/philox.h), so masks match
  * the CPU bit for bit.
  */
@@ -46,6 +47,34 @@ __global__ void gelu_backward_kernel(size_t n, const float *x, const float *dy, 
         double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
         double pdf = 0.39894228040143267794 * exp(-0.5 * v * v);
         dx[i] = (float)(dy[i] * (cdf + v * pdf));
+    }
+}
+
+/* sqrt(2/pi) and the cubic coefficient of GPT-2's tanh GELU. */
+#define GELU_TANH_K 0.79788456080286535588
+#define GELU_TANH_C 0.044715
+
+/* y = 0.5 x (1 + tanh(k (x + c x^3))) in double precision, rounded once;
+ * y == x allowed (each element is read before it is written). */
+__global__ void gelu_tanh_forward_kernel(size_t n, const float *x, float *y)
+{
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        double v = x[i];
+        y[i] = (float)(0.5 * v * (1.0 + tanh(GELU_TANH_K * (v + GELU_TANH_C * v * v * v))));
+    }
+}
+
+/* dx = dy (0.5 (1 + th) + 0.5 x (1 - th^2) k (1 + 3 c x^2)), th = tanh(k (x
+ * + c x^3)), in double precision; dx == dy allowed. */
+__global__ void gelu_tanh_backward_kernel(size_t n, const float *x, const float *dy, float *dx)
+{
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        double v = x[i];
+        double th = tanh(GELU_TANH_K * (v + GELU_TANH_C * v * v * v));
+        double du = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * v * v);
+        dx[i] = (float)(dy[i] * (0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * du));
     }
 }
 
@@ -161,6 +190,29 @@ extern "C" erase_status_t erase_cuda_op_gelu_backward(erase_stream_t *s, size_t 
     gelu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
                            erase_cuda_stream(s)>>>(n, x, dy, dx);
     ERASE_CUDA_CHECK_LAUNCH("gelu backward");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_gelu_tanh_forward(erase_stream_t *s, size_t n,
+                                                          const float *x, float *y)
+{
+    if (n == 0)
+        return ERASE_OK;
+    gelu_tanh_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
+                               erase_cuda_stream(s)>>>(n, x, y);
+    ERASE_CUDA_CHECK_LAUNCH("gelu tanh forward");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_gelu_tanh_backward(erase_stream_t *s, size_t n,
+                                                           const float *x, const float *dy,
+                                                           float *dx)
+{
+    if (n == 0)
+        return ERASE_OK;
+    gelu_tanh_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
+                                erase_cuda_stream(s)>>>(n, x, dy, dx);
+    ERASE_CUDA_CHECK_LAUNCH("gelu tanh backward");
     return ERASE_OK;
 }
 
