@@ -152,55 +152,35 @@ __global__ void concat_backward_kernel(size_t elems, concat_params_t p, const fl
 extern "C" erase_status_t erase_cuda_op_relu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    relu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                          erase_cuda_stream(s)>>>(n, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("relu forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "relu forward", relu_forward_kernel, n, x, y));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_relu_backward(erase_stream_t *s, size_t n, const float *y,
                                                       const float *dy, float *dx)
 {
-    if (n == 0)
-        return ERASE_OK;
-    relu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                           erase_cuda_stream(s)>>>(n, y, dy, dx);
-    ERASE_CUDA_CHECK_LAUNCH("relu backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "relu backward", relu_backward_kernel, n, y, dy, dx));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_gelu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                          erase_cuda_stream(s)>>>(n, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("gelu forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu forward", gelu_forward_kernel, n, x, y));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_gelu_backward(erase_stream_t *s, size_t n, const float *x,
                                                       const float *dy, float *dx)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                           erase_cuda_stream(s)>>>(n, x, dy, dx);
-    ERASE_CUDA_CHECK_LAUNCH("gelu backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu backward", gelu_backward_kernel, n, x, dy, dx));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_gelu_tanh_forward(erase_stream_t *s, size_t n,
                                                           const float *x, float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_tanh_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                               erase_cuda_stream(s)>>>(n, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("gelu tanh forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu tanh forward", gelu_tanh_forward_kernel, n, x, y));
     return ERASE_OK;
 }
 
@@ -208,11 +188,8 @@ extern "C" erase_status_t erase_cuda_op_gelu_tanh_backward(erase_stream_t *s, si
                                                            const float *x, const float *dy,
                                                            float *dx)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_tanh_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                                erase_cuda_stream(s)>>>(n, x, dy, dx);
-    ERASE_CUDA_CHECK_LAUNCH("gelu tanh backward");
+    ERASE_CHECK(
+        erase_cuda_launch_n(s, "gelu tanh backward", gelu_tanh_backward_kernel, n, x, dy, dx));
     return ERASE_OK;
 }
 
@@ -232,11 +209,7 @@ extern "C" erase_status_t erase_cuda_op_dropout(erase_stream_t *s, size_t n, flo
 extern "C" erase_status_t erase_cuda_op_axpy(erase_stream_t *s, size_t n, float alpha,
                                              const float *x, float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    axpy_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                  erase_cuda_stream(s)>>>(n, alpha, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("axpy");
+    ERASE_CHECK(erase_cuda_launch_n(s, "axpy", axpy_kernel, n, alpha, x, y));
     return ERASE_OK;
 }
 
@@ -261,11 +234,7 @@ extern "C" erase_status_t erase_cuda_op_concat_forward(erase_stream_t *s, int ba
     for (int i = 0; i < n; i++)
         p.xs[i] = xs[i];
     size_t elems = (size_t)batch * p.total;
-    if (elems == 0)
-        return ERASE_OK;
-    concat_forward_kernel<<<erase_cuda_blocks(elems, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                            erase_cuda_stream(s)>>>(elems, p, y);
-    ERASE_CUDA_CHECK_LAUNCH("concat forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "concat forward", concat_forward_kernel, elems, p, y));
     return ERASE_OK;
 }
 
@@ -278,10 +247,6 @@ extern "C" erase_status_t erase_cuda_op_concat_backward(erase_stream_t *s, int b
     for (int i = 0; i < n; i++)
         p.dxs[i] = dxs[i];
     size_t elems = (size_t)batch * p.total;
-    if (elems == 0)
-        return ERASE_OK;
-    concat_backward_kernel<<<erase_cuda_blocks(elems, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                             erase_cuda_stream(s)>>>(elems, p, dy);
-    ERASE_CUDA_CHECK_LAUNCH("concat backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "concat backward", concat_backward_kernel, elems, p, dy));
     return ERASE_OK;
 }

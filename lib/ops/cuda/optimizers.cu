@@ -59,10 +59,7 @@ __global__ void sum_squares_kernel(size_t n, const float *x, double *partial)
 __global__ void __launch_bounds__(SUMSQ_THREADS)
     sum_squares_total_kernel(unsigned parts, const double *partial, float *acc)
 {
-    double sum = 0.0;
-    for (unsigned i = threadIdx.x; i < parts; i += blockDim.x)
-        sum += partial[i];
-    sum = erase_block_sum(sum);
+    double sum = erase_block_sum_of(partial, parts);
     if (threadIdx.x == 0)
         *acc = (float)((double)*acc + sum);
 }
@@ -202,12 +199,9 @@ extern "C" erase_status_t erase_cuda_op_sgd_update(erase_stream_t *s, size_t n, 
                                                    const erase_optim_clock_t *clock, float lr_mult,
                                                    float momentum, float weight_decay)
 {
-    if (n == 0)
-        return ERASE_OK;
-    sgd_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                 erase_cuda_stream(s)>>>(n, w, g, momentum != 0.0f ? buf : NULL, clock, lr_mult,
-                                         momentum, weight_decay);
-    ERASE_CUDA_CHECK_LAUNCH("sgd update");
+    ERASE_CHECK(erase_cuda_launch_n(s, "sgd update", sgd_kernel, n, w, g,
+                                    momentum != 0.0f ? buf : NULL, clock, lr_mult, momentum,
+                                    weight_decay));
     return ERASE_OK;
 }
 
@@ -217,12 +211,7 @@ extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n
                                                      float lr_mult, float beta1, float beta2,
                                                      float eps, float weight_decay)
 {
-    if (n == 0)
-        return ERASE_OK;
-    adamw_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                   erase_cuda_stream(s)>>>(n, w, g, m, v, clock, lr_mult, beta1, beta2, eps,
-                                           weight_decay);
-    ERASE_CUDA_CHECK_LAUNCH("adamw update");
+    ERASE_CHECK(erase_cuda_launch_n(s, "adamw update", adamw_kernel, n, w, g, m, v, clock, lr_mult, beta1, beta2, eps, weight_decay));
     return ERASE_OK;
 }
 
@@ -270,10 +259,6 @@ extern "C" erase_status_t erase_cuda_op_sum_squares(erase_stream_t *s, size_t n,
 extern "C" erase_status_t erase_cuda_op_clip_by_norm(erase_stream_t *s, size_t n, float *x,
                                                      const float *sumsq, float max_norm)
 {
-    if (n == 0)
-        return ERASE_OK;
-    clip_by_norm_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                          erase_cuda_stream(s)>>>(n, x, sumsq, max_norm);
-    ERASE_CUDA_CHECK_LAUNCH("clip by norm");
+    ERASE_CHECK(erase_cuda_launch_n(s, "clip by norm", clip_by_norm_kernel, n, x, sumsq, max_norm));
     return ERASE_OK;
 }

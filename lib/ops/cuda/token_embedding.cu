@@ -39,7 +39,7 @@ __global__ void token_embedding_forward_kernel(size_t items, int T, int dim, int
 }
 
 /* Sort entries: key = token (invalid ones last, with a fault), value = position. */
-__global__ void token_embedding_keys_kernel(int positions, int vocab, const int32_t *tokens,
+__global__ void token_embedding_keys_kernel(size_t positions, int vocab, const int32_t *tokens,
                                             uint64_t *keys, int *vals, int *fault)
 {
     ERASE_CUDA_GRID_LOOP(p, positions)
@@ -96,10 +96,10 @@ __global__ void token_embedding_dwte_kernel(int positions, int dim, int vocab,
 }
 
 /* dwpe[t, d] = the sum from 0 of dout[b, t, d] over b ascending. */
-__global__ void token_embedding_dwpe_kernel(int batch, int T, int dim, const float *dout,
-                                            float *dwpe)
+__global__ void token_embedding_dwpe_kernel(size_t items, int batch, int T, int dim,
+                                            const float *dout, float *dwpe)
 {
-    ERASE_CUDA_GRID_LOOP(e, (size_t)T * dim)
+    ERASE_CUDA_GRID_LOOP(e, items)
     {
         float acc = 0.0f;
         for (int b = 0; b < batch; b++)
@@ -117,13 +117,9 @@ extern "C" erase_status_t erase_cuda_op_token_embedding_forward(erase_stream_t *
                                                                 const float *wte,
                                                                 const float *wpe, float *out)
 {
-    size_t items = (size_t)batch * T * dim;
-    if (items == 0)
-        return ERASE_OK;
-    token_embedding_forward_kernel<<<erase_cuda_blocks(items, ERASE_CUDA_THREADS),
-                                     ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(
-        items, T, dim, vocab, tokens, wte, wpe, out, erase_cuda_fault_word(s));
-    ERASE_CUDA_CHECK_LAUNCH("token embedding forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "token embedding forward", token_embedding_forward_kernel,
+                                    (size_t)batch * T * dim, T, dim, vocab, tokens, wte, wpe, out,
+                                    erase_cuda_fault_word(s)));
     return ERASE_OK;
 }
 
@@ -140,21 +136,19 @@ extern "C" erase_status_t erase_cuda_op_token_embedding_backward(erase_stream_t 
                            "cuda token embedding backward: batch %d x T %d = %zu positions (at "
                            "most %d)",
                            batch, T, positions, INT_MAX);
-    if (dwpe) {
-        token_embedding_dwpe_kernel<<<erase_cuda_blocks((size_t)T * dim, ERASE_CUDA_THREADS),
-                                      ERASE_CUDA_THREADS, 0, st>>>(batch, T, dim, dout, dwpe);
-        ERASE_CUDA_CHECK_LAUNCH("token embedding backward: dwpe");
-    }
+    if (dwpe)
+        ERASE_CHECK(erase_cuda_launch_n(s, "token embedding backward: dwpe",
+                                        token_embedding_dwpe_kernel, (size_t)T * dim, batch, T,
+                                        dim, dout, dwpe));
     if (!dwte || (accumulate && positions == 0))
         return ERASE_OK;
     erase_sortreduce_buffers_t b;
     memset(&b, 0, sizeof b);
     if (positions > 0) {
         ERASE_CHECK(erase_sortreduce_buffers(s, 1, (int)positions, 0, &b));
-        token_embedding_keys_kernel<<<erase_cuda_blocks(positions, ERASE_CUDA_THREADS),
-                                      ERASE_CUDA_THREADS, 0, st>>>(
-            (int)positions, vocab, tokens, b.keys, b.vals, erase_cuda_fault_word(s));
-        ERASE_CUDA_CHECK_LAUNCH("token embedding backward: keys");
+        ERASE_CHECK(erase_cuda_launch_n(s, "token embedding backward: keys",
+                                        token_embedding_keys_kernel, positions, vocab, tokens,
+                                        b.keys, b.vals, erase_cuda_fault_word(s)));
         ERASE_CHECK(erase_sortreduce_sort(s, &b, 1, (int)positions));
     }
     size_t lanes = (size_t)vocab * (((size_t)dim + 31) / 32) * 32;
