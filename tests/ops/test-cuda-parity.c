@@ -12,8 +12,8 @@
  * CUDA op runs twice and must give bitwise the same outputs (determinism).
  * A sparse pack over capacity and a token outside the vocabulary must come
  * back from erase_stream_synchronize as ERASE_ERR_INVALID. The gpt model's
- * cases (GELU tanh, token embedding, attention and its decode, sum of
- * squares and clip) take edge shapes: T = 1, T not a multiple of 32, one
+ * cases (GELU tanh with the elementwise ops, token embedding, attention
+ * and its decode, sum of squares and clip) take edge shapes: T = 1, T not a multiple of 32, one
  * head, batch above and below heads, a vocabulary not a multiple of 32, a
  * token at 3 positions in 4. Without a GPU, main() prints every case as TAP
  * "ok # SKIP" with the reason itself (cmocka 1.1.5 prints a skipped case
@@ -291,6 +291,7 @@ static void test_linear(void **state)
 typedef struct {
     size_t n;
     pair_t *x, *dy, *y, *dx, *g, *dg, *drop, *acc;
+    pair_t *xt, *gt, *dgt, *gt_in, *dgt_in; /* GELU tanh: finite input, out of and in place */
 } eltwise_ctx_t;
 
 static void eltwise_body(void *p)
@@ -302,6 +303,10 @@ static void eltwise_body(void *p)
     MUST(erase_gelu_backward(S, c->n, P(c->x), P(c->dy), P(c->dg)));
     MUST(erase_dropout(S, c->n, 0.3f, 1234, 77, P(c->x), P(c->drop)));
     MUST(erase_axpy(S, c->n, 0.75f, P(c->x), P(c->acc)));
+    MUST(erase_gelu_tanh_forward(S, c->n, P(c->xt), P(c->gt)));
+    MUST(erase_gelu_tanh_backward(S, c->n, P(c->xt), P(c->dy), P(c->dgt)));
+    MUST(erase_gelu_tanh_forward(S, c->n, P(c->gt_in), P(c->gt_in)));
+    MUST(erase_gelu_tanh_backward(S, c->n, P(c->xt), P(c->dgt_in), P(c->dgt_in)));
 }
 
 static void test_eltwise(void **state)
@@ -309,7 +314,8 @@ static void test_eltwise(void **state)
     NEED_GPU();
     size_t n = 1001; /* not a multiple of 4: a partial Philox block */
     eltwise_ctx_t c = { .n = n };
-    float *x = rand_f32(n, 5, -3, 3), *dy = rand_f32(n, 6, -1, 1), *y0 = rand_f32(n, 7, -1, 1);
+    float *x = rand_f32(n, 5, -3, 3), *dy = rand_f32(n, 6, -1, 1), *y0 = rand_f32(n, 7, -1, 1),
+          *xt = rand_f32(n, 8, -6, 6);
     x[10] = NAN; /* relu keeps NaN */
     c.x = pair_new(n, F32, x, 0);
     c.dy = pair_new(n, F32, dy, 0);
@@ -319,8 +325,13 @@ static void test_eltwise(void **state)
     c.dg = pair_new(n, F32, NULL, 1);
     c.drop = pair_new(n, BITS, NULL, 1); /* same mask and scale: bitwise */
     c.acc = pair_new(n, F32, y0, 1);
+    c.xt = pair_new(n, F32, xt, 0);
+    c.gt = pair_new(n, F32, NULL, 1);
+    c.dgt = pair_new(n, F32, NULL, 1);
+    c.gt_in = pair_new(n, F32, xt, 1);
+    c.dgt_in = pair_new(n, F32, dy, 1);
     run_both("eltwise", eltwise_body, &c);
-    free(x), free(dy), free(y0);
+    free(x), free(dy), free(y0), free(xt);
 }
 
 typedef struct {
@@ -686,36 +697,6 @@ static void test_optim_nonfinite(void **state)
 /* ---- the gpt model's ops -------------------------------------------------- */
 
 typedef struct {
-    size_t n;
-    pair_t *x, *dy, *y, *dx, *yin, *dxin;
-} gelu_tanh_ctx_t;
-
-static void gelu_tanh_body(void *p)
-{
-    gelu_tanh_ctx_t *c = p;
-    MUST(erase_gelu_tanh_forward(S, c->n, P(c->x), P(c->y)));
-    MUST(erase_gelu_tanh_backward(S, c->n, P(c->x), P(c->dy), P(c->dx)));
-    MUST(erase_gelu_tanh_forward(S, c->n, P(c->yin), P(c->yin)));     /* in place */
-    MUST(erase_gelu_tanh_backward(S, c->n, P(c->x), P(c->dxin), P(c->dxin)));
-}
-
-static void test_gelu_tanh(void **state)
-{
-    NEED_GPU();
-    size_t n = 1001;
-    gelu_tanh_ctx_t c = { .n = n };
-    float *x = rand_f32(n, 80, -6, 6), *dy = rand_f32(n, 81, -1, 1);
-    c.x = pair_new(n, F32, x, 0);
-    c.dy = pair_new(n, F32, dy, 0);
-    c.y = pair_new(n, F32, NULL, 1);
-    c.dx = pair_new(n, F32, NULL, 1);
-    c.yin = pair_new(n, F32, x, 1);
-    c.dxin = pair_new(n, F32, dy, 1);
-    run_both("gelu tanh", gelu_tanh_body, &c);
-    free(x), free(dy);
-}
-
-typedef struct {
     int batch, T, dim, vocab;
     pair_t *tokens, *wte, *wpe, *out, *dout, *dwte, *dwpe, *dwte_acc;
 } tokemb_ctx_t;
@@ -956,7 +937,6 @@ int main(void)
         cmocka_unit_test_teardown(test_sparse_pack_fault, case_teardown),
         cmocka_unit_test_teardown(test_optim, case_teardown),
         cmocka_unit_test_teardown(test_optim_nonfinite, case_teardown),
-        cmocka_unit_test_teardown(test_gelu_tanh, case_teardown),
         cmocka_unit_test_teardown(test_token_embedding, case_teardown),
         cmocka_unit_test_teardown(test_token_embedding_fault, case_teardown),
         cmocka_unit_test_teardown(test_attention, case_teardown),
