@@ -6,9 +6,10 @@
  * fp32 outputs agree within 1e-5 relative: norm-wise ||a - b|| / ||b||,
  * and elementwise |a - b| <= 1e-5 * max(|b|, 1e-2 * max|b|) (the floor
  * keeps near-cancelled entries of GEMM results from failing on rounding);
- * integer outputs (rows, counts), the embedding / merge gradients and the
- * token embedding's forward and gradients written from 0 (both add in the
- * same order from 0), and the decode's key/value caches agree bitwise. The
+ * integer outputs (rows, counts), the embedding / merge gradients, the
+ * token embedding's forward and gradients (both devices add in the same
+ * order), the decode's key/value caches and a clip by a given norm agree
+ * bitwise. The
  * CUDA op runs twice and must give bitwise the same outputs (determinism).
  * A sparse pack over capacity and a token outside the vocabulary must come
  * back from erase_stream_synchronize as ERASE_ERR_INVALID. The gpt model's
@@ -735,7 +736,7 @@ static void tokemb_case(int batch, int T, int dim, int vocab, const char *what)
     c.out = pair_new(np * dim, BITS, NULL, 1);             /* one float addition */
     c.dwte = pair_new((size_t)vocab * dim, BITS, NULL, 1); /* the same order from 0 */
     c.dwpe = pair_new((size_t)T * dim, BITS, NULL, 1);
-    c.dwte_acc = pair_new((size_t)vocab * dim, F32, g0, 1);
+    c.dwte_acc = pair_new((size_t)vocab * dim, BITS, g0, 1); /* added one by one onto g0 */
     run_both(what, tokemb_body, &c);
     pairs_free();
     free(tokens), free(wte), free(wpe), free(dout), free(g0);
@@ -914,7 +915,7 @@ static void test_clip(void **state)
     c.acc = pair_new(1, F32, &acc0, 1);    /* added to what it holds */
     c.acc2 = pair_new(1, F32, &zero, 1);
     c.chain_sq = pair_new(1, F32, &zero, 1);
-    c.clipped = pair_new(n, F32, x, 1);
+    c.clipped = pair_new(n, BITS, x, 1); /* the same float arithmetic as the CPU */
     c.kept = pair_new(n, BITS, x, 1);
     c.chained = pair_new(n, F32, x, 1);
     run_both("sum of squares and clip by norm", clip_body, &c);

@@ -7,13 +7,14 @@
  * Sequence b, head h of an operand starts at b * (its sequence stride) +
  * h * (its head stride); both strides are constant, so the batch * heads
  * products are min(batch, heads) calls, each batched over the other.
- * The scale 1/sqrt(hd) is the GEMM's alpha.
+ * The scale 1/sqrt(hd) is the scores GEMM's alpha, and in dS.
  *
  * Between the GEMMs, one warp per row of the [batch * heads * T, T]
  * matrices (64-bit offsets: batch * heads * T * T may pass 2^31):
  * forward, the causal softmax in place (entries s > t become 0, the row
  * maximum subtracted before expf); backward, the softmax's backward
- * dS = P (dP - rowsum(P dP)) in place. The full T x T products are
+ * dS = P (dP - rowsum(P dP)) / sqrt(hd) in place. Sums and the
+ * backward's products in double, as the CPU kernels (attention_impl.h). The full T x T products are
  * computed and the masked half is zeroed: a kernel skipping it (a fused,
  * flash-style attention) would pay only at long contexts.
  *
@@ -31,7 +32,9 @@
 // CUDA kernels
 
 /* Rows grid-stride over warps of the [rows, T] matrix a (row r: position
- * t = r % T): a[s] = softmax over s' <= t of a[s'] for s <= t, 0 after. */
+ * t = r % T): a[s] = softmax over s' <= t of a[s'] for s <= t, 0 after;
+ * the exponentials' sum in double, then a[s] *= (float)(1 / sum), as the
+ * CPU kernel. */
 __global__ void attention_softmax_kernel(size_t rows, int T, float *a)
 {
     int lane = threadIdx.x & 31;
@@ -44,21 +47,23 @@ __global__ void attention_softmax_kernel(size_t rows, int T, float *a)
         for (int s = lane; s <= t; s += 32)
             m = row[s] > m ? row[s] : m;
         m = erase_warp_max(m);
-        float sum = 0.0f;
+        double sum = 0.0;
         for (int s = lane; s <= t; s += 32) {
             float e = expf(row[s] - m);
             row[s] = e;
             sum += e;
         }
-        sum = erase_warp_sum(sum);
+        float inv = (float)(1.0 / erase_warp_sum(sum));
         for (int s = lane; s < T; s += 32)
-            row[s] = s <= t ? row[s] / sum : 0.0f;
+            row[s] = s <= t ? row[s] * inv : 0.0f;
     }
 }
 
-/* Rows grid-stride over warps: d (in: dP, out: dS) = p (d - sum over s'
- * <= t of p d) for s <= t, 0 after, for the probabilities p of row r. */
-__global__ void attention_softmax_backward_kernel(size_t rows, int T, const float *p, float *d)
+/* Rows grid-stride over warps: d (in: dP, out: dS) = scale p (d - sum
+ * over s' <= t of p d) for s <= t, 0 after, for the probabilities p of row
+ * r; in double, rounded once, as the CPU kernel. */
+__global__ void attention_softmax_backward_kernel(size_t rows, int T, double scale,
+                                                  const float *p, float *d)
 {
     int lane = threadIdx.x & 31;
     size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -67,12 +72,12 @@ __global__ void attention_softmax_backward_kernel(size_t rows, int T, const floa
         const float *pr = p + r * (size_t)T;
         float *dr = d + r * (size_t)T;
         int t = (int)(r % (size_t)T);
-        float dot = 0.0f;
+        double dot = 0.0;
         for (int s = lane; s <= t; s += 32)
-            dot += pr[s] * dr[s];
+            dot += (double)pr[s] * dr[s];
         dot = erase_warp_sum(dot);
         for (int s = lane; s < T; s += 32)
-            dr[s] = s <= t ? pr[s] * (dr[s] - dot) : 0.0f;
+            dr[s] = s <= t ? (float)(scale * pr[s] * (dr[s] - dot)) : 0.0f;
     }
 }
 
@@ -123,9 +128,9 @@ __global__ void __launch_bounds__(DECODE_THREADS)
         p[s] = e;
         sum += e;
     }
-    float total = (float)erase_block_sum(sum);
+    float inv = (float)(1.0 / erase_block_sum(sum));
     for (int s = threadIdx.x; s <= t; s += blockDim.x)
-        p[s] /= total;
+        p[s] *= inv;
     __syncthreads();
     for (int j = threadIdx.x; j < hd; j += blockDim.x) {
         float acc = 0.0f;
@@ -228,12 +233,13 @@ extern "C" erase_status_t erase_cuda_op_attention_backward(erase_stream_t *s, in
     ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, a.att, a.out,
                         g.v));
     attention_softmax_backward_kernel<<<row_blocks(a.rows), ERASE_CUDA_THREADS, 0,
-                                        erase_cuda_stream(s)>>>(a.rows, T, att, scratch);
+                                        erase_cuda_stream(s)>>>(a.rows, T, 1.0 / sqrt((double)hd),
+                                                                att, scratch);
     ERASE_CUDA_CHECK_LAUNCH("attention backward: softmax");
-    /* dq = scale dS k; dk = scale dS^T q */
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, a.scale, g.att,
+    /* dq = dS k; dk = dS^T q (dS holds the scale) */
+    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, g.att,
                         a.k, g.q));
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, a.scale, g.att, a.q,
+    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, g.att, a.q,
                         g.k));
     return ERASE_OK;
 }

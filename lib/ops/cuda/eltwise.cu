@@ -54,27 +54,30 @@ __global__ void gelu_backward_kernel(size_t n, const float *x, const float *dy, 
 #define GELU_TANH_K 0.79788456080286535588
 #define GELU_TANH_C 0.044715
 
-/* y = 0.5 x (1 + tanh(k (x + c x^3))) in double precision, rounded once;
- * y == x allowed (each element is read before it is written). */
+/* y = 0.5 x (1 + tanh(u)), u = k (x + c x^3), as x sigmoid(2u) (the same
+ * function, without the cancellation of 1 + tanh(u) for x far below 0, as
+ * the CPU kernel) in double precision, rounded once; y == x allowed (each
+ * element is read before it is written). */
 __global__ void gelu_tanh_forward_kernel(size_t n, const float *x, float *y)
 {
     ERASE_CUDA_GRID_LOOP(i, n)
     {
-        double v = x[i];
-        y[i] = (float)(0.5 * v * (1.0 + tanh(GELU_TANH_K * (v + GELU_TANH_C * v * v * v))));
+        double v = x[i], u = GELU_TANH_K * (v + GELU_TANH_C * v * v * v);
+        y[i] = (float)(v / (1.0 + exp(-2.0 * u)));
     }
 }
 
-/* dx = dy (0.5 (1 + th) + 0.5 x (1 - th^2) k (1 + 3 c x^2)), th = tanh(k (x
- * + c x^3)), in double precision; dx == dy allowed. */
+/* dx = dy (s + 2 x s (1 - s) k (1 + 3 c x^2)), s = sigmoid(2u), in double
+ * precision (exp overflowing for x far below 0 gives s = 0, not NaN);
+ * dx == dy allowed. */
 __global__ void gelu_tanh_backward_kernel(size_t n, const float *x, const float *dy, float *dx)
 {
     ERASE_CUDA_GRID_LOOP(i, n)
     {
-        double v = x[i];
-        double th = tanh(GELU_TANH_K * (v + GELU_TANH_C * v * v * v));
+        double v = x[i], u = GELU_TANH_K * (v + GELU_TANH_C * v * v * v);
+        double s = 1.0 / (1.0 + exp(-2.0 * u));
         double du = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * v * v);
-        dx[i] = (float)(dy[i] * (0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * du));
+        dx[i] = (float)(dy[i] * (s + 2.0 * v * s * (1.0 - s) * du));
     }
 }
 

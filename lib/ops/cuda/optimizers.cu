@@ -64,13 +64,14 @@ __global__ void __launch_bounds__(SUMSQ_THREADS)
         *acc = (float)((double)*acc + sum);
 }
 
-/* x *= c with c = max_norm / (sqrt(*sumsq) + 1e-6) clamped to at most 1 in
- * float, as torch.nn.utils.clip_grad_norm_ (a NaN norm gives NaN, as
- * torch.clamp: the step's finite check then skips it). */
+/* x *= c with c = max_norm / (sqrt(*sumsq) + 1e-6) in float when c < 1,
+ * as torch.nn.utils.clip_grad_norm_ and the CPU kernel (a NaN norm leaves
+ * x as it is: the step's finiteness check skips the step). */
 __global__ void clip_by_norm_kernel(size_t n, float *x, const float *sumsq, float max_norm)
 {
     float c = max_norm / (sqrtf(*sumsq) + 1e-6f);
-    c = c > 1.0f ? 1.0f : c;
+    if (!(c < 1.0f))
+        return;
     ERASE_CUDA_GRID_LOOP(i, n)
     x[i] *= c;
 }

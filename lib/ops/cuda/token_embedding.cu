@@ -3,10 +3,11 @@
  * deterministic backward. The backward sorts the (token, position) pairs
  * with the stable radix sort of sortreduce.cuh (positions stay ascending
  * among equal tokens), then one warp per (token, 32 columns) finds the
- * token's run by binary search and adds its dout rows from 0 in ascending
- * position order: the order lib/ops/ops.h prescribes, as the CPU kernel
- * adds them (one sum in order, not chunked: a token repeated thousands of
- * times is a long run for one thread per column). dwpe sums over the
+ * token's run by binary search and adds its dout rows one by one in
+ * ascending position order, onto 0 or (accumulate) onto what dwte holds:
+ * the CPU kernel's order, bit for bit (one sum in order, not chunked: a
+ * token repeated thousands of times is a long run for one thread per
+ * column). dwpe sums over the
  * sequences in ascending order. A token outside [0, vocab) raises
  * ERASE_CUDA_FAULT_TOKEN (the forward writes NaN in its row, the backward
  * leaves its position out).
@@ -56,11 +57,11 @@ __global__ void token_embedding_keys_kernel(size_t positions, int vocab, const i
 }
 
 /*
- * dwte[v, d] = (accumulate ? dwte[v, d] + : ) the sum from 0 of dout[p, d]
- * over the sorted positions p of token v, in order. Warps grid-stride over
- * vocab * ceil(dim / 32) (token, column group) pairs; every lane of a warp
- * searches the same run (broadcast loads), lane l takes column 32 g + l.
- * With accumulate, a token no position holds leaves its row untouched.
+ * dwte[v, d] = (accumulate ? dwte[v, d] : 0) + dout[p, d] + ... over the
+ * sorted positions p of token v, added one by one in order. Warps
+ * grid-stride over vocab * ceil(dim / 32) (token, column group) pairs;
+ * every lane of a warp searches the same run (broadcast loads), lane l
+ * takes column 32 g + l.
  */
 __global__ void token_embedding_dwte_kernel(int positions, int dim, int vocab,
                                             const uint64_t *keys, const int *vals,
@@ -83,15 +84,11 @@ __global__ void token_embedding_dwte_kernel(int positions, int dim, int vocab,
         }
         if (d >= dim)
             continue;
-        float acc = 0.0f;
-        int j = lo;
-        for (; j < positions && keys[j] == v; j++)
-            acc += dout[(size_t)vals[j] * dim + d];
         float *row = dwte + (size_t)v * dim;
-        if (!accumulate)
-            row[d] = acc;
-        else if (j > lo)
-            row[d] += acc;
+        float acc = accumulate ? row[d] : 0.0f;
+        for (int j = lo; j < positions && keys[j] == v; j++)
+            acc += dout[(size_t)vals[j] * dim + d];
+        row[d] = acc;
     }
 }
 
