@@ -810,10 +810,10 @@ static void test_token_embedding_fault(void **state)
     token_fault_ctx_t c = { 0, pair_new(6, I32, tokens, 0), pair_new(4 * 5, F32, w, 0),
                             pair_new(3 * 5, F32, pos, 0), pair_new(6 * 5, F32, NULL, 0),
                             pair_new(4 * 5, F32, NULL, 0), pair_new(3 * 5, F32, NULL, 0) };
+    free(w), free(pos); /* copied to both devices */
     expect_fault("token 4 of vocab 4, forward", "token", token_fault_body, &c);
     c.backward = 1;
     expect_fault("token 4 of vocab 4, backward", "token", token_fault_body, &c);
-    free(w), free(pos);
 }
 
 typedef struct {
