@@ -6,11 +6,18 @@
  * fp32 outputs agree within 1e-5 relative: norm-wise ||a - b|| / ||b||,
  * and elementwise |a - b| <= 1e-5 * max(|b|, 1e-2 * max|b|) (the floor
  * keeps near-cancelled entries of GEMM results from failing on rounding);
- * integer outputs (rows, counts) and the embedding / merge gradients
- * (both add in the same order from 0) agree bitwise. The CUDA op runs
- * twice and must give bitwise the same outputs (determinism). A sparse
- * pack over capacity must come back from erase_stream_synchronize as
- * ERASE_ERR_INVALID. Without a GPU, main() prints every case as TAP
+ * integer outputs (rows, counts), the embedding / merge gradients, the
+ * token embedding's forward and gradients (both devices add in the same
+ * order), the decode's key/value caches and a clip by a given norm agree
+ * bitwise. The
+ * CUDA op runs twice and must give bitwise the same outputs (determinism).
+ * A sparse pack over capacity and a token outside the vocabulary must come
+ * back from erase_stream_synchronize as ERASE_ERR_INVALID (on streams of
+ * their own: a CPU stream's error is sticky). The gpt model's
+ * cases (GELU tanh with the elementwise ops, token embedding, attention
+ * and its decode, sum of squares and clip) take edge shapes: T = 1, T not a multiple of 32, one
+ * head, batch above and below heads, a vocabulary not a multiple of 32, a
+ * token at 3 positions in 4. Without a GPU, main() prints every case as TAP
  * "ok # SKIP" with the reason itself (cmocka 1.1.5 prints a skipped case
  * as "not ok # SKIP", a failure for automake), as tests/device/test-cuda.
  */
@@ -286,6 +293,7 @@ static void test_linear(void **state)
 typedef struct {
     size_t n;
     pair_t *x, *dy, *y, *dx, *g, *dg, *drop, *acc;
+    pair_t *xt, *gt, *dgt, *gt_in, *dgt_in; /* GELU tanh: finite input, out of and in place */
 } eltwise_ctx_t;
 
 static void eltwise_body(void *p)
@@ -297,6 +305,10 @@ static void eltwise_body(void *p)
     MUST(erase_gelu_backward(S, c->n, P(c->x), P(c->dy), P(c->dg)));
     MUST(erase_dropout(S, c->n, 0.3f, 1234, 77, P(c->x), P(c->drop)));
     MUST(erase_axpy(S, c->n, 0.75f, P(c->x), P(c->acc)));
+    MUST(erase_gelu_tanh_forward(S, c->n, P(c->xt), P(c->gt)));
+    MUST(erase_gelu_tanh_backward(S, c->n, P(c->xt), P(c->dy), P(c->dgt)));
+    MUST(erase_gelu_tanh_forward(S, c->n, P(c->gt_in), P(c->gt_in)));
+    MUST(erase_gelu_tanh_backward(S, c->n, P(c->xt), P(c->dgt_in), P(c->dgt_in)));
 }
 
 static void test_eltwise(void **state)
@@ -304,7 +316,8 @@ static void test_eltwise(void **state)
     NEED_GPU();
     size_t n = 1001; /* not a multiple of 4: a partial Philox block */
     eltwise_ctx_t c = { .n = n };
-    float *x = rand_f32(n, 5, -3, 3), *dy = rand_f32(n, 6, -1, 1), *y0 = rand_f32(n, 7, -1, 1);
+    float *x = rand_f32(n, 5, -3, 3), *dy = rand_f32(n, 6, -1, 1), *y0 = rand_f32(n, 7, -1, 1),
+          *xt = rand_f32(n, 8, -6, 6);
     x[10] = NAN; /* relu keeps NaN */
     c.x = pair_new(n, F32, x, 0);
     c.dy = pair_new(n, F32, dy, 0);
@@ -314,8 +327,13 @@ static void test_eltwise(void **state)
     c.dg = pair_new(n, F32, NULL, 1);
     c.drop = pair_new(n, BITS, NULL, 1); /* same mask and scale: bitwise */
     c.acc = pair_new(n, F32, y0, 1);
+    c.xt = pair_new(n, F32, xt, 0);
+    c.gt = pair_new(n, F32, NULL, 1);
+    c.dgt = pair_new(n, F32, NULL, 1);
+    c.gt_in = pair_new(n, F32, xt, 1);
+    c.dgt_in = pair_new(n, F32, dy, 1);
     run_both("eltwise", eltwise_body, &c);
-    free(x), free(dy), free(y0);
+    free(x), free(dy), free(y0), free(xt);
 }
 
 typedef struct {
@@ -579,25 +597,57 @@ static void test_sparse(void **state)
         free(vals[t]);
 }
 
+/*
+ * Run `body` on a stream of its own on each device; its synchronize must
+ * fail with ERASE_ERR_INVALID and a message holding `needle`. A second
+ * synchronize: CUDA reported the kernel's fault once (the device's fault
+ * word is read and cleared), a CPU stream keeps its error (sticky, as
+ * lib/device/device.h says), hence the streams of their own: the shared
+ * ones stay clean for the cases after this one.
+ */
+static void expect_fault(const char *what, const char *needle, void (*body)(void *), void *ctx)
+{
+    for (side = 0; side < 2; side++) {
+        erase_stream_t *shared = strm[side], *own;
+        MUST(erase_stream_create(dev[side], &own));
+        strm[side] = own;
+        body(ctx);
+        strm[side] = shared;
+        erase_status_t st = erase_stream_synchronize(own);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", erase_error_message());
+        erase_status_t again = erase_stream_synchronize(own);
+        erase_stream_destroy(own);
+        print_message("# %s on %s: %s (%s); then %s\n", what, side ? "cuda" : "cpu",
+                      erase_status_name(st), msg, erase_status_name(again));
+        assert_int_equal(st, ERASE_ERR_INVALID);
+        assert_non_null(strstr(msg, needle));
+        assert_int_equal(again, side ? ERASE_OK : ERASE_ERR_INVALID);
+    }
+}
+
+typedef struct {
+    pair_t *count, *rows, *vals, *pc, *pr, *pv;
+} pack_fault_ctx_t;
+
+static void pack_fault_body(void *p)
+{
+    pack_fault_ctx_t *c = p;
+    const int *counts[1] = { P(c->count) };
+    const uint32_t *r[1] = { P(c->rows) };
+    const float *v[1] = { P(c->vals) };
+    MUST(erase_sparse_pack(S, 1, SCAP, SDIM, counts, r, v, P(c->pc), P(c->pr), P(c->pv)));
+}
+
 /* A pack count above capacity fails from the stream's synchronize. */
 static void test_sparse_pack_fault(void **state)
 {
     NEED_GPU();
     int big = SCAP + 1;
-    pair_t *count = pair_new(1, I32, &big, 0), *rows = pair_new(SCAP + 1, U32, NULL, 0),
-           *vals = pair_new((SCAP + 1) * SDIM, F32, NULL, 0), *pc = pair_new(1, I32, NULL, 0),
-           *pr = pair_new(SCAP, U32, NULL, 0), *pv = pair_new(SCAP * SDIM, F32, NULL, 0);
-    for (side = 0; side < 2; side++) {
-        const int *counts[1] = { P(count) };
-        const uint32_t *r[1] = { P(rows) };
-        const float *v[1] = { P(vals) };
-        MUST(erase_sparse_pack(S, 1, SCAP, SDIM, counts, r, v, P(pc), P(pr), P(pv)));
-        erase_status_t st = erase_stream_synchronize(S);
-        print_message("# sparse pack over capacity on %s: %s (%s)\n", side ? "cuda" : "cpu",
-                      erase_status_name(st), erase_error_message());
-        assert_int_equal(st, ERASE_ERR_INVALID);
-        MUST(erase_stream_synchronize(S)); /* reported once */
-    }
+    pack_fault_ctx_t c = { pair_new(1, I32, &big, 0), pair_new(SCAP + 1, U32, NULL, 0),
+                           pair_new((SCAP + 1) * SDIM, F32, NULL, 0), pair_new(1, I32, NULL, 0),
+                           pair_new(SCAP, U32, NULL, 0), pair_new(SCAP * SDIM, F32, NULL, 0) };
+    expect_fault("sparse pack over capacity", "capacity", pack_fault_body, &c);
 }
 
 typedef struct {
@@ -678,6 +728,240 @@ static void test_optim_nonfinite(void **state)
     optim_case(1);
 }
 
+/* ---- the gpt model's ops -------------------------------------------------- */
+
+typedef struct {
+    int batch, T, dim, vocab;
+    pair_t *tokens, *wte, *wpe, *out, *dout, *dwte, *dwpe, *dwte_acc;
+} tokemb_ctx_t;
+
+static void tokemb_body(void *p)
+{
+    tokemb_ctx_t *c = p;
+    MUST(erase_token_embedding_forward(S, c->batch, c->T, c->dim, c->vocab, P(c->tokens),
+                                       P(c->wte), P(c->wpe), P(c->out)));
+    MUST(erase_token_embedding_backward(S, c->batch, c->T, c->dim, c->vocab, P(c->tokens),
+                                        P(c->dout), P(c->dwte), P(c->dwpe), 0));
+    /* onto a gradient already there (a tied LM head's), without dwpe */
+    MUST(erase_token_embedding_backward(S, c->batch, c->T, c->dim, c->vocab, P(c->tokens),
+                                        P(c->dout), P(c->dwte_acc), NULL, 1));
+}
+
+/* batch x T positions; token (vocab - 5) / 2 at about 3 positions in 4 (a
+ * run far longer than ERASE_SPARSE_SUM_CHUNK: the sum is one sum in order,
+ * not chunked), the others random below vocab - 5 (the last rows
+ * untouched: 0 written, or left as they are with accumulate). */
+static void tokemb_case(int batch, int T, int dim, int vocab, const char *what)
+{
+    tokemb_ctx_t c = { .batch = batch, .T = T, .dim = dim, .vocab = vocab };
+    size_t np = (size_t)batch * T;
+    int32_t *tokens = malloc(sizeof *tokens * (np + 1));
+    assert_non_null(tokens);
+    uint64_t rng = 90;
+    for (size_t i = 0; i < np; i++)
+        tokens[i] = erase_rng_below(&rng, 4) ? (vocab - 5) / 2
+                                             : (int32_t)erase_rng_below(&rng, (uint64_t)vocab - 5);
+    float *wte = rand_f32((size_t)vocab * dim, 91, -1, 1), *wpe = rand_f32((size_t)(T + 3) * dim, 92, -1, 1),
+          *dout = rand_f32(np * dim, 93, -1, 1), *g0 = rand_f32((size_t)vocab * dim, 94, -1, 1);
+    c.tokens = pair_new(np, I32, tokens, 0);
+    c.wte = pair_new((size_t)vocab * dim, F32, wte, 0);
+    c.wpe = pair_new((size_t)(T + 3) * dim, F32, wpe, 0); /* more rows than T */
+    c.dout = pair_new(np * dim, F32, dout, 0);
+    c.out = pair_new(np * dim, BITS, NULL, 1);             /* one float addition */
+    c.dwte = pair_new((size_t)vocab * dim, BITS, NULL, 1); /* the same order from 0 */
+    c.dwpe = pair_new((size_t)T * dim, BITS, NULL, 1);
+    c.dwte_acc = pair_new((size_t)vocab * dim, BITS, g0, 1); /* added one by one onto g0 */
+    run_both(what, tokemb_body, &c);
+    pairs_free();
+    free(tokens), free(wte), free(wpe), free(dout), free(g0);
+}
+
+static void test_token_embedding(void **state)
+{
+    NEED_GPU();
+    tokemb_case(3, 37, 20, 45, "token embedding T=37 dim=20 vocab=45");
+    tokemb_case(4, 300, 70, 259, "token embedding T=300 dim=70 vocab=259");
+    tokemb_case(5, 1, 33, 6, "token embedding T=1 dim=33 vocab=6");
+}
+
+typedef struct {
+    int backward;
+    pair_t *tok, *wte, *wpe, *out, *dwte, *dwpe;
+} token_fault_ctx_t;
+
+static void token_fault_body(void *p)
+{
+    token_fault_ctx_t *c = p;
+    if (c->backward)
+        MUST(erase_token_embedding_backward(S, 2, 3, 5, 4, P(c->tok), P(c->out), P(c->dwte),
+                                            P(c->dwpe), 0));
+    else
+        MUST(erase_token_embedding_forward(S, 2, 3, 5, 4, P(c->tok), P(c->wte), P(c->wpe),
+                                           P(c->out)));
+}
+
+/* A token outside [0, vocab) fails from the stream's synchronize, naming
+ * the token embedding, forward and backward, on both devices. */
+static void test_token_embedding_fault(void **state)
+{
+    NEED_GPU();
+    int32_t tokens[6] = { 1, 2, 0, 3, 4, 1 };
+    float *w = rand_f32(4 * 5, 95, -1, 1), *pos = rand_f32(3 * 5, 96, -1, 1);
+    token_fault_ctx_t c = { 0, pair_new(6, I32, tokens, 0), pair_new(4 * 5, F32, w, 0),
+                            pair_new(3 * 5, F32, pos, 0), pair_new(6 * 5, F32, NULL, 0),
+                            pair_new(4 * 5, F32, NULL, 0), pair_new(3 * 5, F32, NULL, 0) };
+    free(w), free(pos); /* copied to both devices */
+    expect_fault("token 4 of vocab 4, forward", "token", token_fault_body, &c);
+    c.backward = 1;
+    expect_fault("token 4 of vocab 4, backward", "token", token_fault_body, &c);
+}
+
+typedef struct {
+    int batch, T, heads, dim;
+    pair_t *qkv, *att, *out, *dout, *scratch, *dqkv;
+} attention_ctx_t;
+
+static void attention_body(void *p)
+{
+    attention_ctx_t *c = p;
+    MUST(erase_attention_forward(S, c->batch, c->T, c->heads, c->dim, P(c->qkv), P(c->att),
+                                 P(c->out)));
+    MUST(erase_attention_backward(S, c->batch, c->T, c->heads, c->dim, P(c->qkv), P(c->att),
+                                  P(c->dout), P(c->scratch), P(c->dqkv)));
+}
+
+static void attention_case(int batch, int T, int heads, int dim)
+{
+    attention_ctx_t c = { .batch = batch, .T = T, .heads = heads, .dim = dim };
+    size_t nqkv = (size_t)batch * T * 3 * dim, natt = (size_t)batch * heads * T * T,
+           nout = (size_t)batch * T * dim;
+    float *qkv = rand_f32(nqkv, 100 + T, -2, 2), *dout = rand_f32(nout, 101 + T, -1, 1);
+    c.qkv = pair_new(nqkv, F32, qkv, 0);
+    c.dout = pair_new(nout, F32, dout, 0);
+    c.scratch = pair_new(natt, F32, NULL, 0);
+    c.att = pair_new(natt, F32, NULL, 1);
+    c.out = pair_new(nout, F32, NULL, 1);
+    c.dqkv = pair_new(nqkv, F32, NULL, 1);
+    char what[96];
+    snprintf(what, sizeof what, "attention batch=%d T=%d heads=%d dim=%d", batch, T, heads, dim);
+    run_both(what, attention_body, &c);
+    pairs_free();
+    free(qkv), free(dout);
+}
+
+static void test_attention(void **state)
+{
+    NEED_GPU();
+    attention_case(2, 1, 1, 8);   /* one position */
+    attention_case(3, 37, 3, 24); /* T not a multiple of 32; heads >= batch: a GEMM per sequence */
+    attention_case(1, 70, 1, 16); /* one head, rows of three warp passes */
+    attention_case(5, 33, 2, 10); /* batch > heads: a GEMM per head; head size 5 */
+}
+
+typedef struct {
+    int batch, t, len, heads, dim;
+    pair_t *qkv, *kc, *vc, *scratch, *out;
+} decode_ctx_t;
+
+static void decode_body(void *p)
+{
+    decode_ctx_t *c = p;
+    MUST(erase_attention_decode(S, c->batch, c->t, c->len, c->heads, c->dim, P(c->qkv), P(c->kc),
+                                P(c->vc), P(c->scratch), P(c->out)));
+}
+
+static void test_attention_decode(void **state)
+{
+    NEED_GPU();
+    int ts[3] = { 0, 20, 36 };
+    for (int i = 0; i < 3; i++) {
+        decode_ctx_t c = { .batch = 2, .t = ts[i], .len = 37, .heads = 3, .dim = 24 };
+        size_t ncache = (size_t)2 * 37 * 24;
+        float *qkv = rand_f32(2 * 3 * 24, 110 + i, -2, 2), *kc = rand_f32(ncache, 113, -2, 2),
+              *vc = rand_f32(ncache, 114, -2, 2);
+        c.qkv = pair_new(2 * 3 * 24, F32, qkv, 0);
+        c.scratch = pair_new((size_t)2 * 3 * 37, F32, NULL, 0);
+        c.kc = pair_new(ncache, BITS, kc, 1); /* row t written, the others kept */
+        c.vc = pair_new(ncache, BITS, vc, 1);
+        c.out = pair_new(2 * 24, F32, NULL, 1);
+        char what[64];
+        snprintf(what, sizeof what, "attention decode t=%d of 37", ts[i]);
+        run_both(what, decode_body, &c);
+        pairs_free();
+        free(qkv), free(kc), free(vc);
+    }
+}
+
+/* On CUDA alone: decoding positions 0 .. T-1 one by one gives the rows of
+ * the forward's output (the same keys and values, through the caches). */
+static void test_attention_decode_rows(void **state)
+{
+    NEED_GPU();
+    enum { B = 2, T = 35, H = 3, D = 24 };
+    float *qkv = rand_f32((size_t)B * T * 3 * D, 120, -2, 2);
+    side = 1;
+    pair_t *q = pair_new((size_t)B * T * 3 * D, F32, qkv, 0), *att = pair_new((size_t)B * H * T * T, F32, NULL, 0),
+           *out = pair_new((size_t)B * T * D, F32, NULL, 0), *row = pair_new((size_t)B * 3 * D, F32, NULL, 0),
+           *kc = pair_new((size_t)B * T * D, F32, NULL, 0), *vc = pair_new((size_t)B * T * D, F32, NULL, 0),
+           *scr = pair_new((size_t)B * H * T, F32, NULL, 0), *dec = pair_new((size_t)B * T * D, F32, NULL, 0);
+    MUST(erase_attention_forward(S, B, T, H, D, P(q), P(att), P(out)));
+    float *rowh = malloc(sizeof *rowh * B * 3 * D), *dech = malloc(sizeof *dech * B * D);
+    float *decoded = malloc(sizeof *decoded * B * T * D);
+    assert_true(rowh && dech && decoded);
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++)
+            memcpy(rowh + (size_t)b * 3 * D, qkv + ((size_t)b * T + t) * 3 * D, sizeof *rowh * 3 * D);
+        MUST(erase_memcpy_sync(dev[1], P(row), rowh, sizeof *rowh * B * 3 * D));
+        MUST(erase_attention_decode(S, B, t, T, H, D, P(row), P(kc), P(vc), P(scr), P(dec)));
+        MUST(erase_stream_synchronize(S));
+        MUST(erase_memcpy_sync(dev[1], dech, P(dec), sizeof *dech * B * D));
+        for (int b = 0; b < B; b++)
+            memcpy(decoded + ((size_t)b * T + t) * D, dech + (size_t)b * D, sizeof *dech * D);
+    }
+    float *forward = fetch(out, 1);
+    compare("attention decode rows vs forward", 0, out, decoded, forward);
+    free(forward), free(rowh), free(dech), free(decoded), free(qkv);
+}
+
+typedef struct {
+    size_t n;
+    pair_t *x, *acc, *acc2, *clipped, *kept, *chained, *big, *small, *chain_sq;
+} clip_ctx_t;
+
+static void clip_body(void *p)
+{
+    clip_ctx_t *c = p;
+    MUST(erase_sum_squares(S, c->n, P(c->x), P(c->acc)));
+    MUST(erase_sum_squares(S, 5, P(c->x), P(c->acc2)));
+    MUST(erase_clip_by_norm(S, c->n, P(c->clipped), P(c->big), 1.5f));
+    MUST(erase_clip_by_norm(S, c->n, P(c->kept), P(c->small), 1.0f));
+    /* as a step does it: the norm of x, then x clipped by it */
+    MUST(erase_sum_squares(S, c->n, P(c->chained), P(c->chain_sq)));
+    MUST(erase_clip_by_norm(S, c->n, P(c->chained), P(c->chain_sq), 2.0f));
+}
+
+static void test_clip(void **state)
+{
+    NEED_GPU();
+    size_t n = ((size_t)1 << 21) + 12345; /* above the largest grid's 8192 x 256 threads */
+    clip_ctx_t c = { .n = n };
+    float *x = rand_f32(n, 130, -1, 1);
+    float acc0 = 0.5f, zero = 0.0f, big = 100.0f, small = 0.25f;
+    c.x = pair_new(n, F32, x, 0);
+    c.big = pair_new(1, F32, &big, 0);     /* norm 10: x * 1.5 / (10 + 1e-6) */
+    c.small = pair_new(1, F32, &small, 0); /* norm 0.5 < 1: x unchanged */
+    c.acc = pair_new(1, F32, &acc0, 1);    /* added to what it holds */
+    c.acc2 = pair_new(1, F32, &zero, 1);
+    c.chain_sq = pair_new(1, F32, &zero, 1);
+    c.clipped = pair_new(n, BITS, x, 1); /* the same float arithmetic as the CPU */
+    c.kept = pair_new(n, BITS, x, 1);
+    c.chained = pair_new(n, F32, x, 1);
+    run_both("sum of squares and clip by norm", clip_body, &c);
+    float *kept = fetch(c.kept, 1);
+    assert_memory_equal(kept, x, n * 4);
+    free(kept), free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -692,6 +976,12 @@ int main(void)
         cmocka_unit_test_teardown(test_sparse_pack_fault, case_teardown),
         cmocka_unit_test_teardown(test_optim, case_teardown),
         cmocka_unit_test_teardown(test_optim_nonfinite, case_teardown),
+        cmocka_unit_test_teardown(test_token_embedding, case_teardown),
+        cmocka_unit_test_teardown(test_token_embedding_fault, case_teardown),
+        cmocka_unit_test_teardown(test_attention, case_teardown),
+        cmocka_unit_test_teardown(test_attention_decode, case_teardown),
+        cmocka_unit_test_teardown(test_attention_decode_rows, case_teardown),
+        cmocka_unit_test_teardown(test_clip, case_teardown),
     };
     const size_t ntests = sizeof tests / sizeof tests[0];
     if (group_setup(NULL) != 0) {

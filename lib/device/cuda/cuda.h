@@ -64,6 +64,7 @@ typedef enum {
     ERASE_CUDA_FAULT_SPARSE_PACK_CAPACITY = 1, /* erase_sparse_pack: a count above capacity */
     ERASE_CUDA_FAULT_SPARSE_MERGE_COUNT = 2,   /* erase_sparse_merge: a pack count outside [0, capacity] */
     ERASE_CUDA_FAULT_CLASS_LABEL = 3,          /* erase_softmax_xent: a label outside [0, classes) */
+    ERASE_CUDA_FAULT_TOKEN = 4,                /* erase_token_embedding_*: a token outside [0, vocab) */
     ERASE_CUDA_FAULT_COUNT                     /* number of codes */
 } erase_cuda_fault_t;
 

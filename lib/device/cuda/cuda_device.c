@@ -111,6 +111,8 @@ const char *erase_cuda_fault_text(int code)
         return "sparse merge: a pack's row count is outside [0, capacity]";
     case ERASE_CUDA_FAULT_CLASS_LABEL:
         return "softmax cross-entropy: a class label is outside [0, classes)";
+    case ERASE_CUDA_FAULT_TOKEN:
+        return "token embedding: a token is outside [0, vocab)";
     }
     return "unknown fault code";
 }

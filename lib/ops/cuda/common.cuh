@@ -49,6 +49,23 @@ static inline unsigned erase_cuda_blocks(size_t n, unsigned threads)
     return (unsigned)b;
 }
 
+/* Launch kernel(n, args...) with erase_cuda_blocks(n) blocks of
+ * ERASE_CUDA_THREADS threads on the stream of s (a grid-stride kernel over
+ * n items); n == 0 launches nothing. Errors: ERASE_ERR_BACKEND naming
+ * `what` (a bad launch). */
+template <typename... Params, typename... Args>
+static inline erase_status_t erase_cuda_launch_n(erase_stream_t *s, const char *what,
+                                                 void (*kernel)(size_t, Params...), size_t n,
+                                                 Args... args)
+{
+    if (n == 0)
+        return ERASE_OK;
+    kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
+             erase_cuda_stream(s)>>>(n, args...);
+    ERASE_CUDA_CHECK_LAUNCH(what);
+    return ERASE_OK;
+}
+
 /* First index and stride of a 1-D grid-stride loop. */
 #define ERASE_CUDA_GRID_LOOP(i, n)                                                           \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n);          \
@@ -65,29 +82,53 @@ template <typename T> __device__ inline T erase_warp_sum(T v)
 }
 
 /* Maximum over the 32 lanes of a warp (every lane gets it). */
-__device__ inline double erase_warp_max(double v)
+template <typename T> __device__ inline T erase_warp_max(T v)
 {
     for (int o = 16; o > 0; o >>= 1) {
-        double u = __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
+        T u = __shfl_xor_sync(ERASE_CUDA_FULL_MASK, v, o);
         v = u > v ? u : v;
     }
     return v;
 }
 
-/* Sum over a block (blockDim.x a multiple of 32, at most 1024): warp sums,
- * then warp 0 adds the warps' sums in a fixed order. Every thread gets the
- * result. All threads must call it; it synchronizes the block. */
-__device__ inline double erase_block_sum(double v)
+/* Reduce one value per thread over a block (blockDim.x a multiple of 32,
+ * at most 1024) with warp_op (erase_warp_sum, erase_warp_max): each warp,
+ * then warp 0's lanes reduce the warps' results in a fixed order (lanes
+ * past the warps hold `identity`). Every thread gets the result. All
+ * threads must call it; it synchronizes the block. */
+template <typename T, typename WarpOp>
+__device__ inline T erase_block_reduce(T v, T identity, WarpOp warp_op)
 {
-    __shared__ double part[32];
+    __shared__ T part[32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    v = erase_warp_sum(v);
+    v = warp_op(v);
     __syncthreads(); /* part[] may still be read by a previous call */
     if (lane == 0)
         part[warp] = v;
     __syncthreads();
-    double t = lane < warps ? part[lane] : 0.0;
-    return erase_warp_sum(t);
+    return warp_op(lane < warps ? part[lane] : identity);
+}
+
+/* Sum over a block in double, in a fixed order (erase_block_reduce). */
+__device__ inline double erase_block_sum(double v)
+{
+    return erase_block_reduce(v, 0.0, [](double x) { return erase_warp_sum(x); });
+}
+
+/* Maximum over a block (erase_block_reduce). */
+__device__ inline float erase_block_max(float v)
+{
+    return erase_block_reduce(v, -INFINITY, [](float x) { return erase_warp_max(x); });
+}
+
+/* Sum of v[0..n) over one block: thread t adds v[t], v[t + blockDim.x],
+ * ... in order, then erase_block_sum. Every thread gets it. */
+__device__ inline double erase_block_sum_of(const double *v, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        sum += v[i];
+    return erase_block_sum(sum);
 }
 
 /* Inclusive prefix sum of one int per thread over a block (blockDim.x a

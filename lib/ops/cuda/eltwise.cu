@@ -1,7 +1,8 @@
 /*
- * Elementwise ops on CUDA: relu, gelu, dropout, axpy, concat. Grid-stride
- * kernels of ERASE_CUDA_THREADS threads; the arithmetic is that of the CPU
- * kernels (lib/ops/cpu/kernels_impl.h): gelu in double precision, dropout
+ * Elementwise ops on CUDA: relu, gelu (exact and tanh form), dropout, axpy,
+ * concat. Grid-stride kernels of ERASE_CUDA_THREADS threads; the arithmetic
+ * is that of the CPU kernels (lib/ops/cpu/kernels_impl.h): gelu in double
+ * precision (both forms), dropout
  * from the same Philox4x32-10 stream (lib/core/philox.h), so masks match
  * the CPU bit for bit.
  */
@@ -46,6 +47,37 @@ __global__ void gelu_backward_kernel(size_t n, const float *x, const float *dy, 
         double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
         double pdf = 0.39894228040143267794 * exp(-0.5 * v * v);
         dx[i] = (float)(dy[i] * (cdf + v * pdf));
+    }
+}
+
+/* sqrt(2/pi) and the cubic coefficient of GPT-2's tanh GELU. */
+#define GELU_TANH_K 0.79788456080286535588
+#define GELU_TANH_C 0.044715
+
+/* y = 0.5 x (1 + tanh(u)), u = k (x + c x^3), as x sigmoid(2u) (the same
+ * function, without the cancellation of 1 + tanh(u) for x far below 0, as
+ * the CPU kernel) in double precision, rounded once; y == x allowed (each
+ * element is read before it is written). */
+__global__ void gelu_tanh_forward_kernel(size_t n, const float *x, float *y)
+{
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        double v = x[i], u = GELU_TANH_K * (v + GELU_TANH_C * v * v * v);
+        y[i] = (float)(v / (1.0 + exp(-2.0 * u)));
+    }
+}
+
+/* dx = dy (s + 2 x s (1 - s) k (1 + 3 c x^2)), s = sigmoid(2u), in double
+ * precision (exp overflowing for x far below 0 gives s = 0, not NaN);
+ * dx == dy allowed. */
+__global__ void gelu_tanh_backward_kernel(size_t n, const float *x, const float *dy, float *dx)
+{
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        double v = x[i], u = GELU_TANH_K * (v + GELU_TANH_C * v * v * v);
+        double s = 1.0 / (1.0 + exp(-2.0 * u));
+        double du = GELU_TANH_K * (1.0 + 3.0 * GELU_TANH_C * v * v);
+        dx[i] = (float)(dy[i] * (s + 2.0 * v * s * (1.0 - s) * du));
     }
 }
 
@@ -123,44 +155,44 @@ __global__ void concat_backward_kernel(size_t elems, concat_params_t p, const fl
 extern "C" erase_status_t erase_cuda_op_relu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    relu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                          erase_cuda_stream(s)>>>(n, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("relu forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "relu forward", relu_forward_kernel, n, x, y));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_relu_backward(erase_stream_t *s, size_t n, const float *y,
                                                       const float *dy, float *dx)
 {
-    if (n == 0)
-        return ERASE_OK;
-    relu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                           erase_cuda_stream(s)>>>(n, y, dy, dx);
-    ERASE_CUDA_CHECK_LAUNCH("relu backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "relu backward", relu_backward_kernel, n, y, dy, dx));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_gelu_forward(erase_stream_t *s, size_t n, const float *x,
                                                      float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_forward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                          erase_cuda_stream(s)>>>(n, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("gelu forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu forward", gelu_forward_kernel, n, x, y));
     return ERASE_OK;
 }
 
 extern "C" erase_status_t erase_cuda_op_gelu_backward(erase_stream_t *s, size_t n, const float *x,
                                                       const float *dy, float *dx)
 {
-    if (n == 0)
-        return ERASE_OK;
-    gelu_backward_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                           erase_cuda_stream(s)>>>(n, x, dy, dx);
-    ERASE_CUDA_CHECK_LAUNCH("gelu backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu backward", gelu_backward_kernel, n, x, dy, dx));
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_gelu_tanh_forward(erase_stream_t *s, size_t n,
+                                                          const float *x, float *y)
+{
+    ERASE_CHECK(erase_cuda_launch_n(s, "gelu tanh forward", gelu_tanh_forward_kernel, n, x, y));
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_gelu_tanh_backward(erase_stream_t *s, size_t n,
+                                                           const float *x, const float *dy,
+                                                           float *dx)
+{
+    ERASE_CHECK(
+        erase_cuda_launch_n(s, "gelu tanh backward", gelu_tanh_backward_kernel, n, x, dy, dx));
     return ERASE_OK;
 }
 
@@ -180,11 +212,7 @@ extern "C" erase_status_t erase_cuda_op_dropout(erase_stream_t *s, size_t n, flo
 extern "C" erase_status_t erase_cuda_op_axpy(erase_stream_t *s, size_t n, float alpha,
                                              const float *x, float *y)
 {
-    if (n == 0)
-        return ERASE_OK;
-    axpy_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                  erase_cuda_stream(s)>>>(n, alpha, x, y);
-    ERASE_CUDA_CHECK_LAUNCH("axpy");
+    ERASE_CHECK(erase_cuda_launch_n(s, "axpy", axpy_kernel, n, alpha, x, y));
     return ERASE_OK;
 }
 
@@ -209,11 +237,7 @@ extern "C" erase_status_t erase_cuda_op_concat_forward(erase_stream_t *s, int ba
     for (int i = 0; i < n; i++)
         p.xs[i] = xs[i];
     size_t elems = (size_t)batch * p.total;
-    if (elems == 0)
-        return ERASE_OK;
-    concat_forward_kernel<<<erase_cuda_blocks(elems, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                            erase_cuda_stream(s)>>>(elems, p, y);
-    ERASE_CUDA_CHECK_LAUNCH("concat forward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "concat forward", concat_forward_kernel, elems, p, y));
     return ERASE_OK;
 }
 
@@ -226,10 +250,6 @@ extern "C" erase_status_t erase_cuda_op_concat_backward(erase_stream_t *s, int b
     for (int i = 0; i < n; i++)
         p.dxs[i] = dxs[i];
     size_t elems = (size_t)batch * p.total;
-    if (elems == 0)
-        return ERASE_OK;
-    concat_backward_kernel<<<erase_cuda_blocks(elems, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                             erase_cuda_stream(s)>>>(elems, p, dy);
-    ERASE_CUDA_CHECK_LAUNCH("concat backward");
+    ERASE_CHECK(erase_cuda_launch_n(s, "concat backward", concat_backward_kernel, elems, p, dy));
     return ERASE_OK;
 }

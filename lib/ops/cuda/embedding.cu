@@ -67,11 +67,8 @@ extern "C" erase_status_t erase_cuda_op_embedding_forward(erase_stream_t *s, int
         p.tables[f] = tables[f];
     }
     size_t elems = (size_t)batch * fields * dim;
-    if (elems == 0)
-        return ERASE_OK;
-    embedding_forward_kernel<<<erase_cuda_blocks(elems, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                               erase_cuda_stream(s)>>>(elems, p, ids, out);
-    ERASE_CUDA_CHECK_LAUNCH("embedding forward");
+    ERASE_CHECK(
+        erase_cuda_launch_n(s, "embedding forward", embedding_forward_kernel, elems, p, ids, out));
     return ERASE_OK;
 }
 

@@ -76,10 +76,7 @@ __global__ void xent_rows_kernel(int batch, int classes, const float *z, const i
 __global__ void __launch_bounds__(LOSS_THREADS)
     mean_kernel(int batch, const double *row_loss, float *loss)
 {
-    double sum = 0;
-    for (int r = threadIdx.x; r < batch; r += blockDim.x)
-        sum += row_loss[r];
-    sum = erase_block_sum(sum);
+    double sum = erase_block_sum_of(row_loss, (size_t)batch);
     if (threadIdx.x == 0)
         *loss = (float)(batch ? sum / batch : 0);
 }

@@ -29,4 +29,13 @@ const erase_ops_impl_t erase_ops_cuda = {
     .adamw_update = erase_cuda_op_adamw_update,
     .rowwise_adagrad_update = erase_cuda_op_rowwise_adagrad_update,
     .sparse_sgd_update = erase_cuda_op_sparse_sgd_update,
+    .gelu_tanh_forward = erase_cuda_op_gelu_tanh_forward,
+    .gelu_tanh_backward = erase_cuda_op_gelu_tanh_backward,
+    .token_embedding_forward = erase_cuda_op_token_embedding_forward,
+    .token_embedding_backward = erase_cuda_op_token_embedding_backward,
+    .attention_forward = erase_cuda_op_attention_forward,
+    .attention_backward = erase_cuda_op_attention_backward,
+    .attention_decode = erase_cuda_op_attention_decode,
+    .sum_squares = erase_cuda_op_sum_squares,
+    .clip_by_norm = erase_cuda_op_clip_by_norm,
 };

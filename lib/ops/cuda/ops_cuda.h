@@ -98,6 +98,26 @@ ERASE_CUDA_OP_DECLARE(rowwise_adagrad_update, erase_stream_t *s, int dim, float 
 ERASE_CUDA_OP_DECLARE(sparse_sgd_update, erase_stream_t *s, int dim, float *table,
                       const uint32_t *grad_rows, const float *grad_values, const int *count,
                       const erase_optim_clock_t *clock, float lr_mult)
+ERASE_CUDA_OP_DECLARE(gelu_tanh_forward, erase_stream_t *s, size_t n, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(gelu_tanh_backward, erase_stream_t *s, size_t n, const float *x,
+                      const float *dy, float *dx)
+ERASE_CUDA_OP_DECLARE(token_embedding_forward, erase_stream_t *s, int batch, int T, int dim,
+                      int vocab, const int32_t *tokens, const float *wte, const float *wpe,
+                      float *out)
+ERASE_CUDA_OP_DECLARE(token_embedding_backward, erase_stream_t *s, int batch, int T, int dim,
+                      int vocab, const int32_t *tokens, const float *dout, float *dwte,
+                      float *dwpe, int accumulate)
+ERASE_CUDA_OP_DECLARE(attention_forward, erase_stream_t *s, int batch, int T, int heads, int dim,
+                      const float *qkv, float *att, float *out)
+ERASE_CUDA_OP_DECLARE(attention_backward, erase_stream_t *s, int batch, int T, int heads, int dim,
+                      const float *qkv, const float *att, const float *dout, float *scratch,
+                      float *dqkv)
+ERASE_CUDA_OP_DECLARE(attention_decode, erase_stream_t *s, int batch, int t, int cache_len,
+                      int heads, int dim, const float *qkv, float *kcache, float *vcache,
+                      float *scratch, float *out)
+ERASE_CUDA_OP_DECLARE(sum_squares, erase_stream_t *s, size_t n, const float *x, float *acc)
+ERASE_CUDA_OP_DECLARE(clip_by_norm, erase_stream_t *s, size_t n, float *x, const float *sumsq,
+                      float max_norm)
 
 #ifdef __cplusplus
 }

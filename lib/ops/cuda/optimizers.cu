@@ -5,7 +5,9 @@
  * graph replays with the current values. Formulas are those of the CPU
  * kernels (lib/ops/cpu/optim_cpu.c): PyTorch's SGD with momentum, AdamW
  * (Loshchilov and Hutter, ICLR 2019) with bias corrections computed in
- * double and rounded to float, torchrec's exact row-wise Adagrad.
+ * double and rounded to float, torchrec's exact row-wise Adagrad; the
+ * sum of squares of gradient-norm clipping (double, a fixed-order
+ * two-pass reduction: bitwise the same for equal inputs) and the clip.
  */
 #include "lib/ops/cuda/common.cuh"
 
@@ -35,6 +37,43 @@ __global__ void check_finite_kernel(const float *x, size_t n, const int *rows, i
     bad |= not_finite(x[i]);
     if (__any_sync(ERASE_CUDA_FULL_MASK, bad) && (threadIdx.x & 31) == 0)
         atomicCAS((int *)&clock->nonfinite, 0, code);
+}
+
+/* Threads of the single-block sum of the per-block partial sums. */
+#define SUMSQ_THREADS 1024
+
+/* partial[block] = the block's sum of x[i]^2 in double: each thread's
+ * grid-stride items in order, then erase_block_sum. The grid depends only
+ * on n (erase_cuda_blocks), so the order is fixed. */
+__global__ void sum_squares_kernel(size_t n, const float *x, double *partial)
+{
+    double acc = 0.0;
+    ERASE_CUDA_GRID_LOOP(i, n)
+    acc += (double)x[i] * x[i];
+    acc = erase_block_sum(acc);
+    if (threadIdx.x == 0)
+        partial[blockIdx.x] = acc;
+}
+
+/* One block: *acc += the partial sums added in a fixed order (rounded once). */
+__global__ void __launch_bounds__(SUMSQ_THREADS)
+    sum_squares_total_kernel(unsigned parts, const double *partial, float *acc)
+{
+    double sum = erase_block_sum_of(partial, parts);
+    if (threadIdx.x == 0)
+        *acc = (float)((double)*acc + sum);
+}
+
+/* x *= c with c = max_norm / (sqrt(*sumsq) + 1e-6) in float when c < 1,
+ * as torch.nn.utils.clip_grad_norm_ and the CPU kernel (a NaN norm leaves
+ * x as it is: the step's finiteness check skips the step). */
+__global__ void clip_by_norm_kernel(size_t n, float *x, const float *sumsq, float max_norm)
+{
+    float c = max_norm / (sqrtf(*sumsq) + 1e-6f);
+    if (!(c < 1.0f))
+        return;
+    ERASE_CUDA_GRID_LOOP(i, n)
+    x[i] *= c;
 }
 
 /* SGD with momentum: g' = g + wd w; buf = mu buf + g' (g' at step 1). */
@@ -161,12 +200,9 @@ extern "C" erase_status_t erase_cuda_op_sgd_update(erase_stream_t *s, size_t n, 
                                                    const erase_optim_clock_t *clock, float lr_mult,
                                                    float momentum, float weight_decay)
 {
-    if (n == 0)
-        return ERASE_OK;
-    sgd_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                 erase_cuda_stream(s)>>>(n, w, g, momentum != 0.0f ? buf : NULL, clock, lr_mult,
-                                         momentum, weight_decay);
-    ERASE_CUDA_CHECK_LAUNCH("sgd update");
+    ERASE_CHECK(erase_cuda_launch_n(s, "sgd update", sgd_kernel, n, w, g,
+                                    momentum != 0.0f ? buf : NULL, clock, lr_mult, momentum,
+                                    weight_decay));
     return ERASE_OK;
 }
 
@@ -176,12 +212,7 @@ extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n
                                                      float lr_mult, float beta1, float beta2,
                                                      float eps, float weight_decay)
 {
-    if (n == 0)
-        return ERASE_OK;
-    adamw_kernel<<<erase_cuda_blocks(n, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
-                   erase_cuda_stream(s)>>>(n, w, g, m, v, clock, lr_mult, beta1, beta2, eps,
-                                           weight_decay);
-    ERASE_CUDA_CHECK_LAUNCH("adamw update");
+    ERASE_CHECK(erase_cuda_launch_n(s, "adamw update", adamw_kernel, n, w, g, m, v, clock, lr_mult, beta1, beta2, eps, weight_decay));
     return ERASE_OK;
 }
 
@@ -207,5 +238,28 @@ extern "C" erase_status_t erase_cuda_op_sparse_sgd_update(erase_stream_t *s, int
                         erase_cuda_stream(s)>>>(dim, table, grad_rows, grad_values, count, clock,
                                                 lr_mult);
     ERASE_CUDA_CHECK_LAUNCH("sparse sgd update");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_sum_squares(erase_stream_t *s, size_t n, const float *x,
+                                                    float *acc)
+{
+    if (n == 0)
+        return ERASE_OK;
+    cudaStream_t st = erase_cuda_stream(s);
+    unsigned blocks = erase_cuda_blocks(n, ERASE_CUDA_THREADS);
+    double *partial;
+    ERASE_CHECK(erase_cuda_op_scratch(s, sizeof(double) * blocks, (void **)&partial));
+    sum_squares_kernel<<<blocks, ERASE_CUDA_THREADS, 0, st>>>(n, x, partial);
+    ERASE_CUDA_CHECK_LAUNCH("sum of squares");
+    sum_squares_total_kernel<<<1, SUMSQ_THREADS, 0, st>>>(blocks, partial, acc);
+    ERASE_CUDA_CHECK_LAUNCH("sum of squares: total");
+    return ERASE_OK;
+}
+
+extern "C" erase_status_t erase_cuda_op_clip_by_norm(erase_stream_t *s, size_t n, float *x,
+                                                     const float *sumsq, float max_norm)
+{
+    ERASE_CHECK(erase_cuda_launch_n(s, "clip by norm", clip_by_norm_kernel, n, x, sumsq, max_norm));
     return ERASE_OK;
 }

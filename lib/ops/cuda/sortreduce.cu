@@ -158,16 +158,25 @@ erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seg
     return ERASE_OK;
 }
 
+erase_status_t erase_sortreduce_sort(erase_stream_t *s, const erase_sortreduce_buffers_t *b,
+                                     int segments, int seglen)
+{
+    int n = segments * seglen; /* at most INT_MAX: erase_sortreduce_buffers checked it */
+    size_t cub_bytes = b->cub_bytes;
+    if (n > 0)
+        ERASE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b->cub_tmp, cub_bytes, b->keys,
+                                                         b->keys_sorted, b->vals, b->vals_sorted,
+                                                         n, 0, key_bits(segments),
+                                                         erase_cuda_stream(s)));
+    return ERASE_OK;
+}
+
 erase_status_t erase_sortreduce_run(erase_stream_t *s, const erase_sortreduce_buffers_t *b,
                                     const erase_sortreduce_t *p)
 {
     cudaStream_t st = erase_cuda_stream(s);
     int n = p->segments * p->seglen;
-    size_t cub_bytes = b->cub_bytes;
-    if (n > 0)
-        ERASE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b->cub_tmp, cub_bytes, b->keys,
-                                                         b->keys_sorted, b->vals, b->vals_sorted,
-                                                         n, 0, key_bits(p->segments), st));
+    ERASE_CHECK(erase_sortreduce_sort(s, b, p->segments, p->seglen));
     sortreduce_heads_kernel<<<(unsigned)p->segments, HEADS_THREADS, 0, st>>>(*p, b->keys_sorted,
                                                                               b->heads);
     ERASE_CUDA_CHECK_LAUNCH("sorted reduction: runs");

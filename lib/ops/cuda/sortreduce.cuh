@@ -54,6 +54,14 @@ typedef struct {
 erase_status_t erase_sortreduce_buffers(erase_stream_t *s, int segments, int seglen, int dim,
                                         erase_sortreduce_buffers_t *b);
 
+/* Sort the `segments` x `seglen` entries of b->keys / b->vals (filled by
+ * the caller's kernel on the same stream) into b->keys_sorted /
+ * b->vals_sorted: stable, by key (segment, then valid rows ascending, then
+ * the invalid entries). For a caller that reduces the sorted runs itself
+ * (token_embedding.cu). Errors: ERASE_ERR_BACKEND. */
+erase_status_t erase_sortreduce_sort(erase_stream_t *s, const erase_sortreduce_buffers_t *b,
+                                     int segments, int seglen);
+
 /* Sort b->keys / b->vals (filled by the caller's kernel on the same stream)
  * and reduce as described above. */
 erase_status_t erase_sortreduce_run(erase_stream_t *s, const erase_sortreduce_buffers_t *b,
