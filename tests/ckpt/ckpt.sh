@@ -83,3 +83,47 @@ lr_per_step() {
 
 # show FILE: a log in the TAP stream as comments.
 show() { sed 's/^/#   /' "$1"; }
+
+# The task tests' common checks (test-train-classify.sh, test-train-lm.sh),
+# on a run of $ARGS ending at step 40 with checkpoints in $dir/<mode>:
+# modes_equal: one TAP line, off, blocking and async end bitwise equal to graph.
+modes_equal() {
+    same=0
+    for mode in off blocking async; do
+        tests/ckpt/ckpt-tool compare "$dir/graph/ckpt-40.h5" "$dir/$mode/ckpt-40.h5" >"$dir/compare-$mode.out" 2>&1 ||
+            { same=1; echo "# $mode differs from graph:"; show "$dir/compare-$mode.out"; }
+    done
+    tap $same "off, blocking, async and graph end with bitwise-equal checkpoints (parameters, optimizer, cursor)"
+}
+
+# kill_resume: two TAP lines: a rank of a 2-rank graph run kills itself
+# (SIGKILL) after a random step; resumed with --resume auto, the run ends
+# bitwise equal to $dir/graph's.
+kill_resume() {
+    random 25; step=$((8 + r)); random 2; rank=$r
+    out=$dir/kill.out
+    # shellcheck disable=SC2086 # ARGS are options
+    ERASE_DEBUG_KILL_AT_STEP=$step:$rank train 2 $ARGS --early-backward graph --checkpoint-dir "$dir/kill" --resume auto
+    [ $rc != 0 ] && [ $rc != 124 ]; tap $? "rank $rank killed itself (SIGKILL) after step $step (mpirun status $rc)"
+    out=$dir/resume.out
+    # shellcheck disable=SC2086
+    train 2 $ARGS --early-backward graph --checkpoint-dir "$dir/kill" --resume auto
+    tests/ckpt/ckpt-tool compare "$dir/graph/ckpt-40.h5" "$dir/kill/ckpt-40.h5" >"$dir/compare-kill.out" 2>&1
+    c=$?
+    [ $rc = 0 ] && [ $c = 0 ] && grep -q '^resume from ' "$out"
+    tap $? "resumed with --resume auto: ends bitwise equal to the uninterrupted run (status $rc)"
+    grep '^resume from' "$out" | sed 's/^/# /'
+    [ $c = 0 ] || show "$dir/compare-kill.out"
+}
+
+# other_ranks: one TAP line per run: the graph run again on 1 and on 4
+# ranks ($dir/np1.jsonl, $dir/np4.jsonl next to $dir/graph.jsonl).
+other_ranks() {
+    for np in 1 4; do
+        out=$dir/np$np.out
+        # shellcheck disable=SC2086
+        train $np $ARGS --early-backward graph --checkpoint-dir "$dir/np$np" --metrics "$dir/np$np.jsonl"
+        [ $rc = 0 ]; tap $? "the same run on $np rank(s) (status $rc)"
+        [ $rc = 0 ] || show "$out"
+    done
+}

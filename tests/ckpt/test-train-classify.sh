@@ -44,39 +44,15 @@ for mode in off blocking async graph; do
     [ $rc = 0 ] || show "$out"
 done
 grep -E '^(train  step 40|eval   step 40)' "$dir/graph.out" | sed 's/^/# /'
-same=0
-for mode in off blocking async; do
-    tests/ckpt/ckpt-tool compare "$dir/graph/ckpt-40.h5" "$dir/$mode/ckpt-40.h5" >"$dir/compare-$mode.out" 2>&1 ||
-        { same=1; echo "# $mode differs from graph:"; show "$dir/compare-$mode.out"; }
-done
-tap $same "off, blocking, async and graph end with bitwise-equal checkpoints (parameters, optimizer, cursor)"
+modes_equal
 
 # ---- kill after a random step, resume
-random 25; step=$((8 + r)); random 2; rank=$r
-out=$dir/kill.out
-# shellcheck disable=SC2086
-ERASE_DEBUG_KILL_AT_STEP=$step:$rank train 2 $ARGS --early-backward graph --checkpoint-dir "$dir/kill" --resume auto
-[ $rc != 0 ] && [ $rc != 124 ]; tap $? "rank $rank killed itself (SIGKILL) after step $step (mpirun status $rc)"
-out=$dir/resume.out
-# shellcheck disable=SC2086
-train 2 $ARGS --early-backward graph --checkpoint-dir "$dir/kill" --resume auto
-tests/ckpt/ckpt-tool compare "$dir/graph/ckpt-40.h5" "$dir/kill/ckpt-40.h5" >"$dir/compare-kill.out" 2>&1
-c=$?
-[ $rc = 0 ] && [ $c = 0 ] && grep -q '^resume from ' "$out"
-tap $? "resumed with --resume auto: ends bitwise equal to the uninterrupted run (status $rc)"
-grep '^resume from' "$out" | sed 's/^/# /'
-[ $c = 0 ] || show "$dir/compare-kill.out"
+kill_resume
 
 # ---- 1 vs 2 vs 4 ranks at global batch 32
 summary() { grep '"type":"summary"' "$1" | sed 's/.*\("loss":[^,]*\).*\("accuracy":[^,]*\).*\("top5":[^,]*\).*/\1 \2 \3/'; }
 field() { echo "$1" | sed "s/.*\"$2\":\([^ ]*\).*/\1/"; }
-for np in 1 4; do
-    out=$dir/np$np.out
-    # shellcheck disable=SC2086
-    train $np $ARGS --early-backward graph --checkpoint-dir "$dir/np$np" --metrics "$dir/np$np.jsonl"
-    [ $rc = 0 ]; tap $? "the same run on $np rank(s) (status $rc)"
-    [ $rc = 0 ] || show "$out"
-done
+other_ranks
 s1=$(summary "$dir/np1.jsonl") s2=$(summary "$dir/graph.jsonl") s4=$(summary "$dir/np4.jsonl")
 echo "# 1 rank:  $s1"
 echo "# 2 ranks: $s2"
