@@ -7,6 +7,8 @@ APPS_TEST_DRIVERS = tests/apps/test-device.sh tests/apps/test-train-errors.sh te
 APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 # erase-bench schedules --feasibility --data: the ERASE MLP table on MNIST shards (issue 14)
 APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
+# jobs/trace-svg: boxes labelled with their block and pass, a legend (issue 15)
+APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 
