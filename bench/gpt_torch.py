@@ -37,7 +37,8 @@ thread count it prints one JSON line:
 "mfu" (model FLOPs utilisation: F x tokens/s median over the peak) only
 with --peak-gflops (erase-bench model passes the peak it measured). Threads
 and the OpenBLAS kernel are set as bench/torch_ctr.py sets them (its
---blas-core; torch.set_num_threads and OpenBLAS's own thread count).
+--blas-core; torch.set_num_threads and OpenBLAS's own thread count); the
+line names the BLAS ("OpenBLAS SkylakeX", or "MKL" for PyPI's torch).
 
 Usage (repository root):
   /usr/bin/python3 bench/gpt_torch.py --size S --threads 1,2 --steps 20
@@ -142,7 +143,7 @@ def bench(args, m, threads):
         t1 = time.perf_counter()
         if i >= args.warmup:
             times.append(t1 - t0)
-    assert math.isfinite(float(loss))
+    assert math.isfinite(float(loss.detach()))
     n, fpt = flops_per_token(m)
     assert n == sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
     rate = m["batch"] * m["context"] / np.array(times)
@@ -160,6 +161,8 @@ def bench(args, m, threads):
     if blas is not None:
         out["blas"] = "OpenBLAS " + blas.openblas_get_corename().decode()
         out["blas_threads"] = blas.openblas_get_num_threads()
+    elif torch.backends.mkl.is_available():
+        out["blas"] = "MKL"
     return out
 
 
