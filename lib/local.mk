@@ -27,6 +27,10 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/kernels_f32.c lib/ops/cpu/kernels_f64.c \
 	lib/ops/cpu/ops_cpu.c
 
+# lib/ops: the gpt model's CPU ops (token embedding, attention).
+lib_liberase_a_SOURCES += \
+	lib/ops/cpu/attention_impl.h lib/ops/cpu/transformer_cpu.c
+
 # lib/nn: model files (libconfig).
 lib_liberase_a_SOURCES += \
 	lib/nn/model_config.c lib/nn/model_config.h
@@ -36,7 +40,8 @@ lib_liberase_a_SOURCES += \
 	lib/core/lr_schedule.h lib/core/simd.h lib/core/checked.h \
 	lib/ops/cpu/optim_cpu.c \
 	lib/nn/batch.h lib/nn/param.h \
-	lib/nn/network.c lib/nn/network.h \
+	lib/nn/network.c lib/nn/network.h lib/nn/network_impl.h \
+	lib/nn/network_chain.c lib/nn/gpt.c lib/nn/gpt.h \
 	lib/nn/optim.c lib/nn/optim.h \
 	lib/nn/train_step.c lib/nn/train_step.h \
 	lib/nn/metrics.c lib/nn/metrics.h lib/nn/metrics_cls.c lib/nn/metrics_cls.h

@@ -46,7 +46,7 @@ typedef struct {
 
 static const opt_def_t defs[] = {
     { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
-    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp for the reference sizes", NULL, NO_BOUNDS },
+    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp / gpt for the reference sizes", NULL, NO_BOUNDS },
     { "train", S(train), "", "training data: shard directories written by erase-convert or shard files, "
       "comma-separated or repeated, in global order (required)", NULL, NO_BOUNDS },
     { "eval", S(eval), "", "evaluation data (a list like --train); empty: the last --eval-fraction of --train "
@@ -203,12 +203,13 @@ static const opt_def_t *find(const char *name)
 }
 
 /* A relative model file named in the run file `path` is taken from the run
- * file's directory (model = "m.cfg" in conf/run.cfg: conf/m.cfg); ctr, mlp
- * and absolute paths stay as they are. */
+ * file's directory (model = "m.cfg" in conf/run.cfg: conf/m.cfg); ctr, mlp,
+ * gpt and absolute paths stay as they are. */
 static erase_status_t model_beside(const char *path, const char *where, train_options_t *o)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash || o->model[0] == '/' || !strcmp(o->model, "ctr") || !strcmp(o->model, "mlp"))
+    erase_model_kind_t kind;
+    if (!slash || o->model[0] == '/' || erase_model_config_kind(o->model, &kind))
         return ERASE_OK;
     char joined[sizeof o->model];
     int n = snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, o->model);

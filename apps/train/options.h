@@ -20,7 +20,7 @@
 
 typedef struct {
     char config[1024];          /* run file */
-    char model[1024];           /* model file, or "ctr" / "mlp" (reference sizes) */
+    char model[1024];           /* model file, or "ctr" / "mlp" / "gpt" (reference sizes) */
     char train[1024];           /* training data: shard directories or files, comma-separated */
     char eval[1024];            /* evaluation data (the same); empty: hold out --eval-fraction of --train */
     double eval_fraction;

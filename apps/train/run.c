@@ -153,12 +153,11 @@ static erase_status_t model_from_checkpoint(run_t *r)
 static erase_status_t setup_model(run_t *r, int *usage)
 {
     const train_options_t *o = r->o;
+    erase_model_kind_t kind;
     if (o->eval_only)
         TRY(model_from_checkpoint(r));
-    else if (!strcmp(o->model, "ctr"))
-        r->cfg = erase_model_config_default(ERASE_MODEL_CTR);
-    else if (!strcmp(o->model, "mlp"))
-        r->cfg = erase_model_config_default(ERASE_MODEL_MLP);
+    else if (erase_model_config_kind(o->model, &kind))
+        r->cfg = erase_model_config_default(kind);
     else
         TRY(erase_model_config_load(o->model, &r->cfg));
     *usage = 1;

@@ -7,6 +7,7 @@
 #ifndef ERASE_CORE_RNG_H
 #define ERASE_CORE_RNG_H
 
+#include <math.h>
 #include <stdint.h>
 
 /* Next 64 random bits; advances *state. */
@@ -38,6 +39,20 @@ static inline float erase_rng_uniform(uint64_t *state, float lo, float hi)
 {
     float u = (float)(erase_rng_next(state) >> 40) * (1.0f / 16777216.0f);
     return lo + (hi - lo) * u;
+}
+
+/*
+ * Standard normal (mean 0, variance 1) by the Box-Muller transform: two
+ * draws u1 in (0, 1] and u2 in [0, 1) of 53 bits each give
+ * sqrt(-2 ln u1) cos(2 pi u2) (the sine half is not used, so every value
+ * costs two draws and values do not depend on how many were drawn before
+ * in pairs). Computed in double.
+ */
+static inline double erase_rng_normal(uint64_t *state)
+{
+    double u1 = (double)((erase_rng_next(state) >> 11) + 1) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(erase_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
 /* Uniform integer in [0, n), n > 0 (slightly biased for huge n; fine here). */

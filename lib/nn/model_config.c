@@ -30,9 +30,10 @@
 
 #include <libconfig.h>
 
-static const char *const model_names[] = { "ctr", "mlp" };
+static const char *const model_names[] = { "ctr", "mlp", "gpt" };
 /* The erase-train task (apps/train/task.h) each kind of model serves. */
-static const char *const model_tasks[] = { "ctr", "classify" };
+static const char *const model_tasks[] = { "ctr", "classify", "lm" };
+#define MODEL_KINDS ((int)(sizeof model_names / sizeof model_names[0]))
 
 /* Boundaries 1 .. blocks-1 all set. */
 static uint32_t all_cuts(int blocks)
@@ -55,6 +56,14 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         for (int i = 0; i < 3; i++)
             cfg.mlp.hidden[i] = 1024;
         cfg.mlp.classes = 10;
+    } else if (kind == ERASE_MODEL_GPT) {
+        /* nanoGPT's shakespeare-char size, no cuts (plain backpropagation) */
+        cfg.gpt.layers = 6;
+        cfg.gpt.heads = 6;
+        cfg.gpt.width = 384;
+        cfg.gpt.context = 256;
+        cfg.gpt.vocab = 256;
+        return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
@@ -74,6 +83,16 @@ const char *erase_model_config_name(const erase_model_config_t *cfg)
     return model_names[cfg->kind];
 }
 
+int erase_model_config_kind(const char *name, erase_model_kind_t *kind)
+{
+    for (int k = 0; k < MODEL_KINDS; k++)
+        if (name && strcmp(name, model_names[k]) == 0) {
+            *kind = (erase_model_kind_t)k;
+            return 1;
+        }
+    return 0;
+}
+
 const char *erase_model_config_task(const erase_model_config_t *cfg)
 {
     return model_tasks[cfg->kind];
@@ -81,6 +100,8 @@ const char *erase_model_config_task(const erase_model_config_t *cfg)
 
 int erase_model_config_blocks(const erase_model_config_t *cfg)
 {
+    if (cfg->kind == ERASE_MODEL_GPT)
+        return cfg->gpt.layers;
     return cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : 1 + cfg->ctr.subarchs;
 }
 
@@ -261,20 +282,22 @@ static erase_status_t read_weight(const char *name, config_setting_t *group, con
     return ERASE_OK;
 }
 
-/* cuts: "all" (the default), "none" or a list of distinct boundaries in
- * 1..blocks-1. */
+/* cuts: "all", "none" or a list of distinct boundaries in 1..blocks-1;
+ * absent: "all" when `all_by_default` (ctr, mlp), else "none" (gpt). */
 static erase_status_t read_cuts(const char *name, config_setting_t *group, const char *prefix,
-                                int blocks, uint32_t *mask)
+                                int blocks, bool all_by_default, uint32_t *mask)
 {
-    *mask = all_cuts(blocks);
+    *mask = all_by_default ? all_cuts(blocks) : 0;
     config_setting_t *s = config_setting_get_member(group, "cuts");
     if (!s)
         return ERASE_OK;
     char path[64];
     snprintf(path, sizeof path, "%s.cuts", prefix);
     const char *text = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
-    if (text && strcmp(text, "all") == 0)
+    if (text && strcmp(text, "all") == 0) {
+        *mask = all_cuts(blocks);
         return ERASE_OK;
+    }
     if (text && strcmp(text, "none") == 0) {
         *mask = 0;
         return ERASE_OK;
@@ -359,7 +382,7 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
 
     TRY(read_int(name, g, "ctr", "subarch_width", 1, INT_MAX, false, &cfg->ctr.subarch_width));
     TRY(read_int(name, g, "ctr", "subarchs", 1, ERASE_MAX_BLOCKS - 1, true, &cfg->ctr.subarchs));
-    TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, &cfg->cut_mask));
+    TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, true, &cfg->cut_mask));
     TRY(read_weight(name, g, "ctr", &cfg->local_loss_weight));
     return ERASE_OK;
 }
@@ -373,8 +396,32 @@ static erase_status_t parse_mlp(const char *name, config_setting_t *g, erase_mod
     TRY(read_int_list(name, g, "mlp", "hidden", 1, ERASE_MAX_LAYERS, "widths", 1,
                               cfg->mlp.hidden, &cfg->mlp.hidden_layers));
     TRY(read_int(name, g, "mlp", "classes", 2, INT_MAX, false, &cfg->mlp.classes));
-    TRY(read_cuts(name, g, "mlp", cfg->mlp.hidden_layers, &cfg->cut_mask));
+    TRY(read_cuts(name, g, "mlp", cfg->mlp.hidden_layers, true, &cfg->cut_mask));
     TRY(read_weight(name, g, "mlp", &cfg->local_loss_weight));
+    return ERASE_OK;
+}
+
+/* gpt: the sizes (width a multiple of heads; whether the buffers they
+ * make fit memory is the network's check), cuts "none" unless given. */
+static erase_status_t parse_gpt(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "layers", "heads", "width", "context", "vocab", "cuts",
+                                        "local_loss_weight", NULL };
+    TRY(check_keys(name, g, "gpt", keys));
+    TRY(read_int(name, g, "gpt", "layers", 1, ERASE_MAX_BLOCKS, true, &cfg->gpt.layers));
+    TRY(read_int(name, g, "gpt", "heads", 1, INT_MAX, false, &cfg->gpt.heads));
+    TRY(read_int(name, g, "gpt", "width", 1, INT_MAX, false, &cfg->gpt.width));
+    TRY(read_int(name, g, "gpt", "context", 1, INT_MAX, false, &cfg->gpt.context));
+    TRY(read_int(name, g, "gpt", "vocab", 2, 65536, true, &cfg->gpt.vocab));
+    if (cfg->gpt.width % cfg->gpt.heads != 0) {
+        config_setting_t *s = config_setting_get_member(g, "width");
+        if (!s)
+            s = config_setting_get_member(g, "heads");
+        return fail_at(name, s, "gpt.width: %d is not a multiple of heads (%d)", cfg->gpt.width,
+                       cfg->gpt.heads);
+    }
+    TRY(read_cuts(name, g, "gpt", cfg->gpt.layers, false, &cfg->cut_mask));
+    TRY(read_weight(name, g, "gpt", &cfg->local_loss_weight));
     return ERASE_OK;
 }
 
@@ -382,26 +429,23 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
 {
     config_setting_t *model = config_setting_get_member(root, "model");
     if (!model)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\" or \"mlp\")", name);
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")", name);
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
-    if (strcmp(text, "ctr") == 0)
-        kind = ERASE_MODEL_CTR;
-    else if (strcmp(text, "mlp") == 0)
-        kind = ERASE_MODEL_MLP;
-    else
-        return expected(name, model, "model", "\"ctr\" or \"mlp\"");
+    if (!erase_model_config_kind(text, &kind))
+        return expected(name, model, "model", "\"ctr\", \"mlp\" or \"gpt\"");
     *cfg = erase_model_config_default(kind);
-    const char *mine = model_names[kind], *other = model_names[1 - kind];
+    const char *mine = model_names[kind];
 
     for (int i = 0; i < config_setting_length(root); i++) {
         config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *key = config_setting_name(s);
         if (strcmp(key, "model") == 0 || strcmp(key, "seed") == 0 || strcmp(key, mine) == 0)
             continue;
-        if (strcmp(key, other) == 0)
-            return fail_at(name, s, "group '%s' does not apply to model \"%s\"", other, mine);
+        for (int k = 0; k < MODEL_KINDS; k++)
+            if (strcmp(key, model_names[k]) == 0)
+                return fail_at(name, s, "group '%s' does not apply to model \"%s\"", key, mine);
         return fail_at(name, s, "unknown key '%s'", key);
     }
 
@@ -417,6 +461,8 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
         return ERASE_OK;
     if (!config_setting_is_group(group))
         return expected(name, group, mine, "a group");
+    if (kind == ERASE_MODEL_GPT)
+        return parse_gpt(name, group, cfg);
     return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
 }
 
@@ -524,11 +570,12 @@ static void put_float(writer_t *w, float x)
  * boundaries and the seed within what the file format can say). */
 static bool formattable(const erase_model_config_t *cfg)
 {
-    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP)
+    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT)
         return false;
     if (cfg->seed > (uint64_t)LLONG_MAX)
         return false;
-    int layers = cfg->kind == ERASE_MODEL_CTR ? cfg->ctr.bottom_layers : cfg->mlp.hidden_layers;
+    int layers = cfg->kind == ERASE_MODEL_CTR ? cfg->ctr.bottom_layers
+                 : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : cfg->gpt.layers;
     if (layers < 1 || layers > ERASE_MAX_LAYERS)
         return false;
     int blocks = erase_model_config_blocks(cfg);
@@ -563,6 +610,9 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
         put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
             cfg->ctr.subarchs);
+    } else if (cfg->kind == ERASE_MODEL_GPT) {
+        put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
+            cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);
     } else {
         put(&w, "  inputs = %d;\n  hidden = ", cfg->mlp.inputs);
         put_int_list(&w, cfg->mlp.hidden, cfg->mlp.hidden_layers);

@@ -3,7 +3,7 @@
  * with libconfig (https://hyperrealm.github.io/libconfig/): `key = value;`
  * settings, groups in braces, lists in brackets, `#` and `//` comments.
  *
- *   model = "ctr";                 # "ctr" or "mlp"
+ *   model = "ctr";                 # "ctr", "mlp" or "gpt"
  *   seed = 1;                      # initialisation seed (>= 0)
  *   ctr: {
  *     embedding_dim = 16;
@@ -19,6 +19,15 @@
  *     hidden = [1024, 1024, 1024]; # one block per hidden layer
  *     classes = 10;
  *     cuts = "all";
+ *     local_loss_weight = 1.0;
+ *   };
+ *   gpt: {                         # defaults: nanoGPT's shakespeare-char size
+ *     layers = 6;                  # one block per transformer layer (1..32)
+ *     heads = 6;                   # width must be a multiple of heads
+ *     width = 384;
+ *     context = 256;               # T: positions per sample
+ *     vocab = 256;                 # 2..65536 (token shards hold uint16 ids)
+ *     cuts = "none";               # the default for gpt; "all" or a list as above
  *     local_loss_weight = 1.0;
  *   };
  *
@@ -75,11 +84,17 @@ typedef struct {
     } gpt;
 } erase_model_config_t;
 
-/* The reference sizes of docs/models.md for `kind`, all boundaries cut, lambda 1, seed 1. */
+/* The reference sizes of docs/models.md for `kind`, lambda 1, seed 1: ctr
+ * and mlp with all boundaries cut, gpt (6 layers, 6 heads, width 384,
+ * context 256, vocab 256) with none. */
 erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
 
-/* The model kind's name, "ctr" or "mlp". */
+/* The model kind's name, "ctr", "mlp" or "gpt". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
+
+/* 1 and *kind set when `name` is a model kind's name ("ctr", "mlp",
+ * "gpt"), else 0. */
+int erase_model_config_kind(const char *name, erase_model_kind_t *kind);
 
 /* The erase-train task the model kind serves (apps/train/task.h): "ctr"
  * for ctr, "classify" for mlp (later "lm" for gpt). */

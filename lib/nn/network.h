@@ -14,7 +14,18 @@
  *     gradient); with boundary b+1 a cut it depends on nothing later;
  *   - forward_block(b) of the next batch overwrites block b's activations:
  *     it must wait for backward_block(b) and backward_block(b+1) of this one.
- * Backward writes (overwrites) every gradient of its block's parameters.
+ * Backward writes (overwrites) every gradient of its block's parameters,
+ * except where a model documents a shared parameter (gpt without cuts:
+ * the last block's LM head writes wte's gradient, block 0 adds to it, so
+ * block 0's backward runs after the last block's, as the attached
+ * boundaries already order it).
+ *
+ * One core for every model: this API, the blocks, cuts, parameters and
+ * their gradient buffers, losses and queries are lib/nn/network.c; what a
+ * model computes is its own file behind a table of functions
+ * (lib/nn/network_impl.h): ctr and mlp in network_chain.c, gpt in gpt.c.
+ * A block may have no head (gpt: a layer with no cut after it): its loss
+ * stays 0 and its head output is NULL with width 0.
  */
 #ifndef ERASE_NN_NETWORK_H
 #define ERASE_NN_NETWORK_H
@@ -39,7 +50,7 @@ const erase_model_config_t *erase_network_config(const erase_network_t *net);
 erase_device_t *erase_network_device(const erase_network_t *net);
 int erase_network_blocks(const erase_network_t *net);
 int erase_network_max_batch(const erase_network_t *net);
-/* Name of block b ("input", "sub1", "layer0", ...). */
+/* Name of block b ("input", "sub1", "layer0", "h0", ...). */
 const char *erase_network_block_name(const erase_network_t *net, int b);
 /* 1 if boundary b (0 < b < blocks) is a cut. */
 int erase_network_is_cut(const erase_network_t *net, int b);
@@ -97,7 +108,9 @@ erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_s
 /* Device array [blocks] of the last forward's unweighted mean losses (ops
  * read it; host code reads erase_network_read_losses). */
 const float *erase_network_losses(const erase_network_t *net);
-/* Block b's body output [batch, width] and head output [batch, head width]. */
+/* Block b's body output [batch, width] and head output [batch, head width]
+ * (gpt: width T*C and T*vocab, the logits of each position; a block
+ * without a head: NULL, width 0). */
 const float *erase_network_body_output(const erase_network_t *net, int b, int *width);
 const float *erase_network_head_output(const erase_network_t *net, int b, int *width);
 

@@ -1,5 +1,6 @@
 #include "lib/nn/train_step.h"
 
+#include "lib/core/checked.h"
 #include "lib/core/rng.h"
 
 #include <stdlib.h>
@@ -72,6 +73,28 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
             st = upload(dev, label, sizeof(float) * (size_t)size, (const void **)&out->label);
         else
             free(label);
+    } else if (cfg->kind == ERASE_MODEL_GPT) {
+        int T = cfg->gpt.context;
+        size_t bytes = 0;
+        int32_t *tokens = NULL, *targets = NULL;
+        if (erase_bytes(sizeof(int32_t), size, T, &bytes)) {
+            tokens = malloc(bytes ? bytes : 1);
+            targets = malloc(bytes ? bytes : 1);
+        }
+        if (tokens && targets)
+            for (int r = 0; r < size; r++) { /* a window of T+1 tokens */
+                int32_t prev = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->gpt.vocab);
+                for (int t = 0; t < T; t++) {
+                    tokens[(size_t)r * T + t] = prev;
+                    prev = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->gpt.vocab);
+                    targets[(size_t)r * T + t] = prev;
+                }
+            }
+        st = upload(dev, tokens && targets ? tokens : (free(tokens), NULL), bytes, (const void **)&out->tokens);
+        if (st == ERASE_OK)
+            st = upload(dev, targets, bytes, (const void **)&out->targets);
+        else
+            free(targets);
     } else {
         size_t nf = (size_t)size * (size_t)cfg->mlp.inputs;
         float *features = malloc(sizeof(float) * nf);
@@ -105,5 +128,7 @@ void erase_batch_free_random(erase_network_t *net, erase_batch_t *batch)
     erase_free(dev, (void *)batch->label);
     erase_free(dev, (void *)batch->features);
     erase_free(dev, (void *)batch->classes);
+    erase_free(dev, (void *)batch->tokens);
+    erase_free(dev, (void *)batch->targets);
     memset(batch, 0, sizeof *batch);
 }

@@ -19,7 +19,9 @@ erase_status_t erase_train_step_serial(erase_network_t *net, erase_optimizer_t *
  * Random inputs of the network's model in device memory, for tests and
  * benchmarks: ctr dense features in [0, 5) with ~10% zeros, ids uniform
  * 32-bit with ~5% missing, labels Bernoulli(0.25); mlp features in [-1, 1)
- * and uniform classes. Deterministic in `seed`. Free with
+ * and uniform classes; gpt windows of context+1 uniform tokens in
+ * [0, vocab) (tokens: positions 0..T-1, targets: 1..T). Deterministic in
+ * `seed`. Free with
  * erase_batch_free_random.
  */
 erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed, erase_batch_t *out);

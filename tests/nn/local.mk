@@ -3,6 +3,7 @@
 if HAVE_CMOCKA
 check_PROGRAMS += tests/nn/test-model-config
 TESTS += tests/nn/test-model-config
+tests_nn_test_model_config_CPPFLAGS = $(AM_CPPFLAGS) -DERASE_SRCDIR='"$(abs_top_srcdir)"'
 tests_nn_test_model_config_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_model_config_LDADD = $(TEST_LIBS)
 endif
@@ -19,7 +20,9 @@ tests_nn_test_models_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
 endif
 EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cuts_all.h5 \
 	tests/data/reference/ctr_cuts_2_4.h5 tests/data/reference/mlp_cuts_all.h5 \
-	tests/data/reference/mlp_cuts_none.h5 tests/reference/make_reference.py \
+	tests/data/reference/mlp_cuts_none.h5 tests/data/reference/gpt_cuts_none.h5 \
+	tests/data/reference/gpt_cuts_1_2.h5 tests/reference/make_reference.py \
+	jobs/gpt-shakespeare.cfg jobs/gpt-nanochat.cfg \
 	tests/reference/README.md
 
 if HAVE_CMOCKA

@@ -47,6 +47,12 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
                             (size_t)a->ctr.bottom_layers * sizeof(int));
         assert_int_equal(a->ctr.subarch_width, b->ctr.subarch_width);
         assert_int_equal(a->ctr.subarchs, b->ctr.subarchs);
+    } else if (a->kind == ERASE_MODEL_GPT) {
+        assert_int_equal(a->gpt.layers, b->gpt.layers);
+        assert_int_equal(a->gpt.heads, b->gpt.heads);
+        assert_int_equal(a->gpt.width, b->gpt.width);
+        assert_int_equal(a->gpt.context, b->gpt.context);
+        assert_int_equal(a->gpt.vocab, b->gpt.vocab);
     } else {
         assert_int_equal(a->mlp.inputs, b->mlp.inputs);
         assert_int_equal(a->mlp.hidden_layers, b->mlp.hidden_layers);
@@ -120,6 +126,82 @@ static void test_defaults(void **state)
     assert_config_equal(&p, &c);
     MUST(erase_model_config_parse("model = \"mlp\"; mlp: {};", "min.cfg", &p));
     assert_config_equal(&p, &m);
+
+    print_message("gpt defaults: nanoGPT's shakespeare-char size (6 layers, 6 heads, width 384, "
+                  "context 256, vocab 256), no cuts, lambda 1, seed 1, task lm\n");
+    erase_model_config_t g = erase_model_config_default(ERASE_MODEL_GPT);
+    assert_int_equal(g.kind, ERASE_MODEL_GPT);
+    assert_int_equal(g.gpt.layers, 6);
+    assert_int_equal(g.gpt.heads, 6);
+    assert_int_equal(g.gpt.width, 384);
+    assert_int_equal(g.gpt.context, 256);
+    assert_int_equal(g.gpt.vocab, 256);
+    assert_int_equal(erase_model_config_blocks(&g), 6);
+    assert_int_equal(g.cut_mask, 0);
+    assert_true(g.local_loss_weight == 1.0f);
+    assert_int_equal(g.seed, 1);
+    assert_string_equal(erase_model_config_name(&g), "gpt");
+    assert_string_equal(erase_model_config_task(&g), "lm");
+    MUST(erase_model_config_parse("model = \"gpt\";", "min.cfg", &p));
+    assert_config_equal(&p, &g);
+
+    print_message("model kinds by name (erase-train --model ctr|mlp|gpt)\n");
+    erase_model_kind_t kind = ERASE_MODEL_CTR;
+    assert_int_equal(erase_model_config_kind("gpt", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_GPT);
+    assert_int_equal(erase_model_config_kind("mlp", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_MLP);
+    assert_int_equal(erase_model_config_kind("ctr", &kind), 1);
+    assert_int_equal(kind, ERASE_MODEL_CTR);
+    assert_int_equal(erase_model_config_kind("gpt2", &kind), 0);
+    assert_int_equal(erase_model_config_kind(NULL, &kind), 0);
+}
+
+static void expect_gpt_error(const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "model = \"gpt\";\ngpt: {\n%s\n};\n", body);
+    expect_error(text, want);
+}
+
+static void test_parse_gpt(void **state)
+{
+    print_message("full gpt file: the ERASE NanoChat setting (cuts at 2 and 4 of 6 layers)\n");
+    erase_model_config_t c;
+    MUST(erase_model_config_parse("model = \"gpt\";\nseed = 7;\ngpt: {\n  layers = 6; heads = 4;\n"
+                                  "  width = 64; context = 32; vocab = 50257;\n  cuts = [2, 4];\n"
+                                  "  local_loss_weight = 0.5;\n};\n", "gpt.cfg", &c));
+    assert_int_equal(c.kind, ERASE_MODEL_GPT);
+    assert_int_equal(c.seed, 7);
+    assert_int_equal(c.gpt.layers, 6);
+    assert_int_equal(c.gpt.heads, 4);
+    assert_int_equal(c.gpt.width, 64);
+    assert_int_equal(c.gpt.context, 32);
+    assert_int_equal(c.gpt.vocab, 50257);
+    assert_int_equal(c.cut_mask, (1u << 2) | (1u << 4));
+    assert_true(c.local_loss_weight == 0.5f);
+    MUST(erase_model_config_parse("model = \"gpt\"; gpt: { layers = 3; cuts = \"all\"; };", "gpt.cfg", &c));
+    assert_int_equal(c.cut_mask, 0x6);
+
+    print_message("gpt errors: width not a multiple of heads, sizes, cuts, the other groups\n");
+    expect_gpt_error("  heads = 5;", "bad.cfg:3: gpt.width: 384 is not a multiple of heads (5)");
+    expect_gpt_error("  width = 100;\n  heads = 6;", "bad.cfg:3: gpt.width: 100 is not a multiple of heads (6)");
+    expect_gpt_error("  layers = 33;", "bad.cfg:3: gpt.layers: expected an integer in 1..32, got 33");
+    expect_gpt_error("  heads = 0;", "bad.cfg:3: gpt.heads: expected an integer >= 1, got 0");
+    expect_gpt_error("  context = 2.5;", "bad.cfg:3: gpt.context: expected an integer >= 1, got 2.5");
+    expect_gpt_error("  vocab = 65537;", "bad.cfg:3: gpt.vocab: expected an integer in 2..65536, got 65537");
+    expect_gpt_error("  layers = 3;\n  cuts = [3];", "bad.cfg:4: gpt.cuts: boundary 3 outside 1..2");
+    expect_gpt_error("  hidden = [3];", "bad.cfg:3: unknown key 'gpt.hidden'");
+    expect_error("model = \"gpt\";\nmlp: {};\n", "bad.cfg:2: group 'mlp' does not apply to model \"gpt\"");
+    expect_error("model = \"ctr\";\ngpt: {};\n", "bad.cfg:2: group 'gpt' does not apply to model \"ctr\"");
+
+    print_message("the shipped gpt model files: shakespeare-char (no cuts), NanoChat (cuts at 2 and 4)\n");
+    erase_model_config_t want = erase_model_config_default(ERASE_MODEL_GPT);
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/gpt-shakespeare.cfg", &c));
+    assert_config_equal(&c, &want);
+    want.cut_mask = (1u << 2) | (1u << 4);
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/gpt-nanochat.cfg", &c));
+    assert_config_equal(&c, &want);
 }
 
 static void test_parse_ctr(void **state)
@@ -284,6 +366,30 @@ static void test_round_trip(void **state)
     m.cut_mask = 0;
     m.local_loss_weight = 123456792.0f;
     round_trip(&m, "mlp, one block, large weight");
+
+    erase_model_config_t g = erase_model_config_default(ERASE_MODEL_GPT);
+    round_trip(&g, "gpt defaults");
+    erase_model_config_format(&g, text, sizeof text);
+    assert_string_equal(text,
+                        "model = \"gpt\";\n"
+                        "seed = 1;\n"
+                        "gpt: {\n"
+                        "  layers = 6;\n"
+                        "  heads = 6;\n"
+                        "  width = 384;\n"
+                        "  context = 256;\n"
+                        "  vocab = 256;\n"
+                        "  cuts = \"none\";\n"
+                        "  local_loss_weight = 1.0;\n"
+                        "};\n");
+    g.gpt.layers = 3;
+    g.gpt.heads = 4;
+    g.gpt.width = 32;
+    g.gpt.context = 8;
+    g.gpt.vocab = 50;
+    g.cut_mask = 0x6;
+    g.local_loss_weight = 0.25f;
+    round_trip(&g, "gpt, two cuts (all)");
 }
 
 static void test_format_limits(void **state)
@@ -324,12 +430,12 @@ static void test_error_syntax(void **state)
 
 static void test_error_model(void **state)
 {
-    print_message("the model key: required, \"ctr\" or \"mlp\"\n");
-    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\" or \"mlp\")");
-    expect_error("", "bad.cfg: missing key 'model' (\"ctr\" or \"mlp\")");
-    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\" or \"mlp\", got \"foo\"");
-    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\" or \"mlp\", got 1");
-    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\" or \"mlp\", got a list");
+    print_message("the model key: required, \"ctr\", \"mlp\" or \"gpt\"\n");
+    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")");
+    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")");
+    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got \"foo\"");
+    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\" or \"gpt\", got 1");
+    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got a list");
 }
 
 static void test_error_unknown_key(void **state)
@@ -577,7 +683,7 @@ static void test_null_arguments(void **state)
     assert_int_equal(erase_model_config_load(NULL, &c), ERASE_ERR_INVALID);
     assert_int_equal(erase_model_config_format(NULL, (char[8]){ 0 }, 8), -1);
     assert_int_equal(erase_model_config_parse("model = \"x\";", NULL, &c), ERASE_ERR_FORMAT);
-    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\" or \"mlp\", got \"x\"");
+    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got \"x\"");
 }
 
 int main(void)
@@ -586,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_parse_ctr),
         cmocka_unit_test(test_parse_mlp),
+        cmocka_unit_test(test_parse_gpt),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_format_limits),
         cmocka_unit_test(test_error_syntax),

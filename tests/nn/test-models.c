@@ -1,7 +1,8 @@
 /*
  * Whole models against PyTorch: forward outputs, every loss and every
- * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4) and mlp
- * (all cuts, none) on the weights and inputs of the reference files made
+ * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4), mlp
+ * (all cuts, none) and gpt (no cuts: the LM head tied to wte; cuts at 1
+ * and 2: every block a head of its own) on the weights and inputs of the reference files made
  * by tests/reference/make_reference.py. Also: with a cut, a block's
  * gradients do not depend on later blocks (bitwise), and 100 training
  * steps are bitwise reproducible, and sizes too large to hold are an
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "lib/nn/gpt.h"
 #include "lib/nn/train_step.h"
 #include "tests/nn/h5ref.h"
 
@@ -93,8 +95,16 @@ static void check_reference(const char *file)
     erase_batch_t in = { .size = batch };
     float *dense = NULL, *label = NULL, *features = NULL;
     uint32_t *sparse = NULL;
-    int32_t *classes = NULL;
-    if (cfg.kind == ERASE_MODEL_CTR) {
+    int32_t *classes = NULL, *tokens = NULL, *targets = NULL;
+    if (cfg.kind == ERASE_MODEL_GPT) {
+        size_t nt = (size_t)batch * (size_t)cfg.gpt.context;
+        MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&tokens));
+        MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&targets));
+        assert_int_equal(h5ref_read(f, "/input/tokens", H5T_NATIVE_INT32, tokens, nt), 0);
+        assert_int_equal(h5ref_read(f, "/input/targets", H5T_NATIVE_INT32, targets, nt), 0);
+        in.tokens = tokens;
+        in.targets = targets;
+    } else if (cfg.kind == ERASE_MODEL_CTR) {
         MUST(erase_malloc(dev, sizeof(float) * batch * ERASE_CTR_DENSE, (void **)&dense));
         MUST(erase_malloc(dev, sizeof(uint32_t) * batch * ERASE_CTR_FIELDS, (void **)&sparse));
         MUST(erase_malloc(dev, sizeof(float) * batch, (void **)&label));
@@ -131,9 +141,14 @@ static void check_reference(const char *file)
         free(ref);
         const float *head = erase_network_head_output(net, b, &w);
         snprintf(path, sizeof path, "/output/%s/logits", name);
-        ref = read_floats(f, path, (size_t)batch * w);
-        tally(&t, path, tensor_error(head, ref, (size_t)batch * w));
-        free(ref);
+        if (w == 0) { /* a block without a head (gpt): no logits, loss 0 */
+            assert_int_equal(h5ref_count(f, path), -1);
+            assert_true(losses[b] == 0.0f);
+        } else {
+            ref = read_floats(f, path, (size_t)batch * w);
+            tally(&t, path, tensor_error(head, ref, (size_t)batch * w));
+            free(ref);
+        }
         snprintf(path, sizeof path, "/output/%s/loss", name);
         ref = read_floats(f, path, 1);
         tally(&t, path, tensor_error(&losses[b], ref, 1));
@@ -184,6 +199,8 @@ static void check_reference(const char *file)
     erase_free(dev, label);
     erase_free(dev, features);
     erase_free(dev, classes);
+    erase_free(dev, tokens);
+    erase_free(dev, targets);
     erase_network_destroy(net);
     free(model_file);
     H5Fclose(f);
@@ -194,6 +211,71 @@ static void test_ctr_cuts_all(void **state) { check_reference("ctr_cuts_all.h5")
 static void test_ctr_cuts_2_4(void **state) { check_reference("ctr_cuts_2_4.h5"); }
 static void test_mlp_cuts_all(void **state) { check_reference("mlp_cuts_all.h5"); }
 static void test_mlp_cuts_none(void **state) { check_reference("mlp_cuts_none.h5"); }
+static void test_gpt_cuts_none(void **state) { check_reference("gpt_cuts_none.h5"); }
+static void test_gpt_cuts_1_2(void **state) { check_reference("gpt_cuts_1_2.h5"); }
+
+/* A small gpt: 3 layers of width 16, 2 heads, context 6, vocab 20. */
+static erase_model_config_t small_gpt(uint32_t cut_mask)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_GPT);
+    c.gpt.layers = 3;
+    c.gpt.heads = 2;
+    c.gpt.width = 16;
+    c.gpt.context = 6;
+    c.gpt.vocab = 20;
+    c.cut_mask = cut_mask;
+    return c;
+}
+
+/* Decoding positions 0..T-1 one at a time against the key/value caches
+ * gives the logits of the prediction forward over the whole window. */
+static void gpt_decode_matches(uint32_t cut_mask)
+{
+    enum { BATCH = 3 };
+    erase_model_config_t cfg = small_gpt(cut_mask);
+    int T = cfg.gpt.context, V = cfg.gpt.vocab;
+    erase_network_t *net;
+    erase_batch_t batch;
+    erase_gpt_decoder_t *dec;
+    MUST(erase_network_create(dev, &cfg, BATCH, &net));
+    MUST(erase_batch_random(net, BATCH, 5, &batch));
+    MUST(erase_network_forward_predict(net, stream, &batch));
+    MUST(erase_stream_synchronize(stream));
+    int w;
+    const float *full = erase_network_head_output(net, erase_network_blocks(net) - 1, &w);
+    assert_int_equal(w, T * V);
+    int32_t *column;
+    MUST(erase_malloc(dev, sizeof(int32_t) * BATCH, (void **)&column));
+    MUST(erase_gpt_decoder_create(net, BATCH, &dec));
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < BATCH; b++)
+            column[b] = batch.tokens[b * T + t];
+        const float *logits;
+        MUST(erase_gpt_decode_step(dec, stream, t, column, &logits));
+        MUST(erase_stream_synchronize(stream));
+        for (int b = 0; b < BATCH; b++) {
+            double e = tensor_error(logits + (size_t)b * V, full + ((size_t)b * T + t) * V, (size_t)V);
+            worst = e > worst ? e : worst;
+        }
+    }
+    print_message("gpt (cuts 0x%x): decoding %d positions of %d sequences with the key/value caches vs the "
+                  "forward over the window: worst relative error %.3g (bound %.0e)\n", cut_mask, T, BATCH, worst, BOUND);
+    assert_true(worst <= BOUND);
+    const float *logits;
+    assert_int_equal(erase_gpt_decode_step(dec, stream, T, column, &logits), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "gpt decoder: position 6 outside the context 0..5");
+    erase_gpt_decoder_destroy(dec);
+    erase_free(dev, column);
+    erase_batch_free_random(net, &batch);
+    erase_network_destroy(net);
+}
+
+static void test_gpt_decode(void **state)
+{
+    gpt_decode_matches(0);                       /* the head tied to wte */
+    gpt_decode_matches((1u << 1) | (1u << 2));   /* its own head */
+}
 
 /* A small ctr for the tests below. */
 static erase_model_config_t small_ctr(uint32_t cut_mask)
@@ -331,6 +413,23 @@ static void test_too_large(void **state)
     assert_string_equal(erase_error_reason(), "ctr: the interaction's width, embedding_dim 2147483647 + 351 "
                                               "pairwise dots, is more than 2147483647");
     assert_null(net);
+
+    /* gpt: every count its ops take as an int is checked */
+    erase_model_config_t g = erase_model_config_default(ERASE_MODEL_GPT);
+    g.gpt.context = 65536;
+    g.gpt.vocab = 65536;
+    g.gpt.width = 8;
+    g.gpt.heads = 2;
+    assert_int_equal(erase_network_create(dev, &g, 1, &net), ERASE_ERR_INVALID);
+    printf("# gpt context 65536, vocab 65536: %s\n", erase_error_reason());
+    assert_string_equal(erase_error_reason(), "gpt: a sample's logits (context x vocab), 65536 x 65536, "
+                                              "is more than 2147483647");
+    g = erase_model_config_default(ERASE_MODEL_GPT);
+    assert_int_equal(erase_network_create(dev, &g, 8388609, &net), ERASE_ERR_INVALID);
+    printf("# gpt max batch 8388609 of context 256: %s\n", erase_error_reason());
+    assert_string_equal(erase_error_reason(), "gpt: the rows of a batch (max batch x context), 8388609 x 256, "
+                                              "is more than 2147483647");
+    assert_null(net);
 }
 
 static int setup(void **state)
@@ -358,6 +457,9 @@ int main(void)
         cmocka_unit_test(test_ctr_cuts_2_4),
         cmocka_unit_test(test_mlp_cuts_all),
         cmocka_unit_test(test_mlp_cuts_none),
+        cmocka_unit_test(test_gpt_cuts_none),
+        cmocka_unit_test(test_gpt_cuts_1_2),
+        cmocka_unit_test(test_gpt_decode),
         cmocka_unit_test(test_cut_isolates_gradients),
         cmocka_unit_test(test_deterministic_ctr),
         cmocka_unit_test(test_deterministic_mlp),

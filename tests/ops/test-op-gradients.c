@@ -157,30 +157,47 @@ static void numeric_gradient(forward_fn fwd, void *ctx, size_t m, const double *
     free(om);
 }
 
-/* Worst per-element |a - n| / max(1e-8, |a| + |n|); NaN counts as the worst. */
-static double max_rel_error(const double *analytic, const double *numeric, size_t n)
+/* Worst per-element |a - n| / max(floor, |a| + |n|); NaN counts as the worst. */
+static double max_rel_error(const double *analytic, const double *numeric, size_t n, double floor)
 {
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
         double den = fabs(analytic[i]) + fabs(numeric[i]);
-        double err = fabs(analytic[i] - numeric[i]) / (den > 1e-8 ? den : 1e-8);
+        double err = fabs(analytic[i] - numeric[i]) / (den > floor ? den : floor);
         if (!(err <= worst))
             worst = isnan(err) ? INFINITY : err;
     }
     return worst;
 }
 
-/* Compare the analytic gradient of p (n elements) with finite differences. */
-static void check_gradient(const char *what, forward_fn fwd, void *ctx, size_t m, const double *c,
-                           double *p, size_t n, const double *analytic)
+/*
+ * Compare the analytic gradient of p (n elements) with finite differences,
+ * per element relative to max(floor_rel * the largest |analytic|, 1e-8).
+ * The rounding error of a numeric gradient is absolute (about 1e-16 times
+ * the sum of |c_i out_i| over h, from the m outputs): floor_rel > 0 keeps
+ * it from counting as a relative error in elements far smaller than the
+ * tensor's largest (an op with many outputs per input, as attention).
+ */
+static void check_gradient_floor(const char *what, forward_fn fwd, void *ctx, size_t m,
+                                 const double *c, double *p, size_t n, const double *analytic,
+                                 double floor_rel)
 {
-    double *numeric = dalloc(n);
+    double *numeric = dalloc(n), largest = 0;
     numeric_gradient(fwd, ctx, m, c, p, n, numeric);
-    double err = max_rel_error(analytic, numeric, n);
+    for (size_t i = 0; i < n; i++)
+        largest = fabs(analytic[i]) > largest ? fabs(analytic[i]) : largest;
+    double floor = floor_rel * largest > 1e-8 ? floor_rel * largest : 1e-8;
+    double err = max_rel_error(analytic, numeric, n, floor);
     print_message("%-22s %4zu elements, max relative error vs finite differences %.3g "
                   "(bound %.0e)\n", what, n, err, FD_BOUND);
     assert_true(any_nonzero(analytic, n));
     assert_true(err <= FD_BOUND);
+}
+
+static void check_gradient(const char *what, forward_fn fwd, void *ctx, size_t m, const double *c,
+                           double *p, size_t n, const double *analytic)
+{
+    check_gradient_floor(what, fwd, ctx, m, c, p, n, analytic, 0);
 }
 
 /* ---- 1. gradients against finite differences (f64) ---------------------- */
@@ -532,6 +549,135 @@ static void test_grad_layernorm(void **state)
     check_gradient("layernorm dbeta", layernorm_fwd, &a, n, c, a.beta, a.dim, dbeta);
 }
 
+/* ---- the gpt model's ops ------------------------------------------------- */
+
+static void gelu_tanh_fwd(void *p, double *y)
+{
+    eltwise_ctx_t *a = p;
+    erase_k_gelu_tanh_forward_f64(a->n, a->x, y);
+}
+
+static void test_grad_gelu_tanh(void **state)
+{
+    uint64_t rng = 111;
+    eltwise_ctx_t a = { .n = 64 };
+    a.x = dalloc(a.n);
+    double *c = dalloc(a.n), *y = dalloc(a.n), *dx = dalloc(a.n);
+    fill(&rng, a.x, a.n - 2, -4, 4);
+    a.x[a.n - 2] = -9; /* far in the tails: the gradient stays accurate there */
+    a.x[a.n - 1] = 9;
+    fill_weights(&rng, c, a.n);
+    /* the forward is the formula of lib/ops/ops.h (its tanh form in double) */
+    erase_k_gelu_tanh_forward_f64(a.n, a.x, y);
+    double worst = 0;
+    for (size_t i = 0; i < a.n - 2; i++) { /* the tanh form cancels in the far left tail */
+        double v = a.x[i];
+        double want = 0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+        double err = fabs(y[i] - want) / (fabs(want) + 1e-300);
+        worst = err > worst ? err : worst;
+    }
+    print_message("gelu tanh y vs 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): max relative "
+                  "error %.3g (bound 1e-12)\n", worst);
+    assert_true(worst <= 1e-12);
+    erase_k_gelu_tanh_backward_f64(a.n, a.x, c, dx);
+    check_gradient("gelu tanh dx", gelu_tanh_fwd, &a, a.n, c, a.x, a.n, dx);
+}
+
+enum { TOK_BATCH = 3, TOK_T = 4, TOK_DIM = 5, TOK_VOCAB = 7, TOK_POS = 6 };
+
+typedef struct {
+    const int32_t *tokens;
+    double *wte, *wpe;
+} token_ctx_t;
+
+static void token_fwd(void *p, double *out)
+{
+    token_ctx_t *a = p;
+    erase_k_token_embedding_forward_f64(TOK_BATCH, TOK_T, TOK_DIM, a->tokens, a->wte, a->wpe, out);
+}
+
+static void test_grad_token_embedding(void **state)
+{
+    /* token 3 five times (twice in one sequence), tokens 2 and 6 never: their rows get 0 */
+    static const int32_t tokens[TOK_BATCH * TOK_T] = { 3, 0, 3, 1, 5, 3, 4, 0, 1, 3, 3, 5 };
+    uint64_t rng = 112;
+    token_ctx_t a = { .tokens = tokens };
+    size_t nout = (size_t)TOK_BATCH * TOK_T * TOK_DIM, nte = (size_t)TOK_VOCAB * TOK_DIM;
+    size_t npe = (size_t)TOK_POS * TOK_DIM; /* wpe has more rows than T */
+    a.wte = dalloc(nte);
+    a.wpe = dalloc(npe);
+    double *c = dalloc(nout), *dwte = dalloc(nte), *dwpe = dalloc(npe), *out = dalloc(nout);
+    fill(&rng, a.wte, nte, -1, 1);
+    fill(&rng, a.wpe, npe, -1, 1);
+    fill_weights(&rng, c, nout);
+    token_fwd(&a, out);
+    for (int i = 0; i < TOK_BATCH * TOK_T; i++)
+        for (int d = 0; d < TOK_DIM; d++)
+            assert_true(out[(size_t)i * TOK_DIM + d] ==
+                        a.wte[(size_t)tokens[i] * TOK_DIM + d] + a.wpe[(size_t)(i % TOK_T) * TOK_DIM + d]);
+    for (size_t i = 0; i < nte; i++)
+        dwte[i] = NAN; /* accumulate = 0 writes every row */
+    erase_k_token_embedding_backward_f64(TOK_BATCH, TOK_T, TOK_DIM, TOK_VOCAB, tokens, c, dwte,
+                                         dwpe, 0);
+    for (int d = 0; d < TOK_DIM; d++)
+        assert_true(dwte[2 * TOK_DIM + d] == 0 && dwte[6 * TOK_DIM + d] == 0);
+    check_gradient("token embedding dwte", token_fwd, &a, nout, c, a.wte, nte, dwte);
+    check_gradient("token embedding dwpe", token_fwd, &a, nout, c, a.wpe,
+                   (size_t)TOK_T * TOK_DIM, dwpe);
+
+    /* accumulate = 1 adds the same sums to what dwte holds (a tied head's gradient) */
+    double *held = dalloc(nte), *acc = dalloc(nte);
+    fill(&rng, held, nte, -1, 1);
+    memcpy(acc, held, sizeof(double) * nte);
+    erase_k_token_embedding_backward_f64(TOK_BATCH, TOK_T, TOK_DIM, TOK_VOCAB, tokens, c, acc,
+                                         NULL, 1);
+    for (size_t i = 0; i < nte; i++)
+        assert_true(fabs(acc[i] - (held[i] + dwte[i])) <= 1e-14);
+    print_message("token embedding accumulate = 1: dwte = what it held + the sums (%zu elements)\n",
+                  nte);
+}
+
+typedef struct {
+    int batch, T, heads, dim;
+    double *qkv, *att;
+} attention_ctx_t;
+
+static void attention_fwd(void *p, double *out)
+{
+    attention_ctx_t *a = p;
+    erase_k_attention_forward_f64(a->batch, a->T, a->heads, a->dim, a->qkv, a->att, out);
+}
+
+/* Attention's dqkv against finite differences at sequence length T. */
+static void grad_attention(int batch, int T, int heads, int dim, uint64_t seed)
+{
+    uint64_t rng = seed;
+    attention_ctx_t a = { .batch = batch, .T = T, .heads = heads, .dim = dim };
+    size_t nqkv = (size_t)batch * T * 3 * dim, natt = (size_t)batch * heads * T * T,
+           nout = (size_t)batch * T * dim;
+    a.qkv = dalloc(nqkv);
+    a.att = dalloc(natt);
+    double *c = dalloc(nout), *out = dalloc(nout), *att = dalloc(natt), *scratch = dalloc(natt),
+           *dqkv = dalloc(nqkv);
+    fill(&rng, a.qkv, nqkv, -1.5, 1.5);
+    fill_weights(&rng, c, nout);
+    erase_k_attention_forward_f64(batch, T, heads, dim, a.qkv, att, out);
+    for (size_t i = 0; i < nqkv; i++)
+        dqkv[i] = NAN; /* every element written */
+    erase_k_attention_backward_f64(batch, T, heads, dim, a.qkv, att, c, scratch, dqkv);
+    char name[64];
+    snprintf(name, sizeof name, "attention dqkv T=%d", T);
+    /* T * dim outputs per input: relative to 1e-3 of the largest element at least */
+    check_gradient_floor(name, attention_fwd, &a, nout, c, a.qkv, nqkv, dqkv, 1e-3);
+}
+
+static void test_grad_attention(void **state)
+{
+    grad_attention(2, 5, 2, 6, 113);
+    /* rows past the first block of ERASE_ATTENTION_BLOCK positions */
+    grad_attention(1, ERASE_ATTENTION_BLOCK + 6, 2, 4, 114);
+}
+
 /* ---- 2. fp32 kernels against fp64 kernels ------------------------------- */
 
 /* Worst |got - ref| / scale over n elements (scale from the terms). */
@@ -625,6 +771,20 @@ static void test_f32_eltwise(void **state)
     erase_k_gelu_backward_f32(n, x, dy, dx);
     erase_k_gelu_backward_f64(n, x8, dy8, dx8);
     check_f32_ref("gelu dx", dx, dx8, n);
+
+    erase_k_gelu_tanh_forward_f32(n, x, y);
+    erase_k_gelu_tanh_forward_f64(n, x8, y8);
+    check_f32_ref("gelu tanh y", y, y8, n);
+    erase_k_gelu_tanh_backward_f32(n, x, dy, dx);
+    erase_k_gelu_tanh_backward_f64(n, x8, dy8, dx8);
+    /* dx = dy (s + 2 x s (1 - s) u'(x)) changes sign: relative to its terms */
+    double *gts = dalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        double v = x8[i], u = 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+        double sg = 1 / (1 + exp(-2 * u)), du = 0.79788456080286535588 * (1 + 3 * 0.044715 * v * v);
+        gts[i] = fabs(dy8[i]) * (sg + fabs(2 * v * sg * (1 - sg) * du)) + 1e-30;
+    }
+    check_f32("gelu tanh dx", dx, dx8, gts, n);
 
     erase_k_dropout_f32(n, p, 99, 5, x, y);
     erase_k_dropout_f64(n, p, 99, 5, x8, y8);
@@ -823,6 +983,84 @@ static void test_f32_layernorm(void **state)
     check_f32("layernorm dbeta", dbeta, dbeta8, dbs, D);
 }
 
+/* max |ref| over the tensor for every element: the scale of results that are
+ * differences of many terms (attention's gradients). */
+static double *max_scale(const double *ref, size_t n)
+{
+    double m = 0, *s = dalloc(n);
+    for (size_t i = 0; i < n; i++)
+        m = fabs(ref[i]) > m ? fabs(ref[i]) : m;
+    for (size_t i = 0; i < n; i++)
+        s[i] = m;
+    return s;
+}
+
+static void test_f32_token_embedding(void **state)
+{
+    enum { B = 4, T = 50, D = 8, V = 11 };
+    uint64_t rng = 208;
+    int32_t *tokens = alloc(sizeof(int32_t) * B * T);
+    for (int i = 0; i < B * T; i++)
+        tokens[i] = (int32_t)erase_rng_below(&rng, V);
+    size_t nout = (size_t)B * T * D;
+    float *wte = falloc((size_t)V * D), *wpe = falloc((size_t)T * D), *out = falloc(nout),
+          *dout = falloc(nout), *dwte = falloc((size_t)V * D), *dwpe = falloc((size_t)T * D);
+    fill_f(&rng, wte, (size_t)V * D, -1, 1);
+    fill_f(&rng, wpe, (size_t)T * D, -1, 1);
+    fill_f(&rng, dout, nout, -1, 1);
+    erase_k_token_embedding_forward_f32(B, T, D, tokens, wte, wpe, out);
+    erase_k_token_embedding_backward_f32(B, T, D, V, tokens, dout, dwte, dwpe, 0);
+    /* exactly the float sums in ascending position order */
+    int bad = 0;
+    for (int i = 0; i < B * T; i++)
+        for (int d = 0; d < D; d++)
+            bad += out[(size_t)i * D + d] != wte[(size_t)tokens[i] * D + d] + wpe[(size_t)(i % T) * D + d];
+    for (int v = 0; v < V; v++)
+        for (int d = 0; d < D; d++) {
+            float sum = 0;
+            for (int i = 0; i < B * T; i++)
+                if (tokens[i] == v)
+                    sum += dout[(size_t)i * D + d];
+            bad += memcmp(&sum, &dwte[(size_t)v * D + d], sizeof sum) != 0;
+        }
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++) {
+            float sum = 0;
+            for (int b = 0; b < B; b++)
+                sum += dout[((size_t)b * T + t) * D + d];
+            bad += memcmp(&sum, &dwpe[(size_t)t * D + d], sizeof sum) != 0;
+        }
+    print_message("token embedding fp32: out, dwte (sums in ascending position order) and dwpe "
+                  "bitwise as the plain loops: %d differences\n", bad);
+    assert_int_equal(bad, 0);
+}
+
+static void test_f32_attention(void **state)
+{
+    enum { B = 2, T = ERASE_ATTENTION_BLOCK + 9, NH = 3, D = 24 };
+    uint64_t rng = 209;
+    size_t nqkv = (size_t)B * T * 3 * D, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * D;
+    float *qkv = falloc(nqkv), *att = falloc(natt), *out = falloc(nout), *dout = falloc(nout),
+          *scratch = falloc(natt), *dqkv = falloc(nqkv);
+    fill_f(&rng, qkv, nqkv, -1, 1);
+    fill_f(&rng, dout, nout, -1, 1);
+    double *qkv8 = widen(qkv, nqkv), *dout8 = widen(dout, nout), *att8 = dalloc(natt),
+           *out8 = dalloc(nout), *scratch8 = dalloc(natt), *dqkv8 = dalloc(nqkv);
+    erase_k_attention_forward_f32(B, T, NH, D, qkv, att, out);
+    erase_k_attention_backward_f32(B, T, NH, D, qkv, att, dout, scratch, dqkv);
+    erase_k_attention_forward_f64(B, T, NH, D, qkv8, att8, out8);
+    erase_k_attention_backward_f64(B, T, NH, D, qkv8, att8, dout8, scratch8, dqkv8);
+    /* out's terms: att |v| (the forward with |v|: the probabilities do not change) */
+    double *qkvm = widen(qkv, nqkv), *attm = dalloc(natt), *outm = dalloc(nout);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int d = 2 * D; d < 3 * D; d++)
+            qkvm[r * 3 * D + d] = fabs(qkvm[r * 3 * D + d]);
+    erase_k_attention_forward_f64(B, T, NH, D, qkvm, attm, outm);
+    check_f32_ref("attention att", att, att8, natt);
+    check_f32("attention out", out, out8, outm, nout);
+    check_f32("attention dqkv", dqkv, dqkv8, max_scale(dqkv8, nqkv), nqkv);
+}
+
 static int setup(void **state)
 {
     /* the linear kernels call the BLAS, which the first CPU device loads */
@@ -856,6 +1094,8 @@ int main(void)
         T(test_grad_layernorm),   T(test_f32_linear),        T(test_f32_eltwise),
         T(test_f32_concat),       T(test_f32_embedding),     T(test_f32_interaction),
         T(test_f32_losses),       T(test_f32_layernorm),
+        T(test_grad_gelu_tanh),   T(test_grad_token_embedding), T(test_grad_attention),
+        T(test_f32_token_embedding), T(test_f32_attention),
     };
     return cmocka_run_group_tests_name("op gradients and fp32 precision", tests, setup, teardown);
 }

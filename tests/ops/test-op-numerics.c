@@ -4,7 +4,9 @@
  * tests/kat_vectors), the dropout mask (reproducible for a (seed, offset),
  * the drop rate p, different for another offset or seed), and the losses
  * at extreme logits (finite and equal to the exact value, with gradients
- * within [-1, 1] / batch).
+ * within [-1, 1] / batch), and causal attention: one position, scores of
+ * +-1e4 (finite, exact probabilities), masked positions exactly 0 whatever
+ * their score, and the decode step equal to the forward's row t.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -18,6 +20,8 @@
 #include <cmocka.h>
 
 #include "lib/core/philox.h"
+#include "lib/core/rng.h"
+#include "lib/device/device.h"
 #include "lib/ops/cpu/kernels.h"
 
 /* ---- Philox ---------------------------------------------------------------- */
@@ -232,6 +236,153 @@ static void test_softmax_xent_extreme_logits(void **state)
     }
 }
 
+/* ---- attention ------------------------------------------------------------ */
+
+/* One position: its probability is exactly 1, out = v, and the backward
+ * gives dv = dout and dq = dk = 0 exactly. */
+static void test_attention_one_position(void **state)
+{
+    enum { NH = 2, D = 6 };
+    float qkv[3 * D], att[NH], out[D], dout[D], scratch[NH], dqkv[3 * D];
+    double qkv8[3 * D], att8[NH], out8[D], dout8[D], scratch8[NH], dqkv8[3 * D];
+    for (int i = 0; i < 3 * D; i++)
+        qkv8[i] = qkv[i] = 0.25f * (float)(i - 7);
+    for (int i = 0; i < D; i++)
+        dout8[i] = dout[i] = 1.5f - 0.5f * (float)i;
+    erase_k_attention_forward_f32(1, 1, NH, D, qkv, att, out);
+    erase_k_attention_backward_f32(1, 1, NH, D, qkv, att, dout, scratch, dqkv);
+    erase_k_attention_forward_f64(1, 1, NH, D, qkv8, att8, out8);
+    erase_k_attention_backward_f64(1, 1, NH, D, qkv8, att8, dout8, scratch8, dqkv8);
+    for (int h = 0; h < NH; h++)
+        assert_true(att[h] == 1.0f && att8[h] == 1.0);
+    for (int i = 0; i < D; i++) {
+        assert_true(out[i] == qkv[2 * D + i] && out8[i] == qkv8[2 * D + i]);
+        assert_true(dqkv[i] == 0 && dqkv[D + i] == 0 && dqkv[2 * D + i] == dout[i]);
+        assert_true(dqkv8[i] == 0 && dqkv8[D + i] == 0 && dqkv8[2 * D + i] == dout8[i]);
+    }
+    print_message("attention T = 1: att = 1, out = v, dv = dout, dq = dk = 0 exactly (fp32 and fp64)\n");
+}
+
+/*
+ * Scores q k / sqrt(hd) of +-1e4 (hd = 1, q = 100, k = +-100): without the
+ * row maximum subtracted exp overflows. Keys 0, 2, 3 score 1e4 against every
+ * query, key 1 scores -1e4: row 1 is (1, 0 | masked), row 2 (1/2, 0, 1/2),
+ * row 3 (1/3, 0, 1/3, 1/3); the masked keys 2, 3 of rows 0, 1 score the
+ * row's maximum and still get probability exactly 0.
+ */
+static void test_attention_large_scores(void **state)
+{
+    enum { T = 4 };
+    static const float k[T] = { 100, -100, 100, 100 }, v[T] = { 1, 1000, 2, 4 };
+    static const double want_att[T][T] = {
+        { 1, 0, 0, 0 }, { 1, 0, 0, 0 }, { 0.5, 0, 0.5, 0 }, { 1 / 3.0, 0, 1 / 3.0, 1 / 3.0 },
+    };
+    static const double want_out[T] = { 1, 1, 1.5, 7 / 3.0 };
+    float qkv[T * 3], att[T * T], out[T];
+    double qkv8[T * 3], att8[T * T], out8[T];
+    for (int t = 0; t < T; t++) {
+        qkv8[3 * t] = qkv[3 * t] = 100;
+        qkv8[3 * t + 1] = qkv[3 * t + 1] = k[t];
+        qkv8[3 * t + 2] = qkv[3 * t + 2] = v[t];
+    }
+    erase_k_attention_forward_f32(1, T, 1, 1, qkv, att, out);
+    erase_k_attention_forward_f64(1, T, 1, 1, qkv8, att8, out8);
+    for (int t = 0; t < T; t++) {
+        print_message("scores +-1e4 row %d: att f32 %.9g %.9g %.9g %.9g, out f32 %.9g f64 %.17g "
+                      "(exact %.9g)\n", t, (double)att[t * T], (double)att[t * T + 1],
+                      (double)att[t * T + 2], (double)att[t * T + 3], (double)out[t], out8[t],
+                      want_out[t]);
+        for (int s = 0; s < T; s++) {
+            double w = want_att[t][s];
+            if (w == 0 || w == 1 || w == 0.5) { /* exactly representable: exact */
+                assert_true(att[t * T + s] == (float)w);
+                assert_true(att8[t * T + s] == w);
+            } else {
+                assert_true(fabs(att[t * T + s] - w) <= 1e-7 * w);
+                assert_true(fabs(att8[t * T + s] - w) <= 1e-15 * w);
+            }
+        }
+        assert_true(isfinite(out[t]) && fabs(out[t] - want_out[t]) <= 1e-6 * want_out[t]);
+        assert_true(isfinite(out8[t]) && fabs(out8[t] - want_out[t]) <= 1e-14 * want_out[t]);
+    }
+}
+
+/* Random attention of `batch` sequences: decode at t = 0..T-1 against the
+ * forward's rows (fp32 within 1e-6 of the output's sum |att v|, fp64 1e-14). */
+static void test_attention_decode_rows(void **state)
+{
+    enum { B = 2, T = 70, NH = 2, D = 8 };
+    uint64_t rng = 401;
+    size_t nqkv = (size_t)B * T * 3 * D, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * D;
+    float *qkv = malloc(sizeof(float) * nqkv), *att = malloc(sizeof(float) * natt),
+          *out = malloc(sizeof(float) * nout), *kc = malloc(sizeof(float) * nout),
+          *vc = malloc(sizeof(float) * nout), *scratch = malloc(sizeof(float) * B * NH * T),
+          *x = malloc(sizeof(float) * B * 3 * D), *o = malloc(sizeof(float) * B * D);
+    double *qkv8 = malloc(sizeof(double) * nqkv), *att8 = malloc(sizeof(double) * natt),
+           *out8 = malloc(sizeof(double) * nout), *kc8 = malloc(sizeof(double) * nout),
+           *vc8 = malloc(sizeof(double) * nout), *scratch8 = malloc(sizeof(double) * B * NH * T),
+           *x8 = malloc(sizeof(double) * B * 3 * D), *o8 = malloc(sizeof(double) * B * D);
+    assert_true(qkv && att && out && kc && vc && scratch && x && o && qkv8 && att8 && out8 && kc8 &&
+                vc8 && scratch8 && x8 && o8);
+    for (size_t i = 0; i < nqkv; i++)
+        qkv8[i] = qkv[i] = erase_rng_uniform(&rng, -2, 2);
+    for (size_t i = 0; i < nout; i++) { /* rows past t must not be read: NaN */
+        kc[i] = vc[i] = NAN;
+        kc8[i] = vc8[i] = NAN;
+    }
+    erase_k_attention_forward_f32(B, T, NH, D, qkv, att, out);
+    erase_k_attention_forward_f64(B, T, NH, D, qkv8, att8, out8);
+    double worst = 0, worst8 = 0;
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < 3 * D; i++) {
+                x[b * 3 * D + i] = qkv[((size_t)b * T + t) * 3 * D + i];
+                x8[b * 3 * D + i] = qkv8[((size_t)b * T + t) * 3 * D + i];
+            }
+        erase_k_attention_decode_f32(B, t, T, NH, D, x, kc, vc, scratch, o);
+        erase_k_attention_decode_f64(B, t, T, NH, D, x8, kc8, vc8, scratch8, o8);
+        for (int b = 0; b < B; b++)
+            for (int d = 0; d < D; d++) {
+                size_t r = ((size_t)b * T + t) * D + d;
+                assert_true(kc[r] == x[b * 3 * D + D + d] && vc[r] == x[b * 3 * D + 2 * D + d]);
+                double mag = 0; /* sum over s <= t of |att v| for this output */
+                for (int s = 0; s <= t; s++)
+                    mag += att8[(((size_t)b * NH + d / (D / NH)) * T + t) * T + s] *
+                           fabs(qkv8[((size_t)b * T + s) * 3 * D + 2 * D + d]);
+                double e = fabs((double)o[b * D + d] - out[r]) / mag;
+                double e8 = fabs(o8[b * D + d] - out8[r]) / mag;
+                worst = e > worst || isnan(e) ? e : worst;
+                worst8 = e8 > worst8 || isnan(e8) ? e8 : worst8;
+            }
+    }
+    print_message("attention decode at t = 0..%d vs the forward's row t: max relative error "
+                  "fp32 %.3g (bound 1e-6), fp64 %.3g (bound 1e-14)\n", T - 1, worst, worst8);
+    assert_true(worst <= 1e-6);
+    assert_true(worst8 <= 1e-14);
+    free(qkv), free(att), free(out), free(kc), free(vc), free(scratch), free(x), free(o);
+    free(qkv8), free(att8), free(out8), free(kc8), free(vc8), free(scratch8), free(x8), free(o8);
+}
+
+static erase_device_t *dev;
+
+/* The attention kernels call the BLAS, which the first CPU device loads. */
+static int setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    o.blas_threads = 1;
+    if (erase_device_open(&o, &dev) != ERASE_OK) {
+        fprintf(stderr, "cannot open the CPU device: %s\n", erase_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    erase_device_close(dev);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +391,9 @@ int main(void)
         cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_bce_extreme_logits),
         cmocka_unit_test(test_softmax_xent_extreme_logits),
+        cmocka_unit_test(test_attention_one_position),
+        cmocka_unit_test(test_attention_large_scores),
+        cmocka_unit_test(test_attention_decode_rows),
     };
-    return cmocka_run_group_tests_name("op numerics", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("op numerics", tests, setup, teardown);
 }

@@ -5,7 +5,8 @@
  * touched more than 64 times are summed in the chunked order of ops.h; a failure
  * inside a kernel (a label out of range) is the stream's sticky error with
  * its message; impossible shapes fail at enqueue with a precise message and
- * enqueue nothing.
+ * enqueue nothing; the gpt model's ops likewise (a token out of range is the
+ * stream's error naming it).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -378,6 +379,102 @@ static void test_bad_shapes_at_enqueue(void **state)
     MUST(erase_stream_synchronize(stream));
 }
 
+/* ---- 8. the gpt model's ops on a stream ------------------------------------ */
+
+/* Each op through the stream gives its _f32 kernel's result bitwise (and is
+ * implemented on the CPU backend: not ERASE_ERR_UNSUPPORTED). */
+static void test_gpt_ops_bitwise(void **state)
+{
+    enum { B = 2, T = 9, NH = 2, D = 8, V = 13, L = 12, TD = 5 };
+    uint64_t rng = 306;
+    size_t nqkv = (size_t)B * T * 3 * D, natt = (size_t)B * NH * T * T, nout = (size_t)B * T * D;
+    float *qkv = fbuf(nqkv, 0), *dout = fbuf(nout, 0), *wte = fbuf((size_t)V * D, 0),
+          *wpe = fbuf((size_t)T * D, 0);
+    int32_t *tokens = dmalloc(sizeof(int32_t) * B * T, 0);
+    fill_f(&rng, qkv, nqkv, -2, 2);
+    fill_f(&rng, dout, nout, -1, 1);
+    fill_f(&rng, wte, (size_t)V * D, -1, 1);
+    fill_f(&rng, wpe, (size_t)T * D, -1, 1);
+    for (int i = 0; i < B * T; i++)
+        tokens[i] = (int32_t)erase_rng_below(&rng, V);
+    /* stream outputs start as NaN bytes, direct ones as zeros */
+    float *gy = fbuf(nqkv, 0xff), *gdx = fbuf(nqkv, 0xff), *gy_k = fbuf(nqkv, 0), *gdx_k = fbuf(nqkv, 0);
+    float *emb = fbuf(nout, 0xff), *dwte = fbuf((size_t)V * D, 0xff), *dwpe = fbuf((size_t)T * D, 0xff);
+    float *emb_k = fbuf(nout, 0), *dwte_k = fbuf((size_t)V * D, 0), *dwpe_k = fbuf((size_t)T * D, 0);
+    float *att = fbuf(natt, 0xff), *out = fbuf(nout, 0xff), *scratch = fbuf(natt, 0xff),
+          *dqkv = fbuf(nqkv, 0xff);
+    float *att_k = fbuf(natt, 0), *out_k = fbuf(nout, 0), *scratch_k = fbuf(natt, 0),
+          *dqkv_k = fbuf(nqkv, 0);
+    float *kc = fbuf((size_t)B * L * D, 0), *vc = fbuf((size_t)B * L * D, 0),
+          *dscr = fbuf((size_t)B * NH * L, 0xff), *dec = fbuf((size_t)B * D, 0xff);
+    float *kc_k = fbuf((size_t)B * L * D, 0), *vc_k = fbuf((size_t)B * L * D, 0),
+          *dscr_k = fbuf((size_t)B * NH * L, 0), *dec_k = fbuf((size_t)B * D, 0);
+    const float *x = qkv + (size_t)3 * 3 * D; /* one position's q | k | v per sequence */
+    MUST(erase_gelu_tanh_forward(stream, nqkv, qkv, gy));
+    MUST(erase_gelu_tanh_backward(stream, nout, qkv, dout, gdx));
+    MUST(erase_token_embedding_forward(stream, B, T, D, V, tokens, wte, wpe, emb));
+    MUST(erase_token_embedding_backward(stream, B, T, D, V, tokens, dout, dwte, dwpe, 0));
+    MUST(erase_attention_forward(stream, B, T, NH, D, qkv, att, out));
+    MUST(erase_attention_backward(stream, B, T, NH, D, qkv, att, dout, scratch, dqkv));
+    MUST(erase_attention_decode(stream, B, TD, L, NH, D, x, kc, vc, dscr, dec));
+    MUST(erase_stream_synchronize(stream));
+    erase_k_gelu_tanh_forward_f32(nqkv, qkv, gy_k);
+    erase_k_gelu_tanh_backward_f32(nout, qkv, dout, gdx_k);
+    erase_k_token_embedding_forward_f32(B, T, D, tokens, wte, wpe, emb_k);
+    erase_k_token_embedding_backward_f32(B, T, D, V, tokens, dout, dwte_k, dwpe_k, 0);
+    erase_k_attention_forward_f32(B, T, NH, D, qkv, att_k, out_k);
+    erase_k_attention_backward_f32(B, T, NH, D, qkv, att_k, dout, scratch_k, dqkv_k);
+    erase_k_attention_decode_f32(B, TD, L, NH, D, x, kc_k, vc_k, dscr_k, dec_k);
+    print_message("gelu tanh, token embedding, attention forward/backward/decode: stream and "
+                  "kernels compared bitwise\n");
+    assert_memory_equal(gy, gy_k, nqkv * sizeof(float));
+    assert_memory_equal(gdx, gdx_k, nout * sizeof(float));
+    assert_memory_equal(emb, emb_k, nout * sizeof(float));
+    assert_memory_equal(dwte, dwte_k, (size_t)V * D * sizeof(float));
+    assert_memory_equal(dwpe, dwpe_k, (size_t)T * D * sizeof(float));
+    assert_memory_equal(att, att_k, natt * sizeof(float));
+    assert_memory_equal(out, out_k, nout * sizeof(float));
+    assert_memory_equal(dqkv, dqkv_k, nqkv * sizeof(float));
+    assert_memory_equal(kc, kc_k, (size_t)B * L * D * sizeof(float));
+    assert_memory_equal(vc, vc_k, (size_t)B * L * D * sizeof(float));
+    assert_memory_equal(dec, dec_k, (size_t)B * D * sizeof(float));
+}
+
+/* A token outside [0, vocab) fails the stream when the op runs, naming it;
+ * nothing is written. */
+static void token_out_of_range(int backward, int32_t bad, int at, const char *expected)
+{
+    enum { B = 2, T = 3, D = 4, V = 5 };
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    float *wte = fbuf((size_t)V * D, 0), *wpe = fbuf((size_t)T * D, 0), *out = fbuf((size_t)B * T * D, 0);
+    int32_t *tokens = dmalloc(sizeof(int32_t) * B * T, 0);
+    for (int i = 0; i < B * T; i++)
+        tokens[i] = i % V;
+    tokens[at] = bad;
+    out[0] = 123.0f;
+    wte[0] = 456.0f;
+    if (backward)
+        MUST(erase_token_embedding_backward(s, B, T, D, V, tokens, out, wte, wpe, 0));
+    else
+        MUST(erase_token_embedding_forward(s, B, T, D, V, tokens, wte, wpe, out));
+    erase_status_t st = erase_stream_synchronize(s);
+    print_message("token %d at index %d, %s: synchronize -> %s: %s\n", bad, at,
+                  backward ? "backward" : "forward", erase_status_name(st), erase_error_message());
+    assert_int_equal(st, ERASE_ERR_INVALID);
+    assert_non_null(strstr(erase_error_message(), expected));
+    assert_true(out[0] == 123.0f && wte[0] == 456.0f); /* nothing written */
+    erase_stream_destroy(s);
+}
+
+static void test_token_out_of_range(void **state)
+{
+    token_out_of_range(0, 5, 4, "token embedding: token 5 at position 1 of sequence 1 outside [0, 5)");
+    token_out_of_range(0, -1, 0, "token embedding: token -1 at position 0 of sequence 0 outside [0, 5)");
+    token_out_of_range(1, 70000, 5,
+                       "token embedding backward: token 70000 at position 2 of sequence 1 outside [0, 5)");
+}
+
 static int setup(void **state)
 {
     erase_device_options_t o = erase_device_options_default();
@@ -412,6 +509,8 @@ int main(void)
         T(test_softmax_xent_bitwise),
         T(test_softmax_label_out_of_range),
         T(test_bad_shapes_at_enqueue),
+        T(test_gpt_ops_bitwise),
+        T(test_token_out_of_range),
     };
     return cmocka_run_group_tests_name("stream ops", tests, setup, teardown);
 }

@@ -13,7 +13,9 @@ Rerun from the repository root (needs torch, numpy, h5py):
 The output is deterministic (seeded numpy RNG, one torch thread, no HDF5
 timestamps): rerunning with the same torch gives the same bytes. Each case's
 seed was chosen so that no ReLU input lies within 1e-3 of 0 (asserted), so an
-implementation that rounds differently cannot land on the other side of a kink.
+implementation that rounds differently cannot land on the other side of a kink
+(gpt has no ReLU: its GELU is smooth). The gpt cases hold batch 3 (the
+attribute), the others 16.
 
 File layout (contiguous datasets, no compression):
   attributes   model_file  fixed-length ASCII string: a libconfig model file
@@ -25,9 +27,12 @@ File layout (contiguous datasets, no compression):
   /input/sparse            ctr: uint32 [B, 26] (0xFFFFFFFF = missing)
   /input/features          mlp: float32 [B, inputs]
   /input/label             ctr: float32 [B] in {0, 1}; mlp: int32 [B]
-  /output/<block>/body     float32 [B, width], what the next block reads
-  /output/<block>/logits   float32 [B, 1] (ctr) or [B, classes] (mlp)
-  /output/<block>/loss     float32 scalar, the block's unweighted mean loss
+  /input/tokens            gpt: int32 [B, T] (positions 0..T-1 of each window)
+  /input/targets           gpt: int32 [B, T] (the next tokens)
+  /output/<block>/body     float32 [B, width] ([B, T, C] for gpt), what the next block reads
+  /output/<block>/logits   float32 [B, 1] (ctr), [B, classes] (mlp) or [B, T, vocab]
+                           (gpt; absent for a block without a head)
+  /output/<block>/loss     float32 scalar, the block's unweighted mean loss (0 without a head)
   /output/total_loss       float32 scalar
   /grad/<name>             float32, dL/dparam (embedding tables: dense)
 
@@ -56,6 +61,7 @@ RELU_MARGIN = 1e-3         # smallest |ReLU input| allowed (see relu())
 CTR = dict(dim=4, rows=[5 + (f % 7) for f in range(CTR_FIELDS)], bottom=[8, 4],
            width=8, subarchs=6, lam=0.5)
 MLP = dict(inputs=12, hidden=[10, 9, 8], classes=5, lam=0.7)
+GPT = dict(layers=3, heads=4, width=32, context=8, vocab=50, lam=0.6, batch=3)
 
 
 # ---------------------------------------------------------------- parameters
@@ -97,6 +103,34 @@ def mlp_params(rng, m):
     return {k: v.astype(np.float32) for k, v in p.items()}
 
 
+def gpt_params(rng, m, cuts):
+    """GPT-2 (docs/models.md, gpt), block k = layer "h<k>". Random values of
+    a larger spread than GPT-2's initialisation (every path matters in the
+    gradients): weights normal(0, 0.2), biases normal(0, 0.1), LayerNorm
+    weights 1 + normal(0, 0.1). The last head is tied to h0/wte without
+    cuts (no lm_head of its own)."""
+    p = {}
+    L, C, V, T = m["layers"], m["width"], m["vocab"], m["context"]
+    w = lambda *shape: rng.normal(0.0, 0.2, shape)
+    bias = lambda n: rng.normal(0.0, 0.1, (n,))
+    ln = lambda n: 1.0 + rng.normal(0.0, 0.1, (n,))
+    p["h0/wte"] = rng.normal(0.0, 0.5, (V, C))
+    p["h0/wpe"] = rng.normal(0.0, 0.5, (T, C))
+    for k in range(L):
+        h = "h%d/" % k
+        p[h + "ln_1/weight"], p[h + "ln_1/bias"] = ln(C), bias(C)
+        p[h + "attn/c_attn/weight"], p[h + "attn/c_attn/bias"] = w(3 * C, C), bias(3 * C)
+        p[h + "attn/c_proj/weight"], p[h + "attn/c_proj/bias"] = w(C, C), bias(C)
+        p[h + "ln_2/weight"], p[h + "ln_2/bias"] = ln(C), bias(C)
+        p[h + "mlp/c_fc/weight"], p[h + "mlp/c_fc/bias"] = w(4 * C, C), bias(4 * C)
+        p[h + "mlp/c_proj/weight"], p[h + "mlp/c_proj/bias"] = w(C, 4 * C), bias(C)
+        if k == L - 1 or (k + 1) in cuts:
+            p[h + "ln_f/weight"], p[h + "ln_f/bias"] = ln(C), bias(C)
+            if not (k == L - 1 and not cuts):
+                p[h + "lm_head/weight"] = w(V, C)
+    return {k: v.astype(np.float32) for k, v in p.items()}
+
+
 # ---------------------------------------------------------------- inputs
 
 def ctr_inputs(rng, batch):
@@ -123,6 +157,14 @@ def mlp_inputs(rng, batch, m):
     label = rng.integers(0, m["classes"], batch)
     label[:m["classes"]] = np.arange(m["classes"])         # every class
     return dict(features=features.astype(np.float32), label=label.astype(np.int32))
+
+
+def gpt_inputs(rng, m):
+    """Windows of T+1 random tokens: tokens = positions 0..T-1, targets =
+    1..T; every row of wte is not touched (the untouched rows' gradient is
+    the tied head's alone)."""
+    window = rng.integers(0, m["vocab"], (m["batch"], m["context"] + 1))
+    return dict(tokens=window[:, :-1].astype(np.int32), targets=window[:, 1:].astype(np.int32))
 
 
 # ---------------------------------------------------------------- models
@@ -184,6 +226,45 @@ def mlp_blocks(m, inp):
     fns = [layer(k) for k in range(len(m["hidden"]))]
     label = torch.from_numpy(inp["label"]).long()
     loss = lambda logits: F.cross_entropy(logits, label)
+    return names, fns, loss
+
+
+def gpt_blocks(m, inp, cuts):
+    """nanoGPT's Block and head as functions of the parameter dict."""
+    L, C, H, T, V = m["layers"], m["width"], m["heads"], m["context"], m["vocab"]
+    tokens = torch.from_numpy(inp["tokens"]).long()
+    targets = torch.from_numpy(inp["targets"]).long()
+    ln = lambda P, x, n: F.layer_norm(x, (C,), P[n + "/weight"], P[n + "/bias"], eps=1e-5)
+    lin = lambda P, x, n: F.linear(x, P[n + "/weight"], P.get(n + "/bias"))
+
+    def attention(qkv):
+        B = qkv.shape[0]
+        q, k, v = qkv.split(C, dim=2)
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        return (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+
+    def layer(kk):
+        h = "h%d/" % kk
+
+        def f(P, x):
+            if kk == 0:
+                x = F.embedding(tokens, P["h0/wte"]) + P["h0/wpe"][:T]
+            x = x + lin(P, attention(lin(P, ln(P, x, h + "ln_1"), h + "attn/c_attn")), h + "attn/c_proj")
+            y = F.gelu(lin(P, ln(P, x, h + "ln_2"), h + "mlp/c_fc"), approximate="tanh")
+            x = x + lin(P, y, h + "mlp/c_proj")
+            if kk < L - 1 and (kk + 1) not in cuts:
+                return x, None
+            W = P["h0/wte"] if kk == L - 1 and not cuts else P[h + "lm_head/weight"]
+            return x, F.linear(ln(P, x, h + "ln_f"), W)
+        return f
+
+    names = ["h%d" % k for k in range(L)]
+    fns = [layer(k) for k in range(L)]
+    loss = lambda logits: (torch.zeros(()) if logits is None
+                           else F.cross_entropy(logits.view(-1, V), targets.view(-1)))
     return names, fns, loss
 
 
@@ -261,6 +342,10 @@ def model_file(kind, m, cuts):
                 "  local_loss_weight = %r;\n};\n"
                 % (m["dim"], ints(m["rows"]), ints(m["bottom"]), m["width"],
                    m["subarchs"], cuts_text, m["lam"]))
+    elif kind == "gpt":
+        body = ("gpt: {\n  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n"
+                "  vocab = %d;\n  cuts = %s;\n  local_loss_weight = %r;\n};\n"
+                % (m["layers"], m["heads"], m["width"], m["context"], m["vocab"], cuts_text, m["lam"]))
     else:
         body = ("mlp: {\n  inputs = %d;\n  hidden = %s;\n  classes = %d;\n  cuts = %s;\n"
                 "  local_loss_weight = %r;\n};\n"
@@ -268,7 +353,7 @@ def model_file(kind, m, cuts):
     return 'model = "%s";\nseed = 1;\n%s' % (kind, body)
 
 
-def write(path, text, inputs, params, out, total, grads):
+def write(path, text, batch, inputs, params, out, total, grads):
     # No timestamps on any object, so rerunning gives identical bytes.
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
     fcpl.set_obj_track_times(False)
@@ -288,7 +373,7 @@ def write(path, text, inputs, params, out, total, grads):
     fid = h5py.h5f.create(path.encode(), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl)
     with h5py.File(fid) as f:
         f.attrs["model_file"] = ascii_attr(text)
-        f.attrs["batch"] = np.int32(BATCH)
+        f.attrs["batch"] = np.int32(batch)
         f.attrs["generator"] = ascii_attr(
             "tests/reference/make_reference.py, torch %s" % torch.__version__)
         for k, v in params.items():
@@ -297,7 +382,8 @@ def write(path, text, inputs, params, out, total, grads):
             ds("input/" + k, v)
         for block, o in out.items():
             for k in ("body", "logits", "loss"):
-                ds("output/%s/%s" % (block, k), o[k].detach().numpy().astype(np.float32))
+                if o[k] is not None:
+                    ds("output/%s/%s" % (block, k), o[k].detach().numpy().astype(np.float32))
         ds("output/total_loss", total.detach().numpy().astype(np.float32))
         for k, v in grads.items():
             ds("grad/" + k, v)
@@ -305,10 +391,18 @@ def write(path, text, inputs, params, out, total, grads):
 
 def make_case(filename, kind, cuts, seed):
     rng = np.random.default_rng(seed)
+    batch = BATCH
     if kind == "ctr":
         m = CTR
         params, inputs = ctr_params(rng, m), ctr_inputs(rng, BATCH)
         names, fns, loss_fn = ctr_blocks(m, inputs)
+        x0 = None
+    elif kind == "gpt":
+        m = GPT
+        batch = m["batch"]
+        cut_list = list(range(1, m["layers"])) if cuts == "all" else [] if cuts == "none" else cuts
+        params, inputs = gpt_params(rng, m, cut_list), gpt_inputs(rng, m)
+        names, fns, loss_fn = gpt_blocks(m, inputs, cut_list)
         x0 = None
     else:
         m = MLP
@@ -319,20 +413,22 @@ def make_case(filename, kind, cuts, seed):
     cut_set = set(range(1, nb)) if cuts == "all" else set() if cuts == "none" else set(cuts)
 
     out, total, grads = run(params, names, fns, loss_fn, x0, cut_set, m["lam"])
-    margin = min(float(t.abs().min()) for t in RELU_INPUTS)
+    margin = min((float(t.abs().min()) for t in RELU_INPUTS), default=math.inf)
     assert margin > RELU_MARGIN, "a ReLU input is %g from 0; pick another seed" % margin
     for k, g in grads.items():
         assert g.shape == params[k].shape and np.isfinite(g).all(), k
         assert np.any(g != 0), "all-zero gradient: " + k
-    labels = np.unique(inputs["label"])
-    assert len(labels) == (2 if kind == "ctr" else m["classes"])
+    if kind != "gpt":
+        labels = np.unique(inputs["label"])
+        assert len(labels) == (2 if kind == "ctr" else m["classes"])
 
     check_cuts(filename, params, names, fns, loss_fn, x0, cut_set, m["lam"], grads)
 
     path = os.path.join(OUT_DIR, filename)
-    write(path, model_file(kind, m, cuts), inputs, params, out, total, grads)
-    print("%s: %d blocks, total loss %.6f, min |ReLU input| %.1e, %d bytes"
-          % (os.path.relpath(path, ROOT), nb, float(total), margin, os.path.getsize(path)))
+    write(path, model_file(kind, m, cuts), batch, inputs, params, out, total, grads)
+    print("%s: %d blocks, total loss %.6f, %s, %d bytes"
+          % (os.path.relpath(path, ROOT), nb, float(total),
+             "min |ReLU input| %.1e" % margin if RELU_INPUTS else "no ReLU", os.path.getsize(path)))
 
 
 def main():
@@ -344,6 +440,8 @@ def main():
     make_case("ctr_cuts_2_4.h5", "ctr", [2, 4], 11)
     make_case("mlp_cuts_all.h5", "mlp", "all", 41)
     make_case("mlp_cuts_none.h5", "mlp", "none", 23)
+    make_case("gpt_cuts_none.h5", "gpt", "none", 51)
+    make_case("gpt_cuts_1_2.h5", "gpt", [1, 2], 52)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,14 @@ erase_model_config_t equivalence_model(erase_model_kind_t kind)
         c.ctr.bottom_mlp[0] = 8;
         c.ctr.bottom_mlp[1] = 4;
         c.ctr.subarch_width = 32;
+    } else if (kind == ERASE_MODEL_GPT) {
+        /* the NanoChat setting in small: 6 layers cut at 2 and 4 */
+        c.gpt.layers = 6;
+        c.gpt.heads = 2;
+        c.gpt.width = 16;
+        c.gpt.context = 8;
+        c.gpt.vocab = 32;
+        c.cut_mask = (1u << 2) | (1u << 4);
     } else {
         c.mlp.inputs = 24;
         c.mlp.hidden[0] = c.mlp.hidden[1] = c.mlp.hidden[2] = 48;
@@ -50,7 +58,10 @@ static void slice(erase_network_t *net, const erase_batch_t *global, int rank, i
     *out = *global;
     out->size = local;
     size_t r0 = (size_t)rank * (size_t)local;
-    if (c->kind == ERASE_MODEL_CTR) {
+    if (c->kind == ERASE_MODEL_GPT) {
+        out->tokens = global->tokens + r0 * (size_t)c->gpt.context;
+        out->targets = global->targets + r0 * (size_t)c->gpt.context;
+    } else if (c->kind == ERASE_MODEL_CTR) {
         out->dense = global->dense + r0 * ERASE_CTR_DENSE;
         out->sparse = global->sparse + r0 * ERASE_CTR_FIELDS;
         out->label = global->label + r0;
@@ -66,7 +77,11 @@ static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_ba
     const erase_model_config_t *c = erase_network_config(net);
     erase_device_t *dev = erase_network_device(net);
     size_t n = (size_t)from->size;
-    if (c->kind == ERASE_MODEL_CTR) {
+    if (c->kind == ERASE_MODEL_GPT) {
+        size_t bytes = n * (size_t)c->gpt.context * sizeof(int32_t);
+        MUST(erase_memcpy_sync(dev, (void *)to->tokens, from->tokens, bytes));
+        MUST(erase_memcpy_sync(dev, (void *)to->targets, from->targets, bytes));
+    } else if (c->kind == ERASE_MODEL_CTR) {
         MUST(erase_memcpy_sync(dev, (void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float)));
         MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
         MUST(erase_memcpy_sync(dev, (void *)to->label, from->label, n * sizeof(float)));
@@ -153,7 +168,8 @@ void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int s
         assert_int_equal(n, n_ref);
         size_t differ = equivalence_differ(ref, got, n);
         print_message("%s, %d steps: %-8s update %-5s %d side stream%s: %zu of %zu parameters differ from off\n",
-                      kind == ERASE_MODEL_CTR ? "ctr (six cuts)" : "mlp (three blocks)", steps,
+                      kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
+                      : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)", steps,
                       erase_early_backward_name(o.mode), o.update == ERASE_AT_EARLY ? "early" : "end",
                       o.side_streams, o.side_streams > 1 ? "s" : "", differ, n);
         assert_int_equal(differ, 0);

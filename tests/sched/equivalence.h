@@ -6,7 +6,8 @@
 
 #include "lib/sched/sched.h"
 
-/* A small ctr (six cuts) or mlp (three blocks, all cut) for the tests. */
+/* A small ctr (six cuts), mlp (three blocks, all cut) or gpt (6 layers
+ * of width 16, cuts at 2 and 4: three sub-graphs) for the tests. */
 erase_model_config_t equivalence_model(erase_model_kind_t kind);
 
 /*

@@ -1,8 +1,9 @@
 /*
  * The schedule changes timing, never the math: on one rank, 50 steps of
- * ctr (six cuts) and mlp give bitwise the same parameters under off,
- * blocking, async and graph, with updates early or at step end, on one or
- * two side streams, as the reference single-stream step.
+ * ctr (six cuts), mlp and gpt (cuts at 2 and 4 of 6 layers: the NanoChat
+ * setting in small) give bitwise the same parameters under off, blocking,
+ * async and graph, with updates early or at step end, on one or two side
+ * streams, as the reference single-stream step.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +75,7 @@ static void test_nonfinite(void **state)
     nonfinite(ERASE_EB_GRAPH, ERASE_AT_END);
 }
 static void test_mlp(void **state) { equivalence_check_modes(dev, ERASE_MODEL_MLP, STEPS); }
+static void test_gpt(void **state) { equivalence_check_modes(dev, ERASE_MODEL_GPT, STEPS); }
 
 static int setup(void **state)
 {
@@ -92,6 +94,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_nonfinite),
     };
     return cmocka_run_group_tests_name("schedule equivalence on one rank", tests, setup, teardown);

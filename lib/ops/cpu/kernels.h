@@ -46,10 +46,29 @@
                                        REAL *rstd);                                              \
     void erase_k_layernorm_backward_##S(int batch, int dim, const REAL *x, const REAL *gamma,   \
                                         const REAL *mean, const REAL *rstd, const REAL *dy,      \
-                                        REAL *dx, REAL *dgamma, REAL *dbeta);
+                                        REAL *dx, REAL *dgamma, REAL *dbeta);                    \
+    void erase_k_gelu_tanh_forward_##S(size_t n, const REAL *x, REAL *y);                        \
+    void erase_k_gelu_tanh_backward_##S(size_t n, const REAL *x, const REAL *dy, REAL *dx);     \
+    void erase_k_token_embedding_forward_##S(int batch, int T, int dim, const int32_t *tokens,  \
+                                             const REAL *wte, const REAL *wpe, REAL *out);       \
+    void erase_k_token_embedding_backward_##S(int batch, int T, int dim, int vocab,             \
+                                              const int32_t *tokens, const REAL *dout,           \
+                                              REAL *dwte, REAL *dwpe, int accumulate);           \
+    void erase_k_attention_forward_##S(int batch, int T, int heads, int dim, const REAL *qkv,   \
+                                       REAL *att, REAL *out);                                    \
+    void erase_k_attention_backward_##S(int batch, int T, int heads, int dim, const REAL *qkv,  \
+                                        const REAL *att, const REAL *dout, REAL *scratch,        \
+                                        REAL *dqkv);                                             \
+    void erase_k_attention_decode_##S(int batch, int t, int cache_len, int heads, int dim,      \
+                                      const REAL *qkv, REAL *kcache, REAL *vcache,               \
+                                      REAL *scratch, REAL *out);
 
 ERASE_KERNELS_DECLARE(float, f32)
 ERASE_KERNELS_DECLARE(double, f64)
+
+/* Rows of the causal attention's row blocks (lib/ops/cpu/attention_impl.h):
+ * each block of positions is multiplied with the keys up to its end only. */
+#define ERASE_ATTENTION_BLOCK 64
 
 /* Bytes of scratch erase_k_embedding_backward_field_* needs for `batch`. */
 #define ERASE_EMBEDDING_SCRATCH_BYTES(batch) ((size_t)(batch) * 16)

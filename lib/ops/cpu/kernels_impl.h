@@ -19,6 +19,10 @@
 #include "lib/core/simd.h"
 #include "lib/ops/ops.h"
 
+/* exp in the kernel's precision (expf for float: the hot loops of the
+ * transformer's activations and softmax). */
+#define EXP(v) _Generic((v), float: expf, default: exp)(v)
+
 ERASE_SIMD_CLONES void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                  const REAL *b, REAL *y)
 {
@@ -78,6 +82,34 @@ void SUF(erase_k_gelu_backward)(size_t n, const REAL *x, const REAL *dy, REAL *d
         double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
         double pdf = 0.39894228040143267794 * exp(-0.5 * v * v);
         dx[i] = (REAL)(dy[i] * (cdf + v * pdf));
+    }
+}
+
+/*
+ * GELU, tanh form: 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3),
+ * computed as x sigmoid(2u) (the same function: 0.5 (1 + tanh u) =
+ * sigmoid(2u)), which keeps its relative precision where 1 + tanh(u)
+ * cancels (x far below 0). In the kernel's precision (expf for float).
+ */
+#define SQRT_2_OVER_PI 0.79788456080286535588
+#define GELU_TANH_A 0.044715
+
+ERASE_SIMD_CLONES void SUF(erase_k_gelu_tanh_forward)(size_t n, const REAL *x, REAL *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        REAL v = x[i], u = (REAL)SQRT_2_OVER_PI * (v + (REAL)GELU_TANH_A * v * v * v);
+        y[i] = v / (1 + EXP(-2 * u));
+    }
+}
+
+/* dy/dx = s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u). */
+ERASE_SIMD_CLONES void SUF(erase_k_gelu_tanh_backward)(size_t n, const REAL *x, const REAL *dy, REAL *dx)
+{
+    for (size_t i = 0; i < n; i++) {
+        REAL v = x[i], u = (REAL)SQRT_2_OVER_PI * (v + (REAL)GELU_TANH_A * v * v * v);
+        REAL s = 1 / (1 + EXP(-2 * u)), sc = 1 - s; /* no inf/inf where exp overflows */
+        REAL du = (REAL)SQRT_2_OVER_PI * (1 + (REAL)(3 * GELU_TANH_A) * v * v);
+        dx[i] = dy[i] * (s + 2 * v * s * sc * du);
     }
 }
 
@@ -360,3 +392,51 @@ void SUF(erase_k_layernorm_backward)(int batch, int dim, const REAL *x, const RE
         }
     }
 }
+
+/* ---- transformer (the gpt model) ------------------------------------------ */
+
+/* out[b, t, :] = wte[tokens[b*T + t], :] + wpe[t, :]; tokens checked by the caller. */
+ERASE_SIMD_CLONES void SUF(erase_k_token_embedding_forward)(int batch, int T, int dim,
+                                                            const int32_t *tokens, const REAL *wte,
+                                                            const REAL *wpe, REAL *out)
+{
+    for (size_t i = 0; i < (size_t)batch * T; i++) {
+        const REAL *e = wte + (size_t)tokens[i] * dim, *p = wpe + (i % (size_t)T) * dim;
+        REAL *o = out + i * dim;
+        for (int d = 0; d < dim; d++)
+            o[d] = e[d] + p[d];
+    }
+}
+
+/*
+ * dwpe[t] = sum over b ascending of dout[b, t]; dwte[v] (+)= the sum of
+ * dout at the positions holding token v, added in ascending position order
+ * (one pass over the positions in order: deterministic). accumulate = 0
+ * zeroes dwte first. dwte or dwpe NULL: not computed.
+ */
+ERASE_SIMD_CLONES void SUF(erase_k_token_embedding_backward)(int batch, int T, int dim, int vocab,
+                                                             const int32_t *tokens, const REAL *dout,
+                                                             REAL *dwte, REAL *dwpe, int accumulate)
+{
+    if (dwpe) {
+        memset(dwpe, 0, sizeof(REAL) * (size_t)T * dim);
+        for (size_t i = 0; i < (size_t)batch * T; i++) {
+            const REAL *g = dout + i * dim;
+            REAL *p = dwpe + (i % (size_t)T) * dim;
+            for (int d = 0; d < dim; d++)
+                p[d] += g[d];
+        }
+    }
+    if (dwte) {
+        if (!accumulate)
+            memset(dwte, 0, sizeof(REAL) * (size_t)vocab * dim);
+        for (size_t i = 0; i < (size_t)batch * T; i++) {
+            const REAL *g = dout + i * dim;
+            REAL *e = dwte + (size_t)tokens[i] * dim;
+            for (int d = 0; d < dim; d++)
+                e[d] += g[d];
+        }
+    }
+}
+
+#include "lib/ops/cpu/attention_impl.h"

@@ -88,6 +88,20 @@ static erase_status_t gelu_bwd_k(const void *p)
     return ERASE_OK;
 }
 
+static erase_status_t gelu_tanh_fwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_gelu_tanh_forward_f32(a->n, a->x, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t gelu_tanh_bwd_k(const void *p)
+{
+    const eltwise_args_t *a = p;
+    erase_k_gelu_tanh_backward_f32(a->n, a->x, a->dy, a->out);
+    return ERASE_OK;
+}
+
 static erase_status_t dropout_k(const void *p)
 {
     const eltwise_args_t *a = p;
@@ -127,6 +141,19 @@ static erase_status_t cpu_gelu_backward(erase_stream_t *s, size_t n, const float
 {
     eltwise_args_t a = { .n = n, .x = x, .dy = dy, .out = dx };
     LAUNCH(s, gelu_bwd_k, a);
+}
+
+static erase_status_t cpu_gelu_tanh_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    eltwise_args_t a = { .n = n, .x = x, .out = y };
+    LAUNCH(s, gelu_tanh_fwd_k, a);
+}
+
+static erase_status_t cpu_gelu_tanh_backward(erase_stream_t *s, size_t n, const float *x,
+                                             const float *dy, float *dx)
+{
+    eltwise_args_t a = { .n = n, .x = x, .dy = dy, .out = dx };
+    LAUNCH(s, gelu_tanh_bwd_k, a);
 }
 
 static erase_status_t cpu_dropout(erase_stream_t *s, size_t n, float p, uint64_t seed, uint64_t offset,
@@ -402,7 +429,7 @@ static erase_status_t cpu_layernorm_backward(erase_stream_t *s, int batch, int d
 }
 
 /* The CPU table of lib/ops/ops_impl.h (optimizer and sparse launchers from
- * optim_cpu.c and sparse_cpu.c). */
+ * optim_cpu.c, sparse_cpu.c and transformer_cpu.c). */
 const erase_ops_impl_t erase_ops_cpu = {
     .name = "cpu",
     .linear_forward = cpu_linear_forward,
@@ -422,6 +449,13 @@ const erase_ops_impl_t erase_ops_cpu = {
     .softmax_xent = cpu_softmax_xent,
     .layernorm_forward = cpu_layernorm_forward,
     .layernorm_backward = cpu_layernorm_backward,
+    .gelu_tanh_forward = cpu_gelu_tanh_forward,
+    .gelu_tanh_backward = cpu_gelu_tanh_backward,
+    .token_embedding_forward = erase_cpu_token_embedding_forward,
+    .token_embedding_backward = erase_cpu_token_embedding_backward,
+    .attention_forward = erase_cpu_attention_forward,
+    .attention_backward = erase_cpu_attention_backward,
+    .attention_decode = erase_cpu_attention_decode,
     .axpy = cpu_axpy,
     .sparse_pack = erase_cpu_sparse_pack,
     .sparse_merge = erase_cpu_sparse_merge,

@@ -1,6 +1,7 @@
 /*
- * Internal to lib/ops/cpu: the optimizer (optim_cpu.c) and sparse-gradient
- * (sparse_cpu.c) launchers that ops_cpu.c puts into the table erase_ops_cpu.
+ * Internal to lib/ops/cpu: the optimizer (optim_cpu.c), sparse-gradient
+ * (sparse_cpu.c) and transformer (transformer_cpu.c) launchers that
+ * ops_cpu.c puts into the table erase_ops_cpu.
  * Signatures and semantics of the ops of lib/ops/ops.h; arguments were
  * validated by lib/ops/ops.c.
  */
@@ -47,5 +48,20 @@ erase_status_t erase_cpu_sparse_sgd_update(erase_stream_t *s, int dim, float *ta
                                            const uint32_t *grad_rows, const float *grad_values,
                                            const int *count, const erase_optim_clock_t *clock,
                                            float lr_mult);
+erase_status_t erase_cpu_token_embedding_forward(erase_stream_t *s, int batch, int T, int dim,
+                                                 int vocab, const int32_t *tokens, const float *wte,
+                                                 const float *wpe, float *out);
+erase_status_t erase_cpu_token_embedding_backward(erase_stream_t *s, int batch, int T, int dim,
+                                                  int vocab, const int32_t *tokens,
+                                                  const float *dout, float *dwte, float *dwpe,
+                                                  int accumulate);
+erase_status_t erase_cpu_attention_forward(erase_stream_t *s, int batch, int T, int heads, int dim,
+                                           const float *qkv, float *att, float *out);
+erase_status_t erase_cpu_attention_backward(erase_stream_t *s, int batch, int T, int heads,
+                                            int dim, const float *qkv, const float *att,
+                                            const float *dout, float *scratch, float *dqkv);
+erase_status_t erase_cpu_attention_decode(erase_stream_t *s, int batch, int t, int cache_len,
+                                          int heads, int dim, const float *qkv, float *kcache,
+                                          float *vcache, float *scratch, float *out);
 
 #endif
