@@ -456,12 +456,12 @@ int bench_schedules(int argc, char **argv)
         erase_world_finalize();
         return rc;
     }
-    if (root)
-        printf("%-10s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
-               "qps_p90", "x_off", "x_off90", "min_ms", "step_ms", "max_ms", "overlap", "threads");
     if (root && gpt)
         printf("# gpt: 6 layers cut at 2 and 4 (three sub-graphs), heads = width / 64, context %d, vocab 256; "
                "model gpt/wC: width C; batch: sequences (QPS: sequences/s)\n", context);
+    if (root)
+        printf("%-10s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
+               "qps_p90", "x_off", "x_off90", "min_ms", "step_ms", "max_ms", "overlap", "threads");
     static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt" };
     for (int m = 0; m < 4; m++) {
         if (gpt ? m != 3 : (strcmp(models, "all") || m == 3) && strcmp(models, names[m]))
