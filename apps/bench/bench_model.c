@@ -13,7 +13,7 @@
  * --model gpt: training tokens/s of the gpt model without cuts (issue 15's
  * sizes S and M, or any), min, median and max over the timed steps, its
  * MFU (FLOPs per token 6N + 12LCT over `threads` times the 1-thread SGEMM
- * peak measured in the same run), and with --torch bench/gpt_torch.py's
+ * peak, measured before each repeat), and with --torch bench/gpt_torch.py's
  * figures of the same model, interleaved with erase's repeat by repeat.
  */
 #include "apps/bench/bench.h"
@@ -219,16 +219,10 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     const char *python = torch_python(pybuf, sizeof pybuf);
     const char *script = ERASE_SRCDIR "/bench/gpt_torch.py";
     double params, fpt = gpt_flops_per_token(z, &params);
-    ERASE_MUST(erase_device_set_blas_threads(dev, 1));
-    bench_spread_t gf = sgemm_peak(dev, s);
-    double peak = gf.median;
     printf("# gpt %s: %d layers, width %d, %d heads, context %d, vocab %d, batch %d, no cuts, mode off\n", z->name,
            z->layers, z->width, z->heads, z->context, z->vocab, z->batch);
     printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the position embedding)\n", fpt,
            params);
-    printf("# peak: SGEMM 1024^3 on 1 thread %.1f GFLOP/s (median; min %.1f, max %.1f); MFU over threads x peak\n",
-           gf.median, gf.min, gf.max);
-    bench_spread_check(gf, "SGEMM 1024^3 on 1 thread", "GFLOP/s");
 
     erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_GPT);
     cfg.cut_mask = 0;
@@ -252,11 +246,15 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     double *tok = calloc(per * (size_t)nt, sizeof(double)), *med = calloc((size_t)(repeats * nt), sizeof(double));
     double *tmed = calloc((size_t)(repeats * nt), sizeof(double)), *tmin = calloc((size_t)nt, sizeof(double));
     double *tmax = calloc((size_t)nt, sizeof(double));
-    if (!tok || !med || !tmed || !tmin || !tmax)
+    double *peaks = calloc((size_t)repeats, sizeof(double));
+    if (!tok || !med || !tmed || !tmin || !tmax || !peaks)
         erase_fatal(__FILE__, __LINE__, "allocate the samples", ERASE_ERR_NOMEM);
     int torch_ok = torch;
     double tokens = (double)z->batch * z->context;
-    for (int r = 0; r < repeats; r++)
+    for (int r = 0; r < repeats; r++) {
+        /* the peak, a sample before each repeat: a busy spell lowers it and the steps alike */
+        ERASE_MUST(erase_device_set_blas_threads(dev, 1));
+        peaks[r] = sgemm_peak(dev, s).median;
         for (int t = 0; t < nt; t++) {
             ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));
             double *x = tok + (size_t)t * per + (size_t)r * (size_t)steps;
@@ -283,6 +281,12 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
                 tmax[t] = r == 0 || tq[2] > tmax[t] ? tq[2] : tmax[t];
             }
         }
+    }
+    bench_spread_t gf = bench_spread(peaks, (size_t)repeats);
+    double peak = gf.median;
+    printf("# peak: SGEMM 1024^3 on 1 thread %.1f GFLOP/s (median of a sample before each repeat; min %.1f, "
+           "max %.1f); MFU over threads x peak\n", gf.median, gf.min, gf.max);
+    bench_spread_check(gf, "SGEMM 1024^3 on 1 thread", "GFLOP/s");
     if (torch_ok)
         printf("# torch: %s %s, PyTorch %s (interleaved with erase, repeat by repeat)\n", python, script, version);
     printf("%-5s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
@@ -310,6 +314,7 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     free(tmed);
     free(tmin);
     free(tmax);
+    free(peaks);
     erase_batch_free_random(net, &batch);
     erase_optimizer_destroy(opt);
     erase_network_destroy(net);
