@@ -144,6 +144,15 @@ size_t equivalence_differ(const float *a, const float *b, size_t n)
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps)
 {
     erase_model_config_t cfg = equivalence_model(kind);
+    equivalence_check_config(dev, &cfg,
+                             kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
+                             : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)",
+                             steps);
+}
+
+void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *model, const char *what, int steps)
+{
+    erase_model_config_t cfg = *model;
     erase_sched_options_t base = erase_sched_options_default();
     size_t n_ref, n0;
     float *ref = equivalence_train(dev, &cfg, &base, steps, 0, 1, &n_ref);
@@ -168,8 +177,7 @@ void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int s
         assert_int_equal(n, n_ref);
         size_t differ = equivalence_differ(ref, got, n);
         print_message("%s, %d steps: %-8s update %-5s %d side stream%s: %zu of %zu parameters differ from off\n",
-                      kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
-                      : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)", steps,
+                      what, steps,
                       erase_early_backward_name(o.mode), o.update == ERASE_AT_EARLY ? "early" : "end",
                       o.side_streams, o.side_streams > 1 ? "s" : "", differ, n);
         assert_int_equal(differ, 0);

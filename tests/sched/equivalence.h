@@ -28,6 +28,9 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
  */
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps);
 
+/* The same for the model `cfg`, named `what` in the printed lines. */
+void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *cfg, const char *what, int steps);
+
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
 
