@@ -383,10 +383,18 @@ int bench_model(int argc, char **argv)
     gpt_size_t z;
     if (steps == -1)
         steps = gpt ? 10 : 20;
+    if (gpt && gpt_size_parse(size, &z) != 0) {
+        fprintf(stderr, "erase-bench model: --size %s: expected S, M or layers,width,heads,context,vocab "
+                "(positive, width a multiple of heads)\n", size);
+        return 2;
+    }
+    if (gpt && batch_given && nb != 1) {
+        fprintf(stderr, "erase-bench model: --batch %s: --model gpt takes one batch size\n", batch_text);
+        return 2;
+    }
     if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 || repeats < 1 ||
         (strcmp(cuts, "all") && strcmp(cuts, "none")) ||
-        (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both") && !gpt) ||
-        (gpt && (gpt_size_parse(size, &z) != 0 || (batch_given && nb != 1)))) {
+        (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both") && !gpt)) {
         usage(stderr);
         return 2;
     }
