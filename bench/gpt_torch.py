@@ -25,14 +25,18 @@ M: N = 10,745,856, 71.55 MFLOP/token (the anchors' figures; vocab 256 is
 the one that gives them).
 
 Each training step (zero the gradients, forward, backward, AdamW step) is
-timed with time.perf_counter after --warmup untimed steps; for every
+timed with time.perf_counter after --warmup untimed steps (with `--device
+cuda`: model and batch on the GPU, eager, timed between two
+torch.cuda.synchronize() calls, as erase-bench times erase's step between
+stream synchronizations); for every
 thread count it prints one JSON line:
 
   {"framework": "pytorch", "torch": ..., "model": "gpt", "size": "S",
    "layers": 4, "width": 128, "heads": 4, "context": 64, "vocab": 256,
    "batch": 16, "threads": 1, "steps": 10, "params": N, "flops_per_token": F,
    "tokens_per_s_median": ..., "tokens_per_s_min": ..., "tokens_per_s_max": ...,
-   "step_ms_median": ..., "attention": "sdpa", "mfu": 0.47, "peak_gflops": 175.6}
+   "step_ms_median": ..., "attention": "sdpa", "device": "cpu", "mfu": 0.47,
+   "peak_gflops": 175.6}
 
 "mfu" (model FLOPs utilisation: F x tokens/s median over the peak) only
 with --peak-gflops (erase-bench model passes the peak it measured). Threads
@@ -43,6 +47,8 @@ line names the BLAS ("OpenBLAS SkylakeX", or "MKL" for PyPI's torch).
 Usage (repository root):
   /usr/bin/python3 bench/gpt_torch.py --size S --threads 1,2 --steps 20
   /work/venv-torch/bin/python bench/gpt_torch.py --size M --threads 1 --peak-gflops 175.6
+  python3 bench/gpt_torch.py --device cuda --blas-core env --layers 12 --width 768 --heads 12 \
+      --context 1024 --vocab 50257 --batch 8        # GPT-2 124M on a GPU
 """
 
 import argparse
@@ -108,7 +114,7 @@ class Gpt(nn.Module):
 
     def forward(self, tokens, targets):
         t = tokens.shape[1]
-        x = self.wte(tokens) + self.wpe(torch.arange(t))
+        x = self.wte(tokens) + self.wpe(torch.arange(t, device=tokens.device))
         for block in self.blocks:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied head, no bias
@@ -132,14 +138,21 @@ def bench(args, m, threads):
     model = Gpt(m["layers"], m["width"], m["heads"], m["context"], m["vocab"])
     window = torch.from_numpy(rng.integers(0, m["vocab"], (m["batch"], m["context"] + 1)))
     tokens, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
+    cuda = args.device == "cuda"
+    if cuda:  # parameters moved before the optimizer's first step creates its state
+        model.to("cuda")
+        tokens, targets = tokens.to("cuda"), targets.to("cuda")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     times = []
     for i in range(args.warmup + args.steps):
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = model(tokens, targets)
         loss.backward()
         opt.step()
+        sync()
         t1 = time.perf_counter()
         if i >= args.warmup:
             times.append(t1 - t0)
@@ -154,7 +167,9 @@ def bench(args, m, threads):
                 "tokens_per_s_min": round(float(rate.min()), 1),
                 "tokens_per_s_max": round(float(rate.max()), 1),
                 "step_ms_median": round(float(np.median(times)) * 1e3, 3),
-                "attention": "sdpa" if SDPA else "explicit"})
+                "attention": "sdpa" if SDPA else "explicit", "device": args.device})
+    if cuda:
+        out["gpu"] = torch.cuda.get_device_name()
     if args.peak_gflops:
         out["mfu"] = round(fpt * float(np.median(rate)) / (args.peak_gflops * 1e9), 4)
         out["peak_gflops"] = args.peak_gflops
@@ -175,6 +190,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--peak-gflops", type=float, default=0.0)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--blas-core", default="auto",
                     help="OpenBLAS kernel: auto (as erase), env (leave the environment's) or a name")
     args = ap.parse_args()

@@ -165,12 +165,14 @@ static double json_number(const char *line, const char *key)
 /* One run of bench/gpt_torch.py: tokens/s median, min, max in tok[0..3)
  * and its torch version in `version`; 0, or -1 when it printed no figures. */
 static int torch_gpt_point(const char *python, const char *script, const gpt_size_t *z, int threads, int steps,
-                           int warmup, double tok[3], char *version, size_t vsize)
+                           int warmup, erase_device_kind_t kind, double tok[3], char *version, size_t vsize)
 {
     char cmd[4096], line[2048];
+    /* on a GPU: PyTorch eager on the same GPU, its own BLAS setup */
     int n = snprintf(cmd, sizeof cmd, "%s %s --layers %d --width %d --heads %d --context %d --vocab %d --batch %d "
-             "--threads %d --steps %d --warmup %d 2>/dev/null", python, script, z->layers, z->width, z->heads,
-             z->context, z->vocab, z->batch, threads, steps, warmup);
+             "--threads %d --steps %d --warmup %d%s 2>/dev/null", python, script, z->layers, z->width, z->heads,
+             z->context, z->vocab, z->batch, threads, steps, warmup,
+             kind == ERASE_DEVICE_CUDA ? " --device cuda --blas-core env" : "");
     FILE *p = n > 0 && (size_t)n < sizeof cmd ? popen(cmd, "r") : NULL;
     if (!p)
         return -1;
@@ -213,7 +215,7 @@ static const char *torch_python(char *buf, size_t size)
  * medians, its MFU and the ratio.
  */
 static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z, const int *threads, int nt,
-                     int steps, int warmup, int repeats, int torch)
+                     int steps, int warmup, int repeats, int torch, erase_device_kind_t kind)
 {
     char pybuf[1024], version[64] = "?";
     const char *python = torch_python(pybuf, sizeof pybuf);
@@ -269,8 +271,8 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
             memcpy(copy, x, sizeof copy);
             med[t * repeats + r] = erase_quantile(copy, (size_t)steps, 0.5);
             double tq[3];
-            if (torch_ok && torch_gpt_point(python, script, z, threads[t], steps, warmup, tq, version,
-                                            sizeof version) != 0) {
+            if (torch_ok && torch_gpt_point(python, script, z, threads[t], steps, warmup, kind, tq,
+                                            version, sizeof version) != 0) {
                 fprintf(stderr, "erase-bench model: --torch: %s %s printed no tokens/s (is PyTorch installed "
                         "for it? ERASE_TORCH_PYTHON names another python)\n", python, script);
                 torch_ok = 0;
@@ -413,7 +415,7 @@ int bench_model(int argc, char **argv)
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
     if (gpt) {
-        int rc = bench_gpt(dev, s, &z, threads, nt, steps, warmup, repeats, torch);
+        int rc = bench_gpt(dev, s, &z, threads, nt, steps, warmup, repeats, torch, kind);
         erase_stream_destroy(s);
         erase_device_close(dev);
         return rc;
