@@ -211,8 +211,8 @@ static const char *torch_python(char *buf, size_t size)
  * the serial step: mode off; AdamW lr 1e-3, no weight decay) on one random
  * batch, then (with --torch) bench/gpt_torch.py on the same point. Prints a
  * row per thread count: erase's tokens/s min and max over every timed
- * step, the median of the repeats' medians, MFU; PyTorch's median of
- * medians, its MFU and the ratio.
+ * step, the median of the repeats' medians, MFU; PyTorch's min, max and
+ * median of medians, its MFU and the ratio of the medians.
  */
 static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z, const int *threads, int nt,
                      int steps, int warmup, int repeats, int torch, erase_device_kind_t kind)
@@ -291,22 +291,24 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     bench_spread_check(gf, "SGEMM 1024^3 on 1 thread", "GFLOP/s");
     if (torch_ok)
         printf("# torch: %s %s, PyTorch %s (interleaved with erase, repeat by repeat)\n", python, script, version);
-    printf("%-5s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
-           "tok/s_min", "tok/s", "tok/s_max", "step_ms", "MFU", "torch_min", "torch", "torch_max", "x_torch");
+    printf("%-5s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
+           "tok/s_min", "tok/s", "tok/s_max", "step_ms", "MFU", "torch_min", "torch", "torch_max", "torch_MFU",
+           "x_torch");
     for (int t = 0; t < nt; t++) {
         bench_spread_t sp = bench_spread(tok + (size_t)t * per, per);
         double m = erase_quantile(med + t * repeats, (size_t)repeats, 0.5);
         double mfu = 100.0 * fpt * m / (threads[t] * peak * 1e9);
-        char tc[3][32] = { "-", "-", "-" }, rc[32] = "-";
+        char tc[4][32] = { "-", "-", "-", "-" }, rc[32] = "-";
         if (torch_ok) {
             double tm = erase_quantile(tmed + t * repeats, (size_t)repeats, 0.5);
             snprintf(tc[0], sizeof tc[0], "%.0f", tmin[t]);
             snprintf(tc[1], sizeof tc[1], "%.0f", tm);
             snprintf(tc[2], sizeof tc[2], "%.0f", tmax[t]);
+            snprintf(tc[3], sizeof tc[3], "%.1f%%", 100.0 * fpt * tm / (threads[t] * peak * 1e9));
             snprintf(rc, sizeof rc, "%.2fx", m / tm);
         }
-        printf("%-5s %6s %6d %7d %9.0f %9.0f %9.0f %9.2f %5.1f%% %9s %9s %9s %8s\n", "gpt", z->name, z->batch,
-               threads[t], sp.min, m, sp.max, tokens / m * 1e3, mfu, tc[0], tc[1], tc[2], rc);
+        printf("%-5s %6s %6d %7d %9.0f %9.0f %9.0f %9.2f %5.1f%% %9s %9s %9s %9s %8s\n", "gpt", z->name, z->batch,
+               threads[t], sp.min, m, sp.max, tokens / m * 1e3, mfu, tc[0], tc[1], tc[2], tc[3], rc);
         char what[64];
         snprintf(what, sizeof what, "gpt %s on %d thread%s", z->name, threads[t], threads[t] > 1 ? "s" : "");
         bench_spread_check(sp, what, "tokens/s");

@@ -54,21 +54,23 @@ cat >"$dir/torch-stub" <<'EOF2'
 echo '{"framework": "pytorch", "torch": "stub", "model": "gpt", "tokens_per_s_median": 1000.0, "tokens_per_s_min": 900.0, "tokens_per_s_max": 1100.0}'
 EOF2
 chmod +x "$dir/torch-stub"
-gpt_model="model size batch threads tok/s_min tok/s tok/s_max step_ms MFU torch_min torch torch_max x_torch"
+gpt_model="model size batch threads tok/s_min tok/s tok/s_max step_ms MFU torch_min torch torch_max torch_MFU x_torch"
 ERASE_TORCH_PYTHON=$dir/torch-stub apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1,2 \
     --steps 2 --warmup 0 --repeats 2 --torch >"$dir/gpt" 2>"$dir/gpt.err"
 rc=$?
-[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 9 && [ "$(grep -c '^gpt ' "$dir/gpt")" = 2 ] &&
+[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && [ "$(grep -c '^gpt ' "$dir/gpt")" = 2 ] &&
     grep -q '^# FLOPs per token 6N + 12LCT = 45696 (N = 7104 parameters without the position embedding)$' "$dir/gpt" &&
     grep -q "^# torch: $dir/torch-stub .*/bench/gpt_torch.py, PyTorch stub " "$dir/gpt" &&
     grep '^gpt ' "$dir/gpt" | awk '
         $2 != "custom" || $3 != 2 || $10 != 900 || $11 != 1000 || $12 != 1100 { bad = 1 }
-        $13 != sprintf("%.2fx", $6 / 1000) { bad = 1 }
-        # MFU from the printed (rounded) figures: within the last digit
+        $14 != sprintf("%.2fx", $6 / 1000) { bad = 1 }
+        # MFUs from the printed (rounded) figures: within the last digit
         { mfu = 100 * 45696 * $6 / ($4 * peak * 1e9); d = substr($9, 1, length($9) - 1) - mfu }
         $5 > $6 || $6 > $7 || $9 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
+        { mfu = 100 * 45696 * 1000 / ($4 * peak * 1e9); d = substr($13, 1, length($13) - 1) - mfu }
+        $13 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
         END { exit bad }' peak="$(sed -n 's/^# peak: SGEMM 1024^3 on 1 thread \([0-9.]*\) GFLOP\/s .*/\1/p' "$dir/gpt")"
-tap $? "erase-bench model --model gpt --torch: tokens/s min <= median <= max, MFU, PyTorch's min, median, max and the ratio (status $rc)"
+tap $? "erase-bench model --model gpt --torch: tokens/s min <= median <= max, MFU, PyTorch's min, median, max, MFU and the ratio (status $rc)"
 tap_report "$dir/gpt"; [ $rc = 0 ] || tap_report "$dir/gpt.err"
 
 printf '#!/bin/sh\nexit 1\n' >"$dir/torch-none"
@@ -76,7 +78,7 @@ chmod +x "$dir/torch-none"
 ERASE_TORCH_PYTHON=$dir/torch-none apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1 \
     --steps 2 --warmup 0 --repeats 1 --torch >"$dir/gpt" 2>"$dir/gpt.err"
 rc=$?
-[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 9 && grep '^gpt ' "$dir/gpt" | grep -q ' - *- *- *-$' &&
+[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && grep '^gpt ' "$dir/gpt" | grep -q ' - *- *- *- *-$' &&
     grep -q -F "erase-bench model: --torch: $dir/torch-none $(cd "${srcdir:-.}" && pwd)/bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err"
 tap $? "erase-bench model --model gpt --torch with a python that prints nothing: said on stderr, the torch columns '-' (status $rc)"
 tap_report "$dir/gpt.err"
