@@ -17,7 +17,7 @@ static const struct {
     { "gemm", bench_gemm, "SGEMM GFLOP/s on 1 and 2 BLAS threads, share of the measured peak" },
     { "streams", bench_streams, "the same GEMM work on one stream vs two streams: overlap ratio" },
     { "schedules", bench_schedules, "early-backward modes vs off: QPS p50/p90, ratio, overlap (mpirun for ranks)" },
-    { "model", bench_model, "training samples/s of ctr and mlp, GEMM share, ratio to PyTorch (--torch)" },
+    { "model", bench_model, "training samples/s of ctr and mlp, GEMM share; gpt tokens/s and MFU; ratio to PyTorch (--torch)" },
     { "allreduce", bench_allreduce, "all-reduce time, algbw, busbw, #wrong for 4 B .. 64 MiB (under mpirun)" },
     { "data", bench_data, "converter lines/s and CTR reader samples/s on one core (compressed and not)" },
     { "subnormal", bench_subnormal, "samples/s early vs late as a model memorizes a batch (ERASE_FTZ=0: no flush-to-zero)" },

@@ -9,6 +9,12 @@
  * --torch, the same model trained by PyTorch (bench/torch_ctr.py) in the
  * same run (on the same device: PyTorch eager on the GPU with --device
  * cuda), and the ratio erase / PyTorch of the p50s.
+ *
+ * --model gpt: training tokens/s of the gpt model without cuts (issue 15's
+ * sizes S and M, or any), min, median and max over the timed steps, its
+ * MFU (FLOPs per token 6N + 12LCT over `threads` times the 1-thread SGEMM
+ * peak, measured before each repeat), and with --torch bench/gpt_torch.py's
+ * figures of the same model, interleaved with erase's repeat by repeat.
  */
 #include "apps/bench/bench.h"
 
@@ -113,22 +119,235 @@ static double torch_point(const char *python, const char *script, const char *mo
     return qps;
 }
 
+/* A size of the gpt model: issue 15's S and M, or any. */
+typedef struct {
+    char name[8];
+    int layers, width, heads, context, batch, vocab;
+} gpt_size_t;
+
+static const gpt_size_t gpt_sizes[] = { { "S", 4, 128, 4, 64, 16, 256 }, { "M", 6, 384, 6, 256, 8, 256 } };
+
+/* --size S, M or LAYERS,WIDTH,HEADS,CONTEXT,VOCAB (batch: the size's, or
+ * 16); 0, or -1 for anything else (widths not a multiple of heads too). */
+static int gpt_size_parse(const char *text, gpt_size_t *z)
+{
+    for (size_t i = 0; i < sizeof gpt_sizes / sizeof gpt_sizes[0]; i++)
+        if (!strcmp(text, gpt_sizes[i].name)) {
+            *z = gpt_sizes[i];
+            return 0;
+        }
+    int v[5];
+    if (bench_parse_list(text, v, 5) != 5 || v[1] % v[2])
+        return -1;
+    *z = (gpt_size_t){ "custom", v[0], v[1], v[2], v[3], 16, v[4] };
+    return 0;
+}
+
+/* FLOPs of training per token as nanoGPT and PaLM count them: 6N + 12LCT,
+ * N the parameters without the position embedding (the tied LM head
+ * once): N = L(12C^2 + 13C) + 2C + VC. *params = N. */
+static double gpt_flops_per_token(const gpt_size_t *z, double *params)
+{
+    double L = z->layers, C = z->width, T = z->context, V = z->vocab;
+    *params = L * (12 * C * C + 13 * C) + 2 * C + V * C;
+    return 6 * *params + 12 * L * C * T;
+}
+
+/* The number after `"key": ` in the JSON line, or -1 if absent. */
+static double json_number(const char *line, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(line, k);
+    return p ? atof(p + strlen(k)) : -1;
+}
+
+/* One run of bench/gpt_torch.py: tokens/s median, min, max in tok[0..3)
+ * and its torch version in `version`; 0, or -1 when it printed no figures. */
+static int torch_gpt_point(const char *python, const char *script, const gpt_size_t *z, int threads, int steps,
+                           int warmup, erase_device_kind_t kind, double tok[3], char *version, size_t vsize)
+{
+    char cmd[4096], line[2048];
+    /* on a GPU: PyTorch eager on the same GPU, its own BLAS setup */
+    int n = snprintf(cmd, sizeof cmd, "%s %s --layers %d --width %d --heads %d --context %d --vocab %d --batch %d "
+             "--threads %d --steps %d --warmup %d%s 2>/dev/null", python, script, z->layers, z->width, z->heads,
+             z->context, z->vocab, z->batch, threads, steps, warmup,
+             kind == ERASE_DEVICE_CUDA ? " --device cuda --blas-core env" : "");
+    FILE *p = n > 0 && (size_t)n < sizeof cmd ? popen(cmd, "r") : NULL;
+    if (!p)
+        return -1;
+    tok[0] = -1;
+    while (fgets(line, sizeof line, p)) {
+        if (!strstr(line, "\"tokens_per_s_median\": "))
+            continue;
+        tok[0] = json_number(line, "tokens_per_s_median");
+        tok[1] = json_number(line, "tokens_per_s_min");
+        tok[2] = json_number(line, "tokens_per_s_max");
+        const char *v = strstr(line, "\"torch\": \"");
+        if (v)
+            snprintf(version, vsize, "%.*s", (int)strcspn(v + 10, "\""), v + 10);
+    }
+    pclose(p);
+    return tok[0] > 0 ? 0 : -1;
+}
+
+/* The python of --torch: $ERASE_TORCH_PYTHON, else an activated venv's
+ * ($VIRTUAL_ENV/bin/python, where PyTorch 2.x from PyPI lives), else
+ * Debian's /usr/bin/python3. */
+static const char *torch_python(char *buf, size_t size)
+{
+    if (getenv("ERASE_TORCH_PYTHON"))
+        return getenv("ERASE_TORCH_PYTHON");
+    if (getenv("VIRTUAL_ENV")) {
+        snprintf(buf, size, "%s/bin/python", getenv("VIRTUAL_ENV"));
+        return buf;
+    }
+    return "/usr/bin/python3";
+}
+
+/*
+ * erase-bench model --model gpt: for each of `repeats` repeats, for each
+ * thread count, `warmup` + `steps` training steps of erase's gpt (no cuts,
+ * the serial step: mode off; AdamW lr 1e-3, no weight decay) on one random
+ * batch, then (with --torch) bench/gpt_torch.py on the same point. Prints a
+ * row per thread count: erase's tokens/s min and max over every timed
+ * step, the median of the repeats' medians, MFU; PyTorch's min, max and
+ * median of medians, its MFU and the ratio of the medians.
+ */
+static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z, const int *threads, int nt,
+                     int steps, int warmup, int repeats, int torch, erase_device_kind_t kind)
+{
+    char pybuf[1024], version[64] = "?";
+    const char *python = torch_python(pybuf, sizeof pybuf);
+    const char *script = ERASE_SRCDIR "/bench/gpt_torch.py";
+    double params, fpt = gpt_flops_per_token(z, &params);
+    printf("# gpt %s: %d layers, width %d, %d heads, context %d, vocab %d, batch %d, no cuts, mode off\n", z->name,
+           z->layers, z->width, z->heads, z->context, z->vocab, z->batch);
+    printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the position embedding)\n", fpt,
+           params);
+
+    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_GPT);
+    cfg.cut_mask = 0;
+    cfg.gpt.layers = z->layers;
+    cfg.gpt.width = z->width;
+    cfg.gpt.heads = z->heads;
+    cfg.gpt.context = z->context;
+    cfg.gpt.vocab = z->vocab;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_batch_t batch;
+    erase_status_t st = erase_network_create(dev, &cfg, z->batch, &net);
+    if (st != ERASE_OK) {
+        fprintf(stderr, "erase-bench model: gpt %s: %s\n", z->name, erase_error_message());
+        return 1;
+    }
+    ERASE_MUST(erase_optimizer_create(net, &ocfg, &opt));
+    ERASE_MUST(erase_batch_random(net, z->batch, 7, &batch));
+    size_t per = (size_t)steps * (size_t)repeats;
+    double *tok = calloc(per * (size_t)nt, sizeof(double)), *med = calloc((size_t)(repeats * nt), sizeof(double));
+    double *tmed = calloc((size_t)(repeats * nt), sizeof(double)), *tmin = calloc((size_t)nt, sizeof(double));
+    double *tmax = calloc((size_t)nt, sizeof(double));
+    double *peaks = calloc((size_t)repeats, sizeof(double));
+    if (!tok || !med || !tmed || !tmin || !tmax || !peaks)
+        erase_fatal(__FILE__, __LINE__, "allocate the samples", ERASE_ERR_NOMEM);
+    int torch_ok = torch;
+    double tokens = (double)z->batch * z->context;
+    for (int r = 0; r < repeats; r++) {
+        /* the peak, a sample before each repeat: a busy spell lowers it and the steps alike */
+        ERASE_MUST(erase_device_set_blas_threads(dev, 1));
+        peaks[r] = sgemm_peak(dev, s).median;
+        for (int t = 0; t < nt; t++) {
+            ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));
+            double *x = tok + (size_t)t * per + (size_t)r * (size_t)steps;
+            for (int i = 0; i < warmup + steps; i++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_train_step_serial(net, opt, s, &batch));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (i >= warmup)
+                    x[i - warmup] = tokens / (erase_now_s() - t0);
+            }
+            double copy[steps];
+            memcpy(copy, x, sizeof copy);
+            med[t * repeats + r] = erase_quantile(copy, (size_t)steps, 0.5);
+            double tq[3];
+            if (torch_ok && torch_gpt_point(python, script, z, threads[t], steps, warmup, kind, tq,
+                                            version, sizeof version) != 0) {
+                fprintf(stderr, "erase-bench model: --torch: %s %s printed no tokens/s (is PyTorch installed "
+                        "for it? ERASE_TORCH_PYTHON names another python)\n", python, script);
+                torch_ok = 0;
+            }
+            if (torch_ok) {
+                tmed[t * repeats + r] = tq[0];
+                tmin[t] = r == 0 || tq[1] < tmin[t] ? tq[1] : tmin[t];
+                tmax[t] = r == 0 || tq[2] > tmax[t] ? tq[2] : tmax[t];
+            }
+        }
+    }
+    bench_spread_t gf = bench_spread(peaks, (size_t)repeats);
+    double peak = gf.median;
+    printf("# peak: SGEMM 1024^3 on 1 thread %.1f GFLOP/s (median of a sample before each repeat; min %.1f, "
+           "max %.1f); MFU over threads x peak\n", gf.median, gf.min, gf.max);
+    bench_spread_check(gf, "SGEMM 1024^3 on 1 thread", "GFLOP/s");
+    if (torch_ok)
+        printf("# torch: %s %s, PyTorch %s (interleaved with erase, repeat by repeat)\n", python, script, version);
+    printf("%-5s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
+           "tok/s_min", "tok/s", "tok/s_max", "step_ms", "MFU", "torch_min", "torch", "torch_max", "torch_MFU",
+           "x_torch");
+    for (int t = 0; t < nt; t++) {
+        bench_spread_t sp = bench_spread(tok + (size_t)t * per, per);
+        double m = erase_quantile(med + t * repeats, (size_t)repeats, 0.5);
+        double mfu = 100.0 * fpt * m / (threads[t] * peak * 1e9);
+        char tc[4][32] = { "-", "-", "-", "-" }, rc[32] = "-";
+        if (torch_ok) {
+            double tm = erase_quantile(tmed + t * repeats, (size_t)repeats, 0.5);
+            snprintf(tc[0], sizeof tc[0], "%.0f", tmin[t]);
+            snprintf(tc[1], sizeof tc[1], "%.0f", tm);
+            snprintf(tc[2], sizeof tc[2], "%.0f", tmax[t]);
+            snprintf(tc[3], sizeof tc[3], "%.1f%%", 100.0 * fpt * tm / (threads[t] * peak * 1e9));
+            snprintf(rc, sizeof rc, "%.2fx", m / tm);
+        }
+        printf("%-5s %6s %6d %7d %9.0f %9.0f %9.0f %9.2f %5.1f%% %9s %9s %9s %9s %8s\n", "gpt", z->name, z->batch,
+               threads[t], sp.min, m, sp.max, tokens / m * 1e3, mfu, tc[0], tc[1], tc[2], tc[3], rc);
+        char what[64];
+        snprintf(what, sizeof what, "gpt %s on %d thread%s", z->name, threads[t], threads[t] > 1 ? "s" : "");
+        bench_spread_check(sp, what, "tokens/s");
+    }
+    free(tok);
+    free(med);
+    free(tmed);
+    free(tmin);
+    free(tmax);
+    free(peaks);
+    erase_batch_free_random(net, &batch);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: erase-bench model [--model ctr|mlp|both] [--batch LIST] [--threads LIST]\n"
+    fprintf(f, "usage: erase-bench model [--model ctr|mlp|both|gpt] [--batch LIST] [--threads LIST]\n"
                "                         [--steps N] [--warmup N] [--cuts all|none] [--torch]\n"
-               "                         [--device cpu|cuda]\n"
+               "                         [--device cpu|cuda] [--size S|M|L,C,H,T,V] [--repeats R]\n"
                "  defaults: both models, --batch 256,1024,4096,8192 --threads 1,2 --steps 20 --warmup 3\n"
                "            --device cpu\n"
-               "  --torch     also time bench/torch_ctr.py (PyTorch) on the same points\n"
-               "              (ERASE_TORCH_PYTHON, default /usr/bin/python3)\n");
+               "  --torch     also time bench/torch_ctr.py (PyTorch) on the same points (the python:\n"
+               "              ERASE_TORCH_PYTHON, else $VIRTUAL_ENV/bin/python, else /usr/bin/python3)\n"
+               "  --model gpt training tokens/s of the gpt model, no cuts, mode off: min, median, max;\n"
+               "              MFU (FLOPs per token 6N + 12LCT over threads x the 1-thread SGEMM peak);\n"
+               "              --size S (4 layers, width 128, 4 heads, context 64, batch 16, vocab 256),\n"
+               "              M (6, 384, 6, 256, batch 8, vocab 256) or layers,width,heads,context,vocab\n"
+               "              (--batch: one batch size); --repeats R (default 3) interleaved repeats;\n"
+               "              defaults --steps 10; --torch runs bench/gpt_torch.py between erase's\n"
+               "              repeats\n");
 }
 
 int bench_model(int argc, char **argv)
 {
     const char *models = "both", *batch_text = "256,1024,4096,8192", *thread_text = "1,2", *cuts = "all";
-    const char *device = "cpu";
-    int steps = 20, warmup = 3, torch = 0;
+    const char *device = "cpu", *size = "S";
+    int steps = -1, warmup = 3, torch = 0, repeats = 3, batch_given = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
                                           { "threads", required_argument, 0, 't' },
@@ -137,18 +356,22 @@ int bench_model(int argc, char **argv)
                                           { "cuts", required_argument, 0, 'c' },
                                           { "torch", no_argument, 0, 'T' },
                                           { "device", required_argument, 0, 'd' },
+                                          { "size", required_argument, 0, 'z' },
+                                          { "repeats", required_argument, 0, 'r' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': models = optarg; break;
-        case 'b': batch_text = optarg; break;
+        case 'b': batch_text = optarg; batch_given = 1; break;
         case 't': thread_text = optarg; break;
         case 'n': steps = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
         case 'c': cuts = optarg; break;
         case 'T': torch = 1; break;
         case 'd': device = optarg; break;
+        case 'z': size = optarg; break;
+        case 'r': repeats = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -160,13 +383,29 @@ int bench_model(int argc, char **argv)
         fprintf(stderr, "erase-bench model: --device %s: expected cpu or cuda\n", device);
         return 2;
     }
-    if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 ||
+    int gpt = !strcmp(models, "gpt");
+    gpt_size_t z;
+    if (steps == -1)
+        steps = gpt ? 10 : 20;
+    if (gpt && gpt_size_parse(size, &z) != 0) {
+        fprintf(stderr, "erase-bench model: --size %s: expected S, M or layers,width,heads,context,vocab "
+                "(positive, width a multiple of heads)\n", size);
+        return 2;
+    }
+    if (gpt && batch_given && nb != 1) {
+        fprintf(stderr, "erase-bench model: --batch %s: --model gpt takes one batch size\n", batch_text);
+        return 2;
+    }
+    if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 || repeats < 1 ||
         (strcmp(cuts, "all") && strcmp(cuts, "none")) ||
-        (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both"))) {
+        (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both") && !gpt)) {
         usage(stderr);
         return 2;
     }
-    const char *python = getenv("ERASE_TORCH_PYTHON") ? getenv("ERASE_TORCH_PYTHON") : "/usr/bin/python3";
+    if (gpt && batch_given)
+        z.batch = batches[0];
+    char pybuf[1024];
+    const char *python = torch_python(pybuf, sizeof pybuf);
     const char *script = ERASE_SRCDIR "/bench/torch_ctr.py";
 
     erase_device_options_t dopt = erase_device_options_default();
@@ -177,6 +416,12 @@ int bench_model(int argc, char **argv)
         return 1;
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
+    if (gpt) {
+        int rc = bench_gpt(dev, s, &z, threads, nt, steps, warmup, repeats, torch, kind);
+        erase_stream_destroy(s);
+        erase_device_close(dev);
+        return rc;
+    }
     double peak[8];
     for (int t = 0; t < nt; t++) {
         ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));

@@ -21,6 +21,14 @@
  * global order, a new batch every step, copied into each mode's fixed
  * device batch before its step (as erase-train does); without it every
  * mode trains on one fixed random batch.
+ *
+ * `--model gpt`: the ERASE NanoChat setting, the gpt model with two cuts
+ * (6 layers cut at 2 and 4: three sub-graphs of two layers, local LM heads
+ * on the first two), at each of --widths (heads = width / 64, at least 1)
+ * and each batch (sequences of --context tokens): from kernels too small
+ * to fill the machine, where a backward on a side stream runs in the
+ * forward's idle time, to kernels that fill it, where early backward
+ * stops paying (the paper's saturation limit).
  */
 #include "apps/bench/bench.h"
 
@@ -181,13 +189,19 @@ done:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all]\n"
+    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all|gpt]\n"
                "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N]\n"
+               "          [--widths LIST] [--context T]\n"
                "          [--feasibility [--data DIR]] [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
                "  --feasibility  the ERASE paper's MLP table (--batch 64,256,1024 unless given);\n"
                "                 --data DIR: on classification shards (erase-convert mnist ... -o X:\n"
                "                 --data X/train), a new batch every step; else synthetic batches\n"
-               "  defaults: --model all --batch 64,256,1024,4096 --modes off,blocking,async,graph\n"
+               "  --model gpt    the two-cut gpt (6 layers cut at 2 and 4: three sub-graphs; heads =\n"
+               "                 width / 64, vocab 256) at each of --widths (default 64,128,384) and\n"
+               "                 --batch (sequences of --context tokens; defaults 2,8,32 and 64);\n"
+               "                 QPS = sequences/s; --steps 10 --warmup 3 unless given\n"
+               "  defaults: --model all (ctr, ctr-nocuts, mlp) --batch 64,256,1024,4096\n"
+               "            --modes off,blocking,async,graph\n"
                "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n"
                "            --gemm fp32 (tf32, bf16: tensor cores, cuda only)\n");
 }
@@ -304,11 +318,31 @@ static int feasibility(erase_device_t *dev, erase_comm_t *dp, const feas_options
     return 0;
 }
 
+/* One row per mode of model `name` at `batch`: the modes interleaved
+ * untraced, then a shorter traced run for the overlap. */
+static void schedules_point(erase_device_t *dev, erase_comm_t *dp, const erase_model_config_t *cfg, const char *name,
+                            int batch, const erase_early_backward_t *modes, int nmodes, int steps, int warmup,
+                            int root)
+{
+    point_t p[4], traced[4];
+    ERASE_MUST(run_points(dev, cfg, batch, modes, nmodes, steps, warmup, 0, dp, NULL, p));
+    ERASE_MUST(run_points(dev, cfg, batch, modes, nmodes, steps / 3 + 1, 2, 1, dp, NULL, traced));
+    for (int k = 0; k < nmodes && root; k++) {
+        printf("%-10s %6d %-9s %12.0f %12.0f %7.2fx %7.2fx %8.2f %8.2f %8.2f %7.0f%% %8d\n", name, batch,
+               erase_early_backward_name(modes[k]), p[k].p50, p[k].p90, p[k].p50 / p[0].p50, p[k].p90 / p[0].p90,
+               p[k].ms.min, p[k].step_ms, p[k].ms.max, 100 * traced[k].overlap, p[k].threads);
+        char what[64];
+        snprintf(what, sizeof what, "%s batch %d, %s", name, batch, erase_early_backward_name(modes[k]));
+        bench_spread_check(p[k].ms, what, "ms");
+    }
+    fflush(stdout);
+}
+
 int bench_schedules(int argc, char **argv)
 {
     const char *models = "all", *batch_text = NULL, *mode_text = "off,blocking,async,graph";
-    const char *device = "cpu", *gemm = "fp32", *data = NULL;
-    int steps = 30, warmup = 5, feas = 0;
+    const char *device = "cpu", *gemm = "fp32", *data = NULL, *width_text = "64,128,384";
+    int steps = -1, warmup = -1, feas = 0, context = 64;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
                                           { "modes", required_argument, 0, 'o' },
@@ -318,6 +352,8 @@ int bench_schedules(int argc, char **argv)
                                           { "data", required_argument, 0, 'D' },
                                           { "device", required_argument, 0, 'd' },
                                           { "gemm", required_argument, 0, 'g' },
+                                          { "widths", required_argument, 0, 'W' },
+                                          { "context", required_argument, 0, 'T' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -331,15 +367,21 @@ int bench_schedules(int argc, char **argv)
         case 'D': data = optarg; break;
         case 'd': device = optarg; break;
         case 'g': gemm = optarg; break;
+        case 'W': width_text = optarg; break;
+        case 'T': context = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    int batches[16], nmodes = 0;
+    int batches[16], nmodes = 0, widths[8], gpt = !strcmp(models, "gpt");
     erase_early_backward_t modes[4];
     if (!batch_text)
-        batch_text = feas ? "64,256,1024" : "64,256,1024,4096";
-    int nb = bench_parse_list(batch_text, batches, 16);
+        batch_text = feas ? "64,256,1024" : gpt ? "2,8,32" : "64,256,1024,4096";
+    if (steps == -1)
+        steps = gpt ? 10 : 30;
+    if (warmup == -1)
+        warmup = gpt ? 3 : 5;
+    int nb = bench_parse_list(batch_text, batches, 16), nw = bench_parse_list(width_text, widths, 8);
     erase_device_kind_t kind;
     erase_gemm_precision_t precision;
     if (bench_parse_device(device, &kind) != 0) {
@@ -361,8 +403,15 @@ int bench_schedules(int argc, char **argv)
         modes[nmodes++] = (erase_early_backward_t)m;
     }
     free(mlist);
-    if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp")) {
-        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp or all\n", models);
+    if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp") &&
+        !gpt) {
+        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp, all or gpt\n", models);
+        return 2;
+    }
+    if (gpt && (nw <= 0 || context < 1 || feas)) {
+        fprintf(stderr, "erase-bench schedules: --model gpt: --widths a list of widths >= 1, --context >= 1, "
+                "no --feasibility\n");
+        usage(stderr);
         return 2;
     }
     if (data && !feas) {
@@ -407,31 +456,34 @@ int bench_schedules(int argc, char **argv)
         erase_world_finalize();
         return rc;
     }
+    if (root && gpt)
+        printf("# gpt: 6 layers cut at 2 and 4 (three sub-graphs), heads = width / 64, context %d, vocab 256; "
+               "model gpt/wC: width C; batch: sequences (QPS: sequences/s)\n", context);
     if (root)
         printf("%-10s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
                "qps_p90", "x_off", "x_off90", "min_ms", "step_ms", "max_ms", "overlap", "threads");
-    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp" };
-    for (int m = 0; m < 3; m++) {
-        if (strcmp(models, "all") && strcmp(models, names[m]))
+    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt" };
+    for (int m = 0; m < 4; m++) {
+        if (gpt ? m != 3 : (strcmp(models, "all") || m == 3) && strcmp(models, names[m]))
             continue;
-        erase_model_config_t cfg = erase_model_config_default(m == 2 ? ERASE_MODEL_MLP : ERASE_MODEL_CTR);
+        erase_model_config_t cfg = erase_model_config_default(m == 3 ? ERASE_MODEL_GPT
+                                                              : m == 2 ? ERASE_MODEL_MLP : ERASE_MODEL_CTR);
         if (m == 1)
             cfg.cut_mask = 0;
-        for (int bi = 0; bi < nb; bi++) {
-            point_t p[4], traced[4];
-            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps, warmup, 0, dp, NULL, p));
-            ERASE_MUST(run_points(dev, &cfg, batches[bi], modes, nmodes, steps / 3 + 1, 2, 1, dp, NULL, traced));
-            for (int k = 0; k < nmodes && root; k++) {
-                printf("%-10s %6d %-9s %12.0f %12.0f %7.2fx %7.2fx %8.2f %8.2f %8.2f %7.0f%% %8d\n", names[m],
-                       batches[bi], erase_early_backward_name(modes[k]), p[k].p50, p[k].p90, p[k].p50 / p[0].p50,
-                       p[k].p90 / p[0].p90, p[k].ms.min, p[k].step_ms, p[k].ms.max, 100 * traced[k].overlap,
-                       p[k].threads);
-                char what[64];
-                snprintf(what, sizeof what, "%s batch %d, %s", names[m], batches[bi],
-                         erase_early_backward_name(modes[k]));
-                bench_spread_check(p[k].ms, what, "ms");
+        for (int wi = 0; wi < (m == 3 ? nw : 1); wi++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s", names[m]);
+            if (m == 3) {
+                cfg.gpt.layers = 6;
+                cfg.gpt.width = widths[wi];
+                cfg.gpt.heads = widths[wi] >= 64 && widths[wi] % 64 == 0 ? widths[wi] / 64 : 1;
+                cfg.gpt.context = context;
+                cfg.gpt.vocab = 256;
+                cfg.cut_mask = 1u << 2 | 1u << 4;
+                snprintf(name, sizeof name, "gpt/w%d", widths[wi]);
             }
-            fflush(stdout);
+            for (int bi = 0; bi < nb; bi++)
+                schedules_point(dev, dp, &cfg, name, batches[bi], modes, nmodes, steps, warmup, root);
         }
     }
     erase_device_close(dev);

@@ -9,6 +9,8 @@ APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
 # erase-convert text / tokens and erase-inspect data of token shards (issue 15)
 APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
+# jobs/trace-svg: boxes labelled with their block and pass, a legend (issue 15)
+APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 

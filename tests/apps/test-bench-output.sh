@@ -2,13 +2,14 @@
 # erase-bench's tables give the spread of every figure's samples (min,
 # median, max) beside it: gemm with the FMA peak measured between its
 # samples, streams, model and schedules (modes interleaved); any warning
-# line is the one of bench_common.c. Sizes are fixed and tiny: the figures
+# line is the one of bench_common.c; gpt's tokens/s, MFU and PyTorch
+# columns (issue 15). Sizes are fixed and tiny: the figures
 # are not checked, only that every row has its columns and numbers (on
 # stdout: stderr has the start-up line and a sanitizer build's report).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
-echo "1..4"
+echo "1..7"
 
 # table FILE HEADER N: FILE's first non-comment line is HEADER (spaces
 # squeezed), it has rows, each ending in N numbers (or '-'), and every
@@ -44,6 +45,44 @@ rc=$?
 tap $? "erase-bench model: min, median, max of the step time (status $rc)"
 tap_report "$dir/model"; [ $rc = 0 ] || tap_report "$dir/model.err"
 
+# gpt (issue 15): a tiny size (2 layers, width 16, 2 heads, context 8,
+# vocab 32); --torch through a stand-in python (ERASE_TORCH_PYTHON) that
+# prints bench/gpt_torch.py's line with fixed figures: its min, median and
+# max are the torch columns, x_torch the ratio of the medians
+cat >"$dir/torch-stub" <<'EOF2'
+#!/bin/sh
+echo '{"framework": "pytorch", "torch": "stub", "model": "gpt", "tokens_per_s_median": 1000.0, "tokens_per_s_min": 900.0, "tokens_per_s_max": 1100.0}'
+EOF2
+chmod +x "$dir/torch-stub"
+gpt_model="model size batch threads tok/s_min tok/s tok/s_max step_ms MFU torch_min torch torch_max torch_MFU x_torch"
+ERASE_TORCH_PYTHON=$dir/torch-stub apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1,2 \
+    --steps 2 --warmup 0 --repeats 2 --torch >"$dir/gpt" 2>"$dir/gpt.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && [ "$(grep -c '^gpt ' "$dir/gpt")" = 2 ] &&
+    grep -q '^# FLOPs per token 6N + 12LCT = 45696 (N = 7104 parameters without the position embedding)$' "$dir/gpt" &&
+    grep -q "^# torch: $dir/torch-stub .*/bench/gpt_torch.py, PyTorch stub " "$dir/gpt" &&
+    grep '^gpt ' "$dir/gpt" | awk '
+        $2 != "custom" || $3 != 2 || $10 != 900 || $11 != 1000 || $12 != 1100 { bad = 1 }
+        $14 != sprintf("%.2fx", $6 / 1000) { bad = 1 }
+        # MFUs from the printed (rounded) figures: within the last digit
+        { mfu = 100 * 45696 * $6 / ($4 * peak * 1e9); d = substr($9, 1, length($9) - 1) - mfu }
+        $5 > $6 || $6 > $7 || $9 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
+        { mfu = 100 * 45696 * 1000 / ($4 * peak * 1e9); d = substr($13, 1, length($13) - 1) - mfu }
+        $13 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
+        END { exit bad }' peak="$(sed -n 's/^# peak: SGEMM 1024^3 on 1 thread \([0-9.]*\) GFLOP\/s .*/\1/p' "$dir/gpt")"
+tap $? "erase-bench model --model gpt --torch: tokens/s min <= median <= max, MFU, PyTorch's min, median, max, MFU and the ratio (status $rc)"
+tap_report "$dir/gpt"; [ $rc = 0 ] || tap_report "$dir/gpt.err"
+
+printf '#!/bin/sh\nexit 1\n' >"$dir/torch-none"
+chmod +x "$dir/torch-none"
+ERASE_TORCH_PYTHON=$dir/torch-none apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1 \
+    --steps 2 --warmup 0 --repeats 1 --torch >"$dir/gpt" 2>"$dir/gpt.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && grep '^gpt ' "$dir/gpt" | grep -q ' - *- *- *- *-$' &&
+    grep -q -F "erase-bench model: --torch: $dir/torch-none $(cd "${srcdir:-.}" && pwd)/bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err"
+tap $? "erase-bench model --model gpt --torch with a python that prints nothing: said on stderr, the torch columns '-' (status $rc)"
+tap_report "$dir/gpt.err"
+
 # under mpirun, as every test of a whole run (LeakSanitizer's exit check
 # crashes in an Open MPI singleton: the ASan build failed now and then)
 ERASE_VERBOSE=-1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-bench schedules --model mlp --batch 4 \
@@ -53,5 +92,15 @@ rc=$?
     "model batch mode qps_p50 qps_p90 x_off x_off90 min_ms step_ms max_ms overlap threads" 9 &&
     [ "$(grep -c '^mlp ' "$dir/sched")" = 2 ]
 tap $? "erase-bench schedules: min, median, max of the step time of each mode (status $rc)"
+tap_report "$dir/sched"; [ $rc = 0 ] || tap_report "$dir/sched.err"
+
+ERASE_VERBOSE=-1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-bench schedules --model gpt --widths 16,32 \
+    --context 8 --batch 2 --modes off,async --steps 2 --warmup 0 >"$dir/sched" 2>"$dir/sched.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/sched" \
+    "model batch mode qps_p50 qps_p90 x_off x_off90 min_ms step_ms max_ms overlap threads" 9 &&
+    [ "$(grep -c -E '^gpt/w16 +2 (off|async) ' "$dir/sched")" = 2 ] && [ "$(grep -c -E '^gpt/w32 +2 (off|async) ' "$dir/sched")" = 2 ] &&
+    grep -q '^# gpt: 6 layers cut at 2 and 4 (three sub-graphs), heads = width / 64, context 8, vocab 256; ' "$dir/sched"
+tap $? "erase-bench schedules --model gpt: a row per width, batch and mode (status $rc)"
 tap_report "$dir/sched"; [ $rc = 0 ] || tap_report "$dir/sched.err"
 exit 0

@@ -10,7 +10,7 @@ need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
 workdir
-echo "1..18"
+echo "1..20"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -170,6 +170,16 @@ tap $? "erase-convert synth under nohup, SIGHUP: ignored, the conversion complet
 
 apps/erase-bench schedules --model foo >/dev/null 2>"$dir/err"
 rc=$?
-expect 2 "$dir/err" "erase-bench schedules: --model foo: expected ctr, ctr-nocuts, mlp or all"
+expect 2 "$dir/err" "erase-bench schedules: --model foo: expected ctr, ctr-nocuts, mlp, all or gpt"
 tap $? "erase-bench schedules --model foo: usage error (status $rc) listing the models"
+
+apps/erase-bench model --model gpt --size 2,16,3,8,32 >/dev/null 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-bench model: --size 2,16,3,8,32: expected S, M or layers,width,heads,context,vocab (positive, width a multiple of heads)"
+tap $? "erase-bench model --model gpt --size with a width not a multiple of the heads: usage error (status $rc) saying what is expected"
+
+apps/erase-bench model --model gpt --batch 8,16 >/dev/null 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-bench model: --batch 8,16: --model gpt takes one batch size"
+tap $? "erase-bench model --model gpt --batch with two sizes: usage error (status $rc)"
 exit 0
