@@ -59,41 +59,12 @@ static double step_gemm_flop(const erase_model_config_t *c, int batch)
     return f;
 }
 
-typedef struct {
-    erase_stream_t *s;
-    float *a, *b, *c;
-} peak_job_t;
-
-static void peak_gemm(void *p)
-{
-    peak_job_t *j = p;
-    ERASE_MUST(erase_sgemm(j->s, ERASE_NO_TRANS, ERASE_NO_TRANS, 1024, 1024, 1024, 1.0f, j->a, 1024,
-                           j->b, 1024, 0.0f, j->c, 1024));
-    ERASE_MUST(erase_stream_synchronize(j->s));
-}
-
 /* SGEMM GFLOP/s of 1024^3 on the device's current thread count: the
- * spread of 5 samples of 3 products each. */
+ * spread of 5 samples of 3 products each (erase_device_sgemm_peak). */
 static bench_spread_t sgemm_peak(erase_device_t *dev, erase_stream_t *s)
 {
-    peak_job_t j = { .s = s };
-    size_t n = 1024 * 1024;
-    float *host = malloc(n * sizeof(float));
-    if (!host)
-        erase_fatal(__FILE__, __LINE__, "allocate the SGEMM inputs", ERASE_ERR_NOMEM);
-    for (size_t i = 0; i < n; i++)
-        host[i] = (float)(i % 17) * 0.01f;
-    j.a = bench_device_floats(dev, host, n);
-    j.b = bench_device_floats(dev, host, n);
-    free(host);
-    ERASE_MUST(erase_malloc(dev, n * sizeof(float), (void **)&j.c));
     double gf[5];
-    peak_gemm(&j); /* warm-up */
-    for (int k = 0; k < 5; k++)
-        gf[k] = 2.0 * 1024 * 1024 * 1024 / (bench_seconds(peak_gemm, &j, 3) / 3) / 1e9;
-    erase_free(dev, j.a);
-    erase_free(dev, j.b);
-    erase_free(dev, j.c);
+    ERASE_MUST(erase_device_sgemm_peak(dev, s, 5, gf));
     return bench_spread(gf, 5);
 }
 
@@ -141,16 +112,6 @@ static int gpt_size_parse(const char *text, gpt_size_t *z)
         return -1;
     *z = (gpt_size_t){ "custom", v[0], v[1], v[2], v[3], 16, v[4] };
     return 0;
-}
-
-/* FLOPs of training per token as nanoGPT and PaLM count them: 6N + 12LCT,
- * N the parameters without the position embedding (the tied LM head
- * once): N = L(12C^2 + 13C) + 2C + VC. *params = N. */
-static double gpt_flops_per_token(const gpt_size_t *z, double *params)
-{
-    double L = z->layers, C = z->width, T = z->context, V = z->vocab;
-    *params = L * (12 * C * C + 13 * C) + 2 * C + V * C;
-    return 6 * *params + 12 * L * C * T;
 }
 
 /* The number after `"key": ` in the JSON line, or -1 if absent. */
@@ -220,11 +181,8 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     char pybuf[1024], version[64] = "?";
     const char *python = torch_python(pybuf, sizeof pybuf);
     const char *script = ERASE_SRCDIR "/bench/gpt_torch.py";
-    double params, fpt = gpt_flops_per_token(z, &params);
     printf("# gpt %s: %d layers, width %d, %d heads, context %d, vocab %d, batch %d, no cuts, mode off\n", z->name,
            z->layers, z->width, z->heads, z->context, z->vocab, z->batch);
-    printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the position embedding)\n", fpt,
-           params);
 
     erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_GPT);
     cfg.cut_mask = 0;
@@ -242,6 +200,10 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
         fprintf(stderr, "erase-bench model: gpt %s: %s\n", z->name, erase_error_message());
         return 1;
     }
+    /* as nanoGPT and PaLM count them (erase_network_flops_per_sample) */
+    double fpt = erase_network_flops_per_sample(net) / z->context;
+    printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the position embedding)\n", fpt,
+           (fpt - 12.0 * z->layers * z->width * z->context) / 6);
     ERASE_MUST(erase_optimizer_create(net, &ocfg, &opt));
     ERASE_MUST(erase_batch_random(net, z->batch, 7, &batch));
     size_t per = (size_t)steps * (size_t)repeats;

@@ -400,8 +400,11 @@ static erase_status_t setup_training(run_t *r)
         r->units = r->task->units_per_sample(&r->cfg);
     r->flops = erase_network_flops_per_sample(r->net);
     /* every rank at once, as they train: the cores they share are busy alike */
-    if (r->flops > 0 && !o->eval_only)
-        TRY(erase_device_sgemm_peak(r->dev, erase_sched_main_stream(r->sched), 5, &r->peak_gflops));
+    if (r->flops > 0 && !o->eval_only) {
+        double gf[5];
+        TRY(erase_device_sgemm_peak(r->dev, erase_sched_main_stream(r->sched), 5, gf));
+        r->peak_gflops = erase_quantile(gf, 5, 0.5);
+    }
     return ERASE_OK;
 }
 

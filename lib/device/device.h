@@ -287,13 +287,14 @@ erase_status_t erase_sgemm_strided_batched(erase_stream_t *stream, erase_trans_t
                                            float *c, int ldc, int64_t stride_c, int batch);
 
 /*
- * The device's SGEMM peak as erase measures it: the median GFLOP/s
- * (1e9 floating-point operations per second, 2 per multiply-add) of
- * `samples` (1 to 64) samples of three 1024 x 1024 x 1024 erase_sgemm
- * products on stream s, after one warm-up sample, with the stream's BLAS
- * threads (lib/device/peak.c). The basis of MFU in erase-train and
- * erase-bench. Takes about 0.1 s per sample at 100 GFLOP/s. Errors:
- * ERASE_ERR_INVALID (samples), ERASE_ERR_NOMEM, those of the GEMM.
+ * The device's SGEMM peak as erase measures it: `samples` (1 to 64)
+ * samples of GFLOP/s (1e9 floating-point operations per second, 2 per
+ * multiply-add), each of three 1024 x 1024 x 1024 erase_sgemm products on
+ * stream s, after one warm-up sample, with the stream's BLAS threads, in
+ * gflops[0 .. samples) (lib/device/peak.c; callers take the median). The
+ * basis of MFU in erase-train and erase-bench. About 0.1 s per sample at
+ * 100 GFLOP/s. Errors: ERASE_ERR_INVALID (samples), ERASE_ERR_NOMEM,
+ * those of the GEMM.
  */
 erase_status_t erase_device_sgemm_peak(erase_device_t *dev, erase_stream_t *s, int samples, double *gflops);
 

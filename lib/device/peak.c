@@ -4,7 +4,6 @@
  */
 #include "lib/device/device.h"
 
-#include "lib/core/stats.h"
 #include "lib/core/timer.h"
 
 #include <stdlib.h>
@@ -26,7 +25,6 @@ erase_status_t erase_device_sgemm_peak(erase_device_t *dev, erase_stream_t *s, i
         st = erase_malloc(dev, n * sizeof(float), (void **)&m[k]);
     for (int k = 0; st == ERASE_OK && k < 2; k++)
         st = erase_memcpy_sync(dev, m[k], host, n * sizeof(float));
-    double gf[64];
     for (int k = -1; st == ERASE_OK && k < samples; k++) { /* k = -1: warm-up */
         double t0 = erase_now_s();
         for (int r = 0; st == ERASE_OK && r < PEAK_REPS; r++)
@@ -36,7 +34,7 @@ erase_status_t erase_device_sgemm_peak(erase_device_t *dev, erase_stream_t *s, i
             st = erase_stream_synchronize(s);
         double sec = erase_now_s() - t0;
         if (k >= 0)
-            gf[k] = sec > 0 ? 2.0 * PEAK_N * PEAK_N * PEAK_N * PEAK_REPS / sec / 1e9 : 0;
+            gflops[k] = sec > 0 ? 2.0 * PEAK_N * PEAK_N * PEAK_N * PEAK_REPS / sec / 1e9 : 0;
     }
     for (int k = 0; k < 3; k++)
         erase_free(dev, m[k]);
@@ -45,6 +43,5 @@ erase_status_t erase_device_sgemm_peak(erase_device_t *dev, erase_stream_t *s, i
         erase_error_trail(__FILE__, __LINE__);
         return st;
     }
-    *gflops = erase_quantile(gf, (size_t)samples, 0.5);
     return ERASE_OK;
 }
