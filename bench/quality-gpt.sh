@@ -18,17 +18,17 @@ mpi=(mpirun --oversubscribe --bind-to none -np 2)
 
 "$build/apps/erase-convert" text -o "$work/text" "$top/data/text/tinyshakespeare.txt" >/dev/null
 
-# run CUTS SEED -> "loss perplexity bits-per-byte tokens/s-p50 MFU-p50"
+# run CUTS SEED -> "loss perplexity bits-per-byte tokens/s-p50"
 run() {
     "${mpi[@]}" "$build/apps/erase-train" --config "$top/jobs/shakespeare.run" --train "$work/text/train" \
         --eval "$work/text/eval" --cuts "$1" --seed "$2" --checkpoint-dir "$work/ckpt-$1-$2" --quiet |
-        awk '/^  eval +loss / {l = $3; p = $5; b = $9} /^  tokens / {t = $3} /^  MFU / {m = $3} END {print l, p, b, t, m}'
+        awk '/^  eval +loss / {l = $3; p = $5; b = $9} /^  tokens / {t = $3} END {print l, p, b, t}'
 }
 
 echo "#### tinyshakespeare (1.0 M tokens: one epoch of jobs/shakespeare.run, global batch 16 x 256 tokens, 2 ranks)"
 echo
-echo "| model | eval loss (mean ± spread) | perplexity | bits per byte | seeds 1, 2, 3: loss | tokens/s p50 | MFU p50 |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+echo "| model | eval loss (mean ± spread) | perplexity | bits per byte | seeds 1, 2, 3: loss | tokens/s p50 |"
+echo "| --- | --- | --- | --- | --- | --- |"
 for cuts in none 2,4; do
     res=()
     for seed in 1 2 3; do
@@ -37,12 +37,12 @@ for cuts in none 2,4; do
     awk -v model="$([ "$cuts" = none ] && echo "no cuts (plain backprop, tied head)" || echo "NanoChat cuts 2, 4 (three sub-graphs)")" \
         -v r="${res[*]}" 'BEGIN {
             n = split(r, R, " ");
-            for (i = 0; i < 3; i++) { L[i+1] = R[5*i+1]; P[i+1] = R[5*i+2]; B[i+1] = R[5*i+3]; T[i+1] = R[5*i+4]; M[i+1] = R[5*i+5] }
-            for (i = 1; i <= 3; i++) { sl += L[i]; sp += P[i]; sb += B[i]; st += T[i]; sm += M[i] }
+            for (i = 0; i < 3; i++) { L[i+1] = R[4*i+1]; P[i+1] = R[4*i+2]; B[i+1] = R[4*i+3]; T[i+1] = R[4*i+4] }
+            for (i = 1; i <= 3; i++) { sl += L[i]; sp += P[i]; sb += B[i]; st += T[i] }
             ml = sl / 3; dl = 0;
             for (i = 1; i <= 3; i++) if ((L[i]-ml)^2 > dl) dl = (L[i]-ml)^2;
-            printf "| %s | %.4f ± %.4f | %.3f | %.4f | %s, %s, %s | %.0f | %.1f%% |\n", model, ml, sqrt(dl), sp / 3,
-                sb / 3, L[1], L[2], L[3], st / 3, sm / 3 }'
+            printf "| %s | %.4f ± %.4f | %.3f | %.4f | %s, %s, %s | %.0f |\n", model, ml, sqrt(dl), sp / 3,
+                sb / 3, L[1], L[2], L[3], st / 3 }'
 done
 echo
 echo "Spread: the largest distance of a seed from the mean."
