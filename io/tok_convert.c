@@ -28,10 +28,17 @@ erase_tok_convert_options_t erase_tok_convert_options_default(void)
 /* Open `path` for reading and give its size in bytes. */
 static erase_status_t open_sized(const char *path, FILE **f, int64_t *bytes)
 {
+    /* a FIFO or a device is refused before fopen, which would block on a
+     * FIFO with no writer (and not return on SIGTERM) */
+    struct stat sb;
+    *f = NULL;
+    if (stat(path, &sb) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a regular file", path);
     *f = fopen(path, "rb");
     if (!*f)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
     if (fstat(fileno(*f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(*f);
         *f = NULL;
@@ -119,6 +126,10 @@ erase_status_t erase_tok_convert_text(const char *const *files, int n, const era
         total += bytes;
     }
     int64_t eval = (int64_t)llround(o->eval_fraction * (double)total), train = total - eval;
+    if (train < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "the inputs' %lld bytes leave no training tokens with "
+                           "--val-fraction %g (%lld for evaluation)", (long long)total, o->eval_fraction,
+                           (long long)eval);
     char train_dir[4096], eval_dir[4096];
     snprintf(train_dir, sizeof train_dir, "%s/train", o->out_dir);
     snprintf(eval_dir, sizeof eval_dir, "%s/eval", o->out_dir);

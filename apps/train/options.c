@@ -410,8 +410,9 @@ void train_options_usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -np N | srun] erase-train --train DIR [options]\n\n"
                "Trains a model of detached blocks on every rank (data parallel): ctr on CTR\n"
-               "shards, mlp on classification shards (erase-convert); evaluates it, and prints\n"
-               "QPS and the model's metrics (NE, AUC; loss, accuracy). Options (default, if any):\n");
+               "shards, mlp on classification shards, gpt on token shards (erase-convert);\n"
+               "evaluates it, and prints QPS and the model's metrics (NE, AUC; loss, accuracy;\n"
+               "loss, perplexity, bits per byte, tokens/s, MFU). Options (default, if any):\n");
     for (size_t i = 0; i < NDEFS; i++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s", defs[i].name,

@@ -313,6 +313,11 @@ static erase_status_t open_readers(run_t *r)
                            o->eval[0] ? o->eval : o->train, why);
     }
     TRY(r->task->check(r->train, &r->cfg));
+    /* separate evaluation data too, before any step: not at the first evaluation, hours in */
+    if (o->eval[0] && r->task->check(r->eval, &r->cfg) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s", o->eval, why);
+    }
     return ERASE_OK;
 }
 

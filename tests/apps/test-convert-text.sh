@@ -5,12 +5,12 @@
 # reads them back (65 distinct bytes, the largest 'z' = 122, one byte per
 # token); tokens imported from a raw uint16 file; broken token files and
 # usage errors refused with their exact message (status 1 / 2) and no
-# directory left.
+# directory left; a FIFO refused, not waited on.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 need apps/erase-inspect
 workdir
-echo "1..6"
+echo "1..8"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
@@ -66,4 +66,24 @@ apps/erase-convert text "$text" -o "$dir/shake2" --val-fraction 1 >/dev/null 2>"
 rc=$?
 [ $rc = 2 ] && head -n 1 "$dir/err" | grep -qx "erase-convert text: --val-fraction: bad value '1'" && [ ! -e "$dir/shake2" ]
 tap $? "erase-convert text --val-fraction 1: usage error (status $rc)"
+tap_report "$dir/err"
+
+# a FIFO (no writer) is refused at once: fopen would wait for a writer forever
+mkfifo "$dir/fifo"
+timeout -k 2 20 apps/erase-convert tokens "$dir/fifo" -o "$dir/tok4" >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert tokens: error: $dir/fifo: not a regular file" \
+    "erase-convert tokens: no dataset written to $dir/tok4" && [ ! -e "$dir/tok4" ]
+tap $? "erase-convert tokens of a FIFO: status $rc at once (124: it waited), not a regular file"
+tap_report "$dir/err"
+
+# 300 bytes with --val-fraction 0.999: no training token, said before anything is written
+head -c 300 "$text" >"$dir/small.txt"
+apps/erase-convert text "$dir/small.txt" -o "$dir/shake3" --val-fraction 0.999 >/dev/null 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" \
+    "erase-convert text: error: the inputs' 300 bytes leave no training tokens with --val-fraction 0.999 (300 for evaluation)" \
+    "erase-convert text: no dataset written to $dir/shake3" && [ ! -e "$dir/shake3" ]
+tap $? "erase-convert text with no byte left for train: status $rc, the sizes named, no directory left"
 tap_report "$dir/err"

@@ -29,7 +29,7 @@ gpt: {
   cuts = [1];
 };
 CFG
-echo "1..13"
+echo "1..14"
 echo "# seed $seed (ERASE_TEST_SEED=$seed replays the kill)"
 # 58982 train tokens: 3686 windows of 16, 115 steps of 32 per epoch; 40 steps
 ARGS="--eval $dir/text/eval --global-batch 32 --steps 40 --log-every 5 --eval-every 20
@@ -67,6 +67,16 @@ done
     [ "$(head -c 6 "$dir/sample1.out")" = "ROMEO:" ] && [ "$(wc -c <"$dir/sample1.out")" = 17 ]
 tap $? "erase-sample of the trained checkpoint: the prompt and 10 bytes, the same twice with one seed"
 sed 's/^/# sample: /' "$dir/sample1.out"; show "$dir/sample1.err"
+
+# ---- evaluation data the model cannot read is refused before the first step
+printf '\001\000%.0s' $(seq 40) >"$dir/ids.bin" # 40 raw uint16 tokens; imported as GPT-2's vocab 50257
+apps/erase-convert tokens -q "$dir/ids.bin" -o "$dir/gpt2" >/dev/null 2>&1
+out=$dir/eval-vocab.out
+train 1 --eval "$dir/gpt2" --steps 2 --global-batch 4 --checkpoint-dir "$dir/eval-vocab"
+[ $rc = 1 ] && grep -q -- "--eval $dir/gpt2: the data's vocab 50257 is larger than the model's 256" "$out" &&
+    [ ! -e "$dir/eval-vocab" ]
+tap $? "--eval data of a larger vocab: status $rc before any step or checkpoint, naming the data and both vocabs"
+[ $rc = 1 ] || show "$out"
 
 # ---- kill after a random step, resume
 kill_resume
