@@ -102,6 +102,8 @@ static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
         if (end == p || b < 1 || b >= blocks)
             return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: expected all, none or boundaries 1..%d separated by commas",
                                text, blocks - 1);
+        if (*mask & 1u << b) /* as model files: a boundary listed twice is a mistake */
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: boundary %ld listed twice", text, b);
         *mask |= 1u << b;
         p = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
@@ -796,9 +798,11 @@ static void summary(run_t *r)
         json_line_start(r->metrics, "summary", r->step, r->samples_seen);
         fprintf(r->metrics, ",\"qps_p50\":%.1f,\"qps_p90\":%.1f", p50, p90);
         if (r->units > 0)
-            fprintf(r->metrics, ",\"%s_per_s_p50\":%.1f", r->task->unit, p50 * (double)r->units);
+            fprintf(r->metrics, ",\"%s_per_s_p50\":%.1f,\"%s_per_s_p90\":%.1f", r->task->unit,
+                    p50 * (double)r->units, r->task->unit, p90 * (double)r->units);
         if (r->flops > 0 && r->peak_gflops > 0)
-            fprintf(r->metrics, ",\"mfu_p50\":%.4f,\"peak_gflops\":%.1f", mfu(r, p50), r->peak_gflops);
+            fprintf(r->metrics, ",\"mfu_p50\":%.4f,\"mfu_p90\":%.4f,\"peak_gflops\":%.1f", mfu(r, p50),
+                    mfu(r, p90), r->peak_gflops);
         r->task->eval_json(r->ts, r->metrics);
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",

@@ -17,7 +17,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..54"
+echo "1..55"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -160,6 +160,10 @@ rc=$?
 [ $rc != 0 ] && grep -q -F "environment ERASE_VERBOSE='1e300': expected a number in [-100, 100]" "$dir/out"
 tap $? "ERASE_VERBOSE=1e300 (an int cannot hold it; levels are -1, 0, 1): refused at start-up (status $rc), naming the range"
 [ $rc != 0 ] || tap_report "$dir/out"
+
+expect 2 "erase-train: --cuts 1,1: boundary 1 listed twice" --train "$dir/none" --cuts 1,1
+tap $? "--cuts 1,1: usage error (status $rc), as cuts = [1, 1] in a model file"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 # sizes past what the program holds say what is too large (not "no memory")
 expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): too many to hold the time of each" \
