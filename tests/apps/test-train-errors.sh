@@ -171,6 +171,16 @@ expect 1 "9223372036854775807 steps (--steps, or --epochs x steps per epoch): to
 tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
 [ $rc = 1 ] || tap_report "$dir/out"
 
+# own_lines FILE: stderr of an mpirun without Open MPI's own: its banners
+# (between dashed lines), blank lines, and its runtime's log lines
+# ("[host:pid] [[job,0],0] ORTE_ERROR_LOG: Data unpack would read past end
+# of buffer ...", which Open MPI 4.1 prints now and then at teardown). The
+# --cuts 7 check failed once in CI under ASan with status 2 and stderr not
+# kept; any failure of these checks now shows stderr.
+own_lines() {
+    sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' -e '/^\[[^]]*\] \[\[[0-9]*,[0-9]*\],[0-9]*\] ORTE_ERROR_LOG: /d' "$1"
+}
+
 # a usage error found after MPI start-up (the model is read then): rank 0
 # prints one line, every rank exits 2 through MPI_Finalize: no MPI_ABORT
 # banner, no call chain. mpirun's own banner on a non-zero exit and a
@@ -180,11 +190,12 @@ tap $? "--steps 9223372036854775807: status $rc, says the steps are too many"
 ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --cuts 7 --quiet \
     >"$dir/out" 2>"$dir/err"
 rc=$?
-sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' "$dir/err" >"$dir/err.own"
+own_lines "$dir/err" >"$dir/err.own"
 [ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
     [ "$(cat "$dir/err.own")" = "erase-train: --cuts 7: expected all, none or boundaries 1..6 separated by commas" ]
-tap $? "--cuts 7 for a 7-block model under mpirun -np 2: one line from rank 0, status $rc, no abort"
-[ $rc = 2 ] || tap_report "$dir/err"
+ok=$?
+tap $ok "--cuts 7 for a 7-block model under mpirun -np 2: one line from rank 0, status $rc, no abort"
+[ $ok = 0 ] || tap_report "$dir/err"
 
 # a bad model file, read alike by every rank after MPI start-up: one line
 # from rank 0 naming file:line, status 1, no MPI_ABORT banner, no call chain
@@ -192,11 +203,12 @@ printf 'model = "ctr";\nctr: { table_rows = 4294967303L; };\n' >"$dir/wide.model
 ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" \
     --model "$dir/wide.model" --quiet >"$dir/out" 2>"$dir/err"
 rc=$?
-sed -e '/^-\{20,\}$/,/^-\{20,\}$/d' -e '/^$/d' "$dir/err" >"$dir/err.own"
+own_lines "$dir/err" >"$dir/err.own"
 [ $rc = 1 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
     [ "$(cat "$dir/err.own")" = "erase-train: $dir/wide.model:2: ctr.table_rows: expected an integer in 2..4294967295, got 4294967303" ]
-tap $? "a model file's table_rows = 4294967303L under mpirun -np 2: one line from rank 0, status $rc, no abort"
-[ $rc = 1 ] || tap_report "$dir/err"
+ok=$?
+tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line from rank 0, status $rc, no abort"
+[ $ok = 0 ] || tap_report "$dir/err"
 
 "${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
 rc=$?
