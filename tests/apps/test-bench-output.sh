@@ -81,7 +81,7 @@ ERASE_TORCH_PYTHON=$dir/torch-none apps/erase-bench model --model gpt --size 2,1
     --steps 2 --warmup 0 --repeats 1 --torch >"$dir/gpt" 2>"$dir/gpt.err"
 rc=$?
 [ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && grep '^gpt ' "$dir/gpt" | grep -q ' - *- *- *- *-$' &&
-    grep -q -F "erase-bench model: --torch: $dir/torch-none $(cd "${srcdir:-.}" && pwd)/bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err"
+    grep -q "erase-bench model: --torch: $dir/torch-none [^ ]*bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err" # the source path as built (relative in distcheck)
 tap $? "erase-bench model --model gpt --torch with a python that prints nothing: said on stderr, the torch columns '-' (status $rc)"
 tap_report "$dir/gpt.err"
 
