@@ -54,10 +54,6 @@ static erase_status_t ops_impl(const erase_stream_t *s, const char *op, const er
     do {                                                          \
         const erase_ops_impl_t *impl_;                            \
         ERASE_CHECK(ops_impl((s), #op, &impl_));                  \
-        if (!impl_->op)                                           \
-            return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,             \
-                               "%s: not implemented on %s", #op,  \
-                               impl_->name);                      \
         ERASE_CHECK(impl_->op((s), __VA_ARGS__));                 \
         return ERASE_OK;                                          \
     } while (0)

@@ -82,8 +82,7 @@ typedef struct erase_ops_impl {
                                         const uint32_t *grad_rows, const float *grad_values,
                                         const int *count, const erase_optim_clock_t *clock,
                                         float lr_mult);
-    /* the gpt model's ops (a backend without them leaves them NULL:
-     * the op is then ERASE_ERR_UNSUPPORTED naming it) */
+    /* the gpt model's ops and gradient-norm clipping */
     erase_status_t (*gelu_tanh_forward)(erase_stream_t *s, size_t n, const float *x, float *y);
     erase_status_t (*gelu_tanh_backward)(erase_stream_t *s, size_t n, const float *x,
                                          const float *dy, float *dx);
