@@ -116,6 +116,10 @@ kill_resume() {
     [ $c = 0 ] || show "$dir/compare-kill.out"
 }
 
+# field "K1":V1 "K2":V2 ... KEY: the value of KEY in such a list (the summaries
+# other_ranks' callers compare).
+field() { echo "$1" | sed "s/.*\"$2\":\([^ ]*\).*/\1/"; }
+
 # other_ranks: one TAP line per run: the graph run again on 1 and on 4
 # ranks ($dir/np1.jsonl, $dir/np4.jsonl next to $dir/graph.jsonl).
 other_ranks() {

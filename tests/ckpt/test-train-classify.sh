@@ -51,7 +51,6 @@ kill_resume
 
 # ---- 1 vs 2 vs 4 ranks at global batch 32
 summary() { grep '"type":"summary"' "$1" | sed 's/.*\("loss":[^,]*\).*\("accuracy":[^,]*\).*\("top5":[^,]*\).*/\1 \2 \3/'; }
-field() { echo "$1" | sed "s/.*\"$2\":\([^ ]*\).*/\1/"; }
 other_ranks
 s1=$(summary "$dir/np1.jsonl") s2=$(summary "$dir/graph.jsonl") s4=$(summary "$dir/np4.jsonl")
 echo "# 1 rank:  $s1"
