@@ -82,6 +82,35 @@ size_t erase_network_copy_params(erase_network_t *net, float *out);
 erase_status_t erase_network_read_param(erase_network_t *net, const erase_param_t *p, float *out);
 erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p, const float *in);
 
+/*
+ * A replica of `net` for pipelines (DESIGN.md, Pipelines): the same model
+ * (blocks, cuts, parameter names and shapes) whose parameters' VALUES are
+ * net's (params[i].value points at net's; nothing is initialised), with
+ * its own gradients, sparse-gradient rows, d_in buffers, activations and
+ * losses for batches of up to max_batch samples: one replica per
+ * micro-batch in flight on a stage (an activation slot). Its optimizer
+ * state pointers are NULL (the optimizer is net's). Destroy replicas
+ * before net. Errors: those of erase_network_create.
+ */
+erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch, erase_network_t **out);
+
+/*
+ * The buffer block b (1 <= b < blocks) reads as its input: block b-1's
+ * body output [max_batch, *width] floats, writable, so that a pipeline
+ * stage whose first block is b can receive the previous stage's
+ * activation into it. NULL for b out of range.
+ */
+float *erase_network_block_input(erase_network_t *net, int b, int *width);
+
+/*
+ * d_in of block b (1 <= b < blocks, boundary b attached): the gradient of
+ * block b's input [max_batch, *width] floats. Block b's backward writes it
+ * and block b-1's backward reads (adds) it, so a stage whose first block
+ * is b sends it and a stage whose last block is b-1 receives into it.
+ * NULL (width 0) at a cut or for b out of range.
+ */
+float *erase_network_input_grad(erase_network_t *net, int b, int *width);
+
 /* Host copy of the last forward's unweighted mean losses, [blocks] floats
  * (after the streams that ran the forwards are synchronized). */
 erase_status_t erase_network_read_losses(const erase_network_t *net, float *out);
