@@ -54,6 +54,8 @@ static uint64_t param_seed(uint64_t seed, const char *name)
 
 erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, erase_init_t how, double a)
 {
+    if (net->shares)
+        return ERASE_OK; /* a replica: the values are its network's, initialised there */
     uint64_t rng = param_seed(net->cfg.seed, p->name);
     float bound = (float)a;
     size_t n = (size_t)erase_param_numel(p), bytes;
@@ -105,7 +107,10 @@ static erase_status_t allocate(erase_network_t *net)
     }
     for (int i = 0; i < net->nparams; i++) {
         erase_param_t *p = &net->params[i];
-        ALLOC(p->value, sizeof(float), p->rows, p->cols);
+        if (net->shares)
+            p->value = net->shares->params[i].value; /* a replica: the values are its network's */
+        else
+            ALLOC(p->value, sizeof(float), p->rows, p->cols);
         if (p->kind == ERASE_PARAM_DENSE) {
             /* gradient: a slice of the block's buffer */
         } else {
@@ -123,8 +128,10 @@ static erase_status_t allocate(erase_network_t *net)
     return ERASE_OK;
 }
 
-erase_status_t erase_network_create(erase_device_t *dev, const erase_model_config_t *cfg,
-                                    int max_batch, erase_network_t **out)
+/* A network of cfg for max_batch samples; with `shares`, a replica using
+ * its parameter values. */
+static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cfg, int max_batch,
+                             const erase_network_t *shares, erase_network_t **out)
 {
     if (max_batch < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "network: max_batch %d < 1", max_batch);
@@ -137,11 +144,12 @@ erase_status_t erase_network_create(erase_device_t *dev, const erase_model_confi
     net->dev = dev;
     net->cfg = *cfg;
     net->max_batch = max_batch;
+    net->shares = shares;
     net->impl = cfg->kind == ERASE_MODEL_GPT ? &erase_model_gpt : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {
         for (int b = 0; b < net->nblocks; b++)
-            net->blocks[b].weight = b == net->nblocks - 1 ? 1.0f : cfg->local_loss_weight;
+            net->blocks[b].weight = net->blocks[b].lambda = b == net->nblocks - 1 ? 1.0f : cfg->local_loss_weight;
         st = allocate(net);
     }
     if (st != ERASE_OK) {
@@ -153,13 +161,31 @@ erase_status_t erase_network_create(erase_device_t *dev, const erase_model_confi
     return ERASE_OK;
 }
 
+erase_status_t erase_network_create(erase_device_t *dev, const erase_model_config_t *cfg,
+                                    int max_batch, erase_network_t **out)
+{
+    return create(dev, cfg, max_batch, NULL, out);
+}
+
+erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch, erase_network_t **out)
+{
+    erase_status_t st = create(net->dev, &net->cfg, max_batch, net, out);
+    if (st == ERASE_OK && (*out)->nparams != net->nparams) { /* the model builds the same parameters */
+        erase_network_destroy(*out);
+        return ERASE_ERROR(ERASE_ERR_STATE, "network: a replica of %d parameters built %d",
+                           net->nparams, (*out)->nparams);
+    }
+    return st;
+}
+
 void erase_network_destroy(erase_network_t *net)
 {
     if (!net)
         return;
     for (int i = 0; i < net->nparams; i++) {
         erase_param_t *p = &net->params[i];
-        erase_free(net->dev, p->value);
+        if (!net->shares)
+            erase_free(net->dev, p->value);
         erase_free(net->dev, p->grad_rows);
         erase_free(net->dev, p->grad_values);
         erase_free(net->dev, p->state[0]);
@@ -283,6 +309,30 @@ const float *erase_network_body_output(const erase_network_t *net, int b, int *w
 const float *erase_network_head_output(const erase_network_t *net, int b, int *width)
 {
     return net->impl->head_output(net, b, width);
+}
+
+void erase_network_set_loss_scale(erase_network_t *net, float scale)
+{
+    for (int b = 0; b < net->nblocks; b++)
+        net->blocks[b].weight = net->blocks[b].lambda * scale;
+}
+
+float *erase_network_block_input(erase_network_t *net, int b, int *width)
+{
+    *width = 0;
+    if (b < 1 || b >= net->nblocks)
+        return NULL;
+    /* the model's own activation buffer, which its forward of block b-1 writes */
+    return (float *)net->impl->body_output(net, b - 1, width);
+}
+
+float *erase_network_input_grad(erase_network_t *net, int b, int *width)
+{
+    *width = 0;
+    if (b < 1 || b >= net->nblocks || erase_network_is_cut(net, b))
+        return NULL;
+    *width = net->blocks[b].in_width;
+    return net->blocks[b].d_in;
 }
 
 /* ---- forward and backward: checked here, computed by the model ------------ */

@@ -95,6 +95,17 @@ erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p,
 erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch, erase_network_t **out);
 
 /*
+ * Scale the gradient of every block's weighted loss by `scale` in the
+ * forwards enqueued from now on (the losses reported stay unscaled; 1 at
+ * creation). Pipelines pass n_m / N for micro-batch m of n_m samples of a
+ * global batch of N on the rank, so that the micro-batches' summed
+ * gradients are the global batch's mean, as GPipe and Megatron-LM scale
+ * the loss by 1 / micro-batches; PACI passes 1 / a. A power of two scales
+ * exactly.
+ */
+void erase_network_set_loss_scale(erase_network_t *net, float scale);
+
+/*
  * The buffer block b (1 <= b < blocks) reads as its input: block b-1's
  * body output [max_batch, *width] floats, writable, so that a pipeline
  * stage whose first block is b can receive the previous stage's

@@ -36,7 +36,9 @@ typedef struct {
     char name[16];
     int in_width;           /* floats per sample of the block input (block b-1's body output) */
     int headless;           /* 1: no head and no loss (its loss stays 0) */
-    float weight;           /* lambda_b, 1 for the last block (the main loss) */
+    float weight;           /* the gradient's scale of the block's loss: lambda_b (1 for the
+                             * last block, the main loss) x the loss scale */
+    float lambda;           /* lambda_b alone */
     float *d_in;            /* [max_batch, in_width]: the gradient of the input, when
                              * boundary b (b > 0) is attached; else NULL */
     int first_param, nparams;
@@ -70,6 +72,8 @@ struct erase_network {
     int nparams, params_cap;
     float *losses;          /* device [nblocks] */
     int sparse_rows;        /* rows each sparse-gradient buffer holds */
+    const erase_network_t *shares; /* a replica: the network whose parameter values it uses
+                                    * (erase_network_create_replica); else NULL */
 };
 
 /* The models: ctr and mlp (network_chain.c), gpt (gpt.c). */
