@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         return 1;
     }
     erase_world_t world;
-    erase_world_options_t wo = { .pp_size = 1, .watchdog_seconds = o.watchdog,
+    erase_world_options_t wo = { .pp_size = (int)o.pp, .watchdog_seconds = o.watchdog,
                                  .check_sequence = o.check_collectives };
     st = erase_world_init(&argc, &argv, &wo, &world);
     if (st != ERASE_OK)

@@ -48,6 +48,7 @@ lib_liberase_a_SOURCES += \
 
 # lib/nn: next-token sampling (erase-sample).
 lib_liberase_a_SOURCES += lib/nn/sampler.c lib/nn/sampler.h
+lib_liberase_a_SOURCES += lib/nn/batch.c
 
 # lib/sched: step plans and the per-rank scheduler (early backward).
 lib_liberase_a_SOURCES += \
@@ -55,7 +56,8 @@ lib_liberase_a_SOURCES += \
 	lib/sched/sched.c lib/sched/sched.h \
 	lib/sched/plan.c lib/sched/plan.h \
 	lib/sched/reduce.c lib/sched/reduce.h \
-	lib/sched/trace.c lib/sched/trace.h
+	lib/sched/trace.c lib/sched/trace.h \
+	lib/sched/pipe.c lib/sched/pipe.h lib/sched/pipe_schedule.h
 
 # lib/comm: communicators (MPI on host buffers, NCCL on device buffers when
 # configure found NCCL), watchdog, sequence check, file-system id exchange.

@@ -56,6 +56,17 @@ static const opt_def_t defs[] = {
     { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end", NO_BOUNDS },
     { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end", NO_BOUNDS },
     { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },
+    { "pp", I(pp), "1", "pipeline stages: the model's blocks split into P stages of consecutive blocks on "
+      "different ranks (world size = data-parallel ranks x P)", NULL, FROM_TO(1, 64) },
+    { "schedule", S(schedule), "auto", "pipeline schedule: gpipe | 1f1b (flush every step) | paci (no flush, "
+      "drift bounded by --accumulate) | none (data parallel, --early-backward); auto: 1f1b with --pp > 1, else none",
+      "auto|none|gpipe|1f1b|paci", NO_BOUNDS },
+    { "micro-batches", I(micro_batches), "0", "pipeline micro-batches per global batch (0: --pp)", NULL,
+      FROM_TO(0, 65536) },
+    { "accumulate", I(accumulate), "0", "paci: backwards each stage accumulates per optimizer step "
+      "(0: --micro-batches); drift at stage s <= ceil((P-1-s)/a)", NULL, FROM_TO(0, 65536) },
+    { "stages", S(stages), "even", "pipeline stage boundaries: even | auto (balanced by measured block times) | "
+      "the first block of each stage, e.g. 0,3", NULL, NO_BOUNDS },
     { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
     { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, FROM_TO(1, INT_MAX) },
     { "global-batch", I(global_batch), "0", "samples per step over all ranks, instead of --batch: the same on any "
@@ -335,6 +346,26 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
                            "an early update could apply before a later block's gradient is found non-finite");
+    int pipeline = strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+    if (o->pp > 1 && !strcmp(o->schedule, "none"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld with --schedule none: stages need a pipeline schedule "
+                           "(gpipe, 1f1b or paci)", (long long)o->pp);
+    if (pipeline && o->eval_only)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: evaluates on data-parallel ranks; drop --schedule "
+                           "%s and --pp", o->schedule);
+    if (pipeline && o->grad_clip > 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--grad-clip with --schedule %s: the gradient norm spans the stages "
+                           "(a synchronisation paci does without); clip without a pipeline", o->schedule);
+    if (pipeline && (o->checkpoint_dir[0] || o->resume[0] || o->init_from[0]))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--schedule %s: checkpoints of pipeline stages are not written "
+                           "or read yet (issue 16); drop --checkpoint-dir, --resume and --init-from",
+                           strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
+    if (pipeline && !strcmp(o->nonfinite, "skip"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip with --schedule %s: stages find non-finite "
+                           "gradients on their own; use --nonfinite stop", o->schedule);
+    if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe and 1f1b "
+                           "update once per step)", (long long)o->accumulate);
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

@@ -29,6 +29,12 @@ typedef struct {
     char update[8];             /* early | end */
     int64_t side_streams;
     char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
+    /* pipelines (README, Pipelines; apps/train/pipeline.h) */
+    int64_t pp;                 /* pipeline stages P (world size = dp x P) */
+    char schedule[8];           /* auto | none | gpipe | 1f1b | paci */
+    int64_t micro_batches;      /* M per global batch; 0: P */
+    int64_t accumulate;         /* paci: backwards per stage update; 0: M */
+    char stages[256];           /* even | auto | first blocks "0,3,5" */
     int64_t batch;              /* samples per rank per step (when global_batch is 0) */
     int64_t global_batch;       /* samples per step over all ranks; 0: batch x ranks */
     int64_t epochs;

@@ -11,6 +11,7 @@
 #include "apps/train/json.h"
 
 #include "apps/train/checkpoint.h"
+#include "apps/train/pipeline.h"
 #include "apps/train/task.h"
 #include "io/checkpoint.h"
 #include "lib/core/checked.h"
@@ -41,7 +42,10 @@ typedef struct {
     void *ts;                        /* the task's state */
     erase_network_t *net;
     erase_optimizer_t *opt;
-    erase_sched_t *sched;
+    erase_sched_t *sched;            /* data parallel (--schedule none), or */
+    erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
+    erase_pipe_options_t pipe_o;
+    train_stages_t stages;
     erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
@@ -79,6 +83,31 @@ typedef struct {
 } run_t;
 
 #define TRY(call) ERASE_CHECK(call)
+
+/* ---- the step's executor: the scheduler or the pipeline stage --------------- */
+
+static erase_stream_t *main_stream(const run_t *r)
+{
+    return r->pipe ? erase_pipe_stream(r->pipe) : erase_sched_main_stream(r->sched);
+}
+
+static erase_status_t synchronize(run_t *r)
+{
+    return r->pipe ? erase_pipe_synchronize(r->pipe) : erase_sched_synchronize(r->sched);
+}
+
+/* The last block's head output is this rank's (the last stage's, in a pipeline). */
+static int has_outputs(const run_t *r)
+{
+    return !r->pipe || r->w->pp_rank == r->w->pp_size - 1;
+}
+
+/* Sums of the task's metrics over the ranks that have outputs: the dp
+ * group, or in a pipeline the world (the other stages add zeros). */
+static erase_comm_t *metrics_comm(const run_t *r)
+{
+    return r->pipe ? erase_world_comm() : erase_dp_comm();
+}
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -336,6 +365,44 @@ static erase_status_t parse_choice(const char *opt, const char *value, const cha
     return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: expected one of %s", opt, value, list);
 }
 
+/* Data parallel: the early-backward scheduler. */
+static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
+{
+    const train_options_t *o = r->o;
+    erase_sched_options_t so = erase_sched_options_default();
+    /* evaluation only: one stream computes, with every core's BLAS threads */
+    so.mode = o->eval_only ? ERASE_EB_OFF : (erase_early_backward_t)mode;
+    so.reduce = (erase_timing_t)reduce;
+    so.update = (erase_timing_t)update;
+    so.side_streams = (int)o->side_streams;
+    so.dp = erase_dp_comm();
+    so.trace = o->trace[0] != 0;
+    TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
+    return ERASE_OK;
+}
+
+/* A pipeline: this rank's stage (pp rank) of the stages --stages gives,
+ * run by the stage executor (lib/sched/pipe.h) for the run's steps. */
+static erase_status_t setup_pipeline(run_t *r, int M, int micro)
+{
+    const train_options_t *o = r->o;
+    const erase_world_t *w = r->w;
+    if (r->cfg.kind == ERASE_MODEL_GPT && w->pp_size > 1 && r->cfg.cut_mask == 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
+                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md)",
+                           w->pp_size, w->pp_size - 1);
+    TRY(train_pipeline_stages(o->stages, &r->cfg, r->dev, w->pp_size, micro, r->host, &r->stages));
+    int kind = pipe_kind_parse(strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
+    erase_pipe_options_t *po = &r->pipe_o;
+    *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,
+                                  .accumulate = kind == PIPE_PACI && o->accumulate ? (int)o->accumulate : M,
+                                  .first = r->stages.first[w->pp_rank], .last = r->stages.first[w->pp_rank + 1],
+                                  .pp = erase_pp_comm(), .dp = erase_dp_comm(), .trace = o->trace[0] != 0 };
+    TRY(erase_pipe_create(r->net, r->opt, po, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1,
+                          &r->pipe));
+    return ERASE_OK;
+}
+
 static erase_status_t setup_training(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -369,7 +436,11 @@ static erase_status_t setup_training(run_t *r)
     fill = fill > eval_fill ? fill : eval_fill;
     if (fill >= 1 && fill < r->rank_batch)
         r->rank_batch = fill;
-    TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
+    /* a pipeline's network holds one micro-batch: ceil(rank batch / M) */
+    int pipeline = strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+    int64_t M = o->micro_batches ? o->micro_batches : o->pp;
+    int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
+    TRY(erase_network_create(r->dev, &r->cfg, micro, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
@@ -383,15 +454,10 @@ static erase_status_t setup_training(run_t *r)
     oc.weight_decay = (float)o->weight_decay;
     oc.grad_clip = (float)o->grad_clip;
     TRY(erase_optimizer_create(r->net, &oc, &r->opt));
-    erase_sched_options_t so = erase_sched_options_default();
-    /* evaluation only: one stream computes, with every core's BLAS threads */
-    so.mode = o->eval_only ? ERASE_EB_OFF : (erase_early_backward_t)mode;
-    so.reduce = (erase_timing_t)reduce;
-    so.update = (erase_timing_t)update;
-    so.side_streams = (int)o->side_streams;
-    so.dp = erase_dp_comm();
-    so.trace = o->trace[0] != 0;
-    TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
+    if (pipeline)
+        TRY(setup_pipeline(r, (int)M, micro));
+    else
+        TRY(setup_sched(r, mode, reduce, update));
 
     TRY(r->task->create(r->dev, &r->cfg, r->rank_batch, &r->ts));
     if (r->task->data)
@@ -409,7 +475,7 @@ static erase_status_t setup_training(run_t *r)
     /* every rank at once, as they train: the cores they share are busy alike */
     if (r->flops > 0 && !o->eval_only) {
         double gf[5];
-        TRY(erase_device_sgemm_peak(r->dev, erase_sched_main_stream(r->sched), 5, gf));
+        TRY(erase_device_sgemm_peak(r->dev, main_stream(r), 5, gf));
         r->peak_gflops = erase_quantile(gf, 5, 0.5);
     }
     return ERASE_OK;
@@ -442,7 +508,7 @@ static void units_text(const run_t *r, double qps, char *buf, size_t size)
  * for the next batch, so the copy has run by then. */
 static erase_status_t load_batch(run_t *r, const erase_reader_batch_t *b)
 {
-    return r->task->load(r->ts, erase_sched_main_stream(r->sched), b, &r->batch);
+    return r->task->load(r->ts, main_stream(r), b, &r->batch);
 }
 
 /* Host copy of the last block's head output [n, width] (after the stream finished). */
@@ -450,7 +516,7 @@ static erase_status_t read_outputs(run_t *r, int n)
 {
     int width;
     const float *z = erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &width);
-    erase_stream_t *s = erase_sched_main_stream(r->sched);
+    erase_stream_t *s = main_stream(r);
     TRY(erase_memcpy_async(s, r->outputs, z, (size_t)n * (size_t)width * sizeof(float)));
     TRY(erase_stream_synchronize(s));
     return ERASE_OK;
@@ -462,7 +528,7 @@ static erase_status_t reduce_metrics(run_t *r, train_task_part_t part)
 {
     size_t words;
     int64_t *m = r->task->sums(r->ts, part, &words);
-    TRY(erase_allreduce(erase_dp_comm(), r->host, m, m, words, ERASE_DTYPE_I64, ERASE_REDUCE_SUM));
+    TRY(erase_allreduce(metrics_comm(r), r->host, m, m, words, ERASE_DTYPE_I64, ERASE_REDUCE_SUM));
     TRY(erase_stream_synchronize(r->host));
     r->task->summarize(r->ts, part);
     return ERASE_OK;
@@ -481,8 +547,8 @@ static erase_status_t evaluate(run_t *r)
     double t0 = erase_now_s();
     r->task->clear(r->ts, TRAIN_TASK_EVAL);
     erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
-    erase_stream_t *s = erase_sched_main_stream(r->sched);
-    TRY(erase_sched_synchronize(r->sched));
+    erase_stream_t *s = main_stream(r);
+    TRY(synchronize(r));
     while (st == ERASE_OK) {
         erase_reader_batch_t b;
         st = erase_reader_next(r->eval, &b);
@@ -490,11 +556,13 @@ static erase_status_t evaluate(run_t *r)
             break;
         if (b.size > 0) /* else this rank's share of the last batch is empty */
             st = load_batch(r, &b);
-        if (b.size > 0 && st == ERASE_OK)
+        if (b.size > 0 && st == ERASE_OK && r->pipe)
+            st = erase_pipe_predict(r->pipe, &r->batch, has_outputs(r) ? r->outputs : NULL);
+        else if (b.size > 0 && st == ERASE_OK)
             st = erase_network_forward_predict(r->net, s, &r->batch);
-        if (b.size > 0 && st == ERASE_OK)
+        if (b.size > 0 && st == ERASE_OK && !r->pipe)
             st = read_outputs(r, (int)b.size);
-        if (b.size > 0 && st == ERASE_OK)
+        if (b.size > 0 && st == ERASE_OK && has_outputs(r))
             r->task->add(r->ts, TRAIN_TASK_EVAL, r->outputs, r->width, &b);
         if (r->score && st == ERASE_OK) /* collective: every global batch, an empty share too */
             st = r->score->batch(r->score->ctx, r->outputs, &b);
@@ -602,12 +670,12 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     FILE *mem = open_memstream(&text, &len);
     if (!rec || !mem)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "trace: no memory");
-    size_t n = erase_sched_trace_collect(r->sched, rec, cap);
+    size_t n = r->pipe ? erase_pipe_trace_collect(r->pipe, rec, cap) : erase_sched_trace_collect(r->sched, rec, cap);
     const char *names[32];
-    for (int k = 0; k < erase_sched_streams(r->sched); k++)
-        names[k] = erase_sched_stream_name(r->sched, k);
-    erase_trace_write_events(mem, rec, n, r->w->rank, names, erase_sched_streams(r->sched), t0_ns,
-                             r->w->rank == 0);
+    int streams = r->pipe ? ERASE_PIPE_STREAMS : erase_sched_streams(r->sched);
+    for (int k = 0; k < streams; k++)
+        names[k] = r->pipe ? erase_pipe_stream_name(k) : erase_sched_stream_name(r->sched, k);
+    erase_trace_write_events(mem, rec, n, r->w->rank, names, streams, t0_ns, r->w->rank == 0);
     fclose(mem);
     erase_trace_overlap_t ov = erase_trace_overlap(rec, n);
     free(rec);
@@ -650,15 +718,28 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     return st;
 }
 
+/* The last step's per-block mean losses [blocks]: the network's, or in a
+ * pipeline each stage's blocks' summed over the pipeline group. */
+static erase_status_t read_losses(run_t *r, float *losses)
+{
+    if (!r->pipe)
+        return erase_network_read_losses(r->net, losses);
+    TRY(erase_pipe_read_losses(r->pipe, losses));
+    TRY(erase_allreduce(erase_pp_comm(), r->host, losses, losses, (size_t)erase_network_blocks(r->net),
+                        ERASE_DTYPE_F32, ERASE_REDUCE_SUM));
+    TRY(erase_stream_synchronize(r->host));
+    return ERASE_OK;
+}
+
 /* A step whose gradients were not finite updated nothing (lib/sched);
  * every rank found it alike, so every rank stops or goes on alike. */
 static erase_status_t check_nonfinite(run_t *r)
 {
-    int b = erase_sched_nonfinite_block(r->sched);
+    int b = r->pipe ? erase_pipe_nonfinite_block(r->pipe) : erase_sched_nonfinite_block(r->sched);
     if (b < 0)
         return ERASE_OK;
-    float losses[ERASE_MAX_BLOCKS];
-    TRY(erase_network_read_losses(r->net, losses));
+    float losses[ERASE_MAX_BLOCKS]; /* this rank's (a pipeline's other stages may have found none) */
+    TRY(r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses));
     if (!strcmp(r->o->nonfinite, "skip")) {
         r->skipped++;
         r->window_skipped++;
@@ -696,25 +777,31 @@ static erase_status_t train_loop(run_t *r)
             continue;
         }
         if (o->trace[0] && r->step == trace_from) {
-            TRY(erase_sched_synchronize(r->sched));
+            TRY(synchronize(r));
             erase_trace_record_t scratch[64];
-            while (erase_sched_trace_collect(r->sched, scratch, 64) == 64)
+            while ((r->pipe ? erase_pipe_trace_collect(r->pipe, scratch, 64)
+                            : erase_sched_trace_collect(r->sched, scratch, 64)) == 64)
                 ; /* forget the warm-up's records */
             trace_t0 = erase_now_ns();
         }
         train_ckpt_log_samples(r->ckpt, &b);
         double t0 = erase_now_s();
         TRY(load_batch(r, &b));
-        TRY(erase_sched_step(r->sched, &r->batch));
-        TRY(erase_sched_synchronize(r->sched));
+        if (r->pipe)
+            TRY(erase_pipe_step(r->pipe, &r->batch, has_outputs(r) ? r->outputs : NULL));
+        else
+            TRY(erase_sched_step(r->sched, &r->batch));
+        TRY(synchronize(r));
         r->step_s[r->step] = erase_now_s() - t0;
         r->step++;
         r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
-        TRY(read_outputs(r, (int)b.size));
-        r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
+        if (!r->pipe)
+            TRY(read_outputs(r, (int)b.size));
+        if (has_outputs(r))
+            r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
         float losses[ERASE_MAX_BLOCKS];
-        TRY(erase_network_read_losses(r->net, losses));
+        TRY(read_losses(r, losses));
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
         r->window_steps++;
@@ -728,6 +815,8 @@ static erase_status_t train_loop(run_t *r)
         if (r->stopped)
             return log_progress(r, 1);
     }
+    if (r->pipe) /* paci: what the epochs' end left in flight */
+        TRY(erase_pipe_drain(r->pipe, 1));
     TRY(train_ckpt_final(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }));
     TRY(log_progress(r, 1));
     if (r->evals == 0 || r->eval_step != r->step) /* the trained model is always evaluated */
@@ -748,17 +837,26 @@ static void summary(run_t *r)
         qps[i] = global / r->step_s[r->first_step + warmup + i];
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
-    if (!r->root)
+    double *stages = NULL; /* a pipeline's figures of every rank (collective) */
+    if (r->pipe && train_pipeline_gather(r->pipe, r->w, r->host, &stages) != ERASE_OK && r->root)
+        fprintf(stderr, "erase-train: the pipeline's figures: %s\n", erase_error_reason());
+    if (!r->root) {
+        free(stages);
         return;
+    }
     int blocks = erase_network_blocks(r->net), cuts = 0;
     for (int b = 1; b < blocks; b++)
         cuts += erase_network_is_cut(r->net, b);
     double wait = erase_reader_wait_seconds(r->train);
     printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
-    printf("  model      %s, %d blocks, %d cut%s; %d rank%s (data parallel), global batch %.0f\n",
-           erase_model_config_name(&r->cfg), blocks,
-           cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s", global);
-    if (!strcmp(o->early_backward, "off"))
+    printf("  model      %s, %d blocks, %d cut%s; %d rank%s (%s), global batch %.0f\n",
+           erase_model_config_name(&r->cfg), blocks, cuts, cuts == 1 ? "" : "s", r->w->size,
+           r->w->size == 1 ? "" : "s", r->pipe ? "pipeline" : "data parallel", global);
+    if (r->pipe) {
+        if (stages)
+            train_pipeline_print(stages, &r->pipe_o, &r->stages, r->w, r->metrics, r->step, r->samples_seen);
+        free(stages);
+    } else if (!strcmp(o->early_backward, "off"))
         printf("  schedule   early backward off (one stream, backward at step end), %d BLAS thread%s\n",
                erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
     else
@@ -1044,8 +1142,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     }
     if (st != ERASE_OK)
         erase_error_trail(__FILE__, __LINE__);
-    else if (r.sched)
-        st = erase_sched_synchronize(r.sched);
+    else if (r.sched || r.pipe)
+        st = synchronize(&r);
     if (r.metrics)
         fclose(r.metrics);
     if (r.trace) { /* stopped before the trace was written: no empty file left */
@@ -1054,6 +1152,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     }
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
+    erase_pipe_destroy(r.pipe);
     erase_optimizer_destroy(r.opt);
     if (r.task && r.task->destroy)
         r.task->destroy(r.ts);

@@ -82,7 +82,9 @@ erase_status_t erase_network_alloc(erase_network_t *net, void **ptr, size_t elem
         return ERASE_ERROR(ERASE_ERR_INVALID, "network: a buffer of %lld x %lld elements of %zu bytes "
                            "is larger than memory can address (model sizes or batch %d too large)",
                            (long long)a, (long long)b, elem, net->max_batch);
-    return erase_malloc(net->dev, bytes, ptr);
+    ERASE_CHECK(erase_malloc(net->dev, bytes, ptr));
+    net->device_bytes += bytes;
+    return ERASE_OK;
 }
 
 #define ALLOC(ptr, elem, a, b) ERASE_NET_ALLOC(net, ptr, elem, a, b)
@@ -208,6 +210,7 @@ const erase_model_config_t *erase_network_config(const erase_network_t *net) { r
 erase_device_t *erase_network_device(const erase_network_t *net) { return net->dev; }
 int erase_network_blocks(const erase_network_t *net) { return net->nblocks; }
 int erase_network_max_batch(const erase_network_t *net) { return net->max_batch; }
+size_t erase_network_device_bytes(const erase_network_t *net) { return net->device_bytes; }
 const char *erase_network_block_name(const erase_network_t *net, int b) { return net->blocks[b].name; }
 const float *erase_network_losses(const erase_network_t *net) { return net->losses; }
 

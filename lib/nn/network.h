@@ -50,6 +50,11 @@ const erase_model_config_t *erase_network_config(const erase_network_t *net);
 erase_device_t *erase_network_device(const erase_network_t *net);
 int erase_network_blocks(const erase_network_t *net);
 int erase_network_max_batch(const erase_network_t *net);
+/* Device bytes the network allocated for its parameters (not a replica's:
+ * they are shared), gradients, activations and losses, at creation
+ * (embedding rows reserved later not counted): a replica's is the memory
+ * of one pipeline activation slot. */
+size_t erase_network_device_bytes(const erase_network_t *net);
 /* Name of block b ("input", "sub1", "layer0", "h0", ...). */
 const char *erase_network_block_name(const erase_network_t *net, int b);
 /* 1 if boundary b (0 < b < blocks) is a cut. */
@@ -93,6 +98,23 @@ erase_status_t erase_network_write_param(erase_network_t *net, erase_param_t *p,
  * before net. Errors: those of erase_network_create.
  */
 erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch, erase_network_t **out);
+
+/*
+ * Device buffers for a batch of up to `size` samples of every input the
+ * network's model reads (ctr dense [size, 13], sparse [size, 26], label
+ * [size]; mlp features [size, inputs], classes [size]; gpt tokens and
+ * targets [size, T]); out->size = size. Free with
+ * erase_network_batch_free. Errors: ERASE_ERR_INVALID (a size that
+ * overflows), ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_network_batch_alloc(erase_network_t *net, int size, erase_batch_t *out);
+void erase_network_batch_free(erase_network_t *net, erase_batch_t *batch);
+/* Enqueue on s the copy of samples [first, first + count) of src into dst
+ * (buffers of erase_network_batch_alloc for >= count samples); dst->size
+ * = count. Errors: ERASE_ERR_INVALID (a range outside src, a field the
+ * model reads missing in src), those of erase_memcpy_async. */
+erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s, const erase_batch_t *src,
+                                        int first, int count, erase_batch_t *dst);
 
 /*
  * Scale the gradient of every block's weighted loss by `scale` in the

@@ -72,6 +72,7 @@ struct erase_network {
     int nparams, params_cap;
     float *losses;          /* device [nblocks] */
     int sparse_rows;        /* rows each sparse-gradient buffer holds */
+    size_t device_bytes;    /* allocated by erase_network_alloc (erase_network_device_bytes) */
     const erase_network_t *shares; /* a replica: the network whose parameter values it uses
                                     * (erase_network_create_replica); else NULL */
 };

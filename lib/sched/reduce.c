@@ -55,7 +55,7 @@ static erase_status_t setup_block(sched_reduce_t *r, int b)
     return ERASE_OK;
 }
 
-erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, sched_reduce_t **out)
+erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int capacity, sched_reduce_t **out)
 {
     sched_reduce_t *r = calloc(1, sizeof *r);
     if (!r)
@@ -64,7 +64,7 @@ erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, sched
     r->dev = erase_network_device(net);
     r->dp = dp;
     r->ranks = erase_comm_size(dp);
-    r->capacity = erase_network_max_batch(net);
+    r->capacity = capacity;
     erase_status_t st = erase_network_reserve_sparse_rows(net, r->ranks * r->capacity);
     for (int b = 0; st == ERASE_OK && b < erase_network_blocks(net); b++)
         st = setup_block(r, b);
@@ -124,5 +124,25 @@ erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s)
     ERASE_CHECK(erase_sparse_merge(s, r->ranks, sb->tables, r->capacity, sb->dim, 1.0f / (float)r->ranks,
                                    sb->all_counts, sb->all_rows, sb->all_values, out_counts, out_rows,
                                    out_values));
+    return ERASE_OK;
+}
+
+erase_status_t sched_reduce_and_check(sched_reduce_t *r, erase_network_t *net, erase_optimizer_t *opt, int b,
+                                      erase_stream_t *s)
+{
+    if (r)
+        ERASE_CHECK(sched_reduce_block(r, b, s));
+    erase_optim_clock_t *clock = erase_optimizer_clock(opt);
+    size_t count;
+    const float *grads = erase_network_block_grads(net, b, &count);
+    if (count)
+        ERASE_CHECK(erase_check_finite(s, grads, count, NULL, b + 1, clock));
+    int first, n, np;
+    erase_param_t *params = erase_network_params(net, &np);
+    erase_network_block_params(net, b, &first, &n);
+    for (int i = first; i < first + n; i++)
+        if (params[i].kind == ERASE_PARAM_EMBEDDING)
+            ERASE_CHECK(erase_check_finite(s, params[i].grad_values, (size_t)params[i].cols,
+                                           params[i].grad_count, b + 1, clock));
     return ERASE_OK;
 }

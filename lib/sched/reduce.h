@@ -11,16 +11,29 @@
 #define ERASE_SCHED_REDUCE_H
 
 #include "lib/comm/comm.h"
-#include "lib/nn/network.h"
+#include "lib/nn/optim.h"
 
 typedef struct sched_reduce sched_reduce_t;
 
-/* Buffers for `net` over the data-parallel group `dp` (size D > 1); grows
- * the network's sparse-gradient capacity to D x max_batch rows per table. */
-erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, sched_reduce_t **out);
+/* Buffers for `net` over the data-parallel group `dp` (size D > 1) for
+ * sparse gradients of up to `capacity` rows per table on each rank (the
+ * network's max_batch; a pipeline stage: the rows of its accumulated
+ * micro-batches); grows the network's sparse-gradient capacity to D x
+ * capacity rows per table. */
+erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int capacity, sched_reduce_t **out);
 void sched_reduce_destroy(sched_reduce_t *r);
 
 /* Enqueue block b's reduction on stream s. */
 erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s);
+
+/*
+ * Block b's gradients: all-reduced over the data-parallel group (r NULL:
+ * none), then checked: a non-finite value marks the step in opt's clock
+ * (erase_optim_clock_t), so no update of it changes a parameter. Reduced
+ * gradients are identical on every rank, so every rank takes the same
+ * decision. Enqueued on s.
+ */
+erase_status_t sched_reduce_and_check(sched_reduce_t *r, erase_network_t *net, erase_optimizer_t *opt, int b,
+                                      erase_stream_t *s);
 
 #endif

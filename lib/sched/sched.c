@@ -83,29 +83,6 @@ erase_sched_options_t erase_sched_options_default(void)
 
 static erase_status_t issue_op(erase_sched_t *sc, const plan_op_t *op, const erase_batch_t *batch);
 
-/* Block b's gradients: all-reduced over the data-parallel group, then
- * checked: a non-finite value marks the step (erase_optim_clock_t), so no
- * update of it changes a parameter. Reduced gradients are identical on
- * every rank, so every rank takes the same decision. */
-static erase_status_t reduce_and_check(erase_sched_t *sc, int b, erase_stream_t *s)
-{
-    if (sc->reduce)
-        ERASE_CHECK(sched_reduce_block(sc->reduce, b, s));
-    erase_optim_clock_t *clock = erase_optimizer_clock(sc->opt);
-    size_t count;
-    const float *grads = erase_network_block_grads(sc->net, b, &count);
-    if (count)
-        ERASE_CHECK(erase_check_finite(s, grads, count, NULL, b + 1, clock));
-    int first, n, np;
-    erase_param_t *params = erase_network_params(sc->net, &np);
-    erase_network_block_params(sc->net, b, &first, &n);
-    for (int i = first; i < first + n; i++)
-        if (params[i].kind == ERASE_PARAM_EMBEDDING)
-            ERASE_CHECK(erase_check_finite(s, params[i].grad_values, (size_t)params[i].cols,
-                                           params[i].grad_count, b + 1, clock));
-    return ERASE_OK;
-}
-
 /* Issue one op; with tracing, between a begin and an end marker. */
 static erase_status_t issue(erase_sched_t *sc, const plan_op_t *op, const erase_batch_t *batch)
 {
@@ -135,7 +112,7 @@ static erase_status_t issue_op(erase_sched_t *sc, const plan_op_t *op, const era
         ERASE_CHECK(erase_network_backward_block(sc->net, op->block, s, batch));
         break;
     case PLAN_REDUCE:
-        ERASE_CHECK(reduce_and_check(sc, op->block, s));
+        ERASE_CHECK(sched_reduce_and_check(sc->reduce, sc->net, sc->opt, op->block, s));
         break;
     case PLAN_CLIP:
         ERASE_CHECK(erase_optimizer_clip_grads(sc->opt, op->block, op->last, s));
@@ -361,7 +338,7 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     int dp = o.dp && erase_comm_size(o.dp) > 1;
     erase_status_t st = plan_build(&sc->plan, blocks, cut, erase_optimizer_grad_clip(opt) > 0, &o);
     if (st == ERASE_OK && dp)
-        st = sched_reduce_create(net, o.dp, &sc->reduce);
+        st = sched_reduce_create(net, o.dp, erase_network_max_batch(net), &sc->reduce);
     for (int k = 0; st == ERASE_OK && k < sc->plan.nstreams; k++)
         st = erase_stream_create(sc->dev, &sc->streams[k]);
     if (st == ERASE_OK && !(sc->events = calloc((size_t)sc->plan.ev.count, sizeof *sc->events)))

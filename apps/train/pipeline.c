@@ -1,0 +1,250 @@
+#include "apps/train/pipeline.h"
+
+#include "apps/train/json.h"
+#include "lib/core/stats.h"
+#include "lib/core/timer.h"
+#include "lib/nn/train_step.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- where the stages begin --------------------------------------------------- */
+
+static erase_status_t parse_list(const char *spec, int P, int blocks, train_stages_t *out)
+{
+    const char *p = spec;
+    for (int s = 0; s < P; s++) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        int prev = s ? out->first[s - 1] : -1;
+        if (end == p || (s == 0 && b != 0) || b <= prev || b >= blocks || (*end && *end != ',') ||
+            (s + 1 < P && *end != ',') || (s + 1 == P && *end))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--stages %s: expected even, auto or the first block of each "
+                               "of the %d stages, increasing from 0 below %d blocks (e.g. %s)", spec, P, blocks,
+                               P == 2 ? "0,3" : "0,2,4");
+        out->first[s] = (int)b;
+        p = end + (*end == ',');
+    }
+    return ERASE_OK;
+}
+
+/* Each block's forward + backward time (ms) on a random micro-batch: the
+ * median of 3 rounds after one warm-up round. */
+static erase_status_t time_blocks(const erase_model_config_t *cfg, erase_device_t *dev, int micro, double *ms,
+                                  int *blocks)
+{
+    erase_network_t *net = NULL;
+    erase_stream_t *s = NULL;
+    erase_batch_t batch = { 0 };
+    ERASE_CHECK(erase_network_create(dev, cfg, micro, &net));
+    int B = erase_network_blocks(net);
+    *blocks = B;
+    double t[ERASE_MAX_BLOCKS][3];
+    erase_status_t st = erase_stream_create(dev, &s);
+    int have_batch = 0;
+    if (st == ERASE_OK && (st = erase_batch_random(net, micro, 1, &batch)) == ERASE_OK)
+        have_batch = 1;
+    for (int round = -1; st == ERASE_OK && round < 3; round++) {
+        double f[ERASE_MAX_BLOCKS];
+        for (int b = 0; st == ERASE_OK && b < B; b++) {
+            double t0 = erase_now_s();
+            st = erase_network_forward_block(net, b, s, &batch);
+            if (st == ERASE_OK)
+                st = erase_stream_synchronize(s);
+            f[b] = erase_now_s() - t0;
+        }
+        for (int b = B - 1; st == ERASE_OK && b >= 0; b--) {
+            double t0 = erase_now_s();
+            st = erase_network_backward_block(net, b, s, &batch);
+            if (st == ERASE_OK)
+                st = erase_stream_synchronize(s);
+            if (round >= 0)
+                t[b][round] = 1e3 * (f[b] + erase_now_s() - t0);
+        }
+    }
+    for (int b = 0; st == ERASE_OK && b < B; b++)
+        ms[b] = erase_quantile(t[b], 3, 0.5);
+    if (have_batch)
+        erase_batch_free_random(net, &batch);
+    erase_stream_destroy(s);
+    erase_network_destroy(net);
+    return st;
+}
+
+/* The contiguous split of B blocks into P stages whose slowest stage is
+ * fastest: best[s][b] = the least maximum over splits of blocks [0, b)
+ * into s stages. */
+static void balance(const double *ms, int B, int P, int *first)
+{
+    double pre[ERASE_MAX_BLOCKS + 1] = { 0 };
+    for (int b = 0; b < B; b++)
+        pre[b + 1] = pre[b] + ms[b];
+    static double best[ERASE_MAX_BLOCKS + 2][ERASE_MAX_BLOCKS + 1];
+    static int from[ERASE_MAX_BLOCKS + 2][ERASE_MAX_BLOCKS + 1];
+    for (int s = 0; s <= P; s++)
+        for (int b = 0; b <= B; b++)
+            best[s][b] = DBL_MAX;
+    best[0][0] = 0;
+    for (int s = 1; s <= P; s++)
+        for (int b = s; b <= B; b++)
+            for (int a = s - 1; a < b; a++) {
+                if (best[s - 1][a] == DBL_MAX)
+                    continue;
+                double stage = pre[b] - pre[a], worst = stage > best[s - 1][a] ? stage : best[s - 1][a];
+                if (worst < best[s][b]) {
+                    best[s][b] = worst;
+                    from[s][b] = a;
+                }
+            }
+    int b = B;
+    for (int s = P; s >= 1; s--) {
+        first[s - 1] = from[s][b];
+        b = from[s][b];
+    }
+}
+
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, erase_device_t *dev,
+                                     int P, int micro, erase_stream_t *host, train_stages_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int B = erase_model_config_blocks(cfg);
+    out->P = P;
+    if (P > B)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the %s model has %d blocks, at most one stage per block",
+                           P, erase_model_config_name(cfg), B);
+    out->first[P] = B;
+    if (!strcmp(spec, "even")) {
+        for (int s = 0; s < P; s++)
+            out->first[s] = (int)((int64_t)s * B / P);
+        return ERASE_OK;
+    }
+    if (strcmp(spec, "auto"))
+        return parse_list(spec, P, B, out);
+    int blocks;
+    ERASE_CHECK(time_blocks(cfg, dev, micro, out->block_ms, &blocks));
+    /* every rank measured: the mean, so every rank splits alike */
+    ERASE_CHECK(erase_allreduce(erase_world_comm(), host, out->block_ms, out->block_ms, (size_t)B, ERASE_DTYPE_F64,
+                                ERASE_REDUCE_MEAN));
+    ERASE_CHECK(erase_stream_synchronize(host));
+    out->measured = 1;
+    balance(out->block_ms, B, P, out->first);
+    return ERASE_OK;
+}
+
+void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int s = 0; s < st->P && n < size; s++) {
+        int a = st->first[s], b = st->first[s + 1] - 1;
+        int k = a == b ? snprintf(buf + n, size - n, "%s%d", s ? " | " : "", a)
+                       : snprintf(buf + n, size - n, "%s%d-%d", s ? " | " : "", a, b);
+        if (k < 0)
+            break;
+        n += (size_t)k;
+    }
+}
+
+/* ---- accounting ------------------------------------------------------------------ */
+
+/* What each rank contributes to the summary (doubles, gathered). */
+enum { F_BUBBLE, F_BUSY, F_WALL, F_STEPS, F_MICRO, F_MAXDRIFT, F_BOUND, F_SENT, F_RECV, F_SLOTS, F_SLOT_BYTES,
+       F_DRAINS, F_DRAIN_MS, F_DRIFT0, NFIELDS = F_DRIFT0 + ERASE_PIPE_MAX_DRIFT };
+
+erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_world_t *w, erase_stream_t *host,
+                                     double **out)
+{
+    *out = NULL;
+    erase_pipe_stats_t ps;
+    erase_pipe_stats(pipe, &ps);
+    double mine[NFIELDS] = { 0 };
+    mine[F_BUBBLE] = ps.bubble;
+    mine[F_BUSY] = ps.busy_ms;
+    mine[F_WALL] = ps.wall_ms;
+    mine[F_STEPS] = (double)ps.steps;
+    mine[F_MICRO] = (double)ps.micro_batches;
+    mine[F_MAXDRIFT] = ps.max_drift;
+    mine[F_BOUND] = ps.drift_bound;
+    mine[F_SENT] = (double)ps.bytes_sent;
+    mine[F_RECV] = (double)ps.bytes_received;
+    mine[F_SLOTS] = ps.slots;
+    mine[F_SLOT_BYTES] = (double)ps.slot_bytes;
+    mine[F_DRAINS] = (double)ps.drains;
+    mine[F_DRAIN_MS] = ps.drain_ms;
+    for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
+        mine[F_DRIFT0 + d] = (double)ps.drift[d];
+    double *all = malloc(sizeof(double) * NFIELDS * (size_t)w->size);
+    if (!all)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for the summary");
+    erase_status_t err = erase_allgather(erase_world_comm(), host, mine, all, NFIELDS, ERASE_DTYPE_F64);
+    if (err == ERASE_OK)
+        err = erase_stream_synchronize(host);
+    if (err != ERASE_OK) {
+        free(all);
+        return err;
+    }
+    *out = all;
+    return ERASE_OK;
+}
+
+void train_pipeline_print(const double *all, const erase_pipe_options_t *po, const train_stages_t *st,
+                          const erase_world_t *w, FILE *metrics, int64_t step, int64_t samples_seen)
+{
+    int P = st->P, M = po->micro_batches;
+    char stages[256];
+    train_pipeline_stages_text(st, stages, sizeof stages);
+    double analytic = pipe_bubble_analytic(P, M);
+    printf("  pipeline   %s, %d stage%s x %d dp, %d micro-batch%s of up to %d samples", pipe_kind_name(po->kind), P,
+           P == 1 ? "" : "s", w->dp_size, M, M == 1 ? "" : "es", po->micro_size);
+    if (po->kind == PIPE_PACI)
+        printf(", update every %d backward%s per stage", po->accumulate, po->accumulate == 1 ? "" : "s");
+    printf("; stages %s%s\n", stages, st->measured ? " (auto: balanced by measured block times)" : "");
+    if (metrics) {
+        json_line_start(metrics, "pipeline", step, samples_seen);
+        fprintf(metrics, ",\"schedule\":\"%s\",\"stages\":%d,\"dp\":%d,\"micro_batches\":%d,\"accumulate\":%d,"
+                         "\"analytic_bubble\":%.6f,\"per_stage\":[", pipe_kind_name(po->kind), P, w->dp_size, M,
+                po->accumulate, po->kind == PIPE_PACI ? 0.0 : analytic);
+    }
+    for (int s = 0; s < P; s++) {
+        const double *f = all + (size_t)s * NFIELDS; /* dp replica 0: world rank s */
+        double steps = f[F_STEPS] > 0 ? f[F_STEPS] : 1;
+        int a = st->first[s], b = st->first[s + 1] - 1;
+        char hist[512];
+        size_t n = 0;
+        hist[0] = 0;
+        for (int d = 0; d < ERASE_PIPE_MAX_DRIFT && n < sizeof hist; d++)
+            if (f[F_DRIFT0 + d] > 0) {
+                int k = snprintf(hist + n, sizeof hist - n, "%s%d:%.0f", n ? " " : "", d, f[F_DRIFT0 + d]);
+                n += k > 0 ? (size_t)k : 0;
+            }
+        printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
+        if (po->kind != PIPE_PACI)
+            printf(" (analytic %.1f%%)", 100 * analytic);
+        printf(", drift max %.0f (bound %.0f; micro-batches by drift %s), %.2f MB sent and %.2f MB received per "
+               "step, %.0f activation slot%s (%.1f MB)", f[F_MAXDRIFT], f[F_BOUND], hist, f[F_SENT] / steps / 1e6,
+               f[F_RECV] / steps / 1e6, f[F_SLOTS], f[F_SLOTS] == 1 ? "" : "s", f[F_SLOT_BYTES] / 1e6);
+        if (f[F_DRAINS] > 0)
+            printf(", %.0f drain%s (%.1f ms each)", f[F_DRAINS], f[F_DRAINS] == 1 ? "" : "s",
+                   f[F_DRAIN_MS] / f[F_DRAINS]);
+        printf("\n");
+        if (metrics) {
+            fprintf(metrics, "%s{\"stage\":%d,\"first_block\":%d,\"last_block\":%d,\"bubble\":%.6f,\"busy_ms\":%.3f,"
+                             "\"wall_ms\":%.3f,\"max_drift\":%.0f,\"drift_bound\":%.0f,\"drift\":[", s ? "," : "",
+                    s, a, b, f[F_BUBBLE], f[F_BUSY], f[F_WALL], f[F_MAXDRIFT], f[F_BOUND]);
+            int last = 0;
+            for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
+                if (f[F_DRIFT0 + d] > 0)
+                    last = d;
+            for (int d = 0; d <= last; d++)
+                fprintf(metrics, "%s%.0f", d ? "," : "", f[F_DRIFT0 + d]);
+            fprintf(metrics, "],\"bytes_sent_per_step\":%.0f,\"bytes_received_per_step\":%.0f,\"slots\":%.0f,"
+                             "\"slot_bytes\":%.0f,\"drains\":%.0f,\"drain_ms\":%.3f}",
+                    f[F_SENT] / steps, f[F_RECV] / steps, f[F_SLOTS], f[F_SLOT_BYTES], f[F_DRAINS], f[F_DRAIN_MS]);
+        }
+    }
+    if (metrics) {
+        fprintf(metrics, "]}\n");
+        fflush(metrics);
+    }
+}

@@ -1,0 +1,61 @@
+/*
+ * erase-train's pipelines (--schedule gpipe | 1f1b | paci, --pp P,
+ * --micro-batches M, --accumulate a, --stages): where the stages begin,
+ * and the summary's and metrics file's per-stage accounting. The stage
+ * executor itself is lib/sched/pipe.h.
+ */
+#ifndef ERASE_APPS_TRAIN_PIPELINE_H
+#define ERASE_APPS_TRAIN_PIPELINE_H
+
+#include <stdio.h>
+
+#include "apps/train/options.h"
+#include "lib/comm/comm.h"
+#include "lib/sched/pipe.h"
+
+/* Blocks [first[s], first[s+1]) form stage s; first[0] = 0, first[P] = blocks. */
+typedef struct {
+    int P;
+    int first[ERASE_MAX_BLOCKS + 1];
+    double block_ms[ERASE_MAX_BLOCKS];  /* --stages auto: each block's measured forward + backward */
+    int measured;
+} train_stages_t;
+
+/*
+ * The stages of `cfg`'s model over P stages as --stages says: "even"
+ * (first[s] = floor(s B / P)), a list of each stage's first block
+ * ("0,3,5": P entries, increasing, the first 0), or "auto": every rank
+ * times each block's forward and backward on a random micro-batch of
+ * `micro` samples (3 rounds, the median), the times are averaged over the
+ * world so every rank agrees, and the contiguous split that minimizes the
+ * slowest stage's time is taken (exhaustive dynamic programming, B <= 32).
+ * Collective over the world for "auto". Errors: ERASE_ERR_INVALID (a bad
+ * list, P > blocks, naming --stages and what was expected), those of the
+ * timing pass.
+ */
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, erase_device_t *dev,
+                                     int P, int micro, erase_stream_t *host, train_stages_t *out);
+
+/* "0-2 | 3-5": the stages' blocks. */
+void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size);
+
+/*
+ * Every rank's stage figures (erase_pipe_stats), gathered over the world
+ * on `host`: *out [world size][fields] doubles (free it). Collective.
+ * Errors: ERASE_ERR_NOMEM, those of the collectives.
+ */
+erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_world_t *w, erase_stream_t *host,
+                                     double **out);
+
+/*
+ * The summary's pipeline lines from the gathered figures (rank 0): the
+ * schedule, P x dp, M, a, the stages; then per stage (dp replica 0):
+ * blocks, measured bubble beside the analytic (P-1)/(M+P-1) (gpipe,
+ * 1f1b), the micro-batches by drift and the largest against its bound,
+ * megabytes sent and received per step, activation slots and their
+ * memory, paci's drains. With `metrics`, a "pipeline" record of the same.
+ */
+void train_pipeline_print(const double *all, const erase_pipe_options_t *po, const train_stages_t *st,
+                          const erase_world_t *w, FILE *metrics, int64_t step, int64_t samples_seen);
+
+#endif

@@ -1,0 +1,675 @@
+/*
+ * The pipeline stage executor (lib/sched/pipe.h): issues this stage's
+ * action list, step by step, as ops on its compute stream and its four
+ * point-to-point streams, with events for the slots' buffers.
+ */
+#include "lib/sched/pipe.h"
+
+#include "lib/core/checked.h"
+#include "lib/core/timer.h"
+#include "lib/sched/reduce.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_ACTIVATION = 1, TAG_GRADIENT = 2, TAG_PREDICT = 3 };
+
+/* An activation slot: a replica and the micro-batch it holds. */
+typedef struct {
+    erase_network_t *net;
+    erase_batch_t batch;            /* its micro-batch's inputs */
+    int64_t micro;                  /* occupant (segment numbering), -1: none yet */
+    int size;                       /* the occupant's samples (0: an empty micro-batch) */
+    int64_t updates_at_forward;     /* the stage's UPDATEs issued before its forward */
+    int pending;                    /* forwarded, not yet backwarded */
+    int forwarded, backwarded, sent_act, sent_grad; /* events recorded at least once */
+    erase_event_t *recv_done, *fwd_done, *act_sent, *grad_recvd, *bwd_done, *grad_sent;
+} slot_t;
+
+/* Embedding rows of one block, packed per micro-batch until the update
+ * merges them (erase_sparse_pack / erase_sparse_merge). */
+typedef struct {
+    int tables, first, dim;
+    int *counts;                    /* [W][tables] */
+    uint32_t *rows;                 /* [W][tables * micro_size] */
+    float *values;                  /* [W][tables * micro_size * dim] */
+} sparse_acc_t;
+
+struct erase_pipe {
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_pipe_options_t o;
+    erase_device_t *dev;
+    int P, s, K, W, blocks, accumulate;
+    /* the segment */
+    pipe_schedule_t sc;
+    int64_t seg_steps, seg_step, next;
+    /* streams: compute; activations in / out; gradients in / out */
+    erase_stream_t *compute, *act_in, *act_out, *grad_in, *grad_out;
+    slot_t *slots;
+    sched_reduce_t *reduce;
+    float *losses;                  /* device [blocks]: the step's mean losses */
+    sparse_acc_t sparse[ERASE_MAX_BLOCKS];
+    int window;                     /* micro-batches accumulated since the last UPDATE */
+    int64_t updates;
+    erase_batch_t eval_batch;       /* erase_pipe_predict's piece */
+    /* the step's micro-batches: offsets [M + 1] into the rank's batch */
+    int *offset;
+    int step_size;
+    /* timing: begin/end event pairs of the compute stream's actions */
+    erase_event_t **tev;
+    int ntev, tev_used;
+    erase_optim_clock_t clock;
+    erase_pipe_stats_t stats;
+};
+
+#define TRY(x) ERASE_CHECK(x)
+
+static int is_first(const erase_pipe_t *p) { return p->s == 0; }
+static int is_last(const erase_pipe_t *p) { return p->s == p->P - 1; }
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static erase_status_t check_options(const erase_network_t *net, const erase_pipe_options_t *o)
+{
+    int blocks = erase_network_blocks(net);
+    int P = erase_comm_size(o->pp);
+    if (P < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: no pipeline group");
+    if (o->kind < PIPE_GPIPE || o->kind > PIPE_PACI)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: schedule %d (gpipe, 1f1b or paci)", (int)o->kind);
+    if (o->micro_batches < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches (expected >= 1)", o->micro_batches);
+    if (o->micro_size < 1 || o->micro_size > erase_network_max_batch(net))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: micro-batches of %d samples (1 to the network's %d)",
+                           o->micro_size, erase_network_max_batch(net));
+    if (o->accumulate < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: accumulate %d (expected >= 1, or 0 for M)", o->accumulate);
+    if (o->first < 0 || o->first >= o->last || o->last > blocks)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: stage blocks [%d, %d) of %d", o->first, o->last, blocks);
+    int s = erase_comm_rank(o->pp);
+    if ((s == 0) != (o->first == 0) || (s == P - 1) != (o->last == blocks))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: stage %d of %d holds blocks [%d, %d) of %d (stage 0 "
+                           "starts at block 0, the last stage ends at the last block)", s, P, o->first, o->last,
+                           blocks);
+    for (int b = o->first; b <= o->last; b++)
+        if ((b == o->first || b == o->last) && b > 0 && b < blocks && erase_network_is_cut(net, b))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: boundary %d (before block %s) is a cut: a stage "
+                               "boundary of gpipe, 1f1b or paci carries the gradient back; cut there only "
+                               "with --schedule local", b, erase_network_block_name(net, b));
+    return ERASE_OK;
+}
+
+/* Embedding tables of block b: consecutive parameters of one width. */
+static erase_status_t sparse_setup(erase_pipe_t *p, int b)
+{
+    int np, first, count;
+    erase_param_t *params = erase_network_params(p->net, &np);
+    erase_network_block_params(p->net, b, &first, &count);
+    sparse_acc_t *a = &p->sparse[b];
+    for (int i = first; i < first + count; i++) {
+        if (params[i].kind != ERASE_PARAM_EMBEDDING)
+            continue;
+        if (a->tables == 0) {
+            a->first = i;
+            a->dim = (int)params[i].cols;
+        }
+        a->tables++;
+    }
+    if (a->tables == 0)
+        return ERASE_OK;
+    size_t slots = (size_t)p->W * (size_t)a->tables, rows, vals;
+    if (!erase_bytes(1, (int64_t)slots, p->o.micro_size, &rows) || !erase_bytes(rows, 1, a->dim, &vals))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: embedding rows of %d micro-batches overflow", p->W);
+    TRY(erase_malloc(p->dev, sizeof(int) * slots, (void **)&a->counts));
+    TRY(erase_malloc(p->dev, sizeof(uint32_t) * rows, (void **)&a->rows));
+    TRY(erase_malloc(p->dev, sizeof(float) * vals, (void **)&a->values));
+    TRY(erase_memset_sync(p->dev, a->counts, 0, sizeof(int) * slots));
+    return ERASE_OK;
+}
+
+static erase_status_t slot_create(erase_pipe_t *p, slot_t *sl)
+{
+    sl->micro = -1;
+    TRY(erase_network_create_replica(p->net, p->o.micro_size, &sl->net));
+    TRY(erase_network_batch_alloc(sl->net, p->o.micro_size, &sl->batch));
+    erase_event_t **ev[] = { &sl->recv_done, &sl->fwd_done, &sl->act_sent,
+                             &sl->grad_recvd, &sl->bwd_done, &sl->grad_sent };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        TRY(erase_event_create(p->dev, ev[i]));
+    return ERASE_OK;
+}
+
+static void slot_destroy(erase_pipe_t *p, slot_t *sl)
+{
+    erase_event_t *ev[] = { sl->recv_done, sl->fwd_done, sl->act_sent, sl->grad_recvd, sl->bwd_done, sl->grad_sent };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        erase_event_destroy(ev[i]);
+    if (sl->net) {
+        erase_network_batch_free(sl->net, &sl->batch);
+        erase_network_destroy(sl->net);
+    }
+}
+
+static erase_status_t new_segment(erase_pipe_t *p, int64_t steps)
+{
+    pipe_schedule_free(&p->sc);
+    memset(&p->sc, 0, sizeof p->sc);
+    pipe_schedule_options_t so = { .kind = p->o.kind, .stages = p->P, .stage = p->s,
+                                   .micro_batches = p->o.micro_batches, .accumulate = p->accumulate,
+                                   .steps = steps };
+    TRY(pipe_schedule_build(&so, &p->sc));
+    if (p->sc.max_in_flight > p->K)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: the schedule keeps %d micro-batches in flight, the stage "
+                           "has %d slots", p->sc.max_in_flight, p->K);
+    p->seg_steps = steps;
+    p->seg_step = 0;
+    p->next = 0;
+    p->window = 0;
+    for (int k = 0; k < p->K; k++)
+        p->slots[k].micro = -1;
+    return ERASE_OK;
+}
+
+erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, const erase_pipe_options_t *o,
+                                 int64_t steps, erase_pipe_t **out)
+{
+    TRY(check_options(net, o));
+    if (steps < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a segment of %lld steps", (long long)steps);
+    erase_pipe_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory");
+    p->net = net;
+    p->opt = opt;
+    p->o = *o;
+    p->dev = erase_network_device(net);
+    p->P = erase_comm_size(o->pp);
+    p->s = erase_comm_rank(o->pp);
+    p->blocks = erase_network_blocks(net);
+    p->accumulate = o->kind == PIPE_PACI ? (o->accumulate > 0 ? o->accumulate : o->micro_batches) : o->micro_batches;
+    p->W = p->accumulate;
+    /* slots: the most micro-batches any segment keeps in flight */
+    pipe_schedule_options_t so = { .kind = o->kind, .stages = p->P, .stage = p->s,
+                                   .micro_batches = o->micro_batches, .accumulate = p->accumulate,
+                                   .steps = steps };
+    erase_status_t st = pipe_schedule_build(&so, &p->sc);
+    if (st == ERASE_OK) {
+        p->K = p->sc.max_in_flight > 0 ? p->sc.max_in_flight : 1;
+        p->slots = calloc((size_t)p->K, sizeof *p->slots);
+        p->offset = calloc((size_t)o->micro_batches + 1, sizeof *p->offset);
+        if (!p->slots || !p->offset)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d slots", p->K);
+    }
+    erase_stream_t **streams[] = { &p->compute, &p->act_in, &p->act_out, &p->grad_in, &p->grad_out };
+    for (size_t i = 0; st == ERASE_OK && i < sizeof streams / sizeof streams[0]; i++)
+        st = erase_stream_create(p->dev, streams[i]);
+    for (int k = 0; st == ERASE_OK && k < p->K; k++)
+        st = slot_create(p, &p->slots[k]);
+    if (st == ERASE_OK && o->trace)
+        st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
+    if (st == ERASE_OK)
+        st = erase_network_batch_alloc(net, o->micro_size, &p->eval_batch);
+    if (st == ERASE_OK)
+        st = erase_malloc(p->dev, sizeof(float) * (size_t)p->blocks, (void **)&p->losses);
+    if (st == ERASE_OK)
+        st = erase_memset_sync(p->dev, p->losses, 0, sizeof(float) * (size_t)p->blocks);
+    /* the network's gradients accumulate the micro-batches': zero, and room
+     * for the embedding rows of W micro-batches */
+    int64_t rows64 = (int64_t)p->W * o->micro_size;
+    if (st == ERASE_OK && rows64 > INT_MAX)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: too many rows", p->W,
+                         o->micro_size);
+    if (st == ERASE_OK)
+        st = erase_network_reserve_sparse_rows(net, (int)rows64);
+    for (int b = o->first; st == ERASE_OK && b < o->last; b++) {
+        size_t n;
+        float *g = erase_network_block_grads(net, b, &n);
+        if (n)
+            st = erase_memset_sync(p->dev, g, 0, sizeof(float) * n);
+        if (st == ERASE_OK)
+            st = sparse_setup(p, b);
+    }
+    if (st == ERASE_OK && erase_comm_size(o->dp) > 1)
+        st = sched_reduce_create(net, o->dp, (int)rows64, &p->reduce);
+    if (st == ERASE_OK)
+        st = new_segment(p, steps);
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        erase_pipe_destroy(p);
+        return st;
+    }
+    p->stats.stage = p->s;
+    p->stats.stages = p->P;
+    p->stats.slots = p->K;
+    p->stats.drift_bound = pipe_drift_bound(o->kind, p->P, p->s, p->accumulate);
+    *out = p;
+    return ERASE_OK;
+}
+
+void erase_pipe_destroy(erase_pipe_t *p)
+{
+    if (!p)
+        return;
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
+        if (streams[i])
+            (void)erase_stream_synchronize(streams[i]);
+    for (int k = 0; p->slots && k < p->K; k++)
+        slot_destroy(p, &p->slots[k]);
+    free(p->slots);
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
+        erase_stream_destroy(streams[i]);
+    if (p->eval_batch.size)
+        erase_network_batch_free(p->net, &p->eval_batch);
+    for (int b = 0; b < ERASE_MAX_BLOCKS; b++) {
+        erase_free(p->dev, p->sparse[b].counts);
+        erase_free(p->dev, p->sparse[b].rows);
+        erase_free(p->dev, p->sparse[b].values);
+    }
+    for (int i = 0; i < p->ntev; i++)
+        erase_event_destroy(p->tev[i]);
+    free(p->tev);
+    sched_reduce_destroy(p->reduce);
+    erase_free(p->dev, p->losses);
+    pipe_schedule_free(&p->sc);
+    free(p->offset);
+    free(p);
+}
+
+erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
+
+/* ---- timing ------------------------------------------------------------------ */
+
+/* Record the next timing event on the compute stream (pairs: begin, end). */
+static erase_status_t mark_time(erase_pipe_t *p)
+{
+    if (p->tev_used == p->ntev) {
+        int cap = p->ntev ? 2 * p->ntev : 64;
+        erase_event_t **t = realloc(p->tev, (size_t)cap * sizeof *t);
+        if (!t)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
+        p->tev = t;
+        for (int i = p->ntev; i < cap; i++) {
+            erase_status_t st = erase_event_create(p->dev, &p->tev[i]);
+            if (st != ERASE_OK) {
+                p->ntev = i;
+                ERASE_CHECK(st);
+            }
+        }
+        p->ntev = cap;
+    }
+    TRY(erase_event_record(p->tev[p->tev_used++], p->compute));
+    return ERASE_OK;
+}
+
+/* ---- actions ------------------------------------------------------------------- */
+
+/* With --trace: the begin or end of an action's range on stream s. */
+static erase_status_t mark(erase_pipe_t *p, erase_stream_t *s, const char *label, int begin)
+{
+    return p->o.trace ? erase_stream_mark(s, label, begin) : ERASE_OK;
+}
+
+
+static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_t *batch, float *outputs)
+{
+    int64_t j = micro - p->seg_step * p->o.micro_batches;
+    if (j < 0 || j >= p->o.micro_batches)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list forwards micro-batch %lld in step %lld",
+                           p->s, (long long)micro, (long long)p->seg_step);
+    slot_t *sl = &p->slots[micro % p->K];
+    if (sl->micro >= 0 && sl->micro + p->K != micro)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: slot %lld holds micro-batch %lld, needed for %lld",
+                           (long long)(micro % p->K), (long long)sl->micro, (long long)micro);
+    int first = p->offset[j], n = p->offset[j + 1] - p->offset[j];
+    sl->micro = micro;
+    sl->pending = 1;
+    sl->size = n;
+    sl->updates_at_forward = p->updates;
+    if (n == 0)
+        return ERASE_OK; /* every stage skips an empty micro-batch alike */
+    erase_network_t *r = sl->net;
+    int w;
+    if (!is_first(p)) {
+        float *in = erase_network_block_input(r, p->o.first, &w);
+        if (sl->backwarded) /* the previous occupant's backward read the input */
+            TRY(erase_stream_wait_event(p->act_in, sl->bwd_done));
+        TRY(mark(p, p->act_in, "recv activation", 1));
+        TRY(erase_recv(p->o.pp, p->act_in, in, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_ACTIVATION));
+        TRY(mark(p, p->act_in, "recv activation", 0));
+        TRY(erase_event_record(sl->recv_done, p->act_in));
+        TRY(erase_stream_wait_event(p->compute, sl->recv_done));
+        p->stats.bytes_received += (int64_t)n * w * (int64_t)sizeof(float);
+    }
+    if (sl->sent_act) /* the previous occupant's activation has left */
+        TRY(erase_stream_wait_event(p->compute, sl->act_sent));
+    TRY(mark_time(p));
+    TRY(mark(p, p->compute, "forward", 1));
+    TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &sl->batch));
+    /* the micro-batch's share of the mean: n / N (paci: n / N x M / a, 1 / a for equal sizes) */
+    float scale = (float)((double)n / (double)p->step_size * (double)p->o.micro_batches / (double)p->accumulate);
+    erase_network_set_loss_scale(r, scale);
+    for (int b = p->o.first; b < p->o.last; b++)
+        TRY(erase_network_forward_block(r, b, p->compute, &sl->batch));
+    TRY(erase_axpy(p->compute, (size_t)p->blocks, (float)((double)n / (double)p->step_size),
+                   erase_network_losses(r), p->losses));
+    if (is_last(p) && outputs) {
+        const float *z = erase_network_head_output(r, p->blocks - 1, &w);
+        TRY(erase_memcpy_async(p->compute, outputs + (size_t)first * (size_t)w, z,
+                               sizeof(float) * (size_t)n * (size_t)w));
+    }
+    TRY(mark(p, p->compute, "forward", 0));
+    TRY(mark_time(p));
+    TRY(erase_event_record(sl->fwd_done, p->compute));
+    sl->forwarded = 1;
+    if (!is_last(p)) {
+        const float *y = erase_network_block_input(r, p->o.last, &w);
+        TRY(erase_stream_wait_event(p->act_out, sl->fwd_done));
+        TRY(mark(p, p->act_out, "send activation", 1));
+        TRY(erase_send(p->o.pp, p->act_out, y, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_ACTIVATION));
+        TRY(mark(p, p->act_out, "send activation", 0));
+        TRY(erase_event_record(sl->act_sent, p->act_out));
+        sl->sent_act = 1;
+        p->stats.bytes_sent += (int64_t)n * w * (int64_t)sizeof(float);
+    }
+    return ERASE_OK;
+}
+
+/* Add slot sl's gradients into the network's; its embedding rows into
+ * region `region` (< W) of the packs. */
+static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index)
+{
+    int np;
+    erase_param_t *rp = erase_network_params(sl->net, &np);
+    for (int b = p->o.first; b < p->o.last; b++) {
+        size_t n;
+        const float *g = erase_network_block_grads(sl->net, b, &n);
+        if (n)
+            TRY(erase_axpy(p->compute, n, 1.0f, g, erase_network_block_grads(p->net, b, &n)));
+        sparse_acc_t *a = &p->sparse[b];
+        if (a->tables == 0)
+            continue;
+        const int *counts[ERASE_FIELDS_MAX];
+        const uint32_t *rows[ERASE_FIELDS_MAX];
+        const float *values[ERASE_FIELDS_MAX];
+        for (int t = 0; t < a->tables; t++) {
+            counts[t] = rp[a->first + t].grad_count;
+            rows[t] = rp[a->first + t].grad_rows;
+            values[t] = rp[a->first + t].grad_values;
+        }
+        size_t region = (size_t)region_index * (size_t)a->tables, cap = (size_t)p->o.micro_size;
+        TRY(erase_sparse_pack(p->compute, a->tables, p->o.micro_size, a->dim, counts, rows, values,
+                              a->counts + region, a->rows + region * cap, a->values + region * cap * (size_t)a->dim));
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t backward(erase_pipe_t *p, int64_t micro)
+{
+    slot_t *sl = &p->slots[micro % p->K];
+    if (sl->micro != micro || !sl->pending)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list backwards micro-batch %lld, its slot holds "
+                           "%lld", p->s, (long long)micro, (long long)sl->micro);
+    int64_t drift = p->updates - sl->updates_at_forward;
+    p->stats.drift[drift < ERASE_PIPE_MAX_DRIFT ? drift : ERASE_PIPE_MAX_DRIFT - 1]++;
+    if (drift > p->stats.max_drift)
+        p->stats.max_drift = (int)drift;
+    p->stats.micro_batches++;
+    sl->pending = 0;
+    int region = p->window++; /* empty micro-batches too: the list counts every backward */
+    int n = sl->size;
+    if (n == 0)
+        return ERASE_OK;
+    erase_network_t *r = sl->net;
+    int w;
+    if (!is_last(p)) {
+        float *g = erase_network_input_grad(r, p->o.last, &w);
+        if (sl->backwarded) /* the previous occupant's backward read it */
+            TRY(erase_stream_wait_event(p->grad_in, sl->bwd_done));
+        TRY(mark(p, p->grad_in, "recv gradient", 1));
+        TRY(erase_recv(p->o.pp, p->grad_in, g, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_GRADIENT));
+        TRY(mark(p, p->grad_in, "recv gradient", 0));
+        TRY(erase_event_record(sl->grad_recvd, p->grad_in));
+        TRY(erase_stream_wait_event(p->compute, sl->grad_recvd));
+        p->stats.bytes_received += (int64_t)n * w * (int64_t)sizeof(float);
+    }
+    if (sl->sent_grad) /* the previous occupant's input gradient has left */
+        TRY(erase_stream_wait_event(p->compute, sl->grad_sent));
+    if (sl->sent_act) /* and this one's activation (the backward may reuse its buffer) */
+        TRY(erase_stream_wait_event(p->compute, sl->act_sent));
+    TRY(mark_time(p));
+    TRY(mark(p, p->compute, "backward", 1));
+    for (int b = p->o.last - 1; b >= p->o.first; b--)
+        TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
+    TRY(accumulate(p, sl, region));
+    TRY(mark(p, p->compute, "backward", 0));
+    TRY(mark_time(p));
+    TRY(erase_event_record(sl->bwd_done, p->compute));
+    sl->backwarded = 1;
+    if (!is_first(p)) {
+        const float *g = erase_network_input_grad(r, p->o.first, &w);
+        TRY(erase_stream_wait_event(p->grad_out, sl->bwd_done));
+        TRY(mark(p, p->grad_out, "send gradient", 1));
+        TRY(erase_send(p->o.pp, p->grad_out, g, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_GRADIENT));
+        TRY(mark(p, p->grad_out, "send gradient", 0));
+        TRY(erase_event_record(sl->grad_sent, p->grad_out));
+        sl->sent_grad = 1;
+        p->stats.bytes_sent += (int64_t)n * w * (int64_t)sizeof(float);
+    }
+    return ERASE_OK;
+}
+
+/* The stage's optimizer step on its accumulated gradients, then zero them. */
+static erase_status_t update(erase_pipe_t *p)
+{
+    TRY(mark_time(p));
+    TRY(mark(p, p->compute, "update", 1));
+    int np;
+    erase_param_t *params = erase_network_params(p->net, &np);
+    for (int b = p->o.first; b < p->o.last; b++) {
+        sparse_acc_t *a = &p->sparse[b];
+        if (a->tables == 0)
+            continue;
+        int *counts[ERASE_FIELDS_MAX];
+        uint32_t *rows[ERASE_FIELDS_MAX];
+        float *values[ERASE_FIELDS_MAX];
+        for (int t = 0; t < a->tables; t++) {
+            counts[t] = params[a->first + t].grad_count;
+            rows[t] = params[a->first + t].grad_rows;
+            values[t] = params[a->first + t].grad_values;
+        }
+        /* regions past the window's micro-batches hold count 0 */
+        TRY(erase_sparse_merge(p->compute, p->W, a->tables, p->o.micro_size, a->dim, 1.0f, a->counts, a->rows,
+                               a->values, counts, rows, values));
+        TRY(erase_memset_async(p->compute, a->counts, 0, sizeof(int) * (size_t)p->W * (size_t)a->tables));
+    }
+    TRY(erase_optimizer_begin_step(p->opt, p->compute));
+    for (int b = p->o.first; b < p->o.last; b++)
+        TRY(sched_reduce_and_check(p->reduce, p->net, p->opt, b, p->compute));
+    for (int b = p->o.first; b < p->o.last; b++)
+        TRY(erase_optimizer_update_block(p->opt, b, p->compute));
+    for (int b = p->o.first; b < p->o.last; b++) {
+        size_t n;
+        float *g = erase_network_block_grads(p->net, b, &n);
+        if (n)
+            TRY(erase_memset_async(p->compute, g, 0, sizeof(float) * n));
+    }
+    TRY(mark(p, p->compute, "update", 0));
+    TRY(mark_time(p));
+    p->updates++;
+    p->window = 0;
+    return ERASE_OK;
+}
+
+static erase_status_t run_action(erase_pipe_t *p, const pipe_action_t *a, const erase_batch_t *batch, float *outputs)
+{
+    switch (a->kind) {
+    case PIPE_FORWARD:
+        return forward(p, a->micro, batch, outputs);
+    case PIPE_BACKWARD:
+        return backward(p, a->micro);
+    case PIPE_UPDATE:
+        return update(p);
+    }
+    return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: action %d", (int)a->kind);
+}
+
+/* ---- steps ---------------------------------------------------------------------- */
+
+erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, float *outputs)
+{
+    if (p->seg_step >= p->seg_steps)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: the segment's %lld steps are done (drain first)",
+                           (long long)p->seg_steps);
+    if (batch->size < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples", batch->size);
+    int M = p->o.micro_batches;
+    for (int j = 0; j <= M; j++)
+        p->offset[j] = (int)((int64_t)j * batch->size / M);
+    for (int j = 0; j < M; j++)
+        if (p->offset[j + 1] - p->offset[j] > p->o.micro_size)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
+                               "%d samples in one", batch->size, M, p->o.micro_size);
+    p->step_size = batch->size;
+    TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
+    while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
+        TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
+    p->seg_step++;
+    p->stats.steps++;
+    return ERASE_OK;
+}
+
+erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
+{
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    erase_status_t st = ERASE_OK;
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        erase_status_t si = erase_stream_synchronize(streams[i]);
+        if (st == ERASE_OK)
+            st = si;
+    }
+    TRY(st);
+    /* busy: each action's begin..end; wall: the first begin .. the last end */
+    if (p->tev_used >= 2) {
+        double busy = 0, wall = 0, ms;
+        for (int i = 0; i + 1 < p->tev_used; i += 2) {
+            TRY(erase_event_elapsed_ms(p->tev[i], p->tev[i + 1], &ms));
+            busy += ms;
+        }
+        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[p->tev_used - 1], &wall));
+        p->stats.busy_ms += busy;
+        p->stats.wall_ms += wall;
+        p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
+    }
+    p->tev_used = 0;
+    TRY(erase_optimizer_read_clock(p->opt, &p->clock));
+    return ERASE_OK;
+}
+
+erase_status_t erase_pipe_read_losses(erase_pipe_t *p, float *out)
+{
+    TRY(erase_memcpy_sync(p->dev, out, p->losses, sizeof(float) * (size_t)p->blocks));
+    return ERASE_OK;
+}
+
+erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
+{
+    double t0 = erase_now_s();
+    int in_flight = 0;
+    /* the micro-batches forwarded and not backwarded, oldest first (the
+     * cool-down of every stage, so the messages match) */
+    for (;;) {
+        int64_t oldest = -1;
+        for (int k = 0; k < p->K; k++) {
+            slot_t *sl = &p->slots[k];
+            if (sl->pending && (oldest < 0 || sl->micro < oldest))
+                oldest = sl->micro;
+        }
+        if (oldest < 0)
+            break;
+        in_flight++;
+        TRY(backward(p, oldest));
+        if (p->window == p->accumulate)
+            TRY(update(p));
+    }
+    if (p->window > 0)
+        TRY(update(p));
+    TRY(erase_pipe_synchronize(p));
+    if (in_flight) {
+        p->stats.drains++;
+        p->stats.drain_ms += (erase_now_s() - t0) * 1e3;
+    }
+    return new_segment(p, steps);
+}
+
+erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, float *outputs)
+{
+    /* the network itself computes (its activations are not a slot's; its
+     * gradients, the accumulators, are not touched by forwards), piece by
+     * piece on the compute stream: receive, forward the stage, send */
+    erase_network_t *r = p->net;
+    erase_network_set_loss_scale(r, 1.0f);
+    for (int first = 0; first < batch->size; first += p->o.micro_size) {
+        int n = batch->size - first < p->o.micro_size ? batch->size - first : p->o.micro_size, w;
+        if (!is_first(p))
+            TRY(erase_recv(p->o.pp, p->compute, erase_network_block_input(r, p->o.first, &w),
+                           (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_PREDICT));
+        TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &p->eval_batch));
+        for (int b = p->o.first; b < p->o.last; b++)
+            TRY(erase_network_forward_block(r, b, p->compute, &p->eval_batch));
+        if (!is_last(p))
+            TRY(erase_send(p->o.pp, p->compute, erase_network_block_input(r, p->o.last, &w),
+                           (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_PREDICT));
+        else if (outputs) {
+            const float *z = erase_network_head_output(r, p->blocks - 1, &w);
+            TRY(erase_memcpy_async(p->compute, outputs + (size_t)first * (size_t)w, z,
+                                   sizeof(float) * (size_t)n * (size_t)w));
+        }
+    }
+    TRY(erase_stream_synchronize(p->compute));
+    return ERASE_OK;
+}
+
+void erase_pipe_stats(const erase_pipe_t *p, erase_pipe_stats_t *out)
+{
+    *out = p->stats;
+    size_t bytes = 0;
+    for (int k = 0; k < p->K; k++)
+        bytes += erase_network_device_bytes(p->slots[k].net);
+    out->slot_bytes = bytes;
+}
+
+void erase_pipe_reset_stats(erase_pipe_t *p)
+{
+    erase_pipe_stats_t keep = { .stage = p->stats.stage, .stages = p->stats.stages, .slots = p->stats.slots,
+                                .drift_bound = p->stats.drift_bound };
+    p->stats = keep;
+}
+
+int erase_pipe_nonfinite_block(erase_pipe_t *p)
+{
+    return p->clock.nonfinite - 1;
+}
+
+static const char *const stream_names[] = { "compute", "act_in", "act_out", "grad_in", "grad_out" };
+
+size_t erase_pipe_trace_collect(erase_pipe_t *p, erase_trace_record_t *out, size_t max)
+{
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    size_t n = erase_device_trace_drain(p->dev, out, max, NULL), kept = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 5; k++)
+            if (erase_stream_number(streams[k]) == out[i].stream) {
+                out[kept] = out[i];
+                out[kept++].stream = k;
+                break;
+            }
+    return kept;
+}
+
+const char *erase_pipe_stream_name(int k)
+{
+    return k >= 0 && k < 5 ? stream_names[k] : NULL;
+}

@@ -1,0 +1,149 @@
+/*
+ * The pipeline stage executor (DESIGN.md, Pipelines; docs/pipelines.md):
+ * runs this rank's stage of a network split into P stages of contiguous
+ * blocks under gpipe, 1f1b (flush) or paci, from the stage's action list
+ * (lib/sched/pipe_schedule.h).
+ *
+ * A stage holds K activation slots, K = the list's max_in_flight: network
+ * replicas (erase_network_create_replica) that share the parameters of the
+ * network the optimizer updates, each with its own activations, gradients
+ * and a device copy of its micro-batch's inputs. Micro-batch m uses slot
+ * m mod K (forwards and backwards run in increasing m, so the slot's
+ * previous micro-batch is done with it). After each backward the slot's
+ * gradients are added into the network's (dense: one axpy per block;
+ * embedding rows: packed per micro-batch and merged at the update), each
+ * micro-batch's loss gradient scaled by n_m / N (N: the samples of the
+ * step on this rank; paci: 1 / a), so an UPDATE sees the mean over its
+ * micro-batches; the data-parallel all-reduce of the stage's blocks then
+ * runs in the stage's own dp group, as in data-parallel training.
+ *
+ * Streams: `compute` runs forwards, backwards and updates in list order;
+ * four point-to-point streams carry the messages, one per direction of
+ * each link (activations from s-1, to s+1; gradients from s+1, to s-1).
+ * Deadlock rule: each link direction is a FIFO whose sends and receives
+ * are both posted in increasing micro-batch order on their own streams,
+ * and a receive waits only for its slot to be free (an earlier action of
+ * the same rank); so every message's receive is eventually posted, the
+ * sender's stream never blocks another direction, and any P and M run to
+ * the end (tested for P <= 4, M <= 9 under each schedule).
+ *
+ * Accounting (erase_pipe_stats): the compute stream's busy time from
+ * events recorded around every action, over the stream's wall time from
+ * each step's first to its last event (bubble = 1 - busy / wall); every
+ * micro-batch's drift (the stage's UPDATEs between its forward and its
+ * backward, counted as issued); bytes sent and received; the slots'
+ * activation bytes.
+ */
+#ifndef ERASE_SCHED_PIPE_H
+#define ERASE_SCHED_PIPE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/comm/comm.h"
+#include "lib/nn/optim.h"
+#include "lib/sched/pipe_schedule.h"
+
+#define ERASE_PIPE_MAX_DRIFT 64   /* drift histogram bins (the last one: >= 63) */
+
+typedef struct {
+    pipe_kind_t kind;
+    int micro_batches;      /* M >= 1: micro-batches per step */
+    int micro_size;         /* samples of a full micro-batch (the slots' max_batch) */
+    int accumulate;         /* paci: backwards per update, a >= 1 (0: M) */
+    int first, last;        /* this stage's blocks [first, last) */
+    erase_comm_t *pp;       /* the pipeline group: stage = rank in it, P = its size */
+    erase_comm_t *dp;       /* the stage's data-parallel group (NULL or size 1: none) */
+    int trace;              /* mark every action's range (erase_device_trace_drain) */
+} erase_pipe_options_t;
+
+typedef struct {
+    int stage, stages;
+    int64_t steps, micro_batches;       /* since erase_pipe_create / the last stats reset */
+    double busy_ms, wall_ms;            /* compute stream, summed over steps */
+    double bubble;                      /* 1 - busy / wall (0 before the first step) */
+    int64_t drift[ERASE_PIPE_MAX_DRIFT];/* micro-batches by measured drift */
+    int max_drift, drift_bound;         /* measured; ceil((P-1-s)/a) (gpipe/1f1b 0) */
+    int64_t bytes_sent, bytes_received; /* point-to-point, summed over steps */
+    int slots;                          /* activation slots K */
+    size_t slot_bytes;                  /* device bytes the K replicas allocated */
+    int64_t drains;                     /* paci: drains so far */
+    double drain_ms;                    /* paci: host time spent in drains */
+} erase_pipe_stats_t;
+
+typedef struct erase_pipe erase_pipe_t;
+
+/*
+ * A stage executor for blocks [o->first, o->last) of `net` (built for
+ * micro-batches of o->micro_size samples and updated by `opt`; both
+ * outlive it). Boundaries o->first and o->last must be attached (a cut
+ * there is ERASE_ERR_INVALID: pipelines pass gradients across stages).
+ * `steps`: the length of the first segment (the run's remaining steps;
+ * erase_pipe_drain starts a new one). Creates the streams, the K replicas
+ * and their batch buffers. Errors: ERASE_ERR_INVALID (options, naming
+ * them), ERASE_ERR_NOMEM, those of the replicas.
+ */
+erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, const erase_pipe_options_t *o,
+                                 int64_t steps, erase_pipe_t **out);
+void erase_pipe_destroy(erase_pipe_t *pipe);
+
+/* The compute stream (load the step's batch on it). */
+erase_stream_t *erase_pipe_stream(erase_pipe_t *pipe);
+
+/*
+ * Enqueue this stage's actions of the segment's next step on `batch` (the
+ * rank's share of the global batch, device memory of batch->size samples
+ * that must stay unchanged until erase_pipe_synchronize: the micro-batch
+ * copies read it): micro-batch m of the step takes samples
+ * [floor(m n / M), floor((m+1) n / M)) (n = batch->size; n < M leaves
+ * micro-batches empty, which every stage skips alike). On the last stage,
+ * `outputs` (memory erase_memcpy_async reaches: host or device, [n,
+ * width] floats, or NULL) receives the last block's head output of the
+ * step's micro-batches. Errors: ERASE_ERR_STATE (the segment is over),
+ * those of the ops and the communicators.
+ */
+erase_status_t erase_pipe_step(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
+
+/* Wait for everything enqueued; then accounts the step's events. Returns
+ * a stream's sticky error. */
+erase_status_t erase_pipe_synchronize(erase_pipe_t *pipe);
+
+/*
+ * Host copy [blocks] of the last step's mean losses of this stage's blocks
+ * (weighted by micro-batch size; other blocks 0). After synchronize.
+ */
+erase_status_t erase_pipe_read_losses(erase_pipe_t *pipe, float *out);
+
+/*
+ * paci: run every micro-batch still in flight to its backward (and the
+ * update of a partial accumulation), wait for it, and start a new segment
+ * of `steps` steps (a checkpoint then holds a state with nothing in
+ * flight, from which a resumed run continues bitwise). gpipe / 1f1b have
+ * nothing in flight between steps: only the new segment. Collective over
+ * the pipeline group (every stage drains at the same step).
+ */
+erase_status_t erase_pipe_drain(erase_pipe_t *pipe, int64_t steps);
+
+/*
+ * Forward only (evaluation): the network's prediction for `batch` (any
+ * size: run in pieces of micro_size), through the stages in order; on
+ * the last stage `outputs` [n, width] receives the last head's output.
+ * Waits for it. Collective over the pipeline group.
+ */
+erase_status_t erase_pipe_predict(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
+
+/* Accounting so far (after synchronize). */
+void erase_pipe_stats(const erase_pipe_t *pipe, erase_pipe_stats_t *out);
+void erase_pipe_reset_stats(erase_pipe_t *pipe);
+
+/* With o->trace: move the device's marker records (at most max) into
+ * out, each record's stream renumbered 0 compute, 1 act_in, 2 act_out,
+ * 3 grad_in, 4 grad_out (erase_pipe_stream_name). After synchronize. */
+size_t erase_pipe_trace_collect(erase_pipe_t *pipe, erase_trace_record_t *out, size_t max);
+const char *erase_pipe_stream_name(int k);
+#define ERASE_PIPE_STREAMS 5
+
+/* The non-finite block of the last update (as erase_sched_nonfinite_block), or -1. */
+int erase_pipe_nonfinite_block(erase_pipe_t *pipe);
+
+#endif
