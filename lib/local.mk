@@ -56,6 +56,8 @@ lib_liberase_a_SOURCES += \
 	lib/sched/plan.c lib/sched/plan.h \
 	lib/sched/reduce.c lib/sched/reduce.h \
 	lib/sched/trace.c lib/sched/trace.h
+# pipeline schedules (issue 16): the stages' action lists and their replay
+lib_liberase_a_SOURCES += lib/sched/pipe_schedule.c lib/sched/pipe_schedule.h
 
 # lib/comm: communicators (MPI on host buffers, NCCL on device buffers when
 # configure found NCCL), watchdog, sequence check, file-system id exchange.
