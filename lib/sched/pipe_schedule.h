@@ -81,6 +81,8 @@ typedef struct {
                          * (activation slots the stage needs): gpipe min(M, ...) = M,
                          * 1f1b / paci min(P - s, micro-batches of the segment) */
     int max_drift;      /* the largest `drift` of its BACKWARDs */
+    pipe_schedule_options_t options;  /* what it was built from (pipe_replay checks that the
+                                       * P lists are stages 0 .. P-1 of one schedule) */
 } pipe_schedule_t;
 
 /*
@@ -118,7 +120,9 @@ typedef struct {
     double bubble[64];          /* per stage: 1 - busy / makespan */
     int max_drift[64];          /* per stage */
     int deadlock;               /* 1: some stage could not proceed (the lists do not match) */
-    int64_t stuck_stage, stuck_action;  /* where, when deadlock */
+    int64_t stuck_stage, stuck_action;  /* where, when deadlock: the stage and the index of
+                                         * the action it waits at (pipe_schedule.c says
+                                         * which stage is named) */
 } pipe_replay_t;
 
 /*

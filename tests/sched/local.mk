@@ -31,3 +31,13 @@ tests_sched_test_cuda_equivalence_CFLAGS = $(TEST_CFLAGS)
 tests_sched_test_cuda_equivalence_LDADD = $(TEST_LIBS)
 endif
 endif
+
+# Pipeline schedules (issue 16): every stage's action list of gpipe, 1f1b
+# and paci, and their replay (lib/sched/pipe_schedule.c)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-pipe-schedule
+TESTS += tests/sched/test-pipe-schedule
+tests_sched_test_pipe_schedule_SOURCES = tests/sched/test-pipe-schedule.c
+tests_sched_test_pipe_schedule_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_pipe_schedule_LDADD = $(TEST_LIBS)
+endif
