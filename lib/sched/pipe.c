@@ -613,15 +613,15 @@ erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, f
     erase_network_set_loss_scale(r, 1.0f);
     for (int first = 0; first < batch->size; first += p->o.micro_size) {
         int n = batch->size - first < p->o.micro_size ? batch->size - first : p->o.micro_size, w;
-        if (!is_first(p))
-            TRY(erase_recv(p->o.pp, p->compute, erase_network_block_input(r, p->o.first, &w),
-                           (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_PREDICT));
+        float *in = is_first(p) ? NULL : erase_network_block_input(r, p->o.first, &w);
+        if (in)
+            TRY(erase_recv(p->o.pp, p->compute, in, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_PREDICT));
         TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &p->eval_batch));
         for (int b = p->o.first; b < p->o.last; b++)
             TRY(erase_network_forward_block(r, b, p->compute, &p->eval_batch));
-        if (!is_last(p))
-            TRY(erase_send(p->o.pp, p->compute, erase_network_block_input(r, p->o.last, &w),
-                           (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_PREDICT));
+        const float *y = is_last(p) ? NULL : erase_network_block_input(r, p->o.last, &w);
+        if (y)
+            TRY(erase_send(p->o.pp, p->compute, y, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_PREDICT));
         else if (outputs) {
             const float *z = erase_network_head_output(r, p->blocks - 1, &w);
             TRY(erase_memcpy_async(p->compute, outputs + (size_t)first * (size_t)w, z,
