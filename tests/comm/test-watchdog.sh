@@ -1,13 +1,14 @@
 #!/bin/sh
 # A rank that stops issuing collectives: the others' watchdog prints the
-# stuck collective and the last ones issued, then ends the job.
+# stuck collective and the last ones issued, then ends the job. The same for
+# a receive whose sender never sends (p2p waits poll: lib/comm/mpi_comm.c).
 . "$(dirname "$0")/mpi.sh"
 need tests/comm/test-failures
 workdir
 WATCHDOG=2
 SLACK=20
 ERASE_WATCHDOG_SECONDS=$WATCHDOG; export ERASE_WATCHDOG_SECONDS
-echo "1..6"
+echo "1..10"
 start_job 2 stall
 end_job
 [ "$rc" != 0 ] && [ "$rc" != 124 ]; tap $? "the job failed (mpirun exit status $rc; 124 = timeout)"
@@ -21,4 +22,14 @@ tap $? "and lists the last collectives (#1 done ... #4 running)"
 grep -Eq '^\[rank 0 [^]]+\] lib/comm/watchdog\.c:[0-9]+: watchdog -> ' "$dir/err"
 tap $? "then takes the fatal path"
 no_rank_done; tap $? "no rank finished its program"
+tap_report "$dir/err"
+
+start_job 2 p2p-stall
+end_job
+[ "$rc" != 0 ] && [ "$rc" != 124 ]; tap $? "p2p: the job failed (mpirun exit status $rc; 124 = timeout)"
+[ "$ms" -le $(((WATCHDOG + SLACK) * 1000)) ]
+tap $? "p2p: it ended $ms ms after mpirun started (limit: watchdog $WATCHDOG s + $SLACK s)"
+grep -Eq '^\[rank 0 [^]]+\] watchdog: recv\(1024 x f32, peer 1, tag 5\) p2p #[0-9]+ on world has not completed after [0-9]+ s; last collectives issued:$' "$dir/err"
+tap $? "p2p: rank 0 names the stuck receive"
+no_rank_done; tap $? "p2p: no rank finished its program"
 tap_report "$dir/err"
