@@ -153,9 +153,9 @@ static int64_t wait_now_ns(void)
  * (50 us by default for a normal thread), so up to ~0.15 ms per wait that
  * outlasts the spin, and per handshake of a large message's rendezvous
  * protocol that needs this side's progress; nothing for one that completes
- * within the spin. The caller's comm_log_begin / comm_log_end around it keep the
- * operation visible to the watchdog, which ends the job if it never
- * completes (the loop itself has no time limit).
+ * within the spin. The caller's comm_log_begin / comm_log_end around it
+ * keep the operation visible to the watchdog, which ends the job if it
+ * never completes (the loop itself has no time limit).
  */
 static int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
 {
