@@ -10,9 +10,10 @@
  *   logits = lm_head(ln_f(out))                         (a block with a head)
  *
  * over N = batch * T rows of width C. The last block's head carries the
- * main loss and is tied to wte when the model has no cuts (the head's
+ * main loss and is tied to wte as the model file's tie_head says (default:
+ * when the model has no cuts; erase_model_config_tied_head): the head's
  * backward writes wte's gradient, block 0's embedding backward adds to
- * it); with any cut it has its own weight. A block followed by a cut has a
+ * it. Untied (tie_head = false, or any cut) it has its own weight. A block followed by a cut has a
  * local head (its own ln_f and lm_head) and loss; any other block has no
  * head and no loss. Losses: softmax cross-entropy over the N positions,
  * mean over tokens.
@@ -139,7 +140,7 @@ static erase_status_t gpt_build(erase_network_t *net)
     ERASE_CHECK(int_product("a sample's MLP activations (context x 4 width)", g->T, 4 * (int64_t)g->C, &n));
     ERASE_CHECK(int_product("a sample's logits (context x vocab)", g->T, g->V, &n));
     ERASE_CHECK(int_product("a sample's attention (heads x context x context)", (int64_t)g->H * g->T, g->T, &n));
-    g->tied = c->cut_mask == 0;
+    ERASE_CHECK(erase_model_config_tied_head(c, &g->tied));
     g->wte = g->wpe = -1;
     net->nblocks = c->gpt.layers;
     int64_t C = g->C;

@@ -20,7 +20,7 @@ typedef struct {
     erase_param_t *fc_w, *fc_b;               /* [4C, C], [4C] */
     erase_param_t *mlp_proj_w, *mlp_proj_b;   /* [C, 4C], [C] */
     /* the block's LM head: NULL when the block has none (no cut after it
-     * and not the last); head_w is wte when tied (no cuts) */
+     * and not the last); head_w is wte when tied (tie_head) */
     erase_param_t *lnf_w, *lnf_b;             /* [C] */
     erase_param_t *head_w;                    /* [vocab, C] */
 } erase_gpt_layer_t;

@@ -98,6 +98,44 @@ const char *erase_model_config_task(const erase_model_config_t *cfg)
     return model_tasks[cfg->kind];
 }
 
+/* Why tie_head = true cannot go with cfg's cuts: "true with cuts at
+ * boundaries 2, 4: ...". */
+static void tie_conflict(const erase_model_config_t *cfg, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "true with cuts at boundaries");
+    const char *sep = " ";
+    for (int c = 1; c < ERASE_MAX_BLOCKS && n > 0 && (size_t)n < size; c++)
+        if (cfg->cut_mask & (UINT32_C(1) << c)) {
+            n += snprintf(buf + n, size - (size_t)n, "%s%d", sep, c);
+            sep = ", ";
+        }
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ": the tie would carry the last block's gradient across the cuts "
+                 "into h0/wte (set tie_head = false, or remove the cuts)");
+}
+
+/* 1: the last head is tied, 0: not, -1: tie_head TRUE with cuts. */
+static int resolve_tie(const erase_model_config_t *cfg)
+{
+    if (cfg->kind != ERASE_MODEL_GPT)
+        return 0;
+    if (cfg->gpt.tie_head == ERASE_TIE_HEAD_TRUE)
+        return cfg->cut_mask == 0 ? 1 : -1;
+    return cfg->gpt.tie_head == ERASE_TIE_HEAD_AUTO && cfg->cut_mask == 0;
+}
+
+erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int *tied)
+{
+    int t = resolve_tie(cfg);
+    *tied = t > 0;
+    if (t < 0) {
+        char why[512];
+        tie_conflict(cfg, why, sizeof why);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gpt.tie_head: %s", why);
+    }
+    return ERASE_OK;
+}
+
 int erase_model_config_blocks(const erase_model_config_t *cfg)
 {
     if (cfg->kind == ERASE_MODEL_GPT)
@@ -401,12 +439,30 @@ static erase_status_t parse_mlp(const char *name, config_setting_t *g, erase_mod
     return ERASE_OK;
 }
 
+/* tie_head: true or false (absent: AUTO); true only without cuts. */
+static erase_status_t read_tie_head(const char *name, config_setting_t *group, erase_model_config_t *cfg)
+{
+    config_setting_t *s = config_setting_get_member(group, "tie_head");
+    if (!s)
+        return ERASE_OK;
+    if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+        return expected(name, s, "gpt.tie_head", "true or false");
+    cfg->gpt.tie_head = config_setting_get_bool(s) ? ERASE_TIE_HEAD_TRUE : ERASE_TIE_HEAD_FALSE;
+    if (resolve_tie(cfg) < 0) {
+        char why[512];
+        tie_conflict(cfg, why, sizeof why);
+        return fail_at(name, s, "gpt.tie_head: %s", why);
+    }
+    return ERASE_OK;
+}
+
 /* gpt: the sizes (width a multiple of heads; whether the buffers they
- * make fit memory is the network's check), cuts "none" unless given. */
+ * make fit memory is the network's check), cuts "none" unless given,
+ * tie_head (after cuts, which it depends on). */
 static erase_status_t parse_gpt(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "layers", "heads", "width", "context", "vocab", "cuts",
-                                        "local_loss_weight", NULL };
+                                        "local_loss_weight", "tie_head", NULL };
     TRY(check_keys(name, g, "gpt", keys));
     TRY(read_int(name, g, "gpt", "layers", 1, ERASE_MAX_BLOCKS, true, &cfg->gpt.layers));
     TRY(read_int(name, g, "gpt", "heads", 1, INT_MAX, false, &cfg->gpt.heads));
@@ -422,6 +478,7 @@ static erase_status_t parse_gpt(const char *name, config_setting_t *g, erase_mod
     }
     TRY(read_cuts(name, g, "gpt", cfg->gpt.layers, false, &cfg->cut_mask));
     TRY(read_weight(name, g, "gpt", &cfg->local_loss_weight));
+    TRY(read_tie_head(name, g, cfg));
     return ERASE_OK;
 }
 
@@ -567,7 +624,8 @@ static void put_float(writer_t *w, float x)
 }
 
 /* Whether the text of `cfg` can be written at all (kind, list lengths,
- * boundaries and the seed within what the file format can say). */
+ * boundaries, the seed and gpt's tie_head within what the file format can
+ * say). */
 static bool formattable(const erase_model_config_t *cfg)
 {
     if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT)
@@ -579,7 +637,9 @@ static bool formattable(const erase_model_config_t *cfg)
     if (layers < 1 || layers > ERASE_MAX_LAYERS)
         return false;
     int blocks = erase_model_config_blocks(cfg);
-    return blocks >= 1 && blocks <= ERASE_MAX_BLOCKS && (cfg->cut_mask & ~all_cuts(blocks)) == 0;
+    if (blocks < 1 || blocks > ERASE_MAX_BLOCKS || (cfg->cut_mask & ~all_cuts(blocks)) != 0)
+        return false;
+    return resolve_tie(cfg) >= 0;
 }
 
 int erase_model_config_format(const erase_model_config_t *cfg, char *text, int size)
@@ -622,6 +682,9 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
     put_cuts(&w, cfg->cut_mask, erase_model_config_blocks(cfg));
     put(&w, ";\n  local_loss_weight = ");
     put_float(&w, cfg->local_loss_weight);
+    if (cfg->kind == ERASE_MODEL_GPT) {
+        put(&w, ";\n  tie_head = %s", resolve_tie(cfg) ? "true" : "false");
+    }
     put(&w, ";\n};\n");
     return w.len < size ? (int)w.len : -1;
 }

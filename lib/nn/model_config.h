@@ -29,6 +29,8 @@
  *     vocab = 256;                 # 2..65536 (token shards hold uint16 ids)
  *     cuts = "none";               # the default for gpt; "all" or a list as above
  *     local_loss_weight = 1.0;
+ *     tie_head = false;            # the last LM head shares h0/wte (true | false;
+ *                                  # default: true exactly when there are no cuts)
  *   };
  *
  * Only the group of the chosen model may appear. Omitted keys take the
@@ -53,6 +55,11 @@
 #define ERASE_MAX_BLOCKS 32
 
 typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1, ERASE_MODEL_GPT = 2 } erase_model_kind_t;
+
+/* gpt's tie_head: AUTO (0, the key absent) ties the last block's LM head to
+ * h0/wte exactly when the model has no cuts; TRUE (only without cuts) and
+ * FALSE say it. */
+typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_FALSE = 2 } erase_tie_head_t;
 
 typedef struct {
     erase_model_kind_t kind;
@@ -81,6 +88,7 @@ typedef struct {
         int width;               /* embedding width C */
         int context;             /* T: positions per sample (window of T+1 tokens) */
         int vocab;               /* token ids 0 .. vocab-1 */
+        erase_tie_head_t tie_head; /* erase_model_config_tied_head resolves it */
     } gpt;
 } erase_model_config_t;
 
@@ -104,6 +112,17 @@ const char *erase_model_config_task(const erase_model_config_t *cfg);
 int erase_model_config_blocks(const erase_model_config_t *cfg);
 
 /*
+ * Whether the last block's LM head is tied to h0/wte (GPT-2's weight tying,
+ * docs/models.md): *tied = 1 for a gpt model with tie_head TRUE, or AUTO and
+ * no cuts; else 0 (always 0 for ctr and mlp). Errors: ERASE_ERR_INVALID for
+ * tie_head TRUE with cuts (the tie would carry the last block's head
+ * gradient into block 0 across them): "gpt.tie_head = true with cuts at
+ * boundaries 2, 4: the tie would carry the last block's gradient across the
+ * cuts into h0/wte (set tie_head = false or remove the cuts)".
+ */
+erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int *tied);
+
+/*
  * Parse model-file text. `name` is used in messages (a path or "<string>").
  * Errors: ERASE_ERR_FORMAT (syntax, unknown key, wrong type, impossible
  * size, a plain integer beyond 32 bits, @include of a directory:
@@ -119,7 +138,9 @@ erase_status_t erase_model_config_parse(const char *text, const char *name,
 erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg);
 
 /* Write the configuration as model-file text (parses back to the same
- * configuration). Returns the length written, or -1 if `size` is too small. */
+ * configuration; gpt's tie_head is written as what it resolves to,
+ * erase_model_config_tied_head, so the text states it). Returns the
+ * length written, or -1 if `size` is too small. */
 int erase_model_config_format(const erase_model_config_t *cfg, char *text, int size);
 
 #endif

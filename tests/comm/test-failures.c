@@ -9,6 +9,9 @@
  *             $ERASE_TEST_DIR/rank<r>.pid (the driver kill -9's one rank)
  *   stall     rank 1 sleeps 60 s instead of issuing all-reduce #4: rank 0's
  *             watchdog must end the job
+ *   p2p-stall rank 0 receives 1024 x f32 (tag 5) from rank 1, which sleeps
+ *             60 s instead of sending: rank 0's watchdog must see the
+ *             receive (a polling wait, lib/comm/mpi_comm.c) and end the job
  *   fatal     rank 1 cannot open its input before the first collective and
  *             takes the fatal path; the others are already waiting in it
  *   mismatch  rank 1 issues broadcast(4 x f32, root 0) where rank 0 issues
@@ -101,6 +104,15 @@ int main(int argc, char **argv)
             }
             allreduce(s, x, COUNT);
         }
+    } else if (!strcmp(mode, "p2p-stall")) {
+        allreduce(s, x, COUNT);
+        if (world.rank == 1) {
+            fprintf(stderr, "[rank 1] test: not sending to rank 0 for 60 s\n");
+            sleep(60);
+        } else if (world.rank == 0) {
+            ERASE_MUST(erase_recv(erase_world_comm(), s, x, COUNT, ERASE_DTYPE_F32, 1, 5));
+            ERASE_MUST(erase_stream_synchronize(s));
+        }
     } else if (!strcmp(mode, "fatal")) {
         if (world.rank == 1) {
             FILE *f;
@@ -119,7 +131,7 @@ int main(int argc, char **argv)
                                        ERASE_REDUCE_SUM));
         ERASE_MUST(erase_comm_check_sequence(erase_world_comm()));
     } else {
-        fprintf(stderr, "usage: test-failures loop|stall|fatal|mismatch|pp3\n");
+        fprintf(stderr, "usage: test-failures loop|stall|p2p-stall|fatal|mismatch|pp3\n");
         return 2;
     }
     erase_stream_destroy(s);

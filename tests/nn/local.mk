@@ -21,7 +21,8 @@ endif
 EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cuts_all.h5 \
 	tests/data/reference/ctr_cuts_2_4.h5 tests/data/reference/mlp_cuts_all.h5 \
 	tests/data/reference/mlp_cuts_none.h5 tests/data/reference/gpt_cuts_none.h5 \
-	tests/data/reference/gpt_cuts_1_2.h5 tests/reference/make_reference.py \
+	tests/data/reference/gpt_cuts_1_2.h5 tests/data/reference/gpt_untied.h5 \
+	tests/reference/make_reference.py \
 	jobs/gpt-shakespeare.cfg jobs/gpt-nanochat.cfg \
 	tests/reference/README.md
 

@@ -1,7 +1,8 @@
 /*
  * Model files (lib/nn/model_config.h): the reference defaults, full ctr and
  * mlp files with comments, format -> parse round trips (defaults and
- * non-default values, including 64-bit seeds and table sizes), and every
+ * non-default values, including 64-bit seeds and table sizes; gpt's
+ * tie_head written as what it resolves to), gpt's tie_head, and every
  * kind of error with its exact message "<name>:<line>: <what>" (plain
  * integers beyond 32 bits, which libconfig wraps, NUL bytes and @include of
  * a directory included). A failed parse leaves the caller's configuration
@@ -53,6 +54,11 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
         assert_int_equal(a->gpt.width, b->gpt.width);
         assert_int_equal(a->gpt.context, b->gpt.context);
         assert_int_equal(a->gpt.vocab, b->gpt.vocab);
+        /* AUTO formats as what it resolves to: the tie, not the field */
+        int ta, tb;
+        MUST(erase_model_config_tied_head(a, &ta));
+        MUST(erase_model_config_tied_head(b, &tb));
+        assert_int_equal(ta, tb);
     } else {
         assert_int_equal(a->mlp.inputs, b->mlp.inputs);
         assert_int_equal(a->mlp.hidden_layers, b->mlp.hidden_layers);
@@ -194,6 +200,57 @@ static void test_parse_gpt(void **state)
     expect_gpt_error("  hidden = [3];", "bad.cfg:3: unknown key 'gpt.hidden'");
     expect_error("model = \"gpt\";\nmlp: {};\n", "bad.cfg:2: group 'mlp' does not apply to model \"gpt\"");
     expect_error("model = \"ctr\";\ngpt: {};\n", "bad.cfg:2: group 'gpt' does not apply to model \"ctr\"");
+
+    print_message("tie_head: absent ties exactly without cuts; false unties; true only without cuts\n");
+    static const struct {
+        const char *body;
+        erase_tie_head_t field;
+        uint32_t cuts;
+        int tied;
+    } ties[] = {
+        { "layers = 3;", ERASE_TIE_HEAD_AUTO, 0, 1 },
+        { "layers = 3; cuts = [2];", ERASE_TIE_HEAD_AUTO, 1u << 2, 0 },
+        { "layers = 3; tie_head = false;", ERASE_TIE_HEAD_FALSE, 0, 0 },
+        { "layers = 3; tie_head = true;", ERASE_TIE_HEAD_TRUE, 0, 1 },
+        { "tie_head = false; layers = 3; cuts = \"all\";", ERASE_TIE_HEAD_FALSE, 0x6, 0 },
+        { "tie_head = true; cuts = \"none\";", ERASE_TIE_HEAD_TRUE, 0, 1 },
+    };
+    for (size_t i = 0; i < sizeof ties / sizeof ties[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "model = \"gpt\"; gpt: { %s };", ties[i].body);
+        MUST(erase_model_config_parse(text, "gpt.cfg", &c));
+        assert_int_equal(c.gpt.tie_head, ties[i].field);
+        assert_int_equal(c.cut_mask, ties[i].cuts);
+        int tied = -1;
+        MUST(erase_model_config_tied_head(&c, &tied));
+        assert_int_equal(tied, ties[i].tied);
+    }
+    expect_gpt_error("  tie_head = 1;", "bad.cfg:3: gpt.tie_head: expected true or false, got 1");
+    expect_gpt_error("  tie_head = \"false\";", "bad.cfg:3: gpt.tie_head: expected true or false, got \"false\"");
+    /* the key's line, whichever order cuts and tie_head come in */
+    expect_gpt_error("  tie_head = true;\n  cuts = [2, 4];",
+                     "bad.cfg:3: gpt.tie_head: true with cuts at boundaries 2, 4: the tie would carry the last "
+                     "block's gradient across the cuts into h0/wte (set tie_head = false, or remove the cuts)");
+    expect_gpt_error("  layers = 2;\n  cuts = \"all\";\n  tie_head = true;",
+                     "bad.cfg:5: gpt.tie_head: true with cuts at boundaries 1: the tie would carry the last "
+                     "block's gradient across the cuts into h0/wte (set tie_head = false, or remove the cuts)");
+
+    print_message("tie_head = true set in code with cuts: ERASE_ERR_INVALID, not formattable\n");
+    c = erase_model_config_default(ERASE_MODEL_GPT);
+    c.gpt.tie_head = ERASE_TIE_HEAD_TRUE;
+    c.cut_mask = 1u << 3;
+    int tied = -1;
+    erase_error_clear();
+    assert_int_equal(erase_model_config_tied_head(&c, &tied), ERASE_ERR_INVALID);
+    assert_int_equal(tied, 0);
+    assert_non_null(strstr(erase_error_message(), "gpt.tie_head: true with cuts at boundaries 3: the tie would "
+                                                  "carry the last block's gradient across the cuts into h0/wte "
+                                                  "(set tie_head = false, or remove the cuts)"));
+    char text[1024];
+    assert_int_equal(erase_model_config_format(&c, text, sizeof text), -1);
+    c = erase_model_config_default(ERASE_MODEL_CTR);
+    MUST(erase_model_config_tied_head(&c, &tied));
+    assert_int_equal(tied, 0);
 
     print_message("the shipped gpt model files: shakespeare-char (no cuts), NanoChat (cuts at 2 and 4)\n");
     erase_model_config_t want = erase_model_config_default(ERASE_MODEL_GPT);
@@ -381,6 +438,7 @@ static void test_round_trip(void **state)
                         "  vocab = 256;\n"
                         "  cuts = \"none\";\n"
                         "  local_loss_weight = 1.0;\n"
+                        "  tie_head = true;\n"
                         "};\n");
     g.gpt.layers = 3;
     g.gpt.heads = 4;
@@ -390,6 +448,14 @@ static void test_round_trip(void **state)
     g.cut_mask = 0x6;
     g.local_loss_weight = 0.25f;
     round_trip(&g, "gpt, two cuts (all)");
+    assert_non_null(strstr(text, "  tie_head = true;\n"));
+    erase_model_config_format(&g, text, sizeof text);
+    assert_non_null(strstr(text, "  tie_head = false;\n"));
+    g.cut_mask = 0;
+    g.gpt.tie_head = ERASE_TIE_HEAD_FALSE;
+    round_trip(&g, "gpt, no cuts, untied head");
+    erase_model_config_format(&g, text, sizeof text);
+    assert_non_null(strstr(text, "  cuts = \"none\";\n  local_loss_weight = 0.25;\n  tie_head = false;\n"));
 }
 
 static void test_format_limits(void **state)

@@ -2,7 +2,7 @@
  * Whole models against PyTorch: forward outputs, every loss and every
  * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4), mlp
  * (all cuts, none) and gpt (no cuts: the LM head tied to wte; cuts at 1
- * and 2: every block a head of its own) on the weights and inputs of the reference files made
+ * and 2: every block a head of its own; no cuts with tie_head = false) on the weights and inputs of the reference files made
  * by tests/reference/make_reference.py. Also: with a cut, a block's
  * gradients do not depend on later blocks (bitwise), and 100 training
  * steps are bitwise reproducible, and sizes too large to hold are an
@@ -213,6 +213,30 @@ static void test_mlp_cuts_all(void **state) { check_reference("mlp_cuts_all.h5")
 static void test_mlp_cuts_none(void **state) { check_reference("mlp_cuts_none.h5"); }
 static void test_gpt_cuts_none(void **state) { check_reference("gpt_cuts_none.h5"); }
 static void test_gpt_cuts_1_2(void **state) { check_reference("gpt_cuts_1_2.h5"); }
+
+/* tie_head = false without cuts: the last block has its own
+ * h2/lm_head/weight, and h0/wte's gradient is the embedding's alone (a head
+ * still writing into wte, or one the key left tied, differs from PyTorch's
+ * by the head's gradient, about as large as wte's own). */
+static void test_gpt_untied(void **state)
+{
+    erase_model_config_t cfg;
+    int tied = -1;
+    MUST(erase_model_config_parse("model = \"gpt\"; gpt: { layers = 3; heads = 4; width = 32; context = 8; "
+                                  "vocab = 50; tie_head = false; };", "untied", &cfg));
+    MUST(erase_model_config_tied_head(&cfg, &tied));
+    assert_int_equal(tied, 0);
+    erase_network_t *net;
+    MUST(erase_network_create(dev, &cfg, 3, &net));
+    erase_gpt_layer_t last, first;
+    MUST(erase_gpt_layer(net, 2, &last));
+    MUST(erase_gpt_layer(net, 0, &first));
+    assert_non_null(last.head_w);
+    assert_ptr_not_equal(last.head_w, first.wte);
+    assert_string_equal(last.head_w->name, "h2/lm_head/weight");
+    erase_network_destroy(net);
+    check_reference("gpt_untied.h5");
+}
 
 /* A small gpt: 3 layers of width 16, 2 heads, context 6, vocab 20. */
 static erase_model_config_t small_gpt(uint32_t cut_mask)
@@ -495,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_mlp_cuts_none),
         cmocka_unit_test(test_gpt_cuts_none),
         cmocka_unit_test(test_gpt_cuts_1_2),
+        cmocka_unit_test(test_gpt_untied),
         cmocka_unit_test(test_gpt_decode),
         cmocka_unit_test(test_gpt_flops),
         cmocka_unit_test(test_cut_isolates_gradients),

@@ -103,12 +103,12 @@ def mlp_params(rng, m):
     return {k: v.astype(np.float32) for k, v in p.items()}
 
 
-def gpt_params(rng, m, cuts):
+def gpt_params(rng, m, cuts, tie):
     """GPT-2 (docs/models.md, gpt), block k = layer "h<k>". Random values of
     a larger spread than GPT-2's initialisation (every path matters in the
     gradients): weights normal(0, 0.2), biases normal(0, 0.1), LayerNorm
-    weights 1 + normal(0, 0.1). The last head is tied to h0/wte without
-    cuts (no lm_head of its own)."""
+    weights 1 + normal(0, 0.1). The last head is tied to h0/wte when `tie`
+    (no lm_head of its own)."""
     p = {}
     L, C, V, T = m["layers"], m["width"], m["vocab"], m["context"]
     w = lambda *shape: rng.normal(0.0, 0.2, shape)
@@ -126,7 +126,7 @@ def gpt_params(rng, m, cuts):
         p[h + "mlp/c_proj/weight"], p[h + "mlp/c_proj/bias"] = w(C, 4 * C), bias(C)
         if k == L - 1 or (k + 1) in cuts:
             p[h + "ln_f/weight"], p[h + "ln_f/bias"] = ln(C), bias(C)
-            if not (k == L - 1 and not cuts):
+            if not (k == L - 1 and tie):
                 p[h + "lm_head/weight"] = w(V, C)
     return {k: v.astype(np.float32) for k, v in p.items()}
 
@@ -229,7 +229,7 @@ def mlp_blocks(m, inp):
     return names, fns, loss
 
 
-def gpt_blocks(m, inp, cuts):
+def gpt_blocks(m, inp, cuts, tie):
     """nanoGPT's Block and head as functions of the parameter dict."""
     L, C, H, T, V = m["layers"], m["width"], m["heads"], m["context"], m["vocab"]
     tokens = torch.from_numpy(inp["tokens"]).long()
@@ -257,7 +257,7 @@ def gpt_blocks(m, inp, cuts):
             x = x + lin(P, y, h + "mlp/c_proj")
             if kk < L - 1 and (kk + 1) not in cuts:
                 return x, None
-            W = P["h0/wte"] if kk == L - 1 and not cuts else P[h + "lm_head/weight"]
+            W = P["h0/wte"] if kk == L - 1 and tie else P[h + "lm_head/weight"]
             return x, F.linear(ln(P, x, h + "ln_f"), W)
         return f
 
@@ -330,7 +330,7 @@ def ascii_attr(s):
     return np.bytes_(s.encode("ascii"))
 
 
-def model_file(kind, m, cuts):
+def model_file(kind, m, cuts, tie):
     if cuts == "all" or cuts == "none":
         cuts_text = '"%s"' % cuts
     else:
@@ -344,8 +344,9 @@ def model_file(kind, m, cuts):
                    m["subarchs"], cuts_text, m["lam"]))
     elif kind == "gpt":
         body = ("gpt: {\n  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n"
-                "  vocab = %d;\n  cuts = %s;\n  local_loss_weight = %r;\n};\n"
-                % (m["layers"], m["heads"], m["width"], m["context"], m["vocab"], cuts_text, m["lam"]))
+                "  vocab = %d;\n  cuts = %s;\n  local_loss_weight = %r;\n%s};\n"
+                % (m["layers"], m["heads"], m["width"], m["context"], m["vocab"], cuts_text, m["lam"],
+                   "" if tie is None else "  tie_head = %s;\n" % ("true" if tie else "false")))
     else:
         body = ("mlp: {\n  inputs = %d;\n  hidden = %s;\n  classes = %d;\n  cuts = %s;\n"
                 "  local_loss_weight = %r;\n};\n"
@@ -389,7 +390,9 @@ def write(path, text, batch, inputs, params, out, total, grads):
             ds("grad/" + k, v)
 
 
-def make_case(filename, kind, cuts, seed):
+def make_case(filename, kind, cuts, seed, tie=None):
+    """tie (gpt): None leaves tie_head out of the model file (tied exactly
+    without cuts), else its value."""
     rng = np.random.default_rng(seed)
     batch = BATCH
     if kind == "ctr":
@@ -401,8 +404,9 @@ def make_case(filename, kind, cuts, seed):
         m = GPT
         batch = m["batch"]
         cut_list = list(range(1, m["layers"])) if cuts == "all" else [] if cuts == "none" else cuts
-        params, inputs = gpt_params(rng, m, cut_list), gpt_inputs(rng, m)
-        names, fns, loss_fn = gpt_blocks(m, inputs, cut_list)
+        tied = not cut_list if tie is None else tie
+        params, inputs = gpt_params(rng, m, cut_list, tied), gpt_inputs(rng, m)
+        names, fns, loss_fn = gpt_blocks(m, inputs, cut_list, tied)
         x0 = None
     else:
         m = MLP
@@ -425,7 +429,7 @@ def make_case(filename, kind, cuts, seed):
     check_cuts(filename, params, names, fns, loss_fn, x0, cut_set, m["lam"], grads)
 
     path = os.path.join(OUT_DIR, filename)
-    write(path, model_file(kind, m, cuts), batch, inputs, params, out, total, grads)
+    write(path, model_file(kind, m, cuts, tie), batch, inputs, params, out, total, grads)
     print("%s: %d blocks, total loss %.6f, %s, %d bytes"
           % (os.path.relpath(path, ROOT), nb, float(total),
              "min |ReLU input| %.1e" % margin if RELU_INPUTS else "no ReLU", os.path.getsize(path)))
@@ -442,6 +446,7 @@ def main():
     make_case("mlp_cuts_none.h5", "mlp", "none", 23)
     make_case("gpt_cuts_none.h5", "gpt", "none", 51)
     make_case("gpt_cuts_1_2.h5", "gpt", [1, 2], 52)
+    make_case("gpt_untied.h5", "gpt", "none", 53, tie=False)
 
 
 if __name__ == "__main__":
