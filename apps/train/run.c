@@ -387,7 +387,10 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
 {
     const train_options_t *o = r->o;
     const erase_world_t *w = r->w;
-    if (r->cfg.kind == ERASE_MODEL_GPT && w->pp_size > 1 && r->cfg.cut_mask == 0)
+    int tied = 0;
+    if (r->cfg.kind == ERASE_MODEL_GPT)
+        TRY(erase_model_config_tied_head(&r->cfg, &tied));
+    if (tied && w->pp_size > 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
                            "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md)",
                            w->pp_size, w->pp_size - 1);
