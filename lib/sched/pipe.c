@@ -541,16 +541,25 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
     return ERASE_OK;
 }
 
-erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
+/* Wait for the compute and receive streams, and with `sends` the send
+ * streams too; the first sticky error. */
+static erase_status_t wait_streams(erase_pipe_t *p, int sends)
 {
-    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->grad_in, p->act_out, p->grad_out };
     erase_status_t st = ERASE_OK;
-    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+    for (int i = 0; i < (sends ? 5 : 3); i++) {
         erase_status_t si = erase_stream_synchronize(streams[i]);
         if (st == ERASE_OK)
             st = si;
     }
-    TRY(st);
+    return st;
+}
+
+erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
+{
+    /* not the sends: a gradient sent in this step may be received in the
+     * next one (paci), and the host's next collective must not wait for it */
+    TRY(wait_streams(p, 0));
     /* busy: each action's begin..end; wall: the first begin .. the last end */
     if (p->tev_used >= 2) {
         double busy = 0, wall = 0, ms;
@@ -597,6 +606,7 @@ erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
     if (p->window > 0)
         TRY(update(p));
     TRY(erase_pipe_synchronize(p));
+    TRY(wait_streams(p, 1)); /* nothing left in flight */
     if (in_flight) {
         p->stats.drains++;
         p->stats.drain_ms += (erase_now_s() - t0) * 1e3;

@@ -104,8 +104,11 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *pipe);
  */
 erase_status_t erase_pipe_step(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
 
-/* Wait for everything enqueued; then accounts the step's events. Returns
- * a stream's sticky error. */
+/* Wait for the compute and receive streams (not the sends: a gradient
+ * sent in this step may be received by the previous stage in its next
+ * step, under paci; a slot's buffer is reused only after its send, by
+ * events); then account the step's events. Returns a stream's sticky
+ * error. */
 erase_status_t erase_pipe_synchronize(erase_pipe_t *pipe);
 
 /*
