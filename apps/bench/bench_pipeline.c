@@ -70,7 +70,8 @@ static void usage(FILE *f)
             "  samples/s, bubble (max and mean over stages; the analytic (P-1)/(M+P-1) beside\n"
             "  gpipe's and 1f1b's), paci's drift per stage; then paci / 1f1b at P = 8, M = 1 .. 32\n"
             "  beside the bubble model (m+7)/m (the PACI paper's claim: up to 1.69x)\n"
-            "  defaults: --pp 2,4,8 --micro-batches 1,2,4,8,16,32 --steps 100 (P <= 64)\n"
+            "  defaults: --pp 2,4,8 (measured: those <= the blocks) --micro-batches 1,2,4,8,16,32\n"
+            "            --steps 100 (P <= 64)\n"
             "  --forward-ms, --backward-ms, --update-ms  every stage's times per micro-batch (update\n"
             "              default 0); --batch samples per micro-batch (default 1)\n"
             "  --model ctr|gpt, --model-file FILE  measure instead: each block's forward, backward\n"
@@ -354,7 +355,7 @@ static int bad_option(const char *name, const char *text, const char *what)
 int bench_pipeline(int argc, char **argv)
 {
     const char *pp_text = "2,4,8", *mb_text = "1,2,4,8,16,32", *model = NULL, *model_file = NULL;
-    int simulate_flag = 0, batch = 0, repeats = 5;
+    int simulate_flag = 0, batch = 0, repeats = 5, pp_given = 0;
     double steps = 100, f = -1, b = -1, u = -1, lat = -1, gbps = -1, bytes = -1, batch_v = 0, repeats_v = 5;
     static const struct option opts[] = { { "simulate", no_argument, 0, 0 },
                                           { "pp", required_argument, 0, 0 },
@@ -399,8 +400,10 @@ int bench_pipeline(int argc, char **argv)
             return 0;
         } else if (!strcmp(name, "simulate"))
             simulate_flag = 1;
-        else if (!strcmp(name, "pp"))
+        else if (!strcmp(name, "pp")) {
             pp_text = optarg;
+            pp_given = 1;
+        }
         else if (!strcmp(name, "micro-batches"))
             mb_text = optarg;
         else if (!strcmp(name, "model"))
@@ -463,12 +466,18 @@ int bench_pipeline(int argc, char **argv)
         if (!batch)
             batch = cfg.kind == ERASE_MODEL_GPT ? 4 : 256;
         int blocks = erase_model_config_blocks(&cfg);
+        int fit = 0;
         for (int i = 0; i < npp; i++)
-            if (pp[i] > blocks) {
+            if (pp[i] <= blocks)
+                pp[fit++] = pp[i];
+            else if (pp_given) {
                 fprintf(stderr, "erase-bench pipeline: --pp %d: the %s model has %d blocks (expected P <= blocks)\n",
                         pp[i], bt.model, blocks);
                 return 2;
             }
+        if (fit < npp) /* the default list: those that fit */
+            printf("# --pp %s: the %s model has %d blocks: P > %d left out\n", pp_text, bt.model, blocks, blocks);
+        o.npp = npp = fit;
         if (measure(&cfg, batch, repeats, &bt) != 0)
             return 1;
         double largest = 0;

@@ -78,6 +78,9 @@ rc=$?
 printf 'model = "gpt";\ngpt: {\n  layers = 8;\n  heads = 2;\n  width = 16;\n  context = 8;\n  vocab = 32;\n};\n' >"$dir/g8.cfg"
 $B --model-file "$dir/g8.cfg" --batch 2 --pp 8 --micro-batches 1,3 --steps 2 --repeats 1 >"$dir/gpt" 2>"$dir/gpt.err"
 rc2=$?
+# the default --pp 2,4,8: those the model's blocks allow
+$B --model ctr --batch 8 --micro-batches 1 --steps 1 --repeats 1 >"$dir/default" 2>"$dir/default.err"
+rc3=$?
 # every row: 7 numbers and a drift column; paci's drift per stage of P stages
 measured_rows() {
     rows "$1" | awk -v n="$2" '
@@ -93,9 +96,11 @@ measured_rows() {
     grep -q -E '^# P 7: link latency 1 us, bandwidth [0-9.e+]+ Gbit/s, activation 11744 bytes; stage times \(ms\): forward ' \
         "$dir/ctr" &&
     grep -q '^# measured: gpt, 8 blocks, micro-batch 2 samples' "$dir/gpt" &&
-    [ "$(sed -n '/^ *M  *1f1b_mb\/s/,$p' "$dir/gpt" | grep -c -E '^ +[0-9]+ ')" = 6 ]
-tap $? "measured times: ctr and an 8-layer gpt model file, a row per schedule, the claim table where P = 8 fits (status $rc, $rc2)"
-tap_report "$dir/ctr"; tap_report "$dir/gpt"
+    [ "$(sed -n '/^ *M  *1f1b_mb\/s/,$p' "$dir/gpt" | grep -c -E '^ +[0-9]+ ')" = 6 ] &&
+    [ $rc3 = 0 ] && grep -q '^# --pp 2,4,8: the ctr model has 7 blocks: P > 7 left out$' "$dir/default" &&
+    [ "$(rows "$dir/default" | cut -d' ' -f2 | tr '\n' ' ')" = "2 2 2 4 4 4 " ]
+tap $? "measured times: ctr and an 8-layer gpt model file, a row per schedule, the claim table where P = 8 fits; the default --pp without 8 for ctr (status $rc, $rc2, $rc3)"
+tap_report "$dir/ctr"; tap_report "$dir/gpt"; tap_report "$dir/default"
 [ $rc = 0 ] || tap_report "$dir/ctr.err"; [ $rc2 = 0 ] || tap_report "$dir/gpt.err"
 
 # usage errors: exit 2 and the message
