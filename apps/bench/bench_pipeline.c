@@ -293,7 +293,7 @@ static void print_rows(const sim_t *o)
                     bmax = fmax(bmax, r.bubble[s]);
                     bsum += r.bubble[s];
                 }
-                char a[16] = "-", analytic[16] = "-", drift[64 * 4 + 1] = "-";
+                char a[16] = "-", analytic[16] = "-", drift[64 * 12] = "-";
                 if (kind == PIPE_PACI) {
                     snprintf(a, sizeof a, "%d", M);
                     for (int s = 0, n = 0; s < P; s++)

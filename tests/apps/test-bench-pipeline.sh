@@ -12,6 +12,16 @@ B="apps/erase-bench pipeline --simulate"
 # rows FILE: the table rows of FILE (spaces squeezed), without the claim table
 rows() { sed -n '/^schedule /,/^$/p' "$1" | sed '1d;/^$/d' | tr -s ' '; }
 
+# exact NAME ARGS...: $B ARGS exits 0 (status in $rc) and its rows are
+# $dir/NAME.want's; the output in $dir/NAME, stderr in $dir/NAME.err
+exact() {
+    name=$1; shift
+    $B "$@" >"$dir/$name" 2>"$dir/$name.err"
+    rc=$?
+    rows "$dir/$name" >"$dir/$name.rows"
+    [ $rc = 0 ] && cmp -s "$dir/$name.rows" "$dir/$name.want"
+}
+
 # P = 2, M = 2, 2 steps, forward 1 ms, backward 2 ms, free link, no update.
 # gpipe, step 0: stage 0 F0 0-1 F1 1-2; stage 1 F0 1-2 F1 2-3 B0 3-5 B1 5-7;
 # stage 0 B0 5-7 B1 7-9; step 1 the same from 9: makespan 18 ms, each stage
@@ -22,15 +32,12 @@ rows() { sed -n '/^schedule /,/^$/p' "$1" | sed '1d;/^$/d' | tr -s ' '; }
 # 9-10 B2 10-12 B3 13-15 U; stage 1 F0 1-2 B0 2-4 F1 4-5 B1 5-7 U F2 7-8
 # B2 8-10 F3 10-11 B3 11-13 U: makespan 15 ms, bubble 1 - 12/15 = 0.2,
 # 266.67/s; stage 0's B2 follows F2 and the UPDATE after B1: drift 1.
-$B --pp 2 --micro-batches 2 --steps 2 --forward-ms 1 --backward-ms 2 >"$dir/small" 2>"$dir/small.err"
-rc=$?
 cat >"$dir/small.want" <<'EOF'
 gpipe 2 2 - 18.000 222.22 222.2 0.3333 0.3333 0.3333 -
 1f1b 2 2 - 18.000 222.22 222.2 0.3333 0.3333 0.3333 -
 paci 2 2 2 15.000 266.67 266.7 0.2000 0.2000 - 1,0
 EOF
-rows "$dir/small" >"$dir/small.rows"
-[ $rc = 0 ] && cmp -s "$dir/small.rows" "$dir/small.want" &&
+exact small --pp 2 --micro-batches 2 --steps 2 --forward-ms 1 --backward-ms 2 &&
     grep -q '^# given: every stage.s forward 1 ms, backward 2 ms, update 0 ms per micro-batch of 1 sample$' "$dir/small" &&
     grep -q '^# P 2: link latency 0 us, bandwidth inf Gbit/s, activation 0 bytes$' "$dir/small"
 tap $? "P 2, M 2, forward 1 ms, backward 2 ms: makespans 18, 18, 15 ms and bubbles as computed by hand (status $rc)"
@@ -41,16 +48,13 @@ tap_report "$dir/small"; [ $rc = 0 ] || tap_report "$dir/small.err"
 # stage 0 F0 0-1, arrives 2.5; stage 1 F0 2.5-3.5 B0 3.5-4.5 U 4.5-5, the
 # gradient arrives 6; stage 0 B0 6-7 U 7-7.5: makespan 7.5 ms, each stage
 # busy 2.5 ms: bubble 2/3; 1 / 7.5 ms = 133.33 micro-batches/s, x 4 samples.
-$B --pp 2 --micro-batches 1 --steps 1 --forward-ms 1 --backward-ms 1 --update-ms 0.5 --latency-us 500 \
-    --bandwidth-gbps 0.008 --activation-bytes 1000 --batch 4 >"$dir/link" 2>"$dir/link.err"
-rc=$?
 cat >"$dir/link.want" <<'EOF'
 gpipe 2 1 - 7.500 133.33 533.3 0.6667 0.6667 0.5000 -
 1f1b 2 1 - 7.500 133.33 533.3 0.6667 0.6667 0.5000 -
 paci 2 1 1 7.500 133.33 533.3 0.6667 0.6667 - 0,0
 EOF
-rows "$dir/link" >"$dir/link.rows"
-[ $rc = 0 ] && cmp -s "$dir/link.rows" "$dir/link.want" &&
+exact link --pp 2 --micro-batches 1 --steps 1 --forward-ms 1 --backward-ms 1 --update-ms 0.5 --latency-us 500 \
+    --bandwidth-gbps 0.008 --activation-bytes 1000 --batch 4 &&
     grep -q '^# P 2: link latency 500 us, bandwidth 0.008 Gbit/s, activation 1000 bytes$' "$dir/link"
 tap $? "latency + bytes / bandwidth per message and the update time: makespan 7.5 ms (status $rc)"
 tap_report "$dir/link"; [ $rc = 0 ] || tap_report "$dir/link.err"
