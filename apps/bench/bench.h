@@ -12,6 +12,7 @@ int bench_allreduce(int argc, char **argv);
 int bench_data(int argc, char **argv);
 int bench_schedules(int argc, char **argv);
 int bench_subnormal(int argc, char **argv);
+int bench_pipeline(int argc, char **argv);
 
 /* "cpu" / "cuda" (a --device value) -> *kind; -1 for anything else. */
 int bench_parse_device(const char *text, erase_device_kind_t *kind);

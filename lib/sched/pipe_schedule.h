@@ -93,11 +93,14 @@ typedef struct {
 erase_status_t pipe_schedule_build(const pipe_schedule_options_t *o, pipe_schedule_t *out);
 void pipe_schedule_free(pipe_schedule_t *sc);
 
-/* ceil((P-1-s)/a): paci's drift bound at stage s (gpipe / 1f1b: 0). */
+/* ceil((P-1-s)/a): paci's drift bound at stage s (gpipe / 1f1b: 0); -1
+ * for P < 1, s outside 0 .. P-1 or (paci) a < 1. */
 int pipe_drift_bound(pipe_kind_t kind, int stages, int stage, int accumulate);
 
 /* (P-1)/(M+P-1): the analytic bubble of gpipe and 1f1b with equal stage
- * times and free communication (Huang et al. 2019). */
+ * times and free communication (Huang et al. 2019); exact in pipe_replay
+ * for any forward and backward times when updates take no time. NaN for
+ * P < 1 or M < 1. */
 double pipe_bubble_analytic(int stages, int micro_batches);
 
 /* ---- replay: the discrete-event simulation of all stages ------------------ */

@@ -11,6 +11,8 @@ APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
 APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
 # jobs/trace-svg: boxes labelled with their block and pass, a legend (issue 15)
 APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
+# erase-bench pipeline --simulate: exact tables from given times (issue 16)
+APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 
