@@ -199,7 +199,9 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
            P == 1 ? "" : "s", w->dp_size, M, M == 1 ? "" : "es", po->micro_size);
     if (po->kind == PIPE_PACI)
         printf(", update every %d backward%s per stage", po->accumulate, po->accumulate == 1 ? "" : "s");
-    printf("; stages %s%s\n", stages, st->measured ? " (auto: balanced by measured block times)" : "");
+    printf("; stages %s%s; early backward inside stages %s\n", stages,
+           st->measured ? " (auto: balanced by measured block times)" : "",
+           po->kind == PIPE_PACI ? "off (paci)" : po->early_backward ? "on (side stream)" : "off");
     if (metrics) {
         json_line_start(metrics, "pipeline", step, samples_seen);
         fprintf(metrics, ",\"schedule\":\"%s\",\"stages\":%d,\"dp\":%d,\"micro_batches\":%d,\"accumulate\":%d,"

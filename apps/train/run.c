@@ -400,7 +400,8 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
     *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,
                                   .accumulate = kind == PIPE_PACI && o->accumulate ? (int)o->accumulate : M,
                                   .first = r->stages.first[w->pp_rank], .last = r->stages.first[w->pp_rank + 1],
-                                  .pp = erase_pp_comm(), .dp = erase_dp_comm(), .trace = o->trace[0] != 0 };
+                                  .pp = erase_pp_comm(), .dp = erase_dp_comm(), .trace = o->trace[0] != 0,
+                                  .early_backward = strcmp(o->early_backward, "off") != 0 };
     TRY(erase_pipe_create(r->net, r->opt, po, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1,
                           &r->pipe));
     return ERASE_OK;

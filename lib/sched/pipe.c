@@ -25,6 +25,8 @@ typedef struct {
     int pending;                    /* forwarded, not yet backwarded */
     int forwarded, backwarded, sent_act, sent_grad; /* events recorded at least once */
     erase_event_t *recv_done, *fwd_done, *act_sent, *grad_recvd, *bwd_done, *grad_sent;
+    erase_event_t *early_done;      /* its early backwards (side stream) are done */
+    int early;                      /* early_done recorded for the occupant */
 } slot_t;
 
 /* Embedding rows of one block, packed per micro-batch until the update
@@ -47,6 +49,13 @@ struct erase_pipe {
     int64_t seg_steps, seg_step, next;
     /* streams: compute; activations in / out; gradients in / out */
     erase_stream_t *compute, *act_in, *act_out, *grad_in, *grad_out;
+    /* early backward inside the stage (gpipe, 1f1b): the segments before
+     * its last cut, [first, tail), run their backward on `side` right
+     * after their forward; BACKWARD runs [tail, last) */
+    erase_stream_t *side;
+    int tail;
+    erase_event_t *side_done;       /* after the side stream's latest work */
+    int side_used;
     slot_t *slots;
     sched_reduce_t *reduce;
     float *losses;                  /* device [blocks]: the step's mean losses */
@@ -57,9 +66,11 @@ struct erase_pipe {
     /* the step's micro-batches: offsets [M + 1] into the rank's batch */
     int *offset;
     int step_size;
-    /* timing: begin/end event pairs of the compute stream's actions */
+    /* timing: begin/end event pairs of the compute and side streams' actions */
     erase_event_t **tev;
     int ntev, tev_used;
+    double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
+    int nspans;
     erase_optim_clock_t clock;
     erase_pipe_stats_t stats;
 };
@@ -135,7 +146,7 @@ static erase_status_t slot_create(erase_pipe_t *p, slot_t *sl)
     TRY(erase_network_create_replica(p->net, p->o.micro_size, &sl->net));
     TRY(erase_network_batch_alloc(sl->net, p->o.micro_size, &sl->batch));
     erase_event_t **ev[] = { &sl->recv_done, &sl->fwd_done, &sl->act_sent,
-                             &sl->grad_recvd, &sl->bwd_done, &sl->grad_sent };
+                             &sl->grad_recvd, &sl->bwd_done, &sl->grad_sent, &sl->early_done };
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
         TRY(erase_event_create(p->dev, ev[i]));
     return ERASE_OK;
@@ -143,7 +154,8 @@ static erase_status_t slot_create(erase_pipe_t *p, slot_t *sl)
 
 static void slot_destroy(erase_pipe_t *p, slot_t *sl)
 {
-    erase_event_t *ev[] = { sl->recv_done, sl->fwd_done, sl->act_sent, sl->grad_recvd, sl->bwd_done, sl->grad_sent };
+    erase_event_t *ev[] = { sl->recv_done, sl->fwd_done, sl->act_sent, sl->grad_recvd, sl->bwd_done, sl->grad_sent,
+                            sl->early_done };
     for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
         erase_event_destroy(ev[i]);
     if (sl->net) {
@@ -205,6 +217,16 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     erase_stream_t **streams[] = { &p->compute, &p->act_in, &p->act_out, &p->grad_in, &p->grad_out };
     for (size_t i = 0; st == ERASE_OK && i < sizeof streams / sizeof streams[0]; i++)
         st = erase_stream_create(p->dev, streams[i]);
+    p->tail = o->first;
+    for (int b = o->first + 1; b < o->last; b++)
+        if (erase_network_is_cut(net, b))
+            p->tail = b;
+    if (!o->early_backward || o->kind == PIPE_PACI)
+        p->tail = o->first; /* paci: an early gradient would join the accumulation of an earlier update */
+    if (st == ERASE_OK && p->tail > o->first)
+        st = erase_stream_create(p->dev, &p->side);
+    if (st == ERASE_OK && p->tail > o->first)
+        st = erase_event_create(p->dev, &p->side_done);
     for (int k = 0; st == ERASE_OK && k < p->K; k++)
         st = slot_create(p, &p->slots[k]);
     if (st == ERASE_OK && o->trace)
@@ -252,10 +274,11 @@ void erase_pipe_destroy(erase_pipe_t *p)
 {
     if (!p)
         return;
-    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out, p->side };
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
         if (streams[i])
             (void)erase_stream_synchronize(streams[i]);
+    erase_event_destroy(p->side_done);
     for (int k = 0; p->slots && k < p->K; k++)
         slot_destroy(p, &p->slots[k]);
     free(p->slots);
@@ -271,6 +294,7 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int i = 0; i < p->ntev; i++)
         erase_event_destroy(p->tev[i]);
     free(p->tev);
+    free(p->spans);
     sched_reduce_destroy(p->reduce);
     erase_free(p->dev, p->losses);
     pipe_schedule_free(&p->sc);
@@ -282,8 +306,9 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
 
 /* ---- timing ------------------------------------------------------------------ */
 
-/* Record the next timing event on the compute stream (pairs: begin, end). */
-static erase_status_t mark_time(erase_pipe_t *p)
+/* Record the next timing event on stream s (pairs: begin, end; the
+ * step's first on the compute stream). */
+static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s)
 {
     if (p->tev_used == p->ntev) {
         int cap = p->ntev ? 2 * p->ntev : 64;
@@ -300,7 +325,54 @@ static erase_status_t mark_time(erase_pipe_t *p)
         }
         p->ntev = cap;
     }
-    TRY(erase_event_record(p->tev[p->tev_used++], p->compute));
+    TRY(erase_event_record(p->tev[p->tev_used++], s));
+    return ERASE_OK;
+}
+
+static erase_status_t mark_time(erase_pipe_t *p)
+{
+    return mark_time_on(p, p->compute);
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    double x = ((const double *)a)[0], y = ((const double *)b)[0];
+    return (x > y) - (x < y);
+}
+
+/* Busy: the union of the recorded spans (compute and side streams may
+ * overlap); wall: the first event to the last span's end. */
+static erase_status_t account_time(erase_pipe_t *p)
+{
+    int n = p->tev_used / 2;
+    if (n == 0)
+        return ERASE_OK;
+    if (n > p->nspans) {
+        double (*sp)[2] = realloc(p->spans, sizeof *sp * (size_t)n);
+        if (!sp)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d timing spans", n);
+        p->spans = sp;
+        p->nspans = n;
+    }
+    for (int i = 0; i < n; i++) {
+        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[2 * i], &p->spans[i][0]));
+        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[2 * i + 1], &p->spans[i][1]));
+    }
+    qsort(p->spans, (size_t)n, sizeof p->spans[0], span_cmp);
+    double busy = 0, end = 0, from = p->spans[0][0], to = p->spans[0][1];
+    for (int i = 1; i < n; i++) {
+        if (p->spans[i][0] > to) {
+            busy += to - from;
+            from = p->spans[i][0];
+        }
+        if (p->spans[i][1] > to)
+            to = p->spans[i][1];
+    }
+    busy += to - from;
+    end = to;
+    p->stats.busy_ms += busy;
+    p->stats.wall_ms += end;
+    p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
     return ERASE_OK;
 }
 
@@ -312,6 +384,48 @@ static erase_status_t mark(erase_pipe_t *p, erase_stream_t *s, const char *label
     return p->o.trace ? erase_stream_mark(s, label, begin) : ERASE_OK;
 }
 
+
+static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index, int b0, int b1, erase_stream_t *s);
+
+/*
+ * The ERASE method inside a stage: the backward of segment [b0, b1) of
+ * slot sl's micro-batch (its last boundary b1 a cut inside the stage) on
+ * the side stream, right after its forward, overlapping the next blocks'
+ * forward; its gradients accumulated there. The segment holding the
+ * stage's first block sends the input gradient to stage s-1 from here.
+ */
+static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro, int b0, int b1)
+{
+    erase_network_t *r = sl->net;
+    TRY(erase_event_record(sl->early_done, p->compute)); /* the segment's forward */
+    TRY(erase_stream_wait_event(p->side, sl->early_done));
+    if (b0 == p->o.first && sl->sent_grad) /* the previous occupant's input gradient has left */
+        TRY(erase_stream_wait_event(p->side, sl->grad_sent));
+    TRY(mark_time_on(p, p->side));
+    TRY(mark(p, p->side, "backward (early)", 1));
+    for (int b = b1 - 1; b >= b0; b--)
+        TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
+    TRY(accumulate(p, sl, (int)(micro % p->W), b0, b1, p->side));
+    TRY(mark(p, p->side, "backward (early)", 0));
+    TRY(mark_time_on(p, p->side));
+    TRY(erase_event_record(sl->early_done, p->side));
+    TRY(erase_event_record(p->side_done, p->side));
+    sl->early = 1;
+    p->side_used = 1;
+    if (b0 == p->o.first && !is_first(p)) {
+        int w;
+        const float *g = erase_network_input_grad(r, p->o.first, &w);
+        TRY(erase_stream_wait_event(p->grad_out, sl->early_done));
+        TRY(mark(p, p->grad_out, "send gradient", 1));
+        TRY(erase_send(p->o.pp, p->grad_out, g, (size_t)sl->size * (size_t)w, ERASE_DTYPE_F32, p->s - 1,
+                       TAG_GRADIENT));
+        TRY(mark(p, p->grad_out, "send gradient", 0));
+        TRY(erase_event_record(sl->grad_sent, p->grad_out));
+        sl->sent_grad = 1;
+        p->stats.bytes_sent += (int64_t)sl->size * w * (int64_t)sizeof(float);
+    }
+    return ERASE_OK;
+}
 
 static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_t *batch, float *outputs)
 {
@@ -351,8 +465,14 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     /* the micro-batch's share of the mean: n / N (paci: n / N x M / a, 1 / a for equal sizes) */
     float scale = (float)((double)n / (double)p->step_size * (double)p->o.micro_batches / (double)p->accumulate);
     erase_network_set_loss_scale(r, scale);
-    for (int b = p->o.first; b < p->o.last; b++)
+    sl->early = 0;
+    for (int b = p->o.first, seg = p->o.first; b < p->o.last; b++) {
         TRY(erase_network_forward_block(r, b, p->compute, &sl->batch));
+        if (b + 1 <= p->tail && erase_network_is_cut(r, b + 1)) { /* segment [seg, b] is complete */
+            TRY(early_backward(p, sl, micro, seg, b + 1));
+            seg = b + 1;
+        }
+    }
     TRY(erase_axpy(p->compute, (size_t)p->blocks, (float)((double)n / (double)p->step_size),
                    erase_network_losses(r), p->losses));
     if (is_last(p) && outputs) {
@@ -377,17 +497,19 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     return ERASE_OK;
 }
 
-/* Add slot sl's gradients into the network's; its embedding rows into
- * region `region` (< W) of the packs. */
-static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index)
+/* On stream s: add slot sl's gradients of blocks [b0, b1) into the
+ * network's; their embedding rows into region `region_index` (< W) of the
+ * packs: the micro-batch's place in its update's window, m mod W (the
+ * windows are M micro-batches of a step, or paci's a backwards in order). */
+static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index, int b0, int b1, erase_stream_t *s)
 {
     int np;
     erase_param_t *rp = erase_network_params(sl->net, &np);
-    for (int b = p->o.first; b < p->o.last; b++) {
+    for (int b = b0; b < b1; b++) {
         size_t n;
         const float *g = erase_network_block_grads(sl->net, b, &n);
         if (n)
-            TRY(erase_axpy(p->compute, n, 1.0f, g, erase_network_block_grads(p->net, b, &n)));
+            TRY(erase_axpy(s, n, 1.0f, g, erase_network_block_grads(p->net, b, &n)));
         sparse_acc_t *a = &p->sparse[b];
         if (a->tables == 0)
             continue;
@@ -400,7 +522,7 @@ static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index)
             values[t] = rp[a->first + t].grad_values;
         }
         size_t region = (size_t)region_index * (size_t)a->tables, cap = (size_t)p->o.micro_size;
-        TRY(erase_sparse_pack(p->compute, a->tables, p->o.micro_size, a->dim, counts, rows, values,
+        TRY(erase_sparse_pack(s, a->tables, p->o.micro_size, a->dim, counts, rows, values,
                               a->counts + region, a->rows + region * cap, a->values + region * cap * (size_t)a->dim));
     }
     return ERASE_OK;
@@ -418,7 +540,8 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         p->stats.max_drift = (int)drift;
     p->stats.micro_batches++;
     sl->pending = 0;
-    int region = p->window++; /* empty micro-batches too: the list counts every backward */
+    p->window++; /* empty micro-batches too: the list counts every backward */
+    int region = (int)(micro % p->W);
     int n = sl->size;
     if (n == 0)
         return ERASE_OK;
@@ -441,14 +564,16 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
     TRY(mark_time(p));
     TRY(mark(p, p->compute, "backward", 1));
-    for (int b = p->o.last - 1; b >= p->o.first; b--)
+    for (int b = p->o.last - 1; b >= p->tail; b--)
         TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
-    TRY(accumulate(p, sl, region));
+    TRY(accumulate(p, sl, region, p->tail, p->o.last, p->compute));
     TRY(mark(p, p->compute, "backward", 0));
     TRY(mark_time(p));
+    if (sl->early) /* the slot is free once its early backwards are done too */
+        TRY(erase_stream_wait_event(p->compute, sl->early_done));
     TRY(erase_event_record(sl->bwd_done, p->compute));
     sl->backwarded = 1;
-    if (!is_first(p)) {
+    if (!is_first(p) && p->tail == p->o.first) { /* else sent by the early backward */
         const float *g = erase_network_input_grad(r, p->o.first, &w);
         TRY(erase_stream_wait_event(p->grad_out, sl->bwd_done));
         TRY(mark(p, p->grad_out, "send gradient", 1));
@@ -464,6 +589,8 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
 /* The stage's optimizer step on its accumulated gradients, then zero them. */
 static erase_status_t update(erase_pipe_t *p)
 {
+    if (p->side_used) /* the early backwards' accumulations */
+        TRY(erase_stream_wait_event(p->compute, p->side_done));
     TRY(mark_time(p));
     TRY(mark(p, p->compute, "update", 1));
     int np;
@@ -545,9 +672,11 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
  * streams too; the first sticky error. */
 static erase_status_t wait_streams(erase_pipe_t *p, int sends)
 {
-    erase_stream_t *streams[] = { p->compute, p->act_in, p->grad_in, p->act_out, p->grad_out };
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->grad_in, p->side, p->act_out, p->grad_out };
     erase_status_t st = ERASE_OK;
-    for (int i = 0; i < (sends ? 5 : 3); i++) {
+    for (int i = 0; i < (sends ? 6 : 4); i++) {
+        if (!streams[i])
+            continue;
         erase_status_t si = erase_stream_synchronize(streams[i]);
         if (st == ERASE_OK)
             st = si;
@@ -560,18 +689,7 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     /* not the sends: a gradient sent in this step may be received in the
      * next one (paci), and the host's next collective must not wait for it */
     TRY(wait_streams(p, 0));
-    /* busy: each action's begin..end; wall: the first begin .. the last end */
-    if (p->tev_used >= 2) {
-        double busy = 0, wall = 0, ms;
-        for (int i = 0; i + 1 < p->tev_used; i += 2) {
-            TRY(erase_event_elapsed_ms(p->tev[i], p->tev[i + 1], &ms));
-            busy += ms;
-        }
-        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[p->tev_used - 1], &wall));
-        p->stats.busy_ms += busy;
-        p->stats.wall_ms += wall;
-        p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
-    }
+    TRY(account_time(p));
     p->tev_used = 0;
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
     return ERASE_OK;

@@ -55,6 +55,10 @@ typedef struct {
     erase_comm_t *pp;       /* the pipeline group: stage = rank in it, P = its size */
     erase_comm_t *dp;       /* the stage's data-parallel group (NULL or size 1: none) */
     int trace;              /* mark every action's range (erase_device_trace_drain) */
+    int early_backward;     /* gpipe, 1f1b: the stage's blocks before its last inner cut run their
+                             * backward on a side stream right after their forward (the ERASE
+                             * method inside a stage); paci ignores it (an early gradient would
+                             * join an earlier update's accumulation) */
 } erase_pipe_options_t;
 
 typedef struct {
