@@ -324,6 +324,11 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
     return st;
 }
 
+int train_options_pipeline(const train_options_t *o)
+{
+    return strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+}
+
 /* Settings that parse one by one but cannot be used as given, each naming
  * its options (usage errors, found before MPI start-up). */
 static erase_status_t check_together(const train_options_t *o)
@@ -341,12 +346,7 @@ static erase_status_t check_together(const train_options_t *o)
     if (!o->eval[0] && !(o->eval_fraction > 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
                            "of --train held out for evaluation (or give --eval)", o->eval_fraction);
-    /* a block's early update would apply before a later block's gradient
-     * of the same step is found non-finite: that step could not be skipped */
-    if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
-                           "an early update could apply before a later block's gradient is found non-finite");
-    int pipeline = strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+    int pipeline = train_options_pipeline(o);
     if (o->pp > 1 && !strcmp(o->schedule, "none"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld with --schedule none: stages need a pipeline schedule "
                            "(gpipe, 1f1b or paci)", (long long)o->pp);
@@ -366,6 +366,11 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe and 1f1b "
                            "update once per step)", (long long)o->accumulate);
+    /* a block's early update would apply before a later block's gradient
+     * of the same step is found non-finite: that step could not be skipped */
+    if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
+                           "an early update could apply before a later block's gradient is found non-finite");
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

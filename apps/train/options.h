@@ -73,6 +73,10 @@ typedef struct {
 /* Defaults of every option. */
 void train_options_default(train_options_t *o);
 
+/* Whether the options ask for a pipeline: --schedule gpipe, 1f1b or paci,
+ * or auto with --pp > 1. */
+int train_options_pipeline(const train_options_t *o);
+
 /*
  * Parse argv (and the run file it names with --config, read first), then
  * check the settings together (--train given, --eval-fraction in (0, 1)

@@ -75,7 +75,7 @@ static erase_status_t time_blocks(const erase_model_config_t *cfg, erase_device_
 /* The contiguous split of B blocks into P stages whose slowest stage is
  * fastest: best[s][b] = the least maximum over splits of blocks [0, b)
  * into s stages. */
-static void balance(const double *ms, int B, int P, int *first)
+static void balance(const double *ms, int B, int P, uint32_t cuts, int *first)
 {
     double pre[ERASE_MAX_BLOCKS + 1] = { 0 };
     for (int b = 0; b < B; b++)
@@ -89,8 +89,8 @@ static void balance(const double *ms, int B, int P, int *first)
     for (int s = 1; s <= P; s++)
         for (int b = s; b <= B; b++)
             for (int a = s - 1; a < b; a++) {
-                if (best[s - 1][a] == DBL_MAX)
-                    continue;
+                if (best[s - 1][a] == DBL_MAX || (a > 0 && (cuts >> a & 1u)))
+                    continue; /* a stage cannot begin at a cut */
                 double stage = pre[b] - pre[a], worst = stage > best[s - 1][a] ? stage : best[s - 1][a];
                 if (worst < best[s][b]) {
                     best[s][b] = worst;
@@ -98,38 +98,64 @@ static void balance(const double *ms, int B, int P, int *first)
                 }
             }
     int b = B;
+    if (best[P][B] == DBL_MAX) /* not enough attached boundaries: the caller checked */
+        return;
     for (int s = P; s >= 1; s--) {
         first[s - 1] = from[s][b];
         b = from[s][b];
     }
 }
 
-erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, erase_device_t *dev,
-                                     int P, int micro, erase_stream_t *host, train_stages_t *out)
+/* A stage boundary must be attached: the gradient crosses it. */
+static erase_status_t check_boundaries(const erase_model_config_t *cfg, const train_stages_t *st)
+{
+    for (int s = 1; s < st->P; s++)
+        if (cfg->cut_mask >> st->first[s] & 1u)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--stages: stage %d begins at block %d, after a cut: a stage "
+                               "boundary of gpipe, 1f1b and paci carries the gradient back (stages at cuts are "
+                               "--schedule local's); choose other stages or --cuts", s, st->first[s]);
+    return ERASE_OK;
+}
+
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P,
+                                     train_stages_t *out)
 {
     memset(out, 0, sizeof *out);
-    int B = erase_model_config_blocks(cfg);
+    int B = erase_model_config_blocks(cfg), attached = 1;
+    for (int b = 1; b < B; b++)
+        attached += !(cfg->cut_mask >> b & 1u);
     out->P = P;
     if (P > B)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the %s model has %d blocks, at most one stage per block",
                            P, erase_model_config_name(cfg), B);
+    if (P > attached)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the model has %d attached boundaries (stage boundaries "
+                           "carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts", P,
+                           attached - 1);
     out->first[P] = B;
-    if (!strcmp(spec, "even")) {
-        for (int s = 0; s < P; s++)
-            out->first[s] = (int)((int64_t)s * B / P);
+    if (!strcmp(spec, "auto")) {
+        out->measured = 1; /* erase-train measures: train_pipeline_balance */
         return ERASE_OK;
     }
-    if (strcmp(spec, "auto"))
-        return parse_list(spec, P, B, out);
-    int blocks;
-    ERASE_CHECK(time_blocks(cfg, dev, micro, out->block_ms, &blocks));
+    if (!strcmp(spec, "even"))
+        for (int s = 0; s < P; s++)
+            out->first[s] = (int)((int64_t)s * B / P);
+    else
+        ERASE_CHECK(parse_list(spec, P, B, out));
+    return check_boundaries(cfg, out);
+}
+
+erase_status_t train_pipeline_balance(const erase_model_config_t *cfg, erase_device_t *dev, int micro,
+                                      erase_stream_t *host, train_stages_t *st)
+{
+    int B;
+    ERASE_CHECK(time_blocks(cfg, dev, micro, st->block_ms, &B));
     /* every rank measured: the mean, so every rank splits alike */
-    ERASE_CHECK(erase_allreduce(erase_world_comm(), host, out->block_ms, out->block_ms, (size_t)B, ERASE_DTYPE_F64,
+    ERASE_CHECK(erase_allreduce(erase_world_comm(), host, st->block_ms, st->block_ms, (size_t)B, ERASE_DTYPE_F64,
                                 ERASE_REDUCE_MEAN));
     ERASE_CHECK(erase_stream_synchronize(host));
-    out->measured = 1;
-    balance(out->block_ms, B, P, out->first);
-    return ERASE_OK;
+    balance(st->block_ms, B, st->P, cfg->cut_mask, st->first);
+    return check_boundaries(cfg, st);
 }
 
 void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size)

@@ -22,19 +22,28 @@ typedef struct {
 } train_stages_t;
 
 /*
- * The stages of `cfg`'s model over P stages as --stages says: "even"
- * (first[s] = floor(s B / P)), a list of each stage's first block
- * ("0,3,5": P entries, increasing, the first 0), or "auto": every rank
- * times each block's forward and backward on a random micro-batch of
- * `micro` samples (3 rounds, the median), the times are averaged over the
- * world so every rank agrees, and the contiguous split that minimizes the
- * slowest stage's time is taken (exhaustive dynamic programming, B <= 32).
- * Collective over the world for "auto". Errors: ERASE_ERR_INVALID (a bad
- * list, P > blocks, naming --stages and what was expected), those of the
- * timing pass.
+ * The stages of `cfg`'s model (its cuts applied) over P stages as
+ * --stages says: "even" (first[s] = floor(s B / P)), a list of each
+ * stage's first block ("0,3,5": P entries, increasing, the first 0), or
+ * "auto" (out->measured set; train_pipeline_balance chooses them). A
+ * stage boundary must be attached. Local. Errors: ERASE_ERR_INVALID (a
+ * bad list, P > blocks or attached boundaries, a stage beginning after a
+ * cut; naming --stages / --pp and what was expected).
  */
-erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, erase_device_t *dev,
-                                     int P, int micro, erase_stream_t *host, train_stages_t *out);
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P,
+                                     train_stages_t *out);
+
+/*
+ * --stages auto: every rank times each block's forward and backward on a
+ * random micro-batch of `micro` samples (one warm-up round, then the
+ * median of 3), the times are averaged over the world so every rank
+ * agrees, and the contiguous split at attached boundaries that minimizes
+ * the slowest stage's time is taken (exhaustive dynamic programming, B <=
+ * 32). Collective over the world. Errors: those of the timing pass and
+ * the collectives.
+ */
+erase_status_t train_pipeline_balance(const erase_model_config_t *cfg, erase_device_t *dev, int micro,
+                                      erase_stream_t *host, train_stages_t *st);
 
 /* "0-2 | 3-5": the stages' blocks. */
 void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size);

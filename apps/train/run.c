@@ -175,6 +175,20 @@ static erase_status_t model_from_checkpoint(run_t *r)
     return st;
 }
 
+/* What a pipeline needs of the model, found alike on every rank: an
+ * untied gpt head, stages at attached boundaries. */
+static erase_status_t pipeline_model(run_t *r)
+{
+    int tied = 0, P = r->w->pp_size;
+    if (r->cfg.kind == ERASE_MODEL_GPT)
+        TRY(erase_model_config_tied_head(&r->cfg, &tied));
+    if (tied && P > 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
+                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md)",
+                           P, P - 1);
+    return train_pipeline_stages(r->o->stages, &r->cfg, P, &r->stages);
+}
+
 /* The model: its file (or reference sizes) and --cuts, or with
  * --eval-only the checkpoint's. A setting that
  * cannot be used with the model sets *usage: every rank finds it alike,
@@ -195,6 +209,8 @@ static erase_status_t setup_model(run_t *r, int *usage)
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
     if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
+    if (train_options_pipeline(o))
+        TRY(pipeline_model(r));
     *usage = 0;
     r->cfg.seed = (uint64_t)o->seed;
     return ERASE_OK;
@@ -387,14 +403,8 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
 {
     const train_options_t *o = r->o;
     const erase_world_t *w = r->w;
-    int tied = 0;
-    if (r->cfg.kind == ERASE_MODEL_GPT)
-        TRY(erase_model_config_tied_head(&r->cfg, &tied));
-    if (tied && w->pp_size > 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
-                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md)",
-                           w->pp_size, w->pp_size - 1);
-    TRY(train_pipeline_stages(o->stages, &r->cfg, r->dev, w->pp_size, micro, r->host, &r->stages));
+    if (r->stages.measured) /* --stages auto */
+        TRY(train_pipeline_balance(&r->cfg, r->dev, micro, r->host, &r->stages));
     int kind = pipe_kind_parse(strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
     erase_pipe_options_t *po = &r->pipe_o;
     *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,
@@ -441,7 +451,7 @@ static erase_status_t setup_training(run_t *r)
     if (fill >= 1 && fill < r->rank_batch)
         r->rank_batch = fill;
     /* a pipeline's network holds one micro-batch: ceil(rank batch / M) */
-    int pipeline = strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+    int pipeline = train_options_pipeline(o);
     int64_t M = o->micro_batches ? o->micro_batches : o->pp;
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
     TRY(erase_network_create(r->dev, &r->cfg, micro, &r->net));
