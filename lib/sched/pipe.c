@@ -781,15 +781,15 @@ int erase_pipe_nonfinite_block(erase_pipe_t *p)
     return p->clock.nonfinite - 1;
 }
 
-static const char *const stream_names[] = { "compute", "act_in", "act_out", "grad_in", "grad_out" };
+static const char *const stream_names[] = { "compute", "act_in", "act_out", "grad_in", "grad_out", "side" };
 
 size_t erase_pipe_trace_collect(erase_pipe_t *p, erase_trace_record_t *out, size_t max)
 {
-    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out };
+    erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out, p->side };
     size_t n = erase_device_trace_drain(p->dev, out, max, NULL), kept = 0;
     for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < 5; k++)
-            if (erase_stream_number(streams[k]) == out[i].stream) {
+        for (int k = 0; k < ERASE_PIPE_STREAMS; k++)
+            if (streams[k] && erase_stream_number(streams[k]) == out[i].stream) {
                 out[kept] = out[i];
                 out[kept++].stream = k;
                 break;
@@ -799,5 +799,5 @@ size_t erase_pipe_trace_collect(erase_pipe_t *p, erase_trace_record_t *out, size
 
 const char *erase_pipe_stream_name(int k)
 {
-    return k >= 0 && k < 5 ? stream_names[k] : NULL;
+    return k >= 0 && k < ERASE_PIPE_STREAMS ? stream_names[k] : NULL;
 }

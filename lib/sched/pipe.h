@@ -145,10 +145,11 @@ void erase_pipe_reset_stats(erase_pipe_t *pipe);
 
 /* With o->trace: move the device's marker records (at most max) into
  * out, each record's stream renumbered 0 compute, 1 act_in, 2 act_out,
- * 3 grad_in, 4 grad_out (erase_pipe_stream_name). After synchronize. */
+ * 3 grad_in, 4 grad_out, 5 side (early backward inside the stage)
+ * (erase_pipe_stream_name). After synchronize. */
 size_t erase_pipe_trace_collect(erase_pipe_t *pipe, erase_trace_record_t *out, size_t max);
 const char *erase_pipe_stream_name(int k);
-#define ERASE_PIPE_STREAMS 5
+#define ERASE_PIPE_STREAMS 6
 
 /* The non-finite block of the last update (as erase_sched_nonfinite_block), or -1. */
 int erase_pipe_nonfinite_block(erase_pipe_t *pipe);
