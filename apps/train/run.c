@@ -820,7 +820,9 @@ static erase_status_t train_loop(run_t *r)
         if (has_outputs(r))
             r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
         float losses[ERASE_MAX_BLOCKS];
-        TRY(read_losses(r, losses));
+        TRY(read_losses(r, losses)); /* in a pipeline: all stages join, then each marks the step's end */
+        if (r->pipe)
+            TRY(erase_pipe_end_step(r->pipe));
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
         r->window_steps++;
@@ -1119,6 +1121,19 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         else
             printf("  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n", data,
                    (long long)ti.samples, (long long)ti.steps_per_epoch, (long long)ei.samples);
+        if (r.pipe) {
+            char stages[256];
+            train_pipeline_stages_text(&r.stages, stages, sizeof stages);
+            printf("  stages %s, %d stage%s x %d dp: blocks %s", pipe_kind_name(r.pipe_o.kind), r.stages.P,
+                   r.stages.P == 1 ? "" : "s", w->dp_size, stages);
+            if (r.stages.measured) {
+                printf(" (auto, forward + backward ms per micro-batch of each block:");
+                for (int b = 0; b < erase_network_blocks(r.net); b++)
+                    printf(" %.3g", r.stages.block_ms[b]);
+                printf(")");
+            }
+            printf("\n");
+        }
         if (r.peak_gflops > 0)
             printf("  peak   %.1f GFLOP/s per rank (SGEMM 1024^3 on the main stream, median of 5): the basis of MFU\n",
                    r.peak_gflops);

@@ -71,6 +71,8 @@ struct erase_pipe {
     int ntev, tev_used;
     double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
     int nspans;
+    erase_event_t *origin, *end;    /* the step's start and (erase_pipe_end_step) end on compute */
+    double step_wall;               /* ms from origin to the step's last span */
     erase_optim_clock_t clock;
     erase_pipe_stats_t stats;
 };
@@ -229,6 +231,10 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = erase_event_create(p->dev, &p->side_done);
     for (int k = 0; st == ERASE_OK && k < p->K; k++)
         st = slot_create(p, &p->slots[k]);
+    if (st == ERASE_OK)
+        st = erase_event_create(p->dev, &p->origin);
+    if (st == ERASE_OK)
+        st = erase_event_create(p->dev, &p->end);
     if (st == ERASE_OK && o->trace)
         st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
     if (st == ERASE_OK)
@@ -279,6 +285,8 @@ void erase_pipe_destroy(erase_pipe_t *p)
         if (streams[i])
             (void)erase_stream_synchronize(streams[i]);
     erase_event_destroy(p->side_done);
+    erase_event_destroy(p->origin);
+    erase_event_destroy(p->end);
     for (int k = 0; p->slots && k < p->K; k++)
         slot_destroy(p, &p->slots[k]);
     free(p->slots);
@@ -341,7 +349,9 @@ static int span_cmp(const void *a, const void *b)
 }
 
 /* Busy: the union of the recorded spans (compute and side streams may
- * overlap); wall: the first event to the last span's end. */
+ * overlap); wall: the step's origin (its start on the compute stream,
+ * before any wait) to the last span's end (erase_pipe_end_step extends it
+ * to the step's end). */
 static erase_status_t account_time(erase_pipe_t *p)
 {
     int n = p->tev_used / 2;
@@ -355,8 +365,8 @@ static erase_status_t account_time(erase_pipe_t *p)
         p->nspans = n;
     }
     for (int i = 0; i < n; i++) {
-        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[2 * i], &p->spans[i][0]));
-        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[2 * i + 1], &p->spans[i][1]));
+        TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i], &p->spans[i][0]));
+        TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i + 1], &p->spans[i][1]));
     }
     qsort(p->spans, (size_t)n, sizeof p->spans[0], span_cmp);
     double busy = 0, end = 0, from = p->spans[0][0], to = p->spans[0][1];
@@ -372,6 +382,7 @@ static erase_status_t account_time(erase_pipe_t *p)
     end = to;
     p->stats.busy_ms += busy;
     p->stats.wall_ms += end;
+    p->step_wall = end;
     p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
     return ERASE_OK;
 }
@@ -660,6 +671,8 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
                                "%d samples in one", batch->size, M, p->o.micro_size);
     p->step_size = batch->size;
+    TRY(erase_event_record(p->origin, p->compute));
+    p->step_wall = -1;
     TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
@@ -695,6 +708,22 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     return ERASE_OK;
 }
 
+erase_status_t erase_pipe_end_step(erase_pipe_t *p)
+{
+    if (p->step_wall < 0)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: end of a step that was not synchronized");
+    double wall;
+    TRY(erase_event_record(p->end, p->compute));
+    TRY(erase_event_synchronize(p->end));
+    TRY(erase_event_elapsed_ms(p->origin, p->end, &wall));
+    if (wall > p->step_wall) {
+        p->stats.wall_ms += wall - p->step_wall;
+        p->stats.bubble = 1.0 - p->stats.busy_ms / p->stats.wall_ms;
+    }
+    p->step_wall = -1;
+    return ERASE_OK;
+}
+
 erase_status_t erase_pipe_read_losses(erase_pipe_t *p, float *out)
 {
     TRY(erase_memcpy_sync(p->dev, out, p->losses, sizeof(float) * (size_t)p->blocks));
@@ -705,6 +734,7 @@ erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
 {
     double t0 = erase_now_s();
     int in_flight = 0;
+    TRY(erase_event_record(p->origin, p->compute));
     /* the micro-batches forwarded and not backwarded, oldest first (the
      * cool-down of every stage, so the messages match) */
     for (;;) {

@@ -116,6 +116,19 @@ erase_status_t erase_pipe_step(erase_pipe_t *pipe, const erase_batch_t *batch, f
 erase_status_t erase_pipe_synchronize(erase_pipe_t *pipe);
 
 /*
+ * Optional, after synchronize and a host collective that every stage of
+ * the replica joins at the end of each step (erase-train's all-reduce of
+ * the losses over the pipeline group): record the step's end on the
+ * compute stream, so that the stage's wall time runs from the step's
+ * start to its end on every stage alike and the idle time after the
+ * stage's last action (waiting for the others to finish the step) counts
+ * in its bubble; without it the wall ends at the stage's last action.
+ * Errors: ERASE_ERR_STATE (not after a synchronized step), those of the
+ * events.
+ */
+erase_status_t erase_pipe_end_step(erase_pipe_t *pipe);
+
+/*
  * Host copy [blocks] of the last step's mean losses of this stage's blocks
  * (weighted by micro-batch size; other blocks 0). After synchronize.
  */
