@@ -114,22 +114,11 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
     return ERASE_OK;
 }
 
-/* Embedding tables of block b: consecutive parameters of one width. */
+/* Packs for block b's embedding tables' rows of W micro-batches. */
 static erase_status_t sparse_setup(erase_pipe_t *p, int b)
 {
-    int np, first, count;
-    erase_param_t *params = erase_network_params(p->net, &np);
-    erase_network_block_params(p->net, b, &first, &count);
     sparse_acc_t *a = &p->sparse[b];
-    for (int i = first; i < first + count; i++) {
-        if (params[i].kind != ERASE_PARAM_EMBEDDING)
-            continue;
-        if (a->tables == 0) {
-            a->first = i;
-            a->dim = (int)params[i].cols;
-        }
-        a->tables++;
-    }
+    TRY(sched_block_tables(p->net, b, &a->first, &a->tables, &a->dim));
     if (a->tables == 0)
         return ERASE_OK;
     size_t slots = (size_t)p->W * (size_t)a->tables, rows, vals;

@@ -23,28 +23,35 @@ struct sched_reduce {
 
 #define ALLOC(ptr, n) ERASE_CHECK(erase_malloc(r->dev, sizeof(*(ptr)) * (size_t)(n), (void **)&(ptr)))
 
-static erase_status_t setup_block(sched_reduce_t *r, int b)
+erase_status_t sched_block_tables(erase_network_t *net, int b, int *first, int *tables, int *dim)
 {
-    int first, count, n;
-    erase_param_t *params = erase_network_params(r->net, &n);
-    erase_network_block_params(r->net, b, &first, &count);
-    sparse_block_t *sb = &r->blocks[b];
-    for (int i = first; i < first + count; i++) {
+    int p0, count, n;
+    erase_param_t *params = erase_network_params(net, &n);
+    erase_network_block_params(net, b, &p0, &count);
+    *first = *tables = *dim = 0;
+    for (int i = p0; i < p0 + count; i++) {
         if (params[i].kind != ERASE_PARAM_EMBEDDING)
             continue;
-        if (sb->tables == 0) {
-            sb->first = i;
-            sb->dim = (int)params[i].cols;
-        } else if (i != sb->first + sb->tables || params[i].cols != sb->dim) {
+        if (*tables == 0) {
+            *first = i;
+            *dim = (int)params[i].cols;
+        } else if (i != *first + *tables || params[i].cols != *dim) {
             return ERASE_ERROR(ERASE_ERR_INVALID, "reduce: block %d's tables are not consecutive "
                                "parameters of one width", b);
         }
-        sb->tables++;
+        (*tables)++;
     }
+    if (*tables > ERASE_FIELDS_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "reduce: %d tables in a block (at most %d)", *tables, ERASE_FIELDS_MAX);
+    return ERASE_OK;
+}
+
+static erase_status_t setup_block(sched_reduce_t *r, int b)
+{
+    sparse_block_t *sb = &r->blocks[b];
+    ERASE_CHECK(sched_block_tables(r->net, b, &sb->first, &sb->tables, &sb->dim));
     if (sb->tables == 0)
         return ERASE_OK;
-    if (sb->tables > ERASE_FIELDS_MAX)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "reduce: %d tables in a block (at most %d)", sb->tables, ERASE_FIELDS_MAX);
     size_t slots = (size_t)sb->tables * (size_t)r->capacity;
     ALLOC(sb->counts, sb->tables);
     ALLOC(sb->all_counts, (size_t)r->ranks * sb->tables);

@@ -23,6 +23,11 @@ typedef struct sched_reduce sched_reduce_t;
 erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int capacity, sched_reduce_t **out);
 void sched_reduce_destroy(sched_reduce_t *r);
 
+/* Block b's embedding tables: parameters [*first, *first + *tables) of
+ * width *dim (*tables 0: none). Errors: ERASE_ERR_INVALID (tables that are
+ * not consecutive parameters of one width, more than ERASE_FIELDS_MAX). */
+erase_status_t sched_block_tables(erase_network_t *net, int b, int *first, int *tables, int *dim);
+
 /* Enqueue block b's reduction on stream s. */
 erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s);
 
