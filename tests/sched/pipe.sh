@@ -17,7 +17,8 @@ pipe_run() {
     rc=$?
     cat "$dir/out"
     n=$((n + $(grep -c -E '^(not )?ok ' "$dir/out")))
-    [ $rc = 0 ]; tap_n=$n; tap $? "test-pipe on $1 rank(s) as $2 stage(s) ended with status $rc (124: timeout)"
+    [ $rc = 0 ]; ok=$?
+    tap_n=$n; tap $ok "test-pipe on $1 rank(s) as $2 stage(s) ended with status $rc (124: timeout)"
     n=$tap_n
     [ $rc = 0 ] || tap_report "$dir/err"
 }

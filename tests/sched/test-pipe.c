@@ -269,7 +269,7 @@ static void check_equal(const erase_model_config_t *cfg, const run_t *r, const c
                  "over all ranks; max|p_pipe - p_ref| / max|p_ref - p0| = %.2e)", what, bits_all, unmoved_all,
                  rel_all);
     else
-        snprintf(line, sizeof line, "%s: max|p_pipe - p_ref| / max|p_ref - p0| = %.2e < %.0e (%ld floats differ "
+        snprintf(line, sizeof line, "%s: max|p_pipe - p_ref| / max|p_ref - p0| = %.2e (bound %.0e; %ld floats differ "
                  "bitwise, %ld blocks unmoved, over all ranks)", what, rel_all, BOUND, bits_all, unmoved_all);
     tap(exact ? bits + unmoved : (rel >= BOUND) + unmoved, line);
     if (keep)
