@@ -5,10 +5,11 @@
  * stages x (world size / P) dp replicas, so the executor's pipeline and
  * data-parallel groups are real; rank 0 prints TAP lines numbered from
  * FIRST + 1 (the driver numbers several runs into one stream and prints
- * the plan). Models: a small ctr without cuts (7 blocks, tables of 20-45
- * rows, so a batch repeats rows) and a 4-layer gpt (width 32, 2 heads,
- * context 8, vocab 64, tie_head false). SGD lr 1 (dense and embedding),
- * momentum 0, weight decay 0: a step is p <- p - g.
+ * the plan). Models: equivalence_model's small ctr without cuts (7
+ * blocks, tables of 40-65 rows, so a batch repeats rows) and a 4-layer
+ * gpt (width 32, 2 heads, context 8, vocab 64, tie_head false). SGD
+ * lr 1 (dense and embedding), momentum 0, weight decay 0: a step is
+ * p <- p - g.
  *
  *  1. Gradient equality vs one process: every rank also builds the whole
  *     model on its own (max_batch = the global batch G = 18) and runs
@@ -57,6 +58,7 @@
 #include "lib/nn/train_step.h"
 #include "lib/sched/pipe.h"
 #include "tests/comm/mpi_tap.h"
+#include "tests/sched/equivalence.h"
 
 #define G 18          /* global batch of the equality tests */
 #define BOUND 1e-5    /* largest difference relative to the largest update */
@@ -64,22 +66,15 @@
 static erase_world_t world;
 static erase_device_t *dev;
 
+/* equivalence_model's ctr and gpt, without cuts; gpt with 4 layers of
+ * width 32, vocab 64 and its own LM head (a tied one joins stages). */
 static erase_model_config_t model(erase_model_kind_t kind)
 {
-    erase_model_config_t c = erase_model_config_default(kind);
+    erase_model_config_t c = equivalence_model(kind);
     c.cut_mask = 0;
-    if (kind == ERASE_MODEL_CTR) {
-        c.ctr.embedding_dim = 4;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-            c.ctr.table_rows[f] = 20 + (uint32_t)f;
-        c.ctr.bottom_mlp[0] = 8;
-        c.ctr.bottom_mlp[1] = 4;
-        c.ctr.subarch_width = 32;
-    } else {
+    if (kind == ERASE_MODEL_GPT) {
         c.gpt.layers = 4;
-        c.gpt.heads = 2;
         c.gpt.width = 32;
-        c.gpt.context = 8;
         c.gpt.vocab = 64;
         c.gpt.tie_head = ERASE_TIE_HEAD_FALSE;
     }
