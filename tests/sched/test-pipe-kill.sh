@@ -28,22 +28,24 @@ for victim in 0:1f1b 1:paci; do
     ERASE_DEBUG_KILL_AT_STEP=5:$rank train 2 $ARGS --schedule "$schedule" --steps 200
     ms=$(($(now_ms) - t0))
     [ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le $(((WATCHDOG + SLACK) * 1000)) ]
-    tap $? "--schedule $schedule: stage $rank SIGKILLed itself after step 5 of 200: the job ended with status $rc (124: the driver's timeout) after $ms ms (limit: watchdog $WATCHDOG s + $SLACK s)"
+    tap $? "--schedule $schedule: stage $rank SIGKILLed itself after step 5 of 200: the job ended with status \
+$rc (124: the driver's timeout) after $ms ms (limit: watchdog $WATCHDOG s + $SLACK s)"
     show "$out" | tail -5
 done
 
 out=$dir/stop.out
-t0=$(now_ms)
 train_bg 2 $ARGS --schedule gpipe --steps 100000 --log-every 1 --metrics "$dir/stop.jsonl"
 trained() { grep -q '"type":"train"' "$dir/stop.jsonl" 2>/dev/null; }
 victim=
 wait_for 60 trained && victim=$(rank_pid 1)
-[ -n "$victim" ] && kill -STOP "$victim"
+if [ -n "$victim" ]; then kill -STOP "$victim"; else kill "$job"; fi
 t1=$(now_ms)
 wait "$job"; rc=$?
 ms=$(($(now_ms) - t1))
 [ -n "$victim" ] && [ $rc != 0 ] && [ $rc != 124 ] && [ $ms -le $(((WATCHDOG + SLACK) * 1000)) ]
-tap $? "--schedule gpipe: stage 1 (pid ${victim:-not found}) stopped (SIGSTOP) while training: the job ended with status $rc (124: the driver's timeout) $ms ms after the stop (limit: watchdog $WATCHDOG s + $SLACK s)"
-grep -Eq '^\[rank 0 [^]]+\] watchdog: [a-z]+\(.*\) .*#[0-9]+ on (pp|world) has not completed after [0-9]+ s; last collectives issued:$' "$out"
+tap $? "--schedule gpipe: stage 1 (pid ${victim:-not found}) stopped (SIGSTOP) while training: the job ended \
+with status $rc (124: the driver's timeout) $ms ms after the stop (limit: watchdog $WATCHDOG s + $SLACK s)"
+stuck='watchdog: [a-z]+\(.*\) .*#[0-9]+ on (pp|world) has not completed after [0-9]+ s; last collectives issued:'
+grep -Eq "^\\[rank 0 [^]]+\\] $stuck\$" "$out"
 tap $? "stage 0's watchdog names the operation that waits for the stopped stage"
 grep 'watchdog' "$out" | head -3 | sed 's/^/# /'
