@@ -28,7 +28,8 @@
  *     bounded by 1e-5 (a wrong micro-batch scale, e.g. a sum over
  *     micro-batches instead of their mean, gives > 0.1). gpipe and 1f1b
  *     also give bitwise the same parameters (each stage adds its
- *     micro-batches' gradients in increasing m under both).
+ *     micro-batches' gradients in increasing m under both), and with dp
+ *     2 the replicas of a stage hold bitwise the same parameters.
  *  2. (P = 2, dp = 1) a global batch of 16 split as M in {1, 2, 4, 16}
  *     matches the reference within the same bound, and a final partial
  *     step of 13 samples after a step of 16 (M = 4: micro-batches of 3, 3,
@@ -246,7 +247,34 @@ static double world_max(double v)
     return out;
 }
 
-/* Pipeline vs reference for run r: one TAP line. exact: bitwise expected. */
+/* Floats of this stage's blocks whose bits differ from dp rank 0's copy
+ * (the dp all-reduce gives every replica the same update; 0 without dp). */
+static long replica_differ(result_t *a)
+{
+    if (world.dp_size == 1)
+        return 0;
+    erase_stream_t *s;
+    ERASE_MUST(erase_stream_create(dev, &s));
+    long bits = 0;
+    for (int k = a->first; k < a->last; k++) {
+        size_t n;
+        float *v = block_values(a->net, k, &n), *r0 = malloc((n ? n : 1) * sizeof(float));
+        if (!r0)
+            erase_fatal(__FILE__, __LINE__, "malloc", ERASE_ERR_NOMEM);
+        memcpy(r0, v, n * sizeof(float));
+        ERASE_MUST(erase_broadcast(erase_dp_comm(), s, r0, n, ERASE_DTYPE_F32, 0));
+        ERASE_MUST(erase_stream_synchronize(s));
+        for (size_t i = 0; i < n; i++)
+            bits += memcmp(&v[i], &r0[i], sizeof(float)) != 0;
+        free(v);
+        free(r0);
+    }
+    erase_stream_destroy(s);
+    return bits;
+}
+
+/* Pipeline vs reference for run r: one TAP line. exact: bitwise expected.
+ * With dp > 1 the replicas must also be bitwise equal. */
 static void check_equal(const erase_model_config_t *cfg, const run_t *r, const char *what, int exact,
                         result_t *keep)
 {
@@ -256,17 +284,20 @@ static void check_equal(const erase_model_config_t *cfg, const run_t *r, const c
     long bits, unmoved;
     double rel;
     compare(cfg, &pipe, &ref, &bits, &rel, &unmoved);
-    long bits_all = world_sum(bits), unmoved_all = world_sum(unmoved);
+    long bits_all = world_sum(bits), unmoved_all = world_sum(unmoved), replicas = replica_differ(&pipe);
+    long replicas_all = world_sum(replicas);
     double rel_all = world_max(rel);
-    char line[320];
+    char line[400], dp[80] = "";
+    if (world.dp_size > 1)
+        snprintf(dp, sizeof dp, "; dp replicas bitwise equal (%ld floats differ)", replicas_all);
     if (exact)
         snprintf(line, sizeof line, "%s: bitwise equal to one process (%ld floats differ, %ld blocks unmoved, "
-                 "over all ranks; max|p_pipe - p_ref| / max|p_ref - p0| = %.2e)", what, bits_all, unmoved_all,
-                 rel_all);
+                 "over all ranks; max|p_pipe - p_ref| / max|p_ref - p0| = %.2e)%s", what, bits_all, unmoved_all,
+                 rel_all, dp);
     else
         snprintf(line, sizeof line, "%s: max|p_pipe - p_ref| / max|p_ref - p0| = %.2e (bound %.0e; %ld floats differ "
-                 "bitwise, %ld blocks unmoved, over all ranks)", what, rel_all, BOUND, bits_all, unmoved_all);
-    tap(exact ? bits + unmoved : (rel >= BOUND) + unmoved, line);
+                 "bitwise, %ld blocks unmoved, over all ranks)%s", what, rel_all, BOUND, bits_all, unmoved_all, dp);
+    tap((exact ? bits + unmoved : (rel >= BOUND) + unmoved) + replicas, line);
     if (keep)
         *keep = pipe;
     else
