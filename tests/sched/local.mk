@@ -41,3 +41,18 @@ tests_sched_test_pipe_schedule_SOURCES = tests/sched/test-pipe-schedule.c
 tests_sched_test_pipe_schedule_CFLAGS = $(TEST_CFLAGS)
 tests_sched_test_pipe_schedule_LDADD = $(TEST_LIBS)
 endif
+
+# The stage executor under mpirun (issue 16): gradient equality with one
+# process, micro-batch splits, no deadlock, paci's drift (lib/sched/pipe.c);
+# a killed stage ends an erase-train --pp 2 job within the watchdog
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-pipe
+tests_sched_test_pipe_SOURCES = tests/sched/test-pipe.c tests/comm/mpi_tap.h \
+	tests/sched/equivalence.c tests/sched/equivalence.h
+tests_sched_test_pipe_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_pipe_LDADD = $(TEST_LIBS)
+endif
+PIPE_TEST_DRIVERS = tests/sched/test-pipe-np1.sh tests/sched/test-pipe-np2.sh tests/sched/test-pipe-np4.sh \
+	tests/sched/test-pipe-kill.sh
+TESTS += $(PIPE_TEST_DRIVERS)
+EXTRA_DIST += $(PIPE_TEST_DRIVERS) tests/sched/pipe.sh
