@@ -101,6 +101,7 @@ typedef struct {
     int sizes[3];          /* the global batch of each step */
     int drain_after;       /* paci: erase_pipe_drain after this many steps (0: only at the end) */
     int drain_each;        /* paci: a one-step segment per step */
+    int early;             /* early backward of the segments before a stage's last inner cut */
 } run_t;
 
 /* A trained network, this stage's blocks and the figures of its run. */
@@ -157,7 +158,7 @@ static void pipeline(const erase_model_config_t *cfg, const run_t *r, result_t *
     stage_blocks(erase_network_blocks(out->net), &out->first, &out->last);
     erase_pipe_options_t po = { .kind = r->kind, .micro_batches = r->M, .micro_size = micro,
                                 .accumulate = r->accumulate, .first = out->first, .last = out->last,
-                                .pp = erase_pp_comm(), .dp = erase_dp_comm() };
+                                .pp = erase_pp_comm(), .dp = erase_dp_comm(), .early_backward = r->early };
     erase_pipe_t *pipe;
     int64_t segment = r->drain_each ? 1 : r->steps;
     ERASE_MUST(erase_pipe_create(out->net, out->opt, &po, segment, &pipe));
@@ -347,6 +348,41 @@ static void test_equality(erase_model_kind_t kind)
     }
 }
 
+/* Early backward inside the stages (ctr, every boundary inside a stage a
+ * cut): the side stream's backwards give the parameters of one process
+ * (bitwise at M = 1, dp 1) and bitwise those of the same run without it. */
+static void test_early(void)
+{
+    erase_model_config_t cfg = model(ERASE_MODEL_CTR);
+    int B = erase_model_config_blocks(&cfg), P = world.pp_size;
+    for (int b = 1; b < B; b++) {
+        int stage_start = 0;
+        for (int s = 1; s < P; s++)
+            stage_start |= (int)((int64_t)s * B / P) == b;
+        if (!stage_start)
+            cfg.cut_mask |= 1u << b;
+    }
+    static const int Ms[] = { 1, 3, 4 };
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            run_t r = { .kind = k ? PIPE_1F1B : PIPE_GPIPE, .M = Ms[i], .steps = 2, .sizes = { G, G }, .early = 1 };
+            result_t early, plain;
+            char what[200];
+            snprintf(what, sizeof what, "ctr with cuts inside the stages, %s, P %d x dp %d, M %d, early backward "
+                     "inside the stages", pipe_kind_name(r.kind), P, world.dp_size, r.M);
+            check_equal(&cfg, &r, what, r.M == 1 && world.dp_size == 1, &early);
+            r.early = 0;
+            pipeline(&cfg, &r, &plain);
+            long bits = differ(&early, &plain);
+            snprintf(what, sizeof what, "ctr with cuts inside the stages, %s, P %d, M %d: early backward inside "
+                     "the stages bitwise equal to none (%ld floats differ)", pipe_kind_name(r.kind), P, r.M,
+                     world_sum(bits));
+            tap(bits, what);
+            result_free(&early);
+            result_free(&plain);
+        }
+}
+
 /* 2: a batch of 16 as M in {1, 2, 4, 16}; a final partial step of 13. */
 static void test_splits(void)
 {
@@ -465,6 +501,7 @@ int main(int argc, char **argv)
     }
     test_equality(ERASE_MODEL_CTR);
     test_equality(ERASE_MODEL_GPT);
+    test_early();
     if (world.pp_size == 2 && world.dp_size == 1)
         test_splits();
     test_no_deadlock();
