@@ -42,6 +42,7 @@ struct train_ckpt {
     /* test hooks */
     int64_t kill_step;
     int kill_rank, kill_sig;
+    erase_status_t agreed;            /* the last parts' agreement (parts_written) */
     FILE *sample_log;
 };
 
@@ -355,7 +356,9 @@ static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const ch
 /* erase_ckpt_gate_fn: every rank's verdict on the parts (ctx: train_ckpt_t). */
 static erase_status_t parts_written(void *ctx, erase_status_t st)
 {
-    return share_status(ctx, st, "writing the checkpoint");
+    train_ckpt_t *ck = ctx;
+    ck->agreed = share_status(ck, st, "writing the checkpoint");
+    return ck->agreed;
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -466,8 +469,10 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     free(all);
     free(ranks);
     free(rs);
-    /* every rank learns whether rank 0 published it; the bytes of every part */
-    st = share_status(ck, st, "writing the checkpoint");
+    /* every rank learns whether rank 0 published it (a failure the parts'
+     * agreement shared is known); the bytes of every part */
+    if (ck->agreed == ERASE_OK)
+        st = share_status(ck, st, "writing the checkpoint");
     int64_t bytes = rep.bytes, total = 0;
     if (st == ERASE_OK && w->pp_size > 1)
         st = erase_allreduce(erase_world_comm(), ck->e.host, &bytes, &total, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM);

@@ -9,7 +9,8 @@
 # resumed on pp 2 x dp 2 at the same global batch takes the same samples;
 # another --stages, another --pp, a data-parallel --resume or --init-from
 # are refused with both layouts; a damaged or missing stage file makes its
-# checkpoint damaged (named) and --resume auto takes the one before;
+# checkpoint damaged (named) and --resume auto takes the one before; a
+# stage that cannot write stops every rank and nothing is published;
 # SIGUSR1 (on stage 1's rank) under paci stops with a drained checkpoint
 # from which the run continues bitwise, in a pipeline segment of the steps
 # left.
@@ -41,7 +42,7 @@ CFG
 head -c 65536 "$srcdir/data/text/tinyshakespeare.txt" >"$dir/shakespeare-64k.txt"
 apps/erase-convert text -q "$dir/shakespeare-64k.txt" -o "$dir/text" >"$dir/convert.log" 2>&1 ||
     { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert text failed"; exit 0; }
-echo "1..23"
+echo "1..24"
 
 # ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
 # otherwise, ctr (3 blocks: stages 0 | 1-2) or gpt (2 blocks: 0 | 1); 12
@@ -168,6 +169,19 @@ tap $? "no ckpt-6.h5.stage1: ckpt-6.h5 named damaged, with the missing file"
     [ "$(LC_ALL=C ls "$D" | tr '\n' ' ')" = "ckpt-12.h5 ckpt-12.h5.stage1 ckpt-4.h5 ckpt-4.h5.stage1 ckpt-6.h5.damaged ckpt-8.h5 ckpt-8.h5.damaged ckpt-8.h5.stage1 latest " ]
 tap $? "--resume auto took ckpt-4.h5 and ended bitwise equal to the uninterrupted run; kept: $(LC_ALL=C ls "$D" | tr '\n' ' ')(status $rc, compare $c)"
 [ $rc = 0 ] || show "$out"
+
+# ---- stage 1 cannot write its file (its temporary name is a directory):
+# every rank fails naming stage 1's file, and stage 0's, written, is not
+# published (ckpt-<step>.h5 is renamed only when every stage succeeded)
+F=$dir/fail
+mkdir -p "$F/.ckpt-4.h5.stage1.tmp"
+out=$dir/fail.out
+ptrain ctr 2 --schedule 1f1b --checkpoint-dir "$F"
+[ $rc != 0 ] && [ "$(grep -c ": writing the checkpoint (rank 1): $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 1 ] &&
+    [ "$(grep -c ": $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 2 ] &&
+    [ "$(LC_ALL=C ls -A "$F" | tr '\n' ' ')" = ".ckpt-4.h5.stage1.tmp " ]
+tap $? "stage 1's write fails: both ranks stop naming its file, stage 0's file is not published (status $rc; left: $(LC_ALL=C ls -A "$F" | tr '\n' ' '))"
+[ $rc != 0 ] || show "$out"
 
 # ---- SIGUSR1 on stage 1's rank after step 6 under paci (periodic
 # checkpoints every 12): every rank stops after step 6 with a drained
