@@ -17,31 +17,8 @@
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
-cat >"$dir/ctr.cfg" <<'CFG'
-model = "ctr";
-ctr: {
-  embedding_dim = 4;
-  table_rows = 101;
-  bottom_mlp = [8, 4];
-  subarch_width = 16;
-  subarchs = 2;
-  cuts = "none";
-};
-CFG
-cat >"$dir/gpt.cfg" <<'CFG'
-model = "gpt";
-gpt: {
-  layers = 2;
-  heads = 4;
-  width = 32;
-  context = 16;
-  vocab = 256;
-  tie_head = false;
-};
-CFG
-head -c 65536 "$srcdir/data/text/tinyshakespeare.txt" >"$dir/shakespeare-64k.txt"
-apps/erase-convert text -q "$dir/shakespeare-64k.txt" -o "$dir/text" >"$dir/convert.log" 2>&1 ||
-    { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert text failed"; exit 0; }
+sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # stages 0 | 1-2 without cuts
+setup_gpt "$dir/gpt.cfg" "tie_head = false;"
 echo "1..24"
 
 # ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
