@@ -157,6 +157,23 @@ int64_t erase_ckpt_name_step(const char *path)
     return strcmp(p, ".h5") == 0 ? step : -1;
 }
 
+int erase_ckpt_stage_path(const char *path, int stage, char *out, size_t size)
+{
+    int n = stage == 0 ? snprintf(out, size, "%s", path) : snprintf(out, size, "%s.stage%d", path, stage);
+    return n < 0 || (size_t)n >= size || stage < 0 ? -1 : 0;
+}
+
+/* Step of a stage file name "ckpt-<step>.h5.stage<s>" (s >= 1), or -1. */
+static int64_t stage_name_step(const char *name)
+{
+    const char *dot = strstr(name, ".h5.stage");
+    if (!dot || dot[9] < '1' || dot[9] > '9' || strspn(dot + 9, "0123456789") != strlen(dot + 9))
+        return -1;
+    char head[ERASE_CKPT_PATH_MAX];
+    snprintf(head, sizeof head, "%.*s.h5", (int)(dot - name), name);
+    return erase_ckpt_name_step(head);
+}
+
 /* A temporary file of ours: ".ckpt-<step>.h5.tmp". */
 static int is_temp_name(const char *name)
 {
@@ -257,8 +274,16 @@ static int prune(const char *dir, int64_t step, int keep)
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            char path[ERASE_CKPT_PATH_MAX];
+            char path[ERASE_CKPT_PATH_MAX], main_path[ERASE_CKPT_PATH_MAX];
+            int64_t s = stage_name_step(e->d_name);
             if (is_temp_name(e->d_name) && join(path, dir, e->d_name) == 0)
+                unlink(path);
+            /* a pipeline checkpoint's stage file whose ckpt-<step>.h5 is gone
+             * (removed above, renamed damaged/superseded, or never published) */
+            else if (s >= 0 && s <= step && join(path, dir, e->d_name) == 0 &&
+                     snprintf(main_path, sizeof main_path, "%.*s", (int)(strstr(path, ".h5.stage") - path + 3),
+                              path) > 0 &&
+                     access(main_path, F_OK) != 0)
                 unlink(path);
         }
         closedir(d);
@@ -585,30 +610,57 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
                                 const erase_ckpt_rank_t *ranks, int nranks,
                                 const uint64_t *sums, int keep, erase_ckpt_report_t *report)
 {
+    return erase_ckpt_write_part(dir, meta, 0, params, np, optim, no, ranks, nranks, sums, keep, NULL, NULL,
+                                 report);
+}
+
+/* The gate's verdict on st (st itself without a gate). */
+static erase_status_t pass_gate(erase_ckpt_gate_fn gate, void *ctx, erase_status_t st)
+{
+    return gate ? gate(ctx, st) : st;
+}
+
+erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *meta, int part,
+                                     const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no,
+                                     const erase_ckpt_rank_t *ranks, int nranks,
+                                     const uint64_t *sums, int keep, erase_ckpt_gate_fn gate, void *ctx,
+                                     erase_ckpt_report_t *report)
+{
     double t0 = erase_now_s();
     if (report)
         memset(report, 0, sizeof *report);
+    erase_status_t st = ERASE_OK;
     if (keep < 1)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
-    if (np < 0 || no < 0 || nranks < 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative count");
-    ERASE_CHECK(check_tensors("params", params, np));
-    ERASE_CHECK(check_tensors("optim", optim, no));
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
-    char name[64], temp_name[80], path[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX], latest[ERASE_CKPT_PATH_MAX];
-    snprintf(name, sizeof name, "ckpt-%" PRId64 ".h5", meta->step);
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
+    else if (np < 0 || no < 0 || nranks < 0)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative count");
+    else if (part < 0 || part >= meta->pp_size)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: part %d: expected a stage of the %d (0 to %d)", part,
+                         meta->pp_size, meta->pp_size - 1);
+    if (st == ERASE_OK)
+        st = check_tensors("params", params, np);
+    if (st == ERASE_OK)
+        st = check_tensors("optim", optim, no);
+    if (st == ERASE_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
+    char name[96], temp_name[112], path[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX], latest[ERASE_CKPT_PATH_MAX];
+    char main_name[64];
+    snprintf(main_name, sizeof main_name, "ckpt-%" PRId64 ".h5", meta->step);
+    erase_ckpt_stage_path(main_name, part, name, sizeof name);
     snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
-    if (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
-    ERASE_CHECK(erase_ckpt_meta_check(path, meta));
+    if (st == ERASE_OK && (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest")))
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
+    if (st == ERASE_OK)
+        st = erase_ckpt_meta_check(path, meta);
+    if (st != ERASE_OK)
+        return pass_gate(gate, ctx, st);
 
     char *index = NULL;
     size_t index_len = 0;
     writer_t w = { .file = -1, .temp = temp, .index = open_memstream(&index, &index_len), .lcpl = -1 };
     if (!w.index)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp);
-    erase_status_t st = ERASE_OK;
+        return pass_gate(gate, ctx, ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp));
     char detail[256];
     erase_h5_enter();
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -643,19 +695,30 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
     free(index);
     if (st == ERASE_OK && erase_fsync_path(temp, 0) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", temp, strerror(errno));
-    if (st == ERASE_OK && rename(temp, path) != 0)
+    /* a stage file is published before the gate, the checkpoint's own file
+     * (part 0) after it: last, once every part is in place */
+    if (st == ERASE_OK && part > 0 && rename(temp, path) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
+    if (st == ERASE_OK && part > 0 && erase_fsync_path(dir, 1) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the checkpoint directory failed: %s", dir, strerror(errno));
+    st = pass_gate(gate, ctx, st);
+    if (st == ERASE_OK && part == 0 && rename(temp, path) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
     if (st != ERASE_OK) {
         unlink(temp);
         erase_error_trail(__FILE__, __LINE__);
         return st;
     }
-    if (erase_fsync_path(dir, 1) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the checkpoint directory failed: %s", dir, strerror(errno));
-    char line[80];
-    snprintf(line, sizeof line, "%s\n", name);
-    ERASE_CHECK(erase_write_file_atomic(latest, line, strlen(line)));
-    int removed = prune(dir, meta->step, keep);
+    int removed = 0;
+    if (part == 0) {
+        if (erase_fsync_path(dir, 1) != 0)
+            return ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the checkpoint directory failed: %s", dir,
+                               strerror(errno));
+        char line[128];
+        snprintf(line, sizeof line, "%s\n", name);
+        ERASE_CHECK(erase_write_file_atomic(latest, line, strlen(line)));
+        removed = prune(dir, meta->step, keep);
+    }
     if (report) {
         struct stat sb;
         snprintf(report->path, sizeof report->path, "%s", path);
@@ -1110,7 +1173,59 @@ erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped
     return ERASE_OK;
 }
 
+/* Open one file: the checkpoint's own or a stage file. */
+static erase_status_t open_file(const char *path, erase_ckpt_t **out);
+
+/* A pipeline checkpoint (pp_size > 1): every stage file <path>.stage<s>
+ * opens (validated completely) and is of the same step and layout. */
+static erase_status_t check_stage_files(const erase_ckpt_t *ck)
+{
+    const erase_ckpt_meta_t *m = &ck->meta;
+    for (int s = 1; s < m->pp_size; s++) {
+        char path[ERASE_CKPT_PATH_MAX];
+        if (erase_ckpt_stage_path(ck->path, s, path, sizeof path) != 0)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s: path too long for its stage files", ck->path);
+        erase_ckpt_t *part;
+        if (open_file(path, &part) != ERASE_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", erase_error_reason());
+            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: stage %d of %d: %s", ck->path, s, m->pp_size, why);
+        }
+        const erase_ckpt_meta_t *q = &part->meta;
+        erase_status_t st = ERASE_OK;
+        if (q->step != m->step || q->pp_size != m->pp_size || strcmp(nz(q->pp_layout), nz(m->pp_layout)))
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: stage %d of %d: %s is of step %lld, %d stages (%s), expected "
+                             "step %lld, %d stages (%s)", ck->path, s, m->pp_size, path, (long long)q->step,
+                             q->pp_size, nz(q->pp_layout), (long long)m->step, m->pp_size, nz(m->pp_layout));
+        erase_ckpt_close(part);
+        ERASE_CHECK(st);
+    }
+    return ERASE_OK;
+}
+
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
+{
+    ERASE_CHECK(open_file(path, out));
+    const char *base = strrchr(path, '/');
+    int stage_file = stage_name_step(base ? base + 1 : path) >= 0; /* opened alone */
+    erase_status_t st = (*out)->meta.pp_size > 1 && !stage_file ? check_stage_files(*out) : ERASE_OK;
+    if (st != ERASE_OK) {
+        erase_ckpt_close(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t **out)
+{
+    *out = NULL;
+    char part[ERASE_CKPT_PATH_MAX];
+    if (stage < 0 || erase_ckpt_stage_path(path, stage, part, sizeof part) != 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: stage %d: not a stage, or the path is too long", path, stage);
+    return open_file(part, out);
+}
+
+static erase_status_t open_file(const char *path, erase_ckpt_t **out)
 {
     *out = NULL;
     if (access(path, R_OK) != 0)

@@ -48,6 +48,22 @@
  * the same way; then old checkpoints are removed.
  * A crash at any instant leaves every earlier published checkpoint intact,
  * and no file named ckpt-*.h5 is ever partly written.
+ *
+ * Pipeline checkpoints (pp_size P > 1, erase_ckpt_write_part). One file
+ * per stage, each a complete erase-ckpt-1 file written by that stage's
+ * data-parallel rank 0 with the stage's blocks' parameters and optimizer
+ * slots and its own optimizer clock (/optim step, lr; the /meta of every
+ * part is otherwise the same): stage 0's is DIR/ckpt-<step>.h5 (the
+ * checkpoint's name: rotation, DIR/latest and resume see only it), stage
+ * s >= 1's is DIR/ckpt-<step>.h5.stage<s> (erase_ckpt_stage_path). Every
+ * part goes through .<name>.tmp, flush, fsync and rename, and stage 0's is
+ * renamed last, after its writer's gate (erase-train: every stage reported
+ * success), so a checkpoint a crash interrupted is never named
+ * ckpt-<step>.h5. Pruning removes the stage files of every checkpoint it
+ * removes, and any stage file of a step <= the new one whose ckpt-<step>.h5
+ * is gone. erase_ckpt_open of ckpt-<step>.h5 opens (validates completely)
+ * every stage file too, so a missing or damaged stage file makes the
+ * checkpoint damaged (--resume auto passes over it).
  */
 #ifndef ERASE_IO_CHECKPOINT_H
 #define ERASE_IO_CHECKPOINT_H
@@ -184,6 +200,35 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
                                 const erase_ckpt_rank_t *ranks, int nranks,
                                 const uint64_t *sums, int keep, erase_ckpt_report_t *report);
 
+/* Called once by erase_ckpt_write_part with its status so far (ERASE_OK:
+ * the part is written, and for s >= 1 published); returns the verdict
+ * (ERASE_OK: publish part 0). Called on every path, failures included, so
+ * it may be a collective. */
+typedef erase_status_t (*erase_ckpt_gate_fn)(void *ctx, erase_status_t st);
+
+/*
+ * Write part `part` (a pipeline stage, 0 <= part < meta->pp_size) of a
+ * checkpoint, as erase_ckpt_write writes a whole one (which is part 0
+ * without a gate): part 0 is DIR/ckpt-<step>.h5, written to its temporary
+ * name, then `gate` (may be NULL) decides, then it is renamed, DIR/latest
+ * replaced and old checkpoints pruned (with their stage files); a part s
+ * >= 1 is DIR/ckpt-<step>.h5.stage<s>, published at once, then `gate` is
+ * told (nothing is pruned). The tensors are that stage's. Errors: those of
+ * erase_ckpt_write, ERASE_ERR_INVALID (part out of range), and the gate's
+ * (nothing of part 0 is published; the temporary file is removed).
+ */
+erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *meta, int part,
+                                     const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no,
+                                     const erase_ckpt_rank_t *ranks, int nranks,
+                                     const uint64_t *sums, int keep, erase_ckpt_gate_fn gate, void *ctx,
+                                     erase_ckpt_report_t *report);
+
+/* The file of stage `stage` of the checkpoint `path` into out[size]: path
+ * itself for stage 0, "<path>.stage<s>" else. 0, or -1 when it does not
+ * fit (or stage < 0). */
+int erase_ckpt_stage_path(const char *path, int stage, char *out, size_t size);
+
 /* ---- reading --------------------------------------------------------------- */
 
 typedef struct erase_ckpt erase_ckpt_t;
@@ -195,9 +240,19 @@ typedef struct erase_ckpt erase_ckpt_t;
  * file), ERASE_ERR_FORMAT (not a checkpoint or damaged: the message names
  * the file and what is wrong, e.g. "D/ckpt-40.h5: dataset
  * /params/emb/3: checksum 0x... does not match the stored 0x..."),
- * ERASE_ERR_NOMEM.
+ * ERASE_ERR_NOMEM. A pipeline checkpoint (meta pp_size > 1) also needs
+ * every stage file (see above): one missing, damaged or of another step is
+ * ERASE_ERR_FORMAT "D/ckpt-40.h5: stage 1 of 2: <why, naming the file>";
+ * the tensors loaded are stage 0's. A stage file named as such
+ * (ckpt-<step>.h5.stage<s>) opens alone.
  */
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out);
+
+/* Open stage `stage`'s file of the pipeline checkpoint `path` (ckpt-<step>.h5)
+ * alone, validated completely, without the other stages' (what each stage's
+ * writer loads on resume). Errors: those of erase_ckpt_open, naming the
+ * stage file. */
+erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t **out);
 void erase_ckpt_close(erase_ckpt_t *ck);
 
 /* The file's path and its meta data. */

@@ -24,8 +24,12 @@ struct train_ckpt {
     int enabled;                      /* --checkpoint-dir given */
     erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
     float **dev[2];                   /* their device memory when it is not host memory, else NULL */
+    int *block[2];                    /* their blocks */
     int n[2];
-    char schedule[256], layout[128];
+    erase_ckpt_tensor_t *mine[2];     /* copies of those of this rank's stage (all without a pipeline) */
+    int *mine_at[2];                  /* their indices in t */
+    int nmine[2];
+    char schedule[512], layout[2048];
     /* signals */
     int handlers;
     struct sigaction old_term, old_usr1;
@@ -37,7 +41,8 @@ struct train_ckpt {
     FILE *metrics;
     /* test hooks */
     int64_t kill_step;
-    int kill_rank;
+    int kill_rank, kill_sig;
+    erase_status_t agreed;            /* the last parts' agreement (parts_written) */
     FILE *sample_log;
 };
 
@@ -87,20 +92,24 @@ const char *train_ckpt_signal_name(int sig)
 
 /* ---- the tensors ---------------------------------------------------------------- */
 
-static erase_status_t add(train_ckpt_t *ck, int g, int *cap, const char *name, int ndim, int64_t rows,
+static erase_status_t add(train_ckpt_t *ck, int g, int *cap, int block, const char *name, int ndim, int64_t rows,
                           int64_t cols, float *data, const char *meaning)
 {
     if (ck->n[g] == *cap) {
         *cap = *cap ? 2 * *cap : 64;
         erase_ckpt_tensor_t *t = realloc(ck->t[g], (size_t)*cap * sizeof *t);
         float **d = realloc(ck->dev[g], (size_t)*cap * sizeof *d);
+        int *b = realloc(ck->block[g], (size_t)*cap * sizeof *b);
         if (t)
             ck->t[g] = t;
         if (d)
             ck->dev[g] = d;
-        if (!t || !d)
+        if (b)
+            ck->block[g] = b;
+        if (!t || !d || !b)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
     }
+    ck->block[g][ck->n[g]] = block;
     erase_ckpt_tensor_t *t = &ck->t[g][ck->n[g]];
     memset(t, 0, sizeof *t);
     if ((size_t)snprintf(t->name, sizeof t->name, "%s", name) >= sizeof t->name)
@@ -124,7 +133,7 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
     int adamw = !strcmp(o->optimizer, "adamw"), adagrad = !strcmp(o->embedding_optimizer, "rowwise_adagrad");
     for (int i = 0; i < n; i++) {
         int emb = p[i].kind == ERASE_PARAM_EMBEDDING;
-        ERASE_CHECK(add(ck, 0, &cap[0], p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].value,
+        ERASE_CHECK(add(ck, 0, &cap[0], p[i].block, p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].value,
                         emb ? "embedding table [rows, dim]: row of id h is h mod (rows - 1), the last row is "
                               "the missing id (docs/models.md)"
                             : p[i].ndim == 2 ? "weight [out, in] (y = x W^T + b)" : "bias [out]"));
@@ -157,7 +166,7 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
             }
             char name[ERASE_CKPT_NAME_MAX];
             snprintf(name, sizeof name, "%s/%s", p[i].name, slot);
-            ERASE_CHECK(add(ck, 1, &cap[1], name, ndim, rows, cols, p[i].state[k], meaning));
+            ERASE_CHECK(add(ck, 1, &cap[1], p[i].block, name, ndim, rows, cols, p[i].state[k], meaning));
         }
     }
     /* device memory that the host cannot touch goes through host copies;
@@ -174,16 +183,32 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
             if (!(ck->t[g][i].data = malloc(bytes ? bytes : 1)))
                 return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory for a host copy of %s", ck->t[g][i].name);
         }
+    /* this rank's stage's tensors: those of its blocks */
+    const int *first = ck->e.stage_first;
+    int lo = first ? first[ck->e.w->pp_rank] : 0, hi = first ? first[ck->e.w->pp_rank + 1] : ERASE_MAX_BLOCKS;
+    for (int g = 0; g < 2; g++) {
+        ck->mine[g] = malloc(sizeof *ck->mine[g] * (size_t)(ck->n[g] ? ck->n[g] : 1));
+        ck->mine_at[g] = malloc(sizeof *ck->mine_at[g] * (size_t)(ck->n[g] ? ck->n[g] : 1));
+        if (!ck->mine[g] || !ck->mine_at[g])
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+        for (int i = 0; i < ck->n[g]; i++)
+            if (ck->block[g][i] >= lo && ck->block[g][i] < hi) {
+                ck->mine_at[g][ck->nmine[g]] = i;
+                ck->mine[g][ck->nmine[g]++] = ck->t[g][i];
+            }
+    }
     return ERASE_OK;
 }
 
-/* Copy group g between device memory and the host copies, blocking (no-op
+/* Copy group g's tensors of this rank's stage between device memory and
+ * the host copies, blocking (no-op
  * where the device memory is host memory). The caller has synchronized
  * the streams of the step: none uses the tensors. */
 static erase_status_t stage(train_ckpt_t *ck, int g, int to_host)
 {
     erase_device_t *dev = erase_network_device(ck->e.net);
-    for (int i = 0; i < ck->n[g]; i++) {
+    for (int k = 0; k < ck->nmine[g]; k++) { /* this rank's stage's */
+        int i = ck->mine_at[g][k];
         if (!ck->dev[g][i])
             continue;
         size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
@@ -211,17 +236,23 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     snprintf(ck->schedule, sizeof ck->schedule, "early_backward %s, reduce %s, update %s, side_streams %lld, "
              "global batch %lld over %d ranks", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
              (long long)env->global_batch, env->w->dp_size);
+    if (env->stage_first) /* the pipeline: schedule, M, a (0: the default, M) */
+        snprintf(ck->schedule + strlen(ck->schedule), sizeof ck->schedule - strlen(ck->schedule),
+                 "; pipeline %s, %lld micro-batches, accumulate %lld", o->schedule, (long long)o->micro_batches,
+                 (long long)o->accumulate);
     snprintf(ck->layout, sizeof ck->layout, "%d stage%s: ", env->w->pp_size, env->w->pp_size == 1 ? "" : "s");
-    if (env->w->pp_size == 1)
-        snprintf(ck->layout + strlen(ck->layout), sizeof ck->layout - strlen(ck->layout),
-                 "stage 0 holds blocks 0-%d", blocks - 1);
-    else
-        snprintf(ck->layout + strlen(ck->layout), sizeof ck->layout - strlen(ck->layout), "(not recorded)");
+    for (int s = 0; s < env->w->pp_size; s++) {
+        int a = env->stage_first ? env->stage_first[s] : 0, b = env->stage_first ? env->stage_first[s + 1] : blocks;
+        size_t len = strlen(ck->layout);
+        snprintf(ck->layout + len, sizeof ck->layout - len, "%sstage %d holds blocks %d-%d", s ? ", " : "", s, a,
+                 b - 1);
+    }
     const char *kill = getenv("ERASE_DEBUG_KILL_AT_STEP");
     if (kill && *kill) {
         char *end;
         ck->kill_step = strtoll(kill, &end, 10);
-        ck->kill_rank = *end == ':' ? atoi(end + 1) : env->w->size - 1;
+        ck->kill_rank = *end == ':' ? (int)strtol(end + 1, &end, 10) : env->w->size - 1;
+        ck->kill_sig = !strcmp(end, ":usr1") ? SIGUSR1 : SIGKILL;
     }
     const char *log = getenv("ERASE_DEBUG_SAMPLE_LOG");
     if (st == ERASE_OK && log && *log) {
@@ -258,6 +289,9 @@ void train_ckpt_destroy(train_ckpt_t *ck)
                 free(ck->t[g][i].data);
         free(ck->t[g]);
         free(ck->dev[g]);
+        free(ck->block[g]);
+        free(ck->mine[g]);
+        free(ck->mine_at[g]);
     }
     if (ck->sample_log)
         fclose(ck->sample_log);
@@ -292,23 +326,39 @@ void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b)
 
 /* ---- agreeing ------------------------------------------------------------------ */
 
-/* Rank 0's status and message to every rank; on the others a failure of
- * rank 0 becomes theirs. */
+/* Collective over the world: the status of the lowest rank that failed
+ * (with its message) becomes every rank's, "<what> (rank R): <message>"
+ * on the others; ERASE_OK when none failed. */
 static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const char *what)
 {
+    const erase_world_t *w = ck->e.w;
+    int32_t mine = st != ERASE_OK ? w->size - w->rank : 0, most = 0; /* the max: the lowest failed rank */
+    erase_comm_t *c = erase_world_comm();
+    ERASE_CHECK(erase_allreduce(c, ck->e.host, &mine, &most, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    if (most == 0)
+        return ERASE_OK;
+    int first = w->size - most;
     int64_t code = st;
     char msg[MESSAGE_MAX];
     memset(msg, 0, sizeof msg);
-    if (ck->e.w->rank == 0 && st != ERASE_OK)
+    if (w->rank == first)
         snprintf(msg, sizeof msg, "%s", erase_error_reason());
-    erase_comm_t *c = erase_world_comm();
-    ERASE_CHECK(erase_broadcast(c, ck->e.host, &code, 1, ERASE_DTYPE_I64, 0));
-    ERASE_CHECK(erase_broadcast(c, ck->e.host, msg, sizeof msg, ERASE_DTYPE_U8, 0));
+    ERASE_CHECK(erase_broadcast(c, ck->e.host, &code, 1, ERASE_DTYPE_I64, first));
+    ERASE_CHECK(erase_broadcast(c, ck->e.host, msg, sizeof msg, ERASE_DTYPE_U8, first));
     ERASE_CHECK(erase_stream_synchronize(ck->e.host));
-    if (code == ERASE_OK || ck->e.w->rank == 0)
+    if (w->rank == first)
         return st;
     msg[sizeof msg - 1] = '\0';
-    return ERASE_ERROR((erase_status_t)code, "%s (rank 0): %s", what, msg);
+    return ERASE_ERROR((erase_status_t)code, "%s (rank %d): %s", what, first, msg);
+}
+
+/* erase_ckpt_gate_fn: every rank's verdict on the parts (ctx: train_ckpt_t). */
+static erase_status_t parts_written(void *ctx, erase_status_t st)
+{
+    train_ckpt_t *ck = ctx;
+    ck->agreed = share_status(ck, st, "writing the checkpoint");
+    return ck->agreed;
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -318,7 +368,12 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     const train_options_t *o = ck->e.o;
     const erase_world_t *w = ck->e.w;
     double t0 = erase_now_s();
-    int np = ck->n[0], no = ck->n[1], nt = np + no;
+    /* paci: nothing in flight, and a new segment of the steps left */
+    if (ck->e.pipe) {
+        int64_t left = *ck->e.total_steps - pos->step;
+        ERASE_CHECK(erase_pipe_drain(ck->e.pipe, left > 0 ? left : 1));
+    }
+    int np = ck->nmine[0], no = ck->nmine[1], nt = np + no;
     ERASE_CHECK(stage(ck, 0, 1));
     ERASE_CHECK(stage(ck, 1, 1));
     /* every replica must hold the same tensors: compare their checksums */
@@ -329,7 +384,7 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     erase_ckpt_rank_t *rs = calloc((size_t)w->size, sizeof *rs);
     erase_status_t st = sums && all && ranks && rs ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
     for (int i = 0; st == ERASE_OK && i < nt; i++) {
-        const erase_ckpt_tensor_t *t = i < np ? &ck->t[0][i] : &ck->t[1][i - np];
+        const erase_ckpt_tensor_t *t = i < np ? &ck->mine[0][i] : &ck->mine[1][i - np];
         sums[i] = erase_ckpt_fnv1a64(t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
     }
     erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
@@ -349,7 +404,7 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
                 st = ERASE_ERROR(ERASE_ERR_COMM, "checkpoint at step %lld: data-parallel rank %d's %s/%s differs "
                                  "from rank 0's (checksums %016" PRIx64 " and %016" PRIx64 "): the replicas "
                                  "diverged", (long long)pos->step, r, i < np ? "params" : "optim",
-                                 i < np ? ck->t[0][i].name : ck->t[1][i - np].name,
+                                 i < np ? ck->mine[0][i].name : ck->mine[1][i - np].name,
                                  all[(size_t)r * (size_t)nt + (size_t)i], all[i]);
     for (int r = 0; st == ERASE_OK && r < w->size; r++) {
         rs[r].rng[0] = (uint64_t)ranks[4 * r];
@@ -366,7 +421,8 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     memset(&rep, 0, sizeof rep);
     char *model = NULL, *options = NULL;
     size_t options_len = 0;
-    if (st == ERASE_OK && w->rank == 0) {
+    int writer = w->dp_rank == 0; /* of this rank's stage's file */
+    if (st == ERASE_OK && writer) {
         const int cap = 1 << 16;
         FILE *f = open_memstream(&options, &options_len);
         if (!(model = malloc((size_t)cap)) || !f)
@@ -378,7 +434,8 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         if (f)
             fclose(f);
     }
-    if (st == ERASE_OK && w->rank == 0) {
+    int gated = 0; /* the writer told parts_written */
+    if (st == ERASE_OK && writer) {
         erase_optim_clock_t c;
         st = erase_optimizer_read_clock(ck->e.opt, &c);
         erase_ckpt_meta_t m = { .step = pos->step,
@@ -398,22 +455,35 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
                                 .clock_lr = c.lr,
                                 .model = model,
                                 .options = options };
-        if (st == ERASE_OK)
-            st = erase_ckpt_write(o->checkpoint_dir, &m, ck->t[0], np, ck->t[1], no, rs, w->size, sums,
-                                  (int)o->keep_checkpoints, &rep);
+        if (st == ERASE_OK) {
+            st = erase_ckpt_write_part(o->checkpoint_dir, &m, w->pp_rank, ck->mine[0], np, ck->mine[1], no, rs,
+                                       w->size, sums, (int)o->keep_checkpoints, parts_written, ck, &rep);
+            gated = 1;
+        }
     }
+    if (!gated) /* every rank takes part in the parts' agreement once */
+        st = parts_written(ck, st);
     free(model);
     free(options);
     free(sums);
     free(all);
     free(ranks);
     free(rs);
-    /* every rank learns whether rank 0 wrote it */
-    st = share_status(ck, st, "writing the checkpoint");
+    /* every rank learns whether rank 0 published it (a failure the parts'
+     * agreement shared is known); the bytes of every part */
+    if (ck->agreed == ERASE_OK)
+        st = share_status(ck, st, "writing the checkpoint");
+    int64_t bytes = rep.bytes, total = 0;
+    if (st == ERASE_OK && w->pp_size > 1)
+        st = erase_allreduce(erase_world_comm(), ck->e.host, &bytes, &total, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM);
+    if (st == ERASE_OK)
+        st = erase_stream_synchronize(ck->e.host);
     if (st != ERASE_OK) {
         erase_error_trail(__FILE__, __LINE__);
         return st;
     }
+    if (w->pp_size > 1)
+        rep.bytes = total;
     double sec = erase_now_s() - t0;
     ck->count++;
     ck->seconds += sec;
@@ -423,8 +493,12 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     ck->last_samples = cur.samples;
     if (w->rank == 0) {
         snprintf(ck->last_path, sizeof ck->last_path, "%s", rep.path);
-        printf("%sckpt   step %lld: %s, %.1f MB in %.3f s (%.0f MB/s written; %.3f s in all)%s\n",
-               ck->e.tty ? "\r\033[K" : "", (long long)pos->step, rep.path, (double)rep.bytes / 1e6, rep.seconds,
+        char parts[64] = "";
+        if (w->pp_size > 1)
+            snprintf(parts, sizeof parts, " and %d stage file%s (.stage<s>)", w->pp_size - 1,
+                     w->pp_size == 2 ? "" : "s");
+        printf("%sckpt   step %lld: %s%s, %.1f MB in %.3f s (%.0f MB/s written; %.3f s in all)%s\n",
+               ck->e.tty ? "\r\033[K" : "", (long long)pos->step, rep.path, parts, (double)rep.bytes / 1e6, rep.seconds,
                rep.mb_per_s, sec, rep.removed ? ", older ones removed" : "");
         fflush(stdout);
         if (ck->metrics) {
@@ -447,7 +521,7 @@ erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *p
         return ERASE_OK;
     if (ck->kill_step >= 0 && pos->step == ck->kill_step && ck->e.w->rank == ck->kill_rank) {
         fflush(stdout);
-        kill(getpid(), SIGKILL); /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death */
+        raise(ck->kill_sig); /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1 */
     }
     if (!ck->enabled)
         return ERASE_OK;
@@ -516,11 +590,15 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
 {
     const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
     const erase_world_t *w = ck->e.w;
-    ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->t[0], ck->n[0], "the model"));
-    if (resume && (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout)))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s (%s), "
-                           "this run %d (%s)", erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s",
-                           m->pp_layout, w->pp_size, ck->layout);
+    /* a pipeline's stages each load their own file: the stages must be the same */
+    int pipeline = m->pp_size > 1 || w->pp_size > 1;
+    if (pipeline || resume)
+        if (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s "
+                               "(%s), this run %d (%s)%s", erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s",
+                               m->pp_layout, w->pp_size, ck->layout,
+                               pipeline ? ": a pipeline checkpoint is loaded by the same --pp and --stages" : "");
+    ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->mine[0], ck->nmine[0], "the model"));
     if (optim && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
                   strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s (dense) + %s "
@@ -530,7 +608,7 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
                            resume ? "--init-from for the parameters only"
                                   : "drop --init-from-optimizer to load the parameters only");
     if (optim)
-        ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->t[1], ck->n[1], "the optimizer state"));
+        ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->mine[1], ck->nmine[1], "the optimizer state"));
     return ERASE_OK;
 }
 
@@ -595,8 +673,9 @@ static void skipped_checkpoint(void *ctx, const char *path, const char *why)
         s->n++;
 }
 
-/* Rank 0: pick and load. *action: 0 nothing, 1 resume, 2 init. */
-static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
+/* Rank 0: pick and load (stage 0's tensors). *action: 0 nothing, 1
+ * resume, 2 init; path: the checkpoint taken. */
+static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char path[ERASE_CKPT_PATH_MAX])
 {
     const train_options_t *o = ck->e.o;
     int resume = o->resume[0] != 0;
@@ -657,6 +736,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
         const erase_world_t *w = ck->e.w;
         *action = resume ? 1 : 2;
+        snprintf(path, ERASE_CKPT_PATH_MAX, "%s", erase_ckpt_path(f));
         hdr[2] = m->step;
         hdr[3] = m->epoch;
         hdr[4] = m->epoch_samples;
@@ -694,6 +774,30 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8])
         }
         fflush(stdout);
     }
+    erase_ckpt_close(f);
+    return st;
+}
+
+/* A pipeline stage's dp rank 0 (stage s >= 1): load the stage's file of
+ * checkpoint `path` (rank 0 checked the layout and that the file opens)
+ * into this rank's host copies, with the optimizer state when `optim`;
+ * its optimizer clock into hdr[6..7]. */
+static erase_status_t load_stage(train_ckpt_t *ck, const char *path, int64_t hdr[8], int optim)
+{
+    erase_ckpt_t *f;
+    ERASE_CHECK(erase_ckpt_open_stage(path, ck->e.w->pp_rank, &f));
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
+    erase_status_t st = ERASE_OK;
+    if (m->step != hdr[2] || strcmp(m->pp_layout, ck->layout))
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: step %lld, layout %s: expected step %lld, layout %s (the stage "
+                         "file is not of %s)", erase_ckpt_path(f), (long long)m->step, m->pp_layout,
+                         (long long)hdr[2], ck->layout, path);
+    if (st == ERASE_OK)
+        st = erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->mine[0], ck->nmine[0], "the model");
+    if (st == ERASE_OK && optim)
+        st = erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->mine[1], ck->nmine[1], "the optimizer state");
+    hdr[6] = m->clock_step;
+    memcpy(&hdr[7], &m->clock_lr, sizeof m->clock_lr);
     erase_ckpt_close(f);
     return st;
 }
@@ -757,8 +861,10 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     int64_t hdr[8];
     memset(hdr, 0, sizeof hdr);
     int action = 0;
+    char path[ERASE_CKPT_PATH_MAX];
+    memset(path, 0, sizeof path);
     if (ck->e.w->rank == 0) {
-        st = pick(ck, &action, hdr);
+        st = pick(ck, &action, hdr, path);
         hdr[1] = action;
         if (st == ERASE_OK && ck->enabled && action != 0)
             st = supersede_newer(o->checkpoint_dir, action == 1 ? hdr[2] : 0);
@@ -771,10 +877,22 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     if (action == 0)
         return ERASE_OK;
     int groups = action == 1 || o->init_from_optimizer ? 2 : 1;
+    const erase_world_t *w = ck->e.w;
+    if (w->pp_size > 1) { /* every stage's dp rank 0 loads its own file */
+        ERASE_CHECK(erase_broadcast(c, ck->e.host, path, sizeof path, ERASE_DTYPE_U8, 0));
+        ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+        path[sizeof path - 1] = '\0';
+        if (w->pp_rank > 0 && w->dp_rank == 0)
+            st = load_stage(ck, path, hdr, groups == 2);
+        ERASE_CHECK(share_status(ck, st, o->resume[0] ? "--resume" : "--init-from"));
+    }
+    /* over each stage's dp group, from its dp rank 0 (rank 0 without a pipeline) */
+    erase_comm_t *dpc = erase_dp_comm();
+    ERASE_CHECK(erase_broadcast(dpc, ck->e.host, &hdr[6], 2, ERASE_DTYPE_I64, 0)); /* the stage's clock */
     for (int g = 0; g < groups; g++)
-        for (int i = 0; i < ck->n[g]; i++)
-            ERASE_CHECK(erase_broadcast(c, ck->e.host, ck->t[g][i].data,
-                                        (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]), ERASE_DTYPE_F32, 0));
+        for (int i = 0; i < ck->nmine[g]; i++)
+            ERASE_CHECK(erase_broadcast(dpc, ck->e.host, ck->mine[g][i].data,
+                                        (size_t)erase_ckpt_tensor_numel(&ck->mine[g][i]), ERASE_DTYPE_F32, 0));
     ERASE_CHECK(erase_stream_synchronize(ck->e.host));
     for (int g = 0; g < groups; g++)
         ERASE_CHECK(stage(ck, g, 0));

@@ -13,6 +13,21 @@
  * ranks agree on the file, the step and every value, and only rank 0 needs
  * to see the checkpoint directory.
  *
+ * Pipelines (--pp P > 1; docs/pipelines.md, Checkpoints). One file per
+ * stage (io/checkpoint.h, erase_ckpt_write_part): each stage's dp rank 0
+ * writes its blocks' parameters, optimizer slots and optimizer clock
+ * (paci stages step their own) after the dp comparison within its stage;
+ * stage 0's file, ckpt-<step>.h5, is published last, once every stage
+ * reported success. paci is drained first (erase_pipe_drain: nothing in
+ * flight, a new segment of the steps left), so a resumed run continues
+ * bitwise from the drained state. On resume rank 0 picks the checkpoint
+ * (opening it validates every stage file) and checks the layout (/meta
+ * pp_layout: which blocks each stage holds; another --pp or --stages is
+ * refused naming both); then each stage's dp rank 0 loads its own file
+ * and broadcasts it over its dp group: no stage's parameters pass through
+ * rank 0. --init-from a pipeline checkpoint needs the same layout too (a
+ * data-parallel run cannot load one, nor a pipeline run a dp checkpoint).
+ *
  * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
  * (sigaction, from the start of main); after every step the ranks all-reduce (max) the flag on the
  * host stream, so all stop after the same step, write a checkpoint and
@@ -23,8 +38,9 @@
  *
  * Test hooks (environment): ERASE_DEBUG_RAISE_AT_START=1 makes every rank
  * send itself SIGUSR1 right after MPI start-up (erase-train.c);
- * ERASE_DEBUG_KILL_AT_STEP=N[:R] makes world rank
- * R (default: the last rank) SIGKILL itself right after step N;
+ * ERASE_DEBUG_KILL_AT_STEP=N[:R[:usr1]] makes world rank
+ * R (default: the last rank) SIGKILL itself right after step N (with
+ * ":usr1", send itself SIGUSR1 there instead: a stop at a chosen step);
  * ERASE_DEBUG_SAMPLE_LOG=PREFIX makes every rank append "epoch position
  * row_id" for every training sample it takes to PREFIX.<rank>;
  * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write.
@@ -38,6 +54,7 @@
 #include "io/reader.h"
 #include "lib/comm/comm.h"
 #include "lib/nn/optim.h"
+#include "lib/sched/pipe.h"
 
 /* What the checkpoints of a run work with (all outlive the train_ckpt_t). */
 typedef struct {
@@ -50,6 +67,13 @@ typedef struct {
     erase_reader_t *train;            /* the training data (cursor) */
     int64_t global_batch;             /* samples per step over all ranks */
     int tty;                          /* rank 0 redraws a progress line: clear it before printing */
+    /* a pipeline (NULL without): stage s holds blocks [stage_first[s],
+     * stage_first[s + 1]) (pp_size + 1 entries); the stage executor,
+     * drained before every checkpoint into a new segment of the steps left
+     * to *total_steps */
+    const int *stage_first;
+    erase_pipe_t *pipe;
+    const int64_t *total_steps;
 } train_ckpt_env_t;
 
 /* Where training stands. */

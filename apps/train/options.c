@@ -90,7 +90,7 @@ static const opt_def_t defs[] = {
     { "metrics", S(metrics), "", "JSON-lines metrics file: one object per log interval, evaluation, checkpoint and summary, each with the time and samples so far", NULL, NO_BOUNDS },
     { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL, NO_BOUNDS },
     { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, FROM_TO(1, INT64_MAX) },
-    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none)", NULL, NO_BOUNDS },
+    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none); with --pp, one file per stage (ckpt-N.h5.stage<s>), paci drained first", NULL, NO_BOUNDS },
     { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, FROM_TO(0, INT64_MAX) },
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
@@ -356,10 +356,6 @@ static erase_status_t check_together(const train_options_t *o)
     if (pipeline && o->grad_clip > 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--grad-clip with --schedule %s: the gradient norm spans the stages "
                            "(a synchronisation paci does without); clip without a pipeline", o->schedule);
-    if (pipeline && (o->checkpoint_dir[0] || o->resume[0] || o->init_from[0]))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--schedule %s: checkpoints of pipeline stages are not written "
-                           "or read yet (issue 16); drop --checkpoint-dir, --resume and --init-from",
-                           strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
     if (pipeline && !strcmp(o->nonfinite, "skip"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip with --schedule %s: stages find non-finite "
                            "gradients on their own; use --nonfinite stop", o->schedule);

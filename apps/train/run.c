@@ -1141,7 +1141,9 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     }
     /* checkpoints: --resume / --init-from load here, before the first step */
     train_ckpt_env_t ce = { .o = o, .w = w, .host = r.host, .cfg = &r.cfg, .net = r.net, .opt = r.opt,
-                            .train = r.train, .global_batch = r.global_batch, .tty = r.tty };
+                            .train = r.train, .global_batch = r.global_batch, .tty = r.tty,
+                            .stage_first = r.pipe ? r.stages.first : NULL, .pipe = r.pipe,
+                            .total_steps = &r.total_steps };
     train_ckpt_pos_t pos;
     int resumed = 0;
     if (st == ERASE_OK)
@@ -1154,6 +1156,10 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         r.samples_seen = pos.samples_seen;
         if (o->steps == 0)
             st = resume_total_steps(&r);
+        /* the pipeline's segment: the steps left (nothing is in flight yet),
+         * as after the drain of the checkpoint's run */
+        if (st == ERASE_OK && r.pipe)
+            st = erase_pipe_drain(r.pipe, r.total_steps - r.step > 0 ? r.total_steps - r.step : 1);
     }
     /* a resumed run continues its metrics file */
     if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))

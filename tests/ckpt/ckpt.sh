@@ -34,6 +34,17 @@ ctr: {
 CFG
 }
 
+# setup_gpt FILE KEY: $dir/text/{train,eval} (the first 64 KiB of
+# tinyshakespeare, byte-level) and FILE, a tiny GPT (2 layers, width 32, 4
+# heads, context 16, vocab 256) with the model key KEY (e.g. "cuts = [1];").
+setup_gpt() {
+    head -c 65536 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/shakespeare-64k.txt"
+    apps/erase-convert text -q "$dir/shakespeare-64k.txt" -o "$dir/text" >"$dir/convert.log" 2>&1 ||
+        { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert text failed"; exit 0; }
+    printf 'model = "gpt";\ngpt: {\n  layers = 2;\n  heads = 4;\n  width = 32;\n  context = 16;\n  vocab = 256;\n  %s\n};\n' \
+        "$2" >"$1"
+}
+
 # random N: sets $r to a pseudo-random integer in [0, N) drawn from $seed
 # (printed by the driver, so a failure can be replayed with ERASE_TEST_SEED).
 # Not in $(...): the subshell would not advance $seed.

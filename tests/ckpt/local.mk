@@ -17,6 +17,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-train-classify.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-train-lm.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-eval-only.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
+# checkpoints of pipeline stages: bitwise resume, layouts, damaged stage files, SIGUSR1 (issue 16)
+CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

@@ -7,7 +7,8 @@
  * and what is wrong; an attribute of /meta or /optim out of range is refused
  * naming it, also when its checksum was fixed up, and one changed in range
  * fails the attributes' checksum; loading into a different model lists the
- * differences.
+ * differences; a pipeline checkpoint's stage files: stage 0's published
+ * last and only on the gate's word, each needed to open it, pruned with it.
  */
 #include <fcntl.h>
 #include <math.h>
@@ -455,6 +456,97 @@ static void test_meta_attributes(void **unused)
     assert_int_equal(io_count_files(io_path(scratch, "meta-w"), ".h5"), 0);
 }
 
+/* A gate (erase_ckpt_gate_fn) that returns *ctx: the agreement of the parts. */
+static int gate_calls;
+static erase_status_t gate(void *ctx, erase_status_t st)
+{
+    gate_calls++;
+    erase_status_t verdict = *(erase_status_t *)ctx;
+    return st != ERASE_OK ? st : verdict == ERASE_OK ? ERASE_OK : ERASE_ERROR(verdict, "another stage failed");
+}
+
+/* Write step's two parts (stage 1, then stage 0 with the gate's verdict). */
+static erase_status_t write_parts(const char *dir, int64_t step, int keep, erase_status_t verdict)
+{
+    state_t s;
+    make_state(&s, step, (float)step);
+    s.meta.pp_size = 2;
+    s.meta.dp_size = 1;
+    s.meta.pp_layout = "2 stages: stage 0 holds blocks 0-0, stage 1 holds blocks 1-1";
+    erase_ckpt_report_t rep;
+    MUST(erase_ckpt_write_part(dir, &s.meta, 1, s.params + 1, 2, s.optim + 1, 1, s.ranks, 2, NULL, keep, NULL,
+                               NULL, &rep));
+    return erase_ckpt_write_part(dir, &s.meta, 0, s.params, 1, s.optim, 1, s.ranks, 2, NULL, keep, gate, &verdict,
+                                 &rep);
+}
+
+static int exists(const char *dir, const char *name)
+{
+    return access(io_path(dir, name), F_OK) == 0;
+}
+
+/* Pipeline checkpoints: one file per stage, stage 0's published last and
+ * only when the gate agrees; opening it needs every stage file; pruning
+ * takes the stage files along. */
+static void test_stage_parts(void **unused)
+{
+    (void)unused;
+    char dir[ERASE_CKPT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", io_path(scratch, "parts"));
+    gate_calls = 0;
+    /* the gate says no: stage 1's file is there, the checkpoint is not */
+    assert_int_equal(write_parts(dir, 4, 2, ERASE_ERR_IO), ERASE_ERR_IO);
+    assert_int_equal(gate_calls, 1);
+    assert_true(exists(dir, "ckpt-4.h5.stage1"));
+    assert_false(exists(dir, "ckpt-4.h5"));
+    assert_false(exists(dir, ".ckpt-4.h5.tmp"));
+    MUST(write_parts(dir, 8, 2, ERASE_OK));
+    assert_int_equal(gate_calls, 2);
+    assert_false(exists(dir, "ckpt-4.h5.stage1")); /* an orphan stage file of an older step: pruned */
+    erase_ckpt_t *ck;
+    char path[ERASE_CKPT_PATH_MAX], stage1[ERASE_CKPT_PATH_MAX];
+    snprintf(path, sizeof path, "%s", io_path(dir, "ckpt-8.h5"));
+    assert_int_equal(erase_ckpt_stage_path(path, 1, stage1, sizeof stage1), 0);
+    assert_string_equal(stage1 + strlen(path), ".stage1");
+    MUST(erase_ckpt_open(path, &ck));
+    assert_int_equal(erase_ckpt_count(ck, ERASE_CKPT_PARAMS), 1);
+    assert_non_null(erase_ckpt_find(ck, ERASE_CKPT_PARAMS, "input/emb/0"));
+    erase_ckpt_close(ck);
+    MUST(erase_ckpt_open_stage(path, 1, &ck));
+    assert_int_equal(erase_ckpt_count(ck, ERASE_CKPT_PARAMS), 2);
+    assert_non_null(erase_ckpt_find(ck, ERASE_CKPT_PARAMS, "sub1/fc0/bias"));
+    erase_ckpt_close(ck);
+    /* a stage file of another step: the checkpoint is damaged */
+    char keep[ERASE_CKPT_PATH_MAX];
+    snprintf(keep, sizeof keep, "%s", io_path(dir, "keep"));
+    copy_file(stage1, keep);
+    MUST(write_parts(dir, 12, 5, ERASE_OK));
+    copy_file(io_path(dir, "ckpt-12.h5.stage1"), stage1);
+    char why[2 * ERASE_CKPT_PATH_MAX + 200];
+    snprintf(why, sizeof why, "stage 1 of 2: %s is of step 12, 2 stages", stage1);
+    expect_damage(path, why);
+    /* missing: damaged, naming the file */
+    assert_int_equal(unlink(stage1), 0);
+    snprintf(why, sizeof why, "stage 1 of 2: %s: cannot read: No such file or directory", stage1);
+    expect_damage(path, why);
+    copy_file(keep, stage1);
+    MUST(erase_ckpt_open(path, &ck));
+    erase_ckpt_close(ck);
+    /* keeping 1: ckpt-8's stage file goes with it */
+    MUST(write_parts(dir, 16, 1, ERASE_OK));
+    assert_false(exists(dir, "ckpt-8.h5"));
+    assert_false(exists(dir, "ckpt-8.h5.stage1"));
+    assert_false(exists(dir, "ckpt-12.h5.stage1"));
+    assert_true(exists(dir, "ckpt-16.h5"));
+    assert_true(exists(dir, "ckpt-16.h5.stage1"));
+    /* a part out of range */
+    state_t s;
+    make_state(&s, 20, 1);
+    assert_int_equal(erase_ckpt_write_part(dir, &s.meta, 1, s.params, 3, s.optim, 2, s.ranks, 2, NULL, 1, NULL, NULL,
+                                           NULL), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "checkpoint: part 1: expected a stage of the 1 (0 to 0)");
+}
+
 static void test_bad_arguments(void **unused)
 {
     (void)unused;
@@ -502,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_damage),
         cmocka_unit_test(test_meta_attributes),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_stage_parts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,21 +14,8 @@
 : "${srcdir:=.}"
 dir=$(mktemp -d "$PWD/tmp-lm-XXXXXX") || exit 99
 if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
-head -c 65536 "$srcdir/data/text/tinyshakespeare.txt" >"$dir/shakespeare-64k.txt"
-apps/erase-convert text -q "$dir/shakespeare-64k.txt" -o "$dir/text" >"$dir/convert.log" 2>&1 ||
-    { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert text failed"; exit 0; }
+setup_gpt "$dir/model.cfg" "cuts = [1];"
 mv "$dir/text/train" "$dir/data" # train() reads $dir/data
-cat >"$dir/model.cfg" <<'CFG'
-model = "gpt";
-gpt: {
-  layers = 2;
-  heads = 4;
-  width = 32;
-  context = 16;
-  vocab = 256;
-  cuts = [1];
-};
-CFG
 echo "1..14"
 echo "# seed $seed (ERASE_TEST_SEED=$seed replays the kill)"
 # 58982 train tokens: 3686 windows of 16, 115 steps of 32 per epoch; 40 steps
