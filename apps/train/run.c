@@ -46,6 +46,7 @@ typedef struct {
     erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
+    erase_pipe_stats_t pipe_warm;    /* its figures after the warm-up steps (the timing excludes them) */
     erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
@@ -797,6 +798,8 @@ static erase_status_t train_loop(run_t *r)
         TRY(synchronize(r));
         r->step_s[r->step] = erase_now_s() - t0;
         r->step++;
+        if (r->pipe && r->step == warmup) /* its bubble, like QPS, after the warm-up */
+            erase_pipe_stats(r->pipe, &r->pipe_warm);
         r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
         if (!r->pipe)
@@ -841,7 +844,7 @@ static void summary(run_t *r)
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
     double *stages = NULL; /* a pipeline's figures of every rank (collective) */
-    if (r->pipe && train_pipeline_gather(r->pipe, r->w, r->host, &stages) != ERASE_OK && r->root)
+    if (r->pipe && train_pipeline_gather(r->pipe, &r->pipe_warm, r->w, r->host, &stages) != ERASE_OK && r->root)
         fprintf(stderr, "erase-train: the pipeline's figures: %s\n", erase_error_reason());
     if (!r->root) {
         free(stages);

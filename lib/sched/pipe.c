@@ -57,9 +57,15 @@ struct erase_pipe {
     /* the step's micro-batches: offsets [M + 1] into the rank's batch */
     int *offset;
     int step_size;
-    /* timing: begin/end event pairs of the compute stream's actions */
+    /* timing: begin/end event pairs of the compute stream's actions, the
+     * action of each pair, and the step's start (the stream's wall begins
+     * there, not at its first action: a stage waiting for its first input
+     * is idle) */
     erase_event_t **tev;
+    unsigned char *tkind;           /* [ntev / 2]: pipe_action_kind_t of each pair */
     int ntev, tev_used;
+    erase_event_t *step_begin;
+    int begun;
     erase_optim_clock_t clock;
     erase_pipe_stats_t stats;
 };
@@ -271,6 +277,8 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int i = 0; i < p->ntev; i++)
         erase_event_destroy(p->tev[i]);
     free(p->tev);
+    free(p->tkind);
+    erase_event_destroy(p->step_begin);
     sched_reduce_destroy(p->reduce);
     erase_free(p->dev, p->losses);
     pipe_schedule_free(&p->sc);
@@ -282,8 +290,9 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
 
 /* ---- timing ------------------------------------------------------------------ */
 
-/* Record the next timing event on the compute stream (pairs: begin, end). */
-static erase_status_t mark_time(erase_pipe_t *p)
+/* Record the next timing event on the compute stream (pairs: begin, end)
+ * for an action of `kind`. */
+static erase_status_t mark_time(erase_pipe_t *p, pipe_action_kind_t kind)
 {
     if (p->tev_used == p->ntev) {
         int cap = p->ntev ? 2 * p->ntev : 64;
@@ -291,6 +300,10 @@ static erase_status_t mark_time(erase_pipe_t *p)
         if (!t)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
         p->tev = t;
+        unsigned char *k = realloc(p->tkind, (size_t)cap / 2);
+        if (!k)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
+        p->tkind = k;
         for (int i = p->ntev; i < cap; i++) {
             erase_status_t st = erase_event_create(p->dev, &p->tev[i]);
             if (st != ERASE_OK) {
@@ -300,7 +313,19 @@ static erase_status_t mark_time(erase_pipe_t *p)
         }
         p->ntev = cap;
     }
+    p->tkind[p->tev_used / 2] = (unsigned char)kind;
     TRY(erase_event_record(p->tev[p->tev_used++], p->compute));
+    return ERASE_OK;
+}
+
+/* The start of a step's (or a drain's) wall time on the compute stream,
+ * recorded before its first action waits for anything. */
+static erase_status_t begin_wall(erase_pipe_t *p)
+{
+    if (!p->step_begin)
+        TRY(erase_event_create(p->dev, &p->step_begin));
+    TRY(erase_event_record(p->step_begin, p->compute));
+    p->begun = 1;
     return ERASE_OK;
 }
 
@@ -345,7 +370,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     }
     if (sl->sent_act) /* the previous occupant's activation has left */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_FORWARD));
     TRY(mark(p, p->compute, "forward", 1));
     TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &sl->batch));
     /* the micro-batch's share of the mean: n / N (paci: n / N x M / a, 1 / a for equal sizes) */
@@ -361,7 +386,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
                                sizeof(float) * (size_t)n * (size_t)w));
     }
     TRY(mark(p, p->compute, "forward", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_FORWARD));
     TRY(erase_event_record(sl->fwd_done, p->compute));
     sl->forwarded = 1;
     if (!is_last(p)) {
@@ -439,13 +464,13 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_stream_wait_event(p->compute, sl->grad_sent));
     if (sl->sent_act) /* and this one's activation (the backward may reuse its buffer) */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_BACKWARD));
     TRY(mark(p, p->compute, "backward", 1));
     for (int b = p->o.last - 1; b >= p->o.first; b--)
         TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
     TRY(accumulate(p, sl, region));
     TRY(mark(p, p->compute, "backward", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_BACKWARD));
     TRY(erase_event_record(sl->bwd_done, p->compute));
     sl->backwarded = 1;
     if (!is_first(p)) {
@@ -464,7 +489,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
 /* The stage's optimizer step on its accumulated gradients, then zero them. */
 static erase_status_t update(erase_pipe_t *p)
 {
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_UPDATE));
     TRY(mark(p, p->compute, "update", 1));
     int np;
     erase_param_t *params = erase_network_params(p->net, &np);
@@ -497,7 +522,7 @@ static erase_status_t update(erase_pipe_t *p)
             TRY(erase_memset_async(p->compute, g, 0, sizeof(float) * n));
     }
     TRY(mark(p, p->compute, "update", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_UPDATE));
     p->updates++;
     p->window = 0;
     return ERASE_OK;
@@ -533,6 +558,7 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
                                "%d samples in one", batch->size, M, p->o.micro_size);
     p->step_size = batch->size;
+    TRY(begin_wall(p));
     TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
@@ -560,19 +586,22 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     /* not the sends: a gradient sent in this step may be received in the
      * next one (paci), and the host's next collective must not wait for it */
     TRY(wait_streams(p, 0));
-    /* busy: each action's begin..end; wall: the first begin .. the last end */
+    /* busy: each action's begin..end; wall: the step's start (else the
+     * first begin) .. the last end */
     if (p->tev_used >= 2) {
         double busy = 0, wall = 0, ms;
         for (int i = 0; i + 1 < p->tev_used; i += 2) {
             TRY(erase_event_elapsed_ms(p->tev[i], p->tev[i + 1], &ms));
             busy += ms;
+            p->stats.action_ms[p->tkind[i / 2]] += ms;
         }
-        TRY(erase_event_elapsed_ms(p->tev[0], p->tev[p->tev_used - 1], &wall));
+        TRY(erase_event_elapsed_ms(p->begun ? p->step_begin : p->tev[0], p->tev[p->tev_used - 1], &wall));
         p->stats.busy_ms += busy;
         p->stats.wall_ms += wall;
         p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
     }
     p->tev_used = 0;
+    p->begun = 0;
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
     return ERASE_OK;
 }
@@ -587,6 +616,7 @@ erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
 {
     double t0 = erase_now_s();
     int in_flight = 0;
+    TRY(begin_wall(p));
     /* the micro-batches forwarded and not backwarded, oldest first (the
      * cool-down of every stage, so the messages match) */
     for (;;) {

@@ -1,0 +1,53 @@
+#!/bin/sh
+# erase-train --pp 2's measured bubble (the metrics file's "pipeline"
+# record, issue 16): a stage's wall time starts when its step starts, so
+# the last stage's wait for its first activation is bubble (it once
+# started at its first forward, so that a light last stage read ~0% where
+# it idles while the heavy stage 0 computes); a stage's busy time is the
+# sum of its forward, backward and update times.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+need apps/erase-convert
+workdir
+echo "1..2"
+
+head -c 60000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
+apps/erase-convert text -o "$dir/text" "$dir/text.txt" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+printf 'model = "gpt";\nseed = 3;\ngpt: { layers = 4; heads = 2; width = 32; context = 16; vocab = 256; tie_head = false; };\n' \
+    >"$dir/gpt.cfg"
+
+# train NAME ARGS...: erase-train on 2 ranks, metrics in $dir/NAME.jsonl; status in rc
+train() {
+    name=$1; shift
+    timeout -k 5 300 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --model "$dir/gpt.cfg" --train "$dir/text/train" \
+        --eval "$dir/text/eval" --batch 8 --steps 12 --quiet --pp 2 --metrics "$dir/$name.jsonl" "$@" \
+        >"$dir/$name.out" 2>&1
+    rc=$?
+}
+
+# field NAME STAGE KEY: KEY of STAGE in the "pipeline" record of NAME
+field() {
+    grep '"type":"pipeline"' "$dir/$1.jsonl" | sed 's/.*"per_stage":\[//; s/},{/}\n{/g' |
+        sed -n "/\"stage\":$2,/s/.*\"$3\":\([-0-9.e]*\).*/\1/p"
+}
+
+# 1f1b, M = 1, stage 0 three layers (and the token embedding), stage 1 one
+# (and the LM head): every step stage 1 waits for stage 0's forward of 3
+# layers (about a quarter to a half of its step) before its own forward.
+train light --schedule 1f1b --micro-batches 1 --stages 0,3
+b1=$(field light 1 bubble)
+[ "$rc" = 0 ] && awk -v b="$b1" 'BEGIN { exit !(b > 0.15) }'
+tap $? "1f1b, M 1, a light last stage: its bubble ($b1) counts its wait for the first activation (> 15%)"
+[ "$rc" = 0 ] || tap_report "$dir/light.out"
+
+# busy = forward + backward + update on each stage (rounded to 1 us), <= wall
+ok=0
+for s in 0 1; do
+    awk -v busy="$(field light $s busy_ms)" -v wall="$(field light $s wall_ms)" -v f="$(field light $s forward_ms)" \
+        -v b="$(field light $s backward_ms)" -v u="$(field light $s update_ms)" \
+        'BEGIN { d = busy - (f + b + u); exit !(busy > 0 && f > 0 && b > 0 && u > 0 && d < 0.003 && d > -0.003 && busy <= wall) }' ||
+        { ok=1; echo "# stage $s: $(grep '"type":"pipeline"' "$dir/light.jsonl")"; }
+done
+tap $ok "each stage's busy ms is its forward + backward + update ms, and at most its wall ms"
+
+exit 0
