@@ -604,6 +604,11 @@ static erase_status_t log_progress(run_t *r, int force)
     if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
         return ERASE_OK;
     TRY(reduce_metrics(r, TRAIN_TASK_WINDOW));
+    if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) */
+        TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_loss, r->block_loss,
+                            (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
+        TRY(erase_stream_synchronize(r->host));
+    }
     train_task_counts_t counts = r->task->window_counts(r->ts);
     double n = (double)counts.samples;
     int all_skipped = r->window_skipped == r->window_steps;
@@ -722,17 +727,15 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     return st;
 }
 
-/* The last step's per-block mean losses [blocks]: the network's, or in a
- * pipeline each stage's blocks' summed over the pipeline group. */
+/* The last step's per-block mean losses [blocks] on this rank: the
+ * network's, or in a pipeline its stage's blocks' (others 0; the log
+ * window's sums are added over the pipeline group in log_progress, not
+ * every step: a per-step collective would hold every stage at every
+ * step's end until the slowest is done, its idle time out of the
+ * stream's wall). */
 static erase_status_t read_losses(run_t *r, float *losses)
 {
-    if (!r->pipe)
-        return erase_network_read_losses(r->net, losses);
-    TRY(erase_pipe_read_losses(r->pipe, losses));
-    TRY(erase_allreduce(erase_pp_comm(), r->host, losses, losses, (size_t)erase_network_blocks(r->net),
-                        ERASE_DTYPE_F32, ERASE_REDUCE_SUM));
-    TRY(erase_stream_synchronize(r->host));
-    return ERASE_OK;
+    return r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses);
 }
 
 /* A step whose gradients were not finite updated nothing (lib/sched);
@@ -743,7 +746,7 @@ static erase_status_t check_nonfinite(run_t *r)
     if (b < 0)
         return ERASE_OK;
     float losses[ERASE_MAX_BLOCKS]; /* this rank's (a pipeline's other stages may have found none) */
-    TRY(r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses));
+    TRY(read_losses(r, losses));
     if (!strcmp(r->o->nonfinite, "skip")) {
         r->skipped++;
         r->window_skipped++;
