@@ -11,7 +11,8 @@
  * throughput over 1f1b's, simulated, beside (m+7)/m.
  *
  * Times: given (--forward-ms, --backward-ms, --update-ms: every stage's,
- * per micro-batch; the output is then exact and deterministic), or
+ * or with one --pp P a list of P, one per stage, per micro-batch; the
+ * output is then exact and deterministic), or
  * measured here with --model ctr|gpt or --model-file F: each block's
  * forward, backward and optimizer update on one micro-batch of --batch
  * samples, one BLAS thread (a stage is one rank on one core), the median
@@ -27,7 +28,10 @@
  * out of the shared segment), so bandwidth = memcpy bandwidth / 2
  * measured here on the largest boundary's activation, latency 1 us
  * (assumed), activation = the largest boundary's [batch, width] floats;
- * with given times a free link unless given.
+ * with given times a free link unless given. --host-ms: the host's time
+ * between two steps of a stage (pipe_stage_time_t's host_s; erase-train's
+ * wait, bookkeeping and next batch), every stage's or one per stage;
+ * default 0.
  */
 #include "apps/bench/bench.h"
 
@@ -64,7 +68,7 @@ static void usage(FILE *f)
             "usage: erase-bench pipeline --simulate [--pp LIST] [--micro-batches LIST] [--steps N]\n"
             "         (--forward-ms F --backward-ms B [--update-ms U] [--batch N]\n"
             "          | --model ctr|gpt | --model-file FILE  [--batch N] [--repeats R])\n"
-            "         [--latency-us L] [--bandwidth-gbps G] [--activation-bytes A]\n"
+            "         [--latency-us L] [--bandwidth-gbps G] [--activation-bytes A] [--host-ms H]\n"
             "  replays gpipe, 1f1b and paci (a = M, one update per M backwards) as a discrete-event\n"
             "  simulation of every stage's action list; prints per P and M: makespan, micro-batches/s,\n"
             "  samples/s, bubble (max and mean over stages; the analytic (P-1)/(M+P-1) beside\n"
@@ -73,7 +77,8 @@ static void usage(FILE *f)
             "  defaults: --pp 2,4,8 (measured: those <= the blocks) --micro-batches 1,2,4,8,16,32\n"
             "            --steps 100 (P <= 64)\n"
             "  --forward-ms, --backward-ms, --update-ms  every stage's times per micro-batch (update\n"
-            "              default 0); --batch samples per micro-batch (default 1)\n"
+            "              default 0), or with one --pp P a list of P, one per stage (e.g. 2.4,2.9);\n"
+            "              --batch samples per micro-batch (default 1)\n"
             "  --model ctr|gpt, --model-file FILE  measure instead: each block's forward, backward\n"
             "              and update on one micro-batch (--batch, default ctr 256, gpt 4; one BLAS\n"
             "              thread; median of --repeats, default 5), the model without cuts; stage\n"
@@ -81,7 +86,10 @@ static void usage(FILE *f)
             "  --latency-us, --bandwidth-gbps (Gbit/s), --activation-bytes  the link per message;\n"
             "              measured times: default an MPI-free estimate of a shared-memory link\n"
             "              (memcpy bandwidth / 2, latency 1 us, the largest boundary's activation);\n"
-            "              given times: default a free link\n");
+            "              given times: default a free link\n"
+            "  --host-ms H  the host's time between two steps of a stage (erase-train's wait for the\n"
+            "              step, bookkeeping and next batch): a step's first action starts H after\n"
+            "              the previous step's last; every stage's or one per stage (default 0)\n");
 }
 
 /* A number >= 0 (> 0 with `positive`); -1 for anything else. */
@@ -93,6 +101,24 @@ static int parse_number(const char *text, int positive, double *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* A list of milliseconds >= 0 (> 0 with `positive`): one value or up to
+ * 64, comma-separated, into out[] in seconds; the count, or -1. */
+static int parse_ms_list(const char *text, int positive, double *out)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return -1;
+    strcpy(buf, text);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        double v;
+        if (n == 64 || parse_number(tok, positive, &v) != 0)
+            return -1;
+        out[n++] = v * 1e-3;
+    }
+    return n > 0 && text[strlen(text) - 1] != ',' && text[0] != ',' && !strstr(text, ",,") ? n : -1;
 }
 
 /* Time every block of `cfg` (cuts removed) on a micro-batch of `batch`
@@ -205,7 +231,7 @@ static void stage_times(const block_times_t *bt, int P, pipe_stage_time_t *t, do
     *bytes = 0;
     for (int s = 0; s < P; s++) {
         int lo = (int)((long)s * bt->blocks / P), hi = (int)((long)(s + 1) * bt->blocks / P);
-        t[s] = (pipe_stage_time_t){ 0, 0, 0 };
+        t[s] = (pipe_stage_time_t){ 0, 0, 0, 0 };
         for (int k = lo; k < hi; k++) {
             t[s].forward_s += bt->forward[k];
             t[s].backward_s += bt->backward[k];
@@ -243,8 +269,9 @@ static void print_ms_list(const char *what, const pipe_stage_time_t *t, int P, i
 {
     printf(" %s", what);
     for (int s = 0; s < P; s++) {
-        double v = field == 0 ? t[s].forward_s : field == 1 ? t[s].backward_s : t[s].update_s;
-        printf("%s%.3f", s ? "," : " ", v * 1e3);
+        double v = field == 0 ? t[s].forward_s : field == 1 ? t[s].backward_s : field == 2 ? t[s].update_s
+                                                                                         : t[s].host_s;
+        printf("%s%.3f", s ? "," : *what ? " " : "", v * 1e3);
     }
 }
 
@@ -254,7 +281,8 @@ typedef struct {
     long steps;
     int batch;
     int given;                   /* times given */
-    pipe_stage_time_t given_time;
+    double given_ms[4][64];      /* forward, backward, update, host (seconds): [0] every stage's, or one per stage */
+    int ngiven[4];               /* values in each (0: none) */
     double latency_s, bandwidth_Bps, bytes; /* < 0: not given */
     const block_times_t *bt;     /* measured */
     double memcpy_Bps;
@@ -264,11 +292,16 @@ typedef struct {
 static void setup(const sim_t *o, int P, pipe_stage_time_t *t, pipe_link_t *link)
 {
     double bytes = 0;
-    if (o->given)
-        for (int s = 0; s < P; s++)
-            t[s] = o->given_time;
-    else
+    if (!o->given)
         stage_times(o->bt, P, t, &bytes);
+    for (int s = 0; s < P; s++) {
+        double v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = o->ngiven[k] ? o->given_ms[k][o->ngiven[k] > 1 ? s : 0] : 0;
+        if (o->given)
+            t[s] = (pipe_stage_time_t){ v[0], v[1], v[2], 0 };
+        t[s].host_s = v[3];
+    }
     link->latency_s = o->latency_s >= 0 ? o->latency_s : o->given ? 0 : ASSUMED_LATENCY_US * 1e-6;
     link->bandwidth_Bps = o->bandwidth_Bps >= 0 ? o->bandwidth_Bps : o->given ? INFINITY : o->memcpy_Bps / 2;
     link->activation_bytes = o->bytes >= 0 ? o->bytes : bytes;
@@ -316,6 +349,11 @@ static void print_claim(const sim_t *o)
            "# the bubble model: removing 1f1b's bubble (P-1)/(M+P-1) gains (M+P-1)/M = (m+7)/m.\n"
            "# simulated: paci (a = M) over 1f1b in micro-batches/s over %ld steps (throughput only: the\n"
            "# accuracy cost of paci's drift is not modelled)\n", CLAIM_P, o->steps);
+    for (int k = 0; k < 4; k++)
+        if (o->ngiven[k] > 1 && o->ngiven[k] != CLAIM_P) {
+            printf("# (not simulated: the times are given per stage of P = %d)\n", o->ngiven[k]);
+            return;
+        }
     if (!o->given && o->bt->blocks < CLAIM_P) {
         printf("# (not simulated: the %s model has %d blocks, P = %d needs at least %d)\n", o->bt->model,
                o->bt->blocks, CLAIM_P, CLAIM_P);
@@ -356,7 +394,9 @@ int bench_pipeline(int argc, char **argv)
 {
     const char *pp_text = "2,4,8", *mb_text = "1,2,4,8,16,32", *model = NULL, *model_file = NULL;
     int simulate_flag = 0, batch = 0, repeats = 5, pp_given = 0;
-    double steps = 100, f = -1, b = -1, u = -1, lat = -1, gbps = -1, bytes = -1, batch_v = 0, repeats_v = 5;
+    const char *times_text[4] = { NULL, NULL, NULL, NULL }; /* --forward-ms, --backward-ms, --update-ms, --host-ms */
+    static const char *const times_name[4] = { "forward-ms", "backward-ms", "update-ms", "host-ms" };
+    double steps = 100, lat = -1, gbps = -1, bytes = -1, batch_v = 0, repeats_v = 5;
     static const struct option opts[] = { { "simulate", no_argument, 0, 0 },
                                           { "pp", required_argument, 0, 0 },
                                           { "micro-batches", required_argument, 0, 0 },
@@ -372,6 +412,7 @@ int bench_pipeline(int argc, char **argv)
                                           { "batch", required_argument, 0, 0 },
                                           { "repeats", required_argument, 0, 0 },
                                           { "help", no_argument, 0, 0 },
+                                          { "host-ms", required_argument, 0, 0 },
                                           { 0, 0, 0, 0 } };
     /* the numbers, by option index: where, > 0 or >= 0, a whole number up to `most` */
     struct {
@@ -380,9 +421,6 @@ int bench_pipeline(int argc, char **argv)
         double most;     /* 0: any real */
         const char *what;
     } num[] = { [3] = { &steps, 1, 1e9, "a whole number of steps >= 1" },
-                [4] = { &f, 1, 0, "milliseconds > 0" },
-                [5] = { &b, 0, 0, "milliseconds >= 0" },
-                [6] = { &u, 0, 0, "milliseconds >= 0" },
                 [7] = { &lat, 0, 0, "microseconds >= 0" },
                 [8] = { &gbps, 1, 0, "Gbit/s > 0" },
                 [9] = { &bytes, 0, 0, "bytes >= 0" },
@@ -410,7 +448,12 @@ int bench_pipeline(int argc, char **argv)
             model = optarg;
         else if (!strcmp(name, "model-file"))
             model_file = optarg;
-        else if (parse_number(optarg, num[index].positive, num[index].v) != 0 ||
+        else if (!strcmp(name, "forward-ms") || !strcmp(name, "backward-ms") || !strcmp(name, "update-ms") ||
+                 !strcmp(name, "host-ms")) {
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(name, times_name[k]))
+                    times_text[k] = optarg;
+        } else if (parse_number(optarg, num[index].positive, num[index].v) != 0 ||
                  (num[index].most > 0 && (*num[index].v != floor(*num[index].v) || *num[index].v > num[index].most)))
             return bad_option(name, optarg, num[index].what);
     }
@@ -432,13 +475,27 @@ int bench_pipeline(int argc, char **argv)
             return bad_option("pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
     if (nmb <= 0)
         return bad_option("micro-batches", mb_text, "a list of up to 16 counts >= 1");
-    int measured = model || model_file, given = f >= 0 || b >= 0 || u >= 0;
+    sim_t o = { .pp = pp, .mb = mb, .npp = npp, .nmb = nmb };
+    for (int k = 0; k < 4; k++) {
+        if (!times_text[k])
+            continue;
+        o.ngiven[k] = parse_ms_list(times_text[k], k == 0, o.given_ms[k]);
+        if (o.ngiven[k] < 0)
+            return bad_option(times_name[k], times_text[k], k == 0 ? "milliseconds > 0, or a list of them, one per "
+                              "stage" : "milliseconds >= 0, or a list of them, one per stage");
+        if (o.ngiven[k] > 1 && (npp != 1 || o.ngiven[k] != pp[0])) {
+            fprintf(stderr, "erase-bench pipeline: --%s %s: %d values (expected one, or one per stage of a single "
+                    "--pp)\n", times_name[k], times_text[k], o.ngiven[k]);
+            return 2;
+        }
+    }
+    int measured = model || model_file, given = o.ngiven[0] || o.ngiven[1] || o.ngiven[2];
     if (measured && given) {
         fprintf(stderr, "erase-bench pipeline: --model and --model-file measure the times: leave out --forward-ms, "
                 "--backward-ms and --update-ms\n");
         return 2;
     }
-    if (!measured && (f < 0 || b < 0)) {
+    if (!measured && (!o.ngiven[0] || !o.ngiven[1])) {
         fprintf(stderr, "erase-bench pipeline: give --forward-ms and --backward-ms, or --model ctr|gpt "
                 "(or --model-file) to measure them\n");
         return 2;
@@ -447,9 +504,11 @@ int bench_pipeline(int argc, char **argv)
         return bad_option("model", model, "ctr or gpt");
     batch = (int)batch_v;
     repeats = (int)repeats_v;
-    sim_t o = { .pp = pp, .mb = mb, .npp = npp, .nmb = nmb, .steps = (long)steps, .given = !measured,
-                .latency_s = lat >= 0 ? lat * 1e-6 : -1, .bandwidth_Bps = gbps > 0 ? gbps * 1e9 / 8 : -1,
-                .bytes = bytes };
+    o.steps = (long)steps;
+    o.given = !measured;
+    o.latency_s = lat >= 0 ? lat * 1e-6 : -1;
+    o.bandwidth_Bps = gbps > 0 ? gbps * 1e9 / 8 : -1;
+    o.bytes = bytes;
     block_times_t bt = { 0 };
     if (measured) {
         erase_model_config_t cfg;
@@ -490,7 +549,7 @@ int bench_pipeline(int argc, char **argv)
         printf("# block times (ms):");
         pipe_stage_time_t blk[64];
         for (int k = 0; k < bt.blocks && k < 64; k++)
-            blk[k] = (pipe_stage_time_t){ bt.forward[k], bt.backward[k], bt.update[k] };
+            blk[k] = (pipe_stage_time_t){ bt.forward[k], bt.backward[k], bt.update[k], 0 };
         print_ms_list("forward", blk, bt.blocks < 64 ? bt.blocks : 64, 0);
         print_ms_list("backward", blk, bt.blocks < 64 ? bt.blocks : 64, 1);
         print_ms_list("update", blk, bt.blocks < 64 ? bt.blocks : 64, 2);
@@ -500,9 +559,13 @@ int bench_pipeline(int argc, char **argv)
     } else {
         if (!batch)
             batch = 1;
-        o.given_time = (pipe_stage_time_t){ f * 1e-3, b * 1e-3, u >= 0 ? u * 1e-3 : 0 };
-        printf("# given: every stage's forward %g ms, backward %g ms, update %g ms per micro-batch of %d "
-               "sample%s\n", f, b, u >= 0 ? u : 0, batch, batch > 1 ? "s" : "");
+        if (o.ngiven[0] == 1 && o.ngiven[1] == 1 && o.ngiven[2] <= 1)
+            printf("# given: every stage's forward %g ms, backward %g ms, update %g ms per micro-batch of %d "
+                   "sample%s\n", o.given_ms[0][0] * 1e3, o.given_ms[1][0] * 1e3,
+                   o.ngiven[2] ? o.given_ms[2][0] * 1e3 : 0, batch, batch > 1 ? "s" : "");
+        else
+            printf("# given: per stage (ms, per micro-batch of %d sample%s; see the P line)\n", batch,
+                   batch > 1 ? "s" : "");
     }
     o.batch = batch;
     for (int i = 0; i < npp; i++) {
@@ -511,11 +574,15 @@ int bench_pipeline(int argc, char **argv)
         setup(&o, pp[i], t, &link);
         printf("# P %d: link latency %g us, bandwidth %g Gbit/s, activation %.0f bytes", pp[i], link.latency_s * 1e6,
                link.bandwidth_Bps * 8 / 1e9, link.activation_bytes);
-        if (measured) {
+        if (measured || o.ngiven[0] > 1 || o.ngiven[1] > 1 || o.ngiven[2] > 1) {
             printf("; stage times (ms):");
             print_ms_list("forward", t, pp[i], 0);
             print_ms_list("backward", t, pp[i], 1);
             print_ms_list("update", t, pp[i], 2);
+        }
+        if (o.ngiven[3]) {
+            printf("; host between steps (ms):");
+            print_ms_list("", t, pp[i], 3);
         }
         printf("\n");
     }

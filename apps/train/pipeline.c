@@ -176,18 +176,19 @@ void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size
 
 /* What each rank contributes to the summary (doubles, gathered). */
 enum { F_BUBBLE, F_BUSY, F_WALL, F_STEPS, F_MICRO, F_MAXDRIFT, F_BOUND, F_SENT, F_RECV, F_SLOTS, F_SLOT_BYTES,
-       F_DRAINS, F_DRAIN_MS, F_DRIFT0, NFIELDS = F_DRIFT0 + ERASE_PIPE_MAX_DRIFT };
+       F_DRAINS, F_DRAIN_MS, F_FORWARD, F_BACKWARD, F_UPDATE, F_TIMED, F_DRIFT0, NFIELDS = F_DRIFT0 + ERASE_PIPE_MAX_DRIFT };
 
-erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_world_t *w, erase_stream_t *host,
-                                     double **out)
+erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_pipe_stats_t *since, const erase_world_t *w,
+                                     erase_stream_t *host, double **out)
 {
     *out = NULL;
     erase_pipe_stats_t ps;
     erase_pipe_stats(pipe, &ps);
     double mine[NFIELDS] = { 0 };
-    mine[F_BUBBLE] = ps.bubble;
-    mine[F_BUSY] = ps.busy_ms;
-    mine[F_WALL] = ps.wall_ms;
+    mine[F_BUSY] = ps.busy_ms - since->busy_ms;
+    mine[F_WALL] = ps.wall_ms - since->wall_ms;
+    mine[F_BUBBLE] = mine[F_WALL] > 0 ? 1 - mine[F_BUSY] / mine[F_WALL] : 0;
+    mine[F_TIMED] = (double)(ps.steps - since->steps);
     mine[F_STEPS] = (double)ps.steps;
     mine[F_MICRO] = (double)ps.micro_batches;
     mine[F_MAXDRIFT] = ps.max_drift;
@@ -198,6 +199,9 @@ erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_world_t *w,
     mine[F_SLOT_BYTES] = (double)ps.slot_bytes;
     mine[F_DRAINS] = (double)ps.drains;
     mine[F_DRAIN_MS] = ps.drain_ms;
+    mine[F_FORWARD] = ps.action_ms[PIPE_FORWARD] - since->action_ms[PIPE_FORWARD];
+    mine[F_BACKWARD] = ps.action_ms[PIPE_BACKWARD] - since->action_ms[PIPE_BACKWARD];
+    mine[F_UPDATE] = ps.action_ms[PIPE_UPDATE] - since->action_ms[PIPE_UPDATE];
     for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
         mine[F_DRIFT0 + d] = (double)ps.drift[d];
     double *all = malloc(sizeof(double) * NFIELDS * (size_t)w->size);
@@ -236,7 +240,7 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     }
     for (int s = 0; s < P; s++) {
         const double *f = all + (size_t)s * NFIELDS; /* dp replica 0: world rank s */
-        double steps = f[F_STEPS] > 0 ? f[F_STEPS] : 1;
+        double steps = f[F_STEPS] > 0 ? f[F_STEPS] : 1, timed = f[F_TIMED] > 0 ? f[F_TIMED] : 1;
         int a = st->first[s], b = st->first[s + 1] - 1;
         char hist[512];
         size_t n = 0;
@@ -249,6 +253,8 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
         printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
         if (po->kind != PIPE_PACI)
             printf(" (analytic %.1f%%)", 100 * analytic);
+        printf(" of %.1f ms per step (busy: forward %.1f, backward %.1f, update %.1f)", f[F_WALL] / timed,
+               f[F_FORWARD] / timed, f[F_BACKWARD] / timed, f[F_UPDATE] / timed);
         printf(", drift max %.0f (bound %.0f; micro-batches by drift %s), %.2f MB sent and %.2f MB received per "
                "step, %.0f activation slot%s (%.1f MB)", f[F_MAXDRIFT], f[F_BOUND], hist, f[F_SENT] / steps / 1e6,
                f[F_RECV] / steps / 1e6, f[F_SLOTS], f[F_SLOTS] == 1 ? "" : "s", f[F_SLOT_BYTES] / 1e6);
@@ -258,8 +264,9 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
         printf("\n");
         if (metrics) {
             fprintf(metrics, "%s{\"stage\":%d,\"first_block\":%d,\"last_block\":%d,\"bubble\":%.6f,\"busy_ms\":%.3f,"
-                             "\"wall_ms\":%.3f,\"max_drift\":%.0f,\"drift_bound\":%.0f,\"drift\":[", s ? "," : "",
-                    s, a, b, f[F_BUBBLE], f[F_BUSY], f[F_WALL], f[F_MAXDRIFT], f[F_BOUND]);
+                             "\"wall_ms\":%.3f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"update_ms\":%.3f,"
+                             "\"timed_steps\":%.0f,\"max_drift\":%.0f,\"drift_bound\":%.0f,\"drift\":[", s ? "," : "", s, a, b, f[F_BUBBLE],
+                    f[F_BUSY], f[F_WALL], f[F_FORWARD], f[F_BACKWARD], f[F_UPDATE], f[F_TIMED], f[F_MAXDRIFT], f[F_BOUND]);
             int last = 0;
             for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
                 if (f[F_DRIFT0 + d] > 0)

@@ -50,17 +50,22 @@ void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size
 
 /*
  * Every rank's stage figures (erase_pipe_stats), gathered over the world
- * on `host`: *out [world size][fields] doubles (free it). Collective.
- * Errors: ERASE_ERR_NOMEM, those of the collectives.
+ * on `host`: *out [world size][fields] doubles (free it). The timing
+ * (busy, wall, bubble) is since `since` (the figures after the run's
+ * warm-up steps, which also hold the ranks' skew at the start; all zero:
+ * the whole run). Collective. Errors: ERASE_ERR_NOMEM, those of the
+ * collectives.
  */
-erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_world_t *w, erase_stream_t *host,
-                                     double **out);
+erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_pipe_stats_t *since, const erase_world_t *w,
+                                     erase_stream_t *host, double **out);
 
 /*
  * The summary's pipeline lines from the gathered figures (rank 0): the
  * schedule, P x dp, M, a, the stages; then per stage (dp replica 0):
  * blocks, measured bubble beside the analytic (P-1)/(M+P-1) (gpipe,
- * 1f1b), the micro-batches by drift and the largest against its bound,
+ * 1f1b), the compute stream's wall ms per step and its busy ms per step
+ * in forwards, backwards and updates (these since `since` of
+ * train_pipeline_gather), the micro-batches by drift and the largest against its bound,
  * megabytes sent and received per step, activation slots and their
  * memory, paci's drains. With `metrics`, a "pipeline" record of the same.
  */

@@ -46,6 +46,7 @@ typedef struct {
     erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
+    erase_pipe_stats_t pipe_warm;    /* its figures after the warm-up steps (the timing excludes them) */
     erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
@@ -614,6 +615,11 @@ static erase_status_t log_progress(run_t *r, int force)
     if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
         return ERASE_OK;
     TRY(reduce_metrics(r, TRAIN_TASK_WINDOW));
+    if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) */
+        TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_loss, r->block_loss,
+                            (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
+        TRY(erase_stream_synchronize(r->host));
+    }
     train_task_counts_t counts = r->task->window_counts(r->ts);
     double n = (double)counts.samples;
     int all_skipped = r->window_skipped == r->window_steps;
@@ -737,17 +743,15 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     return st;
 }
 
-/* The last step's per-block mean losses [blocks]: the network's, or in a
- * pipeline each stage's blocks' summed over the pipeline group. */
+/* The last step's per-block mean losses [blocks] on this rank: the
+ * network's, or in a pipeline its stage's blocks' (others 0; the log
+ * window's sums are added over the pipeline group in log_progress, not
+ * every step: a per-step collective would hold every stage at every
+ * step's end until the slowest is done, its idle time out of the
+ * stream's wall). */
 static erase_status_t read_losses(run_t *r, float *losses)
 {
-    if (!r->pipe)
-        return erase_network_read_losses(r->net, losses);
-    TRY(erase_pipe_read_losses(r->pipe, losses));
-    TRY(erase_allreduce(erase_pp_comm(), r->host, losses, losses, (size_t)erase_network_blocks(r->net),
-                        ERASE_DTYPE_F32, ERASE_REDUCE_SUM));
-    TRY(erase_stream_synchronize(r->host));
-    return ERASE_OK;
+    return r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses);
 }
 
 /* A step whose gradients were not finite updated nothing (lib/sched);
@@ -758,7 +762,7 @@ static erase_status_t check_nonfinite(run_t *r)
     if (b < 0)
         return ERASE_OK;
     float losses[ERASE_MAX_BLOCKS]; /* this rank's (a pipeline's other stages may have found none) */
-    TRY(r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses));
+    TRY(read_losses(r, losses));
     if (!strcmp(r->o->nonfinite, "skip")) {
         r->skipped++;
         r->window_skipped++;
@@ -813,6 +817,8 @@ static erase_status_t train_loop(run_t *r)
         TRY(synchronize(r));
         r->step_s[r->step] = erase_now_s() - t0;
         r->step++;
+        if (r->pipe && r->step == warmup) /* its bubble, like QPS, after the warm-up */
+            erase_pipe_stats(r->pipe, &r->pipe_warm);
         r->samples_seen += b.global_size;
         TRY(check_nonfinite(r));
         if (!r->pipe)
@@ -820,9 +826,7 @@ static erase_status_t train_loop(run_t *r)
         if (has_outputs(r))
             r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
         float losses[ERASE_MAX_BLOCKS];
-        TRY(read_losses(r, losses)); /* in a pipeline: all stages join, then each marks the step's end */
-        if (r->pipe)
-            TRY(erase_pipe_end_step(r->pipe));
+        TRY(read_losses(r, losses)); /* a pipeline stage's own blocks' (summed over the stages at the log) */
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
         r->window_steps++;
@@ -859,7 +863,7 @@ static void summary(run_t *r)
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
     double *stages = NULL; /* a pipeline's figures of every rank (collective) */
-    if (r->pipe && train_pipeline_gather(r->pipe, r->w, r->host, &stages) != ERASE_OK && r->root)
+    if (r->pipe && train_pipeline_gather(r->pipe, &r->pipe_warm, r->w, r->host, &stages) != ERASE_OK && r->root)
         fprintf(stderr, "erase-train: the pipeline's figures: %s\n", erase_error_reason());
     if (!r->root) {
         free(stages);

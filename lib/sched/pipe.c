@@ -68,11 +68,11 @@ struct erase_pipe {
     int step_size;
     /* timing: begin/end event pairs of the compute and side streams' actions */
     erase_event_t **tev;
+    unsigned char *tkind;           /* [ntev / 2]: pipe_action_kind_t of each pair */
     int ntev, tev_used;
     double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
     int nspans;
-    erase_event_t *origin, *end;    /* the step's start and (erase_pipe_end_step) end on compute */
-    double step_wall;               /* ms from origin to the step's last span */
+    erase_event_t *origin;          /* the step's start on compute, before any wait */
     erase_optim_clock_t clock;
     erase_pipe_stats_t stats;
 };
@@ -222,8 +222,6 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = slot_create(p, &p->slots[k]);
     if (st == ERASE_OK)
         st = erase_event_create(p->dev, &p->origin);
-    if (st == ERASE_OK)
-        st = erase_event_create(p->dev, &p->end);
     if (st == ERASE_OK && o->trace)
         st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
     if (st == ERASE_OK)
@@ -275,7 +273,6 @@ void erase_pipe_destroy(erase_pipe_t *p)
             (void)erase_stream_synchronize(streams[i]);
     erase_event_destroy(p->side_done);
     erase_event_destroy(p->origin);
-    erase_event_destroy(p->end);
     for (int k = 0; p->slots && k < p->K; k++)
         slot_destroy(p, &p->slots[k]);
     free(p->slots);
@@ -291,6 +288,7 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int i = 0; i < p->ntev; i++)
         erase_event_destroy(p->tev[i]);
     free(p->tev);
+    free(p->tkind);
     free(p->spans);
     sched_reduce_destroy(p->reduce);
     erase_free(p->dev, p->losses);
@@ -305,7 +303,7 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
 
 /* Record the next timing event on stream s (pairs: begin, end; the
  * step's first on the compute stream). */
-static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s)
+static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_action_kind_t kind)
 {
     if (p->tev_used == p->ntev) {
         int cap = p->ntev ? 2 * p->ntev : 64;
@@ -313,6 +311,10 @@ static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s)
         if (!t)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
         p->tev = t;
+        unsigned char *k = realloc(p->tkind, (size_t)cap / 2);
+        if (!k)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
+        p->tkind = k;
         for (int i = p->ntev; i < cap; i++) {
             erase_status_t st = erase_event_create(p->dev, &p->tev[i]);
             if (st != ERASE_OK) {
@@ -322,13 +324,15 @@ static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s)
         }
         p->ntev = cap;
     }
+    p->tkind[p->tev_used / 2] = (unsigned char)kind;
     TRY(erase_event_record(p->tev[p->tev_used++], s));
     return ERASE_OK;
 }
 
-static erase_status_t mark_time(erase_pipe_t *p)
+/* The same on the compute stream, for an action of `kind`. */
+static erase_status_t mark_time(erase_pipe_t *p, pipe_action_kind_t kind)
 {
-    return mark_time_on(p, p->compute);
+    return mark_time_on(p, p->compute, kind);
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -338,9 +342,10 @@ static int span_cmp(const void *a, const void *b)
 }
 
 /* Busy: the union of the recorded spans (compute and side streams may
- * overlap); wall: the step's origin (its start on the compute stream,
- * before any wait) to the last span's end (erase_pipe_end_step extends it
- * to the step's end). */
+ * overlap), and each span by its kind of action; wall: the step's origin
+ * (its start on the compute stream, before any wait: a stage waiting for
+ * its first input is idle) to the last span's end. The host's time
+ * between steps is in neither. */
 static erase_status_t account_time(erase_pipe_t *p)
 {
     int n = p->tev_used / 2;
@@ -356,6 +361,7 @@ static erase_status_t account_time(erase_pipe_t *p)
     for (int i = 0; i < n; i++) {
         TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i], &p->spans[i][0]));
         TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i + 1], &p->spans[i][1]));
+        p->stats.action_ms[p->tkind[i]] += p->spans[i][1] - p->spans[i][0];
     }
     qsort(p->spans, (size_t)n, sizeof p->spans[0], span_cmp);
     double busy = 0, end = 0, from = p->spans[0][0], to = p->spans[0][1];
@@ -371,7 +377,6 @@ static erase_status_t account_time(erase_pipe_t *p)
     end = to;
     p->stats.busy_ms += busy;
     p->stats.wall_ms += end;
-    p->step_wall = end;
     p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
     return ERASE_OK;
 }
@@ -401,13 +406,13 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
     TRY(erase_stream_wait_event(p->side, sl->early_done));
     if (b0 == p->o.first && sl->sent_grad) /* the previous occupant's input gradient has left */
         TRY(erase_stream_wait_event(p->side, sl->grad_sent));
-    TRY(mark_time_on(p, p->side));
+    TRY(mark_time_on(p, p->side, PIPE_BACKWARD));
     TRY(mark(p, p->side, "backward (early)", 1));
     for (int b = b1 - 1; b >= b0; b--)
         TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
     TRY(accumulate(p, sl, (int)(micro % p->W), b0, b1, p->side));
     TRY(mark(p, p->side, "backward (early)", 0));
-    TRY(mark_time_on(p, p->side));
+    TRY(mark_time_on(p, p->side, PIPE_BACKWARD));
     TRY(erase_event_record(sl->early_done, p->side));
     TRY(erase_event_record(p->side_done, p->side));
     sl->early = 1;
@@ -459,7 +464,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     }
     if (sl->sent_act) /* the previous occupant's activation has left */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_FORWARD));
     TRY(mark(p, p->compute, "forward", 1));
     TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &sl->batch));
     /* the micro-batch's share of the mean: n / N (paci: n / N x M / a, 1 / a for equal sizes) */
@@ -481,7 +486,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
                                sizeof(float) * (size_t)n * (size_t)w));
     }
     TRY(mark(p, p->compute, "forward", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_FORWARD));
     TRY(erase_event_record(sl->fwd_done, p->compute));
     sl->forwarded = 1;
     if (!is_last(p)) {
@@ -562,13 +567,13 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_stream_wait_event(p->compute, sl->grad_sent));
     if (sl->sent_act) /* and this one's activation (the backward may reuse its buffer) */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_BACKWARD));
     TRY(mark(p, p->compute, "backward", 1));
     for (int b = p->o.last - 1; b >= p->tail; b--)
         TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
     TRY(accumulate(p, sl, region, p->tail, p->o.last, p->compute));
     TRY(mark(p, p->compute, "backward", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_BACKWARD));
     if (sl->early) /* the slot is free once its early backwards are done too */
         TRY(erase_stream_wait_event(p->compute, sl->early_done));
     TRY(erase_event_record(sl->bwd_done, p->compute));
@@ -591,7 +596,7 @@ static erase_status_t update(erase_pipe_t *p)
 {
     if (p->side_used) /* the early backwards' accumulations */
         TRY(erase_stream_wait_event(p->compute, p->side_done));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_UPDATE));
     TRY(mark(p, p->compute, "update", 1));
     int np;
     erase_param_t *params = erase_network_params(p->net, &np);
@@ -624,7 +629,7 @@ static erase_status_t update(erase_pipe_t *p)
             TRY(erase_memset_async(p->compute, g, 0, sizeof(float) * n));
     }
     TRY(mark(p, p->compute, "update", 0));
-    TRY(mark_time(p));
+    TRY(mark_time(p, PIPE_UPDATE));
     p->updates++;
     p->window = 0;
     return ERASE_OK;
@@ -661,7 +666,6 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
                                "%d samples in one", batch->size, M, p->o.micro_size);
     p->step_size = batch->size;
     TRY(erase_event_record(p->origin, p->compute));
-    p->step_wall = -1;
     TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
@@ -694,22 +698,6 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     TRY(account_time(p));
     p->tev_used = 0;
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
-    return ERASE_OK;
-}
-
-erase_status_t erase_pipe_end_step(erase_pipe_t *p)
-{
-    if (p->step_wall < 0)
-        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: end of a step that was not synchronized");
-    double wall;
-    TRY(erase_event_record(p->end, p->compute));
-    TRY(erase_event_synchronize(p->end));
-    TRY(erase_event_elapsed_ms(p->origin, p->end, &wall));
-    if (wall > p->step_wall) {
-        p->stats.wall_ms += wall - p->step_wall;
-        p->stats.bubble = 1.0 - p->stats.busy_ms / p->stats.wall_ms;
-    }
-    p->step_wall = -1;
     return ERASE_OK;
 }
 

@@ -28,8 +28,11 @@
  * the end (tested for P <= 4, M <= 9 under each schedule).
  *
  * Accounting (erase_pipe_stats): the compute stream's busy time from
- * events recorded around every action, over the stream's wall time from
- * each step's first to its last event (bubble = 1 - busy / wall); every
+ * events recorded around every action (and by kind of action), over the
+ * stream's wall time from each step's start (an event recorded before its
+ * first action, which on stages s > 0 waits for its input: that wait is
+ * bubble too) to its last action's end (bubble = 1 - busy / wall; the
+ * host's time between steps is in neither); every
  * micro-batch's drift (the stage's UPDATEs between its forward and its
  * backward, counted as issued); bytes sent and received; the slots'
  * activation bytes.
@@ -65,6 +68,7 @@ typedef struct {
     int stage, stages;
     int64_t steps, micro_batches;       /* since erase_pipe_create / the last stats reset */
     double busy_ms, wall_ms;            /* compute stream, summed over steps */
+    double action_ms[3];                /* busy_ms by action: [pipe_action_kind_t] forward, backward, update */
     double bubble;                      /* 1 - busy / wall (0 before the first step) */
     int64_t drift[ERASE_PIPE_MAX_DRIFT];/* micro-batches by measured drift */
     int max_drift, drift_bound;         /* measured; ceil((P-1-s)/a) (gpipe/1f1b 0) */
@@ -114,19 +118,6 @@ erase_status_t erase_pipe_step(erase_pipe_t *pipe, const erase_batch_t *batch, f
  * events); then account the step's events. Returns a stream's sticky
  * error. */
 erase_status_t erase_pipe_synchronize(erase_pipe_t *pipe);
-
-/*
- * Optional, after synchronize and a host collective that every stage of
- * the replica joins at the end of each step (erase-train's all-reduce of
- * the losses over the pipeline group): record the step's end on the
- * compute stream, so that the stage's wall time runs from the step's
- * start to its end on every stage alike and the idle time after the
- * stage's last action (waiting for the others to finish the step) counts
- * in its bubble; without it the wall ends at the stage's last action.
- * Errors: ERASE_ERR_STATE (not after a synchronized step), those of the
- * events.
- */
-erase_status_t erase_pipe_end_step(erase_pipe_t *pipe);
 
 /*
  * Host copy [blocks] of the last step's mean losses of this stage's blocks

@@ -292,10 +292,10 @@ static erase_status_t check_times(const pipe_stage_time_t *times, int stages, co
 {
     for (int s = 0; s < stages; s++)
         if (!finite_nonneg(times[s].forward_s) || times[s].forward_s == 0 || !finite_nonneg(times[s].backward_s) ||
-            !finite_nonneg(times[s].update_s))
+            !finite_nonneg(times[s].update_s) || !finite_nonneg(times[s].host_s))
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipe replay: stage %d's times forward %g s, backward %g s, update "
-                               "%g s (expected a forward > 0, the others >= 0)", s, times[s].forward_s,
-                               times[s].backward_s, times[s].update_s);
+                               "%g s, host %g s (expected a forward > 0, the others >= 0)", s, times[s].forward_s,
+                               times[s].backward_s, times[s].update_s, times[s].host_s);
     if (!finite_nonneg(link->latency_s) || !(link->bandwidth_Bps > 0) || !finite_nonneg(link->activation_bytes))
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipe replay: link latency %g s, bandwidth %g B/s, activation %g B "
                            "(expected latency and bytes >= 0, bandwidth > 0)", link->latency_s, link->bandwidth_Bps,
@@ -360,6 +360,8 @@ erase_status_t pipe_replay(const pipe_schedule_t *lists, int stages, const pipe_
                 const pipe_action_t *a = &l->actions[next[s]];
                 fifo_t *q = recv_of(a, s, P, act, grad);
                 double start = clock[s];
+                if (next[s] > 0 && a->step != l->actions[next[s] - 1].step)
+                    start += times[s].host_s; /* the host between two steps */
                 if (q) {
                     if (q->head == q->n || q->m[q->head].micro != a->micro)
                         break; /* not sent yet, or a mismatch: waits */

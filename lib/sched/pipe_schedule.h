@@ -106,9 +106,13 @@ double pipe_bubble_analytic(int stages, int micro_batches);
 /* ---- replay: the discrete-event simulation of all stages ------------------ */
 
 /* Times of one stage (seconds): a micro-batch's forward and backward, an
- * update; a message costs latency + bytes / bandwidth on its link. */
+ * update, and the host's time between two of its steps (host_s: a step's
+ * first action starts no earlier than host_s after the end of the
+ * previous step's last action, as erase-train waits for a step, reads its
+ * losses and loads the next batch before it issues the next; 0: steps
+ * back to back); a message costs latency + bytes / bandwidth on its link. */
 typedef struct {
-    double forward_s, backward_s, update_s;
+    double forward_s, backward_s, update_s, host_s;
 } pipe_stage_time_t;
 
 typedef struct {

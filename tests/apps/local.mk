@@ -13,6 +13,8 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
 APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 # erase-bench pipeline --simulate: exact tables from given times (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
+# erase-train --pp: the measured bubble and busy times per stage (issue 16)
+APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
-echo "1..5"
+echo "1..6"
 B="apps/erase-bench pipeline --simulate"
 
 # rows FILE: the table rows of FILE (spaces squeezed), without the claim table
@@ -58,6 +58,24 @@ exact link --pp 2 --micro-batches 1 --steps 1 --forward-ms 1 --backward-ms 1 --u
     grep -q '^# P 2: link latency 500 us, bandwidth 0.008 Gbit/s, activation 1000 bytes$' "$dir/link"
 tap $? "latency + bytes / bandwidth per message and the update time: makespan 7.5 ms (status $rc)"
 tap_report "$dir/link"; [ $rc = 0 ] || tap_report "$dir/link.err"
+
+# Times per stage and the host between steps: P = 2, M = 1, 2 steps,
+# forward = backward = 1 ms, host 0.5 ms on stage 0 and 3 ms on stage 1.
+# 1f1b (= gpipe at M = 1): stage 0 F0 0-1; stage 1 F0 1-2 B0 2-3; stage 0
+# B0 3-4; step 1: stage 0 F1 4.5-5.5; stage 1 F1 6-7 (3 + 3) B1 7-8; stage
+# 0 B1 8-9: makespan 9 ms, busy 4 of 9. paci (a = 1): stage 0 F0 0-1, its
+# step 1 F1 1.5-2.5, B0 3-4 U, B1 (stage 1's F1 6-7 B1 7-8) 8-9: also 9 ms;
+# B1 follows the UPDATE after B0: drift 1. The claim table needs P = 8.
+cat >"$dir/host.want" <<'EOF'
+gpipe 2 1 - 9.000 222.22 222.2 0.5556 0.5556 0.5000 -
+1f1b 2 1 - 9.000 222.22 222.2 0.5556 0.5556 0.5000 -
+paci 2 1 1 9.000 222.22 222.2 0.5556 0.5556 - 1,0
+EOF
+exact host --pp 2 --micro-batches 1 --steps 2 --forward-ms 1,1 --backward-ms 1 --host-ms 0.5,3 &&
+    grep -q '^# P 2: link latency 0 us, bandwidth inf Gbit/s, activation 0 bytes; stage times (ms): forward 1.000,1.000 backward 1.000,1.000 update 0.000,0.000; host between steps (ms): 0.500,3.000$' "$dir/host" &&
+    grep -q '^# (not simulated: the times are given per stage of P = 2)$' "$dir/host"
+tap $? "times per stage and the host's time between steps: makespan 9 ms (status $rc)"
+tap_report "$dir/host"; [ $rc = 0 ] || tap_report "$dir/host.err"
 
 # The claim table, P = 8, forward 1 ms, backward 2 ms, 2 steps: 1f1b runs
 # (M+7) x 3 ms a step (its bubble is exact here), paci (2M + 7) x 3 ms in
@@ -119,8 +137,14 @@ expect() { # MESSAGE ARGS...: exit 2 with MESSAGE on stderr's first line
 expect "erase-bench pipeline: --simulate is required (the measured pipelines: erase-train --pp)" --forward-ms 1 --backward-ms 1
 expect "erase-bench pipeline: give --forward-ms and --backward-ms, or --model ctr|gpt (or --model-file) to measure them" \
     --simulate --forward-ms 1
-expect "erase-bench pipeline: --forward-ms 0: expected milliseconds > 0" --simulate --forward-ms 0 --backward-ms 1
-expect "erase-bench pipeline: --backward-ms x: expected milliseconds >= 0" --simulate --forward-ms 1 --backward-ms x
+expect "erase-bench pipeline: --forward-ms 0: expected milliseconds > 0, or a list of them, one per stage" \
+    --simulate --forward-ms 0 --backward-ms 1
+expect "erase-bench pipeline: --backward-ms x: expected milliseconds >= 0, or a list of them, one per stage" \
+    --simulate --forward-ms 1 --backward-ms x
+expect "erase-bench pipeline: --host-ms 1,: expected milliseconds >= 0, or a list of them, one per stage" \
+    --simulate --forward-ms 1 --backward-ms 1 --host-ms 1,
+expect "erase-bench pipeline: --forward-ms 1,2: 2 values (expected one, or one per stage of a single --pp)" \
+    --simulate --pp 2,4 --forward-ms 1,2 --backward-ms 1
 expect "erase-bench pipeline: --pp 2,65: expected a list of up to 16 stage counts 1 .. 64" --simulate --pp 2,65 \
     --forward-ms 1 --backward-ms 1
 expect "erase-bench pipeline: --micro-batches 0: expected a list of up to 16 counts >= 1" --simulate --micro-batches 0 \

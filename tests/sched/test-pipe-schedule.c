@@ -116,7 +116,7 @@ static void check_message_steps(const pipe_schedule_t *l, int P, int64_t N)
         }
 }
 
-static const pipe_stage_time_t unit = { 1, 1, 1 };
+static const pipe_stage_time_t unit = { 1, 1, 1, 0 };
 static const pipe_link_t free_link = { 0, 1, 0 };
 
 static void test_every_configuration(void **state)
@@ -233,7 +233,7 @@ static void test_bubble_analytic(void **state)
                     pipe_stage_time_t t[8];
                     build_all(kind, P, M, 1, steps, l);
                     for (int s = 0; s < P; s++)
-                        t[s] = (pipe_stage_time_t){ 1, 2, 0 };
+                        t[s] = (pipe_stage_time_t){ 1, 2, 0, 0 };
                     pipe_replay_t r;
                     assert_int_equal(pipe_replay(l, P, t, &free_link, &r), ERASE_OK);
                     assert_int_equal(r.deadlock, 0);
@@ -246,7 +246,7 @@ static void test_bubble_analytic(void **state)
                 }
     /* an update of 1 s after each step's backwards: no longer the formula */
     pipe_schedule_t l[2];
-    pipe_stage_time_t t[2] = { { 1, 2, 1 }, { 1, 2, 1 } };
+    pipe_stage_time_t t[2] = { { 1, 2, 1, 0 }, { 1, 2, 1, 0 } };
     build_all(PIPE_1F1B, 2, 2, 1, 1, l);
     pipe_replay_t r;
     assert_int_equal(pipe_replay(l, 2, t, &free_link, &r), ERASE_OK);
@@ -271,7 +271,7 @@ static void test_replay_links(void **state)
 {
     (void)state;
     pipe_schedule_t l[2];
-    pipe_stage_time_t t[2] = { { 1, 1, 0 }, { 1, 1, 0 } };
+    pipe_stage_time_t t[2] = { { 1, 1, 0, 0 }, { 1, 1, 0, 0 } };
     pipe_replay_t r;
     build_all(PIPE_GPIPE, 2, 3, 1, 1, l);
     pipe_link_t slow = { 0, 1, 2 };
@@ -286,6 +286,33 @@ static void test_replay_links(void **state)
     assert_int_equal(pipe_replay(l, 2, t, &lat, &r), ERASE_OK);
     assert_true(fabs(r.makespan_s - 7) < 1e-12);
     assert_true(fabs(r.bubble[0] - (1 - 2.0 / 7)) < 1e-12);
+    free_all(l, 2);
+}
+
+/*
+ * The host's time between steps (host_s): 1f1b, P = 2, M = 1, 2 steps,
+ * forward = backward = 1 s, no update, a free link, host 0.5 s on stage 0
+ * and 3 s on stage 1. Step 0: stage 0 F0 0-1; stage 1 F0 1-2 B0 2-3;
+ * stage 0 B0 3-4 U 4. Step 1: stage 0 F1 4.5-5.5 (4 + 0.5); stage 1 F1
+ * 6-7 (its step 0 ended at 3, + 3: later than the activation at 5.5), B1
+ * 7-8; stage 0 B1 8-9. Makespan 9 (8 without the host), busy 4 of 9 on
+ * each; the first step has no host time before it.
+ */
+static void test_replay_host(void **state)
+{
+    (void)state;
+    pipe_schedule_t l[2];
+    pipe_stage_time_t t[2] = { { 1, 1, 0, 0.5 }, { 1, 1, 0, 3 } };
+    pipe_replay_t r;
+    build_all(PIPE_1F1B, 2, 1, 1, 2, l);
+    assert_int_equal(pipe_replay(l, 2, t, &free_link, &r), ERASE_OK);
+    assert_int_equal(r.deadlock, 0);
+    assert_true(fabs(r.makespan_s - 9) < 1e-12);
+    assert_true(fabs(r.bubble[0] - 5.0 / 9) < 1e-12 && fabs(r.bubble[1] - 5.0 / 9) < 1e-12);
+    t[1].host_s = -1;
+    assert_int_equal(pipe_replay(l, 2, t, &free_link, &r), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "pipe replay: stage 1's times forward 1 s, backward 1 s, update 0 s, "
+                        "host -1 s (expected a forward > 0, the others >= 0)");
     free_all(l, 2);
 }
 
@@ -416,8 +443,8 @@ static void test_replay_errors(void **state)
                         "1; stage 0's 2, 1, 1 (expected the same)");
     t[1].forward_s = 0;
     assert_int_equal(pipe_replay(l, 2, t, &free_link, &r), ERASE_ERR_INVALID);
-    assert_string_equal(erase_error_reason(), "pipe replay: stage 1's times forward 0 s, backward 1 s, update 1 s "
-                        "(expected a forward > 0, the others >= 0)");
+    assert_string_equal(erase_error_reason(), "pipe replay: stage 1's times forward 0 s, backward 1 s, update 1 s, "
+                        "host 0 s (expected a forward > 0, the others >= 0)");
     t[1] = unit;
     pipe_link_t bad = { 0, 0, 1 };
     assert_int_equal(pipe_replay(l, 2, t, &bad, &r), ERASE_ERR_INVALID);
@@ -451,7 +478,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_configuration), cmocka_unit_test(test_paci_drift_tight),
         cmocka_unit_test(test_lists),               cmocka_unit_test(test_bubble_analytic),
-        cmocka_unit_test(test_replay_links),        cmocka_unit_test(test_deadlock),
+        cmocka_unit_test(test_replay_links),        cmocka_unit_test(test_replay_host),
+        cmocka_unit_test(test_deadlock),
         cmocka_unit_test(test_build_errors),        cmocka_unit_test(test_replay_errors),
         cmocka_unit_test(test_names),
     };

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The measured P = 2 pipeline comparison of bench/RESULTS.md ("Pipelines
+# (issue 16)"): erase-train --pp 2 on 2 ranks (one per core) under gpipe,
+# 1f1b and paci (a = M) for M in 2, 4, 8, on
+#   gpt: jobs/gpt-shakespeare-pp.cfg (8 layers, width 128, context 64,
+#        tie_head = false) on tinyshakespeare, global batch 16 windows, 40 steps;
+#   ctr: the shipped Criteo sample, no cuts, global batch 2048, 40 steps;
+# stages split evenly (gpt 0-3 | 4-7, ctr 0-2 | 3-6: what
+# erase-bench pipeline --simulate assumes). The runs are interleaved
+# (every configuration once, then again: REPEATS rounds) and the table
+# gives min / median / max over them of the QPS p50 (samples/s; tokens/s
+# for gpt), each stage's measured bubble (the metrics file's "pipeline"
+# record) beside the analytic (P-1)/(M+P-1), each stage's busy and wall
+# ms per step (means), and erase-bench pipeline --simulate's prediction against
+# the measured samples/s: from each run's own per-stage forward, backward
+# and update times (--forward-ms etc. per stage; a free link, no host
+# time), and from erase-bench's own timing of the model (--model-file /
+# --model, one process) at the same split and micro-batch size.
+# Then (PARTS containing "target") the time to a target validation loss
+# on gpt: jobs/shakespeare.run's optimizer (adamw, lr 0.001, cosine, 20
+# warm-up steps; no gradient clipping: paci refuses it) for STEPS (default
+# 600) steps of 16 windows, M = 4, evaluated every 50 steps on the last
+# 32 KB of the text (inside the held-out 10%); the target is 1f1b's final
+# loss, the time the training time (steps only, not the evaluations) to
+# the first evaluation at or below it.
+# Usage: bench/pipeline-p2.sh [BUILD_DIR]   (env REPEATS, default 5; KEEP=1 keeps the runs;
+#        MODELS, default "gpt ctr"; PARTS, default "throughput target";
+#        about 20 minutes on 2 cores)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/_build}
+repeats=${REPEATS:-5}
+models=${MODELS:-gpt ctr}
+parts=${PARTS:-throughput target}
+steps=${STEPS:-600}
+work=$(mktemp -d "${TMPDIR:-/tmp}/erase-pipeline-p2.XXXXXX")
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+mpi=(mpirun --oversubscribe --bind-to none -np 2)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+
+"$build/apps/erase-convert" text -o "$work/text" "$top/data/text/tinyshakespeare.txt" >/dev/null
+"$build/apps/erase-convert" criteo --quiet -o "$work/criteo" "$top/data/criteo/kaggle-train-first9999.tsv" >/dev/null
+
+args() { # MODEL -> erase-train's arguments; GLOBAL BATCH in $batch
+    case $1 in
+    gpt) batch=16; echo --model "$top/jobs/gpt-shakespeare-pp.cfg" --train "$work/text/train" --eval-fraction 0.02 \
+        --batch 16 --steps 40 ;;
+    ctr) batch=2048; echo --model ctr --cuts none --train "$work/criteo" --batch 2048 --steps 40 ;;
+    esac
+}
+
+# run MODEL SCHEDULE M ROUND: one erase-train run; its metrics file
+run() {
+    local m="$work/$1-$2-$3-$4.jsonl"
+    # shellcheck disable=SC2046
+    "${mpi[@]}" "$build/apps/erase-train" $(args "$1") --pp 2 --stages even --schedule "$2" --micro-batches "$3" \
+        --metrics "$m" --quiet >"$m.out" 2>&1 || { cat "$m.out" >&2; exit 1; }
+}
+
+case $parts in *throughput*) ;; *) repeats=0 models= ;; esac
+for round in $(seq "$repeats"); do
+    for model in $models; do
+        for M in 2 4 8; do
+            for schedule in gpipe 1f1b paci; do
+                run "$model" "$schedule" "$M" "$round"
+            done
+        done
+    done
+done
+
+# the simulator's prediction: the same model, split (even) and micro-batch
+for model in $models; do
+    args "$model" >/dev/null
+    for M in 2 4 8; do
+        if [ "$model" = gpt ]; then sim=(--model-file "$top/jobs/gpt-shakespeare-pp.cfg"); else sim=(--model ctr); fi
+        "$build/apps/erase-bench" pipeline --simulate "${sim[@]}" --pp 2 --micro-batches "$M" --steps 40 \
+            --batch $((batch / M)) >"$work/sim-$model-$M.txt"
+    done
+done
+
+[ -z "$models" ] || python3 - "$work" "$repeats" "$models" "$build" <<'EOF'
+import json, os, statistics, subprocess, sys
+work, repeats, models, build = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
+batch = {"gpt": 16, "ctr": 2048}
+def fmt(x):
+    return "%.0f" % x if abs(x) >= 100 else "%.2f" % x if abs(x) < 10 else "%.1f" % x
+def spread(v):
+    return "%s / %s / %s" % tuple(fmt(x) for x in (min(v), statistics.median(v), max(v)))
+def simulate(args, M):
+    """erase-bench pipeline --simulate's samples/s per schedule for P = 2 and M"""
+    out = subprocess.run([os.path.join(build, "apps/erase-bench"), "pipeline", "--simulate", "--pp", "2",
+                          "--micro-batches", str(M), "--steps", "40"] + args,
+                         check=True, capture_output=True, text=True).stdout
+    return {f[0]: float(f[6]) for f in (l.split() for l in out.splitlines())
+            if len(f) > 6 and f[0] in ("gpipe", "1f1b", "paci") and f[1] == "2"}
+print("| model | schedule | M | samples/s: min / median / max | tokens/s (median) | bubble stage 0 / 1 (median) "
+      "| analytic | busy ms per step, stage 0 / 1 | wall ms per step, stage 0 / 1 | simulated from the run's times: measured / simulated "
+      "| simulated from erase-bench's own timing: measured / simulated |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+for model in models:
+    for M in (2, 4, 8):
+        own = {}
+        for line in open(os.path.join(work, "sim-%s-%d.txt" % (model, M))):
+            f = line.split()
+            if len(f) > 6 and f[0] in ("gpipe", "1f1b", "paci") and f[1] == "2":
+                own[f[0]] = float(f[6])
+        for sched in ("gpipe", "1f1b", "paci"):
+            qps, tok, b0, b1, u0, u1, w0, w1, ratio = [], [], [], [], [], [], [], [], []
+            for r in range(1, repeats + 1):
+                recs = [json.loads(l) for l in open(os.path.join(work, "%s-%s-%d-%d.jsonl" % (model, sched, M, r)))]
+                summ = next(x for x in recs if x["type"] == "summary")
+                pipe = next(x for x in recs if x["type"] == "pipeline")
+                qps.append(summ["qps_p50"])
+                tok.append(summ.get("tokens_per_s_p50", 0))
+                st = pipe["per_stage"]
+                n = st[0]["timed_steps"]
+                b0.append(100 * st[0]["bubble"]); b1.append(100 * st[1]["bubble"])
+                u0.append(st[0]["busy_ms"] / n); u1.append(st[1]["busy_ms"] / n)
+                w0.append(st[0]["wall_ms"] / n); w1.append(st[1]["wall_ms"] / n)
+                # the run's own per-stage times: per micro-batch forward and backward, per update
+                lst = lambda key, per: ",".join("%.4f" % (x[key] / n / per) for x in st)
+                sim = simulate(["--forward-ms", lst("forward_ms", M), "--backward-ms", lst("backward_ms", M),
+                                "--update-ms", lst("update_ms", 1), "--batch", str(batch[model] // M)], M)
+                ratio.append(summ["qps_p50"] / sim[sched])
+            med = statistics.median(qps)
+            print("| %s | %s | %d | %s | %s | %.1f%% / %.1f%% | %s | %.1f / %.1f | %.1f / %.1f | %.2f (%.2f-%.2f) | %.2f |" % (
+                model, sched, M, spread(qps), fmt(statistics.median(tok)) if tok[0] else "-",
+                statistics.median(b0), statistics.median(b1),
+                "-" if sched == "paci" else "%.1f%%" % (100.0 / (M + 1)), statistics.median(u0),
+                statistics.median(u1), statistics.median(w0), statistics.median(w1), statistics.median(ratio), min(ratio),
+                max(ratio),
+                med / own[sched]))
+EOF
+
+case $parts in *target*) ;; *) exit 0 ;; esac
+tail -c 32768 "$top/data/text/tinyshakespeare.txt" >"$work/heldout.txt"
+"$build/apps/erase-convert" text -o "$work/heldout" "$work/heldout.txt" >/dev/null
+for schedule in 1f1b paci gpipe; do
+    "${mpi[@]}" "$build/apps/erase-train" --config "$top/jobs/shakespeare.run" --model "$top/jobs/gpt-shakespeare-pp.cfg" \
+        --train "$work/text/train" --eval "$work/heldout/train,$work/heldout/eval" --steps "$steps" --grad-clip 0 \
+        --eval-every 50 --log-every 50 --pp 2 --stages even --schedule "$schedule" --micro-batches 4 \
+        --metrics "$work/target-$schedule.jsonl" --quiet >"$work/target-$schedule.out" 2>&1 ||
+        { cat "$work/target-$schedule.out" >&2; exit 1; }
+done
+echo
+python3 - "$work" <<'EOF'
+import json, os, sys
+work = sys.argv[1]
+curves = {}
+for sched in ("1f1b", "paci", "gpipe"):
+    t, curve = 0.0, []
+    for line in open(os.path.join(work, "target-%s.jsonl" % sched)):
+        rec = json.loads(line)
+        if rec["type"] == "train" and rec["qps"] > 0:
+            t += rec["window_samples"] / rec["qps"]   # training seconds of the window (steps only)
+        elif rec["type"] == "eval":
+            curve.append((rec["step"], t, rec["loss"], rec["samples"]))
+    curves[sched] = curve
+target = curves["1f1b"][-1][2]
+print("target: 1f1b's final validation loss %.4f after %d steps (%d tokens)" % (
+    target, curves["1f1b"][-1][0], curves["1f1b"][-1][3] * 64))
+print()
+print("| schedule | final loss | vs 1f1b | step reaching the target | training s to the target | time to target vs 1f1b |")
+print("| --- | --- | --- | --- | --- | --- |")
+ref = None
+for sched in ("1f1b", "paci", "gpipe"):
+    c = curves[sched]
+    hit = next((e for e in c if e[2] <= target), None)
+    if sched == "1f1b":
+        ref = hit[1]
+    print("| %s | %.4f | %+.2f%% | %s | %s | %s |" % (sched, c[-1][2], 100 * (c[-1][2] / target - 1),
+          hit[0] if hit else "not reached", "%.1f" % hit[1] if hit else "-", "%.2fx" % (ref / hit[1]) if hit else "-"))
+print()
+print("validation loss by step (training seconds):")
+for sched in ("1f1b", "paci", "gpipe"):
+    print("  %-5s " % sched + " ".join("%d:%.3f(%.0fs)" % (e[0], e[2], e[1]) for e in curves[sched]))
+EOF

@@ -1,0 +1,67 @@
+#!/bin/sh
+# erase-train --pp 2's measured bubble (the metrics file's "pipeline"
+# record, issue 16): a stage's wall time starts when its step starts, so
+# the last stage's wait for its first activation is bubble (it once
+# started at its first forward, so that a light last stage read ~0% where
+# it idles while the heavy stage 0 computes); a stage's busy time is the
+# sum of its forward, backward and update times. With M = 1 the two
+# stages alternate, so each stage idles (inside its wall) about while the
+# other computes: erase-train once added the losses over the stages every
+# step, a host collective that held the stage done first at the step's
+# end out of its wall (stage 1's idle read 0.32 to 0.34 of stage 0's busy
+# time, now 0.70 to 0.85); the log window's losses are added over the
+# stages at the log instead.
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+need apps/erase-convert
+workdir
+echo "1..3"
+
+head -c 60000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
+apps/erase-convert text -o "$dir/text" "$dir/text.txt" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+printf 'model = "gpt";\nseed = 3;\ngpt: { layers = 4; heads = 2; width = 64; context = 32; vocab = 256; tie_head = false; };\n' \
+    >"$dir/gpt.cfg"
+
+# train NAME ARGS...: erase-train on 2 ranks, metrics in $dir/NAME.jsonl; status in rc
+train() {
+    name=$1; shift
+    timeout -k 5 300 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --model "$dir/gpt.cfg" --train "$dir/text/train" \
+        --eval "$dir/text/eval" --batch 32 --steps 20 --quiet --pp 2 --metrics "$dir/$name.jsonl" "$@" \
+        >"$dir/$name.out" 2>&1
+    rc=$?
+}
+
+# field NAME STAGE KEY: KEY of STAGE in the "pipeline" record of NAME
+field() {
+    grep '"type":"pipeline"' "$dir/$1.jsonl" | sed 's/.*"per_stage":\[//; s/},{/}\n{/g' |
+        sed -n "/\"stage\":$2,/s/.*\"$3\":\([-0-9.e]*\).*/\1/p"
+}
+
+# 1f1b, M = 1, stage 0 three layers (and the token embedding), stage 1 one
+# (and the LM head): every step stage 1 waits for stage 0's forward of 3
+# layers (about a quarter to a half of its step) before its own forward.
+train light --schedule 1f1b --micro-batches 1 --stages 0,3
+b1=$(field light 1 bubble)
+[ "$rc" = 0 ] && awk -v b="$b1" 'BEGIN { exit !(b > 0.15) }'
+tap $? "1f1b, M 1, a light last stage: its bubble ($b1) counts its wait for the first activation (> 15%)"
+[ "$rc" = 0 ] || tap_report "$dir/light.out"
+
+# busy = forward + backward + update on each stage (rounded to 1 us), <= wall
+ok=0
+for s in 0 1; do
+    awk -v busy="$(field light $s busy_ms)" -v wall="$(field light $s wall_ms)" -v f="$(field light $s forward_ms)" \
+        -v b="$(field light $s backward_ms)" -v u="$(field light $s update_ms)" \
+        'BEGIN { d = busy - (f + b + u); exit !(busy > 0 && f > 0 && b > 0 && u > 0 && d < 0.003 && d > -0.003 && busy <= wall) }' ||
+        { ok=1; echo "# stage $s: $(grep '"type":"pipeline"' "$dir/light.jsonl")"; }
+done
+tap $ok "each stage's busy ms is its forward + backward + update ms, and at most its wall ms"
+
+# idle = wall - busy of each stage against the other stage's busy time
+i0=$(awk -v w="$(field light 0 wall_ms)" -v b="$(field light 0 busy_ms)" -v o="$(field light 1 busy_ms)" 'BEGIN { printf "%.2f", (w - b) / o }')
+i1=$(awk -v w="$(field light 1 wall_ms)" -v b="$(field light 1 busy_ms)" -v o="$(field light 0 busy_ms)" 'BEGIN { printf "%.2f", (w - b) / o }')
+# rank 0 (stage 0, no loss of its own) logs the last block's: about ln 256
+loss=$(grep '"type":"train"' "$dir/light.jsonl" | tail -1 | sed 's/.*"block_losses":\[\([^]]*\)\].*/\1/' | cut -d, -f4)
+awk -v a="$i0" -v b="$i1" -v l="$loss" 'BEGIN { exit !(a >= 0.55 && b >= 0.55 && l > 4 && l < 7) }'
+tap $? "M 1: each stage idles at least 0.55 x the other's busy time (stage 0 $i0, stage 1 $i1); the logged last block's loss ($loss) is stage 1's"
+
+exit 0
