@@ -451,11 +451,12 @@ static erase_status_t setup_training(run_t *r)
     fill = fill > eval_fill ? fill : eval_fill;
     if (fill >= 1 && fill < r->rank_batch)
         r->rank_batch = fill;
-    /* a pipeline's network holds one micro-batch: ceil(rank batch / M) */
+    /* a pipeline's slots hold one micro-batch, ceil(rank batch / M); its
+     * network (the optimizer's parameters) evaluates a rank batch at once */
     int pipeline = train_options_pipeline(o);
     int64_t M = o->micro_batches ? o->micro_batches : o->pp;
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
-    TRY(erase_network_create(r->dev, &r->cfg, micro, &r->net));
+    TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;

@@ -225,7 +225,7 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     if (st == ERASE_OK && o->trace)
         st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
     if (st == ERASE_OK)
-        st = erase_network_batch_alloc(net, o->micro_size, &p->eval_batch);
+        st = erase_network_batch_alloc(net, erase_network_max_batch(net), &p->eval_batch);
     if (st == ERASE_OK)
         st = erase_malloc(p->dev, sizeof(float) * (size_t)p->blocks, (void **)&p->losses);
     if (st == ERASE_OK)
@@ -746,8 +746,9 @@ erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, f
      * piece on the compute stream: receive, forward the stage, send */
     erase_network_t *r = p->net;
     erase_network_set_loss_scale(r, 1.0f);
-    for (int first = 0; first < batch->size; first += p->o.micro_size) {
-        int n = batch->size - first < p->o.micro_size ? batch->size - first : p->o.micro_size, w;
+    int piece = erase_network_max_batch(r);
+    for (int first = 0; first < batch->size; first += piece) {
+        int n = batch->size - first < piece ? batch->size - first : piece, w;
         float *in = is_first(p) ? NULL : erase_network_block_input(r, p->o.first, &w);
         if (in)
             TRY(erase_recv(p->o.pp, p->compute, in, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s - 1, TAG_PREDICT));

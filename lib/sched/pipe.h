@@ -137,7 +137,9 @@ erase_status_t erase_pipe_drain(erase_pipe_t *pipe, int64_t steps);
 
 /*
  * Forward only (evaluation): the network's prediction for `batch` (any
- * size: run in pieces of micro_size), through the stages in order; on
+ * size: run in pieces of the network's max_batch, which may exceed
+ * micro_size: erase-train builds it for a whole rank batch), through the
+ * stages in order; on
  * the last stage `outputs` [n, width] receives the last head's output.
  * Waits for it. Collective over the pipeline group.
  */
