@@ -382,6 +382,21 @@ static erase_status_t parse_choice(const char *opt, const char *value, const cha
     return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: expected one of %s", opt, value, list);
 }
 
+/* The optimizer updates of `steps` training steps, the unit of its
+ * learning-rate schedule: one per step, but M / a per step for each paci
+ * stage (it updates after every a-th of its M backwards a step), rounded
+ * up, so that the warm-up and the decay span the same training as with
+ * one update per step. */
+static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
+{
+    if (strcmp(o->schedule, "paci") || !o->accumulate)
+        return steps;
+    int64_t M = o->micro_batches ? o->micro_batches : o->pp, a = o->accumulate, n;
+    if (!erase_mul_i64(steps, M, &n))
+        return INT64_MAX / 2;
+    return n / a + (n % a != 0);
+}
+
 /* Data parallel: the early-backward scheduler. */
 static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
 {
@@ -461,9 +476,9 @@ static erase_status_t setup_training(run_t *r)
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
     oc.schedule.base = o->lr;
-    oc.schedule.warmup_steps = o->warmup_steps;
+    oc.schedule.warmup_steps = optimizer_steps(o, o->warmup_steps);
     oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : ERASE_LR_COSINE;
-    oc.schedule.total_steps = r->total_steps;
+    oc.schedule.total_steps = optimizer_steps(o, r->total_steps);
     oc.schedule.min = 0;
     oc.embedding_lr = o->embedding_lr;
     oc.momentum = (float)o->momentum;
@@ -958,7 +973,7 @@ static erase_status_t resume_total_steps(run_t *r)
         return ERASE_OK;
     TRY(alloc_step_times(r->total_steps, total, &r->step_s));
     r->total_steps = total;
-    erase_optimizer_set_total_steps(r->opt, total);
+    erase_optimizer_set_total_steps(r->opt, optimizer_steps(o, total));
     return ERASE_OK;
 }
 

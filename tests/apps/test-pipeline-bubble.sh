@@ -15,7 +15,7 @@
 need apps/erase-train
 need apps/erase-convert
 workdir
-echo "1..3"
+echo "1..4"
 
 head -c 60000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
 apps/erase-convert text -o "$dir/text" "$dir/text.txt" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
@@ -63,5 +63,16 @@ i1=$(awk -v w="$(field light 1 wall_ms)" -v b="$(field light 1 busy_ms)" -v o="$
 loss=$(grep '"type":"train"' "$dir/light.jsonl" | tail -1 | sed 's/.*"block_losses":\[\([^]]*\)\].*/\1/' | cut -d, -f4)
 awk -v a="$i0" -v b="$i1" -v l="$loss" 'BEGIN { exit !(a >= 0.55 && b >= 0.55 && l > 4 && l < 7) }'
 tap $? "M 1: each stage idles at least 0.55 x the other's busy time (stage 0 $i0, stage 1 $i1); the logged last block's loss ($loss) is stage 1's"
+
+# paci with --accumulate 1 updates each stage M = 4 times a step: its
+# learning-rate schedule counts updates, 4 per step (80 in all), so after
+# step 10 stage 0 (rank 0 logs its clock), one backward still in flight,
+# has made 39 updates: cosine 0.0005 (1 + cos(pi 39/80)) = 0.00051963 (it
+# once counted steps: 0 from step 5 on, training stalled)
+train lr --schedule paci --micro-batches 4 --accumulate 1 --log-every 10 --lr 0.001 --lr-decay cosine
+lr10=$(grep '"type":"train"' "$dir/lr.jsonl" | sed -n 's/.*"step":10,.*"lr":\([-0-9.e]*\).*/\1/p')
+[ "$rc" = 0 ] && [ "$lr10" = 0.00051963 ]
+tap $? "paci, M 4, a 1: the learning rate after step 10 of 20 is cosine's at 39 of 80 updates: $lr10"
+[ "$rc" = 0 ] || tap_report "$dir/lr.out"
 
 exit 0
