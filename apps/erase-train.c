@@ -40,6 +40,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 1;
     }
+    /* --pp that does not divide the ranks: a usage error, before MPI */
+    int ranks = train_launcher_size();
+    if (ranks < 1)
+        ranks = 1;
+    if (ranks % o.pp) {
+        ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld: this job has %d rank%s, not a multiple of the %lld stages "
+                    "(ranks = data-parallel replicas x --pp)", (long long)o.pp, ranks, ranks == 1 ? "" : "s",
+                    (long long)o.pp);
+        return error_once(train_launcher_rank(), 2);
+    }
     erase_world_t world;
     erase_world_options_t wo = { .pp_size = (int)o.pp, .watchdog_seconds = o.watchdog,
                                  .check_sequence = o.check_collectives };

@@ -347,18 +347,23 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
                            "of --train held out for evaluation (or give --eval)", o->eval_fraction);
     int pipeline = train_options_pipeline(o);
+    /* the schedule a message names: auto's choice */
+    const char *schedule = !strcmp(o->schedule, "auto") ? (o->pp > 1 ? "1f1b" : "none") : o->schedule;
+    if (!pipeline && (o->micro_batches || strcmp(o->stages, "even")))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b "
+                           "or paci)", o->micro_batches ? "--micro-batches" : "--stages");
     if (o->pp > 1 && !strcmp(o->schedule, "none"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld with --schedule none: stages need a pipeline schedule "
                            "(gpipe, 1f1b or paci)", (long long)o->pp);
     if (pipeline && o->eval_only)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: evaluates on data-parallel ranks; drop --schedule "
-                           "%s and --pp", o->schedule);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: evaluates data-parallel checkpoints on data-parallel "
+                           "ranks; drop --pp and --schedule");
     if (pipeline && o->grad_clip > 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--grad-clip with --schedule %s: the gradient norm spans the stages "
-                           "(a synchronisation paci does without); clip without a pipeline", o->schedule);
+                           "(a synchronisation paci does without); clip without a pipeline", schedule);
     if (pipeline && !strcmp(o->nonfinite, "skip"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip with --schedule %s: stages find non-finite "
-                           "gradients on their own; use --nonfinite stop", o->schedule);
+                           "gradients on their own; use --nonfinite stop", schedule);
     if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe and 1f1b "
                            "update once per step)", (long long)o->accumulate);

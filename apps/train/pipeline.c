@@ -112,8 +112,8 @@ static erase_status_t check_boundaries(const erase_model_config_t *cfg, const tr
     for (int s = 1; s < st->P; s++)
         if (cfg->cut_mask >> st->first[s] & 1u)
             return ERASE_ERROR(ERASE_ERR_INVALID, "--stages: stage %d begins at block %d, after a cut: a stage "
-                               "boundary of gpipe, 1f1b and paci carries the gradient back (stages at cuts are "
-                               "--schedule local's); choose other stages or --cuts", s, st->first[s]);
+                               "boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin "
+                               "at cuts are local parallelism, not built yet); choose other stages or --cuts", s, st->first[s]);
     return ERASE_OK;
 }
 
@@ -225,8 +225,8 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     char stages[256];
     train_pipeline_stages_text(st, stages, sizeof stages);
     double analytic = pipe_bubble_analytic(P, M);
-    printf("  pipeline   %s, %d stage%s x %d dp, %d micro-batch%s of up to %d samples", pipe_kind_name(po->kind), P,
-           P == 1 ? "" : "s", w->dp_size, M, M == 1 ? "" : "es", po->micro_size);
+    printf("  pipeline   %s, %d stage%s x %d dp, %d micro-batch%s of up to %d sample%s", pipe_kind_name(po->kind), P,
+           P == 1 ? "" : "s", w->dp_size, M, M == 1 ? "" : "es", po->micro_size, po->micro_size == 1 ? "" : "s");
     if (po->kind == PIPE_PACI)
         printf(", update every %d backward%s per stage", po->accumulate, po->accumulate == 1 ? "" : "s");
     printf("; stages %s%s; early backward inside stages %s\n", stages,
@@ -250,7 +250,10 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
                 int k = snprintf(hist + n, sizeof hist - n, "%s%d:%.0f", n ? " " : "", d, f[F_DRIFT0 + d]);
                 n += k > 0 ? (size_t)k : 0;
             }
-        printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
+        if (a == b)
+            printf("  stage %-4d block %d: bubble %.1f%%", s, a, 100 * f[F_BUBBLE]);
+        else
+            printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
         if (po->kind != PIPE_PACI)
             printf(" (analytic %.1f%%)", 100 * analytic);
         printf(" of %.1f ms per step (busy: forward %.1f, backward %.1f, update %.1f)", f[F_WALL] / timed,

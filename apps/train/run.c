@@ -293,7 +293,7 @@ static void inputs_text(const char *list, char *buf, size_t size)
  * step, so G need not be a multiple of D; buffers are sized by the largest
  * share, ceil(G/D), which must fit an int and be at least 1 sample.
  */
-static erase_status_t batch_sizes(run_t *r)
+static erase_status_t batch_shares(run_t *r)
 {
     const train_options_t *o = r->o;
     int64_t d = r->w->dp_size;
@@ -312,6 +312,21 @@ static erase_status_t batch_sizes(run_t *r)
     if (r->rank_batch > INT_MAX)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--global-batch %lld on %lld ranks: %lld samples per rank, more than %d",
                            (long long)o->global_batch, (long long)d, (long long)r->rank_batch, INT_MAX);
+    return ERASE_OK;
+}
+
+/* The global batch and the rank's share (batch_shares); a pipeline's
+ * micro-batches hold at least one sample of the smallest share. */
+static erase_status_t batch_sizes(run_t *r)
+{
+    const train_options_t *o = r->o;
+    TRY(batch_shares(r));
+    int64_t least = r->global_batch / r->w->dp_size, M = o->micro_batches ? o->micro_batches : o->pp;
+    if (train_options_pipeline(o) && M > least)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--micro-batches %lld: more than the %lld samples of a data-parallel "
+                           "rank's share of each global batch (%lld over %d rank%s): a micro-batch holds at least "
+                           "one", (long long)M, (long long)least, (long long)r->global_batch, r->w->dp_size,
+                           r->w->dp_size == 1 ? "" : "s");
     return ERASE_OK;
 }
 
@@ -1023,15 +1038,28 @@ static erase_status_t open_host_stream(run_t *r)
     return ERASE_OK;
 }
 
-int train_launcher_rank(void)
+/* The first of the launchers' variables `vars` that is set, as a number;
+ * -1 when none is. */
+static int launcher_value(const char *const *vars, size_t n)
 {
-    static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID" };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         const char *v = getenv(vars[i]);
         if (v && *v)
             return atoi(v);
     }
     return -1;
+}
+
+int train_launcher_rank(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID" };
+    return launcher_value(vars, sizeof vars / sizeof vars[0]);
+}
+
+int train_launcher_size(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS" };
+    return launcher_value(vars, sizeof vars / sizeof vars[0]);
 }
 
 /* A failure of setup_model, where every rank reads the same model file and

@@ -52,5 +52,8 @@ erase_status_t train_score(const train_options_t *o, const train_score_hooks_t *
  * OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, Slurm's SLURM_PROCID), or -1
  * when no launcher started it. Usable before MPI start-up. */
 int train_launcher_rank(void);
+/* The number of ranks the launcher started (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+ * SLURM_NTASKS), or -1 when no launcher says (a singleton: 1 rank). */
+int train_launcher_size(void);
 
 #endif

@@ -109,8 +109,8 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
     for (int b = o->first; b <= o->last; b++)
         if ((b == o->first || b == o->last) && b > 0 && b < blocks && erase_network_is_cut(net, b))
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: boundary %d (before block %s) is a cut: a stage "
-                               "boundary of gpipe, 1f1b or paci carries the gradient back; cut there only "
-                               "with --schedule local", b, erase_network_block_name(net, b));
+                               "boundary of gpipe, 1f1b or paci carries the gradient back (stages that begin "
+                               "at cuts are local parallelism, not built yet)", b, erase_network_block_name(net, b));
     return ERASE_OK;
 }
 

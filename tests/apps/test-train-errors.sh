@@ -17,7 +17,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..66"
+echo "1..71"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -216,8 +216,12 @@ tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line fr
 for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a pipeline schedule (gpipe, 1f1b or paci)" \
     "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe and 1f1b update once per step)" \
     "--schedule 1f1b --accumulate 2|--accumulate 2: only with --schedule paci" \
-    "--pp 2 --grad-clip 1|--grad-clip with --schedule auto: the gradient norm spans the stages" \
+    "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
+    "--micro-batches 4|--micro-batches: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b or paci)" \
+    "--stages 0,3|--stages: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b or paci)" \
+    "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
+    "--pp 2|--pp 2: this job has 1 rank, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)" \
     "--pp 65|--pp 65: expected an integer in [1, 64]" "--schedule pp|--schedule pp: expected one of auto|none|gpipe|1f1b|paci"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
@@ -227,8 +231,9 @@ for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a p
 done
 printf 'model = "gpt";\ngpt: { layers = 2; heads = 2; width = 8; context = 8; vocab = 256; };\n' >"$dir/tied.model"
 for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, auto or the first block of each of the 2 stages, increasing from 0 below 7 blocks (e.g. 0,3)" \
+    "--cuts none --micro-batches 300|erase-train: --micro-batches 300: more than the 256 samples of a data-parallel rank's share of each global batch (256 over 1 rank): a micro-batch holds at least one" \
     "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts" \
-    "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages at cuts are --schedule local's); choose other stages or --cuts" \
+    "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are local parallelism, not built yet); choose other stages or --cuts" \
     "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md)"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
