@@ -182,7 +182,7 @@ c=$?
 tap $? "resumed: ends bitwise equal to the run drained at 6 (status $rrc, $rc, compare $c)"
 # the resume started a segment of the 6 steps left: its schedule ends with
 # the run, and the drain at the end finds nothing in flight (no "drains")
-grep -q "^  stage 0    blocks 0-0: .*, 2 activation slots ([0-9.]* MB)$" "$out"
+grep -q "^  stage 0    block 0: .*, 2 activation slots ([0-9.]* MB)$" "$out"
 tap $? "resumed: the pipeline's segment is the 6 steps left (no drain at the end)"
 grep "^  stage 0" "$out" | sed 's/^/# /' 
 [ $rc = 0 ] || show "$out"
