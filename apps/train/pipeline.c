@@ -1,6 +1,7 @@
 #include "apps/train/pipeline.h"
 
 #include "apps/train/json.h"
+#include "io/checkpoint.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
 #include "lib/nn/train_step.h"
@@ -158,6 +159,42 @@ erase_status_t train_pipeline_balance(const erase_model_config_t *cfg, erase_dev
     return check_boundaries(cfg, st);
 }
 
+erase_status_t train_pipeline_stages_resumed(const char *path, const erase_model_config_t *cfg,
+                                             erase_stream_t *host, train_stages_t *st)
+{
+    erase_ckpt_t *ck = NULL;
+    train_stages_t got = *st;
+    int found = 0;
+    if (erase_ckpt_open_path(path, NULL, NULL, &ck) == ERASE_OK) {
+        /* "2 stages: stage 0 holds blocks 0-2, stage 1 holds blocks 3-6" */
+        const char *p = erase_ckpt_meta(ck)->pp_layout;
+        int s = 0, a, b, n;
+        while (p && (p = strstr(p, "stage ")) && sscanf(p, "stage %d holds blocks %d-%d%n", &s, &a, &b, &n) == 3) {
+            if (s == found && s < got.P)
+                got.first[found++] = a;
+            p += n;
+        }
+        erase_ckpt_close(ck);
+    }
+    erase_error_clear();
+    found = found == st->P && got.first[0] == 0 && check_boundaries(cfg, &got) == ERASE_OK;
+    for (int s = 1; found && s < st->P; s++)
+        found = got.first[s] > got.first[s - 1] && got.first[s] < got.first[st->P];
+    /* every rank takes the same way (they read the same file) */
+    int all;
+    ERASE_CHECK(erase_allreduce(erase_world_comm(), host, &found, &all, 1, ERASE_DTYPE_I32, ERASE_REDUCE_SUM));
+    ERASE_CHECK(erase_stream_synchronize(host));
+    int any = all > 0;
+    if (any && all != erase_comm_size(erase_world_comm()))
+        return ERASE_ERROR(ERASE_ERR_STATE, "--stages auto --resume %s: not every rank could read the "
+                           "checkpoint's stages", path);
+    if (any) {
+        got.measured = 2;
+        *st = got;
+    }
+    return ERASE_OK;
+}
+
 void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size)
 {
     size_t n = 0;
@@ -230,7 +267,8 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     if (po->kind == PIPE_PACI)
         printf(", update every %d backward%s per stage", po->accumulate, po->accumulate == 1 ? "" : "s");
     printf("; stages %s%s; early backward inside stages %s\n", stages,
-           st->measured ? " (auto: balanced by measured block times)" : "",
+           st->measured == 2 ? " (auto: the resumed checkpoint's)"
+           : st->measured ? " (auto: balanced by measured block times)" : "",
            po->kind == PIPE_PACI ? "off (paci)" : po->early_backward ? "on (side stream)" : "off");
     if (metrics) {
         json_line_start(metrics, "pipeline", step, samples_seen);

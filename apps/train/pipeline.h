@@ -18,7 +18,7 @@ typedef struct {
     int P;
     int first[ERASE_MAX_BLOCKS + 1];
     double block_ms[ERASE_MAX_BLOCKS];  /* --stages auto: each block's measured forward + backward */
-    int measured;
+    int measured;                       /* --stages auto: 1 measured (block_ms), 2 a resumed checkpoint's */
 } train_stages_t;
 
 /*
@@ -44,6 +44,21 @@ erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_
  */
 erase_status_t train_pipeline_balance(const erase_model_config_t *cfg, erase_device_t *dev, int micro,
                                       erase_stream_t *host, train_stages_t *st);
+
+/*
+ * --stages auto with --resume: the stages of the checkpoint at `path` (a
+ * file, or a directory: its newest usable checkpoint), as its /meta
+ * pp_layout records them, so that a resumed run splits as the run that
+ * wrote it did (measuring again may choose another split, which the
+ * checkpoint refuses). Sets st->first and st->measured = 2 when every
+ * rank read them; leaves *st when there is no usable checkpoint or its
+ * layout is not st->P stages at attached boundaries (the restore then
+ * says why, or the run starts fresh and measures). Collective over the
+ * world. Errors: ERASE_ERR_STATE (some ranks could read it, others not),
+ * those of the collectives.
+ */
+erase_status_t train_pipeline_stages_resumed(const char *path, const erase_model_config_t *cfg,
+                                             erase_stream_t *host, train_stages_t *st);
 
 /* "0-2 | 3-5": the stages' blocks. */
 void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size);

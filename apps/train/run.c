@@ -434,7 +434,10 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
 {
     const train_options_t *o = r->o;
     const erase_world_t *w = r->w;
-    if (r->stages.measured) /* --stages auto */
+    if (r->stages.measured && o->resume[0]) /* --stages auto: a resume takes its checkpoint's */
+        TRY(train_pipeline_stages_resumed(strcmp(o->resume, "auto") ? o->resume : o->checkpoint_dir, &r->cfg,
+                                          r->host, &r->stages));
+    if (r->stages.measured == 1)
         TRY(train_pipeline_balance(&r->cfg, r->dev, micro, r->host, &r->stages));
     int kind = pipe_kind_parse(strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
     erase_pipe_options_t *po = &r->pipe_o;
@@ -1174,7 +1177,9 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
             train_pipeline_stages_text(&r.stages, stages, sizeof stages);
             printf("  stages %s, %d stage%s x %d dp: blocks %s", pipe_kind_name(r.pipe_o.kind), r.stages.P,
                    r.stages.P == 1 ? "" : "s", w->dp_size, stages);
-            if (r.stages.measured) {
+            if (r.stages.measured == 2)
+                printf(" (auto: the resumed checkpoint's)");
+            else if (r.stages.measured) {
                 printf(" (auto, forward + backward ms per micro-batch of each block:");
                 for (int b = 0; b < erase_network_blocks(r.net); b++)
                     printf(" %.3g", r.stages.block_ms[b]);

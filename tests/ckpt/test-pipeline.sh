@@ -19,7 +19,7 @@
 setup_data # ctr data in $dir/data
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # stages 0 | 1-2 without cuts
 setup_gpt "$dir/gpt.cfg" "tie_head = false;"
-echo "1..24"
+echo "1..25"
 
 # ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
 # otherwise, ctr (3 blocks: stages 0 | 1-2) or gpt (2 blocks: 0 | 1); 12
@@ -187,3 +187,17 @@ tap $? "resumed: the pipeline's segment is the 6 steps left (no drain at the end
 grep "^  stage 0" "$out" | sed 's/^/# /' 
 [ $rc = 0 ] || show "$out"
 [ $c = 0 ] || { show "$dir/cmp0.out"; show "$dir/cmp1.out"; }
+
+# ---- --stages auto resumed: the checkpoint's stages, not a new measurement
+# (block times close to each other can split otherwise from run to run, and
+# the checkpoint refuses another layout): a run split 0-1 | 2 by --stages
+# 0,2, resumed with --stages auto
+A=$dir/auto
+out=$dir/auto.out
+ptrain ctr 2 --schedule 1f1b --steps 4 --stages 0,2 --checkpoint-dir "$A"
+arc=$rc
+ptrain ctr 2 --schedule 1f1b --stages auto --checkpoint-dir "$A" --resume auto
+[ $arc = 0 ] && [ $rc = 0 ] &&
+    grep -q -F "  stages 1f1b, 2 stages x 1 dp: blocks 0-1 | 2 (auto: the resumed checkpoint's)" "$out"
+tap $? "--stages auto with --resume takes the checkpoint's stages 0-1 | 2 (status $arc, $rc)"
+[ $rc = 0 ] || show "$out"
