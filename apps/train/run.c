@@ -185,7 +185,8 @@ static erase_status_t pipeline_model(run_t *r)
         TRY(erase_model_config_tied_head(&r->cfg, &tied));
     if (tied && P > 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
-                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md)",
+                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md; e.g. "
+                           "jobs/gpt-shakespeare-pp.cfg)",
                            P, P - 1);
     return train_pipeline_stages(r->o->stages, &r->cfg, P, &r->stages);
 }

@@ -234,7 +234,7 @@ for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, 
     "--cuts none --micro-batches 300|erase-train: --micro-batches 300: more than the 256 samples of a data-parallel rank's share of each global batch (256 over 1 rank): a micro-batch holds at least one" \
     "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts" \
     "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are local parallelism, not built yet); choose other stages or --cuts" \
-    "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md)"; do
+    "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md; e.g. jobs/gpt-shakespeare-pp.cfg)"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --pp 2 $args \
