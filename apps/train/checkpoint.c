@@ -236,13 +236,10 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     snprintf(ck->schedule, sizeof ck->schedule, "early_backward %s, reduce %s, update %s, side_streams %lld, "
              "global batch %lld over %d ranks", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
              (long long)env->global_batch, env->w->dp_size);
-    if (env->stage_first) { /* the pipeline: schedule, M, a, as run (auto and 0 resolved) */
-        long long M = o->micro_batches ? o->micro_batches : o->pp;
-        int paci = !strcmp(o->schedule, "paci");
+    if (env->stage_first) /* the pipeline: schedule, M, a, as run (auto and 0 resolved) */
         snprintf(ck->schedule + strlen(ck->schedule), sizeof ck->schedule - strlen(ck->schedule),
-                 "; pipeline %s, %lld micro-batches, accumulate %lld",
-                 strcmp(o->schedule, "auto") ? o->schedule : "1f1b", M, paci && o->accumulate ? (long long)o->accumulate : M);
-    }
+                 "; pipeline %s, %lld micro-batches, accumulate %lld", train_options_schedule(o),
+                 (long long)train_options_micro_batches(o), (long long)train_options_accumulate(o));
     snprintf(ck->layout, sizeof ck->layout, "%d stage%s: ", env->w->pp_size, env->w->pp_size == 1 ? "" : "s");
     for (int s = 0; s < env->w->pp_size; s++) {
         int a = env->stage_first ? env->stage_first[s] : 0, b = env->stage_first ? env->stage_first[s + 1] : blocks;

@@ -324,9 +324,24 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
     return st;
 }
 
+const char *train_options_schedule(const train_options_t *o)
+{
+    return strcmp(o->schedule, "auto") ? o->schedule : o->pp > 1 ? "1f1b" : "none";
+}
+
 int train_options_pipeline(const train_options_t *o)
 {
-    return strcmp(o->schedule, "none") && (strcmp(o->schedule, "auto") || o->pp > 1);
+    return strcmp(train_options_schedule(o), "none") != 0;
+}
+
+int64_t train_options_micro_batches(const train_options_t *o)
+{
+    return o->micro_batches ? o->micro_batches : o->pp;
+}
+
+int64_t train_options_accumulate(const train_options_t *o)
+{
+    return !strcmp(o->schedule, "paci") && o->accumulate ? o->accumulate : train_options_micro_batches(o);
 }
 
 /* Settings that parse one by one but cannot be used as given, each naming
@@ -347,8 +362,7 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-fraction %g: expected a fraction in (0, 1) "
                            "of --train held out for evaluation (or give --eval)", o->eval_fraction);
     int pipeline = train_options_pipeline(o);
-    /* the schedule a message names: auto's choice */
-    const char *schedule = !strcmp(o->schedule, "auto") ? (o->pp > 1 ? "1f1b" : "none") : o->schedule;
+    const char *schedule = train_options_schedule(o); /* the one a message names: auto's choice */
     if (!pipeline && (o->micro_batches || strcmp(o->stages, "even")))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b "
                            "or paci)", o->micro_batches ? "--micro-batches" : "--stages");

@@ -73,9 +73,17 @@ typedef struct {
 /* Defaults of every option. */
 void train_options_default(train_options_t *o);
 
+/* The schedule as run: --schedule, auto resolved (1f1b with --pp > 1,
+ * else none). */
+const char *train_options_schedule(const train_options_t *o);
 /* Whether the options ask for a pipeline: --schedule gpipe, 1f1b or paci,
  * or auto with --pp > 1. */
 int train_options_pipeline(const train_options_t *o);
+/* A pipeline's micro-batches per step, M (--micro-batches; 0: --pp), and
+ * its backwards per update, a (paci's --accumulate; 0, and gpipe and
+ * 1f1b: M). */
+int64_t train_options_micro_batches(const train_options_t *o);
+int64_t train_options_accumulate(const train_options_t *o);
 
 /*
  * Parse argv (and the run file it names with --config, read first), then
