@@ -97,6 +97,12 @@ static erase_status_t synchronize(run_t *r)
     return r->pipe ? erase_pipe_synchronize(r->pipe) : erase_sched_synchronize(r->sched);
 }
 
+/* The step's marker records, renumbered to its executor's streams. */
+static size_t trace_collect(run_t *r, erase_trace_record_t *out, size_t max)
+{
+    return r->pipe ? erase_pipe_trace_collect(r->pipe, out, max) : erase_sched_trace_collect(r->sched, out, max);
+}
+
 /* The last block's head output is this rank's (the last stage's, in a pipeline). */
 static int has_outputs(const run_t *r)
 {
@@ -322,7 +328,7 @@ static erase_status_t batch_sizes(run_t *r)
 {
     const train_options_t *o = r->o;
     TRY(batch_shares(r));
-    int64_t least = r->global_batch / r->w->dp_size, M = o->micro_batches ? o->micro_batches : o->pp;
+    int64_t least = r->global_batch / r->w->dp_size, M = train_options_micro_batches(o);
     if (train_options_pipeline(o) && M > least)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--micro-batches %lld: more than the %lld samples of a data-parallel "
                            "rank's share of each global batch (%lld over %d rank%s): a micro-batch holds at least "
@@ -405,9 +411,9 @@ static erase_status_t parse_choice(const char *opt, const char *value, const cha
  * one update per step. */
 static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
 {
-    if (strcmp(o->schedule, "paci") || !o->accumulate)
+    int64_t M = train_options_micro_batches(o), a = train_options_accumulate(o), n;
+    if (a == M) /* gpipe, 1f1b and paci's default: one update a step */
         return steps;
-    int64_t M = o->micro_batches ? o->micro_batches : o->pp, a = o->accumulate, n;
     if (!erase_mul_i64(steps, M, &n))
         return INT64_MAX / 2;
     return n / a + (n % a != 0);
@@ -440,10 +446,10 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
                                           r->host, &r->stages));
     if (r->stages.measured == 1)
         TRY(train_pipeline_balance(&r->cfg, r->dev, micro, r->host, &r->stages));
-    int kind = pipe_kind_parse(strcmp(o->schedule, "auto") ? o->schedule : "1f1b");
+    int kind = pipe_kind_parse(train_options_schedule(o));
     erase_pipe_options_t *po = &r->pipe_o;
     *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,
-                                  .accumulate = kind == PIPE_PACI && o->accumulate ? (int)o->accumulate : M,
+                                  .accumulate = (int)train_options_accumulate(o),
                                   .first = r->stages.first[w->pp_rank], .last = r->stages.first[w->pp_rank + 1],
                                   .pp = erase_pp_comm(), .dp = erase_dp_comm(), .trace = o->trace[0] != 0,
                                   .early_backward = strcmp(o->early_backward, "off") != 0 };
@@ -488,7 +494,7 @@ static erase_status_t setup_training(run_t *r)
     /* a pipeline's slots hold one micro-batch, ceil(rank batch / M); its
      * network (the optimizer's parameters) evaluates a rank batch at once */
     int pipeline = train_options_pipeline(o);
-    int64_t M = o->micro_batches ? o->micro_batches : o->pp;
+    int64_t M = train_options_micro_batches(o);
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
     TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
@@ -725,7 +731,7 @@ static erase_status_t write_trace(run_t *r, int64_t t0_ns)
     FILE *mem = open_memstream(&text, &len);
     if (!rec || !mem)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "trace: no memory");
-    size_t n = r->pipe ? erase_pipe_trace_collect(r->pipe, rec, cap) : erase_sched_trace_collect(r->sched, rec, cap);
+    size_t n = trace_collect(r, rec, cap);
     const char *names[32];
     int streams = r->pipe ? ERASE_PIPE_STREAMS : erase_sched_streams(r->sched);
     for (int k = 0; k < streams; k++)
@@ -837,8 +843,7 @@ static erase_status_t train_loop(run_t *r)
         if (o->trace[0] && r->step == trace_from) {
             TRY(synchronize(r));
             erase_trace_record_t scratch[64];
-            while ((r->pipe ? erase_pipe_trace_collect(r->pipe, scratch, 64)
-                            : erase_sched_trace_collect(r->sched, scratch, 64)) == 64)
+            while (trace_collect(r, scratch, 64) == 64)
                 ; /* forget the warm-up's records */
             trace_t0 = erase_now_ns();
         }

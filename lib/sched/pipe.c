@@ -8,6 +8,7 @@
 #include "lib/core/checked.h"
 #include "lib/core/timer.h"
 #include "lib/sched/reduce.h"
+#include "lib/sched/trace.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -43,7 +44,9 @@ struct erase_pipe {
     erase_optimizer_t *opt;
     erase_pipe_options_t o;
     erase_device_t *dev;
-    int P, s, K, W, blocks, accumulate;
+    int P, s, K, blocks;
+    int accumulate;                 /* a: backwards per UPDATE (gpipe, 1f1b: M), the micro-batches
+                                     * of an update's window: its embedding packs hold as many */
     /* the segment */
     pipe_schedule_t sc;
     int64_t seg_steps, seg_step, next;
@@ -106,11 +109,12 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: stage %d of %d holds blocks [%d, %d) of %d (stage 0 "
                            "starts at block 0, the last stage ends at the last block)", s, P, o->first, o->last,
                            blocks);
-    for (int b = o->first; b <= o->last; b++)
-        if ((b == o->first || b == o->last) && b > 0 && b < blocks && erase_network_is_cut(net, b))
+    int ends[2] = { o->first, o->last }; /* the stage's two boundaries (not cuts: 0 and blocks) */
+    for (int i = 0; i < 2; i++)
+        if (erase_network_is_cut(net, ends[i]))
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: boundary %d (before block %s) is a cut: a stage "
                                "boundary of gpipe, 1f1b or paci carries the gradient back (stages that begin "
-                               "at cuts are local parallelism, not built yet)", b, erase_network_block_name(net, b));
+                               "at cuts are local parallelism, not built yet)", ends[i], erase_network_block_name(net, ends[i]));
     return ERASE_OK;
 }
 
@@ -121,9 +125,9 @@ static erase_status_t sparse_setup(erase_pipe_t *p, int b)
     TRY(sched_block_tables(p->net, b, &a->first, &a->tables, &a->dim));
     if (a->tables == 0)
         return ERASE_OK;
-    size_t slots = (size_t)p->W * (size_t)a->tables, rows, vals;
+    size_t slots = (size_t)p->accumulate * (size_t)a->tables, rows, vals;
     if (!erase_bytes(1, (int64_t)slots, p->o.micro_size, &rows) || !erase_bytes(rows, 1, a->dim, &vals))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: embedding rows of %d micro-batches overflow", p->W);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: embedding rows of %d micro-batches overflow", p->accumulate);
     TRY(erase_malloc(p->dev, sizeof(int) * slots, (void **)&a->counts));
     TRY(erase_malloc(p->dev, sizeof(uint32_t) * rows, (void **)&a->rows));
     TRY(erase_malloc(p->dev, sizeof(float) * vals, (void **)&a->values));
@@ -155,23 +159,35 @@ static void slot_destroy(erase_pipe_t *p, slot_t *sl)
     }
 }
 
-static erase_status_t new_segment(erase_pipe_t *p, int64_t steps)
+/* This stage's list for a segment of `steps` steps, into p->sc. */
+static erase_status_t build_list(erase_pipe_t *p, int64_t steps)
 {
-    pipe_schedule_free(&p->sc);
-    memset(&p->sc, 0, sizeof p->sc);
     pipe_schedule_options_t so = { .kind = p->o.kind, .stages = p->P, .stage = p->s,
                                    .micro_batches = p->o.micro_batches, .accumulate = p->accumulate,
                                    .steps = steps };
-    TRY(pipe_schedule_build(&so, &p->sc));
-    if (p->sc.max_in_flight > p->K)
-        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: the schedule keeps %d micro-batches in flight, the stage "
-                           "has %d slots", p->sc.max_in_flight, p->K);
+    return pipe_schedule_build(&so, &p->sc);
+}
+
+/* The segment's start: its first step, no slot in use. */
+static void start_segment(erase_pipe_t *p, int64_t steps)
+{
     p->seg_steps = steps;
     p->seg_step = 0;
     p->next = 0;
     p->window = 0;
     for (int k = 0; k < p->K; k++)
         p->slots[k].micro = -1;
+}
+
+static erase_status_t new_segment(erase_pipe_t *p, int64_t steps)
+{
+    pipe_schedule_free(&p->sc);
+    memset(&p->sc, 0, sizeof p->sc);
+    TRY(build_list(p, steps));
+    if (p->sc.max_in_flight > p->K)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: the schedule keeps %d micro-batches in flight, the stage "
+                           "has %d slots", p->sc.max_in_flight, p->K);
+    start_segment(p, steps);
     return ERASE_OK;
 }
 
@@ -192,12 +208,9 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     p->s = erase_comm_rank(o->pp);
     p->blocks = erase_network_blocks(net);
     p->accumulate = o->kind == PIPE_PACI ? (o->accumulate > 0 ? o->accumulate : o->micro_batches) : o->micro_batches;
-    p->W = p->accumulate;
-    /* slots: the most micro-batches any segment keeps in flight */
-    pipe_schedule_options_t so = { .kind = o->kind, .stages = p->P, .stage = p->s,
-                                   .micro_batches = o->micro_batches, .accumulate = p->accumulate,
-                                   .steps = steps };
-    erase_status_t st = pipe_schedule_build(&so, &p->sc);
+    /* slots: the most micro-batches the first segment keeps in flight
+     * (later ones are no longer: new_segment checks) */
+    erase_status_t st = build_list(p, steps);
     if (st == ERASE_OK) {
         p->K = p->sc.max_in_flight > 0 ? p->sc.max_in_flight : 1;
         p->slots = calloc((size_t)p->K, sizeof *p->slots);
@@ -232,9 +245,9 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = erase_memset_sync(p->dev, p->losses, 0, sizeof(float) * (size_t)p->blocks);
     /* the network's gradients accumulate the micro-batches': zero, and room
      * for the embedding rows of W micro-batches */
-    int64_t rows64 = (int64_t)p->W * o->micro_size;
+    int64_t rows64 = (int64_t)p->accumulate * o->micro_size;
     if (st == ERASE_OK && rows64 > INT_MAX)
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: too many rows", p->W,
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: too many rows", p->accumulate,
                          o->micro_size);
     if (st == ERASE_OK)
         st = erase_network_reserve_sparse_rows(net, (int)rows64);
@@ -249,7 +262,7 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     if (st == ERASE_OK && erase_comm_size(o->dp) > 1)
         st = sched_reduce_create(net, o->dp, (int)rows64, &p->reduce);
     if (st == ERASE_OK)
-        st = new_segment(p, steps);
+        start_segment(p, steps);
     if (st != ERASE_OK) {
         erase_error_trail(__FILE__, __LINE__);
         erase_pipe_destroy(p);
@@ -410,7 +423,7 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
     TRY(mark(p, p->side, "backward (early)", 1));
     for (int b = b1 - 1; b >= b0; b--)
         TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
-    TRY(accumulate(p, sl, (int)(micro % p->W), b0, b1, p->side));
+    TRY(accumulate(p, sl, (int)(micro % p->accumulate), b0, b1, p->side));
     TRY(mark(p, p->side, "backward (early)", 0));
     TRY(mark_time_on(p, p->side, PIPE_BACKWARD));
     TRY(erase_event_record(sl->early_done, p->side));
@@ -546,7 +559,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
     p->stats.micro_batches++;
     sl->pending = 0;
     p->window++; /* empty micro-batches too: the list counts every backward */
-    int region = (int)(micro % p->W);
+    int region = (int)(micro % p->accumulate);
     int n = sl->size;
     if (n == 0)
         return ERASE_OK;
@@ -613,9 +626,9 @@ static erase_status_t update(erase_pipe_t *p)
             values[t] = params[a->first + t].grad_values;
         }
         /* regions past the window's micro-batches hold count 0 */
-        TRY(erase_sparse_merge(p->compute, p->W, a->tables, p->o.micro_size, a->dim, 1.0f, a->counts, a->rows,
+        TRY(erase_sparse_merge(p->compute, p->accumulate, a->tables, p->o.micro_size, a->dim, 1.0f, a->counts, a->rows,
                                a->values, counts, rows, values));
-        TRY(erase_memset_async(p->compute, a->counts, 0, sizeof(int) * (size_t)p->W * (size_t)a->tables));
+        TRY(erase_memset_async(p->compute, a->counts, 0, sizeof(int) * (size_t)p->accumulate * (size_t)a->tables));
     }
     TRY(erase_optimizer_begin_step(p->opt, p->compute));
     for (int b = p->o.first; b < p->o.last; b++)
@@ -794,15 +807,7 @@ static const char *const stream_names[] = { "compute", "act_in", "act_out", "gra
 size_t erase_pipe_trace_collect(erase_pipe_t *p, erase_trace_record_t *out, size_t max)
 {
     erase_stream_t *streams[] = { p->compute, p->act_in, p->act_out, p->grad_in, p->grad_out, p->side };
-    size_t n = erase_device_trace_drain(p->dev, out, max, NULL), kept = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < ERASE_PIPE_STREAMS; k++)
-            if (streams[k] && erase_stream_number(streams[k]) == out[i].stream) {
-                out[kept] = out[i];
-                out[kept++].stream = k;
-                break;
-            }
-    return kept;
+    return erase_trace_collect(p->dev, streams, ERASE_PIPE_STREAMS, out, max);
 }
 
 const char *erase_pipe_stream_name(int k)

@@ -8,6 +8,7 @@
 
 #include "lib/sched/plan.h"
 #include "lib/sched/reduce.h"
+#include "lib/sched/trace.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -283,15 +284,7 @@ erase_stream_t *erase_sched_main_stream(erase_sched_t *sc)
 
 size_t erase_sched_trace_collect(erase_sched_t *sc, erase_trace_record_t *out, size_t max)
 {
-    size_t n = erase_device_trace_drain(sc->dev, out, max, NULL), kept = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < sc->plan.nstreams; k++)
-            if (erase_stream_number(sc->streams[k]) == out[i].stream) {
-                out[kept] = out[i];
-                out[kept++].stream = k;
-                break;
-            }
-    return kept;
+    return erase_trace_collect(sc->dev, sc->streams, sc->plan.nstreams, out, max);
 }
 
 const char *erase_sched_stream_name(const erase_sched_t *sc, int k)

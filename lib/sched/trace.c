@@ -109,3 +109,17 @@ size_t erase_trace_write_events(FILE *out, const erase_trace_record_t *rec, size
     }
     return written;
 }
+
+size_t erase_trace_collect(erase_device_t *dev, erase_stream_t *const *streams, int n, erase_trace_record_t *out,
+                           size_t max)
+{
+    size_t got = erase_device_trace_drain(dev, out, max, NULL), kept = 0;
+    for (size_t i = 0; i < got; i++)
+        for (int k = 0; k < n; k++)
+            if (streams[k] && erase_stream_number(streams[k]) == out[i].stream) {
+                out[kept] = out[i];
+                out[kept++].stream = k;
+                break;
+            }
+    return kept;
+}

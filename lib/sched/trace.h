@@ -23,6 +23,16 @@ typedef struct {
 erase_trace_overlap_t erase_trace_overlap(const erase_trace_record_t *rec, size_t n);
 
 /*
+ * Move up to `max` of `dev`'s logged marker records (oldest first,
+ * erase_device_trace_drain) into `out`, keeping those of the n `streams`
+ * (NULL entries skipped) with each record's stream renumbered to its index
+ * in `streams` (a scheduler's or a pipeline stage's own numbering).
+ * Returns how many were kept.
+ */
+size_t erase_trace_collect(erase_device_t *dev, erase_stream_t *const *streams, int n, erase_trace_record_t *out,
+                           size_t max);
+
+/*
  * Write the records as trace-event objects (complete events "ph":"X",
  * times in microseconds from t0_ns) for process `rank`, with thread names
  * stream_names[stream] (the stream's number on the device; NULL: "stream
