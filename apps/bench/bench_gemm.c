@@ -112,13 +112,17 @@ int bench_gemm(int argc, char **argv)
         free(host);
         ERASE_MUST(erase_malloc(dev, sizeof(float) * (size_t)j.m * j.n, (void **)&j.c));
         double flop = 2.0 * j.m * j.n * j.k;
-        int reps = (int)(2e9 / flop); /* about 20 ms a sample at 100 GFLOP/s */
-        if (reps < 1)
-            reps = 1;
         for (int t = 0; t < nthreads; t++) {
             ERASE_MUST(erase_device_set_blas_threads(dev, threads[t]));
             int used = erase_device_blas_threads(dev);
-            run_gemm(&j); /* warm-up */
+            /* about 20 ms a sample: the repeat count from a timed warm-up
+             * call (a tiny GEMM is bound by the stream's launch and
+             * synchronisation, not by its FLOPs: counting from FLOPs alone
+             * gave 16x8x4 two million calls, minutes a sample) */
+            double once = bench_seconds(run_gemm, &j, 1);
+            int reps = once > 0 ? (int)(0.020 / once) : 1;
+            if (reps < 1)
+                reps = 1;
             for (int k = 0; k < samples; k++) { /* interleaved: GEMM, peak, GEMM, peak, ... */
                 sm[k] = bench_seconds(run_gemm, &j, reps) / reps * 1e3;
                 pk[k] = bench_fma_peak_gflops(used, &isa);
