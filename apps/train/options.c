@@ -59,8 +59,9 @@ static const opt_def_t defs[] = {
     { "pp", I(pp), "1", "pipeline stages: the model's blocks split into P stages of consecutive blocks on "
       "different ranks (world size = data-parallel ranks x P)", NULL, FROM_TO(1, 64) },
     { "schedule", S(schedule), "auto", "pipeline schedule: gpipe | 1f1b (flush every step) | paci (no flush, "
-      "drift bounded by --accumulate) | none (data parallel, --early-backward); auto: 1f1b with --pp > 1, else none",
-      "auto|none|gpipe|1f1b|paci", NO_BOUNDS },
+      "drift bounded by --accumulate) | local (stages begin at cuts and train by their local losses: only "
+      "activations cross ranks) | none (data parallel, --early-backward); auto: 1f1b with --pp > 1, else none",
+      "auto|none|gpipe|1f1b|paci|local", NO_BOUNDS },
     { "micro-batches", I(micro_batches), "0", "pipeline micro-batches per global batch (0: --pp)", NULL,
       FROM_TO(0, 65536) },
     { "accumulate", I(accumulate), "0", "paci: backwards each stage accumulates per optimizer step "
@@ -364,14 +365,17 @@ static erase_status_t check_together(const train_options_t *o)
     int pipeline = train_options_pipeline(o);
     const char *schedule = train_options_schedule(o); /* the one a message names: auto's choice */
     if (!pipeline && (o->micro_batches || strcmp(o->stages, "even")))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b "
-                           "or paci)", o->micro_batches ? "--micro-batches" : "--stages");
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, "
+                           "paci or local)", o->micro_batches ? "--micro-batches" : "--stages");
     if (o->pp > 1 && !strcmp(o->schedule, "none"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld with --schedule none: stages need a pipeline schedule "
-                           "(gpipe, 1f1b or paci)", (long long)o->pp);
+                           "(gpipe, 1f1b, paci or local)", (long long)o->pp);
     if (pipeline && o->eval_only)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: evaluates data-parallel checkpoints on data-parallel "
                            "ranks; drop --pp and --schedule");
+    if (pipeline && o->grad_clip > 0 && !strcmp(schedule, "local"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--grad-clip with --schedule local: the stage executor does not clip "
+                           "(each sub-graph's norm would be its stage's own; not built); clip without a pipeline");
     if (pipeline && o->grad_clip > 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--grad-clip with --schedule %s: the gradient norm spans the stages "
                            "(a synchronisation paci does without); clip without a pipeline", schedule);

@@ -31,7 +31,7 @@ typedef struct {
     char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
     /* pipelines (README, Pipelines; apps/train/pipeline.h) */
     int64_t pp;                 /* pipeline stages P (world size = dp x P) */
-    char schedule[8];           /* auto | none | gpipe | 1f1b | paci */
+    char schedule[8];           /* auto | none | gpipe | 1f1b | paci | local */
     int64_t micro_batches;      /* M per global batch; 0: P */
     int64_t accumulate;         /* paci: backwards per stage update; 0: M */
     char stages[256];           /* even | auto | first blocks "0,3,5" */

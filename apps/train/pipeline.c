@@ -76,7 +76,7 @@ static erase_status_t time_blocks(const erase_model_config_t *cfg, erase_device_
 /* The contiguous split of B blocks into P stages whose slowest stage is
  * fastest: best[s][b] = the least maximum over splits of blocks [0, b)
  * into s stages. */
-static void balance(const double *ms, int B, int P, uint32_t cuts, int *first)
+static void balance(const double *ms, int B, int P, uint32_t cuts, int local, int *first)
 {
     double pre[ERASE_MAX_BLOCKS + 1] = { 0 };
     for (int b = 0; b < B; b++)
@@ -90,8 +90,8 @@ static void balance(const double *ms, int B, int P, uint32_t cuts, int *first)
     for (int s = 1; s <= P; s++)
         for (int b = s; b <= B; b++)
             for (int a = s - 1; a < b; a++) {
-                if (best[s - 1][a] == DBL_MAX || (a > 0 && (cuts >> a & 1u)))
-                    continue; /* a stage cannot begin at a cut */
+                if (best[s - 1][a] == DBL_MAX || (a > 0 && (int)(cuts >> a & 1u) != local))
+                    continue; /* a stage begins at a cut under local, else at an attached boundary */
                 double stage = pre[b] - pre[a], worst = stage > best[s - 1][a] ? stage : best[s - 1][a];
                 if (worst < best[s][b]) {
                     best[s][b] = worst;
@@ -99,7 +99,7 @@ static void balance(const double *ms, int B, int P, uint32_t cuts, int *first)
                 }
             }
     int b = B;
-    if (best[P][B] == DBL_MAX) /* not enough attached boundaries: the caller checked */
+    if (best[P][B] == DBL_MAX) /* not enough boundaries of the kind: the caller checked */
         return;
     for (int s = P; s >= 1; s--) {
         first[s - 1] = from[s][b];
@@ -107,32 +107,46 @@ static void balance(const double *ms, int B, int P, uint32_t cuts, int *first)
     }
 }
 
-/* A stage boundary must be attached: the gradient crosses it. */
+/* A stage boundary of gpipe, 1f1b and paci must be attached (the
+ * gradient crosses it); of local, a cut (only activations cross it). */
 static erase_status_t check_boundaries(const erase_model_config_t *cfg, const train_stages_t *st)
 {
-    for (int s = 1; s < st->P; s++)
-        if (cfg->cut_mask >> st->first[s] & 1u)
+    for (int s = 1; s < st->P; s++) {
+        int cut = cfg->cut_mask >> st->first[s] & 1u;
+        if (cut && !st->local)
             return ERASE_ERROR(ERASE_ERR_INVALID, "--stages: stage %d begins at block %d, after a cut: a stage "
                                "boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin "
-                               "at cuts are local parallelism, not built yet); choose other stages or --cuts", s, st->first[s]);
+                               "at cuts are --schedule local); choose other stages or --cuts", s, st->first[s]);
+        if (!cut && st->local)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--stages: stage %d begins at block %d, not at a cut: a stage "
+                               "boundary of --schedule local must be a cut (only activations cross it); choose "
+                               "other stages (--stages auto picks cuts) or --cuts", s, st->first[s]);
+    }
     return ERASE_OK;
 }
 
-erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P,
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P, int local,
                                      train_stages_t *out)
 {
     memset(out, 0, sizeof *out);
-    int B = erase_model_config_blocks(cfg), attached = 1;
-    for (int b = 1; b < B; b++)
+    int B = erase_model_config_blocks(cfg), attached = 1, cuts = 1;
+    for (int b = 1; b < B; b++) {
         attached += !(cfg->cut_mask >> b & 1u);
+        cuts += cfg->cut_mask >> b & 1u;
+    }
     out->P = P;
+    out->local = local;
     if (P > B)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the %s model has %d blocks, at most one stage per block",
                            P, erase_model_config_name(cfg), B);
-    if (P > attached)
+    if (P > attached && !local)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the model has %d attached boundaries (stage boundaries "
                            "carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts", P,
                            attached - 1);
+    if (P > cuts && local)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d --schedule local: the model has %d cut%s (stage boundaries "
+                           "of local parallelism are cuts); use fewer stages or more --cuts", P, cuts - 1,
+                           cuts == 2 ? "" : "s");
     out->first[P] = B;
     if (!strcmp(spec, "auto")) {
         out->measured = 1; /* erase-train measures: train_pipeline_balance */
@@ -155,7 +169,7 @@ erase_status_t train_pipeline_balance(const erase_model_config_t *cfg, erase_dev
     ERASE_CHECK(erase_allreduce(erase_world_comm(), host, st->block_ms, st->block_ms, (size_t)B, ERASE_DTYPE_F64,
                                 ERASE_REDUCE_MEAN));
     ERASE_CHECK(erase_stream_synchronize(host));
-    balance(st->block_ms, B, st->P, cfg->cut_mask, st->first);
+    balance(st->block_ms, B, st->P, cfg->cut_mask, st->local, st->first);
     return check_boundaries(cfg, st);
 }
 

@@ -19,6 +19,8 @@ typedef struct {
     int first[ERASE_MAX_BLOCKS + 1];
     double block_ms[ERASE_MAX_BLOCKS];  /* --stages auto: each block's measured forward + backward */
     int measured;                       /* --stages auto: 1 measured (block_ms), 2 a resumed checkpoint's */
+    int local;                          /* --schedule local: stages begin at cuts (else at attached
+                                         * boundaries) */
 } train_stages_t;
 
 /*
@@ -26,18 +28,20 @@ typedef struct {
  * --stages says: "even" (first[s] = floor(s B / P)), a list of each
  * stage's first block ("0,3,5": P entries, increasing, the first 0), or
  * "auto" (out->measured set; train_pipeline_balance chooses them). A
- * stage boundary must be attached. Local. Errors: ERASE_ERR_INVALID (a
- * bad list, P > blocks or attached boundaries, a stage beginning after a
- * cut; naming --stages / --pp and what was expected).
+ * stage boundary must be attached, or with `local` (--schedule local) a
+ * cut. Not collective. Errors: ERASE_ERR_INVALID (a bad list, P > blocks
+ * or boundaries of the kind, a stage beginning at the other kind; naming
+ * --stages / --pp and what was expected).
  */
-erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P,
+erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P, int local,
                                      train_stages_t *out);
 
 /*
  * --stages auto: every rank times each block's forward and backward on a
  * random micro-batch of `micro` samples (one warm-up round, then the
  * median of 3), the times are averaged over the world so every rank
- * agrees, and the contiguous split at attached boundaries that minimizes
+ * agrees, and the contiguous split at attached boundaries (local: at
+ * cuts) that minimizes
  * the slowest stage's time is taken (exhaustive dynamic programming, B <=
  * 32). Collective over the world. Errors: those of the timing pass and
  * the collectives.

@@ -11,6 +11,7 @@
 #include "apps/train/json.h"
 
 #include "apps/train/checkpoint.h"
+#include "apps/train/batch_ring.h"
 #include "apps/train/pipeline.h"
 #include "apps/train/task.h"
 #include "io/checkpoint.h"
@@ -47,6 +48,8 @@ typedef struct {
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
     erase_pipe_stats_t pipe_warm;    /* its figures after the warm-up steps (the timing excludes them) */
+    train_batch_ring_t *behind;      /* --schedule local, last stage: the batches its outputs are of
+                                      * (it trains in step t the batch of step t - (P-1)) */
     erase_reader_t *train, *eval;
     int64_t global_batch;            /* samples per step over all ranks (batch_sizes) */
     int64_t rank_batch;              /* the most samples a rank's share of a step has: ceil(G / D) */
@@ -67,6 +70,8 @@ typedef struct {
     int64_t window_steps;
     int64_t window_skipped;          /* of them, skipped for non-finite gradients */
     double block_loss[ERASE_MAX_BLOCKS];
+    double block_steps[ERASE_MAX_BLOCKS]; /* the window's steps that trained each block (local: not its
+                                      * stage's fill steps) */
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
@@ -194,7 +199,8 @@ static erase_status_t pipeline_model(run_t *r)
                            "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md; e.g. "
                            "jobs/gpt-shakespeare-pp.cfg)",
                            P, P - 1);
-    return train_pipeline_stages(r->o->stages, &r->cfg, P, &r->stages);
+    return train_pipeline_stages(r->o->stages, &r->cfg, P, !strcmp(train_options_schedule(r->o), "local"),
+                                 &r->stages);
 }
 
 /* The model: its file (or reference sizes) and --cuts, or with
@@ -455,6 +461,10 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
                                   .early_backward = strcmp(o->early_backward, "off") != 0 };
     TRY(erase_pipe_create(r->net, r->opt, po, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1,
                           &r->pipe));
+    if (kind == PIPE_LOCAL && w->pp_size > 1 && w->pp_rank == w->pp_size - 1) {
+        erase_reader_info_t info = erase_reader_info(r->train);
+        TRY(train_batch_ring_create(&info.layout, r->rank_batch, w->pp_size, &r->behind));
+    }
     return ERASE_OK;
 }
 
@@ -600,6 +610,10 @@ static erase_status_t reduce_metrics(run_t *r, train_task_part_t part)
  */
 static erase_status_t evaluate(run_t *r)
 {
+    /* local: stage s is s batches behind stage 0; drained, the stages
+     * hold the weights the model trained on one rank would */
+    if (r->pipe && r->pipe_o.kind == PIPE_LOCAL)
+        TRY(erase_pipe_drain(r->pipe, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1));
     double t0 = erase_now_s();
     r->task->clear(r->ts, TRAIN_TASK_EVAL);
     erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
@@ -656,8 +670,10 @@ static erase_status_t log_progress(run_t *r, int force)
     if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
         return ERASE_OK;
     TRY(reduce_metrics(r, TRAIN_TASK_WINDOW));
-    if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) */
+    if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) and steps */
         TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_loss, r->block_loss,
+                            (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
+        TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_steps, r->block_steps,
                             (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
         TRY(erase_stream_synchronize(r->host));
     }
@@ -707,7 +723,7 @@ static erase_status_t log_progress(run_t *r, int force)
         fprintf(r->metrics, ",\"lr\":%s,\"block_losses\":[", json_number(v, "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++)
             fprintf(r->metrics, "%s%s", b ? "," : "",
-                    json_number(v, "%.6f", r->block_loss[b] / (double)r->window_steps));
+                    json_number(v, "%.6f", r->block_steps[b] > 0 ? r->block_loss[b] / r->block_steps[b] : 0.0));
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
@@ -715,7 +731,7 @@ static erase_status_t log_progress(run_t *r, int force)
     r->window_steps = 0;
     r->window_skipped = 0;
     for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
-        r->block_loss[b] = 0;
+        r->block_loss[b] = r->block_steps[b] = 0;
     return ERASE_OK;
 }
 
@@ -863,12 +879,21 @@ static erase_status_t train_loop(run_t *r)
         TRY(check_nonfinite(r));
         if (!r->pipe)
             TRY(read_outputs(r, (int)b.size));
-        if (has_outputs(r))
-            r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, &b);
+        const erase_reader_batch_t *scored = &b; /* the batch the outputs are of */
+        if (r->behind) {
+            TRY(train_batch_ring_push(r->behind, &b));
+            scored = erase_pipe_step_samples(r->pipe) ? train_batch_ring_get(r->behind, r->w->pp_size - 1) : NULL;
+        }
+        if (has_outputs(r) && scored)
+            r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, scored);
         float losses[ERASE_MAX_BLOCKS];
         TRY(read_losses(r, losses)); /* a pipeline stage's own blocks' (summed over the stages at the log) */
+        int from = r->pipe ? r->pipe_o.first : 0, to = r->pipe ? r->pipe_o.last : blocks;
+        int trained = !r->pipe || erase_pipe_step_samples(r->pipe) > 0; /* local: not a fill step */
         for (int k = 0; k < blocks; k++)
             r->block_loss[k] += losses[k];
+        for (int k = from; k < to; k++)
+            r->block_steps[k] += trained;
         r->window_steps++;
         if (o->trace[0] && r->step == trace_to)
             TRY(write_trace(r, trace_t0));
@@ -1252,6 +1277,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
     erase_pipe_destroy(r.pipe);
+    train_batch_ring_destroy(r.behind);
     erase_optimizer_destroy(r.opt);
     if (r.task && r.task->destroy)
         r.task->destroy(r.ts);

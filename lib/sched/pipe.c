@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_ACTIVATION = 1, TAG_GRADIENT = 2, TAG_PREDICT = 3 };
+enum { TAG_ACTIVATION = 1, TAG_GRADIENT = 2, TAG_PREDICT = 3, TAG_VERSION = 4 };
 
 /* An activation slot: a replica and the micro-batch it holds. */
 typedef struct {
@@ -45,8 +45,30 @@ struct erase_pipe {
     erase_pipe_options_t o;
     erase_device_t *dev;
     int P, s, K, blocks;
-    int accumulate;                 /* a: backwards per UPDATE (gpipe, 1f1b: M), the micro-batches
+    int accumulate;                 /* a: backwards per UPDATE (gpipe, 1f1b, local: M), the micro-batches
                                      * of an update's window: its embedding packs hold as many */
+    int local;                      /* the local schedule: no gradient crosses a stage boundary */
+    /* local: stage s runs in segment step t the batch of step t - s, kept
+     * in a ring of s + 1 device copies (ring[i mod R] holds batch i) */
+    int lead, R;
+    erase_batch_t *ring;
+    int *ring_size;
+    int64_t cur;                    /* the batch the micro-batch offsets are of (-1: none) */
+    const erase_batch_t *cur_batch;
+    int step_samples;               /* samples this stage trained in the last step (0: a fill step) */
+    /* local, s < P-1: a batch's activations leave in the next step (when
+     * s+1 trains it), so they are copied out of the slots into one of two
+     * send buffers [M x micro_size, width], each with the version of the
+     * weights that computed them; a buffer is reused two batches later,
+     * after its sends (send_free), which s+1 received a step before */
+    float *send_buf[2];
+    int64_t *send_version[2];
+    erase_event_t *send_free[2], *send_ready;
+    int send_used[2];
+    int64_t *version_in;            /* local, device: the version s-1 sent with the step's batch */
+    int64_t version_own;            /* this stage's updates when it received it */
+    int version_pending;            /* version_in awaits its accounting */
+    int64_t version_base;           /* the optimizer clock's step minus `updates` */
     /* the segment */
     pipe_schedule_t sc;
     int64_t seg_steps, seg_step, next;
@@ -73,6 +95,7 @@ struct erase_pipe {
     erase_event_t **tev;
     unsigned char *tkind;           /* [ntev / 2]: pipe_action_kind_t of each pair */
     int ntev, tev_used;
+    int open_compute, open_side;    /* the open span's pair on each stream (-1: none) */
     double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
     int nspans;
     erase_event_t *origin;          /* the step's start on compute, before any wait */
@@ -93,8 +116,8 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
     int P = erase_comm_size(o->pp);
     if (P < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: no pipeline group");
-    if (o->kind < PIPE_GPIPE || o->kind > PIPE_PACI)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: schedule %d (gpipe, 1f1b or paci)", (int)o->kind);
+    if (!pipe_kind_name(o->kind))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: schedule %d (gpipe, 1f1b, paci or local)", (int)o->kind);
     if (o->micro_batches < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches (expected >= 1)", o->micro_batches);
     if (o->micro_size < 1 || o->micro_size > erase_network_max_batch(net))
@@ -109,12 +132,20 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: stage %d of %d holds blocks [%d, %d) of %d (stage 0 "
                            "starts at block 0, the last stage ends at the last block)", s, P, o->first, o->last,
                            blocks);
-    int ends[2] = { o->first, o->last }; /* the stage's two boundaries (not cuts: 0 and blocks) */
-    for (int i = 0; i < 2; i++)
-        if (erase_network_is_cut(net, ends[i]))
+    int ends[2] = { o->first, o->last }; /* the stage's boundaries with other stages */
+    for (int i = 0; i < 2; i++) {
+        if (ends[i] == 0 || ends[i] == blocks)
+            continue;
+        int cut = erase_network_is_cut(net, ends[i]);
+        if (cut && o->kind != PIPE_LOCAL)
             return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: boundary %d (before block %s) is a cut: a stage "
                                "boundary of gpipe, 1f1b or paci carries the gradient back (stages that begin "
-                               "at cuts are local parallelism, not built yet)", ends[i], erase_network_block_name(net, ends[i]));
+                               "at cuts are --schedule local)", ends[i], erase_network_block_name(net, ends[i]));
+        if (!cut && o->kind == PIPE_LOCAL)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: boundary %d (before block %s) is attached: a stage "
+                               "boundary of --schedule local must be a cut (only activations cross stages)",
+                               ends[i], erase_network_block_name(net, ends[i]));
+    }
     return ERASE_OK;
 }
 
@@ -159,6 +190,24 @@ static void slot_destroy(erase_pipe_t *p, slot_t *sl)
     }
 }
 
+/* Local: the two send buffers of the stage's output activations. */
+static erase_status_t send_buffers(erase_pipe_t *p)
+{
+    int w;
+    (void)erase_network_block_input(p->net, p->o.last, &w);
+    size_t bytes;
+    if (!erase_bytes(sizeof(float) * (size_t)p->o.micro_batches, p->o.micro_size, w, &bytes))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d x %d activations overflow",
+                           p->o.micro_batches, p->o.micro_size, w);
+    for (int i = 0; i < 2; i++) {
+        TRY(erase_malloc(p->dev, bytes, (void **)&p->send_buf[i]));
+        TRY(erase_malloc(p->dev, sizeof(int64_t), (void **)&p->send_version[i]));
+        TRY(erase_event_create(p->dev, &p->send_free[i]));
+    }
+    TRY(erase_event_create(p->dev, &p->send_ready));
+    return ERASE_OK;
+}
+
 /* This stage's list for a segment of `steps` steps, into p->sc. */
 static erase_status_t build_list(erase_pipe_t *p, int64_t steps)
 {
@@ -175,6 +224,8 @@ static void start_segment(erase_pipe_t *p, int64_t steps)
     p->seg_step = 0;
     p->next = 0;
     p->window = 0;
+    p->cur = -1;
+    p->version_base = p->clock.step - p->updates; /* the clock as read last (a resumed run's) */
     for (int k = 0; k < p->K; k++)
         p->slots[k].micro = -1;
 }
@@ -208,11 +259,16 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     p->s = erase_comm_rank(o->pp);
     p->blocks = erase_network_blocks(net);
     p->accumulate = o->kind == PIPE_PACI ? (o->accumulate > 0 ? o->accumulate : o->micro_batches) : o->micro_batches;
+    p->local = o->kind == PIPE_LOCAL;
+    p->lead = p->local ? p->s : 0;
+    p->open_compute = p->open_side = -1;
     /* slots: the most micro-batches the first segment keeps in flight
      * (later ones are no longer: new_segment checks) */
     erase_status_t st = build_list(p, steps);
     if (st == ERASE_OK) {
         p->K = p->sc.max_in_flight > 0 ? p->sc.max_in_flight : 1;
+        if (p->local) /* two: a micro-batch's receive and send overlap its neighbours' compute */
+            p->K = 2;
         p->slots = calloc((size_t)p->K, sizeof *p->slots);
         p->offset = calloc((size_t)o->micro_batches + 1, sizeof *p->offset);
         if (!p->slots || !p->offset)
@@ -235,6 +291,21 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = slot_create(p, &p->slots[k]);
     if (st == ERASE_OK)
         st = erase_event_create(p->dev, &p->origin);
+    if (st == ERASE_OK && p->local) {
+        p->R = p->s + 1;
+        p->ring = calloc((size_t)p->R, sizeof *p->ring);
+        p->ring_size = calloc((size_t)p->R, sizeof *p->ring_size);
+        if (!p->ring || !p->ring_size)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d batches", p->R);
+        for (int i = 0; st == ERASE_OK && i < p->R; i++)
+            st = erase_network_batch_alloc(net, erase_network_max_batch(net), &p->ring[i]);
+        if (st == ERASE_OK)
+            st = erase_malloc(p->dev, sizeof(int64_t), (void **)&p->version_in);
+        if (st == ERASE_OK && !is_last(p))
+            st = send_buffers(p);
+    }
+    if (st == ERASE_OK)
+        st = erase_optimizer_read_clock(opt, &p->clock);
     if (st == ERASE_OK && o->trace)
         st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
     if (st == ERASE_OK)
@@ -289,6 +360,17 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int k = 0; p->slots && k < p->K; k++)
         slot_destroy(p, &p->slots[k]);
     free(p->slots);
+    for (int i = 0; p->ring && i < p->R; i++)
+        erase_network_batch_free(p->net, &p->ring[i]);
+    free(p->ring);
+    free(p->ring_size);
+    erase_free(p->dev, p->version_in);
+    for (int i = 0; i < 2; i++) {
+        erase_free(p->dev, p->send_buf[i]);
+        erase_free(p->dev, p->send_version[i]);
+        erase_event_destroy(p->send_free[i]);
+    }
+    erase_event_destroy(p->send_ready);
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
         erase_stream_destroy(streams[i]);
     if (p->eval_batch.size)
@@ -314,10 +396,18 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
 
 /* ---- timing ------------------------------------------------------------------ */
 
-/* Record the next timing event on stream s (pairs: begin, end; the
- * step's first on the compute stream). */
-static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_action_kind_t kind)
+/* Record the begin (open < 0: a new pair, its index into *open) or the
+ * end (the pair *open, then closed) of a timing span on stream s. Each
+ * stream has at most one span open: the compute stream's and the side
+ * stream's may interleave (an early backward inside a forward), so a pair
+ * is reserved at its begin. */
+static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_action_kind_t kind, int *open)
 {
+    if (*open >= 0) {
+        TRY(erase_event_record(p->tev[*open + 1], s));
+        *open = -1;
+        return ERASE_OK;
+    }
     if (p->tev_used == p->ntev) {
         int cap = p->ntev ? 2 * p->ntev : 64;
         erase_event_t **t = realloc(p->tev, (size_t)cap * sizeof *t);
@@ -338,14 +428,16 @@ static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_acti
         p->ntev = cap;
     }
     p->tkind[p->tev_used / 2] = (unsigned char)kind;
-    TRY(erase_event_record(p->tev[p->tev_used++], s));
+    *open = p->tev_used;
+    p->tev_used += 2;
+    TRY(erase_event_record(p->tev[*open], s));
     return ERASE_OK;
 }
 
 /* The same on the compute stream, for an action of `kind`. */
 static erase_status_t mark_time(erase_pipe_t *p, pipe_action_kind_t kind)
 {
-    return mark_time_on(p, p->compute, kind);
+    return mark_time_on(p, p->compute, kind, &p->open_compute);
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -419,18 +511,18 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
     TRY(erase_stream_wait_event(p->side, sl->early_done));
     if (b0 == p->o.first && sl->sent_grad) /* the previous occupant's input gradient has left */
         TRY(erase_stream_wait_event(p->side, sl->grad_sent));
-    TRY(mark_time_on(p, p->side, PIPE_BACKWARD));
+    TRY(mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
     TRY(mark(p, p->side, "backward (early)", 1));
     for (int b = b1 - 1; b >= b0; b--)
         TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
     TRY(accumulate(p, sl, (int)(micro % p->accumulate), b0, b1, p->side));
     TRY(mark(p, p->side, "backward (early)", 0));
-    TRY(mark_time_on(p, p->side, PIPE_BACKWARD));
+    TRY(mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
     TRY(erase_event_record(sl->early_done, p->side));
     TRY(erase_event_record(p->side_done, p->side));
     sl->early = 1;
     p->side_used = 1;
-    if (b0 == p->o.first && !is_first(p)) {
+    if (b0 == p->o.first && !is_first(p) && !p->local) {
         int w;
         const float *g = erase_network_input_grad(r, p->o.first, &w);
         TRY(erase_stream_wait_event(p->grad_out, sl->early_done));
@@ -441,16 +533,90 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
         TRY(erase_event_record(sl->grad_sent, p->grad_out));
         sl->sent_grad = 1;
         p->stats.bytes_sent += (int64_t)sl->size * w * (int64_t)sizeof(float);
+        p->stats.gradient_bytes += (int64_t)sl->size * w * (int64_t)sizeof(float);
     }
+    return ERASE_OK;
+}
+
+/* Make batch i (segment numbering) the one whose micro-batches are cut:
+ * the step's own (`batch`), or under local the ring's copy of step i's.
+ * Micro-batch j of it takes samples [floor(j n / M), floor((j+1) n / M)). */
+static erase_status_t use_batch(erase_pipe_t *p, int64_t i, const erase_batch_t *batch)
+{
+    if (i == p->cur)
+        return ERASE_OK;
+    if (p->local) {
+        if (i < 0 || i > p->seg_step || i + p->R <= p->seg_step)
+            return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d needs batch %lld in step %lld (it keeps %d)",
+                               p->s, (long long)i, (long long)p->seg_step, p->R);
+        batch = &p->ring[i % p->R];
+        p->step_size = p->ring_size[i % p->R];
+    } else {
+        if (i != p->seg_step || !batch)
+            return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list forwards batch %lld in step %lld", p->s,
+                               (long long)i, (long long)p->seg_step);
+        p->step_size = batch->size;
+    }
+    int M = p->o.micro_batches;
+    for (int j = 0; j <= M; j++)
+        p->offset[j] = (int)((int64_t)j * p->step_size / M);
+    p->cur = i;
+    p->cur_batch = batch;
+    return ERASE_OK;
+}
+
+/* Local: the version of this stage's weights that forwards the occupant
+ * of sl (the batch's first micro-batch) to s+1, and from s-1 the version
+ * of the weights that computed its input, ahead of the activations on
+ * the same link; the lag is accounted once the receive is done
+ * (account_version). */
+static erase_status_t exchange_version(erase_pipe_t *p)
+{
+    if (!is_first(p)) {
+        TRY(erase_recv(p->o.pp, p->act_in, p->version_in, 1, ERASE_DTYPE_I64, p->s - 1, TAG_VERSION));
+        p->version_own = p->version_base + p->updates;
+        p->version_pending = 1;
+        p->stats.bytes_received += (int64_t)sizeof(int64_t);
+    }
+    if (!is_last(p)) {
+        int k = (int)(p->cur % 2);
+        if (p->send_used[k]) /* the batch two before has left */
+            TRY(erase_stream_wait_event(p->compute, p->send_free[k]));
+        p->send_used[k] = 1;
+        TRY(erase_memcpy_async(p->compute, p->send_version[k], &erase_optimizer_clock(p->opt)->step,
+                               sizeof(int64_t)));
+        TRY(erase_event_record(p->send_ready, p->compute));
+        TRY(erase_stream_wait_event(p->act_out, p->send_ready));
+        TRY(erase_send(p->o.pp, p->act_out, p->send_version[k], 1, ERASE_DTYPE_I64, p->s + 1, TAG_VERSION));
+        p->stats.bytes_sent += (int64_t)sizeof(int64_t);
+    }
+    return ERASE_OK;
+}
+
+/* After the receive streams are synchronized: the lag of the batch whose
+ * version arrived (this stage's updates minus those of s-1's weights that
+ * computed its input; 0: the arithmetic of one rank). */
+static erase_status_t account_version(erase_pipe_t *p)
+{
+    if (!p->version_pending)
+        return ERASE_OK;
+    int64_t v;
+    TRY(erase_memcpy_sync(p->dev, &v, p->version_in, sizeof v));
+    int64_t lag = p->version_own - v;
+    int64_t bin = lag < 0 ? -lag : lag;
+    p->stats.lag[bin < ERASE_PIPE_MAX_DRIFT ? bin : ERASE_PIPE_MAX_DRIFT - 1]++;
+    if (bin > p->stats.max_lag)
+        p->stats.max_lag = (int)bin;
+    p->stats.lag_batches++;
+    p->version_pending = 0;
     return ERASE_OK;
 }
 
 static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_t *batch, float *outputs)
 {
-    int64_t j = micro - p->seg_step * p->o.micro_batches;
-    if (j < 0 || j >= p->o.micro_batches)
-        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list forwards micro-batch %lld in step %lld",
-                           p->s, (long long)micro, (long long)p->seg_step);
+    TRY(use_batch(p, micro / p->o.micro_batches, batch));
+    batch = p->cur_batch;
+    int64_t j = micro % p->o.micro_batches;
     slot_t *sl = &p->slots[micro % p->K];
     if (sl->micro >= 0 && sl->micro + p->K != micro)
         return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: slot %lld holds micro-batch %lld, needed for %lld",
@@ -460,6 +626,9 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     sl->pending = 1;
     sl->size = n;
     sl->updates_at_forward = p->updates;
+    if (p->local && j == 0)
+        TRY(exchange_version(p));
+    p->step_samples += n;
     if (n == 0)
         return ERASE_OK; /* every stage skips an empty micro-batch alike */
     erase_network_t *r = sl->net;
@@ -474,6 +643,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
         TRY(erase_event_record(sl->recv_done, p->act_in));
         TRY(erase_stream_wait_event(p->compute, sl->recv_done));
         p->stats.bytes_received += (int64_t)n * w * (int64_t)sizeof(float);
+        p->stats.activation_bytes += (int64_t)n * w * (int64_t)sizeof(float);
     }
     if (sl->sent_act) /* the previous occupant's activation has left */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
@@ -498,19 +668,27 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
         TRY(erase_memcpy_async(p->compute, outputs + (size_t)first * (size_t)w, z,
                                sizeof(float) * (size_t)n * (size_t)w));
     }
+    const float *y = is_last(p) ? NULL : erase_network_block_input(r, p->o.last, &w);
+    if (y && p->local) { /* into the batch's send buffer: it leaves in the next step */
+        float *to = p->send_buf[p->cur % 2] + (size_t)p->offset[j] * (size_t)w;
+        TRY(erase_memcpy_async(p->compute, to, y, sizeof(float) * (size_t)n * (size_t)w));
+        y = to;
+    }
     TRY(mark(p, p->compute, "forward", 0));
     TRY(mark_time(p, PIPE_FORWARD));
     TRY(erase_event_record(sl->fwd_done, p->compute));
     sl->forwarded = 1;
-    if (!is_last(p)) {
-        const float *y = erase_network_block_input(r, p->o.last, &w);
+    if (y) {
         TRY(erase_stream_wait_event(p->act_out, sl->fwd_done));
         TRY(mark(p, p->act_out, "send activation", 1));
         TRY(erase_send(p->o.pp, p->act_out, y, (size_t)n * (size_t)w, ERASE_DTYPE_F32, p->s + 1, TAG_ACTIVATION));
         TRY(mark(p, p->act_out, "send activation", 0));
-        TRY(erase_event_record(sl->act_sent, p->act_out));
-        sl->sent_act = 1;
+        if (!p->local) { /* local: the send buffer's event (update) */
+            TRY(erase_event_record(sl->act_sent, p->act_out));
+            sl->sent_act = 1;
+        }
         p->stats.bytes_sent += (int64_t)n * w * (int64_t)sizeof(float);
+        p->stats.activation_bytes += (int64_t)n * w * (int64_t)sizeof(float);
     }
     return ERASE_OK;
 }
@@ -565,7 +743,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         return ERASE_OK;
     erase_network_t *r = sl->net;
     int w;
-    if (!is_last(p)) {
+    if (!is_last(p) && !p->local) {
         float *g = erase_network_input_grad(r, p->o.last, &w);
         if (sl->backwarded) /* the previous occupant's backward read it */
             TRY(erase_stream_wait_event(p->grad_in, sl->bwd_done));
@@ -575,6 +753,8 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_event_record(sl->grad_recvd, p->grad_in));
         TRY(erase_stream_wait_event(p->compute, sl->grad_recvd));
         p->stats.bytes_received += (int64_t)n * w * (int64_t)sizeof(float);
+        p->stats.gradient_bytes += (int64_t)n * w * (int64_t)sizeof(float);
+        p->stats.gradient_receives++;
     }
     if (sl->sent_grad) /* the previous occupant's input gradient has left */
         TRY(erase_stream_wait_event(p->compute, sl->grad_sent));
@@ -591,7 +771,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_stream_wait_event(p->compute, sl->early_done));
     TRY(erase_event_record(sl->bwd_done, p->compute));
     sl->backwarded = 1;
-    if (!is_first(p) && p->tail == p->o.first) { /* else sent by the early backward */
+    if (!is_first(p) && p->tail == p->o.first && !p->local) { /* else sent by the early backward */
         const float *g = erase_network_input_grad(r, p->o.first, &w);
         TRY(erase_stream_wait_event(p->grad_out, sl->bwd_done));
         TRY(mark(p, p->grad_out, "send gradient", 1));
@@ -600,6 +780,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_event_record(sl->grad_sent, p->grad_out));
         sl->sent_grad = 1;
         p->stats.bytes_sent += (int64_t)n * w * (int64_t)sizeof(float);
+        p->stats.gradient_bytes += (int64_t)n * w * (int64_t)sizeof(float);
     }
     return ERASE_OK;
 }
@@ -609,6 +790,8 @@ static erase_status_t update(erase_pipe_t *p)
 {
     if (p->side_used) /* the early backwards' accumulations */
         TRY(erase_stream_wait_event(p->compute, p->side_done));
+    if (p->local && !is_last(p)) /* the batch's sends are all enqueued */
+        TRY(erase_event_record(p->send_free[p->cur % 2], p->act_out));
     TRY(mark_time(p, PIPE_UPDATE));
     TRY(mark(p, p->compute, "update", 1));
     int np;
@@ -671,15 +854,17 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
     if (batch->size < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples", batch->size);
     int M = p->o.micro_batches;
-    for (int j = 0; j <= M; j++)
-        p->offset[j] = (int)((int64_t)j * batch->size / M);
-    for (int j = 0; j < M; j++)
-        if (p->offset[j + 1] - p->offset[j] > p->o.micro_size)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
-                               "%d samples in one", batch->size, M, p->o.micro_size);
-    p->step_size = batch->size;
+    if (((int64_t)batch->size + M - 1) / M > p->o.micro_size)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
+                           "%d samples in one", batch->size, M, p->o.micro_size);
     TRY(erase_event_record(p->origin, p->compute));
     TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
+    p->step_samples = 0;
+    if (p->local) { /* the step's batch waits in the ring for its turn (this step's on stage 0) */
+        int k = (int)(p->seg_step % p->R);
+        TRY(erase_network_batch_copy(p->net, p->compute, batch, 0, batch->size, &p->ring[k]));
+        p->ring_size[k] = batch->size;
+    }
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
     p->seg_step++;
@@ -708,6 +893,7 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     /* not the sends: a gradient sent in this step may be received in the
      * next one (paci), and the host's next collective must not wait for it */
     TRY(wait_streams(p, 0));
+    TRY(account_version(p));
     TRY(account_time(p));
     p->tev_used = 0;
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
@@ -720,11 +906,30 @@ erase_status_t erase_pipe_read_losses(erase_pipe_t *p, float *out)
     return ERASE_OK;
 }
 
+/* Local: the batches this stage has not trained yet (its last s, those
+ * of steps seg_step-s .. seg_step-1), one after another as its list has
+ * them; their losses are not reported (a step's are). */
+static erase_status_t drain_local(erase_pipe_t *p, int *in_flight)
+{
+    while (p->next < p->sc.count && p->sc.actions[p->next].micro / p->o.micro_batches < p->seg_step) {
+        const pipe_action_t *a = &p->sc.actions[p->next++];
+        TRY(run_action(p, a, NULL, NULL));
+        if (a->kind == PIPE_UPDATE) {
+            (*in_flight)++;
+            TRY(wait_streams(p, 0));
+            TRY(account_version(p));
+        }
+    }
+    return ERASE_OK;
+}
+
 erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
 {
     double t0 = erase_now_s();
     int in_flight = 0;
     TRY(erase_event_record(p->origin, p->compute));
+    if (p->local)
+        TRY(drain_local(p, &in_flight));
     /* the micro-batches forwarded and not backwarded, oldest first (the
      * cool-down of every stage, so the messages match) */
     for (;;) {
@@ -780,6 +985,8 @@ erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, f
     TRY(erase_stream_synchronize(p->compute));
     return ERASE_OK;
 }
+
+int erase_pipe_step_samples(const erase_pipe_t *p) { return p->step_samples; }
 
 void erase_pipe_stats(const erase_pipe_t *p, erase_pipe_stats_t *out)
 {

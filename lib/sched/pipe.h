@@ -73,6 +73,13 @@ typedef struct {
     int64_t drift[ERASE_PIPE_MAX_DRIFT];/* micro-batches by measured drift */
     int max_drift, drift_bound;         /* measured; ceil((P-1-s)/a) (gpipe/1f1b 0) */
     int64_t bytes_sent, bytes_received; /* point-to-point, summed over steps */
+    int64_t activation_bytes;           /* of them: activations sent + received */
+    int64_t gradient_bytes;             /* of them: gradients sent + received (local: 0) */
+    int64_t gradient_receives;          /* gradient messages received (local: 0) */
+    int64_t lag[ERASE_PIPE_MAX_DRIFT];  /* local: batches by version lag (this stage's updates minus
+                                         * those of stage s-1's weights that computed its input) */
+    int max_lag;
+    int64_t lag_batches;                /* batches whose lag was measured (stage 0: none) */
     int slots;                          /* activation slots K */
     size_t slot_bytes;                  /* device bytes the K replicas allocated */
     int64_t drains;                     /* paci: drains so far */
@@ -144,6 +151,11 @@ erase_status_t erase_pipe_drain(erase_pipe_t *pipe, int64_t steps);
  * Waits for it. Collective over the pipeline group.
  */
 erase_status_t erase_pipe_predict(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
+
+/* The samples this stage trained in the last step: its batch's (its
+ * losses are read_losses'); 0 in a fill step of local, whose stage s
+ * trains in step t the batch of step t - s. */
+int erase_pipe_step_samples(const erase_pipe_t *pipe);
 
 /* Accounting so far (after synchronize). */
 void erase_pipe_stats(const erase_pipe_t *pipe, erase_pipe_stats_t *out);

@@ -18,7 +18,8 @@
  *
  * Steps (pipe_action_t.step), one rule for every kind: an action's step is
  * the step floor(m / M) of the latest FORWARD m at or before it in the
- * stage's list (every list starts with a FORWARD). For gpipe and 1f1b that
+ * stage's list (every list starts with a FORWARD); local adds s (stage s
+ * runs batch i in step i + s). For gpipe and 1f1b that
  * is the step of the action's own micro-batch (each step's actions end
  * with its UPDATE). For paci a BACKWARD m of stage s comes after FORWARD
  * min(m + P-1-s, N-1), so its step is floor(min(m + P-1-s, N-1) / M), a
@@ -37,11 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = { "gpipe", "1f1b", "paci" };
+static const char *const kind_names[] = { "gpipe", "1f1b", "paci", "local" };
+#define KINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 
 int pipe_kind_parse(const char *name)
 {
-    for (int k = 0; name && k < 3; k++)
+    for (int k = 0; name && k < KINDS; k++)
         if (!strcmp(name, kind_names[k]))
             return k;
     return -1;
@@ -49,7 +51,7 @@ int pipe_kind_parse(const char *name)
 
 const char *pipe_kind_name(pipe_kind_t kind)
 {
-    return (unsigned)kind < 3 ? kind_names[kind] : NULL;
+    return (unsigned)kind < (unsigned)KINDS ? kind_names[kind] : NULL;
 }
 
 /* -1 for arguments out of range (P < 1, s outside 0..P-1, a < 1 for paci). */
@@ -78,6 +80,7 @@ typedef struct {
     int64_t cap;             /* actions allocated */
     int64_t micro_batches;   /* M, for the step of a FORWARD */
     int64_t step;            /* the step of the latest FORWARD */
+    int64_t lead;            /* local: s, the steps a FORWARD's batch is behind its step */
     int accumulate;          /* paci: UPDATE after every a-th BACKWARD; 0: UPDATEs are explicit */
     int64_t backwards;       /* BACKWARDs so far */
     int64_t updates;         /* UPDATEs so far */
@@ -103,7 +106,7 @@ static erase_status_t forward(builder_t *b, int64_t m)
     b->fwd_updates[(b->oldest + b->in_flight) % b->ring] = b->updates;
     if (++b->in_flight > b->sc->max_in_flight)
         b->sc->max_in_flight = (int)b->in_flight;
-    b->step = m / b->micro_batches;
+    b->step = m / b->micro_batches + b->lead;
     return push(b, PIPE_FORWARD, m, 0);
 }
 
@@ -153,7 +156,8 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static erase_status_t check_options(const pipe_schedule_options_t *o, int64_t *n)
 {
     if (!pipe_kind_name(o->kind))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "pipe schedule: kind %d (expected gpipe, 1f1b or paci)", (int)o->kind);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "pipe schedule: kind %d (expected gpipe, 1f1b, paci or local)",
+                           (int)o->kind);
     if (o->stages < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipe schedule: stages %d (expected >= 1)", o->stages);
     if (o->stage < 0 || o->stage >= o->stages)
@@ -187,9 +191,10 @@ erase_status_t pipe_schedule_build(const pipe_schedule_options_t *o, pipe_schedu
         !erase_bytes(sizeof(pipe_action_t), total, 1, &bytes))
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipe schedule: %d micro-batches x %lld steps: the action list's "
                            "size overflows", o->micro_batches, (long long)o->steps);
-    /* in flight at most: gpipe M, 1f1b min(M, P-s), paci min(N, P-s) */
-    int ring = (int)(o->kind == PIPE_GPIPE ? o->micro_batches
-                                           : min64(o->kind == PIPE_1F1B ? o->micro_batches : n, ahead + 1));
+    /* in flight at most: gpipe M, 1f1b min(M, P-s), paci min(N, P-s), local 1 */
+    int ring = (int)(o->kind == PIPE_GPIPE   ? o->micro_batches
+                     : o->kind == PIPE_LOCAL ? 1
+                                             : min64(o->kind == PIPE_1F1B ? o->micro_batches : n, ahead + 1));
     builder_t b = { .sc = out, .cap = total, .micro_batches = o->micro_batches, .ring = ring,
                     .accumulate = o->kind == PIPE_PACI ? o->accumulate : 0 };
     out->actions = malloc(bytes);
@@ -205,6 +210,14 @@ erase_status_t pipe_schedule_build(const pipe_schedule_options_t *o, pipe_schedu
         st = one_f_one_b(&b, 0, n, min64(n, ahead));
         if (st == ERASE_OK && b.backwards % o->accumulate != 0)
             st = update(&b); /* the drain */
+    } else if (o->kind == PIPE_LOCAL) {
+        /* batch i in step i + s: every FORWARD's step is floor(m / M) + s */
+        b.lead = o->stage;
+        for (int64_t i = 0; st == ERASE_OK && i < o->steps; i++) {
+            st = one_f_one_b(&b, i * o->micro_batches, o->micro_batches, 0);
+            if (st == ERASE_OK)
+                st = update(&b);
+        }
     } else {
         int64_t w = o->kind == PIPE_GPIPE ? o->micro_batches : min64(o->micro_batches, ahead);
         for (int64_t t = 0; st == ERASE_OK && t < o->steps; t++) {
@@ -307,20 +320,20 @@ static erase_status_t check_times(const pipe_stage_time_t *times, int stages, co
  * The receive of stage s's next action, or NULL: FORWARD on s > 0 from
  * act[s-1], BACKWARD on s < P-1 from grad[s]. Likewise its send.
  */
-static fifo_t *recv_of(const pipe_action_t *a, int s, int P, fifo_t *act, fifo_t *grad)
+static fifo_t *recv_of(const pipe_action_t *a, pipe_kind_t kind, int s, int P, fifo_t *act, fifo_t *grad)
 {
     if (a->kind == PIPE_FORWARD && s > 0)
         return &act[s - 1];
-    if (a->kind == PIPE_BACKWARD && s < P - 1)
+    if (a->kind == PIPE_BACKWARD && s < P - 1 && kind != PIPE_LOCAL)
         return &grad[s];
     return NULL;
 }
 
-static fifo_t *send_of(const pipe_action_t *a, int s, int P, fifo_t *act, fifo_t *grad)
+static fifo_t *send_of(const pipe_action_t *a, pipe_kind_t kind, int s, int P, fifo_t *act, fifo_t *grad)
 {
     if (a->kind == PIPE_FORWARD && s < P - 1)
         return &act[s];
-    if (a->kind == PIPE_BACKWARD && s > 0)
+    if (a->kind == PIPE_BACKWARD && s > 0 && kind != PIPE_LOCAL)
         return &grad[s - 1];
     return NULL;
 }
@@ -341,6 +354,7 @@ erase_status_t pipe_replay(const pipe_schedule_t *lists, int stages, const pipe_
     ERASE_CHECK(check_lists(lists, stages));
     ERASE_CHECK(check_times(times, stages, link));
     int P = stages;
+    pipe_kind_t kind = lists[0].options.kind;
     int64_t micro;
     if (!erase_mul_i64(lists[0].options.micro_batches, lists[0].options.steps, &micro))
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipe replay: %d micro-batches x %lld steps is too many micro-batches",
@@ -358,7 +372,7 @@ erase_status_t pipe_replay(const pipe_schedule_t *lists, int stages, const pipe_
             const pipe_schedule_t *l = &lists[s];
             for (; next[s] < l->count; next[s]++, moved = 1) {
                 const pipe_action_t *a = &l->actions[next[s]];
-                fifo_t *q = recv_of(a, s, P, act, grad);
+                fifo_t *q = recv_of(a, kind, s, P, act, grad);
                 double start = clock[s];
                 if (next[s] > 0 && a->step != l->actions[next[s] - 1].step)
                     start += times[s].host_s; /* the host between two steps */
@@ -371,7 +385,7 @@ erase_status_t pipe_replay(const pipe_schedule_t *lists, int stages, const pipe_
                            : a->kind == PIPE_BACKWARD ? times[s].backward_s : times[s].update_s;
                 clock[s] = start + d;
                 busy[s] += d;
-                fifo_t *sq = send_of(a, s, P, act, grad);
+                fifo_t *sq = send_of(a, kind, s, P, act, grad);
                 /* FIFO per direction: after the previous message has arrived + its own transfer */
                 if (sq && (st = fifo_push(sq, a->micro, fmax(clock[s] + link->latency_s + transfer,
                                                              (sq->n ? sq->last_arrive : -INFINITY) + transfer))))
@@ -393,7 +407,7 @@ erase_status_t pipe_replay(const pipe_schedule_t *lists, int stages, const pipe_
     for (int s = 0; s < P; s++) {
         if (next[s] < lists[s].count) {
             const pipe_action_t *a = &lists[s].actions[next[s]];
-            fifo_t *q = recv_of(a, s, P, act, grad);
+            fifo_t *q = recv_of(a, kind, s, P, act, grad);
             if (stuck < 0)
                 stuck = s;
             if (cause < 0 && q && ((q->head < q->n && q->m[q->head].micro != a->micro) ||

@@ -1,6 +1,7 @@
 /*
  * Pipeline schedules (DESIGN.md, Pipelines and local parallelism): the
- * per-stage list of actions of GPipe, 1F1B with flush, and PACI, built
+ * per-stage list of actions of GPipe, 1F1B with flush, PACI and local
+ * parallelism, built
  * once per configuration like a step plan, and a discrete-event replay of
  * every stage's list (the deadlock check of the tests and the simulator of
  * `erase-bench pipeline --simulate`).
@@ -12,7 +13,7 @@
  *              s < P-1 it then sends m's activation to s+1;
  *   BACKWARD m on s < P-1 first receives the gradient of m's activation
  *              from s+1; on s > 0 it then sends the gradient of m's input
- *              to s-1;
+ *              to s-1 (local: no message: stages begin at cuts);
  *   UPDATE     the stage's optimizer step on the gradients accumulated
  *              since its last UPDATE (no message).
  * Every stage runs its FORWARDs in increasing m and its BACKWARDs in
@@ -45,9 +46,9 @@
 
 #include "lib/core/status.h"
 
-typedef enum { PIPE_GPIPE = 0, PIPE_1F1B, PIPE_PACI } pipe_kind_t;
+typedef enum { PIPE_GPIPE = 0, PIPE_1F1B, PIPE_PACI, PIPE_LOCAL } pipe_kind_t;
 
-/* "gpipe", "1f1b", "paci" <-> kind; -1 / NULL when unknown. */
+/* "gpipe", "1f1b", "paci", "local" <-> kind; -1 / NULL when unknown. */
 int pipe_kind_parse(const char *name);
 const char *pipe_kind_name(pipe_kind_t kind);
 
@@ -57,7 +58,8 @@ typedef struct {
     pipe_action_kind_t kind;
     int64_t micro;      /* FORWARD / BACKWARD: micro-batch number from the segment's start;
                          * UPDATE: -1 */
-    int64_t step;       /* the segment step whose erase-train call issues it (0 .. steps-1):
+    int64_t step;       /* the segment step whose erase-train call issues it (0 .. steps-1;
+                         * local: s .. steps+s-1, those >= steps in the drain):
                          * a stage issues step t's actions, then waits for them (the run
                          * loop synchronizes every step). A message's send is issued in
                          * a step no later than its receive. */
@@ -79,7 +81,7 @@ typedef struct {
     int64_t count;
     int max_in_flight;  /* most micro-batches forwarded and not yet backwarded at once
                          * (activation slots the stage needs): gpipe min(M, ...) = M,
-                         * 1f1b / paci min(P - s, micro-batches of the segment) */
+                         * 1f1b / paci min(P - s, micro-batches of the segment), local 1 */
     int max_drift;      /* the largest `drift` of its BACKWARDs */
     pipe_schedule_options_t options;  /* what it was built from (pipe_replay checks that the
                                        * P lists are stages 0 .. P-1 of one schedule) */
@@ -93,7 +95,7 @@ typedef struct {
 erase_status_t pipe_schedule_build(const pipe_schedule_options_t *o, pipe_schedule_t *out);
 void pipe_schedule_free(pipe_schedule_t *sc);
 
-/* ceil((P-1-s)/a): paci's drift bound at stage s (gpipe / 1f1b: 0); -1
+/* ceil((P-1-s)/a): paci's drift bound at stage s (gpipe / 1f1b / local: 0); -1
  * for P < 1, s outside 0 .. P-1 or (paci) a < 1. */
 int pipe_drift_bound(pipe_kind_t kind, int stages, int stage, int accumulate);
 
@@ -134,7 +136,8 @@ typedef struct {
 
 /*
  * Replay the P lists (lists[s] of stage s, as built above for one kind,
- * M, a and steps; at most 64 stages) as the executor runs them: a stage
+ * M, a and steps; at most 64 stages) as the executor runs them (local:
+ * its drain steps too, back to back after the segment): a stage
  * runs its actions in order on one compute resource; a receive waits for
  * the matching send (FIFO per link direction) plus the link's time; sends
  * do not block compute. Fills *out (deadlock set when the lists cannot all
