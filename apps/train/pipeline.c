@@ -227,7 +227,8 @@ void train_pipeline_stages_text(const train_stages_t *st, char *buf, size_t size
 
 /* What each rank contributes to the summary (doubles, gathered). */
 enum { F_BUBBLE, F_BUSY, F_WALL, F_STEPS, F_MICRO, F_MAXDRIFT, F_BOUND, F_SENT, F_RECV, F_SLOTS, F_SLOT_BYTES,
-       F_DRAINS, F_DRAIN_MS, F_FORWARD, F_BACKWARD, F_UPDATE, F_TIMED, F_DRIFT0, NFIELDS = F_DRIFT0 + ERASE_PIPE_MAX_DRIFT };
+       F_DRAINS, F_DRAIN_MS, F_FORWARD, F_BACKWARD, F_UPDATE, F_TIMED, F_ACT_BYTES, F_GRAD_BYTES, F_GRAD_RECVS,
+       F_MAXLAG, F_LAGGED, F_LAG0, F_DRIFT0, NFIELDS = F_DRIFT0 + ERASE_PIPE_MAX_DRIFT };
 
 erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_pipe_stats_t *since, const erase_world_t *w,
                                      erase_stream_t *host, double **out)
@@ -253,6 +254,12 @@ erase_status_t train_pipeline_gather(erase_pipe_t *pipe, const erase_pipe_stats_
     mine[F_FORWARD] = ps.action_ms[PIPE_FORWARD] - since->action_ms[PIPE_FORWARD];
     mine[F_BACKWARD] = ps.action_ms[PIPE_BACKWARD] - since->action_ms[PIPE_BACKWARD];
     mine[F_UPDATE] = ps.action_ms[PIPE_UPDATE] - since->action_ms[PIPE_UPDATE];
+    mine[F_ACT_BYTES] = (double)ps.activation_bytes;
+    mine[F_GRAD_BYTES] = (double)ps.gradient_bytes;
+    mine[F_GRAD_RECVS] = (double)ps.gradient_receives;
+    mine[F_MAXLAG] = ps.max_lag;
+    mine[F_LAGGED] = (double)ps.lag_batches;
+    mine[F_LAG0] = (double)ps.lag[0];
     for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
         mine[F_DRIFT0 + d] = (double)ps.drift[d];
     double *all = malloc(sizeof(double) * NFIELDS * (size_t)w->size);
@@ -275,7 +282,10 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     int P = st->P, M = po->micro_batches;
     char stages[256];
     train_pipeline_stages_text(st, stages, sizeof stages);
-    double analytic = pipe_bubble_analytic(P, M);
+    int local = po->kind == PIPE_LOCAL;
+    /* gpipe, 1f1b: the flush's (P-1)/(M+P-1); local has no flush (its
+     * fill is once a segment, in the warm-up); paci none printed */
+    double analytic = local ? 0.0 : pipe_bubble_analytic(P, M);
     printf("  pipeline   %s, %d stage%s x %d dp, %d micro-batch%s of up to %d sample%s", pipe_kind_name(po->kind), P,
            P == 1 ? "" : "s", w->dp_size, M, M == 1 ? "" : "es", po->micro_size, po->micro_size == 1 ? "" : "s");
     if (po->kind == PIPE_PACI)
@@ -284,6 +294,9 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
            st->measured == 2 ? " (auto: the resumed checkpoint's)"
            : st->measured ? " (auto: balanced by measured block times)" : "",
            po->kind == PIPE_PACI ? "off (paci)" : po->early_backward ? "on (side stream)" : "off");
+    if (local)
+        printf("  local      stage s trains in step t the batch of step t - s (the fill: its first s steps of a "
+               "segment); only activations cross stages; drained at checkpoints, evaluations and the end\n");
     if (metrics) {
         json_line_start(metrics, "pipeline", step, samples_seen);
         fprintf(metrics, ",\"schedule\":\"%s\",\"stages\":%d,\"dp\":%d,\"micro_batches\":%d,\"accumulate\":%d,"
@@ -310,9 +323,21 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
             printf(" (analytic %.1f%%)", 100 * analytic);
         printf(" of %.1f ms per step (busy: forward %.1f, backward %.1f, update %.1f)", f[F_WALL] / timed,
                f[F_FORWARD] / timed, f[F_BACKWARD] / timed, f[F_UPDATE] / timed);
-        printf(", drift max %.0f (bound %.0f; micro-batches by drift %s), %.2f MB sent and %.2f MB received per "
-               "step, %.0f activation slot%s (%.1f MB)", f[F_MAXDRIFT], f[F_BOUND], hist, f[F_SENT] / steps / 1e6,
-               f[F_RECV] / steps / 1e6, f[F_SLOTS], f[F_SLOTS] == 1 ? "" : "s", f[F_SLOT_BYTES] / 1e6);
+        if (local)
+            printf(", version lag max %.0f (%.0f of %.0f batches at lag 0), %.0f gradients received, %.2f MB sent "
+                   "and %.2f MB received per step (1f1b: %.2f MB, each activation's gradient back: %.0f%%)",
+                   f[F_MAXLAG], f[F_LAG0], f[F_LAGGED], f[F_GRAD_RECVS], f[F_SENT] / steps / 1e6,
+                   f[F_RECV] / steps / 1e6, 2 * f[F_ACT_BYTES] / steps / 1e6,
+                   f[F_ACT_BYTES] > 0 ? 100 * (f[F_SENT] + f[F_RECV]) / (2 * f[F_ACT_BYTES]) : 0.0);
+        else
+            printf(", drift max %.0f (bound %.0f; micro-batches by drift %s), %.2f MB sent and %.2f MB received per "
+                   "step", f[F_MAXDRIFT], f[F_BOUND], hist, f[F_SENT] / steps / 1e6, f[F_RECV] / steps / 1e6);
+        /* 1f1b keeps min(M, P-s) micro-batches in flight: as many replicas */
+        int k1f1b = M < P - s ? M : P - s;
+        printf(", %.0f activation slot%s (%.1f MB", f[F_SLOTS], f[F_SLOTS] == 1 ? "" : "s", f[F_SLOT_BYTES] / 1e6);
+        if (local && f[F_SLOTS] > 0)
+            printf("; 1f1b: %d, %.1f MB", k1f1b, f[F_SLOT_BYTES] / f[F_SLOTS] * k1f1b / 1e6);
+        printf(")");
         if (f[F_DRAINS] > 0)
             printf(", %.0f drain%s (%.1f ms each)", f[F_DRAINS], f[F_DRAINS] == 1 ? "" : "s",
                    f[F_DRAIN_MS] / f[F_DRAINS]);
@@ -328,9 +353,13 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
                     last = d;
             for (int d = 0; d <= last; d++)
                 fprintf(metrics, "%s%.0f", d ? "," : "", f[F_DRIFT0 + d]);
-            fprintf(metrics, "],\"bytes_sent_per_step\":%.0f,\"bytes_received_per_step\":%.0f,\"slots\":%.0f,"
-                             "\"slot_bytes\":%.0f,\"drains\":%.0f,\"drain_ms\":%.3f}",
-                    f[F_SENT] / steps, f[F_RECV] / steps, f[F_SLOTS], f[F_SLOT_BYTES], f[F_DRAINS], f[F_DRAIN_MS]);
+            fprintf(metrics, "],\"bytes_sent_per_step\":%.0f,\"bytes_received_per_step\":%.0f,"
+                             "\"activation_bytes_per_step\":%.0f,\"gradient_bytes_per_step\":%.0f,"
+                             "\"gradients_received\":%.0f,\"max_lag\":%.0f,\"lag_batches\":%.0f,\"lag0_batches\":%.0f,"
+                             "\"slots\":%.0f,\"slot_bytes\":%.0f,\"drains\":%.0f,\"drain_ms\":%.3f}",
+                    f[F_SENT] / steps, f[F_RECV] / steps, f[F_ACT_BYTES] / steps, f[F_GRAD_BYTES] / steps,
+                    f[F_GRAD_RECVS], f[F_MAXLAG], f[F_LAGGED], f[F_LAG0], f[F_SLOTS], f[F_SLOT_BYTES], f[F_DRAINS],
+                    f[F_DRAIN_MS]);
         }
     }
     if (metrics) {
