@@ -213,16 +213,16 @@ tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line fr
 # pipelines: options that cannot go together (usage errors before MPI
 # start-up), and stages the model cannot take (after it: one line from
 # rank 0 under mpirun, status 2, no abort)
-for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a pipeline schedule (gpipe, 1f1b or paci)" \
+for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a pipeline schedule (gpipe, 1f1b, paci or local)" \
     "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe and 1f1b update once per step)" \
     "--schedule 1f1b --accumulate 2|--accumulate 2: only with --schedule paci" \
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
-    "--micro-batches 4|--micro-batches: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b or paci)" \
-    "--stages 0,3|--stages: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b or paci)" \
+    "--micro-batches 4|--micro-batches: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
+    "--stages 0,3|--stages: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
     "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
     "--pp 2|--pp 2: this job has 1 rank, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)" \
-    "--pp 65|--pp 65: expected an integer in [1, 64]" "--schedule pp|--schedule pp: expected one of auto|none|gpipe|1f1b|paci"; do
+    "--pp 65|--pp 65: expected an integer in [1, 64]" "--schedule pp|--schedule pp: expected one of auto|none|gpipe|1f1b|paci|local"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     expect 2 "$text" --train "$dir/none" $args
@@ -233,7 +233,7 @@ printf 'model = "gpt";\ngpt: { layers = 2; heads = 2; width = 8; context = 8; vo
 for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, auto or the first block of each of the 2 stages, increasing from 0 below 7 blocks (e.g. 0,3)" \
     "--cuts none --micro-batches 300|erase-train: --micro-batches 300: more than the 256 samples of a data-parallel rank's share of each global batch (256 over 1 rank): a micro-batch holds at least one" \
     "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts" \
-    "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are local parallelism, not built yet); choose other stages or --cuts" \
+    "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are --schedule local); choose other stages or --cuts" \
     "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md; e.g. jobs/gpt-shakespeare-pp.cfg)"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words

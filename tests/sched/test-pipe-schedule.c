@@ -389,8 +389,8 @@ static void expect_build_error(pipe_schedule_options_t o, const char *message)
 static void test_build_errors(void **state)
 {
     (void)state;
-    expect_build_error((pipe_schedule_options_t){ 3, 2, 0, 2, 1, 1 },
-                       "pipe schedule: kind 3 (expected gpipe, 1f1b or paci)");
+    expect_build_error((pipe_schedule_options_t){ 4, 2, 0, 2, 1, 1 },
+                       "pipe schedule: kind 4 (expected gpipe, 1f1b, paci or local)");
     expect_build_error((pipe_schedule_options_t){ PIPE_GPIPE, 0, 0, 2, 1, 1 },
                        "pipe schedule: stages 0 (expected >= 1)");
     expect_build_error((pipe_schedule_options_t){ PIPE_1F1B, 4, 4, 2, 1, 1 },
@@ -465,10 +465,12 @@ static void test_names(void **state)
     assert_int_equal(pipe_kind_parse("gpipe"), PIPE_GPIPE);
     assert_int_equal(pipe_kind_parse("1f1b"), PIPE_1F1B);
     assert_int_equal(pipe_kind_parse("paci"), PIPE_PACI);
+    assert_int_equal(pipe_kind_parse("local"), PIPE_LOCAL);
     assert_int_equal(pipe_kind_parse("PACI"), -1);
     assert_int_equal(pipe_kind_parse(NULL), -1);
     assert_string_equal(pipe_kind_name(PIPE_1F1B), "1f1b");
-    assert_null(pipe_kind_name((pipe_kind_t)3));
+    assert_string_equal(pipe_kind_name(PIPE_LOCAL), "local");
+    assert_null(pipe_kind_name((pipe_kind_t)4));
     assert_true(fabs(pipe_bubble_analytic(8, 1) - 7.0 / 8) < 1e-15);
     assert_true(isnan(pipe_bubble_analytic(8, 0)));
 }
