@@ -1,8 +1,9 @@
 /*
  * The pipeline stage executor (DESIGN.md, Pipelines; docs/pipelines.md):
  * runs this rank's stage of a network split into P stages of contiguous
- * blocks under gpipe, 1f1b (flush) or paci, from the stage's action list
- * (lib/sched/pipe_schedule.h).
+ * blocks under gpipe, 1f1b (flush), paci or local (local parallelism:
+ * stages that begin at cuts, trained by their local losses), from the
+ * stage's action list (lib/sched/pipe_schedule.h).
  *
  * A stage holds K activation slots, K = the list's max_in_flight: network
  * replicas (erase_network_create_replica) that share the parameters of the
@@ -36,6 +37,15 @@
  * micro-batch's drift (the stage's UPDATEs between its forward and its
  * backward, counted as issued); bytes sent and received; the slots'
  * activation bytes.
+ *
+ * Local (docs/pipelines.md, "Local parallelism"): stage s trains in step
+ * t the batch of step t - s, kept in a ring of its last s + 1 batches
+ * (device copies); its output activations are copied into one of two
+ * send buffers and leave in the next step, after an 8-byte message with
+ * the optimizer clock's step that computed them, from which s + 1
+ * measures the version lag; no gradient message; erase_pipe_drain runs
+ * the left-over batches, after which the stages hold the parameters of
+ * the cut model trained on one rank.
  */
 #ifndef ERASE_SCHED_PIPE_H
 #define ERASE_SCHED_PIPE_H
@@ -50,7 +60,7 @@
 #define ERASE_PIPE_MAX_DRIFT 64   /* drift histogram bins (the last one: >= 63) */
 
 typedef struct {
-    pipe_kind_t kind;
+    pipe_kind_t kind;       /* gpipe, 1f1b, paci or local */
     int micro_batches;      /* M >= 1: micro-batches per step */
     int micro_size;         /* samples of a full micro-batch (the slots' max_batch) */
     int accumulate;         /* paci: backwards per update, a >= 1 (0: M) */
@@ -91,8 +101,10 @@ typedef struct erase_pipe erase_pipe_t;
 /*
  * A stage executor for blocks [o->first, o->last) of `net` (built for
  * micro-batches of o->micro_size samples and updated by `opt`; both
- * outlive it). Boundaries o->first and o->last must be attached (a cut
- * there is ERASE_ERR_INVALID: pipelines pass gradients across stages).
+ * outlive it). Boundaries o->first and o->last with other stages must
+ * be attached under gpipe, 1f1b and paci (they pass gradients across
+ * stages) and cuts under local; the other kind is ERASE_ERR_INVALID,
+ * naming the boundary.
  * `steps`: the length of the first segment (the run's remaining steps;
  * erase_pipe_drain starts a new one). Creates the streams, the K replicas
  * and their batch buffers. Errors: ERASE_ERR_INVALID (options, naming
@@ -134,7 +146,8 @@ erase_status_t erase_pipe_read_losses(erase_pipe_t *pipe, float *out);
 
 /*
  * paci: run every micro-batch still in flight to its backward (and the
- * update of a partial accumulation), wait for it, and start a new segment
+ * update of a partial accumulation); local: train the stage's left-over
+ * batches (stage s: the last s steps'); wait for it, and start a new segment
  * of `steps` steps (a checkpoint then holds a state with nothing in
  * flight, from which a resumed run continues bitwise). gpipe / 1f1b have
  * nothing in flight between steps: only the new segment. Collective over
