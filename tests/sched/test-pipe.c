@@ -46,6 +46,8 @@
  *     bound), and the histogram counts every micro-batch; with P = 4 and a
  *     = 1 stage 0's is 3. paci drained after every step (a = M) is bitwise
  *     1f1b: a one-step segment's list is 1f1b's.
+ *  5. local (issue 17): the no-deadlock runs of 3 include local (the
+ *     model cut at the stage boundaries; drained after step 1, at the end).
  */
 #include <math.h>
 #include <stdint.h>
@@ -348,6 +350,17 @@ static void test_equality(erase_model_kind_t kind)
     }
 }
 
+/* The boundaries b (bit b: before block b) where stages 1 .. P-1 of
+ * cfg begin (stage_blocks). */
+static unsigned stage_starts(const erase_model_config_t *cfg)
+{
+    int B = erase_model_config_blocks(cfg), P = world.pp_size;
+    unsigned starts = 0;
+    for (int s = 1; s < P; s++)
+        starts |= 1u << (int)((int64_t)s * B / P);
+    return starts;
+}
+
 /* Early backward inside the stages (ctr, every boundary inside a stage a
  * cut): the side stream's backwards give the parameters of one process
  * (bitwise at M = 1, dp 1) and bitwise those of the same run without it. */
@@ -355,13 +368,7 @@ static void test_early(void)
 {
     erase_model_config_t cfg = model(ERASE_MODEL_CTR);
     int B = erase_model_config_blocks(&cfg), P = world.pp_size;
-    for (int b = 1; b < B; b++) {
-        int stage_start = 0;
-        for (int s = 1; s < P; s++)
-            stage_start |= (int)((int64_t)s * B / P) == b;
-        if (!stage_start)
-            cfg.cut_mask |= 1u << b;
-    }
+    cfg.cut_mask = ((1u << B) - 2) & ~stage_starts(&cfg); /* boundaries 1 .. B-1 but the stages' */
     static const int Ms[] = { 1, 3, 4 };
     for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
         for (int k = 0; k < 2; k++) {
@@ -404,12 +411,20 @@ static void test_splits(void)
     }
 }
 
+/* model(kind) with a cut at every stage boundary (the local schedule's). */
+static erase_model_config_t local_model(erase_model_kind_t kind)
+{
+    erase_model_config_t c = model(kind);
+    c.cut_mask = stage_starts(&c);
+    return c;
+}
+
 /* 3: every M <= 9 and schedule runs to the end. */
 static void test_no_deadlock(void)
 {
-    erase_model_config_t cfg = model(ERASE_MODEL_CTR);
     int P = world.pp_size;
-    for (int kind = PIPE_GPIPE; kind <= PIPE_PACI; kind++) {
+    for (int kind = PIPE_GPIPE; kind <= PIPE_LOCAL; kind++) {
+        erase_model_config_t cfg = kind == PIPE_LOCAL ? local_model(ERASE_MODEL_CTR) : model(ERASE_MODEL_CTR);
         int as[4] = { 1, 2, P - 1, 0 }, na = kind == PIPE_PACI ? 4 : 1;
         long bad = 0, runs = 0;
         for (int M = 1; M <= 9; M++)
@@ -419,7 +434,7 @@ static void test_no_deadlock(void)
                                           (j > 2 && a == as[2])))
                     continue; /* a in {1, 2, P-1, M}, each once */
                 run_t r = { .kind = (pipe_kind_t)kind, .M = M, .accumulate = a, .steps = 3,
-                            .sizes = { 2 * M, 2 * M, 2 * M }, .drain_after = kind == PIPE_PACI };
+                            .sizes = { 2 * M, 2 * M, 2 * M }, .drain_after = kind >= PIPE_PACI };
                 result_t res;
                 pipeline(&cfg, &r, &res);
                 int64_t drifted = 0;
@@ -433,8 +448,8 @@ static void test_no_deadlock(void)
         char what[200];
         snprintf(what, sizeof what, "%s, P %d x dp %d: M = 1 .. 9%s, 3 steps each (%ld runs): every stage "
                  "backwarded all 3M micro-batches, no deadlock", pipe_kind_name((pipe_kind_t)kind), P,
-                 world.dp_size, kind == PIPE_PACI ? " x a in {1, 2, P-1, M}, drained after step 1 of 3" : "",
-                 runs);
+                 world.dp_size, kind == PIPE_PACI ? " x a in {1, 2, P-1, M}, drained after step 1 of 3"
+                 : kind == PIPE_LOCAL ? ", drained after step 1 of 3" : "", runs);
         tap(bad, what);
     }
 }
