@@ -261,6 +261,22 @@ static void test_lists(void **state)
  * (P-1)/(M+P-1), for any f and b (so also with b = 2f, tested here), M < P
  * included. (With update time, latency or unequal stages it is not.)
  */
+/* The replay of kind's P lists (M, a, steps; P <= 8) with times t on every
+ * stage and free links, into *r: no deadlock. */
+static void replay_equal(pipe_kind_t kind, int P, int M, int a, int64_t steps, pipe_stage_time_t t, pipe_replay_t *r)
+{
+    pipe_schedule_t l[8];
+    pipe_stage_time_t ts[8];
+    memset(l, 0, sizeof l); /* stages P .. 7 unused */
+    memset(ts, 0, sizeof ts);
+    build_all(kind, P, M, a, steps, l);
+    for (int s = 0; s < P; s++)
+        ts[s] = t;
+    assert_int_equal(pipe_replay(l, P, ts, &free_link, r), ERASE_OK);
+    assert_int_equal(r->deadlock, 0);
+    free_all(l, P);
+}
+
 static void test_bubble_analytic(void **state)
 {
     (void)state;
@@ -268,20 +284,13 @@ static void test_bubble_analytic(void **state)
         for (int P = 1; P <= 8; P++)
             for (int M = 1; M <= 9; M++)
                 for (int64_t steps = 1; steps <= 2; steps++) {
-                    pipe_schedule_t l[8];
-                    pipe_stage_time_t t[8];
-                    build_all(kind, P, M, 1, steps, l);
-                    for (int s = 0; s < P; s++)
-                        t[s] = (pipe_stage_time_t){ 1, 2, 0, 0 };
                     pipe_replay_t r;
-                    assert_int_equal(pipe_replay(l, P, t, &free_link, &r), ERASE_OK);
-                    assert_int_equal(r.deadlock, 0);
+                    replay_equal(kind, P, M, 1, steps, (pipe_stage_time_t){ 1, 2, 0, 0 }, &r);
                     assert_true(fabs(r.makespan_s - (double)steps * (M + P - 1) * 3) < 1e-12);
                     for (int s = 0; s < P; s++)
                         if (fabs(r.bubble[s] - pipe_bubble_analytic(P, M)) > 1e-12)
                             fail_msg("%s P %d M %d stage %d: bubble %.17g, analytic %.17g", pipe_kind_name(kind), P,
                                      M, s, r.bubble[s], pipe_bubble_analytic(P, M));
-                    free_all(l, P);
                 }
     /* an update of 1 s after each step's backwards: no longer the formula */
     pipe_schedule_t l[2];
@@ -373,21 +382,14 @@ static void test_local_replay(void **state)
     for (int P = 1; P <= 4; P++)
         for (int M = 1; M <= 9; M++)
             for (int64_t steps = 1; steps <= 3; steps++) {
-                pipe_schedule_t l[4];
-                pipe_stage_time_t t[4];
-                build_all(PIPE_LOCAL, P, M, 0, steps, l);
-                for (int s = 0; s < P; s++)
-                    t[s] = (pipe_stage_time_t){ 1, 2, 0.5, 0 };
                 pipe_replay_t r;
-                assert_int_equal(pipe_replay(l, P, t, &free_link, &r), ERASE_OK);
-                assert_int_equal(r.deadlock, 0);
+                replay_equal(PIPE_LOCAL, P, M, 0, steps, (pipe_stage_time_t){ 1, 2, 0.5, 0 }, &r);
                 double busy = (double)steps * (M * 3 + 0.5), want = (P - 1) * 1 + busy;
                 if (r.makespan_s != want)
                     fail_msg("local P %d M %d steps %lld: makespan %.17g, (P-1) f + steps (M (f+b) + u) = %.17g", P,
                              M, (long long)steps, r.makespan_s, want);
                 for (int s = 0; s < P; s++)
                     assert_true(r.bubble[s] == 1 - busy / want && r.max_drift[s] == 0);
-                free_all(l, P);
             }
 }
 
