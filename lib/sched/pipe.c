@@ -292,13 +292,19 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     if (st == ERASE_OK)
         st = erase_event_create(p->dev, &p->origin);
     if (st == ERASE_OK && p->local) {
+        /* a ring batch holds a whole step: erase_pipe_step takes up to M x
+         * micro_size samples (the network's max_batch may be a micro-batch) */
+        int64_t step_max = (int64_t)o->micro_batches * o->micro_size;
         p->R = p->s + 1;
         p->ring = calloc((size_t)p->R, sizeof *p->ring);
         p->ring_size = calloc((size_t)p->R, sizeof *p->ring_size);
         if (!p->ring || !p->ring_size)
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d batches", p->R);
+        else if (step_max > INT_MAX)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: a step of more than %d "
+                             "samples", o->micro_batches, o->micro_size, INT_MAX);
         for (int i = 0; st == ERASE_OK && i < p->R; i++)
-            st = erase_network_batch_alloc(net, erase_network_max_batch(net), &p->ring[i]);
+            st = erase_network_batch_alloc(net, (int)step_max, &p->ring[i]);
         if (st == ERASE_OK)
             st = erase_malloc(p->dev, sizeof(int64_t), (void **)&p->version_in);
         if (st == ERASE_OK && !is_last(p))

@@ -1,12 +1,16 @@
 /*
- * Pipeline schedules (lib/sched/pipe_schedule.h): for gpipe, 1f1b and paci,
- * P = 1..8 stages, M = 1..9 micro-batches (M < P and M not a multiple of P
- * included), 1..3 steps and paci's a in {1, 2, P-1, M}, every stage's list
- * is checked against the definitions by an independent scan (each
- * micro-batch forwarded and backwarded once, in order; the UPDATEs; the
- * micro-batches in flight; every BACKWARD's drift; steps and the rule
- * that a message's send is issued no later than its receive) and replayed
- * with unit times without deadlock. The replay's times are checked against
+ * Pipeline schedules (lib/sched/pipe_schedule.h): for gpipe, 1f1b, paci and
+ * local, P = 1..8 stages, M = 1..9 micro-batches (M < P and M not a
+ * multiple of P included), 1..3 steps and paci's a in {1, 2, P-1, M},
+ * every stage's list is checked against the definitions by an independent
+ * scan (each micro-batch forwarded and backwarded once, in order; the
+ * UPDATEs; the micro-batches in flight; every BACKWARD's drift; steps and
+ * the rule that a message's send is issued no later than its receive;
+ * local: stage s's steps s .. steps+s-1, each F m B m of its M
+ * micro-batches then UPDATE, an activation received one step after its
+ * send, no gradient message) and replayed with unit times without
+ * deadlock. Local's makespan with equal stage times is checked against
+ * its formula. The replay's times are checked against
  * hand computations and the analytic bubble; mismatched lists are reported
  * as deadlocks at the stage that waits; bad options and lists of different
  * schedules are refused with their messages.
@@ -49,16 +53,19 @@ static int64_t find(const pipe_schedule_t *l, pipe_action_kind_t kind, int64_t m
     return -1;
 }
 
-/* One stage's list against the definitions (see the file's comment). */
+/* One stage's list against the definitions (see the file's comment).
+ * Local: stage s runs batch i (micro-batches iM .. iM+M-1) in step i + s,
+ * F m immediately followed by B m, the UPDATE closing the batch. */
 static void check_stage(const pipe_schedule_t *l, pipe_kind_t kind, int P, int s, int M, int a, int64_t steps)
 {
-    int64_t N = M * steps, nf = 0, nb = 0, nu = 0, since = 0, in_flight = 0, peak = 0, last_step = 0;
+    int64_t lead = kind == PIPE_LOCAL ? s : 0; /* the steps a batch is behind on this stage */
+    int64_t N = M * steps, nf = 0, nb = 0, nu = 0, since = 0, in_flight = 0, peak = 0, last_step = lead;
     int max_drift = 0;
     int64_t *fwd_at = calloc((size_t)N, sizeof *fwd_at); /* UPDATEs before FORWARD m */
     assert_non_null(fwd_at);
     for (int64_t i = 0; i < l->count; i++) {
         const pipe_action_t *x = &l->actions[i];
-        assert_true(x->step >= last_step && x->step < steps); /* monotone, in the segment */
+        assert_true(x->step >= last_step && x->step < steps + lead); /* monotone, in the segment (+ drain) */
         last_step = x->step;
         if (x->kind == PIPE_FORWARD) {
             assert_int_equal(x->micro, nf); /* every micro-batch once, in increasing order */
@@ -67,6 +74,8 @@ static void check_stage(const pipe_schedule_t *l, pipe_kind_t kind, int P, int s
         } else if (x->kind == PIPE_BACKWARD) {
             assert_int_equal(x->micro, nb);
             assert_true(x->micro < nf); /* after its FORWARD */
+            if (kind == PIPE_LOCAL) /* right after it */
+                assert_true(i > 0 && l->actions[i - 1].kind == PIPE_FORWARD && l->actions[i - 1].micro == x->micro);
             assert_int_equal(x->drift, nu - fwd_at[nb]);
             max_drift = x->drift > max_drift ? x->drift : max_drift;
             nb++;
@@ -78,19 +87,20 @@ static void check_stage(const pipe_schedule_t *l, pipe_kind_t kind, int P, int s
             if (kind == PIPE_PACI) /* after every a-th BACKWARD, and the drain after the last */
                 assert_true(since == a || (nb == N && since > 0 && since < a && i == l->count - 1));
             else /* at the end of each step: all its micro-batches backwarded */
-                assert_true(nb == (x->step + 1) * M && nf == nb);
+                assert_true(nb == (x->step - lead + 1) * M && nf == nb);
             since = 0;
             nu++;
         }
         if (kind != PIPE_PACI && x->kind != PIPE_UPDATE)
-            assert_int_equal(x->step, x->micro / M); /* the micro-batch's step */
+            assert_int_equal(x->step, x->micro / M + lead); /* the micro-batch's step */
     }
     assert_int_equal(nf, N);
     assert_int_equal(nb, N);
     assert_int_equal(l->actions[l->count - 1].kind, PIPE_UPDATE);
     assert_int_equal(nu, kind == PIPE_PACI ? (N + a - 1) / a : steps);
-    /* in flight: gpipe M, 1f1b min(M, P-s), paci min(N, P-s) (reached) */
-    int64_t bound = kind == PIPE_GPIPE ? M : kind == PIPE_1F1B ? (M < P - s ? M : P - s) : (N < P - s ? N : P - s);
+    /* in flight: gpipe M, 1f1b min(M, P-s), paci min(N, P-s) (reached), local 1 */
+    int64_t bound = kind == PIPE_GPIPE ? M : kind == PIPE_1F1B ? (M < P - s ? M : P - s)
+                  : kind == PIPE_LOCAL ? 1 : (N < P - s ? N : P - s);
     assert_int_equal(peak, bound);
     assert_int_equal(l->max_in_flight, peak);
     assert_int_equal(l->max_drift, max_drift);
@@ -104,15 +114,21 @@ static void check_stage(const pipe_schedule_t *l, pipe_kind_t kind, int P, int s
 }
 
 /* Messages: activation m leaves FORWARD m of s in a step <= FORWARD m of
- * s+1; gradient m leaves BACKWARD m of s+1 in a step <= BACKWARD m of s. */
-static void check_message_steps(const pipe_schedule_t *l, int P, int64_t N)
+ * s+1 (local: exactly one step before); gradient m leaves BACKWARD m of
+ * s+1 in a step <= BACKWARD m of s (local: no gradient message). */
+static void check_message_steps(const pipe_schedule_t *l, pipe_kind_t kind, int P, int64_t N)
 {
     for (int s = 0; s + 1 < P; s++)
         for (int64_t m = 0; m < N; m++) {
-            assert_true(l[s].actions[find(&l[s], PIPE_FORWARD, m)].step <=
-                        l[s + 1].actions[find(&l[s + 1], PIPE_FORWARD, m)].step);
-            assert_true(l[s + 1].actions[find(&l[s + 1], PIPE_BACKWARD, m)].step <=
-                        l[s].actions[find(&l[s], PIPE_BACKWARD, m)].step);
+            int64_t sent = l[s].actions[find(&l[s], PIPE_FORWARD, m)].step;
+            int64_t received = l[s + 1].actions[find(&l[s + 1], PIPE_FORWARD, m)].step;
+            if (kind == PIPE_LOCAL)
+                assert_int_equal(received, sent + 1);
+            else
+                assert_true(sent <= received);
+            if (kind != PIPE_LOCAL)
+                assert_true(l[s + 1].actions[find(&l[s + 1], PIPE_BACKWARD, m)].step <=
+                            l[s].actions[find(&l[s], PIPE_BACKWARD, m)].step);
         }
 }
 
@@ -123,7 +139,7 @@ static void test_every_configuration(void **state)
 {
     (void)state;
     int configs = 0;
-    for (int kind = PIPE_GPIPE; kind <= PIPE_PACI; kind++)
+    for (int kind = PIPE_GPIPE; kind <= PIPE_LOCAL; kind++)
         for (int P = 1; P <= 8; P++)
             for (int M = 1; M <= 9; M++)
                 for (int ai = 0; ai < (kind == PIPE_PACI ? 4 : 1); ai++) {
@@ -138,7 +154,7 @@ static void test_every_configuration(void **state)
                             check_stage(&l[s], kind, P, s, M, a, steps);
                             t[s] = unit;
                         }
-                        check_message_steps(l, P, M * steps);
+                        check_message_steps(l, (pipe_kind_t)kind, P, M * steps);
                         pipe_replay_t r;
                         assert_int_equal(pipe_replay(l, P, t, &free_link, &r), ERASE_OK);
                         if (r.deadlock)
@@ -179,7 +195,25 @@ static void test_paci_drift_tight(void **state)
     assert_int_equal(pipe_drift_bound(PIPE_PACI, 4, 0, 0), -1);
 }
 
-/* The exact lists of one small case of each kind (P = 2, M = 3). */
+/* Stage list l as text: "F0 B0 ... U", and the step of each action as digits. */
+static void list_text(const pipe_schedule_t *l, char *text, size_t size, char *steps)
+{
+    text[0] = 0;
+    for (int64_t i = 0; i < l->count; i++) {
+        const pipe_action_t *x = &l->actions[i];
+        size_t at = strlen(text);
+        if (x->kind == PIPE_UPDATE)
+            snprintf(text + at, size - at, "%sU", i ? " " : "");
+        else
+            snprintf(text + at, size - at, "%s%c%lld", i ? " " : "", x->kind == PIPE_FORWARD ? 'F' : 'B',
+                     (long long)x->micro);
+        steps[i] = (char)('0' + x->step);
+    }
+    steps[l->count] = 0;
+}
+
+/* The exact lists of one small case of each kind (P = 2, M = 3; local:
+ * 2 steps, stage 1 a step behind stage 0). */
 static void test_lists(void **state)
 {
     (void)state;
@@ -195,16 +229,8 @@ static void test_lists(void **state)
             pipe_schedule_options_t o = { kind, 2, s, 3, 2, kind == PIPE_PACI ? 2 : 1 };
             pipe_schedule_t l;
             assert_int_equal(pipe_schedule_build(&o, &l), ERASE_OK);
-            char text[128] = "", steps[64] = "";
-            for (int64_t i = 0; i < l.count; i++) {
-                const pipe_action_t *x = &l.actions[i];
-                if (x->kind == PIPE_UPDATE)
-                    snprintf(text + strlen(text), sizeof text - strlen(text), "%sU", i ? " " : "");
-                else
-                    snprintf(text + strlen(text), sizeof text - strlen(text), "%s%c%lld", i ? " " : "",
-                             x->kind == PIPE_FORWARD ? 'F' : 'B', (long long)x->micro);
-                steps[i] = (char)('0' + x->step);
-            }
+            char text[128], steps[64];
+            list_text(&l, text, sizeof text, steps);
             assert_string_equal(text, want[kind][s]);
             if (kind == PIPE_PACI) {
                 assert_string_equal(steps, want_steps[s]);
@@ -213,6 +239,19 @@ static void test_lists(void **state)
             }
             pipe_schedule_free(&l);
         }
+    static const char *want_local[2] = { "00000001111111", "11111112222222" };
+    for (int s = 0; s < 2; s++) {
+        pipe_schedule_options_t o = { PIPE_LOCAL, 2, s, 3, 0, 2 };
+        pipe_schedule_t l;
+        assert_int_equal(pipe_schedule_build(&o, &l), ERASE_OK);
+        char text[128], steps[64];
+        list_text(&l, text, sizeof text, steps);
+        assert_string_equal(text, "F0 B0 F1 B1 F2 B2 U F3 B3 F4 B4 F5 B5 U");
+        assert_string_equal(steps, want_local[s]);
+        assert_int_equal(l.max_in_flight, 1);
+        assert_int_equal(l.max_drift, 0);
+        pipe_schedule_free(&l);
+    }
 }
 
 /*
@@ -222,6 +261,22 @@ static void test_lists(void **state)
  * (P-1)/(M+P-1), for any f and b (so also with b = 2f, tested here), M < P
  * included. (With update time, latency or unequal stages it is not.)
  */
+/* The replay of kind's P lists (M, a, steps; P <= 8) with times t on every
+ * stage and free links, into *r: no deadlock. */
+static void replay_equal(pipe_kind_t kind, int P, int M, int a, int64_t steps, pipe_stage_time_t t, pipe_replay_t *r)
+{
+    pipe_schedule_t l[8];
+    pipe_stage_time_t ts[8];
+    memset(l, 0, sizeof l); /* stages P .. 7 unused */
+    memset(ts, 0, sizeof ts);
+    build_all(kind, P, M, a, steps, l);
+    for (int s = 0; s < P; s++)
+        ts[s] = t;
+    assert_int_equal(pipe_replay(l, P, ts, &free_link, r), ERASE_OK);
+    assert_int_equal(r->deadlock, 0);
+    free_all(l, P);
+}
+
 static void test_bubble_analytic(void **state)
 {
     (void)state;
@@ -229,20 +284,13 @@ static void test_bubble_analytic(void **state)
         for (int P = 1; P <= 8; P++)
             for (int M = 1; M <= 9; M++)
                 for (int64_t steps = 1; steps <= 2; steps++) {
-                    pipe_schedule_t l[8];
-                    pipe_stage_time_t t[8];
-                    build_all(kind, P, M, 1, steps, l);
-                    for (int s = 0; s < P; s++)
-                        t[s] = (pipe_stage_time_t){ 1, 2, 0, 0 };
                     pipe_replay_t r;
-                    assert_int_equal(pipe_replay(l, P, t, &free_link, &r), ERASE_OK);
-                    assert_int_equal(r.deadlock, 0);
+                    replay_equal(kind, P, M, 1, steps, (pipe_stage_time_t){ 1, 2, 0, 0 }, &r);
                     assert_true(fabs(r.makespan_s - (double)steps * (M + P - 1) * 3) < 1e-12);
                     for (int s = 0; s < P; s++)
                         if (fabs(r.bubble[s] - pipe_bubble_analytic(P, M)) > 1e-12)
                             fail_msg("%s P %d M %d stage %d: bubble %.17g, analytic %.17g", pipe_kind_name(kind), P,
                                      M, s, r.bubble[s], pipe_bubble_analytic(P, M));
-                    free_all(l, P);
                 }
     /* an update of 1 s after each step's backwards: no longer the formula */
     pipe_schedule_t l[2];
@@ -314,6 +362,35 @@ static void test_replay_host(void **state)
     assert_string_equal(erase_error_reason(), "pipe replay: stage 1's times forward 1 s, backward 1 s, update 0 s, "
                         "host -1 s (expected a forward > 0, the others >= 0)");
     free_all(l, 2);
+}
+
+/*
+ * Local with equal stage times f, b, u on every stage, free links and no
+ * host time: stage s > 0 waits only for its first activation, which
+ * stage s-1 sends at the end of its first FORWARD (f after that stage's
+ * start), and from then on runs the same list as s-1 shifted by f (each
+ * FORWARD m's input leaves s-1 exactly when s reaches it: no gradient
+ * waits, no flush), so
+ *     makespan = (P - 1) f + steps (M (f + b) + u),
+ * every stage busy steps (M (f + b) + u) of it. (gpipe and 1f1b pay
+ * (P - 1)(f + b) per step instead: test_bubble_analytic.) f = 1, b = 2,
+ * u = 0.5: exact in binary.
+ */
+static void test_local_replay(void **state)
+{
+    (void)state;
+    for (int P = 1; P <= 4; P++)
+        for (int M = 1; M <= 9; M++)
+            for (int64_t steps = 1; steps <= 3; steps++) {
+                pipe_replay_t r;
+                replay_equal(PIPE_LOCAL, P, M, 0, steps, (pipe_stage_time_t){ 1, 2, 0.5, 0 }, &r);
+                double busy = (double)steps * (M * 3 + 0.5), want = (P - 1) * 1 + busy;
+                if (r.makespan_s != want)
+                    fail_msg("local P %d M %d steps %lld: makespan %.17g, (P-1) f + steps (M (f+b) + u) = %.17g", P,
+                             M, (long long)steps, r.makespan_s, want);
+                for (int s = 0; s < P; s++)
+                    assert_true(r.bubble[s] == 1 - busy / want && r.max_drift[s] == 0);
+            }
 }
 
 static void swap(pipe_schedule_t *l, int64_t i, int64_t j)
@@ -408,9 +485,11 @@ static void test_build_errors(void **state)
     expect_build_error((pipe_schedule_options_t){ PIPE_GPIPE, 4, 0, 1, 1, INT64_MAX / 2 },
                        "pipe schedule: 1 micro-batches x 4611686018427387903 steps: the action list's size "
                        "overflows");
-    /* gpipe and 1f1b ignore the accumulation */
+    /* gpipe, 1f1b and local ignore the accumulation */
     pipe_schedule_t l;
     assert_int_equal(pipe_schedule_build(&(pipe_schedule_options_t){ PIPE_1F1B, 2, 0, 2, 0, 1 }, &l), ERASE_OK);
+    pipe_schedule_free(&l);
+    assert_int_equal(pipe_schedule_build(&(pipe_schedule_options_t){ PIPE_LOCAL, 2, 1, 2, 0, 1 }, &l), ERASE_OK);
     pipe_schedule_free(&l);
 }
 
@@ -481,7 +560,7 @@ int main(void)
         cmocka_unit_test(test_every_configuration), cmocka_unit_test(test_paci_drift_tight),
         cmocka_unit_test(test_lists),               cmocka_unit_test(test_bubble_analytic),
         cmocka_unit_test(test_replay_links),        cmocka_unit_test(test_replay_host),
-        cmocka_unit_test(test_deadlock),
+        cmocka_unit_test(test_deadlock),            cmocka_unit_test(test_local_replay),
         cmocka_unit_test(test_build_errors),        cmocka_unit_test(test_replay_errors),
         cmocka_unit_test(test_names),
     };

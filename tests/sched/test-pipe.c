@@ -46,6 +46,20 @@
  *     bound), and the histogram counts every micro-batch; with P = 4 and a
  *     = 1 stage 0's is 3. paci drained after every step (a = M) is bitwise
  *     1f1b: a one-step segment's list is 1f1b's.
+ *  5. local (issue 17): the reference is the same model with cuts at the
+ *     stage boundaries (ctr's 7 blocks, gpt's 4 layers), trained on one
+ *     process as in 1 (each block's input is then detached, and its
+ *     producer's weights are those of the same step: the pipeline's lag 0);
+ *     3 steps of 18, then erase_pipe_drain (stage s trains the last s
+ *     batches there). M in {1, 2, 3, 5}: bitwise at M = 1 and dp 1, else
+ *     within BOUND; ctr also drained after step 1 (a new segment refills
+ *     the pipeline). Every stage: no gradient received (count and bytes
+ *     0), the bytes are the activations plus one 8-byte version per batch
+ *     on each of its links, lag measured on all 3 batches of stages s > 0
+ *     (none on stage 0) and always 0, 3M micro-batches, and
+ *     erase_pipe_step_samples 0 in its fill steps t < s, its share of the
+ *     batch after. The no-deadlock runs of 3 include local (drained after
+ *     step 1, at the end).
  */
 #include <math.h>
 #include <stdint.h>
@@ -110,6 +124,7 @@ typedef struct {
     erase_optimizer_t *opt;
     int first, last;
     erase_pipe_stats_t stats;
+    int step_samples[3];   /* erase_pipe_step_samples after each step */
 } result_t;
 
 static void stage_blocks(int blocks, int *first, int *last)
@@ -171,6 +186,7 @@ static void pipeline(const erase_model_config_t *cfg, const run_t *r, result_t *
         ERASE_MUST(erase_network_batch_copy(out->net, erase_pipe_stream(pipe), &b, lo, hi - lo, &share));
         ERASE_MUST(erase_pipe_step(pipe, &share, NULL));
         ERASE_MUST(erase_pipe_synchronize(pipe));
+        out->step_samples[t] = erase_pipe_step_samples(pipe);
         erase_batch_free_random(out->net, &b);
         if (r->drain_each || (r->drain_after && t + 1 == r->drain_after))
             ERASE_MUST(erase_pipe_drain(pipe, r->drain_each ? 1 : r->steps - r->drain_after));
@@ -348,6 +364,17 @@ static void test_equality(erase_model_kind_t kind)
     }
 }
 
+/* The boundaries b (bit b: before block b) where stages 1 .. P-1 of
+ * cfg begin (stage_blocks). */
+static unsigned stage_starts(const erase_model_config_t *cfg)
+{
+    int B = erase_model_config_blocks(cfg), P = world.pp_size;
+    unsigned starts = 0;
+    for (int s = 1; s < P; s++)
+        starts |= 1u << (int)((int64_t)s * B / P);
+    return starts;
+}
+
 /* Early backward inside the stages (ctr, every boundary inside a stage a
  * cut): the side stream's backwards give the parameters of one process
  * (bitwise at M = 1, dp 1) and bitwise those of the same run without it. */
@@ -355,13 +382,7 @@ static void test_early(void)
 {
     erase_model_config_t cfg = model(ERASE_MODEL_CTR);
     int B = erase_model_config_blocks(&cfg), P = world.pp_size;
-    for (int b = 1; b < B; b++) {
-        int stage_start = 0;
-        for (int s = 1; s < P; s++)
-            stage_start |= (int)((int64_t)s * B / P) == b;
-        if (!stage_start)
-            cfg.cut_mask |= 1u << b;
-    }
+    cfg.cut_mask = ((1u << B) - 2) & ~stage_starts(&cfg); /* boundaries 1 .. B-1 but the stages' */
     static const int Ms[] = { 1, 3, 4 };
     for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
         for (int k = 0; k < 2; k++) {
@@ -404,12 +425,20 @@ static void test_splits(void)
     }
 }
 
+/* model(kind) with a cut at every stage boundary (the local schedule's). */
+static erase_model_config_t local_model(erase_model_kind_t kind)
+{
+    erase_model_config_t c = model(kind);
+    c.cut_mask = stage_starts(&c);
+    return c;
+}
+
 /* 3: every M <= 9 and schedule runs to the end. */
 static void test_no_deadlock(void)
 {
-    erase_model_config_t cfg = model(ERASE_MODEL_CTR);
     int P = world.pp_size;
-    for (int kind = PIPE_GPIPE; kind <= PIPE_PACI; kind++) {
+    for (int kind = PIPE_GPIPE; kind <= PIPE_LOCAL; kind++) {
+        erase_model_config_t cfg = kind == PIPE_LOCAL ? local_model(ERASE_MODEL_CTR) : model(ERASE_MODEL_CTR);
         int as[4] = { 1, 2, P - 1, 0 }, na = kind == PIPE_PACI ? 4 : 1;
         long bad = 0, runs = 0;
         for (int M = 1; M <= 9; M++)
@@ -419,7 +448,7 @@ static void test_no_deadlock(void)
                                           (j > 2 && a == as[2])))
                     continue; /* a in {1, 2, P-1, M}, each once */
                 run_t r = { .kind = (pipe_kind_t)kind, .M = M, .accumulate = a, .steps = 3,
-                            .sizes = { 2 * M, 2 * M, 2 * M }, .drain_after = kind == PIPE_PACI };
+                            .sizes = { 2 * M, 2 * M, 2 * M }, .drain_after = kind >= PIPE_PACI };
                 result_t res;
                 pipeline(&cfg, &r, &res);
                 int64_t drifted = 0;
@@ -433,8 +462,8 @@ static void test_no_deadlock(void)
         char what[200];
         snprintf(what, sizeof what, "%s, P %d x dp %d: M = 1 .. 9%s, 3 steps each (%ld runs): every stage "
                  "backwarded all 3M micro-batches, no deadlock", pipe_kind_name((pipe_kind_t)kind), P,
-                 world.dp_size, kind == PIPE_PACI ? " x a in {1, 2, P-1, M}, drained after step 1 of 3" : "",
-                 runs);
+                 world.dp_size, kind == PIPE_PACI ? " x a in {1, 2, P-1, M}, drained after step 1 of 3"
+                 : kind == PIPE_LOCAL ? ", drained after step 1 of 3" : "", runs);
         tap(bad, what);
     }
 }
@@ -485,6 +514,42 @@ static void test_drift(void)
     }
 }
 
+/* 5: local vs one process of the same cut model, and its figures. */
+static void test_local(erase_model_kind_t kind)
+{
+    static const struct { int M, drain_after; } runs[] = { { 1, 0 }, { 2, 0 }, { 3, 0 }, { 5, 0 }, { 1, 1 }, { 2, 1 } };
+    erase_model_config_t cfg = local_model(kind);
+    int P = world.pp_size, s = world.pp_rank, D = world.dp_size, d = world.dp_rank;
+    int share = (int)((int64_t)(d + 1) * G / D) - (int)((int64_t)d * G / D);
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        if (runs[i].drain_after && kind != ERASE_MODEL_CTR)
+            continue;
+        run_t r = { .kind = PIPE_LOCAL, .M = runs[i].M, .steps = 3, .sizes = { G, G, G },
+                    .drain_after = runs[i].drain_after };
+        char what[320];
+        const char *drained = r.drain_after ? ", drained after step 1 and at the end" : ", drained at the end";
+        snprintf(what, sizeof what, "%s cut at the stage boundaries, local, P %d x dp %d, M %d, 3 steps of %d%s",
+                 model_name(kind), P, D, r.M, G, drained);
+        result_t res;
+        check_equal(&cfg, &r, what, r.M == 1 && D == 1, &res);
+        const erase_pipe_stats_t *st = &res.stats;
+        int64_t links = (s > 0) + (s < P - 1), batches = s > 0 ? 3 : 0;
+        long bad = st->gradient_receives != 0 || st->gradient_bytes != 0 ||
+                   st->bytes_sent + st->bytes_received - st->activation_bytes != 3 * 8 * links ||
+                   (P > 1 && st->activation_bytes == 0) || st->lag_batches != batches || st->lag[0] != batches ||
+                   st->max_lag != 0 || st->micro_batches != 3 * r.M;
+        for (int t = 0; t < 3; t++) /* the segment restarts after a drain: its fill again */
+            bad += res.step_samples[t] != (t - (t >= r.drain_after ? r.drain_after : 0) >= s ? share : 0);
+        double lag_last = world_max(s == P - 1 && d == 0 ? (double)st->lag_batches : -1);
+        snprintf(what, sizeof what, "%s, local, P %d x dp %d, M %d%s: no gradient received (count, bytes 0), "
+                 "bytes = activations + an 8-byte version per batch and link, lag 0 on all 3 batches of stages "
+                 "s > 0 (last stage: %.0f measured), 3M micro-batches, no samples in fill steps",
+                 model_name(kind), P, D, r.M, drained, lag_last);
+        tap(bad, what);
+        result_free(&res);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int P = argc > 1 ? atoi(argv[1]) : 1;
@@ -506,6 +571,8 @@ int main(int argc, char **argv)
         test_splits();
     test_no_deadlock();
     test_drift();
+    test_local(ERASE_MODEL_CTR);
+    test_local(ERASE_MODEL_GPT);
     erase_device_close(dev);
     erase_world_finalize();
     return 0;
