@@ -29,7 +29,7 @@ if ! "$hosts" up 2 >"$dir/up.out" 2>&1; then
     "$hosts" down
     skip "cannot make 2 hosts here: $(tr '\n' ' ' <"$dir/up.out")"
 fi
-echo "1..8"
+echo "1..9"
 
 # 1. the hosts: names, addresses, nothing in the root namespace; idempotent
 ino=$(stat -L -c %i "/run/netns/$p-h1")
@@ -78,7 +78,7 @@ EOF
 tap $? "up 0: usage error (status $r1); exec on a host that is not up: status $r2, the host and how to make it"
 tap_report "$dir/usage.err"
 
-# 4-6. erase-train ctr, 10 steps of 64 samples per rank, on 1 host x 4 ranks
+# 4-7. erase-train ctr, 10 steps of 64 samples per rank, on 1 host x 4 ranks
 # and on 2 hosts x 2 ranks
 apps/erase-convert criteo -q -o "$dir/data" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" \
     >"$dir/convert.out" 2>&1 || { tap_report "$dir/convert.out"; echo "Bail out! erase-convert criteo failed"; exit 0; }
@@ -120,11 +120,15 @@ tap $? "2 hosts x 2 ranks (status $rc): the start-up lines show 2 hosts, ranks 0
 [ $rc = 0 ] || tap_report "$dir/two.out"
 tap_report "$dir/two.lines"
 
+grep -q '^erase-train: 4 ranks on 2 hosts (rank 0 on h1)$' "$dir/two.out"
+tap $? "the summary's first line: 4 ranks on 2 hosts (rank 0 on h1)"
+grep '^erase-train: ' "$dir/two.out" | sed 's/^/# /'
+
 tests/ckpt/ckpt-tool compare "$dir/one/ckpt-10.h5" "$dir/two/ckpt-10.h5" >"$dir/compare.out" 2>&1
 tap $? "2 hosts x 2 ranks end bitwise equal to 1 host x 4 ranks (parameters, optimizer, cursor)"
 tap_report "$dir/compare.out"
 
-# 7-8. down: nothing of this prefix left; idempotent
+# 8-9. down: nothing of this prefix left; idempotent
 "$hosts" down >"$dir/down.out" 2>&1
 r1=$?
 "$hosts" down >>"$dir/down.out" 2>&1
