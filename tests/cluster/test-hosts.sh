@@ -5,17 +5,12 @@
 # on 2 hosts x 2 ranks ends with parameters bitwise equal to 1 host x 4
 # ranks, and its start-up lines show 2 hosts with local ranks 0-1 on each.
 # Skipped where namespaces cannot be made (not root, no veth or bridge).
-. "$(dirname "$0")/../comm/mpi.sh"
-need apps/erase-train
-need apps/erase-convert
-need tests/ckpt/ckpt-tool
+# mpirun set-up, the tiny ctr model and train (tests/ckpt/ckpt.sh)
+. "$(dirname "$0")/../ckpt/ckpt.sh"
 [ "$(id -u)" = 0 ] || skip "needs root to make network namespaces (tests/cluster/hosts.sh)"
 for c in ip unshare nsenter tc; do
     command -v $c >/dev/null 2>&1 || skip "no $c (Debian: iproute2, util-linux)"
 done
-# Open MPI leaks at exit (as in tests/ckpt/ckpt.sh)
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-export ASAN_OPTIONS
 unset ERASE_VERBOSE
 
 hosts=$(cd "${srcdir:-.}/tests/cluster" && pwd)/hosts.sh
@@ -82,29 +77,21 @@ tap_report "$dir/usage.err"
 # and on 2 hosts x 2 ranks
 apps/erase-convert criteo -q -o "$dir/data" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" \
     >"$dir/convert.out" 2>&1 || { tap_report "$dir/convert.out"; echo "Bail out! erase-convert criteo failed"; exit 0; }
-cat >"$dir/model.cfg" <<'CFG'
-model = "ctr";
-ctr: {
-  embedding_dim = 4;
-  table_rows = 101;
-  bottom_mlp = [8, 4];
-  subarch_width = 16;
-  subarchs = 2;
-  cuts = "all";
-};
-CFG
-args="apps/erase-train --train $dir/data --model $dir/model.cfg --device cpu --quiet --batch 64 --steps 10"
-# shellcheck disable=SC2086 # $MPI_FLAGS and $args are words
-ERASE_VERBOSE=1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 4 $args --checkpoint-dir "$dir/one" >"$dir/one.out" 2>&1
-rc=$?
+ctr_model "$dir/model.cfg"
+ERASE_VERBOSE=1 # the start-up line of every rank
+export ERASE_VERBOSE
+out=$dir/one.out
+train 4 --batch 64 --steps 10 --checkpoint-dir "$dir/one"
 [ $rc = 0 ] && grep -q '^\[rank 0 [^]]*\] erase: world of 4 ranks on 1 host (dp 4 x pp 1),' "$dir/one.out"
 tap $? "1 host x 4 ranks (status $rc)"
 [ $rc = 0 ] || tap_report "$dir/one.out"
 
-# shellcheck disable=SC2086
-ERASE_VERBOSE=1 MPIRUN=$MPIRUN timeout -k 5 120 "$hosts" mpirun $MPI_FLAGS --host h1:2,h2:2 $args \
+# shellcheck disable=SC2086 # $MPI_FLAGS are words
+MPIRUN=$MPIRUN timeout -k 5 120 "$hosts" mpirun $MPI_FLAGS --host h1:2,h2:2 \
+    apps/erase-train --train "$dir/data" --model "$dir/model.cfg" --device cpu --quiet --batch 64 --steps 10 \
     --checkpoint-dir "$dir/two" >"$dir/two.out" 2>&1
 rc=$?
+unset ERASE_VERBOSE
 grep -E '^\[rank [0-9] ' "$dir/two.out" | grep -v '\] device: ' >"$dir/two.lines"
 cat >"$dir/two.want" <<'EOF'
 [rank 0 h1] erase: rank 0 of 4, local rank 0 of 2, dp rank 0 of 4
