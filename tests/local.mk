@@ -53,4 +53,5 @@ include tests/comm/local.mk
 include tests/io/local.mk
 include tests/ckpt/local.mk
 include tests/slurm/local.mk
+include tests/cluster/local.mk
 include tests/apps/local.mk

@@ -1195,8 +1195,13 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         erase_reader_info_t ti = erase_reader_info(r.train), ei = erase_reader_info(r.eval);
         char data[sizeof o->train + 32];
         inputs_text(o->train[0] ? o->train : o->eval, data, sizeof data);
+        char where[sizeof w->host + 48];
+        if (w->hosts > 1) /* the host of rank 0 alone read as a one-host run */
+            snprintf(where, sizeof where, "%d hosts (rank 0 on %s)", w->hosts, w->host);
+        else
+            snprintf(where, sizeof where, "%s", w->host);
         printf("erase-%s: %d rank%s on %s\n  device %s\n", hooks ? "score" : "train", w->size, w->size == 1 ? "" : "s",
-               w->host, dev);
+               where, dev);
         if (o->eval_only)
             printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
                    o->eval[0] ? "" : " (held out of --train)");

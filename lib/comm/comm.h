@@ -76,6 +76,7 @@ size_t erase_dtype_size(erase_dtype_t t);
 typedef struct {
     int rank, size;             /* in MPI_COMM_WORLD */
     int local_rank, local_size; /* on this host (MPI_COMM_TYPE_SHARED split) */
+    int hosts;                  /* hosts of the job: the ranks with local rank 0 */
     int dp_rank, dp_size;       /* data-parallel group: ranks holding the same stage */
     int pp_rank, pp_size;       /* pipeline group: the stages of one replica */
     char host[64];

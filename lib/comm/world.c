@@ -198,6 +198,7 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
     int first_on_host = world->local_rank == 0, hosts = 0;
     COMM_MPI_CHECK(MPI_Allreduce(&first_on_host, &hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
                    "MPI_Allreduce (host count)");
+    world->hosts = hosts;
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING + 32];
     mpi_library_name(mpi, sizeof mpi);
     if (g.verbose >= 1)
