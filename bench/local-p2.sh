@@ -17,9 +17,11 @@
 # the bytes all stages send per step (the metrics file's "pipeline"
 # record) and local's over 1f1b's (the issue's goal: <= 55%), each
 # stage's bubble, and erase-bench pipeline --simulate's prediction from
-# each run's own per-stage times (measured / simulated). Then
-# erase-bench pipeline --simulate from its own timing of the same model
-# (--model-file / --model ctr) at P = 2, 4, 8 (ctr: 2, 4; 7 blocks).
+# each run's own per-stage times (measured / simulated), the activation
+# memory of each stage (its slots). Then erase-bench pipeline --simulate
+# from its own timing of the same model (--model-file / --model ctr; the
+# median of 21 repeats, the networks' repeats interleaved) at P = 2, 4, 8
+# (ctr: 2, 4; 7 blocks).
 #
 # PARTS containing "quality": the figures of each model trained three ways
 # for the same steps, evaluated every EVAL steps: local (--pp 2 --schedule
@@ -34,17 +36,22 @@
 #        batch 128, 2 epochs), M = 2, NE on the held-out 20%;
 #   mlp: jobs/mnist.run (jobs/mnist-mlp.cfg: every boundary a cut; global
 #        batch 128, 3 epochs), M = 2, accuracy on the 2,000 held-out images.
+# Every way runs QREPEATS times, interleaved (each way once per round);
+# the figures are the same every round (the runs are deterministic: the
+# script says so or stops), the times are the medians over the rounds.
 # "Equal steps" is each run's last evaluation; "equal wall time" each
-# run's last evaluation within the shortest of the three runs' training
+# run's last evaluation within the shortest of the three ways' training
 # time (the steps' time, summed from the metrics file's train records; not
 # the evaluations).
-# Usage: bench/local-p2.sh [BUILD_DIR]   (env REPEATS, default 3; KEEP=1 keeps the runs;
-#        MODELS, default "gpt ctr" (throughput); QMODELS, default "gpt ctr mlp" (quality);
-#        PARTS, default "throughput quality"; about 10 minutes on 2 cores)
+# Usage: bench/local-p2.sh [BUILD_DIR]   (env REPEATS, default 3; QREPEATS, default 3;
+#        KEEP=1 keeps the runs; MODELS, default "gpt ctr" (throughput); QMODELS, default
+#        "gpt ctr mlp" (quality); PARTS, default "throughput quality"; EVAL, default 25;
+#        about 15 minutes on 2 cores)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}
 repeats=${REPEATS:-3}
+qrepeats=${QREPEATS:-3}
 models=${MODELS:-gpt ctr}
 qmodels=${QMODELS:-gpt ctr mlp}
 parts=${PARTS:-throughput quality}
@@ -101,7 +108,8 @@ for model in $models; do
     else
         sim=(--model ctr --pp 2,4 --batch $((2048 / M)))
     fi
-    "$build/apps/erase-bench" pipeline --simulate "${sim[@]}" --micro-batches $M --steps 40 >"$work/sim-$model.txt"
+    "$build/apps/erase-bench" pipeline --simulate "${sim[@]}" --micro-batches $M --steps 40 --repeats 21 \
+        >"$work/sim-$model.txt"
 done
 
 [ -z "$models" ] || python3 - "$work" "$repeats" "$models" "$build" "$M" <<'EOF'
@@ -124,13 +132,13 @@ def simulate(args):
 print("Measured, P = 2, M = %d, %d rounds interleaved (2 ranks on the 2 shared cores):" % (M, repeats))
 print()
 print("| model | schedule | samples/s: min / median / max | tokens/s (median) | vs 1f1b (medians) | bytes sent per step, all stages "
-      "| vs 1f1b | bubble stage 0 / 1 (median) | measured / simulated from the run's times |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "| vs 1f1b | bubble stage 0 / 1 (median) | activation slots MB, stage 0 / 1 | measured / simulated from the run's times |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for model in models:
     med, byts = {}, {}
     out = []
     for sched in ("local", "1f1b", "paci", "dp"):
-        qps, tok, b0, b1, sent, ratio = [], [], [], [], [], []
+        qps, tok, b0, b1, sent, ratio, mem = [], [], [], [], [], [], None
         for r in range(1, repeats + 1):
             recs = [json.loads(l) for l in open(os.path.join(work, "tp-%s-%s-%d.jsonl" % (model, sched, r)))]
             summ = next(x for x in recs if x["type"] == "summary")
@@ -143,20 +151,21 @@ for model in models:
             n = st[0]["timed_steps"]
             b0.append(100 * st[0]["bubble"]); b1.append(100 * st[1]["bubble"])
             sent.append(sum(x["bytes_sent_per_step"] for x in st))
+            mem = "%.1f / %.1f" % (st[0]["slot_bytes"] / 1e6, st[1]["slot_bytes"] / 1e6)
             lst = lambda key, per: ",".join("%.4f" % (x[key] / x["timed_steps"] / per) for x in st)
             sim = simulate(["--forward-ms", lst("forward_ms", M), "--backward-ms", lst("backward_ms", M),
                             "--update-ms", lst("update_ms", 1), "--batch", str(batch[model] // M)])
             ratio.append(summ["qps_p50"] / sim[(sched, 2)][0])
         med[sched] = statistics.median(qps)
         byts[sched] = statistics.median(sent) if sent else None
-        out.append((sched, qps, tok, b0, b1, ratio))
-    for sched, qps, tok, b0, b1, ratio in out:
-        print("| %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |" % (
+        out.append((sched, qps, tok, b0, b1, ratio, mem))
+    for sched, qps, tok, b0, b1, ratio, mem in out:
+        print("| %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s |" % (
             model, "data parallel" if sched == "dp" else sched, spread(qps),
             fmt(statistics.median(tok)) if tok[0] else "-", med[sched] / med["1f1b"],
             "%.0f" % byts[sched] if byts[sched] is not None else "- (all-reduce)",
             "%.1f%%" % (100 * byts[sched] / byts["1f1b"]) if byts[sched] is not None else "-",
-            "%.1f%% / %.1f%%" % (statistics.median(b0), statistics.median(b1)) if b0 else "-",
+            "%.1f%% / %.1f%%" % (statistics.median(b0), statistics.median(b1)) if b0 else "-", mem or "-",
             "%.2f (%.2f-%.2f)" % (statistics.median(ratio), min(ratio), max(ratio)) if ratio else "-"))
 print()
 for model in models:
@@ -178,7 +187,7 @@ for model in models:
 EOF
 
 case $parts in *quality*) ;; *) exit 0 ;; esac
-# quality MODEL WAY: WAY local | backprop | onerank
+# quality MODEL WAY ROUND: WAY local | backprop | onerank
 quality() {
     local a=() cuts=() pp=()
     case $1 in
@@ -191,20 +200,22 @@ quality() {
     esac
     a+=(--eval-every "$every" --log-every "$every")
     case $2 in
-    local) train "q-$1-$2" 2 "${a[@]}" "${cuts[@]}" --pp 2 --stages even --schedule local --micro-batches $m ;;
-    backprop) train "q-$1-$2" 2 "${a[@]}" --cuts none --pp 2 --stages even --schedule 1f1b --micro-batches $m ;;
-    onerank) train "q-$1-$2" 1 "${a[@]}" "${cuts[@]}" ;;
+    local) train "q-$1-$2-$3" 2 "${a[@]}" "${cuts[@]}" --pp 2 --stages even --schedule local --micro-batches $m ;;
+    backprop) train "q-$1-$2-$3" 2 "${a[@]}" --cuts none --pp 2 --stages even --schedule 1f1b --micro-batches $m ;;
+    onerank) train "q-$1-$2-$3" 1 "${a[@]}" "${cuts[@]}" ;;
     esac
 }
-for model in $qmodels; do
-    for way in local backprop onerank; do
-        quality "$model" "$way"
+for round in $(seq "$qrepeats"); do
+    for model in $qmodels; do
+        for way in local backprop onerank; do
+            quality "$model" "$way" "$round"
+        done
     done
 done
 echo
-python3 - "$work" "$qmodels" <<'EOF'
-import json, os, sys
-work, models = sys.argv[1], sys.argv[2].split()
+python3 - "$work" "$qmodels" "$qrepeats" <<'EOF'
+import json, os, statistics, sys
+work, models, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 metric = {"gpt": ("loss", "validation loss", "%.4f"), "ctr": ("ne", "NE", "%.4f"),
           "mlp": ("accuracy", "accuracy", "%.4f")}
 ways = (("local", "local (--pp 2 --schedule local)"), ("backprop", "backprop (no cuts, --pp 2 --schedule 1f1b)"),
@@ -213,17 +224,24 @@ for model in models:
     key, name, form = metric[model]
     curves = {}
     for way, _ in ways:
-        t, curve = 0.0, []
-        for line in open(os.path.join(work, "q-%s-%s.jsonl" % (model, way))):
-            rec = json.loads(line)
-            if rec["type"] == "train" and rec["qps"] > 0:
-                t += rec["window_samples"] / rec["qps"]   # training seconds of the window (steps only)
-            elif rec["type"] == "eval":
-                curve.append((rec["step"], t, rec[key]))
-        curves[way] = (curve, t)
+        runs = []
+        for r in range(1, rounds + 1):
+            t, curve = 0.0, []
+            for line in open(os.path.join(work, "q-%s-%s-%d.jsonl" % (model, way, r))):
+                rec = json.loads(line)
+                if rec["type"] == "train" and rec["qps"] > 0:
+                    t += rec["window_samples"] / rec["qps"]   # training seconds of the window (steps only)
+                elif rec["type"] == "eval":
+                    curve.append((rec["step"], t, rec[key]))
+            runs.append((curve, t))
+        if any([(e[0], e[2]) for e in c] != [(e[0], e[2]) for e in runs[0][0]] for c, _ in runs):
+            sys.exit("%s %s: the rounds' evaluations differ (expected deterministic runs)" % (model, way))
+        # the first round's figures, each evaluation at the median over the rounds of its training seconds
+        curve = [(e[0], statistics.median(c[i][1] for c, _ in runs), e[2]) for i, e in enumerate(runs[0][0])]
+        curves[way] = (curve, statistics.median(t for _, t in runs))
     budget = min(t for _, t in curves.values())
     print("%s: %s at equal steps (the last evaluation) and at equal wall time (the last evaluation within %.1f s "
-          "of training, the shortest run's)" % (model, name, budget))
+          "of training, the shortest way's; training seconds: medians of %d rounds)" % (model, name, budget, rounds))
     print()
     print("| way | steps | training s | %s at equal steps | vs backprop | %s at %.1f s (step) |" % (name, name, budget))
     print("| --- | --- | --- | --- | --- | --- |")

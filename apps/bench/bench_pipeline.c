@@ -24,7 +24,8 @@
  * attached, as they train it), and for local once more per P with a cut
  * at each boundary of that split and nowhere else (local's stages end at
  * cuts: their blocks' local heads and losses are timed; a stage's first
- * block gets a detached input).
+ * block gets a detached input), the repeats of all these networks
+ * interleaved.
  *
  * The link (latency + bytes / bandwidth per message, FIFO per direction):
  * given (--latency-us, --bandwidth-gbps, --activation-bytes), else with
@@ -128,78 +129,99 @@ static int parse_ms_list(const char *text, int positive, double *out)
     return n > 0 && text[strlen(text) - 1] != ',' && text[0] != ',' && !strstr(text, ",,") ? n : -1;
 }
 
-/* Time every block of `cfg` with the cuts of `cut_mask` (bit c: boundary
- * c, as erase_model_config_t's; the model's own cuts replaced) on a
- * micro-batch of `batch` samples; 0, or 1 after printing why. */
-static int measure(const erase_model_config_t *cfg_in, uint32_t cut_mask, int batch, int repeats, block_times_t *bt)
+/* Time every block of `cfg` under each of the n cut masks (bit c:
+ * boundary c, as erase_model_config_t's; the model's own cuts replaced),
+ * into bt[i] (its `model` set by the caller), on a micro-batch of `batch`
+ * samples: one network per mask, the repeats interleaved (repeat r of
+ * every network, then repeat r + 1) so that a change of the machine's
+ * load falls on all of them alike; the median of `repeats`. 0, or 1 after
+ * printing why. */
+static int measure(const erase_model_config_t *cfg_in, const uint32_t *cut_masks, int n, int batch, int repeats,
+                   block_times_t *bt)
 {
-    erase_model_config_t cfg = *cfg_in;
-    cfg.cut_mask = cut_mask;
     erase_device_options_t dopt = erase_device_options_default();
     dopt.blas_threads = 1;
     erase_device_t *dev = bench_open_device("pipeline", &dopt, 1);
     if (!dev)
         return 1;
-    erase_network_t *net;
-    erase_optimizer_t *opt;
+    erase_network_t *net[MAX_LIST + 1];
+    erase_optimizer_t *opt[MAX_LIST + 1];
+    erase_batch_t b[MAX_LIST + 1];
     erase_stream_t *s;
-    erase_batch_t b;
     erase_optim_config_t ocfg = erase_optim_config_default();
-    if (erase_network_create(dev, &cfg, batch, &net) != ERASE_OK) {
-        fprintf(stderr, "erase-bench pipeline: %s: %s\n", bt->model, erase_error_reason());
-        erase_device_close(dev);
-        return 1;
-    }
     ERASE_MUST(erase_stream_create(dev, &s));
-    ERASE_MUST(erase_optimizer_create(net, &ocfg, &opt));
-    ERASE_MUST(erase_batch_random(net, batch, 7, &b));
-    int B = erase_network_blocks(net);
-    bt->blocks = B;
-    bt->batch = batch;
-    bt->forward = calloc((size_t)B, sizeof(double));
-    bt->backward = calloc((size_t)B, sizeof(double));
-    bt->update = calloc((size_t)B, sizeof(double));
-    bt->boundary_bytes = calloc((size_t)B, sizeof(double));
-    double *x = calloc((size_t)(3 * B * repeats), sizeof(double)); /* [what][block][repeat] */
-    if (!bt->forward || !bt->backward || !bt->update || !bt->boundary_bytes || !x)
-        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
-    for (int r = -1; r < repeats; r++) { /* r = -1: warm-up */
-        for (int k = 0; k < B; k++) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_network_forward_block(net, k, s, &b));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(0 * B + k) * repeats + r] = erase_now_s() - t0;
+    for (int i = 0; i < n; i++) {
+        erase_model_config_t cfg = *cfg_in;
+        cfg.cut_mask = cut_masks[i];
+        if (erase_network_create(dev, &cfg, batch, &net[i]) != ERASE_OK) {
+            fprintf(stderr, "erase-bench pipeline: %s: %s\n", bt[i].model, erase_error_reason());
+            for (int j = 0; j < i; j++) {
+                erase_batch_free_random(net[j], &b[j]);
+                erase_optimizer_destroy(opt[j]);
+                erase_network_destroy(net[j]);
+            }
+            erase_stream_destroy(s);
+            erase_device_close(dev);
+            return 1;
         }
-        for (int k = B - 1; k >= 0; k--) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_network_backward_block(net, k, s, &b));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(1 * B + k) * repeats + r] = erase_now_s() - t0;
-        }
-        ERASE_MUST(erase_optimizer_begin_step(opt, s));
-        for (int k = 0; k < B; k++) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_optimizer_update_block(opt, k, s));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(2 * B + k) * repeats + r] = erase_now_s() - t0;
-        }
+        ERASE_MUST(erase_optimizer_create(net[i], &ocfg, &opt[i]));
+        ERASE_MUST(erase_batch_random(net[i], batch, 7, &b[i]));
     }
-    for (int k = 0; k < B; k++) {
-        bt->forward[k] = erase_quantile(x + (0 * B + k) * repeats, (size_t)repeats, 0.5);
-        bt->backward[k] = erase_quantile(x + (1 * B + k) * repeats, (size_t)repeats, 0.5);
-        bt->update[k] = erase_quantile(x + (2 * B + k) * repeats, (size_t)repeats, 0.5);
-        int width = 0;
-        if (k >= 1)
-            erase_network_body_output(net, k - 1, &width);
-        bt->boundary_bytes[k] = (double)width * batch * sizeof(float);
+    int B = erase_network_blocks(net[0]);
+    size_t per = (size_t)3 * (size_t)B * (size_t)repeats; /* [what][block][repeat] of one network */
+    double *x = calloc(per * (size_t)n, sizeof(double));
+    if (!x)
+        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+    for (int r = -1; r < repeats; r++) /* r = -1: warm-up */
+        for (int i = 0; i < n; i++) {
+            double *xi = x + per * (size_t)i;
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_forward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(0 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            for (int k = B - 1; k >= 0; k--) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_backward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(1 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            ERASE_MUST(erase_optimizer_begin_step(opt[i], s));
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_optimizer_update_block(opt[i], k, s));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(2 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+        }
+    for (int i = 0; i < n; i++) {
+        double *xi = x + per * (size_t)i;
+        bt[i].blocks = B;
+        bt[i].batch = batch;
+        bt[i].forward = calloc((size_t)B, sizeof(double));
+        bt[i].backward = calloc((size_t)B, sizeof(double));
+        bt[i].update = calloc((size_t)B, sizeof(double));
+        bt[i].boundary_bytes = calloc((size_t)B, sizeof(double));
+        if (!bt[i].forward || !bt[i].backward || !bt[i].update || !bt[i].boundary_bytes)
+            erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+        for (int k = 0; k < B; k++) {
+            bt[i].forward[k] = erase_quantile(xi + (0 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].backward[k] = erase_quantile(xi + (1 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].update[k] = erase_quantile(xi + (2 * B + k) * repeats, (size_t)repeats, 0.5);
+            int width = 0;
+            if (k >= 1)
+                erase_network_body_output(net[i], k - 1, &width);
+            bt[i].boundary_bytes[k] = (double)width * batch * sizeof(float);
+        }
+        erase_batch_free_random(net[i], &b[i]);
+        erase_optimizer_destroy(opt[i]);
+        erase_network_destroy(net[i]);
     }
     free(x);
-    erase_batch_free_random(net, &b);
-    erase_optimizer_destroy(opt);
-    erase_network_destroy(net);
     erase_stream_destroy(s);
     erase_device_close(dev);
     return 0;
@@ -564,13 +586,19 @@ int bench_pipeline(int argc, char **argv)
         if (fit < npp) /* the default list: those that fit */
             printf("# --pp %s: the %s model has %d blocks: P > %d left out\n", pp_text, bt.model, blocks, blocks);
         o.npp = npp = fit;
-        if (measure(&cfg, 0, batch, repeats, &bt) != 0)
-            return 1;
-        for (int i = 0; i < npp; i++) {
-            snprintf(local[i].model, sizeof local[i].model, "%s", bt.model);
-            if (measure(&cfg, local_cuts(bt.blocks, pp[i]), batch, repeats, &local[i]) != 0)
-                return 1;
+        /* all[0] without cuts, all[1 + i] local's of P = pp[i], timed together */
+        block_times_t all[MAX_LIST + 1] = { { 0 } };
+        uint32_t masks[MAX_LIST + 1] = { 0 };
+        for (int i = 0; i <= npp; i++) {
+            snprintf(all[i].model, sizeof all[i].model, "%s", bt.model);
+            if (i > 0)
+                masks[i] = local_cuts(blocks, pp[i - 1]);
         }
+        if (measure(&cfg, masks, npp + 1, batch, repeats, all) != 0)
+            return 1;
+        bt = all[0];
+        for (int i = 0; i < npp; i++)
+            local[i] = all[1 + i];
         o.local = local;
         double largest = 0;
         for (int k = 1; k < bt.blocks; k++)
@@ -579,7 +607,7 @@ int bench_pipeline(int argc, char **argv)
         o.bt = &bt;
         printf("# measured: %s, %d blocks, micro-batch %d samples, one BLAS thread, median of %d repeats; "
                "stage s of P: blocks s*B/P .. (s+1)*B/P-1; without cuts (local: a cut at each stage boundary, "
-               "timed per P)\n", bt.model, bt.blocks, batch, repeats);
+               "timed per P; the repeats of all interleaved)\n", bt.model, bt.blocks, batch, repeats);
         printf("# block times (ms):");
         pipe_stage_time_t blk[64];
         for (int k = 0; k < bt.blocks && k < 64; k++)
