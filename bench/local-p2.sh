@@ -112,23 +112,16 @@ for model in $models; do
         >"$work/sim-$model.txt"
 done
 
-[ -z "$models" ] || python3 - "$work" "$repeats" "$models" "$build" "$M" <<'EOF'
+[ -z "$models" ] || PYTHONPATH="$top/bench" python3 - "$work" "$repeats" "$models" "$build" "$M" <<'EOF'
 import json, os, statistics, subprocess, sys
+from p2 import fmt, spread, sim_rows
 work, repeats, models, build, M = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4], int(sys.argv[5])
 batch = {"gpt": 16, "ctr": 2048}
-def fmt(x):
-    return "%.0f" % x if abs(x) >= 100 else "%.2f" % x if abs(x) < 10 else "%.1f" % x
-def spread(v):
-    return "%s / %s / %s" % tuple(fmt(x) for x in (min(v), statistics.median(v), max(v)))
-def rows(text):
-    """erase-bench pipeline --simulate's rows: {(schedule, P): (samples/s, bubble_max)}"""
-    return {(f[0], int(f[1])): (float(f[6]), float(f[7])) for f in (l.split() for l in text.splitlines())
-            if len(f) > 7 and f[0] in ("gpipe", "1f1b", "paci", "local") and f[1].isdigit()}
 def simulate(args):
     out = subprocess.run([os.path.join(build, "apps/erase-bench"), "pipeline", "--simulate", "--pp", "2",
                           "--micro-batches", str(M), "--steps", "40"] + args,
                          check=True, capture_output=True, text=True).stdout
-    return rows(out)
+    return sim_rows(out)
 print("Measured, P = 2, M = %d, %d rounds interleaved (2 ranks on the 2 shared cores):" % (M, repeats))
 print()
 print("| model | schedule | samples/s: min / median / max | tokens/s (median) | vs 1f1b (medians) | bytes sent per step, all stages "
@@ -155,7 +148,7 @@ for model in models:
             lst = lambda key, per: ",".join("%.4f" % (x[key] / x["timed_steps"] / per) for x in st)
             sim = simulate(["--forward-ms", lst("forward_ms", M), "--backward-ms", lst("backward_ms", M),
                             "--update-ms", lst("update_ms", 1), "--batch", str(batch[model] // M)])
-            ratio.append(summ["qps_p50"] / sim[(sched, 2)][0])
+            ratio.append(summ["qps_p50"] / sim[(sched, 2, M)][0])
         med[sched] = statistics.median(qps)
         byts[sched] = statistics.median(sent) if sent else None
         out.append((sched, qps, tok, b0, b1, ratio, mem))
@@ -170,13 +163,13 @@ for model in models:
 print()
 for model in models:
     text = open(os.path.join(work, "sim-%s.txt" % model)).read()
-    r = rows(text)
+    r = sim_rows(text)
     print("Simulated (%s, erase-bench's own timing, M = %d, 40 steps): samples/s and the largest stage bubble" % (model, M))
     print()
     print("| P | 1f1b | paci | local | local / 1f1b | local / paci | bubble 1f1b / paci / local |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for P in sorted({p for _, p in r}):
-        f, p, l = r[("1f1b", P)], r[("paci", P)], r[("local", P)]
+    for P in sorted({p for _, p, _ in r}):
+        f, p, l = r[("1f1b", P, M)], r[("paci", P, M)], r[("local", P, M)]
         print("| %d | %s | %s | %s | %.2fx | %.2fx | %.1f%% / %.1f%% / %.1f%% |" % (
             P, fmt(f[0]), fmt(p[0]), fmt(l[0]), l[0] / f[0], l[0] / p[0], 100 * f[1], 100 * p[1], 100 * l[1]))
     print()
@@ -213,8 +206,9 @@ for round in $(seq "$qrepeats"); do
     done
 done
 echo
-python3 - "$work" "$qmodels" "$qrepeats" <<'EOF'
-import json, os, statistics, sys
+PYTHONPATH="$top/bench" python3 - "$work" "$qmodels" "$qrepeats" <<'EOF'
+import os, statistics, sys
+from p2 import eval_curve
 work, models, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 metric = {"gpt": ("loss", "validation loss", "%.4f"), "ctr": ("ne", "NE", "%.4f"),
           "mlp": ("accuracy", "accuracy", "%.4f")}
@@ -226,14 +220,7 @@ for model in models:
     for way, _ in ways:
         runs = []
         for r in range(1, rounds + 1):
-            t, curve = 0.0, []
-            for line in open(os.path.join(work, "q-%s-%s-%d.jsonl" % (model, way, r))):
-                rec = json.loads(line)
-                if rec["type"] == "train" and rec["qps"] > 0:
-                    t += rec["window_samples"] / rec["qps"]   # training seconds of the window (steps only)
-                elif rec["type"] == "eval":
-                    curve.append((rec["step"], t, rec[key]))
-            runs.append((curve, t))
+            runs.append(eval_curve(os.path.join(work, "q-%s-%s-%d.jsonl" % (model, way, r)), key))
         if any([(e[0], e[2]) for e in c] != [(e[0], e[2]) for e in runs[0][0]] for c, _ in runs):
             sys.exit("%s %s: the rounds' evaluations differ (expected deterministic runs)" % (model, way))
         # the first round's figures, each evaluation at the median over the rounds of its training seconds
