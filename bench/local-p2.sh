@@ -46,7 +46,7 @@
 # Usage: bench/local-p2.sh [BUILD_DIR]   (env REPEATS, default 3; QREPEATS, default 3;
 #        KEEP=1 keeps the runs; MODELS, default "gpt ctr" (throughput); QMODELS, default
 #        "gpt ctr mlp" (quality); PARTS, default "throughput quality"; EVAL, default 25;
-#        about 15 minutes on 2 cores)
+#        about 20 minutes on 2 busy cores)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}
