@@ -78,32 +78,25 @@ for model in $models; do
     done
 done
 
-[ -z "$models" ] || python3 - "$work" "$repeats" "$models" "$build" <<'EOF'
+[ -z "$models" ] || PYTHONPATH="$top/bench" python3 - "$work" "$repeats" "$models" "$build" <<'EOF'
 import json, os, statistics, subprocess, sys
+from p2 import fmt, spread, sim_rows
 work, repeats, models, build = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 batch = {"gpt": 16, "ctr": 2048}
-def fmt(x):
-    return "%.0f" % x if abs(x) >= 100 else "%.2f" % x if abs(x) < 10 else "%.1f" % x
-def spread(v):
-    return "%s / %s / %s" % tuple(fmt(x) for x in (min(v), statistics.median(v), max(v)))
 def simulate(args, M):
     """erase-bench pipeline --simulate's samples/s per schedule for P = 2 and M"""
     out = subprocess.run([os.path.join(build, "apps/erase-bench"), "pipeline", "--simulate", "--pp", "2",
                           "--micro-batches", str(M), "--steps", "40"] + args,
                          check=True, capture_output=True, text=True).stdout
-    return {f[0]: float(f[6]) for f in (l.split() for l in out.splitlines())
-            if len(f) > 6 and f[0] in ("gpipe", "1f1b", "paci") and f[1] == "2"}
+    return {k[0]: v[0] for k, v in sim_rows(out).items() if k[1] == 2}
 print("| model | schedule | M | samples/s: min / median / max | tokens/s (median) | bubble stage 0 / 1 (median) "
       "| analytic | busy ms per step, stage 0 / 1 | wall ms per step, stage 0 / 1 | simulated from the run's times: measured / simulated "
       "| simulated from erase-bench's own timing: measured / simulated |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for model in models:
     for M in (2, 4, 8):
-        own = {}
-        for line in open(os.path.join(work, "sim-%s-%d.txt" % (model, M))):
-            f = line.split()
-            if len(f) > 6 and f[0] in ("gpipe", "1f1b", "paci") and f[1] == "2":
-                own[f[0]] = float(f[6])
+        own = {k[0]: v[0] for k, v in sim_rows(open(os.path.join(work, "sim-%s-%d.txt" % (model, M))).read()).items()
+               if k[1] == 2}
         for sched in ("gpipe", "1f1b", "paci"):
             qps, tok, b0, b1, u0, u1, w0, w1, ratio = [], [], [], [], [], [], [], [], []
             for r in range(1, repeats + 1):
@@ -143,19 +136,13 @@ for schedule in 1f1b paci gpipe; do
         { cat "$work/target-$schedule.out" >&2; exit 1; }
 done
 echo
-python3 - "$work" <<'EOF'
-import json, os, sys
+PYTHONPATH="$top/bench" python3 - "$work" <<'EOF'
+import os, sys
+from p2 import eval_curve
 work = sys.argv[1]
 curves = {}
 for sched in ("1f1b", "paci", "gpipe"):
-    t, curve = 0.0, []
-    for line in open(os.path.join(work, "target-%s.jsonl" % sched)):
-        rec = json.loads(line)
-        if rec["type"] == "train" and rec["qps"] > 0:
-            t += rec["window_samples"] / rec["qps"]   # training seconds of the window (steps only)
-        elif rec["type"] == "eval":
-            curve.append((rec["step"], t, rec["loss"], rec["samples"]))
-    curves[sched] = curve
+    curves[sched] = eval_curve(os.path.join(work, "target-%s.jsonl" % sched), "loss")[0]
 target = curves["1f1b"][-1][2]
 print("target: 1f1b's final validation loss %.4f after %d steps (%d tokens)" % (
     target, curves["1f1b"][-1][0], curves["1f1b"][-1][3] * 64))

@@ -1,11 +1,13 @@
 /*
- * erase-bench pipeline --simulate: the pipeline schedules gpipe, 1f1b and
- * paci (a = M) replayed as a discrete-event simulation (pipe_replay of
- * lib/sched/pipe_schedule.h: the same action lists erase-train runs) for
- * each P of --pp (up to 64) and M of --micro-batches over --steps steps:
- * throughput (micro-batches/s, samples/s), bubble per stage (max, mean;
- * the analytic (P-1)/(M+P-1) of gpipe and 1f1b beside it) and paci's
- * drift per stage. Then the PACI paper's claim (up to 1.69x
+ * erase-bench pipeline --simulate: the pipeline schedules gpipe, 1f1b,
+ * paci (a = M) and local replayed as a discrete-event simulation
+ * (pipe_replay of lib/sched/pipe_schedule.h: the same action lists
+ * erase-train runs; local with its drain steps) for each P of --pp (up to
+ * 64) and M of --micro-batches over --steps steps: throughput
+ * (micro-batches/s, samples/s), bubble per stage (max, mean; the analytic
+ * (P-1)/(M+P-1) of gpipe and 1f1b beside it) and paci's drift per stage.
+ * Local sends activations only (no gradient message: half of 1f1b's
+ * messages). Then the PACI paper's claim (up to 1.69x
  * time-to-accuracy over the best flush configuration at P = 8) against
  * the bubble model: at P = 8, for M in 1, 2, 4, 8, 16, 32, paci's
  * throughput over 1f1b's, simulated, beside (m+7)/m.
@@ -18,8 +20,12 @@
  * samples, one BLAS thread (a stage is one rank on one core), the median
  * of --repeats; a stage's time is the sum of its blocks' for an even
  * split of the blocks (stage s: blocks s*B/P .. (s+1)*B/P - 1). The model
- * is timed without cuts: every stage boundary is attached, as the
- * pipelines train it.
+ * is timed without cuts for gpipe, 1f1b and paci (every stage boundary is
+ * attached, as they train it), and for local once more per P with a cut
+ * at each boundary of that split and nowhere else (local's stages end at
+ * cuts: their blocks' local heads and losses are timed; a stage's first
+ * block gets a detached input), the repeats of all these networks
+ * interleaved.
  *
  * The link (latency + bytes / bandwidth per message, FIFO per direction):
  * given (--latency-us, --bandwidth-gbps, --activation-bytes), else with
@@ -69,10 +75,11 @@ static void usage(FILE *f)
             "         (--forward-ms F --backward-ms B [--update-ms U] [--batch N]\n"
             "          | --model ctr|gpt | --model-file FILE  [--batch N] [--repeats R])\n"
             "         [--latency-us L] [--bandwidth-gbps G] [--activation-bytes A] [--host-ms H]\n"
-            "  replays gpipe, 1f1b and paci (a = M, one update per M backwards) as a discrete-event\n"
-            "  simulation of every stage's action list; prints per P and M: makespan, micro-batches/s,\n"
-            "  samples/s, bubble (max and mean over stages; the analytic (P-1)/(M+P-1) beside\n"
-            "  gpipe's and 1f1b's), paci's drift per stage; then paci / 1f1b at P = 8, M = 1 .. 32\n"
+            "  replays gpipe, 1f1b, paci (a = M, one update per M backwards) and local (activations\n"
+            "  only, no gradient message) as a discrete-event simulation of every stage's action list;\n"
+            "  prints per P and M: makespan, micro-batches/s, samples/s, bubble (max and mean over\n"
+            "  stages; the analytic (P-1)/(M+P-1) beside gpipe's and 1f1b's), paci's drift per stage;\n"
+            "  then paci / 1f1b at P = 8, M = 1 .. 32\n"
             "  beside the bubble model (m+7)/m (the PACI paper's claim: up to 1.69x)\n"
             "  defaults: --pp 2,4,8 (measured: those <= the blocks) --micro-batches 1,2,4,8,16,32\n"
             "            --steps 100 (P <= 64)\n"
@@ -81,8 +88,9 @@ static void usage(FILE *f)
             "              --batch samples per micro-batch (default 1)\n"
             "  --model ctr|gpt, --model-file FILE  measure instead: each block's forward, backward\n"
             "              and update on one micro-batch (--batch, default ctr 256, gpt 4; one BLAS\n"
-            "              thread; median of --repeats, default 5), the model without cuts; stage\n"
-            "              s of P sums blocks s*B/P .. (s+1)*B/P-1 (P <= blocks)\n"
+            "              thread; median of --repeats, default 5), the model without cuts (local:\n"
+            "              a cut at each stage boundary, timed per P); stage s of P sums blocks\n"
+            "              s*B/P .. (s+1)*B/P-1 (P <= blocks)\n"
             "  --latency-us, --bandwidth-gbps (Gbit/s), --activation-bytes  the link per message;\n"
             "              measured times: default an MPI-free estimate of a shared-memory link\n"
             "              (memcpy bandwidth / 2, latency 1 us, the largest boundary's activation);\n"
@@ -121,77 +129,99 @@ static int parse_ms_list(const char *text, int positive, double *out)
     return n > 0 && text[strlen(text) - 1] != ',' && text[0] != ',' && !strstr(text, ",,") ? n : -1;
 }
 
-/* Time every block of `cfg` (cuts removed) on a micro-batch of `batch`
- * samples; 0, or 1 after printing why. */
-static int measure(const erase_model_config_t *cfg_in, int batch, int repeats, block_times_t *bt)
+/* Time every block of `cfg` under each of the n cut masks (bit c:
+ * boundary c, as erase_model_config_t's; the model's own cuts replaced),
+ * into bt[i] (its `model` set by the caller), on a micro-batch of `batch`
+ * samples: one network per mask, the repeats interleaved (repeat r of
+ * every network, then repeat r + 1) so that a change of the machine's
+ * load falls on all of them alike; the median of `repeats`. 0, or 1 after
+ * printing why. */
+static int measure(const erase_model_config_t *cfg_in, const uint32_t *cut_masks, int n, int batch, int repeats,
+                   block_times_t *bt)
 {
-    erase_model_config_t cfg = *cfg_in;
-    cfg.cut_mask = 0;
     erase_device_options_t dopt = erase_device_options_default();
     dopt.blas_threads = 1;
     erase_device_t *dev = bench_open_device("pipeline", &dopt, 1);
     if (!dev)
         return 1;
-    erase_network_t *net;
-    erase_optimizer_t *opt;
+    erase_network_t *net[MAX_LIST + 1];
+    erase_optimizer_t *opt[MAX_LIST + 1];
+    erase_batch_t b[MAX_LIST + 1];
     erase_stream_t *s;
-    erase_batch_t b;
     erase_optim_config_t ocfg = erase_optim_config_default();
-    if (erase_network_create(dev, &cfg, batch, &net) != ERASE_OK) {
-        fprintf(stderr, "erase-bench pipeline: %s: %s\n", bt->model, erase_error_reason());
-        erase_device_close(dev);
-        return 1;
-    }
     ERASE_MUST(erase_stream_create(dev, &s));
-    ERASE_MUST(erase_optimizer_create(net, &ocfg, &opt));
-    ERASE_MUST(erase_batch_random(net, batch, 7, &b));
-    int B = erase_network_blocks(net);
-    bt->blocks = B;
-    bt->batch = batch;
-    bt->forward = calloc((size_t)B, sizeof(double));
-    bt->backward = calloc((size_t)B, sizeof(double));
-    bt->update = calloc((size_t)B, sizeof(double));
-    bt->boundary_bytes = calloc((size_t)B, sizeof(double));
-    double *x = calloc((size_t)(3 * B * repeats), sizeof(double)); /* [what][block][repeat] */
-    if (!bt->forward || !bt->backward || !bt->update || !bt->boundary_bytes || !x)
-        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
-    for (int r = -1; r < repeats; r++) { /* r = -1: warm-up */
-        for (int k = 0; k < B; k++) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_network_forward_block(net, k, s, &b));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(0 * B + k) * repeats + r] = erase_now_s() - t0;
+    for (int i = 0; i < n; i++) {
+        erase_model_config_t cfg = *cfg_in;
+        cfg.cut_mask = cut_masks[i];
+        if (erase_network_create(dev, &cfg, batch, &net[i]) != ERASE_OK) {
+            fprintf(stderr, "erase-bench pipeline: %s: %s\n", bt[i].model, erase_error_reason());
+            for (int j = 0; j < i; j++) {
+                erase_batch_free_random(net[j], &b[j]);
+                erase_optimizer_destroy(opt[j]);
+                erase_network_destroy(net[j]);
+            }
+            erase_stream_destroy(s);
+            erase_device_close(dev);
+            return 1;
         }
-        for (int k = B - 1; k >= 0; k--) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_network_backward_block(net, k, s, &b));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(1 * B + k) * repeats + r] = erase_now_s() - t0;
-        }
-        ERASE_MUST(erase_optimizer_begin_step(opt, s));
-        for (int k = 0; k < B; k++) {
-            double t0 = erase_now_s();
-            ERASE_MUST(erase_optimizer_update_block(opt, k, s));
-            ERASE_MUST(erase_stream_synchronize(s));
-            if (r >= 0)
-                x[(2 * B + k) * repeats + r] = erase_now_s() - t0;
-        }
+        ERASE_MUST(erase_optimizer_create(net[i], &ocfg, &opt[i]));
+        ERASE_MUST(erase_batch_random(net[i], batch, 7, &b[i]));
     }
-    for (int k = 0; k < B; k++) {
-        bt->forward[k] = erase_quantile(x + (0 * B + k) * repeats, (size_t)repeats, 0.5);
-        bt->backward[k] = erase_quantile(x + (1 * B + k) * repeats, (size_t)repeats, 0.5);
-        bt->update[k] = erase_quantile(x + (2 * B + k) * repeats, (size_t)repeats, 0.5);
-        int width = 0;
-        if (k >= 1)
-            erase_network_body_output(net, k - 1, &width);
-        bt->boundary_bytes[k] = (double)width * batch * sizeof(float);
+    int B = erase_network_blocks(net[0]);
+    size_t per = (size_t)3 * (size_t)B * (size_t)repeats; /* [what][block][repeat] of one network */
+    double *x = calloc(per * (size_t)n, sizeof(double));
+    if (!x)
+        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+    for (int r = -1; r < repeats; r++) /* r = -1: warm-up */
+        for (int i = 0; i < n; i++) {
+            double *xi = x + per * (size_t)i;
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_forward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(0 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            for (int k = B - 1; k >= 0; k--) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_backward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(1 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            ERASE_MUST(erase_optimizer_begin_step(opt[i], s));
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_optimizer_update_block(opt[i], k, s));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(2 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+        }
+    for (int i = 0; i < n; i++) {
+        double *xi = x + per * (size_t)i;
+        bt[i].blocks = B;
+        bt[i].batch = batch;
+        bt[i].forward = calloc((size_t)B, sizeof(double));
+        bt[i].backward = calloc((size_t)B, sizeof(double));
+        bt[i].update = calloc((size_t)B, sizeof(double));
+        bt[i].boundary_bytes = calloc((size_t)B, sizeof(double));
+        if (!bt[i].forward || !bt[i].backward || !bt[i].update || !bt[i].boundary_bytes)
+            erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+        for (int k = 0; k < B; k++) {
+            bt[i].forward[k] = erase_quantile(xi + (0 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].backward[k] = erase_quantile(xi + (1 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].update[k] = erase_quantile(xi + (2 * B + k) * repeats, (size_t)repeats, 0.5);
+            int width = 0;
+            if (k >= 1)
+                erase_network_body_output(net[i], k - 1, &width);
+            bt[i].boundary_bytes[k] = (double)width * batch * sizeof(float);
+        }
+        erase_batch_free_random(net[i], &b[i]);
+        erase_optimizer_destroy(opt[i]);
+        erase_network_destroy(net[i]);
     }
     free(x);
-    erase_batch_free_random(net, &b);
-    erase_optimizer_destroy(opt);
-    erase_network_destroy(net);
     erase_stream_destroy(s);
     erase_device_close(dev);
     return 0;
@@ -225,12 +255,25 @@ static double memcpy_bandwidth(double bytes)
     return bench_spread(rate, 5).median;
 }
 
+/* The first block of stage s of P over `blocks` blocks split evenly. */
+static int stage_first(int blocks, int P, int s) { return (int)((long)s * blocks / P); }
+
+/* The cut mask of local's P stages over `blocks` blocks split evenly: a
+ * cut at each stage boundary, none elsewhere. */
+static uint32_t local_cuts(int blocks, int P)
+{
+    uint32_t mask = 0;
+    for (int s = 1; s < P; s++)
+        mask |= 1u << stage_first(blocks, P, s);
+    return mask;
+}
+
 /* Stage times of P stages: the sums over an even split of the blocks. */
 static void stage_times(const block_times_t *bt, int P, pipe_stage_time_t *t, double *bytes)
 {
     *bytes = 0;
     for (int s = 0; s < P; s++) {
-        int lo = (int)((long)s * bt->blocks / P), hi = (int)((long)(s + 1) * bt->blocks / P);
+        int lo = stage_first(bt->blocks, P, s), hi = stage_first(bt->blocks, P, s + 1);
         t[s] = (pipe_stage_time_t){ 0, 0, 0, 0 };
         for (int k = lo; k < hi; k++) {
             t[s].forward_s += bt->forward[k];
@@ -284,16 +327,18 @@ typedef struct {
     double given_ms[4][64];      /* forward, backward, update, host (seconds): [0] every stage's, or one per stage */
     int ngiven[4];               /* values in each (0: none) */
     double latency_s, bandwidth_Bps, bytes; /* < 0: not given */
-    const block_times_t *bt;     /* measured */
+    const block_times_t *bt;     /* measured: without cuts */
+    const block_times_t *local;  /* measured: [npp], local's of P = pp[i] (cuts at its boundaries) */
     double memcpy_Bps;
 } sim_t;
 
-/* The stage times and link of P stages. */
-static void setup(const sim_t *o, int P, pipe_stage_time_t *t, pipe_link_t *link)
+/* The stage times and link of P stages; `bt` the measured block times to
+ * sum (NULL with given times). */
+static void setup(const sim_t *o, int P, const block_times_t *bt, pipe_stage_time_t *t, pipe_link_t *link)
 {
     double bytes = 0;
     if (!o->given)
-        stage_times(o->bt, P, t, &bytes);
+        stage_times(bt, P, t, &bytes);
     for (int s = 0; s < P; s++) {
         double v[4];
         for (int k = 0; k < 4; k++)
@@ -313,14 +358,18 @@ static void print_rows(const sim_t *o)
            "samples/s", "bubble_max", "bubble_mean", "analytic", "drift_per_stage");
     for (int i = 0; i < o->npp; i++) {
         int P = o->pp[i];
-        pipe_stage_time_t t[64];
-        pipe_link_t link;
-        setup(o, P, t, &link);
+        pipe_stage_time_t t[64], tl[64];
+        pipe_link_t link, link_local;
+        setup(o, P, o->given ? NULL : o->bt, t, &link);
+        setup(o, P, o->given ? NULL : &o->local[i], tl, &link_local);
         for (int j = 0; j < o->nmb; j++) {
             int M = o->mb[j];
-            for (int kind = PIPE_GPIPE; kind <= PIPE_PACI; kind++) {
+            for (int kind = PIPE_GPIPE; kind <= PIPE_LOCAL; kind++) {
                 pipe_replay_t r;
-                simulate(kind, P, M, o->steps, t, &link, &r);
+                if (kind == PIPE_LOCAL)
+                    simulate(kind, P, M, o->steps, tl, &link_local, &r);
+                else
+                    simulate(kind, P, M, o->steps, t, &link, &r);
                 double bmax = 0, bsum = 0;
                 for (int s = 0; s < P; s++) {
                     bmax = fmax(bmax, r.bubble[s]);
@@ -331,7 +380,7 @@ static void print_rows(const sim_t *o)
                     snprintf(a, sizeof a, "%d", M);
                     for (int s = 0, n = 0; s < P; s++)
                         n += snprintf(drift + n, sizeof drift - (size_t)n, "%s%d", s ? "," : "", r.max_drift[s]);
-                } else
+                } else if (kind != PIPE_LOCAL)
                     snprintf(analytic, sizeof analytic, "%.4f", pipe_bubble_analytic(P, M));
                 printf("%-8s %3d %4d %4s %12.3f %10.2f %12.1f %10.4f %11.4f %8s %s\n", pipe_kind_name(kind), P, M, a,
                        r.makespan_s * 1e3, r.throughput_mbps, r.throughput_mbps * o->batch, bmax, bsum / P, analytic,
@@ -361,7 +410,7 @@ static void print_claim(const sim_t *o)
     }
     pipe_stage_time_t t[CLAIM_P];
     pipe_link_t link;
-    setup(o, CLAIM_P, t, &link);
+    setup(o, CLAIM_P, o->given ? NULL : o->bt, t, &link);
     printf("%4s %10s %10s %9s %12s\n", "M", "1f1b_mb/s", "paci_mb/s", "simulated", "bubble_model");
     double best_flush = 0, best_paci = 0;
     int best_m = 0;
@@ -509,7 +558,7 @@ int bench_pipeline(int argc, char **argv)
     o.latency_s = lat >= 0 ? lat * 1e-6 : -1;
     o.bandwidth_Bps = gbps > 0 ? gbps * 1e9 / 8 : -1;
     o.bytes = bytes;
-    block_times_t bt = { 0 };
+    block_times_t bt = { 0 }, local[MAX_LIST] = { { 0 } };
     if (measured) {
         erase_model_config_t cfg;
         if (model_file) {
@@ -537,15 +586,28 @@ int bench_pipeline(int argc, char **argv)
         if (fit < npp) /* the default list: those that fit */
             printf("# --pp %s: the %s model has %d blocks: P > %d left out\n", pp_text, bt.model, blocks, blocks);
         o.npp = npp = fit;
-        if (measure(&cfg, batch, repeats, &bt) != 0)
+        /* all[0] without cuts, all[1 + i] local's of P = pp[i], timed together */
+        block_times_t all[MAX_LIST + 1] = { { 0 } };
+        uint32_t masks[MAX_LIST + 1] = { 0 };
+        for (int i = 0; i <= npp; i++) {
+            snprintf(all[i].model, sizeof all[i].model, "%s", bt.model);
+            if (i > 0)
+                masks[i] = local_cuts(blocks, pp[i - 1]);
+        }
+        if (measure(&cfg, masks, npp + 1, batch, repeats, all) != 0)
             return 1;
+        bt = all[0];
+        for (int i = 0; i < npp; i++)
+            local[i] = all[1 + i];
+        o.local = local;
         double largest = 0;
         for (int k = 1; k < bt.blocks; k++)
             largest = fmax(largest, bt.boundary_bytes[k]);
         o.memcpy_Bps = memcpy_bandwidth(largest);
         o.bt = &bt;
         printf("# measured: %s, %d blocks, micro-batch %d samples, one BLAS thread, median of %d repeats; "
-               "stage s of P: blocks s*B/P .. (s+1)*B/P-1\n", bt.model, bt.blocks, batch, repeats);
+               "stage s of P: blocks s*B/P .. (s+1)*B/P-1; without cuts (local: a cut at each stage boundary, "
+               "timed per P; the repeats of all interleaved)\n", bt.model, bt.blocks, batch, repeats);
         printf("# block times (ms):");
         pipe_stage_time_t blk[64];
         for (int k = 0; k < bt.blocks && k < 64; k++)
@@ -571,11 +633,18 @@ int bench_pipeline(int argc, char **argv)
     for (int i = 0; i < npp; i++) {
         pipe_stage_time_t t[64];
         pipe_link_t link;
-        setup(&o, pp[i], t, &link);
+        setup(&o, pp[i], measured ? &bt : NULL, t, &link);
         printf("# P %d: link latency %g us, bandwidth %g Gbit/s, activation %.0f bytes", pp[i], link.latency_s * 1e6,
                link.bandwidth_Bps * 8 / 1e9, link.activation_bytes);
         if (measured || o.ngiven[0] > 1 || o.ngiven[1] > 1 || o.ngiven[2] > 1) {
             printf("; stage times (ms):");
+            print_ms_list("forward", t, pp[i], 0);
+            print_ms_list("backward", t, pp[i], 1);
+            print_ms_list("update", t, pp[i], 2);
+        }
+        if (measured) {
+            setup(&o, pp[i], &local[i], t, &link);
+            printf("; local's (ms):");
             print_ms_list("forward", t, pp[i], 0);
             print_ms_list("backward", t, pp[i], 1);
             print_ms_list("update", t, pp[i], 2);
@@ -586,12 +655,19 @@ int bench_pipeline(int argc, char **argv)
         }
         printf("\n");
     }
-    printf("# %ld steps of M micro-batches each; paci: a = M (an update every M backwards), no flush\n", o.steps);
+    printf("# %ld steps of M micro-batches each; paci: a = M (an update every M backwards), no flush; local: "
+           "activations only, stage s trains batch t in step t+s, its drain steps after the segment\n", o.steps);
     print_rows(&o);
     print_claim(&o);
     free(bt.forward);
     free(bt.backward);
     free(bt.update);
     free(bt.boundary_bytes);
+    for (int i = 0; i < MAX_LIST; i++) {
+        free(local[i].forward);
+        free(local[i].backward);
+        free(local[i].update);
+        free(local[i].boundary_bytes);
+    }
     return 0;
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# erase-bench pipeline --simulate (issue 16): with given times the output
+# erase-bench pipeline --simulate (issues 16, 17): with given times the output
 # is exact, and checked here against hand computations of the replay;
 # the claim table at P = 8 against its closed form; measured times (a
 # tiny ctr and gpt) give the same tables; bad options exit 2 naming them.
@@ -32,15 +32,20 @@ exact() {
 # 9-10 B2 10-12 B3 13-15 U; stage 1 F0 1-2 B0 2-4 F1 4-5 B1 5-7 U F2 7-8
 # B2 8-10 F3 10-11 B3 11-13 U: makespan 15 ms, bubble 1 - 12/15 = 0.2,
 # 266.67/s; stage 0's B2 follows F2 and the UPDATE after B1: drift 1.
+# local (no gradient message; each stage F m, B m back to back): stage 0
+# F0 0-1 B0 1-3 F1 3-4 B1 4-6 F2 6-7 B2 7-9 F3 9-10 B3 10-12; stage 1 the
+# same from its F0's arrival at 1: 1-13: makespan 13 ms, each stage busy
+# 12 ms: bubble 1/13 = 0.0769, 4 / 13 ms = 307.69/s.
 cat >"$dir/small.want" <<'EOF'
 gpipe 2 2 - 18.000 222.22 222.2 0.3333 0.3333 0.3333 -
 1f1b 2 2 - 18.000 222.22 222.2 0.3333 0.3333 0.3333 -
 paci 2 2 2 15.000 266.67 266.7 0.2000 0.2000 - 1,0
+local 2 2 - 13.000 307.69 307.7 0.0769 0.0769 - -
 EOF
 exact small --pp 2 --micro-batches 2 --steps 2 --forward-ms 1 --backward-ms 2 &&
     grep -q '^# given: every stage.s forward 1 ms, backward 2 ms, update 0 ms per micro-batch of 1 sample$' "$dir/small" &&
     grep -q '^# P 2: link latency 0 us, bandwidth inf Gbit/s, activation 0 bytes$' "$dir/small"
-tap $? "P 2, M 2, forward 1 ms, backward 2 ms: makespans 18, 18, 15 ms and bubbles as computed by hand (status $rc)"
+tap $? "P 2, M 2, forward 1 ms, backward 2 ms: makespans 18, 18, 15, 13 ms and bubbles as computed by hand (status $rc)"
 tap_report "$dir/small"; [ $rc = 0 ] || tap_report "$dir/small.err"
 
 # The link and the update: P = 2, M = 1, 1 step, forward = backward = 1 ms,
@@ -48,15 +53,18 @@ tap_report "$dir/small"; [ $rc = 0 ] || tap_report "$dir/small.err"
 # stage 0 F0 0-1, arrives 2.5; stage 1 F0 2.5-3.5 B0 3.5-4.5 U 4.5-5, the
 # gradient arrives 6; stage 0 B0 6-7 U 7-7.5: makespan 7.5 ms, each stage
 # busy 2.5 ms: bubble 2/3; 1 / 7.5 ms = 133.33 micro-batches/s, x 4 samples.
+# local: stage 0 F0 0-1 B0 1-2 U 2-2.5; stage 1 F0 2.5-3.5 B0 3.5-4.5 U
+# 4.5-5, no gradient back: makespan 5 ms, bubble 1/2, 200/s.
 cat >"$dir/link.want" <<'EOF'
 gpipe 2 1 - 7.500 133.33 533.3 0.6667 0.6667 0.5000 -
 1f1b 2 1 - 7.500 133.33 533.3 0.6667 0.6667 0.5000 -
 paci 2 1 1 7.500 133.33 533.3 0.6667 0.6667 - 0,0
+local 2 1 - 5.000 200.00 800.0 0.5000 0.5000 - -
 EOF
 exact link --pp 2 --micro-batches 1 --steps 1 --forward-ms 1 --backward-ms 1 --update-ms 0.5 --latency-us 500 \
     --bandwidth-gbps 0.008 --activation-bytes 1000 --batch 4 &&
     grep -q '^# P 2: link latency 500 us, bandwidth 0.008 Gbit/s, activation 1000 bytes$' "$dir/link"
-tap $? "latency + bytes / bandwidth per message and the update time: makespan 7.5 ms (status $rc)"
+tap $? "latency + bytes / bandwidth per message and the update time: makespan 7.5 ms, local's 5 ms (status $rc)"
 tap_report "$dir/link"; [ $rc = 0 ] || tap_report "$dir/link.err"
 
 # Times per stage and the host between steps: P = 2, M = 1, 2 steps,
@@ -65,16 +73,20 @@ tap_report "$dir/link"; [ $rc = 0 ] || tap_report "$dir/link.err"
 # B0 3-4; step 1: stage 0 F1 4.5-5.5; stage 1 F1 6-7 (3 + 3) B1 7-8; stage
 # 0 B1 8-9: makespan 9 ms, busy 4 of 9. paci (a = 1): stage 0 F0 0-1, its
 # step 1 F1 1.5-2.5, B0 3-4 U, B1 (stage 1's F1 6-7 B1 7-8) 8-9: also 9 ms;
-# B1 follows the UPDATE after B0: drift 1. The claim table needs P = 8.
+# B1 follows the UPDATE after B0: drift 1. local: stage 0 F0 0-1 B0 1-2,
+# its step 1 F1 2.5-3.5 B1 3.5-4.5; stage 1 (steps 1 and 2) F0 1-2 B0 2-3,
+# its step 2 F1 6-7 (3 + 3) B1 7-8: makespan 8 ms, busy 4 of 8, 250/s.
+# The claim table needs P = 8.
 cat >"$dir/host.want" <<'EOF'
 gpipe 2 1 - 9.000 222.22 222.2 0.5556 0.5556 0.5000 -
 1f1b 2 1 - 9.000 222.22 222.2 0.5556 0.5556 0.5000 -
 paci 2 1 1 9.000 222.22 222.2 0.5556 0.5556 - 1,0
+local 2 1 - 8.000 250.00 250.0 0.5000 0.5000 - -
 EOF
 exact host --pp 2 --micro-batches 1 --steps 2 --forward-ms 1,1 --backward-ms 1 --host-ms 0.5,3 &&
     grep -q '^# P 2: link latency 0 us, bandwidth inf Gbit/s, activation 0 bytes; stage times (ms): forward 1.000,1.000 backward 1.000,1.000 update 0.000,0.000; host between steps (ms): 0.500,3.000$' "$dir/host" &&
     grep -q '^# (not simulated: the times are given per stage of P = 2)$' "$dir/host"
-tap $? "times per stage and the host's time between steps: makespan 9 ms (status $rc)"
+tap $? "times per stage and the host's time between steps: makespan 9 ms, local's 8 ms (status $rc)"
 tap_report "$dir/host"; [ $rc = 0 ] || tap_report "$dir/host.err"
 
 # The claim table, P = 8, forward 1 ms, backward 2 ms, 2 steps: 1f1b runs
@@ -103,16 +115,29 @@ rc2=$?
 # the default --pp 2,4,8: those the model's blocks allow
 $B --model ctr --batch 8 --micro-batches 1 --steps 1 --repeats 1 >"$dir/default" 2>"$dir/default.err"
 rc3=$?
-# every row: 7 numbers and a drift column; paci's drift per stage of P stages
+# every row: 7 numbers and a drift column; paci's drift per stage of P
+# stages; local's rows (every fourth) without a, analytic bubble or drift
 measured_rows() {
     rows "$1" | awk -v n="$2" '
         { for (i = 5; i <= 9; i++) if ($i !~ /^[0-9]+\.[0-9]+$/) bad = 1 }
         $1 == "paci" && split($11, d, ",") != $2 { bad = 1 }
-        $1 != "paci" && ($10 !~ /^[0-9]\.[0-9][0-9][0-9][0-9]$/ || $11 != "-") { bad = 1 }
+        $1 == "local" && ($4 != "-" || $10 != "-" || $11 != "-" || NR % 4) { bad = 1 }
+        $1 != "paci" && $1 != "local" && ($10 !~ /^[0-9]\.[0-9][0-9][0-9][0-9]$/ || $11 != "-") { bad = 1 }
         { rows++ }
         END { exit bad || rows != n }'
 }
-[ $rc = 0 ] && [ $rc2 = 0 ] && measured_rows "$dir/ctr" 6 && measured_rows "$dir/gpt" 6 &&
+# the P line's stage times: gpipe/1f1b/paci's, then local's, P of each
+stage_line() { # FILE P
+    grep "^# P $2: " "$1" | awk -v P="$2" -v num='^[0-9]+\.[0-9][0-9][0-9]$' '
+        { n = split($0, part, /; local.s \(ms\): /); if (n != 2) exit 1
+          split(part[2], f, " ")
+          if (f[1] != "forward" || f[3] != "backward" || f[5] != "update") exit 1
+          for (i = 2; i <= 6; i += 2) { if (split(f[i], v, ",") != P) exit 1; for (k in v) if (v[k] !~ num) exit 1 }
+          ok = 1 }
+        END { exit !ok }'
+}
+[ $rc = 0 ] && [ $rc2 = 0 ] && measured_rows "$dir/ctr" 8 && measured_rows "$dir/gpt" 8 &&
+    stage_line "$dir/ctr" 2 && stage_line "$dir/ctr" 7 && stage_line "$dir/gpt" 8 &&
     grep -q '^# measured: ctr, 7 blocks, micro-batch 8 samples, one BLAS thread, median of 1 repeats' "$dir/ctr" &&
     grep -q '^# (not simulated: the ctr model has 7 blocks, P = 8 needs at least 8)$' "$dir/ctr" &&
     grep -q -E '^# P 7: link latency 1 us, bandwidth [0-9.e+]+ Gbit/s, activation 11744 bytes; stage times \(ms\): forward ' \
@@ -120,8 +145,8 @@ measured_rows() {
     grep -q '^# measured: gpt, 8 blocks, micro-batch 2 samples' "$dir/gpt" &&
     [ "$(sed -n '/^ *M  *1f1b_mb\/s/,$p' "$dir/gpt" | grep -c -E '^ +[0-9]+ ')" = 6 ] &&
     [ $rc3 = 0 ] && grep -q '^# --pp 2,4,8: the ctr model has 7 blocks: P > 7 left out$' "$dir/default" &&
-    [ "$(rows "$dir/default" | cut -d' ' -f2 | tr '\n' ' ')" = "2 2 2 4 4 4 " ]
-tap $? "measured times: ctr and an 8-layer gpt model file, a row per schedule, the claim table where P = 8 fits; the default --pp without 8 for ctr (status $rc, $rc2, $rc3)"
+    [ "$(rows "$dir/default" | cut -d' ' -f1,2 | tr '\n' ' ')" = "gpipe 2 1f1b 2 paci 2 local 2 gpipe 4 1f1b 4 paci 4 local 4 " ]
+tap $? "measured times: ctr and an 8-layer gpt model file, a row per schedule (local's from its own stage times), the claim table where P = 8 fits; the default --pp without 8 for ctr (status $rc, $rc2, $rc3)"
 tap_report "$dir/ctr"; tap_report "$dir/gpt"; tap_report "$dir/default"
 [ $rc = 0 ] || tap_report "$dir/ctr.err"; [ $rc2 = 0 ] || tap_report "$dir/gpt.err"
 
