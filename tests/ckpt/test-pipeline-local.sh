@@ -1,0 +1,133 @@
+#!/bin/sh
+# erase-train --schedule local end to end (issue 17; docs/pipelines.md):
+# stage s trains in step t the batch of step t-s on activations of stage
+# s-1's weights of that batch's version (lag 0), so a drained local
+# pipeline holds the parameters of the same cut model trained on one rank.
+# For ctr (4 blocks, every boundary a cut), mlp (3 blocks) and gpt (2
+# blocks, tie_head = false), --pp 2 on 2 ranks and, for ctr, --pp 4 on 4
+# (oversubscribed), 12 steps with --micro-batches 1: the stage files of the
+# checkpoints at steps 4 (mid-run: a drain) and 12 together hold every
+# parameter and optimizer tensor of the one-rank run's checkpoint bitwise,
+# with its step, cursor and clock, and the evaluations at steps 6 (another
+# drain) and 12 print the one-rank run's values. The one-rank run is the
+# same model file (same cuts) with no --pp, at the same global batch, with
+# the default --early-backward: every mode is bitwise the same arithmetic
+# (test-train-classify.sh), and a cut model's blocks are independent
+# (each sees its input as a constant, its optimizer step is elementwise
+# on its own tensors), so the order blocks run in changes nothing. What
+# must match: --micro-batches 1 (M > 1 sums a batch's gradient over
+# micro-batches, which rounds differently: the float bound of the pipeline
+# tests, not bitwise) and one data-parallel replica (dp > 1 sums over
+# ranks in another order). The summary's stage lines report version lag 0
+# for every batch a stage received (none on stage 0) and 0 gradients
+# received, stages s > 0 drained at each checkpoint and evaluation that
+# found a batch left, and the metrics record moves no gradient byte (gpt's
+# exact activation bytes); a ctr run resumed from its step-4 checkpoint (pp 2
+# with --stages auto, which takes the checkpoint's stages; pp 4) ends
+# bitwise equal to the uninterrupted one, with lag 0 after the resume.
+. "$(dirname "$0")/ckpt.sh"
+: "${srcdir:=.}"
+setup_data # ctr data in $dir/data
+sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
+setup_gpt "$dir/gpt.cfg" 'cuts = "all"; tie_head = false;'
+setup_mnist "$dir/mlp.cfg"
+echo "1..17"
+
+# one_rank ONE LOCAL STEP: LOCAL's ckpt-STEP.h5 and stage files hold ONE's
+# tensors bitwise (ckpt-tool compare's union), output in $dir/one.out.
+one_rank() {
+    stage_files=$2/ckpt-$3.h5 stage_n=1
+    while [ -f "$2/ckpt-$3.h5.stage$stage_n" ]; do
+        stage_files="$stage_files $2/ckpt-$3.h5.stage$stage_n"
+        stage_n=$((stage_n + 1))
+    done
+    # shellcheck disable=SC2086 # the stage files' names have no spaces
+    tests/ckpt/ckpt-tool compare "$1/ckpt-$3.h5" $stage_files >"$dir/one.out" 2>&1
+}
+
+# evals FILE: the evaluation lines' values (not their times).
+evals() { grep '^eval   step ' "$1" | sed 's/ in [0-9.]* s$//'; }
+
+# lags FILE P N D: every stage line of P stages reports lag 0 for its N
+# received batches (stage 0: 0 of 0), no gradient received and, on s > 0,
+# D drains (stage 0 never has a batch left to drain).
+lags() {
+    stage_n=0
+    while [ $stage_n -lt "$2" ]; do
+        if [ $stage_n = 0 ]; then
+            grep -q "^  stage 0 .*, version lag max 0 (0 of 0 batches at lag 0), 0 gradients received, .*)$" "$1" &&
+                ! grep "^  stage 0 " "$1" | grep -q " drain"
+        else
+            grep -q "^  stage $stage_n .*, version lag max 0 ($3 of $3 batches at lag 0), 0 gradients received, .*, $4 drains ([0-9.]* ms each)$" "$1"
+        fi || return 1
+        stage_n=$((stage_n + 1))
+    done
+}
+
+for model in ctr mlp gpt; do
+    O=$dir/$model-one
+    out=$O.out
+    ptrain "$model" 1 --pp 1 --schedule none --micro-batches 0 --eval-every 6 --checkpoint-dir "$O"
+    orc=$rc
+    [ $rc = 0 ] || show "$out"
+    for P in 2 4; do
+        [ $P = 4 ] && [ "$model" != ctr ] && continue
+        stages=even
+        [ $P = 2 ] && [ "$model" = ctr ] && stages=auto
+        L=$dir/$model-local$P
+        out=$L.out
+        ptrain "$model" $P --pp $P --schedule local --micro-batches 1 --stages $stages --eval-every 6 \
+            --checkpoint-dir "$L" --metrics "$L.jsonl"
+        one_rank "$O" "$L" 4
+        c4=$?
+        cp "$dir/one.out" "$dir/one4.out"
+        one_rank "$O" "$L" 12
+        c12=$?
+        [ $orc = 0 ] && [ $rc = 0 ] && [ $c4 = 0 ] && [ $c12 = 0 ] && grep -q "^  stages local, $P stages x 1 dp: " "$out"
+        tap $? "$model --pp $P --schedule local --stages $stages: the stage files of steps 4 and 12 hold the one-rank run's tensors, step, cursor and clock bitwise (status $orc, $rc; compare $c4, $c12)"
+        [ $rc = 0 ] || show "$out"
+        [ $c4 = 0 ] || show "$dir/one4.out"
+        [ $c12 = 0 ] || show "$dir/one.out"
+        [ "$(evals "$O.out" | wc -l)" = 2 ] && [ "$(evals "$O.out")" = "$(evals "$out")" ]
+        tap $? "$model --pp $P: the evaluations at steps 6 and 12 print the one-rank run's values"
+        evals "$out" | sed 's/^/# /'
+        lags "$out" $P 12 4
+        tap $? "$model --pp $P: every stage line reports version lag 0 for all 12 batches it received, 0 gradients received, 4 drains on stages > 0 (checkpoints 4, 8, 12, evaluation 6)"
+        grep "^  stage " "$out" | sed 's/^/# /'
+    done
+done
+
+# ---- bytes: gpt's stage 0 sends each step one activation (16 sequences x
+# 16 tokens x width 32 floats: 32768 bytes) and its 8-byte version; stage 1
+# receives them; no gradient byte or message either way
+rec=$(grep '"type":"pipeline"' "$dir/gpt-local2.jsonl")
+want0='"bytes_sent_per_step":32776,"bytes_received_per_step":0,"activation_bytes_per_step":32768,"gradient_bytes_per_step":0,"gradients_received":0,'
+want1='"bytes_sent_per_step":0,"bytes_received_per_step":32776,"activation_bytes_per_step":32768,"gradient_bytes_per_step":0,"gradients_received":0,'
+case $rec in
+*"\"stage\":0,"*"$want0"*"\"stage\":1,"*"$want1"*) r=0 ;;
+*) r=1 ;;
+esac
+tap $r "gpt --pp 2 metrics: stage 0 sends 32768 + 8 bytes per step, stage 1 receives them, no gradient bytes or messages"
+[ $r = 0 ] || echo "# $rec"
+
+# ---- resume from the step-4 checkpoint: bitwise the uninterrupted run
+for P in 2 4; do
+    R=$dir/ctr-local$P
+    mkdir "$R.res"
+    cp "$R"/ckpt-4.h5* "$R.res/"
+    out=$R.res.out
+    stages=even
+    [ $P = 2 ] && stages=auto
+    ptrain ctr $P --pp $P --schedule local --micro-batches 1 --stages $stages --eval-every 6 \
+        --checkpoint-dir "$R.res" --resume auto
+    same "$R" "$R.res"
+    c=$?
+    [ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $R.res/ckpt-4.h5: step 4, " "$out" &&
+        [ "$(evals "$R.out")" = "$(evals "$out")" ]
+    tap $? "ctr --pp $P local resumed from step 4: the stage files of step 12 and the evaluations at 6 and 12 equal the uninterrupted run's (status $rc, compare $c)"
+    [ $rc = 0 ] || show "$out"
+    [ $c = 0 ] || for f in "$dir"/cmp*.out; do show "$f"; done
+    lags "$out" $P 8 3
+    tap $? "ctr --pp $P resumed: lag 0 for the 8 batches after the resume, 0 gradients received, 3 drains on stages > 0 (evaluation 6, checkpoints 8, 12)"
+    grep "^  stage " "$out" | sed 's/^/# /'
+done
