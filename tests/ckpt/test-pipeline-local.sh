@@ -17,25 +17,29 @@
 # on its own tensors), so the order blocks run in changes nothing. What
 # must match: --micro-batches 1 (M > 1 sums a batch's gradient over
 # micro-batches, which rounds differently: the float bound of the pipeline
-# tests, not bitwise) and one data-parallel replica (dp > 1 sums over
-# ranks in another order). The summary's stage lines report version lag 0
-# for every batch a stage received (none on stage 0) and 0 gradients
-# received, stages s > 0 drained at each checkpoint and evaluation that
-# found a batch left, and the metrics record moves no gradient byte (gpt's
-# exact activation bytes); a ctr run resumed from its step-4 checkpoint (pp 2
-# with --stages auto, which takes the checkpoint's stages; pp 4) ends
-# bitwise equal to the uninterrupted one, with lag 0 after the resume.
+# tests, not bitwise) and the data-parallel replicas: pp 2 x dp 2 on 4
+# ranks holds bitwise the parameters of the cut model trained
+# data-parallel on 2 ranks (not on one: the two halves' gradients are
+# summed after, not inside, the GEMMs). The summary's stage lines report
+# version lag 0 for every batch a stage received (none on stage 0) and 0
+# gradients received, stages s > 0 drained at each checkpoint and
+# evaluation that found a batch left, and the metrics record moves no
+# gradient byte (gpt's exact activation bytes); a ctr run resumed from its
+# step-4 checkpoint (pp 2 with --stages auto, which takes the checkpoint's
+# stages; pp 4) ends bitwise equal to the uninterrupted one, with lag 0
+# after the resume.
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
 setup_gpt "$dir/gpt.cfg" 'cuts = "all"; tie_head = false;'
 setup_mnist "$dir/mlp.cfg"
-echo "1..17"
+echo "1..18"
 
-# one_rank ONE LOCAL STEP: LOCAL's ckpt-STEP.h5 and stage files hold ONE's
-# tensors bitwise (ckpt-tool compare's union), output in $dir/one.out.
-one_rank() {
+# stages_hold REF LOCAL STEP: LOCAL's ckpt-STEP.h5 and stage files hold
+# the tensors of REF's bitwise (ckpt-tool compare's union), output in
+# $dir/one.out.
+stages_hold() {
     stage_files=$2/ckpt-$3.h5 stage_n=1
     while [ -f "$2/ckpt-$3.h5.stage$stage_n" ]; do
         stage_files="$stage_files $2/ckpt-$3.h5.stage$stage_n"
@@ -78,10 +82,10 @@ for model in ctr mlp gpt; do
         out=$L.out
         ptrain "$model" $P --pp $P --schedule local --micro-batches 1 --stages $stages --eval-every 6 \
             --checkpoint-dir "$L" --metrics "$L.jsonl"
-        one_rank "$O" "$L" 4
+        stages_hold "$O" "$L" 4
         c4=$?
         cp "$dir/one.out" "$dir/one4.out"
-        one_rank "$O" "$L" 12
+        stages_hold "$O" "$L" 12
         c12=$?
         [ $orc = 0 ] && [ $rc = 0 ] && [ $c4 = 0 ] && [ $c12 = 0 ] && grep -q "^  stages local, $P stages x 1 dp: " "$out"
         tap $? "$model --pp $P --schedule local --stages $stages: the stage files of steps 4 and 12 hold the one-rank run's tensors, step, cursor and clock bitwise (status $orc, $rc; compare $c4, $c12)"
@@ -109,6 +113,26 @@ case $rec in
 esac
 tap $r "gpt --pp 2 metrics: stage 0 sends 32768 + 8 bytes per step, stage 1 receives them, no gradient bytes or messages"
 [ $r = 0 ] || echo "# $rec"
+
+# ---- data parallelism inside the stages: pp 2 x dp 2 on 4 ranks holds
+# bitwise the parameters of the cut model trained data-parallel on 2 ranks
+# (each replica of a stage takes the same half of the batch as that rank,
+# a 2-rank all-reduce adds the same two gradients, the update is the same)
+O=$dir/ctr-dp2
+out=$O.out
+ptrain ctr 2 --pp 1 --schedule none --micro-batches 0 --eval-every 6 --checkpoint-dir "$O"
+orc=$rc
+[ $rc = 0 ] || show "$out"
+L=$dir/ctr-local2x2
+out=$L.out
+ptrain ctr 4 --schedule local --micro-batches 1 --stages 0,2 --eval-every 6 --checkpoint-dir "$L"
+stages_hold "$O" "$L" 12
+c=$?
+[ $orc = 0 ] && [ $rc = 0 ] && [ $c = 0 ] && grep -q "^  stages local, 2 stages x 2 dp: blocks 0-1 | 2-3$" "$out" &&
+    [ "$(evals "$O.out")" = "$(evals "$out")" ] && lags "$out" 2 12 4
+tap $? "ctr --pp 2 x dp 2 local (4 ranks): bitwise the 2-rank data-parallel run's checkpoint of step 12 and evaluations; lag 0, no gradient (status $orc, $rc; compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/one.out"
 
 # ---- resume from the step-4 checkpoint: bitwise the uninterrupted run
 for P in 2 4; do
