@@ -130,14 +130,23 @@ ptrain() {
     rc=$?
 }
 
+# stages CKPT: $stages_n = the stages of the pipeline checkpoint CKPT
+# (ckpt-<step>.h5): 1 + its stage files CKPT.stage1, CKPT.stage2, ...
+stages() {
+    stages_n=1
+    while [ -f "$1.stage$stages_n" ]; do stages_n=$((stages_n + 1)); done
+}
+
 # same A B: ckpt-12.h5 and its stage files (ckpt-12.h5.stage1, ...) of
 # directories A and B are bitwise equal (tensors, cursor, clock); the
 # comparisons in $dir/cmp<s>.out.
 same() {
-    tests/ckpt/ckpt-tool compare "$1/ckpt-12.h5" "$2/ckpt-12.h5" >"$dir/cmp0.out" 2>&1 || return 1
-    stage_n=1
-    while [ -f "$1/ckpt-12.h5.stage$stage_n" ]; do
-        tests/ckpt/ckpt-tool compare "$1/ckpt-12.h5.stage$stage_n" "$2/ckpt-12.h5.stage$stage_n" >"$dir/cmp$stage_n.out" 2>&1 || return 1
+    stages "$1/ckpt-12.h5"
+    stage_n=0
+    while [ $stage_n -lt $stages_n ]; do
+        f=ckpt-12.h5.stage$stage_n
+        [ $stage_n = 0 ] && f=ckpt-12.h5
+        tests/ckpt/ckpt-tool compare "$1/$f" "$2/$f" >"$dir/cmp$stage_n.out" 2>&1 || return 1
         stage_n=$((stage_n + 1))
     done
 }
