@@ -9,9 +9,11 @@
 # checkpoints at steps 4 (mid-run: a drain) and 12 together hold every
 # parameter and optimizer tensor of the one-rank run's checkpoint bitwise,
 # with its step, cursor and clock, and the evaluations at steps 6 (another
-# drain) and 12 print the one-rank run's values. The one-rank run is the
-# same model file (same cuts) with no --pp, at the same global batch, with
-# the default --early-backward: every mode is bitwise the same arithmetic
+# drain) and 12 print the one-rank run's values; the training records of
+# local step t hold the one-rank run's loss and metrics of step t-(P-1)
+# (the last stage scores its outputs against the right batch). The
+# one-rank run is the same model file (same cuts) with no --pp, at the
+# same global batch, with the default --early-backward: every mode is bitwise the same arithmetic
 # (test-train-classify.sh), and a cut model's blocks are independent
 # (each sees its input as a constant, its optimizer step is elementwise
 # on its own tensors), so the order blocks run in changes nothing. What
@@ -33,7 +35,7 @@ setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
 setup_gpt "$dir/gpt.cfg" 'cuts = "all"; tie_head = false;'
 setup_mnist "$dir/mlp.cfg"
-echo "1..16"
+echo "1..20"
 
 # stages_hold REF LOCAL STEP: LOCAL's ckpt-STEP.h5 and stage files hold
 # the tensors of REF's bitwise (ckpt-tool compare's union), output in
@@ -48,6 +50,15 @@ stages_hold() {
 
 # evals FILE: the evaluation lines' values (not their times).
 evals() { grep '^eval   step ' "$1" | sed 's/ in [0-9.]* s$//'; }
+
+# scored FILE: "step metrics" of each train record of a metrics file
+# (--log-every 1) whose window trained: its loss and task metrics. Under
+# local the last stage scores in step t the batch of step t-(P-1), none in
+# the P-1 fill steps of a segment (segments here: steps 1-4, 5-6, 7-8 and
+# 9-12, between the drains: P = 2 scores 3+1+1+3 = 8 steps, P = 4 1+1).
+scored() {
+    grep '"type":"train"' "$1" | grep -v '"loss":null' | sed 's/.*"step":\([0-9]*\),.*\("loss":.*\),"lr":.*/\1 \2/'
+}
 
 # lags FILE P N D: every stage line of P stages reports lag 0 for its N
 # received batches (stage 0: 0 of 0), no gradient received and, on s > 0,
@@ -68,7 +79,8 @@ lags() {
 for model in ctr mlp gpt; do
     O=$dir/$model-one
     out=$O.out
-    ptrain "$model" 1 --pp 1 --schedule none --micro-batches 0 --eval-every 6 --checkpoint-dir "$O"
+    ptrain "$model" 1 --pp 1 --schedule none --micro-batches 0 --eval-every 6 --checkpoint-dir "$O" \
+        --log-every 1 --metrics "$O.jsonl"
     orc=$rc
     [ $rc = 0 ] || show "$out"
     for P in 2 4; do
@@ -78,7 +90,7 @@ for model in ctr mlp gpt; do
         L=$dir/$model-local$P
         out=$L.out
         ptrain "$model" $P --pp $P --schedule local --micro-batches 1 --stages $stages --eval-every 6 \
-            --checkpoint-dir "$L" --metrics "$L.jsonl"
+            --checkpoint-dir "$L" --log-every 1 --metrics "$L.jsonl"
         stages_hold "$O" "$L" 4
         c4=$?
         cp "$dir/one.out" "$dir/one4.out"
@@ -92,6 +104,12 @@ for model in ctr mlp gpt; do
         [ "$(evals "$O.out" | wc -l)" = 2 ] && [ "$(evals "$O.out")" = "$(evals "$out")" ]
         tap $? "$model --pp $P: the evaluations at steps 6 and 12 print the one-rank run's values"
         evals "$out" | sed 's/^/# /'
+        scored "$O.jsonl" >"$dir/scored.one"
+        scored "$L.jsonl" | awk -v d=$((P - 1)) '{ $1 -= d; print }' >"$dir/scored.local"
+        n=$(wc -l <"$dir/scored.local")
+        [ "$n" = $((P == 2 ? 8 : 2)) ] && ! grep -v -x -F -f "$dir/scored.one" "$dir/scored.local" >/dev/null
+        tap $? "$model --pp $P: the last stage scores in step t the batch of step t-$((P - 1)): its $n train records with a window hold the one-rank run's loss and metrics of that step"
+        head -2 "$dir/scored.local" | sed 's/^/# /'
         lags "$out" $P 12 4
         tap $? "$model --pp $P: every stage line reports version lag 0 for all 12 batches it received, 0 gradients received, 4 drains on stages > 0 (checkpoints 4, 8, 12, evaluation 6)"
         grep "^  stage " "$out" | sed 's/^/# /'
