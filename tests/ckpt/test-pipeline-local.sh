@@ -1,34 +1,33 @@
 #!/bin/sh
 # erase-train --schedule local end to end (issue 17; docs/pipelines.md):
 # stage s trains in step t the batch of step t-s on activations of stage
-# s-1's weights of that batch's version (lag 0), so a drained local
-# pipeline holds the parameters of the same cut model trained on one rank.
-# For ctr (4 blocks, every boundary a cut), mlp (3 blocks) and gpt (2
-# blocks, tie_head = false), --pp 2 on 2 ranks and, for ctr, --pp 4 on 4
-# (oversubscribed), 12 steps with --micro-batches 1: the stage files of the
-# checkpoints at steps 4 (mid-run: a drain) and 12 together hold every
-# parameter and optimizer tensor of the one-rank run's checkpoint bitwise,
-# with its step, cursor and clock, and the evaluations at steps 6 (another
-# drain) and 12 print the one-rank run's values; the training records of
-# local step t hold the one-rank run's loss and metrics of step t-(P-1)
-# (the last stage scores its outputs against the right batch). The
-# one-rank run is the same model file (same cuts) with no --pp, at the
-# same global batch, with the default --early-backward: every mode is bitwise the same arithmetic
-# (test-train-classify.sh), and a cut model's blocks are independent
-# (each sees its input as a constant, its optimizer step is elementwise
-# on its own tensors), so the order blocks run in changes nothing. What
-# must match: --micro-batches 1 (M > 1 sums a batch's gradient over
-# micro-batches, which rounds differently: the float bound of the pipeline
-# tests, not bitwise) and the data-parallel replicas: pp 2 x dp 2 on 4
-# ranks holds bitwise the parameters of the cut model trained
-# data-parallel on 2 ranks (not on one: the two halves' gradients are
-# summed after, not inside, the GEMMs). The summary's stage lines report
-# version lag 0 for every batch a stage received (none on stage 0) and 0
-# gradients received, stages s > 0 drained at each checkpoint and
-# evaluation that found a batch left, and the metrics record moves no
-# gradient byte (gpt's exact activation bytes); the ctr --pp 4 run resumed
-# from its step-4 checkpoint ends bitwise equal to the uninterrupted one,
-# with lag 0 after the resume.
+# s-1's weights of that batch's version (lag 0), so a drained local pipeline
+# holds the parameters of the same cut model trained on one rank. For ctr (4
+# blocks, every boundary a cut), mlp (3 blocks) and gpt (2 blocks, tie_head
+# = false), --pp 2 on 2 ranks and, for ctr, --pp 4 on 4 (oversubscribed), 12
+# steps with --micro-batches 1: the stage files of the checkpoints at steps
+# 4 (mid-run: a drain) and 12 together hold every parameter and optimizer
+# tensor of the one-rank run's checkpoint bitwise, with its step, cursor and
+# clock, and the evaluations at steps 6 (another drain) and 12 print the
+# one-rank run's values; the training records of local step t hold the
+# one-rank run's loss and metrics of step t-(P-1) (the last stage scores its
+# outputs against the right batch). The one-rank run is the same model file
+# (same cuts) with no --pp, at the same global batch, with the default
+# --early-backward: every mode is bitwise the same arithmetic
+# (test-train-classify.sh), and a cut model's blocks are independent (each
+# sees its input as a constant, its optimizer step is elementwise on its own
+# tensors), so the order blocks run in changes nothing. What must match:
+# --micro-batches 1 (M > 1 sums a batch's gradient over micro-batches, which
+# rounds differently: the float bound of the pipeline tests, not bitwise)
+# and the data-parallel replicas: pp 2 x dp 2 on 4 ranks holds bitwise the
+# parameters of the cut model trained data-parallel on 2 ranks (not on one:
+# the two halves' gradients are summed after, not inside, the GEMMs). The
+# summary's stage lines report version lag 0 for every batch a stage
+# received (none on stage 0) and 0 gradients received, stages s > 0 drained
+# at each checkpoint and evaluation that found a batch left, and the metrics
+# record moves no gradient byte (gpt's exact activation bytes); the ctr --pp
+# 4 run resumed from its step-4 checkpoint ends bitwise equal to the
+# uninterrupted one, with lag 0 after the resume.
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
