@@ -383,8 +383,8 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip with --schedule %s: stages find non-finite "
                            "gradients on their own; use --nonfinite stop", schedule);
     if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe and 1f1b "
-                           "update once per step)", (long long)o->accumulate);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe, 1f1b "
+                           "and local update once per step)", (long long)o->accumulate);
     /* a block's early update would apply before a later block's gradient
      * of the same step is found non-finite: that step could not be skipped */
     if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))

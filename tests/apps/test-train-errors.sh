@@ -10,14 +10,16 @@
 # --update end, checkpoint options missing the one they need, an unknown
 # --gemm, a misspelt key in a run file (file:line), libconfig's silent
 # misreadings of a run file, options the model cannot take (found after MPI
-# start-up: under mpirun one line, status 2, no MPI_Abort), and
+# start-up: under mpirun one line, status 2, no MPI_Abort), --schedule
+# local with a stage boundary that is not a cut, too few cuts, --grad-clip
+# or --accumulate, and
 # jobs/workstation --ranks without a number.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..71"
+echo "1..75"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -212,9 +214,11 @@ tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line fr
 
 # pipelines: options that cannot go together (usage errors before MPI
 # start-up), and stages the model cannot take (after it: one line from
-# rank 0 under mpirun, status 2, no abort)
+# rank 0 under mpirun, status 2, no abort); --schedule local's (its stage
+# boundaries are cuts, it does not clip, it updates once per step) under
+# mpirun, found before MPI start-up or after it alike
 for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a pipeline schedule (gpipe, 1f1b, paci or local)" \
-    "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe and 1f1b update once per step)" \
+    "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe, 1f1b and local update once per step)" \
     "--schedule 1f1b --accumulate 2|--accumulate 2: only with --schedule paci" \
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
     "--micro-batches 4|--micro-batches: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
@@ -234,7 +238,11 @@ for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, 
     "--cuts none --micro-batches 300|erase-train: --micro-batches 300: more than the 256 samples of a data-parallel rank's share of each global batch (256 over 1 rank): a micro-batch holds at least one" \
     "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts" \
     "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are --schedule local); choose other stages or --cuts" \
-    "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md; e.g. jobs/gpt-shakespeare-pp.cfg)"; do
+    "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md; e.g. jobs/gpt-shakespeare-pp.cfg)" \
+    "--schedule local --stages 0,3 --cuts 4|erase-train: --stages: stage 1 begins at block 3, not at a cut: a stage boundary of --schedule local must be a cut (only activations cross it); choose other stages (--stages auto picks cuts) or --cuts" \
+    "--schedule local --cuts none|erase-train: --pp 2 --schedule local: the model has 0 cuts (stage boundaries of local parallelism are cuts); use fewer stages or more --cuts" \
+    "--schedule local --grad-clip 1|erase-train: --grad-clip with --schedule local: the stage executor does not clip (each sub-graph's norm would be its stage's own; not built); clip without a pipeline" \
+    "--schedule local --accumulate 2|erase-train: --accumulate 2: only with --schedule paci (gpipe, 1f1b and local update once per step)"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --pp 2 $args \

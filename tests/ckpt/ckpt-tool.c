@@ -6,6 +6,12 @@
  *                                shapes, bytes), the optimizer clock, step,
  *                                samples seen and the data cursor. Prints
  *                                what it compares and every difference.
+ *   ckpt-tool compare A B1 B2 ...  A against the union of B1 .. Bn (a
+ *                                one-rank checkpoint against a pipeline
+ *                                checkpoint's stage files): every tensor
+ *                                of A in exactly one Bi, bitwise equal,
+ *                                none other; each Bi's step, cursor and
+ *                                clock equal to A's.
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
  *                                bytes in the file (a damaged checkpoint)
  *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
@@ -31,14 +37,38 @@
 #include <string.h>
 #include <unistd.h>
 
-static int compare_group(const erase_ckpt_t *a, const erase_ckpt_t *b, erase_ckpt_group_t g, const char *name)
+/* The tensor named like x in exactly one of the n checkpoints b (*where: its
+ * index), or NULL (*where: -1 none, -2 more than one). */
+static const erase_ckpt_tensor_t *find_in(erase_ckpt_t *const *b, int n, erase_ckpt_group_t g, const char *name,
+                                          int *where)
 {
-    int diffs = 0, same = 0;
+    const erase_ckpt_tensor_t *y = NULL;
+    *where = -1;
+    for (int i = 0; i < n; i++) {
+        const erase_ckpt_tensor_t *t = erase_ckpt_find(b[i], g, name);
+        if (t && y) {
+            *where = -2;
+            return NULL;
+        }
+        if (t) {
+            y = t;
+            *where = i;
+        }
+    }
+    return y;
+}
+
+/* Group g of a against the union of the n checkpoints b: every tensor of
+ * a in exactly one of them with its shape and bytes, and no other. */
+static int compare_group(const erase_ckpt_t *a, erase_ckpt_t *const *b, int n, erase_ckpt_group_t g,
+                         const char *name)
+{
+    int diffs = 0, same = 0, where;
     int64_t bytes = 0;
     for (int i = 0; i < erase_ckpt_count(a, g); i++) {
-        const erase_ckpt_tensor_t *x = erase_ckpt_tensor(a, g, i), *y = erase_ckpt_find(b, g, x->name);
+        const erase_ckpt_tensor_t *x = erase_ckpt_tensor(a, g, i), *y = find_in(b, n, g, x->name, &where);
         if (!y) {
-            printf("  %s/%s: only in the first\n", name, x->name);
+            printf("  %s/%s: %s\n", name, x->name, where == -2 ? "in more than one of the others" : "only in the first");
             diffs++;
             continue;
         }
@@ -47,57 +77,83 @@ static int compare_group(const erase_ckpt_t *a, const erase_ckpt_t *b, erase_ckp
             diffs++;
             continue;
         }
-        size_t n = (size_t)erase_ckpt_tensor_numel(x);
-        if (memcmp(x->data, y->data, n * sizeof(float)) != 0) {
-            size_t k = 0;
-            while (k < n && !memcmp(&x->data[k], &y->data[k], sizeof(float)))
-                k++;
-            printf("  %s/%s: differs first at element %zu: %.9g vs %.9g\n", name, x->name, k, (double)x->data[k],
-                   (double)y->data[k]);
+        size_t k = (size_t)erase_ckpt_tensor_numel(x);
+        if (memcmp(x->data, y->data, k * sizeof(float)) != 0) {
+            size_t e = 0;
+            while (e < k && !memcmp(&x->data[e], &y->data[e], sizeof(float)))
+                e++;
+            printf("  %s/%s: differs first at element %zu: %.9g vs %.9g\n", name, x->name, e, (double)x->data[e],
+                   (double)y->data[e]);
             diffs++;
             continue;
         }
         same++;
-        bytes += (int64_t)(n * sizeof(float));
+        bytes += (int64_t)(k * sizeof(float));
     }
-    for (int i = 0; i < erase_ckpt_count(b, g); i++)
-        if (!erase_ckpt_find(a, g, erase_ckpt_tensor(b, g, i)->name)) {
-            printf("  %s/%s: only in the second\n", name, erase_ckpt_tensor(b, g, i)->name);
-            diffs++;
-        }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < erase_ckpt_count(b[j], g); i++)
+            if (!erase_ckpt_find(a, g, erase_ckpt_tensor(b[j], g, i)->name)) {
+                printf("  %s/%s: only in the %s\n", name, erase_ckpt_tensor(b[j], g, i)->name,
+                       n == 1 ? "second" : "others");
+                diffs++;
+            }
     printf("  /%s: %d tensors bitwise equal (%" PRId64 " bytes), %d different\n", name, same, bytes, diffs);
     return diffs;
 }
 
-static int compare(const char *pa, const char *pb)
+/* compare A B1 .. Bn: A's tensors against the union of the B's (n = 1:
+ * two checkpoints; n > 1: a one-rank checkpoint against a pipeline's
+ * stage files), and A's step, cursor and clock against each B's. */
+static int compare(const char *pa, char **pb, int n)
 {
-    erase_ckpt_t *a = NULL, *b = NULL;
-    if (erase_ckpt_open(pa, &a) != ERASE_OK || erase_ckpt_open(pb, &b) != ERASE_OK) {
-        fprintf(stderr, "ckpt-tool compare: %s\n", erase_error_message());
-        erase_ckpt_close(a);
+    erase_ckpt_t *a = NULL, *b[64] = { NULL };
+    int rc = 0;
+    if (n > 64) {
+        fprintf(stderr, "ckpt-tool compare: %d checkpoints after the first: at most 64\n", n);
         return 2;
     }
-    printf("compare %s and %s\n", pa, pb);
-    int diffs = compare_group(a, b, ERASE_CKPT_PARAMS, "params") + compare_group(a, b, ERASE_CKPT_OPTIM, "optim");
-    const erase_ckpt_meta_t *x = erase_ckpt_meta(a), *y = erase_ckpt_meta(b);
+    if (erase_ckpt_open(pa, &a) != ERASE_OK)
+        rc = 2;
+    for (int i = 0; i < n && !rc; i++)
+        if (erase_ckpt_open(pb[i], &b[i]) != ERASE_OK)
+            rc = 2;
+    if (rc) {
+        fprintf(stderr, "ckpt-tool compare: %s\n", erase_error_message());
+    } else {
+        printf("compare %s and", pa);
+        for (int i = 0; i < n; i++)
+            printf(" %s", pb[i]);
+        printf("\n");
+        int diffs = compare_group(a, b, n, ERASE_CKPT_PARAMS, "params") +
+                    compare_group(a, b, n, ERASE_CKPT_OPTIM, "optim");
+        const erase_ckpt_meta_t *x = erase_ckpt_meta(a);
+        for (int i = 0; i < n; i++) {
+            const erase_ckpt_meta_t *y = erase_ckpt_meta(b[i]);
+            if (n > 1)
+                printf("  %s:\n", pb[i]);
 #define FIELD(f, fmt, cast)                                                                          \
     do {                                                                                             \
         int eq = x->f == y->f;                                                                       \
         printf("  %-14s " fmt " %s " fmt "\n", #f, (cast)x->f, eq ? "==" : "!=", (cast)y->f);        \
         diffs += !eq;                                                                                \
     } while (0)
-    FIELD(step, "%lld", long long);
-    FIELD(samples_seen, "%lld", long long);
-    FIELD(epoch, "%lld", long long);
-    FIELD(epoch_samples, "%lld", long long);
-    FIELD(clock_step, "%lld", long long);
-    int eq = !memcmp(&x->clock_lr, &y->clock_lr, sizeof x->clock_lr);
-    printf("  %-14s %.9g %s %.9g\n", "clock_lr", (double)x->clock_lr, eq ? "==" : "!=", (double)y->clock_lr);
-    diffs += !eq;
-    printf("%s\n", diffs ? "DIFFERENT" : "IDENTICAL");
+            FIELD(step, "%lld", long long);
+            FIELD(samples_seen, "%lld", long long);
+            FIELD(epoch, "%lld", long long);
+            FIELD(epoch_samples, "%lld", long long);
+            FIELD(clock_step, "%lld", long long);
+#undef FIELD
+            int eq = !memcmp(&x->clock_lr, &y->clock_lr, sizeof x->clock_lr);
+            printf("  %-14s %.9g %s %.9g\n", "clock_lr", (double)x->clock_lr, eq ? "==" : "!=", (double)y->clock_lr);
+            diffs += !eq;
+        }
+        printf("%s\n", diffs ? "DIFFERENT" : "IDENTICAL");
+        rc = diffs ? 1 : 0;
+    }
     erase_ckpt_close(a);
-    erase_ckpt_close(b);
-    return diffs ? 1 : 0;
+    for (int i = 0; i < n; i++)
+        erase_ckpt_close(b[i]);
+    return rc;
 }
 
 static int damage(const char *path, const char *dataset, int flip)
@@ -211,11 +267,11 @@ int main(int argc, char **argv)
         return set_attrs(argc - 2, argv + 2);
     if (argc == 5 && !strcmp(argv[1], "rows-equal"))
         return rows_equal(argv[2], argv[3], argv[4]);
-    if (argc == 4 && !strcmp(argv[1], "compare"))
-        return compare(argv[2], argv[3]);
+    if (argc >= 4 && !strcmp(argv[1], "compare"))
+        return compare(argv[2], argv + 3, argc - 3);
     if (argc == 4 && (!strcmp(argv[1], "flip") || !strcmp(argv[1], "unlink")))
         return damage(argv[2], argv[3], !strcmp(argv[1], "flip"));
-    fprintf(stderr, "usage: ckpt-tool compare A B | flip FILE DATASET | unlink FILE DATASET |\n"
+    fprintf(stderr, "usage: ckpt-tool compare A B... | flip FILE DATASET | unlink FILE DATASET |\n"
                     "       set FILE [--fix-sum] OBJECT/ATTR=VALUE... | rows-equal A B TENSOR\n");
     return 2;
 }

@@ -50,6 +50,24 @@ setup_gpt() {
         "$2" >"$1"
 }
 
+# setup_mnist FILE: $dir/mnist/{train,eval} (512 and 256 rows of MNIST's
+# t10k set; train holds 410 of the 512 when --eval-fraction holds out the
+# rest) and FILE, a small mlp (784-64-64-64-10, 3 blocks, every layer cut).
+setup_mnist() {
+    apps/erase-convert mnist -q "${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz" \
+        "${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz" -o "$dir/mnist" --split 512,256 --chunk-rows 64 \
+        >"$dir/convert.log" 2>&1 || { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert mnist failed"; exit 0; }
+    cat >"$1" <<'CFG'
+model = "mlp";
+mlp: {
+  inputs = 784;
+  hidden = [64, 64, 64];
+  classes = 10;
+  cuts = "all";
+};
+CFG
+}
+
 # random N: sets $r to a pseudo-random integer in [0, N) drawn from $seed
 # (printed by the driver, so a failure can be replayed with ERASE_TEST_SEED).
 # Not in $(...): the subshell would not advance $seed.
@@ -90,6 +108,48 @@ rank_pid() {
 
 # mpirun_pid: pid of mpirun of the background job.
 mpirun_pid() { pgrep -P "$job" | head -1; }
+
+# ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
+# otherwise (a one-rank run: --pp 1 --schedule none --micro-batches 0), the
+# model file $dir/MODEL.cfg on its data: ctr on $dir/data (setup_data), gpt
+# on $dir/text/train (setup_gpt), mlp on $dir/mnist/train (setup_mnist); 12
+# steps of global batch 24 (ctr), 16 (gpt) or 48 (mlp: 8 steps an epoch),
+# checkpoints every 4 steps (--checkpoint-every again in ARGS overrides).
+# Output in $out, status $rc.
+ptrain() {
+    model=$1 np=$2; shift 2
+    case $model in
+    ctr) data="$dir/data" margs="--global-batch 24 --micro-batches 3" ;;
+    gpt) data="$dir/text/train" margs="--global-batch 16 --micro-batches 2 --optimizer adamw --lr 0.003" ;;
+    *) data="$dir/mnist/train" margs="--global-batch 48 --micro-batches 2 --optimizer adamw --lr 0.002" ;;
+    esac
+    # shellcheck disable=SC2086
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$data" --model "$dir/$model.cfg" \
+        --device cpu --quiet --pp 2 --steps 12 --warmup-steps 2 --lr-decay cosine --checkpoint-every 4 \
+        --keep-checkpoints 5 $margs "$@" >"$out" 2>&1
+    rc=$?
+}
+
+# stages CKPT: $stages_n = the stages of the pipeline checkpoint CKPT
+# (ckpt-<step>.h5): 1 + its stage files CKPT.stage1, CKPT.stage2, ...
+stages() {
+    stages_n=1
+    while [ -f "$1.stage$stages_n" ]; do stages_n=$((stages_n + 1)); done
+}
+
+# same A B: ckpt-12.h5 and its stage files (ckpt-12.h5.stage1, ...) of
+# directories A and B are bitwise equal (tensors, cursor, clock); the
+# comparisons in $dir/cmp<s>.out.
+same() {
+    stages "$1/ckpt-12.h5"
+    stage_n=0
+    while [ $stage_n -lt $stages_n ]; do
+        f=ckpt-12.h5.stage$stage_n
+        [ $stage_n = 0 ] && f=ckpt-12.h5
+        tests/ckpt/ckpt-tool compare "$1/$f" "$2/$f" >"$dir/cmp$stage_n.out" 2>&1 || return 1
+        stage_n=$((stage_n + 1))
+    done
+}
 
 # lr_per_step FILE: "step lr" of every train line of a metrics file, one per
 # step (a resumed run repeats steps after its checkpoint: same values).

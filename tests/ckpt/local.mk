@@ -19,6 +19,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-eval-only.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
 # checkpoints of pipeline stages: bitwise resume, layouts, damaged stage files, SIGUSR1 (issue 16)
 CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline.sh
+# --schedule local: bitwise the one-rank cut model, resume, lag and bytes (issue 17)
+CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

@@ -21,31 +21,6 @@ sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # stages 0 
 setup_gpt "$dir/gpt.cfg" "tie_head = false;"
 echo "1..25"
 
-# ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
-# otherwise, ctr (3 blocks: stages 0 | 1-2) or gpt (2 blocks: 0 | 1); 12
-# steps of global batch 24 (ctr) or 16 (gpt), checkpoints every 4 steps
-# (--checkpoint-every again in ARGS overrides). Output in $out, status $rc.
-ptrain() {
-    model=$1 np=$2; shift 2
-    if [ "$model" = ctr ]; then
-        data="$dir/data" margs="--global-batch 24 --micro-batches 3"
-    else
-        data="$dir/text/train" margs="--global-batch 16 --micro-batches 2 --optimizer adamw --lr 0.003"
-    fi
-    # shellcheck disable=SC2086
-    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$data" --model "$dir/$model.cfg" \
-        --device cpu --quiet --pp 2 --steps 12 --warmup-steps 2 --lr-decay cosine --checkpoint-every 4 \
-        --keep-checkpoints 5 $margs "$@" >"$out" 2>&1
-    rc=$?
-}
-
-# same A B: ckpt-12.h5 and ckpt-12.h5.stage1 of directories A and B are
-# bitwise equal (tensors, cursor, clock).
-same() {
-    tests/ckpt/ckpt-tool compare "$1/ckpt-12.h5" "$2/ckpt-12.h5" >"$dir/cmp0.out" 2>&1 &&
-        tests/ckpt/ckpt-tool compare "$1/ckpt-12.h5.stage1" "$2/ckpt-12.h5.stage1" >"$dir/cmp1.out" 2>&1
-}
-
 # ---- bitwise resume: every schedule, ctr and gpt, pp 2 and pp 2 x dp 2
 for model in ctr gpt; do
     for np in 2 4; do

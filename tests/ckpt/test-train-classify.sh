@@ -14,19 +14,8 @@
 : "${srcdir:=.}"
 dir=$(mktemp -d "$PWD/tmp-cls-XXXXXX") || exit 99
 if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
-apps/erase-convert mnist -q "$srcdir/data/mnist/t10k-images-idx3-ubyte.gz" "$srcdir/data/mnist/t10k-labels-idx1-ubyte.gz" \
-    -o "$dir/mnist" --split 512,256 --chunk-rows 64 >"$dir/convert.log" 2>&1 ||
-    { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert mnist failed"; exit 0; }
+setup_mnist "$dir/model.cfg"
 mv "$dir/mnist/train" "$dir/data" # train() reads $dir/data
-cat >"$dir/model.cfg" <<'CFG'
-model = "mlp";
-mlp: {
-  inputs = 784;
-  hidden = [64, 64, 64];
-  classes = 10;
-  cuts = "all";
-};
-CFG
 echo "1..10"
 echo "# seed $seed (ERASE_TEST_SEED=$seed replays the kill)"
 # 16 steps of 32 per epoch: 40 steps cross two epoch ends
