@@ -69,7 +69,7 @@ static const opt_def_t defs[] = {
     { "stages", S(stages), "even", "pipeline stage boundaries: even | auto (balanced by measured block times) | "
       "the first block of each stage, e.g. 0,3", NULL, NO_BOUNDS },
     { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
-    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x ranks)", NULL, FROM_TO(1, INT_MAX) },
+    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x data-parallel ranks: ranks / --pp)", NULL, FROM_TO(1, INT_MAX) },
     { "global-batch", I(global_batch), "0", "samples per step over all ranks, instead of --batch: the same on any "
       "number of ranks (rank r of D takes [floor(rN/D), floor((r+1)N/D))); 0: --batch x ranks", NULL,
       FROM_TO(0, INT64_MAX) },

@@ -323,10 +323,13 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
             printf(" (analytic %.1f%%)", 100 * analytic);
         printf(" of %.1f ms per step (busy: forward %.1f, backward %.1f, update %.1f)", f[F_WALL] / timed,
                f[F_FORWARD] / timed, f[F_BACKWARD] / timed, f[F_UPDATE] / timed);
+        if (local && s == 0)
+            printf(", version lag none (no input from a stage)");
+        else if (local)
+            printf(", version lag max %.0f (%.0f of %.0f batches at lag 0)", f[F_MAXLAG], f[F_LAG0], f[F_LAGGED]);
         if (local)
-            printf(", version lag max %.0f (%.0f of %.0f batches at lag 0), %.0f gradients received, %.2f MB sent "
-                   "and %.2f MB received per step (1f1b: %.2f MB, each activation's gradient back: %.0f%%)",
-                   f[F_MAXLAG], f[F_LAG0], f[F_LAGGED], f[F_GRAD_RECVS], f[F_SENT] / steps / 1e6,
+            printf(", %.0f gradients received, %.2f MB sent and %.2f MB received per step (1f1b: %.2f MB, each "
+                   "activation's gradient back: %.0f%%)", f[F_GRAD_RECVS], f[F_SENT] / steps / 1e6,
                    f[F_RECV] / steps / 1e6, 2 * f[F_ACT_BYTES] / steps / 1e6,
                    f[F_ACT_BYTES] > 0 ? 100 * (f[F_SENT] + f[F_RECV]) / (2 * f[F_ACT_BYTES]) : 0.0);
         else

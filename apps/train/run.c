@@ -72,6 +72,7 @@ typedef struct {
     double block_loss[ERASE_MAX_BLOCKS];
     double block_steps[ERASE_MAX_BLOCKS]; /* the window's steps that trained each block (local: not its
                                       * stage's fill steps) */
+    int64_t window_global;           /* the window's samples (global batches) */
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
@@ -678,7 +679,9 @@ static erase_status_t log_progress(run_t *r, int force)
         TRY(erase_stream_synchronize(r->host));
     }
     train_task_counts_t counts = r->task->window_counts(r->ts);
-    double n = (double)counts.samples;
+    /* samples/s: a pipeline's of its first stage (local's last stage
+     * scores nothing while it fills after a drain) */
+    double n = r->pipe ? (double)r->window_global : (double)counts.samples;
     int all_skipped = r->window_skipped == r->window_steps;
     int64_t from = r->step - r->window_steps;
     double sec = 0;
@@ -697,6 +700,9 @@ static erase_status_t log_progress(run_t *r, int force)
         if (all_skipped)
             snprintf(stats, sizeof stats, "all %lld steps of this window skipped (non-finite gradients)",
                      (long long)r->window_steps);
+        else if (r->pipe && counts.samples == 0) /* local's last stage, filling after each drain */
+            snprintf(stats, sizeof stats, "no batch scored: the last stage trains the batch of step t-%d and "
+                     "filled again after each drain (checkpoint, evaluation)", r->w->pp_size - 1);
         else
             r->task->window_text(r->ts, r->tty ? " " : ",", stats, sizeof stats);
         char units[64];
@@ -721,9 +727,9 @@ static erase_status_t log_progress(run_t *r, int force)
             fprintf(r->metrics, ",\"mfu\":%.4f", mfu(r, qps));
         r->task->window_json(r->ts, r->metrics, all_skipped);
         fprintf(r->metrics, ",\"lr\":%s,\"block_losses\":[", json_number(v, "%.6g", lr));
-        for (int b = 0; b < erase_network_blocks(r->net); b++)
+        for (int b = 0; b < erase_network_blocks(r->net); b++) /* null: not trained in the window */
             fprintf(r->metrics, "%s%s", b ? "," : "",
-                    json_number(v, "%.6f", r->block_steps[b] > 0 ? r->block_loss[b] / r->block_steps[b] : 0.0));
+                    r->block_steps[b] > 0 ? json_number(v, "%.6f", r->block_loss[b] / r->block_steps[b]) : "null");
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
@@ -732,6 +738,7 @@ static erase_status_t log_progress(run_t *r, int force)
     r->window_skipped = 0;
     for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
         r->block_loss[b] = r->block_steps[b] = 0;
+    r->window_global = 0;
     return ERASE_OK;
 }
 
@@ -816,6 +823,21 @@ static erase_status_t read_losses(run_t *r, float *losses)
 static erase_status_t check_nonfinite(run_t *r)
 {
     int b = r->pipe ? erase_pipe_nonfinite_block(r->pipe) : erase_sched_nonfinite_block(r->sched);
+    if (r->pipe) {
+        /* a stage checks its own blocks only (paci and local pass no
+         * gradient that would carry a NaN to the others): every stage
+         * learns of it in the same step, and the pipeline drains, so that
+         * no stage waits for a message of a stage that stopped */
+        int any;
+        TRY(erase_allreduce(erase_world_comm(), r->host, &b, &any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
+        TRY(erase_stream_synchronize(r->host));
+        if (any >= 0)
+            TRY(erase_pipe_drain(r->pipe, 1));
+        if (any >= 0 && b < 0)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "step %lld: non-finite gradient in block %s (found by its "
+                               "stage); stopping before any further update", (long long)r->step,
+                               erase_network_block_name(r->net, any));
+    }
     if (b < 0)
         return ERASE_OK;
     float losses[ERASE_MAX_BLOCKS]; /* this rank's (a pipeline's other stages may have found none) */
@@ -876,6 +898,7 @@ static erase_status_t train_loop(run_t *r)
         if (r->pipe && r->step == warmup) /* its bubble, like QPS, after the warm-up */
             erase_pipe_stats(r->pipe, &r->pipe_warm);
         r->samples_seen += b.global_size;
+        r->window_global += b.global_size;
         TRY(check_nonfinite(r));
         if (!r->pipe)
             TRY(read_outputs(r, (int)b.size));

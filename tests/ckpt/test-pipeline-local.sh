@@ -34,7 +34,7 @@ setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
 setup_gpt "$dir/gpt.cfg" 'cuts = "all"; tie_head = false;'
 setup_mnist "$dir/mlp.cfg"
-echo "1..20"
+echo "1..23"
 
 # stages_hold REF LOCAL STEP: LOCAL's ckpt-STEP.h5 and stage files hold
 # the tensors of REF's bitwise (ckpt-tool compare's union), output in
@@ -66,7 +66,7 @@ lags() {
     stage_n=0
     while [ $stage_n -lt "$2" ]; do
         if [ $stage_n = 0 ]; then
-            grep -q "^  stage 0 .*, version lag max 0 (0 of 0 batches at lag 0), 0 gradients received, .*)$" "$1" &&
+            grep -q "^  stage 0 .*, version lag none (no input from a stage), 0 gradients received, .*)$" "$1" &&
                 ! grep "^  stage 0 " "$1" | grep -q " drain"
         else
             grep -q "^  stage $stage_n .*, version lag max 0 ($3 of $3 batches at lag 0), 0 gradients received, .*, $4 drains ([0-9.]* ms each)$" "$1"
@@ -114,6 +114,22 @@ for model in ctr mlp gpt; do
         grep "^  stage " "$out" | sed 's/^/# /'
     done
 done
+
+# ---- ctr --pp 4's train records: samples/s counts the first stage's
+# samples (24 a step) in every window, also where the last stage scored
+# nothing (it fills for 3 steps after each drain: "loss":null), and a
+# block whose stage trained nothing in the window has a null loss, not 0
+# (stage s, block s, fills in the first s steps: step 1 trains block 0
+# only, step 3 blocks 0-2)
+recs=$dir/ctr-local4.jsonl
+grep '"type":"train"' "$recs" | awk '
+    { q = $0; sub(/.*"qps":/, "", q); sub(/,.*/, "", q); if (q + 0 <= 0) bad = 1 }
+    /"loss":null/ { unscored++ }
+    /"step":1,/ { if ($0 !~ /"block_losses":\[[0-9.]+,null,null,null\]/) bad = 1 }
+    /"step":3,/ { if ($0 !~ /"block_losses":\[[0-9.]+,[0-9.]+,[0-9.]+,null\]/) bad = 1 }
+    END { exit bad || unscored < 1 }'
+tap $? "ctr --pp 4 metrics: samples/s > 0 in every train record (also the $(grep -c '"loss":null' "$recs") the last stage scored nothing in); block losses null in a stage's fill: step 1 all but block 0's, step 3 block 3's"
+grep '"type":"train"' "$recs" | head -2 | sed 's/^/# /'
 
 # ---- bytes: gpt's stage 0 sends each step one activation (16 sequences x
 # 16 tokens x width 32 floats: 32768 bytes) and its 8-byte version; stage 1
@@ -165,3 +181,20 @@ tap $? "ctr --pp 4 local resumed from step 4: the 4 files of step 12 and the eva
 lags "$out" 4 8 3
 tap $? "ctr --pp 4 resumed: lag 0 for the 8 batches after the resume, 0 gradients received, 3 drains on stages > 0 (evaluation 6, checkpoints 8, 12)"
 grep "^  stage " "$out" | sed 's/^/# /'
+
+# ---- a non-finite gradient found by one stage stops every stage in that
+# step (local and paci pass no gradient that would carry the NaN to the
+# others; before, stage 0 stopped alone and the job hung in its pending
+# sends until the watchdog): the step's message from every rank, no hang
+for sch in local paci; do
+    out=$dir/nonfinite-$sch.out
+    cuts=
+    [ $sch = paci ] && cuts="--cuts none"
+    # shellcheck disable=SC2086
+    ptrain ctr 2 --schedule $sch $cuts --lr 1e30 --embedding-lr 1e30 --watchdog 60
+    n=$(grep -c 'step [0-9]*: non-finite gradient in block [a-z0-9]* (.*); stopping before any further update' "$out")
+    [ $rc != 0 ] && [ $rc != 124 ] && [ "$n" = 2 ]
+    tap $? "ctr --pp 2 --schedule $sch, --lr 1e30: every stage stops with the non-finite message in the same step (status $rc, $n of 2 ranks said it)"
+    [ "$n" = 2 ] || show "$out"
+done
+
