@@ -6,15 +6,16 @@
 # --pp 2 --schedule local --micro-batches 1, merged, equals bitwise the
 # one-rank run's checkpoint of step 12 (every tensor, step, samples, cursor,
 # clock); erase-train --eval-only --resume MERGED prints the pipeline run's
-# evaluation of step 12, where the pipeline checkpoint itself is refused
-# with a pointer to the merge; a missing stage file, a checkpoint that is
+# evaluation of step 12 and a one-rank run resumed from it continues
+# bitwise as from the one-rank checkpoint, where the pipeline checkpoint
+# itself is refused with a pointer to the merge; a missing stage file, a checkpoint that is
 # not a pipeline's, an existing OUT and a usage error fail with their
 # messages and status, leaving OUT as it was.
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
-echo "1..8"
+echo "1..9"
 
 # evals FILE: the evaluation lines' values (not their times).
 evals() { grep '^eval   step ' "$1" | sed 's/ in [0-9.]* s$//'; }
@@ -55,6 +56,24 @@ train 1 --eval-only --resume "$M"
 tap $? "erase-train --eval-only --resume MERGED prints the pipeline run's evaluation of step 12 (status $rc)"
 evals "$out" | sed 's/^/# /'
 [ $rc = 0 ] || show "$out"
+
+# a data-parallel run resumes from it: to step 16 on one rank, bitwise the
+# one-rank run resumed from its own checkpoint of step 12 (--resume FILE
+# checks the layout: "1 stage: stage 0 holds blocks 0-3")
+out=$dir/cont-one.out
+ptrain ctr 1 --pp 1 --schedule none --micro-batches 0 --steps 16 --checkpoint-every 16 --resume "$O/ckpt-12.h5" \
+    --checkpoint-dir "$dir/cont-one"
+orc=$rc
+[ $rc = 0 ] || show "$out"
+out=$dir/cont-merged.out
+ptrain ctr 1 --pp 1 --schedule none --micro-batches 0 --steps 16 --checkpoint-every 16 --resume "$M" \
+    --checkpoint-dir "$dir/cont-merged"
+tests/ckpt/ckpt-tool compare "$dir/cont-one/ckpt-16.h5" "$dir/cont-merged/ckpt-16.h5" >"$dir/cmp16.out" 2>&1
+c=$?
+[ $orc = 0 ] && [ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $M: step 12, " "$out"
+tap $? "a one-rank run resumed from MERGED to step 16: bitwise the one-rank run resumed from its own step 12 (status $orc, $rc, compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/cmp16.out"
 
 out=$dir/refused.out
 train 1 --eval-only --resume "$L/ckpt-12.h5"
