@@ -492,10 +492,14 @@ static int cmd_merge(int argc, char **argv)
             break;
         }
         const erase_ckpt_meta_t *q = erase_ckpt_meta(ck[s]);
-        if (strcmp(q->model, m->model) || q->clock_step != m->clock_step || q->clock_lr != m->clock_lr) {
-            fprintf(stderr, "erase-inspect merge: error: %s: %s, expected stage 0's (%s)\n", erase_ckpt_path(ck[s]),
-                    strcmp(q->model, m->model) ? "another model file" : "another optimizer clock",
-                    erase_ckpt_path(ck[0]));
+        if (!q->model || !m->model || strcmp(q->model, m->model)) {
+            fprintf(stderr, "erase-inspect merge: error: %s: its model file differs from stage 0's (%s)\n",
+                    erase_ckpt_path(ck[s]), erase_ckpt_path(ck[0]));
+            rc = 1;
+        } else if (q->clock_step != m->clock_step || q->clock_lr != m->clock_lr) {
+            fprintf(stderr, "erase-inspect merge: error: %s: optimizer clock step %" PRId64 ", lr %.9g: expected "
+                    "stage 0's step %" PRId64 ", lr %.9g (%s)\n", erase_ckpt_path(ck[s]), q->clock_step,
+                    (double)q->clock_lr, m->clock_step, (double)m->clock_lr, erase_ckpt_path(ck[0]));
             rc = 1;
         }
     }
@@ -503,7 +507,7 @@ static int cmd_merge(int argc, char **argv)
         np += erase_ckpt_count(ck[s], ERASE_CKPT_PARAMS);
         no += erase_ckpt_count(ck[s], ERASE_CKPT_OPTIM);
     }
-    erase_ckpt_tensor_t *params = rc ? NULL : malloc(sizeof *params * (size_t)(np + no + 1)), *optim = params + np;
+    erase_ckpt_tensor_t *params = rc ? NULL : malloc(sizeof *params * ((size_t)np + (size_t)no + 1));
     erase_ckpt_rank_t *ranks = rc ? NULL : malloc(sizeof *ranks * (size_t)m->dp_size);
     int last = layout_last_block(m->pp_layout);
     if (rc == 0 && (!params || !ranks)) {
@@ -515,6 +519,7 @@ static int cmd_merge(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0) {
+        erase_ckpt_tensor_t *optim = params + np;
         int ip = 0, io = 0;
         for (int s = 0; s < P; s++) {
             for (int i = 0; i < erase_ckpt_count(ck[s], ERASE_CKPT_PARAMS); i++)

@@ -8,14 +8,15 @@
 # clock); erase-train --eval-only --resume MERGED prints the pipeline run's
 # evaluation of step 12 and a one-rank run resumed from it continues
 # bitwise as from the one-rank checkpoint, where the pipeline checkpoint
-# itself is refused with a pointer to the merge; a missing stage file, a checkpoint that is
-# not a pipeline's, an existing OUT and a usage error fail with their
+# itself is refused with a pointer to the merge; a missing stage file, a
+# stage file of another optimizer clock, a checkpoint that is not a
+# pipeline's, an existing OUT and a usage error fail with their
 # messages and status, leaving OUT as it was.
 . "$(dirname "$0")/ckpt.sh"
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
-echo "1..9"
+echo "1..10"
 
 # evals FILE: the evaluation lines' values (not their times).
 evals() { grep '^eval   step ' "$1" | sed 's/ in [0-9.]* s$//'; }
@@ -111,6 +112,19 @@ show "$dir/part.out"
     [ "$(cat "$dir/dp.out")" = "erase-inspect merge: error: $O/ckpt-12.h5: not a pipeline checkpoint (pp 1): it is one data-parallel checkpoint already" ]
 tap $? "merge of a data-parallel checkpoint: status 1, said so, no OUT (status $drc)"
 show "$dir/dp.out"
+
+# a stage file of another optimizer clock than stage 0's
+mkdir "$dir/clock"
+cp "$L"/ckpt-12.h5* "$dir/clock/"
+tests/ckpt/ckpt-tool set "$dir/clock/ckpt-12.h5.stage1" --fix-sum /optim/step=11 >"$dir/set.out" 2>&1
+src=$?
+apps/erase-inspect merge "$dir/clock/ckpt-12.h5" "$dir/clock.h5" >"$dir/clock.out" 2>&1
+crc=$?
+[ $src = 0 ] && [ $crc = 1 ] && [ ! -e "$dir/clock.h5" ] &&
+    [ "$(cat "$dir/clock.out")" = "erase-inspect merge: error: $dir/clock/ckpt-12.h5.stage1: optimizer clock step 11, lr 0: expected stage 0's step 12, lr 0 ($dir/clock/ckpt-12.h5)" ]
+tap $? "merge of a stage file with another optimizer clock: status 1, naming it and both clocks, no OUT (status $src, $crc)"
+show "$dir/clock.out"
+[ $src = 0 ] || show "$dir/set.out"
 
 apps/erase-inspect merge "$L/ckpt-12.h5" >"$dir/usage.out" 2>&1
 urc=$?
