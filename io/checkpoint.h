@@ -63,7 +63,8 @@
  * removes, and any stage file of a step <= the new one whose ckpt-<step>.h5
  * is gone. erase_ckpt_open of ckpt-<step>.h5 opens (validates completely)
  * every stage file too, so a missing or damaged stage file makes the
- * checkpoint damaged (--resume auto passes over it).
+ * checkpoint damaged (--resume auto passes over it). erase-inspect merge
+ * writes one as a single file of pp_size 1 (erase_ckpt_write_file).
  */
 #ifndef ERASE_IO_CHECKPOINT_H
 #define ERASE_IO_CHECKPOINT_H
