@@ -23,6 +23,10 @@
  *                                    checkpoint directory the one that
  *                                    erase-train --resume DIR takes
  *
+ *   erase-inspect merge [--force] CKPT OUT   a pipeline checkpoint (its
+ *                                    stage files) as one checkpoint file
+ *                                    of pp 1 (every stage's tensors)
+ *
  * Every shard is validated as the reader validates it and read completely;
  * a checkpoint is validated as a resume validates it (every checksum).
  * Exit status: 0, 1 failed (or damaged), 2 usage.
@@ -431,6 +435,125 @@ static int cmd_ckpt(int argc, char **argv)
     return 0;
 }
 
+/* ---- merge ----------------------------------------------------------------------- */
+
+static void usage_merge(FILE *f)
+{
+    fprintf(f, "usage: erase-inspect merge [--force] CKPT OUT\n"
+               "  CKPT: a pipeline checkpoint of erase-train --pp P (DIR/ckpt-<step>.h5 and its\n"
+               "  stage files DIR/ckpt-<step>.h5.stage<s>, s = 1..P-1). Validates every file as a\n"
+               "  resume does, checks they are one checkpoint (step, layout, model file, optimizer\n"
+               "  clock) and writes OUT: one checkpoint file with every stage's parameters and\n"
+               "  optimizer state, the clock, the data cursor and pp 1, which erase-train\n"
+               "  --eval-only, --init-from and --resume (without --pp), erase-score and\n"
+               "  erase-sample take. OUT is written as .OUT.tmp, fsynced and renamed; an existing\n"
+               "  OUT is an error unless --force.\n");
+}
+
+/* Where the blocks of a pipeline layout end: the last "stage s holds blocks
+ * a-b"'s b, or -1. */
+static int layout_last_block(const char *layout)
+{
+    int s, a, b = -1, n;
+    for (const char *p = layout; p && (p = strstr(p, "stage ")); p += 6)
+        if (sscanf(p, "stage %d holds blocks %d-%d%n", &s, &a, &b, &n) == 3)
+            p += n - 6;
+    return b;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    int force = argc > 1 && !strcmp(argv[1], "--force");
+    if (argc - force != 3 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+        usage_merge(help ? stdout : stderr);
+        return help ? 0 : 2;
+    }
+    const char *path = argv[1 + force], *out = argv[2 + force];
+    erase_ckpt_t *ck[256] = { NULL };
+    if (erase_ckpt_open(path, &ck[0]) != ERASE_OK)
+        return failed("merge");
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck[0]);
+    int P = m->pp_size, rc = 0, np = 0, no = 0;
+    if (P == 1) {
+        fprintf(stderr, "erase-inspect merge: error: %s: not a pipeline checkpoint (pp 1): it is one "
+                "data-parallel checkpoint already\n", path);
+        erase_ckpt_close(ck[0]);
+        return 1;
+    }
+    if (P > 256) {
+        fprintf(stderr, "erase-inspect merge: error: %s: %d stages: at most 256\n", path, P);
+        erase_ckpt_close(ck[0]);
+        return 1;
+    }
+    for (int s = 1; rc == 0 && s < P; s++) {
+        if (erase_ckpt_open_stage(path, s, &ck[s]) != ERASE_OK) {
+            rc = failed("merge");
+            break;
+        }
+        const erase_ckpt_meta_t *q = erase_ckpt_meta(ck[s]);
+        if (!q->model || !m->model || strcmp(q->model, m->model)) {
+            fprintf(stderr, "erase-inspect merge: error: %s: its model file differs from stage 0's (%s)\n",
+                    erase_ckpt_path(ck[s]), erase_ckpt_path(ck[0]));
+            rc = 1;
+        } else if (q->clock_step != m->clock_step || q->clock_lr != m->clock_lr) {
+            fprintf(stderr, "erase-inspect merge: error: %s: optimizer clock step %" PRId64 ", lr %.9g: expected "
+                    "stage 0's step %" PRId64 ", lr %.9g (%s)\n", erase_ckpt_path(ck[s]), q->clock_step,
+                    (double)q->clock_lr, m->clock_step, (double)m->clock_lr, erase_ckpt_path(ck[0]));
+            rc = 1;
+        }
+    }
+    for (int s = 0; rc == 0 && s < P; s++) {
+        np += erase_ckpt_count(ck[s], ERASE_CKPT_PARAMS);
+        no += erase_ckpt_count(ck[s], ERASE_CKPT_OPTIM);
+    }
+    erase_ckpt_tensor_t *params = rc ? NULL : malloc(sizeof *params * ((size_t)np + (size_t)no + 1));
+    erase_ckpt_rank_t *ranks = rc ? NULL : malloc(sizeof *ranks * (size_t)m->dp_size);
+    int last = layout_last_block(m->pp_layout);
+    if (rc == 0 && (!params || !ranks)) {
+        fprintf(stderr, "erase-inspect merge: error: out of memory\n");
+        rc = 1;
+    } else if (rc == 0 && (last < 0 || erase_ckpt_ranks(ck[0]) != m->world_size)) {
+        fprintf(stderr, "erase-inspect merge: error: %s: layout '%s' and %d rank states: expected \"stage <s> "
+                "holds blocks <a>-<b>\" and %d\n", path, m->pp_layout, erase_ckpt_ranks(ck[0]), m->world_size);
+        rc = 1;
+    }
+    if (rc == 0) {
+        erase_ckpt_tensor_t *optim = params + np;
+        int ip = 0, io = 0;
+        for (int s = 0; s < P; s++) {
+            for (int i = 0; i < erase_ckpt_count(ck[s], ERASE_CKPT_PARAMS); i++)
+                params[ip++] = *erase_ckpt_tensor(ck[s], ERASE_CKPT_PARAMS, i);
+            for (int i = 0; i < erase_ckpt_count(ck[s], ERASE_CKPT_OPTIM); i++)
+                optim[io++] = *erase_ckpt_tensor(ck[s], ERASE_CKPT_OPTIM, i);
+        }
+        for (int d = 0; d < m->dp_size; d++) /* world rank d x P + s is stage s's replica d */
+            ranks[d] = *erase_ckpt_rank(ck[0], d * P);
+        char layout[64], schedule[1024];
+        snprintf(layout, sizeof layout, "1 stage: stage 0 holds blocks 0-%d", last);
+        snprintf(schedule, sizeof schedule, "%s", m->schedule); /* less "; pipeline ..." */
+        char *pipe = strstr(schedule, "; pipeline ");
+        if (pipe)
+            *pipe = '\0';
+        erase_ckpt_meta_t one = *m;
+        one.pp_size = 1;
+        one.world_size = m->dp_size;
+        one.pp_layout = layout;
+        one.schedule = schedule;
+        if (erase_ckpt_write_file(out, &one, params, np, optim, no, ranks, m->dp_size, force) != ERASE_OK)
+            rc = failed("merge");
+        else
+            printf("merged %s and its %d stage file%s into %s: step %" PRId64 ", %d parameter and %d optimizer "
+                   "tensors, blocks 0-%d, world %d = dp %d x pp 1\n", path, P - 1, P == 2 ? "" : "s", out, m->step,
+                   np, no, last, m->dp_size, m->dp_size);
+    }
+    free(params);
+    free(ranks);
+    for (int s = 0; s < P; s++)
+        erase_ckpt_close(ck[s]);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-inspect COMMAND [ARGS]   (COMMAND --help for more)\n\n"
@@ -439,7 +562,9 @@ static void usage(FILE *f)
                "           classification shards: rows, features, the class histogram\n"
                "  ckpt     a checkpoint of erase-train (or a checkpoint directory's newest): step,\n"
                "           samples, sizes, schedule, model file, every tensor with shape and L2\n"
-               "           norm (validated first)\n");
+               "           norm (validated first)\n"
+               "  merge    a pipeline checkpoint (--pp: a file per stage) into one checkpoint file\n"
+               "           that evaluation, scoring, sampling and data-parallel runs take\n");
 }
 
 int main(int argc, char **argv)
@@ -456,6 +581,8 @@ int main(int argc, char **argv)
         return cmd_data(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ckpt"))
         return cmd_ckpt(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "merge"))
+        return cmd_merge(argc - 1, argv + 1);
     fprintf(stderr, "erase-inspect: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -598,6 +598,16 @@ static erase_status_t check_tensors(const char *what, const erase_ckpt_tensor_t 
     return ERASE_OK;
 }
 
+/* The counts and tensors of a write. */
+static erase_status_t check_contents(const erase_ckpt_tensor_t *params, int np, const erase_ckpt_tensor_t *optim,
+                                     int no, int nranks)
+{
+    if (np < 0 || no < 0 || nranks < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative count");
+    ERASE_CHECK(check_tensors("params", params, np));
+    return check_tensors("optim", optim, no);
+}
+
 static int debug_sleep_ms(void)
 {
     const char *e = getenv("ERASE_DEBUG_CKPT_SLEEP_MS");
@@ -614,53 +624,19 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
                                  report);
 }
 
-/* The gate's verdict on st (st itself without a gate). */
-static erase_status_t pass_gate(erase_ckpt_gate_fn gate, void *ctx, erase_status_t st)
+/* Write the whole file `temp` (created or truncated), flush, close and
+ * fsync it; the arguments are checked. On failure `temp` may remain (the
+ * caller removes it). */
+static erase_status_t write_temp(const char *temp, const erase_ckpt_meta_t *meta,
+                                 const erase_ckpt_tensor_t *params, int np, const erase_ckpt_tensor_t *optim,
+                                 int no, const erase_ckpt_rank_t *ranks, int nranks, const uint64_t *sums)
 {
-    return gate ? gate(ctx, st) : st;
-}
-
-erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *meta, int part,
-                                     const erase_ckpt_tensor_t *params, int np,
-                                     const erase_ckpt_tensor_t *optim, int no,
-                                     const erase_ckpt_rank_t *ranks, int nranks,
-                                     const uint64_t *sums, int keep, erase_ckpt_gate_fn gate, void *ctx,
-                                     erase_ckpt_report_t *report)
-{
-    double t0 = erase_now_s();
-    if (report)
-        memset(report, 0, sizeof *report);
     erase_status_t st = ERASE_OK;
-    if (keep < 1)
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
-    else if (np < 0 || no < 0 || nranks < 0)
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: negative count");
-    else if (part < 0 || part >= meta->pp_size)
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: part %d: expected a stage of the %d (0 to %d)", part,
-                         meta->pp_size, meta->pp_size - 1);
-    if (st == ERASE_OK)
-        st = check_tensors("params", params, np);
-    if (st == ERASE_OK)
-        st = check_tensors("optim", optim, no);
-    if (st == ERASE_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
-        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
-    char name[96], temp_name[112], path[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX], latest[ERASE_CKPT_PATH_MAX];
-    char main_name[64];
-    snprintf(main_name, sizeof main_name, "ckpt-%" PRId64 ".h5", meta->step);
-    erase_ckpt_stage_path(main_name, part, name, sizeof name);
-    snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
-    if (st == ERASE_OK && (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest")))
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
-    if (st == ERASE_OK)
-        st = erase_ckpt_meta_check(path, meta);
-    if (st != ERASE_OK)
-        return pass_gate(gate, ctx, st);
-
     char *index = NULL;
     size_t index_len = 0;
     writer_t w = { .file = -1, .temp = temp, .index = open_memstream(&index, &index_len), .lcpl = -1 };
     if (!w.index)
-        return pass_gate(gate, ctx, ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp));
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp);
     char detail[256];
     erase_h5_enter();
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -695,6 +671,48 @@ erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *m
     free(index);
     if (st == ERASE_OK && erase_fsync_path(temp, 0) != 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", temp, strerror(errno));
+    return st;
+}
+
+/* The gate's verdict on st (st itself without a gate). */
+static erase_status_t pass_gate(erase_ckpt_gate_fn gate, void *ctx, erase_status_t st)
+{
+    return gate ? gate(ctx, st) : st;
+}
+
+erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *meta, int part,
+                                     const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no,
+                                     const erase_ckpt_rank_t *ranks, int nranks,
+                                     const uint64_t *sums, int keep, erase_ckpt_gate_fn gate, void *ctx,
+                                     erase_ckpt_report_t *report)
+{
+    double t0 = erase_now_s();
+    if (report)
+        memset(report, 0, sizeof *report);
+    erase_status_t st = ERASE_OK;
+    if (keep < 1)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: keep %d: must be >= 1", keep);
+    else if (part < 0 || part >= meta->pp_size)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: part %d: expected a stage of the %d (0 to %d)", part,
+                         meta->pp_size, meta->pp_size - 1);
+    if (st == ERASE_OK)
+        st = check_contents(params, np, optim, no, nranks);
+    if (st == ERASE_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
+    char name[96], temp_name[112], path[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX], latest[ERASE_CKPT_PATH_MAX];
+    char main_name[64];
+    snprintf(main_name, sizeof main_name, "ckpt-%" PRId64 ".h5", meta->step);
+    erase_ckpt_stage_path(main_name, part, name, sizeof name);
+    snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
+    if (st == ERASE_OK && (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest")))
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
+    if (st == ERASE_OK)
+        st = erase_ckpt_meta_check(path, meta);
+    if (st != ERASE_OK)
+        return pass_gate(gate, ctx, st);
+
+    st = write_temp(temp, meta, params, np, optim, no, ranks, nranks, sums);
     /* a stage file is published before the gate, the checkpoint's own file
      * (part 0) after it: last, once every part is in place */
     if (st == ERASE_OK && part > 0 && rename(temp, path) != 0)
@@ -728,6 +746,38 @@ erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *m
         report->removed = removed;
     }
     return ERASE_OK;
+}
+
+erase_status_t erase_ckpt_write_file(const char *path, const erase_ckpt_meta_t *meta,
+                                     const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no,
+                                     const erase_ckpt_rank_t *ranks, int nranks, int overwrite)
+{
+    char dir[ERASE_CKPT_PATH_MAX], temp[ERASE_CKPT_PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    int len = slash ? (int)(slash - path) : 0;
+    if (slash && len)
+        snprintf(dir, sizeof dir, "%.*s", len, path);
+    else
+        snprintf(dir, sizeof dir, "%s", slash ? "/" : ".");
+    int n = snprintf(temp, sizeof temp, "%.*s%s.%s.tmp", len, path, slash ? "/" : "", base);
+    if (!*base || n < 0 || n >= (int)sizeof temp)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: not a file name, or too long", path);
+    ERASE_CHECK(check_contents(params, np, optim, no, nranks));
+    ERASE_CHECK(erase_ckpt_meta_check(path, meta));
+    if (!overwrite && access(path, F_OK) == 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: exists (not overwritten)", path);
+    erase_status_t st = write_temp(temp, meta, params, np, optim, no, ranks, nranks, NULL);
+    /* without overwrite, link() publishes only where nothing is (atomically) */
+    if (st == ERASE_OK && (overwrite ? rename(temp, path) : link(temp, path)) != 0)
+        st = errno == EEXIST ? ERASE_ERROR(ERASE_ERR_INVALID, "%s: exists (not overwritten)", path)
+                             : ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", temp, path, strerror(errno));
+    unlink(temp); /* the temporary file on failure; without overwrite, its second name */
+    if (st == ERASE_OK && erase_fsync_path(dir, 1) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync of the directory failed: %s", dir, strerror(errno));
+    if (st != ERASE_OK)
+        erase_error_trail(__FILE__, __LINE__);
+    return st;
 }
 
 /* ---- reading ----------------------------------------------------------------- */

@@ -63,7 +63,8 @@
  * removes, and any stage file of a step <= the new one whose ckpt-<step>.h5
  * is gone. erase_ckpt_open of ckpt-<step>.h5 opens (validates completely)
  * every stage file too, so a missing or damaged stage file makes the
- * checkpoint damaged (--resume auto passes over it).
+ * checkpoint damaged (--resume auto passes over it). erase-inspect merge
+ * writes one as a single file of pp_size 1 (erase_ckpt_write_file).
  */
 #ifndef ERASE_IO_CHECKPOINT_H
 #define ERASE_IO_CHECKPOINT_H
@@ -223,6 +224,22 @@ erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *m
                                      const erase_ckpt_rank_t *ranks, int nranks,
                                      const uint64_t *sums, int keep, erase_ckpt_gate_fn gate, void *ctx,
                                      erase_ckpt_report_t *report);
+
+/*
+ * Write one checkpoint file at `path` (any name; no directory of
+ * checkpoints: nothing is pruned, no `latest`), the tensors and meta as
+ * erase_ckpt_write takes them: written as <dir>/.<name>.tmp, flushed,
+ * closed, fsynced, then published as `path` and the directory fsynced, so
+ * `path` is never a partly written file. Without `overwrite` an existing
+ * `path` is kept (published with link(2), which refuses atomically).
+ * What erase-inspect merge writes. Errors: those of erase_ckpt_write (the
+ * temporary file is removed), ERASE_ERR_INVALID "<path>: exists (not
+ * overwritten)" and "<path>: not a file name, or too long".
+ */
+erase_status_t erase_ckpt_write_file(const char *path, const erase_ckpt_meta_t *meta,
+                                     const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no,
+                                     const erase_ckpt_rank_t *ranks, int nranks, int overwrite);
 
 /* The file of stage `stage` of the checkpoint `path` into out[size]: path
  * itself for stage 0, "<path>.stage<s>" else. 0, or -1 when it does not

@@ -21,6 +21,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline.sh
 # --schedule local: bitwise the one-rank cut model, resume, lag and bytes (issue 17)
 CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
+# erase-inspect merge: a pipeline checkpoint as one data-parallel checkpoint (issue 17)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

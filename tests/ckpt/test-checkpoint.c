@@ -8,7 +8,9 @@
  * naming it, also when its checksum was fixed up, and one changed in range
  * fails the attributes' checksum; loading into a different model lists the
  * differences; a pipeline checkpoint's stage files: stage 0's published
- * last and only on the gate's word, each needed to open it, pruned with it.
+ * last and only on the gate's word, each needed to open it, pruned with it;
+ * one file written at any path (erase_ckpt_write_file) reads back, an
+ * existing one is kept unless overwritten.
  */
 #include <fcntl.h>
 #include <math.h>
@@ -547,6 +549,51 @@ static void test_stage_parts(void **unused)
     assert_string_equal(erase_error_reason(), "checkpoint: part 1: expected a stage of the 1 (0 to 0)");
 }
 
+/* erase_ckpt_write_file: one file at any path (what erase-inspect merge
+ * writes): reads back bitwise, no temporary file or `latest` left; an
+ * existing file is kept without `overwrite`, replaced with it; bad meta
+ * or a path without a file name publishes nothing. */
+static void test_write_file(void **unused)
+{
+    (void)unused;
+    char dir[ERASE_CKPT_PATH_MAX], path[ERASE_CKPT_PATH_MAX], why[ERASE_CKPT_PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", io_path(scratch, "file"));
+    assert_int_equal(mkdir(dir, 0777), 0);
+    snprintf(path, sizeof path, "%s", io_path(dir, "merged.h5"));
+    state_t a, b;
+    make_state(&a, 6, 1.0f);
+    make_state(&b, 6, 2.0f);
+    MUST(erase_ckpt_write_file(path, &a.meta, a.params, 3, a.optim, 2, a.ranks, 2, 0));
+    assert_true(exists(dir, "merged.h5"));
+    assert_false(exists(dir, ".merged.h5.tmp"));
+    assert_false(exists(dir, "latest"));
+    assert_int_equal(erase_ckpt_write_file(path, &b.meta, b.params, 3, b.optim, 2, b.ranks, 2, 0), ERASE_ERR_INVALID);
+    snprintf(why, sizeof why, "%s: exists (not overwritten)", path);
+    assert_string_equal(erase_error_reason(), why);
+    assert_false(exists(dir, ".merged.h5.tmp"));
+    erase_ckpt_t *ck;
+    MUST(erase_ckpt_open(path, &ck)); /* still a's */
+    assert_int_equal(erase_ckpt_meta(ck)->step, 6);
+    assert_int_equal(erase_ckpt_ranks(ck), 2);
+    assert_memory_equal(erase_ckpt_find(ck, ERASE_CKPT_PARAMS, "input/emb/0")->data, a.emb, sizeof a.emb);
+    assert_memory_equal(erase_ckpt_find(ck, ERASE_CKPT_OPTIM, "sub1/fc0/weight/exp_avg")->data, a.m, sizeof a.m);
+    erase_ckpt_close(ck);
+    MUST(erase_ckpt_write_file(path, &b.meta, b.params, 3, b.optim, 2, b.ranks, 2, 1));
+    MUST(erase_ckpt_open(path, &ck)); /* now b's */
+    assert_memory_equal(erase_ckpt_find(ck, ERASE_CKPT_PARAMS, "input/emb/0")->data, b.emb, sizeof b.emb);
+    erase_ckpt_close(ck);
+    /* bad meta, a path without a file name: nothing published */
+    b.meta.step = -5;
+    snprintf(path, sizeof path, "%s", io_path(dir, "bad.h5"));
+    assert_int_equal(erase_ckpt_write_file(path, &b.meta, b.params, 3, b.optim, 2, b.ranks, 2, 0), ERASE_ERR_FORMAT);
+    assert_false(exists(dir, "bad.h5"));
+    snprintf(path, sizeof path, "%s", io_path(dir, ""));
+    assert_int_equal(erase_ckpt_write_file(path, &a.meta, a.params, 3, a.optim, 2, a.ranks, 2, 0), ERASE_ERR_INVALID);
+    snprintf(why, sizeof why, "%s: not a file name, or too long", path);
+    assert_string_equal(erase_error_reason(), why);
+    assert_int_equal(io_count_files(dir, ".h5"), 1);
+}
+
 static void test_bad_arguments(void **unused)
 {
     (void)unused;
@@ -595,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_meta_attributes),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_stage_parts),
+        cmocka_unit_test(test_write_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
