@@ -823,21 +823,16 @@ static erase_status_t read_losses(run_t *r, float *losses)
 static erase_status_t check_nonfinite(run_t *r)
 {
     int b = r->pipe ? erase_pipe_nonfinite_block(r->pipe) : erase_sched_nonfinite_block(r->sched);
-    if (r->pipe) {
+    if (r->pipe && b >= 0)
         /* a stage checks its own blocks only (paci and local pass no
-         * gradient that would carry a NaN to the others): every stage
-         * learns of it in the same step, and the pipeline drains, so that
-         * no stage waits for a message of a stage that stopped */
-        int any;
-        TRY(erase_allreduce(erase_world_comm(), r->host, &b, &any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
-        TRY(erase_stream_synchronize(r->host));
-        if (any >= 0)
-            TRY(erase_pipe_drain(r->pipe, 1));
-        if (any >= 0 && b < 0)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "step %lld: non-finite gradient in block %s (found by its "
-                               "stage); stopping before any further update", (long long)r->step,
-                               erase_network_block_name(r->net, any));
-    }
+         * gradient that would carry the NaN to the other stages): they
+         * cannot know, and this stage's messages in flight will not
+         * complete, so it ends the job now (MPI_Abort) rather than wait
+         * for a step collective every step to tell them */
+        erase_fatal(__FILE__, __LINE__, "erase-train",
+                    ERASE_ERROR(ERASE_ERR_INVALID, "step %lld: non-finite gradient in block %s (stage %d); stopping "
+                                "the pipeline before any further update", (long long)r->step,
+                                erase_network_block_name(r->net, b), r->w->pp_rank));
     if (b < 0)
         return ERASE_OK;
     float losses[ERASE_MAX_BLOCKS]; /* this rank's (a pipeline's other stages may have found none) */
