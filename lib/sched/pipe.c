@@ -50,9 +50,8 @@ struct erase_pipe {
     int local;                      /* the local schedule: no gradient crosses a stage boundary */
     /* local: stage s runs in segment step t the batch of step t - s, kept
      * in a ring of s + 1 device copies (ring[i mod R] holds batch i) */
-    int lead, R;
-    erase_batch_t *ring;
-    int *ring_size;
+    int R;
+    erase_batch_t *ring;            /* each one's size: the samples erase_network_batch_copy put there */
     int64_t cur;                    /* the batch the micro-batch offsets are of (-1: none) */
     const erase_batch_t *cur_batch;
     int step_samples;               /* samples this stage trained in the last step (0: a fill step) */
@@ -260,7 +259,6 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     p->blocks = erase_network_blocks(net);
     p->accumulate = o->kind == PIPE_PACI ? (o->accumulate > 0 ? o->accumulate : o->micro_batches) : o->micro_batches;
     p->local = o->kind == PIPE_LOCAL;
-    p->lead = p->local ? p->s : 0;
     p->open_compute = p->open_side = -1;
     /* slots: the most micro-batches the first segment keeps in flight
      * (later ones are no longer: new_segment checks) */
@@ -297,8 +295,7 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         int64_t step_max = (int64_t)o->micro_batches * o->micro_size;
         p->R = p->s + 1;
         p->ring = calloc((size_t)p->R, sizeof *p->ring);
-        p->ring_size = calloc((size_t)p->R, sizeof *p->ring_size);
-        if (!p->ring || !p->ring_size)
+        if (!p->ring)
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d batches", p->R);
         else if (step_max > INT_MAX)
             st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: a step of more than %d "
@@ -369,7 +366,6 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int i = 0; p->ring && i < p->R; i++)
         erase_network_batch_free(p->net, &p->ring[i]);
     free(p->ring);
-    free(p->ring_size);
     erase_free(p->dev, p->version_in);
     for (int i = 0; i < 2; i++) {
         erase_free(p->dev, p->send_buf[i]);
@@ -556,13 +552,11 @@ static erase_status_t use_batch(erase_pipe_t *p, int64_t i, const erase_batch_t 
             return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d needs batch %lld in step %lld (it keeps %d)",
                                p->s, (long long)i, (long long)p->seg_step, p->R);
         batch = &p->ring[i % p->R];
-        p->step_size = p->ring_size[i % p->R];
-    } else {
-        if (i != p->seg_step || !batch)
-            return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list forwards batch %lld in step %lld", p->s,
-                               (long long)i, (long long)p->seg_step);
-        p->step_size = batch->size;
+    } else if (i != p->seg_step || !batch) {
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: stage %d's list forwards batch %lld in step %lld", p->s,
+                           (long long)i, (long long)p->seg_step);
     }
+    p->step_size = batch->size;
     int M = p->o.micro_batches;
     for (int j = 0; j <= M; j++)
         p->offset[j] = (int)((int64_t)j * p->step_size / M);
@@ -869,7 +863,6 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
     if (p->local) { /* the step's batch waits in the ring for its turn (this step's on stage 0) */
         int k = (int)(p->seg_step % p->R);
         TRY(erase_network_batch_copy(p->net, p->compute, batch, 0, batch->size, &p->ring[k]));
-        p->ring_size[k] = batch->size;
     }
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
