@@ -1,22 +1,61 @@
 # Sourced (without arguments) by the workstation jobs (jobs/workstation,
-# jobs/mnist, jobs/shakespeare): sets top, build and ranks, takes a leading
-# "--ranks N" off the job's arguments, sets erase up if needed (jobs/setup:
-# quick when done) and defines job_mpirun ARGS... (mpirun with the flags a
-# workstation needs, -np $ranks) and job_convert NAME LOG CMD... (run a
-# conversion once, quietly, its log shown on failure).
+# jobs/mnist, jobs/shakespeare): sets top, build and ranks, takes the
+# launcher options below off the front of the job's arguments, sets erase up
+# if needed (jobs/setup: quick when done) and defines job_mpirun ARGS...
+# (mpirun with the flags a workstation needs, -np $ranks, and the hosts)
+# and job_convert NAME LOG CMD... (run a conversion once, quietly, its log
+# shown on failure).
+#   --ranks N          ranks (default 2, or the slots of --hosts/--hostfile)
+#   --hosts LIST       mpirun --host LIST (node1:4,node2:4; a host without
+#                      :N has one slot): the ranks across several hosts
+#   --hostfile FILE    mpirun --hostfile FILE (lines "node1 slots=4")
+#   --net CIDR         the network between the hosts (e.g. 10.0.0.0/24):
+#                      Open MPI's TCP messages and out-of-band channel on it,
+#                      shared memory within a host
+# ERASE_MPIRUN replaces the launcher command (default: mpirun), e.g.
+# "tests/cluster/hosts.sh mpirun" for the namespace hosts of the tests.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ERASE_BUILD:-$top/_build}
-ranks=2
-if [ "${1:-}" = "--ranks" ]; then
-    ranks=${2:-}
-    case $ranks in '' | *[!0-9]* | 0) echo "jobs/$(basename "$0"): --ranks needs a number of ranks >= 1, got '$ranks'" >&2; exit 2 ;; esac
-    shift 2
-fi
+job_usage() { echo "jobs/$(basename "$0"): $*" >&2; exit 2; }
+ranks='' hosts_args=() net_args=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --ranks)
+            ranks=${2:-}
+            case $ranks in '' | *[!0-9]* | 0) job_usage "--ranks needs a number of ranks >= 1, got '$ranks'" ;; esac
+            shift 2 ;;
+        --hosts)
+            [[ ${2:-} =~ ^[A-Za-z0-9._-]+(:[1-9][0-9]*)?(,[A-Za-z0-9._-]+(:[1-9][0-9]*)?)*$ ]] ||
+                job_usage "--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got '${2:-}'"
+            hosts_args=(--host "$2")
+            slots=0
+            for h in ${2//,/ }; do
+                case $h in *:*) slots=$((slots + ${h##*:})) ;; *) slots=$((slots + 1)) ;; esac
+            done
+            shift 2 ;;
+        --hostfile)
+            { [ -n "${2:-}" ] && [ -r "$2" ]; } || job_usage "--hostfile needs a readable hostfile, got '${2:-}'"
+            hosts_args=(--hostfile "$2")
+            # "node slots=N" (a line without slots= has one); comments and blank lines skipped
+            slots=$(sed 's/#.*//' "$2" | awk 'NF { n = 1; for (i = 2; i <= NF; i++) if ($i ~ /^slots=[0-9]+$/) n = substr($i, 7); s += n } END { print s + 0 }')
+            [ "$slots" -gt 0 ] || job_usage "--hostfile $2: no hosts in it"
+            shift 2 ;;
+        --net)
+            [[ ${2:-} =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] ||
+                job_usage "--net needs the hosts' network as ADDRESS/BITS (e.g. 10.0.0.0/24), got '${2:-}'"
+            # shellcheck disable=SC2054 # tcp,self,vader is one word
+            net_args=(--mca btl tcp,self,vader --mca btl_tcp_if_include "$2" --mca oob_tcp_if_include "$2")
+            shift 2 ;;
+        *) break ;;
+    esac
+done
+[ -n "$ranks" ] || ranks=${slots:-2}
 ERASE_BUILD="$build" "$top/jobs/setup"
 
 mpi_flags=(--oversubscribe --bind-to none)
 if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
-job_mpirun() { mpirun "${mpi_flags[@]}" -np "$ranks" "$@"; }
+# shellcheck disable=SC2086 # ERASE_MPIRUN: a command and its words
+job_mpirun() { ${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_args[@]}" "${net_args[@]}" "$@"; }
 
 # job_convert WHAT LOG CMD...: "erase <job>: converting WHAT" on stderr, CMD
 # with its output in LOG (shown, and the job stopped, when it fails).

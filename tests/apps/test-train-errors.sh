@@ -13,13 +13,13 @@
 # start-up: under mpirun one line, status 2, no MPI_Abort), --schedule
 # local with a stage boundary that is not a cut, too few cuts, --grad-clip
 # or --accumulate, and
-# jobs/workstation --ranks without a number.
+# the workstation jobs' launcher options (--ranks, --hosts, --hostfile, --net).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..75"
+echo "1..80"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -255,9 +255,22 @@ for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, 
     [ $ok = 0 ] || tap_report "$dir/err"
 done
 
-"${srcdir:-.}/jobs/workstation" --ranks >"$dir/ws.out" 2>&1
-rc=$?
-[ $rc = 2 ] && grep -q -F "jobs/workstation: --ranks needs a number of ranks >= 1, got ''" "$dir/ws.out"
-tap $? "jobs/workstation --ranks without a number: status $rc, says what it needs"
-[ $rc = 2 ] || tap_report "$dir/ws.out"
+# the workstation jobs' launcher options (jobs/job.sh): refused before
+# anything is set up or run, one line, status 2
+printf '# a comment only\n\n' >"$dir/hosts.empty"
+while IFS='|' read -r args text; do
+    # shellcheck disable=SC2086 # $args: the words of the options
+    "${srcdir:-.}/jobs/workstation" $args >"$dir/ws.out" 2>&1
+    rc=$?
+    [ $rc = 2 ] && [ "$(cat "$dir/ws.out")" = "jobs/workstation: $text" ]
+    tap $? "jobs/workstation $args: status $rc, one line that says what it needs"
+    tap_report "$dir/ws.out"
+done <<EOF
+--ranks|--ranks needs a number of ranks >= 1, got ''
+--hosts node1:0|--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got 'node1:0'
+--ranks 2 --hosts a,,b|--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got 'a,,b'
+--hostfile $dir/none|--hostfile needs a readable hostfile, got '$dir/none'
+--hostfile $dir/hosts.empty|--hostfile $dir/hosts.empty: no hosts in it
+--net 10.0.0.0|--net needs the hosts' network as ADDRESS/BITS (e.g. 10.0.0.0/24), got '10.0.0.0'
+EOF
 exit 0
