@@ -69,9 +69,10 @@ typedef struct {
     double *step_s;                  /* per-step seconds */
     int64_t window_steps;
     int64_t window_skipped;          /* of them, skipped for non-finite gradients */
-    double block_loss[ERASE_MAX_BLOCKS];
-    double block_steps[ERASE_MAX_BLOCKS]; /* the window's steps that trained each block (local: not its
-                                      * stage's fill steps) */
+    struct {                         /* the window's, per block: */
+        double loss[ERASE_MAX_BLOCKS];  /* sum of its local loss */
+        double steps[ERASE_MAX_BLOCKS]; /* steps that trained it (local: not its stage's fill steps) */
+    } block;                         /* a pipeline adds both over its stages in one all-reduce */
     int64_t window_global;           /* the window's samples (global batches) */
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
@@ -672,10 +673,9 @@ static erase_status_t log_progress(run_t *r, int force)
         return ERASE_OK;
     TRY(reduce_metrics(r, TRAIN_TASK_WINDOW));
     if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) and steps */
-        TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_loss, r->block_loss,
-                            (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
-        TRY(erase_allreduce(erase_pp_comm(), r->host, r->block_steps, r->block_steps,
-                            (size_t)erase_network_blocks(r->net), ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
+        _Static_assert(sizeof r->block == 2 * ERASE_MAX_BLOCKS * sizeof(double), "block: two arrays of doubles");
+        TRY(erase_allreduce(erase_pp_comm(), r->host, &r->block, &r->block, sizeof r->block / sizeof(double),
+                            ERASE_DTYPE_F64, ERASE_REDUCE_SUM));
         TRY(erase_stream_synchronize(r->host));
     }
     train_task_counts_t counts = r->task->window_counts(r->ts);
@@ -729,15 +729,14 @@ static erase_status_t log_progress(run_t *r, int force)
         fprintf(r->metrics, ",\"lr\":%s,\"block_losses\":[", json_number(v, "%.6g", lr));
         for (int b = 0; b < erase_network_blocks(r->net); b++) /* null: not trained in the window */
             fprintf(r->metrics, "%s%s", b ? "," : "",
-                    r->block_steps[b] > 0 ? json_number(v, "%.6f", r->block_loss[b] / r->block_steps[b]) : "null");
+                    r->block.steps[b] > 0 ? json_number(v, "%.6f", r->block.loss[b] / r->block.steps[b]) : "null");
         fprintf(r->metrics, "]}\n");
         fflush(r->metrics);
     }
     r->task->clear(r->ts, TRAIN_TASK_WINDOW);
     r->window_steps = 0;
     r->window_skipped = 0;
-    for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
-        r->block_loss[b] = r->block_steps[b] = 0;
+    memset(&r->block, 0, sizeof r->block);
     r->window_global = 0;
     return ERASE_OK;
 }
@@ -909,9 +908,9 @@ static erase_status_t train_loop(run_t *r)
         int from = r->pipe ? r->pipe_o.first : 0, to = r->pipe ? r->pipe_o.last : blocks;
         int trained = !r->pipe || erase_pipe_step_samples(r->pipe) > 0; /* local: not a fill step */
         for (int k = 0; k < blocks; k++)
-            r->block_loss[k] += losses[k];
+            r->block.loss[k] += losses[k];
         for (int k = from; k < to; k++)
-            r->block_steps[k] += trained;
+            r->block.steps[k] += trained;
         r->window_steps++;
         if (o->trace[0] && r->step == trace_to)
             TRY(write_trace(r, trace_t0));
