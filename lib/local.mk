@@ -59,7 +59,7 @@ lib_liberase_a_SOURCES += \
 	lib/sched/trace.c lib/sched/trace.h
 # pipelines (issue 16): the stages' action lists and their replay; the stage executor
 lib_liberase_a_SOURCES += lib/sched/pipe_schedule.c lib/sched/pipe_schedule.h \
-	lib/sched/pipe.c lib/sched/pipe.h
+	lib/sched/pipe.c lib/sched/pipe.h lib/sched/pipe_internal.h lib/sched/pipe_timing.c lib/sched/pipe_local.c
 
 # lib/comm: communicators (MPI on host buffers, NCCL on device buffers when
 # configure found NCCL), watchdog, sequence check, file-system id exchange.

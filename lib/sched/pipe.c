@@ -1,111 +1,20 @@
 /*
  * The pipeline stage executor (lib/sched/pipe.h): issues this stage's
  * action list, step by step, as ops on its compute stream and its four
- * point-to-point streams, with events for the slots' buffers.
+ * point-to-point streams, with events for the slots' buffers. Its state
+ * and the parts in pipe_timing.c and pipe_local.c: pipe_internal.h.
  */
-#include "lib/sched/pipe.h"
+#include "lib/sched/pipe_internal.h"
 
 #include "lib/core/checked.h"
 #include "lib/core/timer.h"
-#include "lib/sched/reduce.h"
 #include "lib/sched/trace.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_ACTIVATION = 1, TAG_GRADIENT = 2, TAG_PREDICT = 3, TAG_VERSION = 4 };
-
-/* An activation slot: a replica and the micro-batch it holds. */
-typedef struct {
-    erase_network_t *net;
-    erase_batch_t batch;            /* its micro-batch's inputs */
-    int64_t micro;                  /* occupant (segment numbering), -1: none yet */
-    int size;                       /* the occupant's samples (0: an empty micro-batch) */
-    int64_t updates_at_forward;     /* the stage's UPDATEs issued before its forward */
-    int pending;                    /* forwarded, not yet backwarded */
-    int forwarded, backwarded, sent_act, sent_grad; /* events recorded at least once */
-    erase_event_t *recv_done, *fwd_done, *act_sent, *grad_recvd, *bwd_done, *grad_sent;
-    erase_event_t *early_done;      /* its early backwards (side stream) are done */
-    int early;                      /* early_done recorded for the occupant */
-} slot_t;
-
-/* Embedding rows of one block, packed per micro-batch until the update
- * merges them (erase_sparse_pack / erase_sparse_merge). */
-typedef struct {
-    int tables, first, dim;
-    int *counts;                    /* [W][tables] */
-    uint32_t *rows;                 /* [W][tables * micro_size] */
-    float *values;                  /* [W][tables * micro_size * dim] */
-} sparse_acc_t;
-
-struct erase_pipe {
-    erase_network_t *net;
-    erase_optimizer_t *opt;
-    erase_pipe_options_t o;
-    erase_device_t *dev;
-    int P, s, K, blocks;
-    int accumulate;                 /* a: backwards per UPDATE (gpipe, 1f1b, local: M), the micro-batches
-                                     * of an update's window: its embedding packs hold as many */
-    int local;                      /* the local schedule: no gradient crosses a stage boundary */
-    /* local: stage s runs in segment step t the batch of step t - s, kept
-     * in a ring of s + 1 device copies (ring[i mod R] holds batch i) */
-    int R;
-    erase_batch_t *ring;            /* each one's size: the samples erase_network_batch_copy put there */
-    int64_t cur;                    /* the batch the micro-batch offsets are of (-1: none) */
-    const erase_batch_t *cur_batch;
-    int step_samples;               /* samples this stage trained in the last step (0: a fill step) */
-    /* local, s < P-1: a batch's activations leave in the next step (when
-     * s+1 trains it), so they are copied out of the slots into one of two
-     * send buffers [M x micro_size, width], each with the version of the
-     * weights that computed them; a buffer is reused two batches later,
-     * after its sends (send_free), which s+1 received a step before */
-    float *send_buf[2];
-    int64_t *send_version[2];
-    erase_event_t *send_free[2], *send_ready;
-    int send_used[2];
-    int64_t *version_in;            /* local, device: the version s-1 sent with the step's batch */
-    int64_t version_own;            /* this stage's updates when it received it */
-    int version_pending;            /* version_in awaits its accounting */
-    int64_t version_base;           /* the optimizer clock's step minus `updates` */
-    /* the segment */
-    pipe_schedule_t sc;
-    int64_t seg_steps, seg_step, next;
-    /* streams: compute; activations in / out; gradients in / out */
-    erase_stream_t *compute, *act_in, *act_out, *grad_in, *grad_out;
-    /* early backward inside the stage (gpipe, 1f1b): the segments before
-     * its last cut, [first, tail), run their backward on `side` right
-     * after their forward; BACKWARD runs [tail, last) */
-    erase_stream_t *side;
-    int tail;
-    erase_event_t *side_done;       /* after the side stream's latest work */
-    int side_used;
-    slot_t *slots;
-    sched_reduce_t *reduce;
-    float *losses;                  /* device [blocks]: the step's mean losses */
-    sparse_acc_t sparse[ERASE_MAX_BLOCKS];
-    int window;                     /* micro-batches accumulated since the last UPDATE */
-    int64_t updates;
-    erase_batch_t eval_batch;       /* erase_pipe_predict's piece */
-    /* the step's micro-batches: offsets [M + 1] into the rank's batch */
-    int *offset;
-    int step_size;
-    /* timing: begin/end event pairs of the compute and side streams' actions */
-    erase_event_t **tev;
-    unsigned char *tkind;           /* [ntev / 2]: pipe_action_kind_t of each pair */
-    int ntev, tev_used;
-    int open_compute, open_side;    /* the open span's pair on each stream (-1: none) */
-    double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
-    int nspans;
-    erase_event_t *origin;          /* the step's start on compute, before any wait */
-    erase_optim_clock_t clock;
-    erase_pipe_stats_t stats;
-};
-
 #define TRY(x) ERASE_CHECK(x)
-
-static int is_first(const erase_pipe_t *p) { return p->s == 0; }
-static int is_last(const erase_pipe_t *p) { return p->s == p->P - 1; }
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -187,24 +96,6 @@ static void slot_destroy(erase_pipe_t *p, slot_t *sl)
         erase_network_batch_free(sl->net, &sl->batch);
         erase_network_destroy(sl->net);
     }
-}
-
-/* Local: the two send buffers of the stage's output activations. */
-static erase_status_t send_buffers(erase_pipe_t *p)
-{
-    int w;
-    (void)erase_network_block_input(p->net, p->o.last, &w);
-    size_t bytes;
-    if (!erase_bytes(sizeof(float) * (size_t)p->o.micro_batches, p->o.micro_size, w, &bytes))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d x %d activations overflow",
-                           p->o.micro_batches, p->o.micro_size, w);
-    for (int i = 0; i < 2; i++) {
-        TRY(erase_malloc(p->dev, bytes, (void **)&p->send_buf[i]));
-        TRY(erase_malloc(p->dev, sizeof(int64_t), (void **)&p->send_version[i]));
-        TRY(erase_event_create(p->dev, &p->send_free[i]));
-    }
-    TRY(erase_event_create(p->dev, &p->send_ready));
-    return ERASE_OK;
 }
 
 /* This stage's list for a segment of `steps` steps, into p->sc. */
@@ -289,24 +180,8 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = slot_create(p, &p->slots[k]);
     if (st == ERASE_OK)
         st = erase_event_create(p->dev, &p->origin);
-    if (st == ERASE_OK && p->local) {
-        /* a ring batch holds a whole step: erase_pipe_step takes up to M x
-         * micro_size samples (the network's max_batch may be a micro-batch) */
-        int64_t step_max = (int64_t)o->micro_batches * o->micro_size;
-        p->R = p->s + 1;
-        p->ring = calloc((size_t)p->R, sizeof *p->ring);
-        if (!p->ring)
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d batches", p->R);
-        else if (step_max > INT_MAX)
-            st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: a step of more than %d "
-                             "samples", o->micro_batches, o->micro_size, INT_MAX);
-        for (int i = 0; st == ERASE_OK && i < p->R; i++)
-            st = erase_network_batch_alloc(net, (int)step_max, &p->ring[i]);
-        if (st == ERASE_OK)
-            st = erase_malloc(p->dev, sizeof(int64_t), (void **)&p->version_in);
-        if (st == ERASE_OK && !is_last(p))
-            st = send_buffers(p);
-    }
+    if (st == ERASE_OK && p->local)
+        st = pipe_local_create(p);
     if (st == ERASE_OK)
         st = erase_optimizer_read_clock(opt, &p->clock);
     if (st == ERASE_OK && o->trace)
@@ -363,16 +238,7 @@ void erase_pipe_destroy(erase_pipe_t *p)
     for (int k = 0; p->slots && k < p->K; k++)
         slot_destroy(p, &p->slots[k]);
     free(p->slots);
-    for (int i = 0; p->ring && i < p->R; i++)
-        erase_network_batch_free(p->net, &p->ring[i]);
-    free(p->ring);
-    erase_free(p->dev, p->version_in);
-    for (int i = 0; i < 2; i++) {
-        erase_free(p->dev, p->send_buf[i]);
-        erase_free(p->dev, p->send_version[i]);
-        erase_event_destroy(p->send_free[i]);
-    }
-    erase_event_destroy(p->send_ready);
+    pipe_local_destroy(p);
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
         erase_stream_destroy(streams[i]);
     if (p->eval_batch.size)
@@ -396,98 +262,6 @@ void erase_pipe_destroy(erase_pipe_t *p)
 
 erase_stream_t *erase_pipe_stream(erase_pipe_t *p) { return p->compute; }
 
-/* ---- timing ------------------------------------------------------------------ */
-
-/* Record the begin (open < 0: a new pair, its index into *open) or the
- * end (the pair *open, then closed) of a timing span on stream s. Each
- * stream has at most one span open: the compute stream's and the side
- * stream's may interleave (an early backward inside a forward), so a pair
- * is reserved at its begin. */
-static erase_status_t mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_action_kind_t kind, int *open)
-{
-    if (*open >= 0) {
-        TRY(erase_event_record(p->tev[*open + 1], s));
-        *open = -1;
-        return ERASE_OK;
-    }
-    if (p->tev_used == p->ntev) {
-        int cap = p->ntev ? 2 * p->ntev : 64;
-        erase_event_t **t = realloc(p->tev, (size_t)cap * sizeof *t);
-        if (!t)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
-        p->tev = t;
-        unsigned char *k = realloc(p->tkind, (size_t)cap / 2);
-        if (!k)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for timing events");
-        p->tkind = k;
-        for (int i = p->ntev; i < cap; i++) {
-            erase_status_t st = erase_event_create(p->dev, &p->tev[i]);
-            if (st != ERASE_OK) {
-                p->ntev = i;
-                ERASE_CHECK(st);
-            }
-        }
-        p->ntev = cap;
-    }
-    p->tkind[p->tev_used / 2] = (unsigned char)kind;
-    *open = p->tev_used;
-    p->tev_used += 2;
-    TRY(erase_event_record(p->tev[*open], s));
-    return ERASE_OK;
-}
-
-/* The same on the compute stream, for an action of `kind`. */
-static erase_status_t mark_time(erase_pipe_t *p, pipe_action_kind_t kind)
-{
-    return mark_time_on(p, p->compute, kind, &p->open_compute);
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-    double x = ((const double *)a)[0], y = ((const double *)b)[0];
-    return (x > y) - (x < y);
-}
-
-/* Busy: the union of the recorded spans (compute and side streams may
- * overlap), and each span by its kind of action; wall: the step's origin
- * (its start on the compute stream, before any wait: a stage waiting for
- * its first input is idle) to the last span's end. The host's time
- * between steps is in neither. */
-static erase_status_t account_time(erase_pipe_t *p)
-{
-    int n = p->tev_used / 2;
-    if (n == 0)
-        return ERASE_OK;
-    if (n > p->nspans) {
-        double (*sp)[2] = realloc(p->spans, sizeof *sp * (size_t)n);
-        if (!sp)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "pipeline: no memory for %d timing spans", n);
-        p->spans = sp;
-        p->nspans = n;
-    }
-    for (int i = 0; i < n; i++) {
-        TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i], &p->spans[i][0]));
-        TRY(erase_event_elapsed_ms(p->origin, p->tev[2 * i + 1], &p->spans[i][1]));
-        p->stats.action_ms[p->tkind[i]] += p->spans[i][1] - p->spans[i][0];
-    }
-    qsort(p->spans, (size_t)n, sizeof p->spans[0], span_cmp);
-    double busy = 0, end = 0, from = p->spans[0][0], to = p->spans[0][1];
-    for (int i = 1; i < n; i++) {
-        if (p->spans[i][0] > to) {
-            busy += to - from;
-            from = p->spans[i][0];
-        }
-        if (p->spans[i][1] > to)
-            to = p->spans[i][1];
-    }
-    busy += to - from;
-    end = to;
-    p->stats.busy_ms += busy;
-    p->stats.wall_ms += end;
-    p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
-    return ERASE_OK;
-}
-
 /* ---- actions ------------------------------------------------------------------- */
 
 /* With --trace: the begin or end of an action's range on stream s. */
@@ -495,7 +269,6 @@ static erase_status_t mark(erase_pipe_t *p, erase_stream_t *s, const char *label
 {
     return p->o.trace ? erase_stream_mark(s, label, begin) : ERASE_OK;
 }
-
 
 static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index, int b0, int b1, erase_stream_t *s);
 
@@ -513,13 +286,13 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
     TRY(erase_stream_wait_event(p->side, sl->early_done));
     if (b0 == p->o.first && sl->sent_grad) /* the previous occupant's input gradient has left */
         TRY(erase_stream_wait_event(p->side, sl->grad_sent));
-    TRY(mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
+    TRY(pipe_mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
     TRY(mark(p, p->side, "backward (early)", 1));
     for (int b = b1 - 1; b >= b0; b--)
         TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
     TRY(accumulate(p, sl, (int)(micro % p->accumulate), b0, b1, p->side));
     TRY(mark(p, p->side, "backward (early)", 0));
-    TRY(mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
+    TRY(pipe_mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
     TRY(erase_event_record(sl->early_done, p->side));
     TRY(erase_event_record(p->side_done, p->side));
     sl->early = 1;
@@ -565,53 +338,6 @@ static erase_status_t use_batch(erase_pipe_t *p, int64_t i, const erase_batch_t 
     return ERASE_OK;
 }
 
-/* Local: the version of this stage's weights that forwards the occupant
- * of sl (the batch's first micro-batch) to s+1, and from s-1 the version
- * of the weights that computed its input, ahead of the activations on
- * the same link; the lag is accounted once the receive is done
- * (account_version). */
-static erase_status_t exchange_version(erase_pipe_t *p)
-{
-    if (!is_first(p)) {
-        TRY(erase_recv(p->o.pp, p->act_in, p->version_in, 1, ERASE_DTYPE_I64, p->s - 1, TAG_VERSION));
-        p->version_own = p->version_base + p->updates;
-        p->version_pending = 1;
-        p->stats.bytes_received += (int64_t)sizeof(int64_t);
-    }
-    if (!is_last(p)) {
-        int k = (int)(p->cur % 2);
-        if (p->send_used[k]) /* the batch two before has left */
-            TRY(erase_stream_wait_event(p->compute, p->send_free[k]));
-        p->send_used[k] = 1;
-        TRY(erase_memcpy_async(p->compute, p->send_version[k], &erase_optimizer_clock(p->opt)->step,
-                               sizeof(int64_t)));
-        TRY(erase_event_record(p->send_ready, p->compute));
-        TRY(erase_stream_wait_event(p->act_out, p->send_ready));
-        TRY(erase_send(p->o.pp, p->act_out, p->send_version[k], 1, ERASE_DTYPE_I64, p->s + 1, TAG_VERSION));
-        p->stats.bytes_sent += (int64_t)sizeof(int64_t);
-    }
-    return ERASE_OK;
-}
-
-/* After the receive streams are synchronized: the lag of the batch whose
- * version arrived (this stage's updates minus those of s-1's weights that
- * computed its input; 0: the arithmetic of one rank). */
-static erase_status_t account_version(erase_pipe_t *p)
-{
-    if (!p->version_pending)
-        return ERASE_OK;
-    int64_t v;
-    TRY(erase_memcpy_sync(p->dev, &v, p->version_in, sizeof v));
-    int64_t lag = p->version_own - v;
-    int64_t bin = lag < 0 ? -lag : lag;
-    p->stats.lag[bin < ERASE_PIPE_MAX_DRIFT ? bin : ERASE_PIPE_MAX_DRIFT - 1]++;
-    if (bin > p->stats.max_lag)
-        p->stats.max_lag = (int)bin;
-    p->stats.lag_batches++;
-    p->version_pending = 0;
-    return ERASE_OK;
-}
-
 static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_t *batch, float *outputs)
 {
     TRY(use_batch(p, micro / p->o.micro_batches, batch));
@@ -627,7 +353,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     sl->size = n;
     sl->updates_at_forward = p->updates;
     if (p->local && j == 0)
-        TRY(exchange_version(p));
+        TRY(pipe_local_exchange_version(p));
     p->step_samples += n;
     if (n == 0)
         return ERASE_OK; /* every stage skips an empty micro-batch alike */
@@ -647,7 +373,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     }
     if (sl->sent_act) /* the previous occupant's activation has left */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p, PIPE_FORWARD));
+    TRY(pipe_mark_time(p, PIPE_FORWARD));
     TRY(mark(p, p->compute, "forward", 1));
     TRY(erase_network_batch_copy(r, p->compute, batch, first, n, &sl->batch));
     /* the micro-batch's share of the mean: n / N (paci: n / N x M / a, 1 / a for equal sizes) */
@@ -675,7 +401,7 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
         y = to;
     }
     TRY(mark(p, p->compute, "forward", 0));
-    TRY(mark_time(p, PIPE_FORWARD));
+    TRY(pipe_mark_time(p, PIPE_FORWARD));
     TRY(erase_event_record(sl->fwd_done, p->compute));
     sl->forwarded = 1;
     if (y) {
@@ -760,13 +486,13 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
         TRY(erase_stream_wait_event(p->compute, sl->grad_sent));
     if (sl->sent_act) /* and this one's activation (the backward may reuse its buffer) */
         TRY(erase_stream_wait_event(p->compute, sl->act_sent));
-    TRY(mark_time(p, PIPE_BACKWARD));
+    TRY(pipe_mark_time(p, PIPE_BACKWARD));
     TRY(mark(p, p->compute, "backward", 1));
     for (int b = p->o.last - 1; b >= p->tail; b--)
         TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
     TRY(accumulate(p, sl, region, p->tail, p->o.last, p->compute));
     TRY(mark(p, p->compute, "backward", 0));
-    TRY(mark_time(p, PIPE_BACKWARD));
+    TRY(pipe_mark_time(p, PIPE_BACKWARD));
     if (sl->early) /* the slot is free once its early backwards are done too */
         TRY(erase_stream_wait_event(p->compute, sl->early_done));
     TRY(erase_event_record(sl->bwd_done, p->compute));
@@ -792,7 +518,7 @@ static erase_status_t update(erase_pipe_t *p)
         TRY(erase_stream_wait_event(p->compute, p->side_done));
     if (p->local && !is_last(p)) /* the batch's sends are all enqueued */
         TRY(erase_event_record(p->send_free[p->cur % 2], p->act_out));
-    TRY(mark_time(p, PIPE_UPDATE));
+    TRY(pipe_mark_time(p, PIPE_UPDATE));
     TRY(mark(p, p->compute, "update", 1));
     int np;
     erase_param_t *params = erase_network_params(p->net, &np);
@@ -825,7 +551,7 @@ static erase_status_t update(erase_pipe_t *p)
             TRY(erase_memset_async(p->compute, g, 0, sizeof(float) * n));
     }
     TRY(mark(p, p->compute, "update", 0));
-    TRY(mark_time(p, PIPE_UPDATE));
+    TRY(pipe_mark_time(p, PIPE_UPDATE));
     p->updates++;
     p->window = 0;
     return ERASE_OK;
@@ -892,8 +618,8 @@ erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
     /* not the sends: a gradient sent in this step may be received in the
      * next one (paci), and the host's next collective must not wait for it */
     TRY(wait_streams(p, 0));
-    TRY(account_version(p));
-    TRY(account_time(p));
+    TRY(pipe_local_account_version(p));
+    TRY(pipe_account_time(p));
     p->tev_used = 0;
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
     return ERASE_OK;
@@ -916,7 +642,7 @@ static erase_status_t drain_local(erase_pipe_t *p, int *in_flight)
         if (a->kind == PIPE_UPDATE) {
             (*in_flight)++;
             TRY(wait_streams(p, 0));
-            TRY(account_version(p));
+            TRY(pipe_local_account_version(p));
         }
     }
     return ERASE_OK;

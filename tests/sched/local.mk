@@ -45,7 +45,7 @@ endif
 # The stage executor under mpirun (issue 16): gradient equality with one
 # process, micro-batch splits, no deadlock, paci's drift; local (issue 17)
 # against the same cut model on one process, its lag and its messages
-# (lib/sched/pipe.c); a killed stage ends an erase-train --pp 2 job within
+# (lib/sched/pipe*.c); a killed stage ends an erase-train --pp 2 job within
 # the watchdog
 if HAVE_CMOCKA
 check_PROGRAMS += tests/sched/test-pipe
