@@ -29,6 +29,11 @@
 #       (shared memory within a host), and mpi_yield_when_idle 1: the hosts
 #       share this machine's cores, so ranks outnumber cores although each
 #       host's slots look free (busy polling is many times slower then).
+#       TCP keepalive on the out-of-band channel (5 s idle, then 3 probes 2
+#       s apart): a host cut off without its connections closing ends the
+#       job within 11 s; at Open MPI's defaults (300 + 9 x 20 s) mpirun
+#       waits 8 minutes for the lost daemon, even after erase's watchdog
+#       called MPI_Abort (tests/cluster/test-hosts-fail.sh).
 #
 # PREFIX (default $ERASE_HOSTS_PREFIX, else "erase") names every namespace
 # and file made, so clusters of several tests or users do not meet. Needs
@@ -196,7 +201,8 @@ run_mpirun() {
     case $self in *[[:space:]]*) fail "mpirun: the path of $prog ($self) has a space: Open MPI splits its launch agent at spaces" ;; esac
     line=$(printf '%q ' "${MPIRUN:-mpirun}" --mca plm_rsh_agent "$self --prefix $prefix exec" \
         --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24" \
-        --mca mpi_yield_when_idle 1 "$@")
+        --mca mpi_yield_when_idle 1 --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
+        --mca oob_tcp_keepalive_probes 3 "$@")
     run_in h1 "$line"
 }
 
