@@ -141,13 +141,18 @@ tap $? "nothing left running in h1 or h2 ($(left | tr '\n' ' '))"
 ERASE_TEST_DIR=$dir/id ERASE_JOB_ID=hosts-fail-$$
 export ERASE_TEST_DIR ERASE_JOB_ID
 mkdir "$dir/id"
-for mode in shared unshared; do
-    flag=; [ $mode = unshared ] && flag=--unshared
-    # shellcheck disable=SC2086 # $MPI_FLAGS are words; $flag none or one
+# id_exchange MODE ARGS...: the program on 2 hosts x 2 ranks, output in
+# $dir/id-MODE.out; its exit status
+id_exchange() {
+    mode=$1; shift
+    # shellcheck disable=SC2086 # $MPI_FLAGS are words
     MPIRUN=$MPIRUN timeout -k 5 120 "$hosts" mpirun $MPI_FLAGS -x ERASE_TEST_DIR -x ERASE_JOB_ID \
-        --host h1:2,h2:2 tests/comm/test-id-exchange --pp 2 $flag >"$dir/id-$mode.out" 2>&1
-    eval "rc_$mode=\$?"
-done
+        --host h1:2,h2:2 tests/comm/test-id-exchange --pp 2 "$@" >"$dir/id-$mode.out" 2>&1
+}
+id_exchange shared
+rc_shared=$?
+id_exchange unshared --unshared
+rc_unshared=$?
 unset ERASE_TEST_DIR ERASE_JOB_ID
 [ "$rc_shared" = 0 ] && grep -q '^1\.\.6$' "$dir/id-shared.out" && [ "$(grep -c '^ok ' "$dir/id-shared.out")" = 6 ] &&
     ! grep -q '^not ok' "$dir/id-shared.out"
