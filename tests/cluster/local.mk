@@ -6,4 +6,4 @@
 # they skip, with the reason, where namespaces cannot be made).
 CLUSTER_TEST_DRIVERS = tests/cluster/test-hosts.sh tests/cluster/test-hosts-fail.sh
 TESTS += $(CLUSTER_TEST_DRIVERS)
-EXTRA_DIST += $(CLUSTER_TEST_DRIVERS) tests/cluster/hosts.sh
+EXTRA_DIST += $(CLUSTER_TEST_DRIVERS) tests/cluster/hosts.sh tests/cluster/cluster.sh

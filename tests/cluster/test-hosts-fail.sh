@@ -15,31 +15,13 @@
 #  - links shaped to 100 Mbit/s (htb; this kernel may have no tc netem for
 #    a delay): bitwise equal, the watchdog (5 s) not fired.
 # Skipped where namespaces cannot be made (not root, no veth or bridge).
-# mpirun set-up, the tiny ctr model (tests/ckpt/ckpt.sh)
-. "$(dirname "$0")/../ckpt/ckpt.sh"
+# the hosts, the skips, the data (tests/cluster/cluster.sh)
+. "$(dirname "$0")/cluster.sh"
 need tests/comm/test-id-exchange
-[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces (tests/cluster/hosts.sh)"
-for c in ip unshare nsenter tc; do
-    command -v $c >/dev/null 2>&1 || skip "no $c (Debian: iproute2, util-linux)"
-done
-unset ERASE_VERBOSE ERASE_WATCHDOG_SECONDS
-
-hosts=$(cd "${srcdir:-.}/tests/cluster" && pwd)/hosts.sh
-# a prefix of this run's own: other tests and users may have clusters up
-ERASE_HOSTS_PREFIX=erase-k$$
-export ERASE_HOSTS_PREFIX
-p=$ERASE_HOSTS_PREFIX
-workdir
-trap '"$hosts" down; rm -rf "$dir"' EXIT
-if ! "$hosts" up 2 >"$dir/up.out" 2>&1; then
-    "$hosts" down
-    skip "cannot make 2 hosts here: $(tr '\n' ' ' <"$dir/up.out")"
-fi
+unset ERASE_WATCHDOG_SECONDS
+cluster_up erase-k
 echo "1..12"
-
-apps/erase-convert criteo -q -o "$dir/data" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" \
-    >"$dir/convert.out" 2>&1 || { tap_report "$dir/convert.out"; echo "Bail out! erase-convert criteo failed"; exit 0; }
-ctr_model "$dir/model.cfg"
+criteo_sample
 
 # cluster NAME ARGS...: erase-train on 2 hosts x 2 ranks, 16 steps of 64
 # samples per rank, checkpoints every 4 in $dir/NAME (unless ARGS name
@@ -64,6 +46,34 @@ none_left() { [ -z "$(left)" ]; }
 # which a host fails, found without timing).
 writing() { [ "$(cat "$dir/$1/latest" 2>/dev/null)" = ckpt-4.h5 ] && ls "$dir/$1"/.ckpt-*.tmp >/dev/null 2>&1; }
 
+# fail_h2 NAME WATCHDOG CMD...: cluster NAME with --watchdog WATCHDOG, the
+# checkpoint writes slowed to 3 s; once `writing NAME`, CMD fails h2; then
+# waits for mpirun: rc its status, ms the milliseconds from CMD to its end
+# (-1, and the output shown, if no write began within 60 s).
+fail_h2() {
+    name=$1 wd=$2; shift 2
+    ERASE_DEBUG_CKPT_SLEEP_MS=3000; export ERASE_DEBUG_CKPT_SLEEP_MS
+    cluster_bg "$name" --watchdog "$wd"
+    unset ERASE_DEBUG_CKPT_SLEEP_MS
+    if wait_for 60 writing "$name"; then
+        t0=$(now_ms)
+        "$@"
+        wait "$job"; rc=$?
+        ms=$(($(now_ms) - t0))
+    else
+        kill "$job" 2>/dev/null; wait "$job"; rc=$?; ms=-1
+        tap_report "$dir/$name.out"
+    fi
+}
+
+# kill_h2: SIGKILL every process in h2 ($victims: their pids and names).
+kill_h2() {
+    victims=$(ip netns pids "$p-h2" | tr '\n' ' ')
+    names=$(for v in $victims; do cat "/proc/$v/comm" 2>/dev/null; done | LC_ALL=C sort | tr '\n' ' ')
+    # shellcheck disable=SC2086 # a list of pids
+    kill -9 $victims
+}
+
 # 1. the reference: uninterrupted
 cluster ref
 [ $rc = 0 ] && [ -f "$dir/ref/ckpt-16.h5" ]
@@ -72,22 +82,8 @@ tap $? "uninterrupted run on 2 hosts x 2 ranks: ckpt-16 (status $rc)"
 
 # 2-4. every process of h2 (ranks 2 and 3, Open MPI's daemon, the launch
 # agent's shell) SIGKILLed together while ckpt-8 is being written
-ERASE_DEBUG_CKPT_SLEEP_MS=3000; export ERASE_DEBUG_CKPT_SLEEP_MS
-cluster_bg kill --watchdog 30
-unset ERASE_DEBUG_CKPT_SLEEP_MS
-if wait_for 60 writing kill; then
-    victims=$(ip netns pids "$p-h2" | tr '\n' ' ')
-    names=$(for v in $victims; do cat "/proc/$v/comm" 2>/dev/null; done | LC_ALL=C sort | tr '\n' ' ')
-    t0=$(now_ms)
-    # shellcheck disable=SC2086 # a list of pids
-    kill -9 $victims
-    wait "$job"; rc=$?
-    ms=$(($(now_ms) - t0))
-    echo "# killed on h2: $names(pids $victims); mpirun ended ${ms} ms later, status $rc"
-else
-    kill "$job" 2>/dev/null; wait "$job"; rc=$?; ms=-1
-    tap_report "$dir/kill.out"
-fi
+fail_h2 kill 30 kill_h2
+echo "# killed on h2: ${names:-}(pids ${victims:-}); mpirun ended ${ms} ms later, status $rc"
 # Open MPI reports the daemon lost through its launch agent ("unable to
 # reliably start") or through the out-of-band connection ("lost
 # communication"), whichever it sees first; the watchdog (30 s) never fires
@@ -113,19 +109,8 @@ grep '^resume from' "$dir/kill.out" | sed 's/^/# /'
 # the keepalive (within 11 s); without it, mpirun waited for the daemon
 # even after the ranks' watchdogs (10 s) called MPI_Abort, until the
 # timeout (120 s) killed it
-ERASE_DEBUG_CKPT_SLEEP_MS=3000; export ERASE_DEBUG_CKPT_SLEEP_MS
-cluster_bg cut --watchdog 10
-unset ERASE_DEBUG_CKPT_SLEEP_MS
-if wait_for 60 writing cut; then
-    t0=$(now_ms)
-    ip -n "$p-h2" link set eth0 down
-    wait "$job"; rc=$?
-    ms=$(($(now_ms) - t0))
-    echo "# h2's link down; mpirun ended ${ms} ms later, status $rc"
-else
-    kill "$job" 2>/dev/null; wait "$job"; rc=$?; ms=-1
-    tap_report "$dir/cut.out"
-fi
+fail_h2 cut 10 ip -n "$p-h2" link set eth0 down
+echo "# h2's link down; mpirun ended ${ms} ms later, status $rc"
 [ $ms -ge 0 ] && [ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] &&
     grep -q '^ORTE has lost communication with a remote daemon\.$' "$dir/cut.out" &&
     grep -q -E '^  Remote daemon: \[\[[0-9]+,0\],1\] on node h2$' "$dir/cut.out"
