@@ -113,21 +113,22 @@ down() {
 }
 
 # shape NS: this host's egress shaping from $delay and $rate (none: removed).
+# What an earlier `up` set is removed first: tc cannot change an htb root in
+# place ("Change operation not supported"), and the counters start at 0.
 shape() {
     local ns=$1
+    tc -n "$ns" qdisc del dev eth0 root >/dev/null 2>&1
     if [ -n "$delay" ]; then
         # shellcheck disable=SC2086 # $rate_args: zero or two words
-        tc -n "$ns" qdisc replace dev eth0 root netem delay "$delay" $rate_args 2>"$uts_dir/tc.err" || {
+        tc -n "$ns" qdisc add dev eth0 root netem delay "$delay" $rate_args 2>"$uts_dir/tc.err" || {
             grep -q 'qdisc kind is unknown' "$uts_dir/tc.err" &&
                 fail "up: --delay $delay: this kernel has no tc netem (CONFIG_NET_SCH_NETEM); --rate alone works with htb"
             fail "up: tc netem delay '$delay' ${rate:+rate '$rate' }on $ns: $(cat "$uts_dir/tc.err")"
         }
     elif [ -n "$rate" ]; then
-        tc -n "$ns" qdisc replace dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
-            tc -n "$ns" class replace dev eth0 parent 1: classid 1:1 htb rate "$rate" 2>"$uts_dir/tc.err" ||
+        tc -n "$ns" qdisc add dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
+            tc -n "$ns" class add dev eth0 parent 1: classid 1:1 htb rate "$rate" 2>"$uts_dir/tc.err" ||
             fail "up: --rate '$rate' (tc htb) on $ns: $(cat "$uts_dir/tc.err")"
-    else
-        tc -n "$ns" qdisc del dev eth0 root >/dev/null 2>&1
     fi
     rm -f "$uts_dir/tc.err"
 }
