@@ -9,6 +9,7 @@
 #  - h2 cut off (its link down, no connection closed): the job ends too,
 #    through the out-of-band channel's TCP keepalive (hosts.sh mpirun sets
 #    it; at Open MPI's defaults mpirun waits minutes for the lost daemon);
+#    --resume auto again;
 #  - the file exchange of NCCL ids (ERASE_NCCL_ID_DIR, no GPU needed:
 #    tests/comm/test-id-exchange) with its groups across the hosts, and with
 #    a folder per host (not shared): the documented error;
@@ -20,7 +21,7 @@
 need tests/comm/test-id-exchange
 unset ERASE_WATCHDOG_SECONDS
 cluster_up erase-k
-echo "1..15"
+echo "1..16"
 criteo_sample
 
 # cluster NAME ARGS...: erase-train on 2 hosts x 2 ranks, 16 steps of 64
@@ -66,6 +67,19 @@ fail_h2() {
     fi
 }
 
+# resume NAME: one TAP line: cluster NAME --resume auto continues from
+# ckpt-4 (what the failed run left) and ends bitwise equal to ref's ckpt-16.
+resume() {
+    cluster "$1" --resume auto
+    tests/ckpt/ckpt-tool compare "$dir/ref/ckpt-16.h5" "$dir/$1/ckpt-16.h5" >"$dir/compare-$1.out" 2>&1
+    c=$?
+    [ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $dir/$1/ckpt-4.h5: " "$dir/$1.out"
+    tap $? "after $1: --resume auto on 2 hosts x 2 ranks from ckpt-4, ckpt-16 bitwise equal to the uninterrupted run's (status $rc)"
+    grep '^resume from' "$dir/$1.out" | sed 's/^/# /'
+    [ $rc = 0 ] || tap_report "$dir/$1.out"
+    [ $c = 0 ] || tap_report "$dir/compare-$1.out"
+}
+
 # kill_h2: SIGKILL every process in h2 ($victims: their pids and names).
 kill_h2() {
     victims=$(ip netns pids "$p-h2" | tr '\n' ' ')
@@ -96,16 +110,9 @@ grep -E '^ORTE |^  (HNP|Remote) daemon|watchdog: ' "$dir/kill.out" | sed 's/^/# 
 wait_for 10 none_left
 tap $? "nothing left running in h1 or h2 ($(left | tr '\n' ' '))"
 
-cluster kill --resume auto
-tests/ckpt/ckpt-tool compare "$dir/ref/ckpt-16.h5" "$dir/kill/ckpt-16.h5" >"$dir/compare-kill.out" 2>&1
-c=$?
-[ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $dir/kill/ckpt-4.h5" "$dir/kill.out"
-tap $? "--resume auto on 2 hosts x 2 ranks from ckpt-4: ckpt-16 bitwise equal to the uninterrupted run's (status $rc)"
-grep '^resume from' "$dir/kill.out" | sed 's/^/# /'
-[ $rc = 0 ] || tap_report "$dir/kill.out"
-[ $c = 0 ] || tap_report "$dir/compare-kill.out"
+resume kill
 
-# 5-6. h2 cut off (its link down: its processes live on, no connection is
+# 5-7. h2 cut off (its link down: its processes live on, no connection is
 # closed) while ckpt-8 is being written: mpirun loses h2's daemon through
 # the keepalive (within 11 s); without it, mpirun waited for the daemon
 # even after the ranks' watchdogs (10 s) called MPI_Abort, until the
@@ -120,8 +127,9 @@ grep -E '^ORTE |^  (HNP|Remote) daemon|watchdog: ' "$dir/cut.out" | sed 's/^/# /
 wait_for 15 none_left
 tap $? "nothing left running in h1 or h2 ($(left | tr '\n' ' '))"
 "$hosts" up 2 >/dev/null # h2's link up again
+resume cut
 
-# 7-8. the NCCL-id file exchange with ranks on both hosts (dp 2 x pp 2: the
+# 8-9. the NCCL-id file exchange with ranks on both hosts (dp 2 x pp 2: the
 # world and each dp group span h1 and h2), in a folder both hosts see, then
 # in a folder per host
 ERASE_TEST_DIR=$dir/id ERASE_JOB_ID=hosts-fail-$$
@@ -155,7 +163,7 @@ tap $? "a folder per host: the ranks on h2 fail naming the path and that the fol
 grep -E '^(not )?ok |^# rank' "$dir/id-unshared.out" | sed 's/^/# /'
 [ "$rc_unshared" = 0 ] || tap_report "$dir/id-unshared.out"
 
-# 9-14. links shaped to 1 Gbit/s, then 100 Mbit/s (htb: --delay needs tc
+# 10-15. links shaped to 1 Gbit/s, then 100 Mbit/s (htb: --delay needs tc
 # netem, which this kernel may lack); the watchdog at 5 s would show a
 # collective held up by the shaping
 sent() { tc -s -n "$p-h$1" class show dev eth0 | sed -n 's/^ Sent \([0-9]*\) bytes.*/\1/p' | head -1; }
@@ -185,7 +193,7 @@ for rates in 1gbit:1Gbit 100mbit:100Mbit; do # as given : as tc shows it
     tap_report "$dir/compare-$rate.out"
 done
 
-# 15. down: nothing of this prefix left
+# 16. down: nothing of this prefix left
 "$hosts" down >"$dir/down.out" 2>&1
 r=$?
 [ $r = 0 ] && ! ip netns list | grep -q "^$p-"
