@@ -169,7 +169,7 @@ grep -E '^(not )?ok |^# rank' "$dir/id-unshared.out" | sed 's/^/# /'
 sent() { tc -s -n "$p-h$1" class show dev eth0 | sed -n 's/^ Sent \([0-9]*\) bytes.*/\1/p' | head -1; }
 for rates in 1gbit:1Gbit 100mbit:100Mbit; do # as given : as tc shows it
     rate=${rates%:*}
-    "$hosts" up 2 --rate $rate >/dev/null 2>"$dir/$rate.err"
+    "$hosts" up 2 --rate "$rate" >/dev/null 2>"$dir/$rate.err"
     r=$?
     tc -n "$p-h2" class show dev eth0 >"$dir/$rate.class" 2>&1
     [ $r = 0 ] && grep -q "^class htb 1:1 root .*rate ${rates#*:} " "$dir/$rate.class"
