@@ -106,6 +106,7 @@ down() {
     fi
     if [ -d "$uts_dir" ]; then
         umount "$uts_dir" 2>/dev/null
+        rm -f "$uts_dir/tc.err" # left by an up that tc failed
         rmdir "$uts_dir" 2>/dev/null
         rmdir "$run_root" 2>/dev/null # only when no other prefix uses it
     fi

@@ -14,14 +14,15 @@
 #    tests/comm/test-id-exchange) with its groups across the hosts, and with
 #    a folder per host (not shared): the documented error;
 #  - links shaped to 1 Gbit/s and 100 Mbit/s (htb; this kernel may have no
-#    tc netem for a delay): bitwise equal, the watchdog (5 s) not fired.
+#    tc netem for a delay): bitwise equal, the watchdog (5 s) not fired;
+#  - down after an up that tc refused leaves nothing behind.
 # Skipped where namespaces cannot be made (not root, no veth or bridge).
 # the hosts, the skips, the data (tests/cluster/cluster.sh)
 . "$(dirname "$0")/cluster.sh"
 need tests/comm/test-id-exchange
 unset ERASE_WATCHDOG_SECONDS
 cluster_up erase-k
-echo "1..16"
+echo "1..17"
 criteo_sample
 
 # cluster NAME ARGS...: erase-train on 2 hosts x 2 ranks, 16 steps of 64
@@ -193,9 +194,16 @@ for rates in 1gbit:1Gbit 100mbit:100Mbit; do # as given : as tc shows it
     tap_report "$dir/compare-$rate.out"
 done
 
-# 16. down: nothing of this prefix left
+# 16-17. a failed up (tc refuses the rate), then down: nothing of this
+# prefix left (no namespace, no UTS folder, no mount)
+"$hosts" up 2 --rate 5furlongs >/dev/null 2>"$dir/bad.err"
+r1=$?
 "$hosts" down >"$dir/down.out" 2>&1
-r=$?
-[ $r = 0 ] && ! ip netns list | grep -q "^$p-"
-tap $? "down (status $r): no namespace of $p left"
+r2=$?
+grep -q "^hosts.sh: up: --rate '5furlongs' (tc htb) on $p-h1: " "$dir/bad.err" && [ $r1 = 1 ]
+tap $? "up 2 --rate 5furlongs: refused (status $r1), naming the rate and the host"
+tap_report "$dir/bad.err"
+[ $r2 = 0 ] && ! ip netns list | grep -q "^$p-" && [ ! -e "/run/erase-hosts/$p" ] &&
+    ! grep -q "/run/erase-hosts/$p" /proc/self/mountinfo
+tap $? "down after it (status $r2): no namespace, UTS folder or mount of $p left ($(ls -A "/run/erase-hosts/$p" 2>/dev/null | tr '\n' ' '))"
 tap_report "$dir/down.out"
