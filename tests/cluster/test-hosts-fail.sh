@@ -205,5 +205,5 @@ tap $? "up 2 --rate 5furlongs: refused (status $r1), naming the rate and the hos
 tap_report "$dir/bad.err"
 [ $r2 = 0 ] && ! ip netns list | grep -q "^$p-" && [ ! -e "/run/erase-hosts/$p" ] &&
     ! grep -q "/run/erase-hosts/$p" /proc/self/mountinfo
-tap $? "down after it (status $r2): no namespace, UTS folder or mount of $p left ($(ls -A "/run/erase-hosts/$p" 2>/dev/null | tr '\n' ' '))"
+tap $? "down after it (status $r2): no namespace, UTS folder or mount of $p left ($(find "/run/erase-hosts/$p" -mindepth 1 2>/dev/null | tr '\n' ' '))"
 tap_report "$dir/down.out"
