@@ -29,6 +29,11 @@
 #       (shared memory within a host), and mpi_yield_when_idle 1: the hosts
 #       share this machine's cores, so ranks outnumber cores although each
 #       host's slots look free (busy polling is many times slower then).
+#       TCP keepalive on the out-of-band channel (5 s idle, then 3 probes 2
+#       s apart): a host cut off without its connections closing ends the
+#       job within 11 s; at Open MPI's defaults (300 + 9 x 20 s) mpirun
+#       waits 8 minutes for the lost daemon, even after erase's watchdog
+#       called MPI_Abort (tests/cluster/test-hosts-fail.sh).
 #
 # PREFIX (default $ERASE_HOSTS_PREFIX, else "erase") names every namespace
 # and file made, so clusters of several tests or users do not meet. Needs
@@ -101,6 +106,7 @@ down() {
     fi
     if [ -d "$uts_dir" ]; then
         umount "$uts_dir" 2>/dev/null
+        rm -f "$uts_dir/tc.err" # left by an up that tc failed
         rmdir "$uts_dir" 2>/dev/null
         rmdir "$run_root" 2>/dev/null # only when no other prefix uses it
     fi
@@ -108,21 +114,22 @@ down() {
 }
 
 # shape NS: this host's egress shaping from $delay and $rate (none: removed).
+# What an earlier `up` set is removed first: tc cannot change an htb root in
+# place ("Change operation not supported"), and the counters start at 0.
 shape() {
     local ns=$1
+    tc -n "$ns" qdisc del dev eth0 root >/dev/null 2>&1
     if [ -n "$delay" ]; then
         # shellcheck disable=SC2086 # $rate_args: zero or two words
-        tc -n "$ns" qdisc replace dev eth0 root netem delay "$delay" $rate_args 2>"$uts_dir/tc.err" || {
+        tc -n "$ns" qdisc add dev eth0 root netem delay "$delay" $rate_args 2>"$uts_dir/tc.err" || {
             grep -q 'qdisc kind is unknown' "$uts_dir/tc.err" &&
                 fail "up: --delay $delay: this kernel has no tc netem (CONFIG_NET_SCH_NETEM); --rate alone works with htb"
             fail "up: tc netem delay '$delay' ${rate:+rate '$rate' }on $ns: $(cat "$uts_dir/tc.err")"
         }
     elif [ -n "$rate" ]; then
-        tc -n "$ns" qdisc replace dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
-            tc -n "$ns" class replace dev eth0 parent 1: classid 1:1 htb rate "$rate" 2>"$uts_dir/tc.err" ||
+        tc -n "$ns" qdisc add dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
+            tc -n "$ns" class add dev eth0 parent 1: classid 1:1 htb rate "$rate" 2>"$uts_dir/tc.err" ||
             fail "up: --rate '$rate' (tc htb) on $ns: $(cat "$uts_dir/tc.err")"
-    else
-        tc -n "$ns" qdisc del dev eth0 root >/dev/null 2>&1
     fi
     rm -f "$uts_dir/tc.err"
 }
@@ -196,7 +203,8 @@ run_mpirun() {
     case $self in *[[:space:]]*) fail "mpirun: the path of $prog ($self) has a space: Open MPI splits its launch agent at spaces" ;; esac
     line=$(printf '%q ' "${MPIRUN:-mpirun}" --mca plm_rsh_agent "$self --prefix $prefix exec" \
         --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24" \
-        --mca mpi_yield_when_idle 1 "$@")
+        --mca mpi_yield_when_idle 1 --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
+        --mca oob_tcp_keepalive_probes 3 "$@")
     run_in h1 "$line"
 }
 

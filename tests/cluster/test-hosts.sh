@@ -5,25 +5,9 @@
 # on 2 hosts x 2 ranks ends with parameters bitwise equal to 1 host x 4
 # ranks, and its start-up lines show 2 hosts with local ranks 0-1 on each.
 # Skipped where namespaces cannot be made (not root, no veth or bridge).
-# mpirun set-up, the tiny ctr model and train (tests/ckpt/ckpt.sh)
-. "$(dirname "$0")/../ckpt/ckpt.sh"
-[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces (tests/cluster/hosts.sh)"
-for c in ip unshare nsenter tc; do
-    command -v $c >/dev/null 2>&1 || skip "no $c (Debian: iproute2, util-linux)"
-done
-unset ERASE_VERBOSE
-
-hosts=$(cd "${srcdir:-.}/tests/cluster" && pwd)/hosts.sh
-# a prefix of this run's own: other tests and users may have clusters up
-ERASE_HOSTS_PREFIX=erase-t$$
-export ERASE_HOSTS_PREFIX
-p=$ERASE_HOSTS_PREFIX
-workdir
-trap '"$hosts" down; rm -rf "$dir"' EXIT
-if ! "$hosts" up 2 >"$dir/up.out" 2>&1; then
-    "$hosts" down
-    skip "cannot make 2 hosts here: $(tr '\n' ' ' <"$dir/up.out")"
-fi
+# the hosts, the skips, the data (tests/cluster/cluster.sh)
+. "$(dirname "$0")/cluster.sh"
+cluster_up erase-t
 echo "1..9"
 
 # 1. the hosts: names, addresses, nothing in the root namespace; idempotent
@@ -75,9 +59,7 @@ tap_report "$dir/usage.err"
 
 # 4-7. erase-train ctr, 10 steps of 64 samples per rank, on 1 host x 4 ranks
 # and on 2 hosts x 2 ranks
-apps/erase-convert criteo -q -o "$dir/data" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" \
-    >"$dir/convert.out" 2>&1 || { tap_report "$dir/convert.out"; echo "Bail out! erase-convert criteo failed"; exit 0; }
-ctr_model "$dir/model.cfg"
+criteo_sample
 ERASE_VERBOSE=1 # the start-up line of every rank
 export ERASE_VERBOSE
 out=$dir/one.out

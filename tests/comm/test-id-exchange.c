@@ -14,12 +14,22 @@
  *   6  no job id in the environment: ERASE_ERR_INVALID; job ids are made
  *      safe for file names
  *
+ * With --unshared (ranks on several hosts: tests/cluster/test-hosts-fail.sh)
+ * each host uses a folder of its own, ERASE_TEST_DIR/<host name>, as when
+ * ERASE_NCCL_ID_DIR is not shared, and only check 1 runs: the ranks on
+ * their group's rank 0's host read its id, every other rank fails after
+ * 1 s with ERASE_ERR_COMM and the documented message (the folder must be
+ * shared); at least one rank must be on another host.
+ *
  * Every check is counted on each rank and summed over the world, so that
- * all ranks agree; rank 0 prints TAP. Usage: mpirun -np N test-id-exchange [--pp P]
+ * all ranks agree; rank 0 prints TAP.
+ * Usage: mpirun -np N test-id-exchange [--pp P] [--unshared]
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/comm/comm_internal.h"
@@ -44,8 +54,12 @@ static int ends_with(erase_status_t got, erase_status_t want, const char *msg,
     return !ok;
 }
 
-/* Exchange a fake id over one group, check it against MPI_Bcast. */
-static long exchange_group(const char *dir, erase_comm_t *c, const char *group)
+/* Exchange a fake id over one group, check it against MPI_Bcast. With
+ * --unshared (dir is this host's own folder), a rank on another host than
+ * the group's rank 0 must instead fail after 1 s naming the path; *away
+ * counts those ranks. */
+static long exchange_group(const char *dir, erase_comm_t *c, const char *group, int unshared,
+                           long *away)
 {
     unsigned char id[ID_BYTES], oracle[ID_BYTES];
     memset(id, 0, sizeof id);
@@ -54,8 +68,24 @@ static long exchange_group(const char *dir, erase_comm_t *c, const char *group)
             id[i] = (unsigned char)((erase_now_ns() >> (i % 7)) + 31 * i + getpid() +
                                     (unsigned char)group[strlen(group) - 1]);
     memcpy(oracle, id, sizeof id);
-    if (MPI_Bcast(oracle, ID_BYTES, MPI_BYTE, 0, c->check) != MPI_SUCCESS)
+    char host[sizeof comm_host];
+    snprintf(host, sizeof host, "%s", comm_host);
+    if (MPI_Bcast(oracle, ID_BYTES, MPI_BYTE, 0, c->check) != MPI_SUCCESS ||
+        MPI_Bcast(host, sizeof host, MPI_CHAR, 0, c->check) != MPI_SUCCESS)
         erase_fatal(__FILE__, __LINE__, "MPI_Bcast", ERASE_ERR_COMM);
+    if (unshared && strcmp(host, comm_host)) {
+        char path[4096], expected[5000];
+        ERASE_MUST(comm_id_file_path(dir, group, path, sizeof path));
+        snprintf(expected, sizeof expected, "NCCL id exchange: no id file %s after 1 s (rank 0 of "
+                 "group %s writes it; ERASE_NCCL_ID_DIR must be a directory shared by every "
+                 "rank)", path, group);
+        erase_status_t st = comm_id_exchange_fs(dir, group, 0, id, sizeof id, 1.0);
+        if (*away == 0)
+            printf("# rank %d on %s, group %s (rank 0 on %s): %s\n", world.rank, comm_host, group,
+                   host, erase_error_message());
+        ++*away;
+        return ends_with(st, ERASE_ERR_COMM, erase_error_message(), expected);
+    }
     erase_status_t st = comm_id_exchange_fs(dir, group, c->rank == 0, id, sizeof id, 30.0);
     if (st != ERASE_OK) {
         printf("# rank %d: group %s: %s\n", world.rank, group, erase_error_message());
@@ -76,6 +106,9 @@ int main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--pp"))
             o.pp_size = atoi(argv[i + 1]);
+    int unshared = 0;
+    for (int i = 1; i < argc; i++)
+        unshared |= !strcmp(argv[i], "--unshared");
     ERASE_MUST(erase_world_init(&argc, &argv, &o, &world));
     mpi_tap_rank = world.rank;
     const char *dir = getenv("ERASE_TEST_DIR");
@@ -92,10 +125,35 @@ int main(int argc, char **argv)
     snprintf(groups[1], sizeof groups[1], "dp%d", world.pp_rank);
     snprintf(groups[2], sizeof groups[2], "pp%d", world.dp_rank);
 
+    if (unshared) {
+        char own[4096];
+        snprintf(own, sizeof own, "%s/%s", dir, comm_host);
+        if (mkdir(own, 0700) != 0 && errno != EEXIST)
+            erase_fatal(__FILE__, __LINE__, "mkdir of this host's folder", ERASE_ERR_IO);
+        long bad = 0, away = 0;
+        for (int g = 0; g < 3; g++)
+            bad += exchange_group(own, comms[g], groups[g], 1, &away);
+        long aways = world_sum(away);
+        char what[200];
+        snprintf(what, sizeof what, "a folder per host: the ranks on their group's rank 0's host "
+                 "read its id; %ld exchanges on other hosts failed after 1 s naming the path",
+                 aways);
+        tap(bad, what);
+        tap(world.rank == 0 && aways == 0, "some exchanges had their writer on another host");
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int g = 0; g < 3; g++)
+            if (comms[g]->rank == 0)
+                comm_id_file_remove(own, groups[g]);
+        if (world.rank == 0)
+            printf("1..%d\n", mpi_tap_n);
+        erase_world_finalize();
+        return 0;
+    }
+
     /* 1: ids match */
-    long bad = 0;
+    long bad = 0, away = 0;
     for (int g = 0; g < 3; g++)
-        bad += exchange_group(dir, comms[g], groups[g]);
+        bad += exchange_group(dir, comms[g], groups[g], 0, &away);
     char what[160];
     snprintf(what, sizeof what, "ids match on every rank of world, dp%d.. and pp%d.. (%d ranks, "
              "dp %d x pp %d)", 0, 0, world.size, world.dp_size, world.pp_size);
