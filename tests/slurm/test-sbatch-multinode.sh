@@ -8,7 +8,8 @@
 #   2. sbatch -N 2 --ntasks-per-node=2 jobs/train-multinode.sbatch (srun
 #      across the nodes, Open MPI over TCP between them) completes: 4 ranks
 #      on 2 hosts, local ranks 0-1 on each, and a final checkpoint bitwise
-#      equal to 1 host x 4 ranks (mpirun here) with the same settings;
+#      equal to 1 host x 4 ranks (mpirun here) with the same settings; and
+#      with ERASE_LAUNCHER=mpirun (mpirun inside the allocation) the same;
 #   3. the same job, training until signalled, is pre-empted (scontrol
 #      requeue: SIGTERM to every process of the job on both nodes): the
 #      ranks checkpoint together, Slurm requeues the job, it resumes from
@@ -50,7 +51,7 @@ if ! cluster_start "$dir/cluster" 2 >"$dir/start.log"; then
     tap 1 "a private Slurm cluster of 2 nodes on namespace hosts starts"
     exit 1
 fi
-echo "1..8"
+echo "1..9"
 tap 0 "a private Slurm cluster of 2 nodes starts ($(now_s "$t_start") s: slurmd in h1 and h2, slurmctld in h1; SLURM_CONF=$SLURM_CONF)"
 
 # 2. srun across the nodes through the PMIx plugin (each node's slurmstepd
@@ -113,6 +114,19 @@ t0=$(date +%s%N)
 reference one $steps
 same "$dir/plain.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"
 tap $? "its final checkpoint (step $steps) is bitwise equal to 1 host x 4 ranks' ($(now_s "$t0") s)"
+
+# ---- the same with mpirun inside the allocation (ERASE_LAUNCHER=mpirun) ----------
+# Open MPI starts its daemon on h2 through Slurm (srun) and talks TCP to it
+t0=$(date +%s%N)
+out=$dir/mpirun.out
+jid=$(ERASE_LAUNCHER=mpirun submit mpirun train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
+    --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+ok=1
+if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && check_summary "$out" &&
+    grep -q '^erase-train: 4 ranks on 2 hosts (rank 0 on h1)$' "$out" &&
+    same "$dir/mpirun.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"; then ok=0; fi
+[ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$out"; }
+tap $ok "the same job with ERASE_LAUNCHER=mpirun: 4 ranks on 2 hosts, bitwise equal to 1 host x 4 ranks ($(now_s "$t0") s)"
 
 # ---- pre-emption across the nodes: checkpoint, requeue, resume, finish ---------
 preempt requeue requeue train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0
