@@ -61,6 +61,11 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # node computes bitwise the same.
 # export ERASE_BLAS_CORE=SkylakeX
 
+# Open MPI between nodes (several nodes; CPU runs, and MPI's own messages):
+# where nodes have several networks, the one to use (a subnet or interface
+# names), as NCCL_SOCKET_IFNAME below is for NCCL. Unset: all but loopback.
+# export OMPI_MCA_btl_tcp_if_include=10.0.0.0/24
+
 # ---- NCCL (GPU runs; ignored on CPU) ------------------------------------------
 # The network interface NCCL's bootstrap and socket transport use: name the
 # cluster's data network (e.g. ib0, eth1, hsn0); "^lo,docker" excludes.

@@ -55,6 +55,16 @@ wait_for() {
 # now_ms: wall clock in milliseconds.
 now_ms() { date +%s%3N; }
 
+# startup_lines: erase's start-up lines on stdin (ERASE_VERBOSE=1: each
+# rank's "[rank R HOST] erase: rank R of N, local rank L of M, dp rank D of
+# E", rank 0's "... world of N ranks on H hosts (dp D x pp P)") cut after
+# those words (what follows names the MPI library), sorted; other lines as
+# they are.
+startup_lines() {
+    sed -E 's/^(\[rank [0-9]+ [^]]*\] erase: (rank [0-9]+ of [0-9]+, local rank [0-9]+ of [0-9]+, dp rank [0-9]+ of [0-9]+|world of [^)]*\))).*/\1/' |
+        LC_ALL=C sort
+}
+
 # tap_report FILE: copy a rank log into the TAP stream as comments.
 tap_report() { sed 's/^/# /' "$1"; }
 

@@ -1,14 +1,30 @@
 # shellcheck shell=bash
-# Sourced by tests/slurm drivers: a private single-node Slurm cluster on
-# localhost (Debian's slurm-wlm 22.05 and munge), everything under one
-# temporary directory, nothing from /etc/slurm or the system's munged.
-#   cluster_start DIR   start munged, slurmctld and slurmd under DIR; exports
-#                       SLURM_CONF; returns non-zero (and says why) on failure
-#   cluster_stop        stop every daemon cluster_start started (idempotent)
+# Sourced by tests/slurm drivers: a private Slurm cluster (Debian's
+# slurm-wlm 22.05 and munge), everything under one temporary directory,
+# nothing from /etc/slurm or the system's munged. Either one node,
+# "localhost", or N nodes h1..hN on the hosts of tests/cluster/hosts.sh
+# (network and UTS namespaces, issue 18).
+#   cluster_start DIR [N]
+#                       start munged, slurmctld and slurmd under DIR; exports
+#                       SLURM_CONF; returns non-zero (and says why) on failure.
+#                       Without N: one node "localhost" (127.0.0.1), every
+#                       daemon in this machine's namespaces. With N: brings
+#                       up N hosts (hosts.sh up N, prefix $ERASE_HOSTS_PREFIX)
+#                       and runs one slurmd in each (NodeName=hI
+#                       NodeAddr=10.77.0.I), slurmctld in h1 (the head node:
+#                       only the hosts reach it), munged here (its socket is
+#                       a file every namespace sees)
+#   cluster_cmd CMD...  run a Slurm client (sbatch, squeue, scontrol, ...)
+#                       where it reaches slurmctld: here, or in h1
+#   cluster_stop        stop every daemon cluster_start started, and take the
+#                       hosts down (idempotent)
 # Needs root (slurmd starts jobs as their user). Bounded: each wait gives up
 # after a few seconds.
 
 cluster_pids=()
+# the nodes (localhost, or h1 .. hN) and hosts.sh (empty: one node here)
+cluster_nodes=()
+cluster_hosts=
 
 # cluster_log MESSAGE: a TAP comment.
 cluster_log() { echo "# slurm: $*"; }
@@ -33,8 +49,49 @@ cluster_wait_file() {
     return 1
 }
 
+# cluster_quote WORD...: the words quoted for sh -c (what hosts.sh exec runs).
+cluster_quote() {
+    local w
+    for w in "$@"; do printf "'%s' " "${w//\'/\'\\\'\'}"; done
+}
+
+# cluster_cmd CMD...: CMD where slurmctld is reached (see the top); its status.
+cluster_cmd() {
+    if [ -n "$cluster_hosts" ]; then
+        "$cluster_hosts" exec h1 "$(cluster_quote "$@")"
+    else
+        "$@"
+    fi
+}
+
+# cluster_daemon NODE LOG CMD...: start CMD in the foreground on NODE (a
+# child of this shell, stdout and stderr to LOG); adds it to cluster_pids.
+cluster_daemon() {
+    local node=$1 log=$2
+    shift 2
+    if [ -n "$cluster_hosts" ]; then
+        # hosts.sh exec ends in nsenter and sh -c "exec CMD": the pid is CMD's
+        "$cluster_hosts" exec "$node" "exec $(cluster_quote "$@")" >"$log" 2>&1 &
+    else
+        "$@" >"$log" 2>&1 &
+    fi
+    cluster_pids+=($!)
+}
+
 cluster_start() {
-    local d=$1 cpus mem ctld_port slurmd_port first_id
+    local d=$1 n=${2:-} cpus mem ctld_port slurmd_port first_id ctld_host node_lines nodes i
+    if [ -n "$n" ]; then
+        cluster_hosts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/hosts.sh
+        if ! "$cluster_hosts" up "$n" >"$d.hosts" 2>&1; then
+            cluster_log "cannot make $n hosts (tests/cluster/hosts.sh up $n): $(tr '\n' ' ' <"$d.hosts")"
+            rm -f "$d.hosts"
+            return 1 # cluster_stop removes what was made
+        fi
+        rm -f "$d.hosts"
+        for ((i = 1; i <= n; i++)); do cluster_nodes+=("h$i"); done
+    else
+        cluster_nodes=(localhost)
+    fi
     mkdir -p "$d/munge" "$d/state" "$d/spool" "$d/tmp" "$d/etc"
     chmod 711 "$d/munge"
 
@@ -55,8 +112,8 @@ cluster_start() {
         return 1
     fi
 
-    # slurm.conf: one node "localhost" that advertises 4 CPUs whatever the
-    # machine has (config_overrides), so 4 ranks fit on a 2-core CI machine.
+    # slurm.conf: nodes that advertise 4 CPUs whatever the machine has
+    # (config_overrides), so 4 ranks fit on a 2-core CI machine.
     cpus=4
     mem=$(awk '/MemTotal/ { printf "%d", $2 / 1024 / 2 }' /proc/meminfo)
     if ! ctld_port=$(cluster_free_port) || ! slurmd_port=$(cluster_free_port); then
@@ -68,11 +125,28 @@ cluster_start() {
     # and shared-memory segments. Two clusters (concurrent test runs, or the
     # leftovers of a crashed job) would share those: start at a random id.
     first_id=$((1000 + (RANDOM * 32768 + RANDOM) % 60000000))
+    if [ -n "$cluster_hosts" ]; then
+        # the head node h1 by its address on the hosts' network; each slurmd
+        # has its own spool, pid and log file (%n: its node name)
+        ctld_host="h1(10.77.0.1)"
+        node_lines=
+        for ((i = 1; i <= n; i++)); do
+            node_lines+="NodeName=h$i NodeAddr=10.77.0.$i CPUs=$cpus RealMemory=$mem State=UNKNOWN"$'\n'
+        done
+        nodes="h[1-$n]"
+        mkdir -p "${cluster_nodes[@]/#/$d/spool/}"
+    else
+        ctld_host=localhost
+        node_lines="NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN"$'\n'
+        nodes=localhost
+    fi
+    local spool=$d/spool slurmd_file=$d/slurmd
+    [ -n "$cluster_hosts" ] && spool=$d/spool/%n slurmd_file=$d/slurmd-%n
     cat >"$d/etc/slurm.conf" <<CONF
-# erase tests/slurm: a private single-node cluster (see tests/slurm/cluster.sh)
+# erase tests/slurm: a private cluster (see tests/slurm/cluster.sh)
 ClusterName=erase-test
 FirstJobId=$first_id
-SlurmctldHost=localhost
+SlurmctldHost=$ctld_host
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -83,11 +157,11 @@ CredType=cred/munge
 # (default 120 s).
 AuthInfo=socket=$d/munge/munge.socket,cred_expire=5
 StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool
+SlurmdSpoolDir=$spool
 SlurmctldPidFile=$d/slurmctld.pid
-SlurmdPidFile=$d/slurmd.pid
+SlurmdPidFile=$slurmd_file.pid
 SlurmctldLogFile=$d/slurmctld.log
-SlurmdLogFile=$d/slurmd.log
+SlurmdLogFile=$slurmd_file.log
 SlurmctldDebug=info
 SlurmdDebug=info
 # PMIx's per-job directories live under TmpFS (and the spool): keep them
@@ -112,8 +186,7 @@ MinJobAge=600
 InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+${node_lines}PartitionName=debug Nodes=$nodes Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
     # slurmd 22.05 loads a cgroup plugin even with proctrack/linuxproc and
     # task/none, and its autodetection fails in containers: pin v1 (which
@@ -122,21 +195,36 @@ CONF
     SLURM_CONF=$d/etc/slurm.conf
     export SLURM_CONF
 
-    slurmctld -D -i -f "$SLURM_CONF" >"$d/slurmctld.err" 2>&1 &
-    cluster_pids+=($!)
-    slurmd -D -N localhost -f "$SLURM_CONF" >"$d/slurmd.err" 2>&1 &
-    cluster_pids+=($!)
+    local node
+    cluster_daemon "${cluster_nodes[0]}" "$d/slurmctld.err" slurmctld -D -i -f "$SLURM_CONF"
+    for node in "${cluster_nodes[@]}"; do
+        if [ -n "$cluster_hosts" ]; then
+            # TmpFS is node-local, as on a real cluster: PMIx names its
+            # directory there by job and step only (spmix_appdir_UID_JOB.STEP),
+            # and a second node's slurmstepd fails to make it ("File exists")
+            # when the nodes share one. Each slurmd gets a mount namespace
+            # with its own directory mounted on $d/tmp.
+            mkdir -p "$d/tmp-$node"
+            # shellcheck disable=SC2016 # expanded by sh -c
+            cluster_daemon "$node" "$d/slurmd-$node.err" unshare --mount --propagation private \
+                sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$d/tmp-$node" "$d/tmp" \
+                slurmd -D -N "$node" -f "$SLURM_CONF"
+        else
+            cluster_daemon "$node" "$d/slurmd.err" slurmd -D -N "$node" -f "$SLURM_CONF"
+        fi
+    done
 
-    # the node registers and becomes idle
-    local p state end=$((SECONDS + 15))
+    # every node registers and becomes idle
+    local p state want end=$((SECONDS + 15))
+    want=$(printf '%s idle\n' "${cluster_nodes[@]}")
     while [ $SECONDS -lt $end ]; do
-        state=$(timeout 5 sinfo -h -n localhost -o %T 2>/dev/null || true)
-        [ "$state" = idle ] && return 0
+        state=$(cluster_cmd timeout 5 sinfo -h -N -o '%N %T' 2>/dev/null | sort || true)
+        [ "$state" = "$want" ] && return 0
         for p in "${cluster_pids[@]}"; do cluster_alive "$p" || break 2; done
         sleep 0.1
     done
-    cluster_log "node localhost is '${state:-unknown}', not idle"
-    tail -20 "$d/slurmctld.err" "$d/slurmctld.log" "$d/slurmd.err" "$d/slurmd.log" 2>/dev/null | sed 's/^/#   /'
+    cluster_log "nodes not idle: $(echo "${state:-unknown}" | tr '\n' ' ')"
+    tail -20 "$d"/slurmctld.err "$d"/slurmctld.log "$d"/slurmd*.err "$d"/slurmd*.log 2>/dev/null | sed 's/^/#   /'
     return 1
 }
 
@@ -150,16 +238,16 @@ cluster_alive() {
 
 cluster_stop() {
     local i p alive
-    [ ${#cluster_pids[@]} -gt 0 ] || return 0
+    [ ${#cluster_pids[@]} -gt 0 ] || [ -n "$cluster_hosts" ] || return 0
     # jobs first: slurmd kills their processes (slurmstepd leaves once its
     # job has ended), then the daemons, newest first
     # (clients bounded by timeout, in case slurmctld stops answering)
-    if [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ]; then
-        timeout 10 scancel --quiet --full --signal=KILL --user="$(id -un)" >/dev/null 2>&1 || true
-        timeout 10 scancel --quiet --user="$(id -un)" >/dev/null 2>&1 || true
+    if [ -n "$(cluster_cmd timeout 10 squeue -h -o %i 2>/dev/null)" ]; then
+        cluster_cmd timeout 10 scancel --quiet --full --signal=KILL --user="$(id -un)" >/dev/null 2>&1 || true
+        cluster_cmd timeout 10 scancel --quiet --user="$(id -un)" >/dev/null 2>&1 || true
         local end=$((SECONDS + 15))
         while [ $SECONDS -lt $end ]; do
-            [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break
+            [ -z "$(cluster_cmd timeout 5 squeue -h -o %i 2>/dev/null)" ] && break
             sleep 0.1
         done
     fi
@@ -177,4 +265,10 @@ cluster_stop() {
         wait "$p" 2>/dev/null || true
     done
     cluster_pids=()
+    # the hosts, and whatever still runs in them (a job's processes)
+    if [ -n "$cluster_hosts" ]; then
+        "$cluster_hosts" down >/dev/null || true
+        cluster_hosts=
+    fi
+    cluster_nodes=()
 }
