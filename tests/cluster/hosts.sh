@@ -118,7 +118,10 @@ shape() {
             fail "up: tc netem delay '$delay' ${rate:+rate '$rate' }on $ns: $(cat "$uts_dir/tc.err")"
         }
     elif [ -n "$rate" ]; then
-        tc -n "$ns" qdisc replace dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
+        # an earlier htb is removed first: replace cannot change one (tc:
+        # "Change operation not supported by specified qdisc")
+        tc -n "$ns" qdisc del dev eth0 root >/dev/null 2>&1
+        tc -n "$ns" qdisc add dev eth0 root handle 1: htb default 1 2>"$uts_dir/tc.err" &&
             tc -n "$ns" class replace dev eth0 parent 1: classid 1:1 htb rate "$rate" 2>"$uts_dir/tc.err" ||
             fail "up: --rate '$rate' (tc htb) on $ns: $(cat "$uts_dir/tc.err")"
     else
