@@ -17,6 +17,7 @@
  *   bytes    from the model: each block's dense gradients and, for its
  *            embedding tables, the all-gathered sparse rows of a batch
  *            (erase_sched_reduce_bytes);
+ *            (--dense-only: without the embedding rows);
  *   links    --alpha-us / --gbps between nodes (per rank), --intra-alpha-us
  *            / --intra-gbps within a node (G > 1), --algo ring|tree
  *            across nodes; --compute shared|concurrent (scale.h).
@@ -41,7 +42,7 @@ static void usage(FILE *f)
             "usage: erase-bench scale --model ctr|gpt [--batch N] [--nodes LIST] [--gpus G]\n"
             "         [--measure [--repeats R] | --forward-ms F --backward-ms B [--update-ms U] | --tflops T]\n"
             "         --alpha-us A --gbps W [--intra-alpha-us A --intra-gbps W] [--algo ring|tree]\n"
-            "         [--compute shared|concurrent]\n"
+            "         [--compute shared|concurrent] [--dense-only]\n"
             "  predicts one step of N nodes x G ranks (per-rank batch N fixed) from per-block compute\n"
             "  times, the model's per-block gradient bytes and an alpha-beta link model:\n"
             "  --model M        ctr or gpt, reference sizes and cuts\n"
@@ -56,7 +57,9 @@ static void usage(FILE *f)
             "  --intra-alpha-us, --intra-gbps   the same within a node (needed with --gpus > 1)\n"
             "  --algo ring|tree the all-reduce across nodes (default ring; within a node: ring)\n"
             "  --compute shared|concurrent  forwards and backwards share the compute (default) or\n"
-            "                   run at once (lib/sched/scale.h)\n");
+            "                   run at once (lib/sched/scale.h)\n"
+            "  --dense-only     leave out the all-gathers of embedding rows (replicated tables' sparse\n"
+            "                   gradients; sharded tables exchange rows by all-to-all, not modeled)\n");
 }
 
 static int bad_option(const char *name, const char *text, const char *what)
@@ -71,7 +74,7 @@ int bench_scale(int argc, char **argv)
     const char *ms_text[3] = { NULL, NULL, NULL };
     static const char *const ms_name[3] = { "forward-ms", "backward-ms", "update-ms" };
     double batch_v = 0, gpus_v = 1, repeats_v = 5, tflops = 0, alpha = -1, gbps = 0, ialpha = -1, igbps = 0;
-    int measure_flag = 0;
+    int measure_flag = 0, dense_only = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 0 },
                                           { "batch", required_argument, 0, 0 },
                                           { "nodes", required_argument, 0, 0 },
@@ -89,6 +92,7 @@ int bench_scale(int argc, char **argv)
                                           { "algo", required_argument, 0, 0 },
                                           { "compute", required_argument, 0, 0 },
                                           { "help", no_argument, 0, 0 },
+                                          { "dense-only", no_argument, 0, 0 },
                                           { 0, 0, 0, 0 } };
     /* the numbers, by option index: where, > 0 or >= 0, a whole number up to `most` */
     struct {
@@ -120,6 +124,8 @@ int bench_scale(int argc, char **argv)
             nodes_text = optarg;
         else if (!strcmp(name, "measure"))
             measure_flag = 1;
+        else if (!strcmp(name, "dense-only"))
+            dense_only = 1;
         else if (!strcmp(name, "algo"))
             algo = optarg;
         else if (!strcmp(name, "compute"))
@@ -207,14 +213,17 @@ int bench_scale(int argc, char **argv)
     for (int b = 0; b < B; b++) {
         bl[b] = (erase_scale_block_t){ 0 };
         ERASE_MUST(erase_sched_reduce_bytes(net, b, batch, &bl[b].grad_bytes, &bl[b].gather_bytes, &bl[b].gathers));
+        if (dense_only)
+            bl[b].gather_bytes = bl[b].gathers = 0;
         snprintf(names[b], sizeof names[b], "%s", erase_network_block_name(net, b));
         cut[b] = (int)((cfg.cut_mask >> b) & 1);
     }
     erase_network_destroy(net);
     erase_device_close(dev);
 
-    printf("# erase-bench scale: %s, %d blocks (cuts 0x%x), batch %d per rank, %s compute\n", model, B,
-           (unsigned)cfg.cut_mask, batch, compute);
+    printf("# erase-bench scale: %s, %d blocks (cuts 0x%x), batch %d per rank, %s compute%s\n", model, B,
+           (unsigned)cfg.cut_mask, batch, compute,
+           dense_only ? "; dense gradients only (no all-gather of embedding rows)" : "");
     if (given) {
         printf("# compute: given (--forward-ms, --backward-ms, --update-ms)\n");
         for (int b = 0; b < B; b++)
