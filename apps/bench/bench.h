@@ -71,6 +71,18 @@ int bench_parse_list(const char *text, int *out, int max);
 /* A number >= 0 (> 0 with `positive`) into *out; -1 for anything else. */
 int bench_parse_number(const char *text, int positive, double *out);
 
+/* A numeric option: where it goes, > 0 (positive) or >= 0, a whole number
+ * up to `most` (0: any real), and what is expected (for the message). */
+typedef struct {
+    double *v;
+    int positive;
+    double most;
+    const char *what;
+} bench_number_t;
+
+/* text into *n->v as n says; 0, or -1 (nothing stored) for anything else. */
+int bench_parse_option_number(const bench_number_t *n, const char *text);
+
 /* A list of milliseconds >= 0 (> 0 with `positive`): one value or up to
  * 64, comma-separated, into out[] in seconds; the count, or -1. */
 int bench_parse_ms_list(const char *text, int positive, double *out);

@@ -219,6 +219,15 @@ int bench_parse_number(const char *text, int positive, double *out)
     return 0;
 }
 
+int bench_parse_option_number(const bench_number_t *n, const char *text)
+{
+    double v;
+    if (bench_parse_number(text, n->positive, &v) != 0 || (n->most > 0 && (v != floor(v) || v > n->most)))
+        return -1;
+    *n->v = v;
+    return 0;
+}
+
 int bench_parse_ms_list(const char *text, int positive, double *out)
 {
     char buf[1024];

@@ -330,12 +330,7 @@ int bench_pipeline(int argc, char **argv)
                                           { "host-ms", required_argument, 0, 0 },
                                           { 0, 0, 0, 0 } };
     /* the numbers, by option index: where, > 0 or >= 0, a whole number up to `most` */
-    struct {
-        double *v;
-        int positive;
-        double most;     /* 0: any real */
-        const char *what;
-    } num[] = { [3] = { &steps, 1, 1e9, "a whole number of steps >= 1" },
+    bench_number_t num[] = { [3] = { &steps, 1, 1e9, "a whole number of steps >= 1" },
                 [7] = { &lat, 0, 0, "microseconds >= 0" },
                 [8] = { &gbps, 1, 0, "Gbit/s > 0" },
                 [9] = { &bytes, 0, 0, "bytes >= 0" },
@@ -368,8 +363,7 @@ int bench_pipeline(int argc, char **argv)
             for (int k = 0; k < 4; k++)
                 if (!strcmp(name, times_name[k]))
                     times_text[k] = optarg;
-        } else if (bench_parse_number(optarg, num[index].positive, num[index].v) != 0 ||
-                 (num[index].most > 0 && (*num[index].v != floor(*num[index].v) || *num[index].v > num[index].most)))
+        } else if (bench_parse_option_number(&num[index], optarg) != 0)
             return bad_option(name, optarg, num[index].what);
     }
     if (optind < argc) {

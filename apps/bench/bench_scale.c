@@ -95,12 +95,7 @@ int bench_scale(int argc, char **argv)
                                           { "dense-only", no_argument, 0, 0 },
                                           { 0, 0, 0, 0 } };
     /* the numbers, by option index: where, > 0 or >= 0, a whole number up to `most` */
-    struct {
-        double *v;
-        int positive;
-        double most; /* 0: any real */
-        const char *what;
-    } num[] = { [1] = { &batch_v, 1, 1 << 20, "a whole number of samples 1 .. 1048576" },
+    bench_number_t num[] = { [1] = { &batch_v, 1, 1 << 20, "a whole number of samples 1 .. 1048576" },
                 [3] = { &gpus_v, 1, 1024, "a whole number of ranks per node 1 .. 1024" },
                 [5] = { &repeats_v, 1, 1000, "a whole number of repeats 1 .. 1000" },
                 [9] = { &tflops, 1, 0, "TFLOP/s > 0" },
@@ -132,8 +127,7 @@ int bench_scale(int argc, char **argv)
             compute = optarg;
         else if (index >= 6 && index <= 8)
             ms_text[index - 6] = optarg;
-        else if (bench_parse_number(optarg, num[index].positive, num[index].v) != 0 ||
-                 (num[index].most > 0 && (*num[index].v != floor(*num[index].v) || *num[index].v > num[index].most)))
+        else if (bench_parse_option_number(&num[index], optarg) != 0)
             return bad_option(name, optarg, num[index].what);
     }
     if (optind < argc) {
