@@ -83,6 +83,10 @@ typedef struct {
 /* text into *n->v as n says; 0, or -1 (nothing stored) for anything else. */
 int bench_parse_option_number(const bench_number_t *n, const char *text);
 
+/* Print "erase-bench COMMAND: --NAME TEXT: expected WHAT" on stderr; 2
+ * (the usage error's exit status). */
+int bench_bad_option(const char *command, const char *name, const char *text, const char *what);
+
 /* A list of milliseconds >= 0 (> 0 with `positive`): one value or up to
  * 64, comma-separated, into out[] in seconds; the count, or -1. */
 int bench_parse_ms_list(const char *text, int positive, double *out);

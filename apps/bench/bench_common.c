@@ -368,3 +368,9 @@ double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b)
     }
     return -1;
 }
+
+int bench_bad_option(const char *command, const char *name, const char *text, const char *what)
+{
+    fprintf(stderr, "erase-bench %s: --%s %s: expected %s\n", command, name, text, what);
+    return 2;
+}

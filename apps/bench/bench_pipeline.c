@@ -299,12 +299,6 @@ static void print_claim(const sim_t *o)
 }
 
 /* Print "--NAME TEXT: expected WHAT" (a usage error); 2. */
-static int bad_option(const char *name, const char *text, const char *what)
-{
-    fprintf(stderr, "erase-bench pipeline: --%s %s: expected %s\n", name, text, what);
-    return 2;
-}
-
 int bench_pipeline(int argc, char **argv)
 {
     const char *pp_text = "2,4,8", *mb_text = "1,2,4,8,16,32", *model = NULL, *model_file = NULL;
@@ -364,7 +358,7 @@ int bench_pipeline(int argc, char **argv)
                 if (!strcmp(name, times_name[k]))
                     times_text[k] = optarg;
         } else if (bench_parse_option_number(&num[index], optarg) != 0)
-            return bad_option(name, optarg, num[index].what);
+            return bench_bad_option("pipeline", name, optarg, num[index].what);
     }
     if (optind < argc) {
         fprintf(stderr, "erase-bench pipeline: unexpected argument '%s'\n", argv[optind]);
@@ -378,19 +372,19 @@ int bench_pipeline(int argc, char **argv)
     int pp[MAX_LIST], mb[MAX_LIST];
     int npp = bench_parse_list(pp_text, pp, MAX_LIST), nmb = bench_parse_list(mb_text, mb, MAX_LIST);
     if (npp <= 0)
-        return bad_option("pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
+        return bench_bad_option("pipeline", "pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
     for (int i = 0; i < npp; i++)
         if (pp[i] > 64)
-            return bad_option("pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
+            return bench_bad_option("pipeline", "pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
     if (nmb <= 0)
-        return bad_option("micro-batches", mb_text, "a list of up to 16 counts >= 1");
+        return bench_bad_option("pipeline", "micro-batches", mb_text, "a list of up to 16 counts >= 1");
     sim_t o = { .pp = pp, .mb = mb, .npp = npp, .nmb = nmb };
     for (int k = 0; k < 4; k++) {
         if (!times_text[k])
             continue;
         o.ngiven[k] = bench_parse_ms_list(times_text[k], k == 0, o.given_ms[k]);
         if (o.ngiven[k] < 0)
-            return bad_option(times_name[k], times_text[k], k == 0 ? "milliseconds > 0, or a list of them, one per "
+            return bench_bad_option("pipeline", times_name[k], times_text[k], k == 0 ? "milliseconds > 0, or a list of them, one per "
                               "stage" : "milliseconds >= 0, or a list of them, one per stage");
         if (o.ngiven[k] > 1 && (npp != 1 || o.ngiven[k] != pp[0])) {
             fprintf(stderr, "erase-bench pipeline: --%s %s: %d values (expected one, or one per stage of a single "
@@ -410,7 +404,7 @@ int bench_pipeline(int argc, char **argv)
         return 2;
     }
     if (model && strcmp(model, "ctr") && strcmp(model, "gpt"))
-        return bad_option("model", model, "ctr or gpt");
+        return bench_bad_option("pipeline", "model", model, "ctr or gpt");
     batch = (int)batch_v;
     repeats = (int)repeats_v;
     o.steps = (long)steps;

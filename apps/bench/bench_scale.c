@@ -62,12 +62,6 @@ static void usage(FILE *f)
             "                   gradients; sharded tables exchange rows by all-to-all, not modeled)\n");
 }
 
-static int bad_option(const char *name, const char *text, const char *what)
-{
-    fprintf(stderr, "erase-bench scale: --%s '%s': expected %s\n", name, text, what);
-    return 2;
-}
-
 int bench_scale(int argc, char **argv)
 {
     const char *model = NULL, *nodes_text = "1,2,4,8,16,32,64", *algo = "ring", *compute = "shared";
@@ -128,7 +122,7 @@ int bench_scale(int argc, char **argv)
         else if (index >= 6 && index <= 8)
             ms_text[index - 6] = optarg;
         else if (bench_parse_option_number(&num[index], optarg) != 0)
-            return bad_option(name, optarg, num[index].what);
+            return bench_bad_option("scale", name, optarg, num[index].what);
     }
     if (optind < argc) {
         fprintf(stderr, "erase-bench scale: unexpected argument '%s'\n", argv[optind]);
@@ -140,15 +134,15 @@ int bench_scale(int argc, char **argv)
         return 2;
     }
     if (strcmp(model, "ctr") && strcmp(model, "gpt"))
-        return bad_option("model", model, "ctr or gpt");
+        return bench_bad_option("scale", "model", model, "ctr or gpt");
     int nodes[MAX_NODES], nn = bench_parse_list(nodes_text, nodes, MAX_NODES);
     if (nn <= 0)
-        return bad_option("nodes", nodes_text, "a list of up to 16 node counts >= 1");
+        return bench_bad_option("scale", "nodes", nodes_text, "a list of up to 16 node counts >= 1");
     erase_scale_algo_t alg = !strcmp(algo, "ring") ? ERASE_SCALE_RING : ERASE_SCALE_TREE;
     if (strcmp(algo, "ring") && strcmp(algo, "tree"))
-        return bad_option("algo", algo, "ring or tree");
+        return bench_bad_option("scale", "algo", algo, "ring or tree");
     if (strcmp(compute, "shared") && strcmp(compute, "concurrent"))
-        return bad_option("compute", compute, "shared or concurrent");
+        return bench_bad_option("scale", "compute", compute, "shared or concurrent");
     if (alpha < 0 || gbps <= 0) {
         fprintf(stderr, "erase-bench scale: --alpha-us and --gbps are required (the link between nodes)\n");
         return 2;
@@ -182,7 +176,7 @@ int bench_scale(int argc, char **argv)
             continue;
         int n = bench_parse_ms_list(ms_text[k], k < 2, ms[k]);
         if (n < 0)
-            return bad_option(ms_name[k], ms_text[k],
+            return bench_bad_option("scale", ms_name[k], ms_text[k],
                               k < 2 ? "milliseconds > 0, or one per block" : "milliseconds >= 0, or one per block");
         if (n != 1 && n != B) {
             fprintf(stderr, "erase-bench scale: --%s %s: %d values (expected one, or one per block: %s has %d)\n",

@@ -81,16 +81,16 @@ for args in "" "--model foo" "--model ctr" "--model ctr --alpha-us 1 --gbps 0" "
 done
 cat >"$dir/errors.want" <<'EOW'
 erase-bench scale: --model ctr|gpt is required
-erase-bench scale: --model 'foo': expected ctr or gpt
+erase-bench scale: --model foo: expected ctr or gpt
 erase-bench scale: --alpha-us and --gbps are required (the link between nodes)
-erase-bench scale: --gbps '0': expected Gbit/s > 0
+erase-bench scale: --gbps 0: expected Gbit/s > 0
 erase-bench scale: --gpus 8: --intra-alpha-us and --intra-gbps are required (the link within a node)
 erase-bench scale: --forward-ms 1,2: 2 values (expected one, or one per block: ctr has 7)
 erase-bench scale: give one of --measure, --forward-ms/--backward-ms, --tflops
 erase-bench scale: --tflops: the FLOPs of gpt's blocks are not counted (ctr only)
-erase-bench scale: --algo 'star': expected ring or tree
+erase-bench scale: --algo star: expected ring or tree
 erase-bench scale: --forward-ms and --backward-ms go together
-erase-bench scale: --nodes '0': expected a list of up to 16 node counts >= 1
+erase-bench scale: --nodes 0: expected a list of up to 16 node counts >= 1
 EOW
 [ $bad = 0 ] && cmp -s "$dir/errors.want" "$dir/errors"
 tap $? "bad options: status 2, each named with what was expected"
