@@ -21,6 +21,7 @@ static const struct {
     { "allreduce", bench_allreduce, "all-reduce time, algbw, busbw, #wrong for 4 B .. 64 MiB (under mpirun)" },
     { "data", bench_data, "converter lines/s and CTR reader samples/s on one core (compressed and not)" },
     { "pipeline", bench_pipeline, "--simulate: gpipe, 1f1b, paci replayed from stage times: throughput, bubble, drift; P <= 64" },
+    { "scale", bench_scale, "cost model: step time, early-backward gain, efficiency on N nodes x G ranks (alpha-beta links)" },
     { "subnormal", bench_subnormal, "samples/s early vs late as a model memorizes a batch (ERASE_FTZ=0: no flush-to-zero)" },
 };
 

@@ -21,6 +21,8 @@ apps_erase_bench_LDADD += $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 # erase-bench pipeline --simulate: the pipeline schedules' replay (issue 16)
 apps_erase_bench_SOURCES += apps/bench/bench_pipeline.c
+# erase-bench scale: the cost model of data-parallel steps (issue 18)
+apps_erase_bench_SOURCES += apps/bench/bench_scale.c
 
 # erase-train: the main job; erase-score: predictions of a checkpoint, by
 # erase-train's evaluation-only pass (apps/train/run.h: train_score).

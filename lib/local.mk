@@ -56,7 +56,8 @@ lib_liberase_a_SOURCES += \
 	lib/sched/sched.c lib/sched/sched.h \
 	lib/sched/plan.c lib/sched/plan.h \
 	lib/sched/reduce.c lib/sched/reduce.h \
-	lib/sched/trace.c lib/sched/trace.h
+	lib/sched/trace.c lib/sched/trace.h \
+	lib/sched/scale.c lib/sched/scale.h
 # pipelines (issue 16): the stages' action lists and their replay; the stage executor
 lib_liberase_a_SOURCES += lib/sched/pipe_schedule.c lib/sched/pipe_schedule.h \
 	lib/sched/pipe.c lib/sched/pipe.h lib/sched/pipe_internal.h lib/sched/pipe_timing.c lib/sched/pipe_local.c

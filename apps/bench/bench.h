@@ -3,6 +3,9 @@
 #define ERASE_APPS_BENCH_H
 
 #include "lib/device/device.h"
+#include "lib/nn/model_config.h"
+
+#include <stdint.h>
 
 /* Each subcommand: parse its own options, run, print a table; exit status. */
 int bench_gemm(int argc, char **argv);
@@ -13,6 +16,7 @@ int bench_data(int argc, char **argv);
 int bench_schedules(int argc, char **argv);
 int bench_subnormal(int argc, char **argv);
 int bench_pipeline(int argc, char **argv);
+int bench_scale(int argc, char **argv);
 
 /* "cpu" / "cuda" (a --device value) -> *kind; -1 for anything else. */
 int bench_parse_device(const char *text, erase_device_kind_t *kind);
@@ -63,5 +67,60 @@ void bench_spread_check(bench_spread_t s, const char *what, const char *unit);
 
 /* Parse "a,b,c" into at most `max` positive ints; returns the count or -1. */
 int bench_parse_list(const char *text, int *out, int max);
+
+/* A number >= 0 (> 0 with `positive`) into *out; -1 for anything else. */
+int bench_parse_number(const char *text, int positive, double *out);
+
+/* A numeric option: where it goes, > 0 (positive) or >= 0, a whole number
+ * up to `most` (0: any real), and what is expected (for the message). */
+typedef struct {
+    double *v;
+    int positive;
+    double most;
+    const char *what;
+} bench_number_t;
+
+/* text into *n->v as n says; 0, or -1 (nothing stored) for anything else. */
+int bench_parse_option_number(const bench_number_t *n, const char *text);
+
+/* Print "erase-bench COMMAND: --NAME TEXT: expected WHAT" on stderr; 2
+ * (the usage error's exit status). */
+int bench_bad_option(const char *command, const char *name, const char *text, const char *what);
+
+/* A list of milliseconds >= 0 (> 0 with `positive`): one value or up to
+ * 64, comma-separated, into out[] in seconds; the count, or -1. */
+int bench_parse_ms_list(const char *text, int positive, double *out);
+
+/* Per-block times of one batch (seconds) and boundary activations. */
+typedef struct {
+    int blocks, batch;
+    double *forward, *backward, *update; /* [blocks] */
+    double *boundary_bytes;              /* [blocks]: boundary b's activation (b >= 1) */
+    char model[32];
+} bench_block_times_t;
+
+/* Most networks bench_measure_blocks times together. */
+#define BENCH_MAX_NETS 17
+
+/*
+ * Time every block of `cfg` under each of the n (<= BENCH_MAX_NETS) cut
+ * masks (bit c: boundary c, as erase_model_config_t's; the model's own
+ * cuts replaced), into bt[i] (its `model` set by the caller), on a batch
+ * of `batch` samples, one BLAS thread, one stream: each block's forward
+ * (with its head and loss), backward and optimizer update, synchronized
+ * one by one; one network per mask, the repeats interleaved (repeat r of
+ * every network, then repeat r + 1) so that a change of the machine's
+ * load falls on all of them alike; the median of `repeats`. 0, or 1
+ * after printing why, prefixed "erase-bench COMMAND: ".
+ */
+int bench_measure_blocks(const char *command, const erase_model_config_t *cfg, const uint32_t *cut_masks, int n,
+                         int batch, int repeats, bench_block_times_t *bt);
+void bench_block_times_free(bench_block_times_t *bt);
+
+/* GEMM floating-point operations of block b's training step on `batch`
+ * samples (forward, input and weight gradients as the network computes
+ * them: no input gradient at a cut or at the first layer); ctr and mlp,
+ * -1 for another model. */
+double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b);
 
 #endif

@@ -2,7 +2,9 @@
 
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
+#include "lib/nn/train_step.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,4 +207,170 @@ int bench_parse_list(const char *text, int *out, int max)
         p = end;
     }
     return n;
+}
+
+int bench_parse_number(const char *text, int positive, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || v < 0 || (positive && v == 0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int bench_parse_option_number(const bench_number_t *n, const char *text)
+{
+    double v;
+    if (bench_parse_number(text, n->positive, &v) != 0 || (n->most > 0 && (v != floor(v) || v > n->most)))
+        return -1;
+    *n->v = v;
+    return 0;
+}
+
+int bench_parse_ms_list(const char *text, int positive, double *out)
+{
+    char buf[1024];
+    if (strlen(text) >= sizeof buf)
+        return -1;
+    strcpy(buf, text);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        double v;
+        if (n == 64 || bench_parse_number(tok, positive, &v) != 0)
+            return -1;
+        out[n++] = v * 1e-3;
+    }
+    return n > 0 && text[strlen(text) - 1] != ',' && text[0] != ',' && !strstr(text, ",,") ? n : -1;
+}
+
+int bench_measure_blocks(const char *command, const erase_model_config_t *cfg_in, const uint32_t *cut_masks, int n,
+                         int batch, int repeats, bench_block_times_t *bt)
+{
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.blas_threads = 1;
+    erase_device_t *dev = bench_open_device(command, &dopt, 1);
+    if (!dev)
+        return 1;
+    erase_network_t *net[BENCH_MAX_NETS];
+    erase_optimizer_t *opt[BENCH_MAX_NETS];
+    erase_batch_t b[BENCH_MAX_NETS];
+    erase_stream_t *s;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    ERASE_MUST(erase_stream_create(dev, &s));
+    for (int i = 0; i < n; i++) {
+        erase_model_config_t cfg = *cfg_in;
+        cfg.cut_mask = cut_masks[i];
+        if (erase_network_create(dev, &cfg, batch, &net[i]) != ERASE_OK) {
+            fprintf(stderr, "erase-bench %s: %s: %s\n", command, bt[i].model, erase_error_reason());
+            for (int j = 0; j < i; j++) {
+                erase_batch_free_random(net[j], &b[j]);
+                erase_optimizer_destroy(opt[j]);
+                erase_network_destroy(net[j]);
+            }
+            erase_stream_destroy(s);
+            erase_device_close(dev);
+            return 1;
+        }
+        ERASE_MUST(erase_optimizer_create(net[i], &ocfg, &opt[i]));
+        ERASE_MUST(erase_batch_random(net[i], batch, 7, &b[i]));
+    }
+    int B = erase_network_blocks(net[0]);
+    size_t per = (size_t)3 * (size_t)B * (size_t)repeats; /* [what][block][repeat] of one network */
+    double *x = calloc(per * (size_t)n, sizeof(double));
+    if (!x)
+        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+    for (int r = -1; r < repeats; r++) /* r = -1: warm-up */
+        for (int i = 0; i < n; i++) {
+            double *xi = x + per * (size_t)i;
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_forward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(0 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            for (int k = B - 1; k >= 0; k--) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_network_backward_block(net[i], k, s, &b[i]));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(1 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+            ERASE_MUST(erase_optimizer_begin_step(opt[i], s));
+            for (int k = 0; k < B; k++) {
+                double t0 = erase_now_s();
+                ERASE_MUST(erase_optimizer_update_block(opt[i], k, s));
+                ERASE_MUST(erase_stream_synchronize(s));
+                if (r >= 0)
+                    xi[(2 * B + k) * repeats + r] = erase_now_s() - t0;
+            }
+        }
+    for (int i = 0; i < n; i++) {
+        double *xi = x + per * (size_t)i;
+        bt[i].blocks = B;
+        bt[i].batch = batch;
+        bt[i].forward = calloc((size_t)B, sizeof(double));
+        bt[i].backward = calloc((size_t)B, sizeof(double));
+        bt[i].update = calloc((size_t)B, sizeof(double));
+        bt[i].boundary_bytes = calloc((size_t)B, sizeof(double));
+        if (!bt[i].forward || !bt[i].backward || !bt[i].update || !bt[i].boundary_bytes)
+            erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
+        for (int k = 0; k < B; k++) {
+            bt[i].forward[k] = erase_quantile(xi + (0 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].backward[k] = erase_quantile(xi + (1 * B + k) * repeats, (size_t)repeats, 0.5);
+            bt[i].update[k] = erase_quantile(xi + (2 * B + k) * repeats, (size_t)repeats, 0.5);
+            int width = 0;
+            if (k >= 1)
+                erase_network_body_output(net[i], k - 1, &width);
+            bt[i].boundary_bytes[k] = (double)width * batch * sizeof(float);
+        }
+        erase_batch_free_random(net[i], &b[i]);
+        erase_optimizer_destroy(opt[i]);
+        erase_network_destroy(net[i]);
+    }
+    free(x);
+    erase_stream_destroy(s);
+    erase_device_close(dev);
+    return 0;
+}
+
+void bench_block_times_free(bench_block_times_t *bt)
+{
+    free(bt->forward);
+    free(bt->backward);
+    free(bt->update);
+    free(bt->boundary_bytes);
+    bt->forward = bt->backward = bt->update = bt->boundary_bytes = NULL;
+}
+
+double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b)
+{
+    double B = batch;
+    if (c->kind == ERASE_MODEL_CTR) {
+        if (b == 0) { /* bottom MLP and the input head */
+            double f = 0;
+            int in = ERASE_CTR_DENSE;
+            for (int i = 0; i < c->ctr.bottom_layers; i++) {
+                f += 2 * B * in * c->ctr.bottom_mlp[i] * (i == 0 ? 2 : 3);
+                in = c->ctr.bottom_mlp[i];
+            }
+            return f + 2 * B * (c->ctr.embedding_dim + 27 * 26 / 2) * 1 * 3;
+        }
+        int in = b == 1 ? c->ctr.embedding_dim + 27 * 26 / 2 : c->ctr.subarch_width, w = c->ctr.subarch_width;
+        int cut = (c->cut_mask >> b) & 1;
+        return 2 * B * in * w * (cut ? 2 : 3) + 2 * B * w * w * 3 + 2 * B * w * 1 * 3;
+    }
+    if (c->kind == ERASE_MODEL_MLP) {
+        int in = b == 0 ? c->mlp.inputs : c->mlp.hidden[b - 1], h = c->mlp.hidden[b];
+        int cut = b == 0 || ((c->cut_mask >> b) & 1);
+        return 2 * B * in * h * (cut ? 2 : 3) + 2 * B * h * c->mlp.classes * 3;
+    }
+    return -1;
+}
+
+int bench_bad_option(const char *command, const char *name, const char *text, const char *what)
+{
+    fprintf(stderr, "erase-bench %s: --%s %s: expected %s\n", command, name, text, what);
+    return 2;
 }

@@ -28,34 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* GEMM floating-point operations of one training step (forward, input and
- * weight gradients as the network computes them). */
+/* GEMM floating-point operations of one training step (bench.h). */
 static double step_gemm_flop(const erase_model_config_t *c, int batch)
 {
-    double f = 0, B = batch;
-    if (c->kind == ERASE_MODEL_CTR) {
-        int in = ERASE_CTR_DENSE;
-        for (int i = 0; i < c->ctr.bottom_layers; i++) {
-            f += 2 * B * in * c->ctr.bottom_mlp[i] * (i == 0 ? 2 : 3);
-            in = c->ctr.bottom_mlp[i];
-        }
-        int inter = c->ctr.embedding_dim + 27 * 26 / 2, w = c->ctr.subarch_width;
-        f += 2 * B * inter * 1 * 3; /* input head */
-        in = inter;
-        for (int k = 1; k <= c->ctr.subarchs; k++) {
-            int cut = (c->cut_mask >> k) & 1;
-            f += 2 * B * in * w * (cut ? 2 : 3) + 2 * B * w * w * 3 + 2 * B * w * 1 * 3;
-            in = w;
-        }
-    } else {
-        int in = c->mlp.inputs;
-        for (int k = 0; k < c->mlp.hidden_layers; k++) {
-            int cut = k == 0 || ((c->cut_mask >> k) & 1);
-            int h = c->mlp.hidden[k];
-            f += 2 * B * in * h * (cut ? 2 : 3) + 2 * B * h * c->mlp.classes * 3;
-            in = h;
-        }
-    }
+    double f = 0;
+    for (int b = 0; b < erase_model_config_blocks(c); b++)
+        f += bench_block_gemm_flop(c, batch, b);
     return f;
 }
 

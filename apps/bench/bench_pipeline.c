@@ -60,13 +60,6 @@
 #define CLAIM_P 8
 static const int claim_m[] = { 1, 2, 4, 8, 16, 32 };
 
-/* Per-block times of one micro-batch (seconds) and boundary activations. */
-typedef struct {
-    int blocks, batch;
-    double *forward, *backward, *update; /* [blocks] */
-    double *boundary_bytes;              /* [blocks]: boundary b's activation (b >= 1) */
-    char model[32];
-} block_times_t;
 
 static void usage(FILE *f)
 {
@@ -98,133 +91,6 @@ static void usage(FILE *f)
             "  --host-ms H  the host's time between two steps of a stage (erase-train's wait for the\n"
             "              step, bookkeeping and next batch): a step's first action starts H after\n"
             "              the previous step's last; every stage's or one per stage (default 0)\n");
-}
-
-/* A number >= 0 (> 0 with `positive`); -1 for anything else. */
-static int parse_number(const char *text, int positive, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !isfinite(v) || v < 0 || (positive && v == 0))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* A list of milliseconds >= 0 (> 0 with `positive`): one value or up to
- * 64, comma-separated, into out[] in seconds; the count, or -1. */
-static int parse_ms_list(const char *text, int positive, double *out)
-{
-    char buf[1024];
-    if (strlen(text) >= sizeof buf)
-        return -1;
-    strcpy(buf, text);
-    int n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        double v;
-        if (n == 64 || parse_number(tok, positive, &v) != 0)
-            return -1;
-        out[n++] = v * 1e-3;
-    }
-    return n > 0 && text[strlen(text) - 1] != ',' && text[0] != ',' && !strstr(text, ",,") ? n : -1;
-}
-
-/* Time every block of `cfg` under each of the n cut masks (bit c:
- * boundary c, as erase_model_config_t's; the model's own cuts replaced),
- * into bt[i] (its `model` set by the caller), on a micro-batch of `batch`
- * samples: one network per mask, the repeats interleaved (repeat r of
- * every network, then repeat r + 1) so that a change of the machine's
- * load falls on all of them alike; the median of `repeats`. 0, or 1 after
- * printing why. */
-static int measure(const erase_model_config_t *cfg_in, const uint32_t *cut_masks, int n, int batch, int repeats,
-                   block_times_t *bt)
-{
-    erase_device_options_t dopt = erase_device_options_default();
-    dopt.blas_threads = 1;
-    erase_device_t *dev = bench_open_device("pipeline", &dopt, 1);
-    if (!dev)
-        return 1;
-    erase_network_t *net[MAX_LIST + 1];
-    erase_optimizer_t *opt[MAX_LIST + 1];
-    erase_batch_t b[MAX_LIST + 1];
-    erase_stream_t *s;
-    erase_optim_config_t ocfg = erase_optim_config_default();
-    ERASE_MUST(erase_stream_create(dev, &s));
-    for (int i = 0; i < n; i++) {
-        erase_model_config_t cfg = *cfg_in;
-        cfg.cut_mask = cut_masks[i];
-        if (erase_network_create(dev, &cfg, batch, &net[i]) != ERASE_OK) {
-            fprintf(stderr, "erase-bench pipeline: %s: %s\n", bt[i].model, erase_error_reason());
-            for (int j = 0; j < i; j++) {
-                erase_batch_free_random(net[j], &b[j]);
-                erase_optimizer_destroy(opt[j]);
-                erase_network_destroy(net[j]);
-            }
-            erase_stream_destroy(s);
-            erase_device_close(dev);
-            return 1;
-        }
-        ERASE_MUST(erase_optimizer_create(net[i], &ocfg, &opt[i]));
-        ERASE_MUST(erase_batch_random(net[i], batch, 7, &b[i]));
-    }
-    int B = erase_network_blocks(net[0]);
-    size_t per = (size_t)3 * (size_t)B * (size_t)repeats; /* [what][block][repeat] of one network */
-    double *x = calloc(per * (size_t)n, sizeof(double));
-    if (!x)
-        erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
-    for (int r = -1; r < repeats; r++) /* r = -1: warm-up */
-        for (int i = 0; i < n; i++) {
-            double *xi = x + per * (size_t)i;
-            for (int k = 0; k < B; k++) {
-                double t0 = erase_now_s();
-                ERASE_MUST(erase_network_forward_block(net[i], k, s, &b[i]));
-                ERASE_MUST(erase_stream_synchronize(s));
-                if (r >= 0)
-                    xi[(0 * B + k) * repeats + r] = erase_now_s() - t0;
-            }
-            for (int k = B - 1; k >= 0; k--) {
-                double t0 = erase_now_s();
-                ERASE_MUST(erase_network_backward_block(net[i], k, s, &b[i]));
-                ERASE_MUST(erase_stream_synchronize(s));
-                if (r >= 0)
-                    xi[(1 * B + k) * repeats + r] = erase_now_s() - t0;
-            }
-            ERASE_MUST(erase_optimizer_begin_step(opt[i], s));
-            for (int k = 0; k < B; k++) {
-                double t0 = erase_now_s();
-                ERASE_MUST(erase_optimizer_update_block(opt[i], k, s));
-                ERASE_MUST(erase_stream_synchronize(s));
-                if (r >= 0)
-                    xi[(2 * B + k) * repeats + r] = erase_now_s() - t0;
-            }
-        }
-    for (int i = 0; i < n; i++) {
-        double *xi = x + per * (size_t)i;
-        bt[i].blocks = B;
-        bt[i].batch = batch;
-        bt[i].forward = calloc((size_t)B, sizeof(double));
-        bt[i].backward = calloc((size_t)B, sizeof(double));
-        bt[i].update = calloc((size_t)B, sizeof(double));
-        bt[i].boundary_bytes = calloc((size_t)B, sizeof(double));
-        if (!bt[i].forward || !bt[i].backward || !bt[i].update || !bt[i].boundary_bytes)
-            erase_fatal(__FILE__, __LINE__, "allocate the block times", ERASE_ERR_NOMEM);
-        for (int k = 0; k < B; k++) {
-            bt[i].forward[k] = erase_quantile(xi + (0 * B + k) * repeats, (size_t)repeats, 0.5);
-            bt[i].backward[k] = erase_quantile(xi + (1 * B + k) * repeats, (size_t)repeats, 0.5);
-            bt[i].update[k] = erase_quantile(xi + (2 * B + k) * repeats, (size_t)repeats, 0.5);
-            int width = 0;
-            if (k >= 1)
-                erase_network_body_output(net[i], k - 1, &width);
-            bt[i].boundary_bytes[k] = (double)width * batch * sizeof(float);
-        }
-        erase_batch_free_random(net[i], &b[i]);
-        erase_optimizer_destroy(opt[i]);
-        erase_network_destroy(net[i]);
-    }
-    free(x);
-    erase_stream_destroy(s);
-    erase_device_close(dev);
-    return 0;
 }
 
 /* Bytes per second of memcpy of `bytes` (at least 4 KiB), the median of
@@ -269,7 +135,7 @@ static uint32_t local_cuts(int blocks, int P)
 }
 
 /* Stage times of P stages: the sums over an even split of the blocks. */
-static void stage_times(const block_times_t *bt, int P, pipe_stage_time_t *t, double *bytes)
+static void stage_times(const bench_block_times_t *bt, int P, pipe_stage_time_t *t, double *bytes)
 {
     *bytes = 0;
     for (int s = 0; s < P; s++) {
@@ -327,14 +193,14 @@ typedef struct {
     double given_ms[4][64];      /* forward, backward, update, host (seconds): [0] every stage's, or one per stage */
     int ngiven[4];               /* values in each (0: none) */
     double latency_s, bandwidth_Bps, bytes; /* < 0: not given */
-    const block_times_t *bt;     /* measured: without cuts */
-    const block_times_t *local;  /* measured: [npp], local's of P = pp[i] (cuts at its boundaries) */
+    const bench_block_times_t *bt;     /* measured: without cuts */
+    const bench_block_times_t *local;  /* measured: [npp], local's of P = pp[i] (cuts at its boundaries) */
     double memcpy_Bps;
 } sim_t;
 
 /* The stage times and link of P stages; `bt` the measured block times to
  * sum (NULL with given times). */
-static void setup(const sim_t *o, int P, const block_times_t *bt, pipe_stage_time_t *t, pipe_link_t *link)
+static void setup(const sim_t *o, int P, const bench_block_times_t *bt, pipe_stage_time_t *t, pipe_link_t *link)
 {
     double bytes = 0;
     if (!o->given)
@@ -433,12 +299,6 @@ static void print_claim(const sim_t *o)
 }
 
 /* Print "--NAME TEXT: expected WHAT" (a usage error); 2. */
-static int bad_option(const char *name, const char *text, const char *what)
-{
-    fprintf(stderr, "erase-bench pipeline: --%s %s: expected %s\n", name, text, what);
-    return 2;
-}
-
 int bench_pipeline(int argc, char **argv)
 {
     const char *pp_text = "2,4,8", *mb_text = "1,2,4,8,16,32", *model = NULL, *model_file = NULL;
@@ -464,12 +324,7 @@ int bench_pipeline(int argc, char **argv)
                                           { "host-ms", required_argument, 0, 0 },
                                           { 0, 0, 0, 0 } };
     /* the numbers, by option index: where, > 0 or >= 0, a whole number up to `most` */
-    struct {
-        double *v;
-        int positive;
-        double most;     /* 0: any real */
-        const char *what;
-    } num[] = { [3] = { &steps, 1, 1e9, "a whole number of steps >= 1" },
+    bench_number_t num[] = { [3] = { &steps, 1, 1e9, "a whole number of steps >= 1" },
                 [7] = { &lat, 0, 0, "microseconds >= 0" },
                 [8] = { &gbps, 1, 0, "Gbit/s > 0" },
                 [9] = { &bytes, 0, 0, "bytes >= 0" },
@@ -502,9 +357,8 @@ int bench_pipeline(int argc, char **argv)
             for (int k = 0; k < 4; k++)
                 if (!strcmp(name, times_name[k]))
                     times_text[k] = optarg;
-        } else if (parse_number(optarg, num[index].positive, num[index].v) != 0 ||
-                 (num[index].most > 0 && (*num[index].v != floor(*num[index].v) || *num[index].v > num[index].most)))
-            return bad_option(name, optarg, num[index].what);
+        } else if (bench_parse_option_number(&num[index], optarg) != 0)
+            return bench_bad_option("pipeline", name, optarg, num[index].what);
     }
     if (optind < argc) {
         fprintf(stderr, "erase-bench pipeline: unexpected argument '%s'\n", argv[optind]);
@@ -518,19 +372,19 @@ int bench_pipeline(int argc, char **argv)
     int pp[MAX_LIST], mb[MAX_LIST];
     int npp = bench_parse_list(pp_text, pp, MAX_LIST), nmb = bench_parse_list(mb_text, mb, MAX_LIST);
     if (npp <= 0)
-        return bad_option("pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
+        return bench_bad_option("pipeline", "pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
     for (int i = 0; i < npp; i++)
         if (pp[i] > 64)
-            return bad_option("pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
+            return bench_bad_option("pipeline", "pp", pp_text, "a list of up to 16 stage counts 1 .. 64");
     if (nmb <= 0)
-        return bad_option("micro-batches", mb_text, "a list of up to 16 counts >= 1");
+        return bench_bad_option("pipeline", "micro-batches", mb_text, "a list of up to 16 counts >= 1");
     sim_t o = { .pp = pp, .mb = mb, .npp = npp, .nmb = nmb };
     for (int k = 0; k < 4; k++) {
         if (!times_text[k])
             continue;
-        o.ngiven[k] = parse_ms_list(times_text[k], k == 0, o.given_ms[k]);
+        o.ngiven[k] = bench_parse_ms_list(times_text[k], k == 0, o.given_ms[k]);
         if (o.ngiven[k] < 0)
-            return bad_option(times_name[k], times_text[k], k == 0 ? "milliseconds > 0, or a list of them, one per "
+            return bench_bad_option("pipeline", times_name[k], times_text[k], k == 0 ? "milliseconds > 0, or a list of them, one per "
                               "stage" : "milliseconds >= 0, or a list of them, one per stage");
         if (o.ngiven[k] > 1 && (npp != 1 || o.ngiven[k] != pp[0])) {
             fprintf(stderr, "erase-bench pipeline: --%s %s: %d values (expected one, or one per stage of a single "
@@ -550,7 +404,7 @@ int bench_pipeline(int argc, char **argv)
         return 2;
     }
     if (model && strcmp(model, "ctr") && strcmp(model, "gpt"))
-        return bad_option("model", model, "ctr or gpt");
+        return bench_bad_option("pipeline", "model", model, "ctr or gpt");
     batch = (int)batch_v;
     repeats = (int)repeats_v;
     o.steps = (long)steps;
@@ -558,7 +412,7 @@ int bench_pipeline(int argc, char **argv)
     o.latency_s = lat >= 0 ? lat * 1e-6 : -1;
     o.bandwidth_Bps = gbps > 0 ? gbps * 1e9 / 8 : -1;
     o.bytes = bytes;
-    block_times_t bt = { 0 }, local[MAX_LIST] = { { 0 } };
+    bench_block_times_t bt = { 0 }, local[MAX_LIST] = { { 0 } };
     if (measured) {
         erase_model_config_t cfg;
         if (model_file) {
@@ -587,14 +441,14 @@ int bench_pipeline(int argc, char **argv)
             printf("# --pp %s: the %s model has %d blocks: P > %d left out\n", pp_text, bt.model, blocks, blocks);
         o.npp = npp = fit;
         /* all[0] without cuts, all[1 + i] local's of P = pp[i], timed together */
-        block_times_t all[MAX_LIST + 1] = { { 0 } };
+        bench_block_times_t all[MAX_LIST + 1] = { { 0 } };
         uint32_t masks[MAX_LIST + 1] = { 0 };
         for (int i = 0; i <= npp; i++) {
             snprintf(all[i].model, sizeof all[i].model, "%s", bt.model);
             if (i > 0)
                 masks[i] = local_cuts(blocks, pp[i - 1]);
         }
-        if (measure(&cfg, masks, npp + 1, batch, repeats, all) != 0)
+        if (bench_measure_blocks("pipeline", &cfg, masks, npp + 1, batch, repeats, all) != 0)
             return 1;
         bt = all[0];
         for (int i = 0; i < npp; i++)
@@ -659,10 +513,7 @@ int bench_pipeline(int argc, char **argv)
            "activations only, stage s trains batch t in step t+s, its drain steps after the segment\n", o.steps);
     print_rows(&o);
     print_claim(&o);
-    free(bt.forward);
-    free(bt.backward);
-    free(bt.update);
-    free(bt.boundary_bytes);
+    bench_block_times_free(&bt);
     for (int i = 0; i < MAX_LIST; i++) {
         free(local[i].forward);
         free(local[i].backward);

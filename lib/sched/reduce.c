@@ -1,4 +1,5 @@
 #include "lib/sched/reduce.h"
+#include "lib/sched/sched.h"
 
 #include "lib/ops/ops.h"
 
@@ -131,6 +132,20 @@ erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s)
     ERASE_CHECK(erase_sparse_merge(s, r->ranks, sb->tables, r->capacity, sb->dim, 1.0f / (float)r->ranks,
                                    sb->all_counts, sb->all_rows, sb->all_values, out_counts, out_rows,
                                    out_values));
+    return ERASE_OK;
+}
+
+erase_status_t erase_sched_reduce_bytes(erase_network_t *net, int b, int capacity, double *dense, double *gathered,
+                                        int *gathers)
+{
+    int first, tables, dim;
+    size_t count;
+    erase_network_block_grads(net, b, &count);
+    ERASE_CHECK(sched_block_tables(net, b, &first, &tables, &dim));
+    double slots = (double)tables * capacity; /* sparse_block_t's buffers of one rank */
+    *dense = (double)count * sizeof(float);
+    *gathered = tables ? tables * sizeof(int) + slots * sizeof(uint32_t) + slots * dim * sizeof(float) : 0;
+    *gathers = tables ? 3 : 0;
     return ERASE_OK;
 }
 

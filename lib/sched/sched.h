@@ -115,6 +115,17 @@ size_t erase_sched_trace_collect(erase_sched_t *sched, erase_trace_record_t *out
 const char *erase_sched_stream_name(const erase_sched_t *sched, int k);
 int erase_sched_streams(const erase_sched_t *sched);
 
+/*
+ * What block b's data-parallel reduction moves on each rank (the cost
+ * model's inputs, lib/sched/scale.h): *dense bytes of dense gradients
+ * all-reduced, *gathered bytes of sparse embedding gradients all-gathered
+ * in *gathers collectives (counts, rows, values: fixed slots of
+ * `capacity` rows per table, the per-rank batch; 0 and 0 without
+ * tables). Errors: ERASE_ERR_INVALID (tables the reduction refuses).
+ */
+erase_status_t erase_sched_reduce_bytes(erase_network_t *net, int b, int capacity, double *dense, double *gathered,
+                                        int *gathers);
+
 /* Print the step plan (one op per line). */
 void erase_sched_print_plan(const erase_sched_t *sched, FILE *out);
 

@@ -13,6 +13,8 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
 APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 # erase-bench pipeline --simulate: exact tables from given times (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
+# erase-bench scale: the cost model's exact table from given times, its errors (issue 18)
+APPS_TEST_DRIVERS += tests/apps/test-bench-scale.sh
 # erase-train --pp: the measured bubble and busy times per stage (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
 TESTS += $(APPS_TEST_DRIVERS)

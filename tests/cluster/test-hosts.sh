@@ -22,9 +22,11 @@ tap $? "up 2 (twice: the same namespaces): h1 and h2 with their host names and a
 tap_report "$dir/up2.out"
 tap_report "$dir/h2.out"
 
-# 2. shaping: --rate alone is htb; --delay is netem, or refused where the
-# kernel has none; a later up without them removes it
-"$hosts" up 2 --rate 1gbit >/dev/null 2>"$dir/rate.err"
+# 2. shaping: --rate alone is htb (a second up changes the rate); --delay
+# is netem, or refused where the kernel has none; a later up without them
+# removes it
+"$hosts" up 2 --rate 100mbit >/dev/null 2>"$dir/rate.err"
+"$hosts" up 2 --rate 1gbit >/dev/null 2>>"$dir/rate.err"
 r1=$?
 tc -n "$p-h1" class show dev eth0 >"$dir/rate.out" 2>&1
 "$hosts" up 2 --delay 200us >/dev/null 2>"$dir/delay.err"
@@ -40,8 +42,8 @@ fi
 d=$?
 [ $r1 = 0 ] && grep -q '^class htb 1:1 root .*rate 1Gbit ' "$dir/rate.out" && [ $d = 0 ] &&
     ! grep -q -E 'htb|netem' "$dir/none.out"
-tap $? "up --rate 1gbit: htb on each host's link (status $r1); --delay 200us: netem or refused with the reason (status $r2); up alone: removed"
-cat "$dir/rate.out" "$dir/delay.err" "$dir/delay.out" | sed 's/^/# /'
+tap $? "up --rate 100mbit, then --rate 1gbit: htb at 1gbit on each host's link (status $r1); --delay 200us: netem or refused with the reason (status $r2); up alone: removed"
+cat "$dir/rate.err" "$dir/rate.out" "$dir/delay.err" "$dir/delay.out" | sed 's/^/# /'
 
 # 3. usage errors: status 2 and the reason
 "$hosts" up 0 >/dev/null 2>"$dir/usage.err"

@@ -42,6 +42,15 @@ tests_sched_test_pipe_schedule_CFLAGS = $(TEST_CFLAGS)
 tests_sched_test_pipe_schedule_LDADD = $(TEST_LIBS)
 endif
 
+# The cost model of data-parallel steps (lib/sched/scale.c, issue 18)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-scale
+TESTS += tests/sched/test-scale
+tests_sched_test_scale_SOURCES = tests/sched/test-scale.c
+tests_sched_test_scale_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_scale_LDADD = $(TEST_LIBS)
+endif
+
 # The stage executor under mpirun (issue 16): gradient equality with one
 # process, micro-batch splits, no deadlock, paci's drift; local (issue 17)
 # against the same cut model on one process, its lag and its messages
