@@ -3,12 +3,13 @@
 # as network and UTS namespaces, Open MPI launching across them without ssh
 # and talking TCP between them. erase-train ctr on the shipped Criteo sample
 # on 2 hosts x 2 ranks ends with parameters bitwise equal to 1 host x 4
-# ranks, and its start-up lines show 2 hosts with local ranks 0-1 on each.
+# ranks, and its start-up lines show 2 hosts with local ranks 0-1 on each;
+# so do mlp, gpt and a gpt pipeline (--pp 2 x dp 2).
 # Skipped where namespaces cannot be made (not root, no veth or bridge).
 # the hosts, the skips, the data (tests/cluster/cluster.sh)
 . "$(dirname "$0")/cluster.sh"
 cluster_up erase-t
-echo "1..9"
+echo "1..12"
 
 # 1. the hosts: names, addresses, nothing in the root namespace; idempotent
 ino=$(stat -L -c %i "/run/netns/$p-h1")
@@ -98,7 +99,47 @@ tests/ckpt/ckpt-tool compare "$dir/one/ckpt-10.h5" "$dir/two/ckpt-10.h5" >"$dir/
 tap $? "2 hosts x 2 ranks end bitwise equal to 1 host x 4 ranks (parameters, optimizer, cursor)"
 tap_report "$dir/compare.out"
 
-# 8-9. down: nothing of this prefix left; idempotent
+# 8-10. every model and a pipeline: 1 host x 4 ranks against 2 hosts x 2
+# ranks, the final checkpoints bitwise equal (mlp on MNIST, gpt on
+# tinyshakespeare data parallel, gpt --pp 2 x dp 2 with 1f1b: the ranks
+# mapped by node, h1 0 and 2, h2 1 and 3, so each stage group (consecutive
+# ranks) spans both hosts: activations and gradients cross them)
+setup_mnist "$dir/mlp.cfg"
+setup_gpt "$dir/gpt.cfg" 'tie_head = false;'
+# across MODEL DATA NAME ARGS...: both runs of ARGS, 8 steps, the check NAME
+# ($map: mpirun's mapping of the 2-host run)
+across() {
+    model=$1 data=$2 name=$3; shift 3
+    set -- --train "$data" --model "$dir/$model.cfg" --device cpu --quiet --steps 8 --checkpoint-every 8 "$@"
+    # shellcheck disable=SC2086 # $MPI_FLAGS are words
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 4 apps/erase-train "$@" --checkpoint-dir "$dir/$name-one" \
+        >"$dir/$name-one.out" 2>&1
+    r1=$?
+    # shellcheck disable=SC2086
+    MPIRUN=$MPIRUN timeout -k 5 120 "$hosts" mpirun $MPI_FLAGS --host h1:2,h2:2 $map apps/erase-train "$@" \
+        --checkpoint-dir "$dir/$name-two" >"$dir/$name-two.out" 2>&1
+    r2=$?
+    files=ckpt-8.h5
+    [ -e "$dir/$name-one/ckpt-8.h5.stage1" ] && files="$files ckpt-8.h5.stage1"
+    ok=1
+    for f in $files; do
+        tests/ckpt/ckpt-tool compare "$dir/$name-one/$f" "$dir/$name-two/$f" >>"$dir/$name.compare" 2>&1 || ok=0
+    done
+    [ $r1 = 0 ] && [ $r2 = 0 ] && [ $ok = 1 ]
+    tap $? "$name: 2 hosts x 2 ranks end bitwise equal to 1 host x 4 ranks ($files; status $r1, $r2)"
+    [ $r1 = 0 ] || tap_report "$dir/$name-one.out"
+    [ $r2 = 0 ] || tap_report "$dir/$name-two.out"
+    tap_report "$dir/$name.compare"
+}
+map=
+across mlp "$dir/mnist/train" mlp --batch 16 --optimizer adamw --lr 0.002
+across gpt "$dir/text/train" gpt --batch 4 --optimizer adamw --lr 0.003
+map="--map-by node"
+ERASE_VERBOSE=1 across gpt "$dir/text/train" gpt-pp2 --pp 2 --schedule 1f1b --global-batch 16 --micro-batches 2 --optimizer adamw \
+    --lr 0.003
+grep -E '^\[rank [0-9] h[12]\] erase: rank [0-9] of 4, ' "$dir/gpt-pp2-two.out" | sed 's/^/# /'
+
+# 11-12. down: nothing of this prefix left; idempotent
 "$hosts" down >"$dir/down.out" 2>&1
 r1=$?
 "$hosts" down >>"$dir/down.out" 2>&1
