@@ -48,6 +48,8 @@ lib_liberase_a_SOURCES += \
 
 # lib/nn: next-token sampling (erase-sample).
 lib_liberase_a_SOURCES += lib/nn/sampler.c lib/nn/sampler.h
+# sharded embeddings (issue 19): the placement of tables over ranks
+lib_liberase_a_SOURCES += lib/nn/sharding.c lib/nn/sharding.h
 lib_liberase_a_SOURCES += lib/nn/batch.c
 
 # lib/sched: step plans and the per-rank scheduler (early backward).
