@@ -57,7 +57,7 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/sparse_cpu.c \
 	lib/sched/sched.c lib/sched/sched.h \
 	lib/sched/plan.c lib/sched/plan.h \
-	lib/sched/reduce.c lib/sched/reduce.h \
+	lib/sched/reduce.c lib/sched/reduce.h lib/sched/embed_shard.c lib/sched/embed_shard.h \
 	lib/sched/trace.c lib/sched/trace.h
 # pipelines (issue 16): the stages' action lists and their replay; the stage executor
 lib_liberase_a_SOURCES += lib/sched/pipe_schedule.c lib/sched/pipe_schedule.h \

@@ -1,6 +1,7 @@
 #include "tests/sched/equivalence.h"
 
 #include "lib/nn/train_step.h"
+#include "lib/sched/embed_shard.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,10 +99,29 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
     return equivalence_train_clipped(dev, cfg, o, 0.0f, steps, rank, dp, n);
 }
 
+static float *train(erase_device_t *dev, const erase_model_config_t *cfg, const erase_sched_options_t *options,
+                    float grad_clip, const erase_shard_t *plan, int steps, int rank, int dp, size_t *n);
+
 float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
                                  const erase_sched_options_t *o, float grad_clip, int steps,
                                  int rank, int dp, size_t *n)
 {
+    return train(dev, cfg, o, grad_clip, NULL, steps, rank, dp, n);
+}
+
+float *equivalence_train_sharded(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, const erase_shard_t *plan, int steps,
+                                 int rank, int dp, size_t *n)
+{
+    return train(dev, cfg, o, 0.0f, plan, steps, rank, dp, n);
+}
+
+static float *train(erase_device_t *dev, const erase_model_config_t *cfg, const erase_sched_options_t *options,
+                    float grad_clip, const erase_shard_t *plan, int steps, int rank, int dp, size_t *n)
+{
+    erase_sched_options_t so = *options;
+    const erase_sched_options_t *o = &so;
+    erase_embed_shard_t *shard = NULL;
     int local = GLOBAL_BATCH / dp;
     erase_network_t *net;
     erase_optimizer_t *opt;
@@ -111,6 +131,10 @@ float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t
     ocfg.grad_clip = grad_clip;
     MUST(erase_network_create(dev, cfg, local, &net));
     MUST(erase_optimizer_create(net, &ocfg, &opt));
+    if (plan) {
+        MUST(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &shard));
+        so.shard = shard;
+    }
     MUST(erase_sched_create(net, opt, o, &sc));
     erase_batch_t global[POOL], mine[POOL], fixed;
     for (int k = 0; k < POOL; k++) {
@@ -133,6 +157,7 @@ float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t
     erase_network_copy_params(net, out);
     *n = total;
     erase_sched_destroy(sc);
+    erase_embed_shard_destroy(shard);
     for (int k = 0; k < POOL; k++)
         erase_batch_free_random(net, &global[k]);
     erase_batch_free_random(net, &fixed);

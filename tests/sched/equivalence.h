@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "lib/nn/sharding.h"
 #include "lib/sched/sched.h"
 
 /* A small ctr (six cuts), mlp (three blocks, all cut) or gpt (6 layers
@@ -22,6 +23,12 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
 /* The same with gradient-norm clipping at `grad_clip` (0: none). */
 float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
                                  const erase_sched_options_t *o, float grad_clip, int steps,
+                                 int rank, int dp, size_t *n);
+/* The same with ctr's tables sharded as plan[ERASE_CTR_FIELDS] says
+ * (lib/sched/embed_shard.h over erase_emb_comm(); NULL: replicated):
+ * tables this rank does not own keep their initial values. */
+float *equivalence_train_sharded(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, const erase_shard_t *plan, int steps,
                                  int rank, int dp, size_t *n);
 
 /*
