@@ -18,6 +18,7 @@
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
+#include "lib/sched/embed_shard.h"
 #include "lib/sched/sched.h"
 #include "lib/sched/trace.h"
 
@@ -44,6 +45,7 @@ typedef struct {
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sched;            /* data parallel (--schedule none), or */
+    erase_embed_shard_t *shard;      /* --embeddings table: the tables' owners and exchanges; else NULL */
     erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
@@ -223,6 +225,9 @@ static erase_status_t setup_model(run_t *r, int *usage)
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
+    if (!strcmp(o->embeddings, "table") && r->cfg.kind != ERASE_MODEL_CTR)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table: the %s model has no embedding tables to shard "
+                           "(ctr has); use --embeddings replicated", erase_model_config_name(&r->cfg));
     if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     if (train_options_pipeline(o))
@@ -427,6 +432,53 @@ static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
     return n / a + (n % a != 0);
 }
 
+/*
+ * --embeddings table: ctr's tables placed table-wise over the
+ * data-parallel ranks (lib/nn/sharding.h: greedy by bytes, a row's value
+ * and its optimizer state, rowwise Adagrad's one float), the exchanges
+ * set up (lib/sched/embed_shard.h), and the placement printed by rank 0:
+ * one line per rank with its tables and their bytes.
+ */
+static erase_status_t setup_shard(run_t *r)
+{
+    int np, first = -1, tables = 0;
+    erase_param_t *params = erase_network_params(r->net, &np);
+    for (int i = 0; i < np; i++)
+        if (params[i].kind == ERASE_PARAM_EMBEDDING && tables < ERASE_FIELDS_MAX && (first < 0 || i == first + tables)) {
+            first = first < 0 ? i : first;
+            tables++;
+        }
+    if (tables == 0) /* setup_model refused it */
+        return ERASE_ERROR(ERASE_ERR_STATE, "--embeddings table: no embedding tables");
+    int64_t rows[ERASE_FIELDS_MAX], dim = params[first].cols;
+    for (int t = 0; t < tables; t++)
+        rows[t] = params[first + t].rows;
+    int64_t row_bytes = 4 * dim + (strcmp(r->o->embedding_optimizer, "rowwise_adagrad") ? 0 : 4);
+    erase_shard_t plan[ERASE_FIELDS_MAX];
+    int D = r->w->dp_size;
+    TRY(erase_shard_plan(ERASE_SHARD_TABLE, tables, rows, NULL, row_bytes, D, 0, plan));
+    TRY(erase_embed_shard_create(r->net, erase_emb_comm(), plan, tables, &r->shard));
+    if (!r->root)
+        return ERASE_OK;
+    printf("embed  table-wise over %d rank%s (%d tables; all-to-all %lld bytes per step per rank)\n", D,
+           D == 1 ? "" : "s", tables, (long long)erase_embed_shard_bytes(r->shard));
+    for (int k = 0; k < D; k++) {
+        char list[4 * ERASE_FIELDS_MAX] = "";
+        int n = 0;
+        int64_t bytes = 0, owned = 0;
+        for (int t = 0; t < tables; t++)
+            if (plan[t].owner == k) {
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", n++ ? "," : "", t);
+                owned += rows[t];
+            }
+        bytes = owned * row_bytes;
+        printf("embed  rank %d: %d table%s (%s), %lld rows, %.1f MiB owned\n", k, n, n == 1 ? "" : "s", n ? list : "none",
+               (long long)owned, (double)bytes / (1 << 20));
+    }
+    fflush(stdout);
+    return ERASE_OK;
+}
+
 /* Data parallel: the early-backward scheduler. */
 static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
 {
@@ -439,6 +491,10 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.side_streams = (int)o->side_streams;
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
+    if (!strcmp(o->embeddings, "table")) {
+        TRY(setup_shard(r));
+        so.shard = r->shard;
+    }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
     return ERASE_OK;
 }
@@ -632,6 +688,11 @@ static erase_status_t evaluate(run_t *r)
             st = erase_pipe_predict(r->pipe, &r->batch, has_outputs(r) ? r->outputs : NULL);
         else if (b.size > 0 && st == ERASE_OK)
             st = erase_network_forward_predict(r->net, s, &r->batch);
+        else if (st == ERASE_OK && r->shard) { /* sharded tables: every rank takes part in every all-to-all */
+            erase_batch_t none = r->batch;
+            none.size = 0;
+            st = erase_network_forward_predict(r->net, s, &none);
+        }
         if (b.size > 0 && st == ERASE_OK && !r->pipe)
             st = read_outputs(r, (int)b.size);
         if (b.size > 0 && st == ERASE_OK && has_outputs(r))
@@ -1298,6 +1359,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     }
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
+    erase_embed_shard_destroy(r.shard);
     erase_pipe_destroy(r.pipe);
     train_batch_ring_destroy(r.behind);
     erase_optimizer_destroy(r.opt);

@@ -30,6 +30,9 @@ tests_sched_test_shard_mpi_LDADD = $(TEST_LIBS)
 endif
 TESTS += tests/sched/test-shard-np1.sh tests/sched/test-shard-np2.sh tests/sched/test-shard-np4.sh
 EXTRA_DIST += tests/sched/test-shard-np1.sh tests/sched/test-shard-np2.sh tests/sched/test-shard-np4.sh
+# erase-train --embeddings table: as replicated on 2 and 4 ranks, empty eval shares, the refusals
+TESTS += tests/sched/test-train-shard.sh
+EXTRA_DIST += tests/sched/test-train-shard.sh
 
 # On a GPU (SKIP without one): the schedules' equivalence on CUDA, and CUDA
 # against the CPU backend.
