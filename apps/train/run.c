@@ -441,18 +441,14 @@ static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
  */
 static erase_status_t setup_shard(run_t *r)
 {
-    int np, first = -1, tables = 0;
+    int np, tables = 0;
+    int64_t rows[ERASE_FIELDS_MAX], dim = 0;
     erase_param_t *params = erase_network_params(r->net, &np);
-    for (int i = 0; i < np; i++)
-        if (params[i].kind == ERASE_PARAM_EMBEDDING && tables < ERASE_FIELDS_MAX && (first < 0 || i == first + tables)) {
-            first = first < 0 ? i : first;
-            tables++;
+    for (int i = 0; i < np && tables < ERASE_FIELDS_MAX; i++) /* ctr's: consecutive (erase_embed_shard_create checks) */
+        if (params[i].kind == ERASE_PARAM_EMBEDDING) {
+            rows[tables++] = params[i].rows;
+            dim = params[i].cols;
         }
-    if (tables == 0) /* setup_model refused it */
-        return ERASE_ERROR(ERASE_ERR_STATE, "--embeddings table: no embedding tables");
-    int64_t rows[ERASE_FIELDS_MAX], dim = params[first].cols;
-    for (int t = 0; t < tables; t++)
-        rows[t] = params[first + t].rows;
     int64_t row_bytes = 4 * dim + (strcmp(r->o->embedding_optimizer, "rowwise_adagrad") ? 0 : 4);
     erase_shard_t plan[ERASE_FIELDS_MAX];
     int D = r->w->dp_size;
@@ -472,8 +468,8 @@ static erase_status_t setup_shard(run_t *r)
                 owned += rows[t];
             }
         bytes = owned * row_bytes;
-        printf("embed  rank %d: %d table%s (%s), %lld rows, %.1f MiB owned\n", k, n, n == 1 ? "" : "s", n ? list : "none",
-               (long long)owned, (double)bytes / (1 << 20));
+        printf("embed  rank %d: %d table%s (%s), %lld rows, %.1f MiB owned\n", k, n, n == 1 ? "" : "s",
+               n ? list : "none", (long long)owned, (double)bytes / (1 << 20));
     }
     fflush(stdout);
     return ERASE_OK;

@@ -230,3 +230,46 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *m
     }
     free(ref);
 }
+
+/* ---- under mpirun ---------------------------------------------------------- */
+
+erase_device_t *eq_dev;
+erase_world_t eq_world;
+erase_stream_t *eq_host;
+
+int64_t equivalence_sum_ranks(int64_t v)
+{
+    int64_t out;
+    assert_int_equal(erase_allreduce(erase_world_comm(), eq_host, &v, &out, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM),
+                     ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(eq_host), ERASE_OK);
+    return out;
+}
+
+static int mpi_setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &eq_dev) != ERASE_OK || erase_stream_create(eq_dev, &eq_host) != ERASE_OK)
+        return -1;
+    return 0;
+}
+
+static int mpi_teardown(void **state)
+{
+    erase_stream_destroy(eq_host);
+    erase_device_close(eq_dev);
+    return 0;
+}
+
+int equivalence_mpi_main(int *argc, char ***argv, const char *what, const struct CMUnitTest *tests, size_t n)
+{
+    erase_world_options_t wo = { .pp_size = 1 };
+    ERASE_MUST(erase_world_init(argc, argv, &wo, &eq_world));
+    if (eq_world.rank != 0 && !freopen("/dev/null", "w", stdout))
+        erase_fatal(__FILE__, __LINE__, "silence stdout", ERASE_ERR_IO);
+    char name[128];
+    snprintf(name, sizeof name, "%s on %d ranks", what, eq_world.size);
+    int failed = _cmocka_run_group_tests(name, tests, n, mpi_setup, mpi_teardown);
+    erase_world_finalize();
+    return failed;
+}

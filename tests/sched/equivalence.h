@@ -3,6 +3,7 @@
 #define ERASE_TESTS_SCHED_EQUIVALENCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/nn/sharding.h"
 #include "lib/sched/sched.h"
@@ -47,5 +48,20 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *c
 
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
+
+/* Under mpirun (pp 1): the world, a CPU device and a host stream for the
+ * tests' own collectives, set by equivalence_mpi_main. */
+extern erase_device_t *eq_dev;
+extern erase_world_t eq_world;
+extern erase_stream_t *eq_host;
+
+/* v summed over the world's ranks (cmocka assertions). */
+int64_t equivalence_sum_ranks(int64_t v);
+
+/* main of a test under mpirun: the world, then the cmocka group of n
+ * tests named "<what> on <N> ranks" (only rank 0 prints), then finalize;
+ * returns the failed tests' count. */
+struct CMUnitTest;
+int equivalence_mpi_main(int *argc, char ***argv, const char *what, const struct CMUnitTest *tests, size_t n);
 
 #endif

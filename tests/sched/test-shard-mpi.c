@@ -25,18 +25,6 @@
 
 #define STEPS 20
 
-static erase_device_t *dev;
-static erase_world_t world;
-static erase_stream_t *host; /* for host-side collectives of the test */
-
-static int64_t sum_ranks(int64_t v)
-{
-    int64_t out;
-    assert_int_equal(erase_allreduce(erase_world_comm(), host, &v, &out, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM), ERASE_OK);
-    assert_int_equal(erase_stream_synchronize(host), ERASE_OK);
-    return out;
-}
-
 /* ctr's table-wise placement over the world's ranks (by rows, one lookup each). */
 static void place(const erase_model_config_t *cfg, erase_shard_t *plan)
 {
@@ -44,7 +32,7 @@ static void place(const erase_model_config_t *cfg, erase_shard_t *plan)
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
         rows[f] = cfg->ctr.table_rows[f];
     assert_int_equal(erase_shard_plan(ERASE_SHARD_TABLE, ERASE_CTR_FIELDS, rows, NULL,
-                                      (int64_t)cfg->ctr.embedding_dim * 4, world.size, 0, plan), ERASE_OK);
+                                      (int64_t)cfg->ctr.embedding_dim * 4, eq_world.size, 0, plan), ERASE_OK);
 }
 
 /* Train replicated and table-wise under `o`; count the floats that differ
@@ -55,11 +43,11 @@ static void compare(const erase_model_config_t *cfg, const erase_sched_options_t
     erase_shard_t plan[ERASE_CTR_FIELDS];
     place(cfg, plan);
     size_t n_ref, n;
-    float *ref = equivalence_train(dev, cfg, o, STEPS, world.dp_rank, world.dp_size, &n_ref);
-    float *got = equivalence_train_sharded(dev, cfg, o, plan, STEPS, world.dp_rank, world.dp_size, &n);
+    float *ref = equivalence_train(eq_dev, cfg, o, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
+    float *got = equivalence_train_sharded(eq_dev, cfg, o, plan, STEPS, eq_world.dp_rank, eq_world.dp_size, &n);
     assert_int_equal(n, n_ref);
     erase_network_t *net;
-    assert_int_equal(erase_network_create(dev, cfg, 1, &net), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, cfg, 1, &net), ERASE_OK);
     int np;
     erase_param_t *params = erase_network_params(net, &np);
     size_t off = 0;
@@ -69,7 +57,7 @@ static void compare(const erase_model_config_t *cfg, const erase_sched_options_t
         int t = -1;
         if (params[i].kind == ERASE_PARAM_EMBEDDING)
             sscanf(params[i].name, "input/emb/%d", &t);
-        if (t < 0 || plan[t].owner == world.rank) {
+        if (t < 0 || plan[t].owner == eq_world.rank) {
             differ += (int64_t)equivalence_differ(ref + off, got + off, numel);
             compared += (int64_t)numel;
             tables += t >= 0 ? (int64_t)numel : 0;
@@ -84,11 +72,11 @@ static void compare(const erase_model_config_t *cfg, const erase_sched_options_t
     int64_t all_tables = 0;
     for (int t = 0; t < ERASE_CTR_FIELDS; t++)
         all_tables += (int64_t)cfg->ctr.table_rows[t] * cfg->ctr.embedding_dim;
-    differ = sum_ranks(differ);
-    compared = sum_ranks(compared);
-    tables = sum_ranks(tables);
+    differ = equivalence_sum_ranks(differ);
+    compared = equivalence_sum_ranks(compared);
+    tables = equivalence_sum_ranks(tables);
     print_message("%s on %d ranks, %-8s update %-5s: %lld of %lld floats differ from replicated "
-                  "(tables: %lld floats, each on its owner); %lld of %zu moved by training\n", what, world.size,
+                  "(tables: %lld floats, each on its owner); %lld of %zu moved by training\n", what, eq_world.size,
                   erase_early_backward_name(o->mode), o->update == ERASE_AT_EARLY ? "early" : "end",
                   (long long)differ, (long long)compared, (long long)tables, (long long)moved, n);
     assert_int_equal(differ, 0);
@@ -141,8 +129,8 @@ static void test_boundaries(void **state)
     place(&cfg, plan);
     enum { B = 8 };
     erase_network_t *rep, *sh;
-    assert_int_equal(erase_network_create(dev, &cfg, B, &rep), ERASE_OK);
-    assert_int_equal(erase_network_create(dev, &cfg, B, &sh), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, &cfg, B, &rep), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, &cfg, B, &sh), ERASE_OK);
     erase_embed_shard_t *es;
     assert_int_equal(erase_embed_shard_create(sh, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_OK);
     int np;
@@ -151,14 +139,14 @@ static void test_boundaries(void **state)
         int t = -1;
         if (params[i].kind == ERASE_PARAM_EMBEDDING)
             sscanf(params[i].name, "input/emb/%d", &t);
-        if (t >= 0 && plan[t].owner != world.rank) {
+        if (t >= 0 && plan[t].owner != eq_world.rank) {
             float *zero = calloc((size_t)params[i].rows * (size_t)params[i].cols, sizeof(float));
             assert_int_equal(erase_network_write_param(sh, &params[i], zero), ERASE_OK);
             free(zero);
         }
     }
     erase_batch_t batch;
-    assert_int_equal(erase_batch_random(rep, B, 7 + (uint64_t)world.rank, &batch), ERASE_OK);
+    assert_int_equal(erase_batch_random(rep, B, 7 + (uint64_t)eq_world.rank, &batch), ERASE_OK);
     uint32_t *ids = (uint32_t *)batch.sparse;
     for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
         uint32_t rows = cfg.ctr.table_rows[f];
@@ -167,9 +155,9 @@ static void test_boundaries(void **state)
         ids[2 * ERASE_CTR_FIELDS + f] = 0xFFFFFFFFu;
         ids[3 * ERASE_CTR_FIELDS + f] = rows - 1;
     }
-    batch.size = world.rank == 1 ? 0 : B;
+    batch.size = eq_world.rank == 1 ? 0 : B;
     erase_stream_t *s;
-    assert_int_equal(erase_stream_create(dev, &s), ERASE_OK);
+    assert_int_equal(erase_stream_create(eq_dev, &s), ERASE_OK);
     int w;
     float want[B], got[B];
     if (batch.size > 0) {
@@ -180,14 +168,14 @@ static void test_boundaries(void **state)
     assert_int_equal(erase_network_forward_predict(sh, s, &batch), ERASE_OK);
     assert_int_equal(erase_stream_synchronize(s), ERASE_OK);
     memcpy(got, erase_network_head_output(sh, erase_network_blocks(sh) - 1, &w), sizeof got);
-    int64_t differ = sum_ranks((int64_t)equivalence_differ(want, got, (size_t)batch.size));
-    int64_t samples = sum_ranks(batch.size);
+    int64_t differ = equivalence_sum_ranks((int64_t)equivalence_differ(want, got, (size_t)batch.size));
+    int64_t samples = equivalence_sum_ranks(batch.size);
     int64_t bytes = erase_embed_shard_bytes(es);
     print_message("boundary ids (0, rows-2, missing, rows-1) on %d ranks, rank 1's batch empty: %lld of %lld "
-                  "predictions differ from replicated; %lld bytes sent per step per rank\n", world.size,
+                  "predictions differ from replicated; %lld bytes sent per step per rank\n", eq_world.size,
                   (long long)differ, (long long)samples, (long long)bytes);
     assert_int_equal(differ, 0);
-    assert_int_equal(samples, (int64_t)B * (world.size > 1 ? world.size - 1 : 1));
+    assert_int_equal(samples, (int64_t)B * (eq_world.size > 1 ? eq_world.size - 1 : 1));
     erase_stream_destroy(s);
     erase_batch_free_random(rep, &batch);
     erase_embed_shard_destroy(es);
@@ -203,19 +191,19 @@ static void test_errors(void **state)
     place(&cfg, plan);
     erase_network_t *net;
     erase_embed_shard_t *es = NULL;
-    assert_int_equal(erase_network_create(dev, &cfg, 4, &net), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, &cfg, 4, &net), ERASE_OK);
     plan[3].kind = ERASE_SHARD_ROW;
     plan[3].owner = -1;
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_ERR_INVALID);
     char want[160];
     snprintf(want, sizeof want, "sharded embeddings: table 3's placement is row on rank -1 of %d; "
-             "expected table-wise on one of %d ranks", world.size, world.size);
+             "expected table-wise on one of %d ranks", eq_world.size, eq_world.size);
     assert_string_equal(erase_error_reason(), want);
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, 5, &es), ERASE_ERR_INVALID);
     assert_string_equal(erase_error_reason(), "sharded embeddings: a placement of 5 tables for a model of 26");
     erase_network_destroy(net);
     erase_model_config_t mlp = equivalence_model(ERASE_MODEL_MLP);
-    assert_int_equal(erase_network_create(dev, &mlp, 4, &net), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, &mlp, 4, &net), ERASE_OK);
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_ERR_INVALID);
     assert_string_equal(erase_error_reason(), "sharded embeddings: the model (mlp) has no embedding tables");
     erase_embedding_provider_t p = { 0 };
@@ -225,35 +213,12 @@ static void test_errors(void **state)
     assert_null(es);
 }
 
-static int setup(void **state)
-{
-    erase_device_options_t o = erase_device_options_default();
-    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &host) != ERASE_OK)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    erase_stream_destroy(host);
-    erase_device_close(dev);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    erase_world_options_t wo = { .pp_size = 1 };
-    ERASE_MUST(erase_world_init(&argc, &argv, &wo, &world));
-    if (world.rank != 0 && !freopen("/dev/null", "w", stdout))
-        erase_fatal(__FILE__, __LINE__, "silence stdout", ERASE_ERR_IO);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equal_to_replicated),
         cmocka_unit_test(test_boundaries),
         cmocka_unit_test(test_errors),
     };
-    char name[64];
-    snprintf(name, sizeof name, "table-wise sharded embeddings on %d ranks", world.size);
-    int failed = cmocka_run_group_tests_name(name, tests, setup, teardown);
-    erase_world_finalize();
-    return failed;
+    return equivalence_mpi_main(&argc, &argv, "table-wise sharded embeddings", tests, sizeof tests / sizeof tests[0]);
 }
