@@ -85,7 +85,7 @@ static const opt_def_t defs[] = {
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
     { "embeddings", S(embeddings), "replicated", "embedding tables: replicated (every rank holds every table) | "
       "table (each table on one rank, placed by bytes; ids and vectors cross ranks by all-to-all; not with --pp, "
-      "--checkpoint-dir or --resume yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
+      "--checkpoint-dir, --resume or --device cuda yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
@@ -399,6 +399,9 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->embeddings, "table") && pipeline)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with --schedule %s: sharded tables with pipelines "
                            "are not built yet; drop --pp and --schedule, or use --embeddings replicated", schedule);
+    if (!strcmp(o->embeddings, "table") && !strcmp(o->device, "cuda"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with --device cuda: the tables' all-to-alls over "
+                           "NCCL are not built yet; use --device cpu or --embeddings replicated");
     if (!strcmp(o->embeddings, "table") && (o->checkpoint_dir[0] || o->resume[0]))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with %s: sharded tables are not written to "
                            "checkpoints yet; use --embeddings replicated",
