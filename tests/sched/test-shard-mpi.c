@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "lib/nn/train_step.h"
 #include "lib/sched/embed_shard.h"
+#include "lib/sched/reduce.h"
 #include "tests/sched/equivalence.h"
 
 #define STEPS 20
@@ -183,6 +185,70 @@ static void test_boundaries(void **state)
     erase_network_destroy(rep);
 }
 
+/*
+ * A non-finite row gradient that only the table's owner sees after the
+ * exchange (the last rank's, of a table rank 0 owns; every other
+ * gradient 0) stops the step on every rank alike: each rank's optimizer
+ * clock names block 0 (input).
+ */
+static void test_nonfinite_shared(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    erase_shard_t plan[ERASE_CTR_FIELDS];
+    place(&cfg, plan);
+    int t = 0;
+    while (plan[t].owner != 0)
+        t++;
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_embed_shard_t *es;
+    sched_reduce_t *r = NULL;
+    erase_stream_t *s;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    assert_int_equal(erase_network_create(eq_dev, &cfg, 4, &net), ERASE_OK);
+    assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
+    assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_OK);
+    if (eq_world.size > 1) {
+        assert_int_equal(sched_reduce_create(net, erase_dp_comm(), 4, &r), ERASE_OK);
+        sched_reduce_set_shard(r, es);
+    }
+    assert_int_equal(erase_stream_create(eq_dev, &s), ERASE_OK);
+    size_t count;
+    float *grads = erase_network_block_grads(net, 0, &count);
+    assert_int_equal(erase_memset_sync(eq_dev, grads, 0, count * sizeof(float)), ERASE_OK);
+    int np;
+    erase_param_t *params = erase_network_params(net, &np);
+    erase_param_t *table = NULL;
+    for (int i = 0; i < np; i++)
+        if (params[i].kind == ERASE_PARAM_EMBEDDING) {
+            int zero = 0;
+            assert_int_equal(erase_memcpy_sync(eq_dev, params[i].grad_count, &zero, sizeof zero), ERASE_OK);
+            table = table ? table : &params[i + t];
+        }
+    if (eq_world.rank == eq_world.size - 1) {
+        int one = 1;
+        uint32_t row = 5;
+        float inf[4] = { INFINITY, 0, 0, 0 };
+        assert_int_equal(erase_memcpy_sync(eq_dev, table->grad_count, &one, sizeof one), ERASE_OK);
+        assert_int_equal(erase_memcpy_sync(eq_dev, table->grad_rows, &row, sizeof row), ERASE_OK);
+        assert_int_equal(erase_memcpy_sync(eq_dev, table->grad_values, inf, sizeof inf), ERASE_OK);
+    }
+    assert_int_equal(erase_optimizer_begin_step(opt, s), ERASE_OK);
+    assert_int_equal(sched_reduce_and_check(r, net, opt, 0, s), ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(s), ERASE_OK);
+    erase_optim_clock_t clock;
+    assert_int_equal(erase_optimizer_read_clock(opt, &clock), ERASE_OK);
+    int64_t found = equivalence_sum_ranks(clock.nonfinite == 1);
+    print_message("an infinite row gradient of table %d (owner rank 0) from rank %d: %lld of %d ranks stop the "
+                  "step at block input\n", t, eq_world.size - 1, (long long)found, eq_world.size);
+    assert_int_equal(found, eq_world.size);
+    erase_stream_destroy(s);
+    sched_reduce_destroy(r);
+    erase_embed_shard_destroy(es);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+}
+
 /* The errors' text. */
 static void test_errors(void **state)
 {
@@ -218,6 +284,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equal_to_replicated),
         cmocka_unit_test(test_boundaries),
+        cmocka_unit_test(test_nonfinite_shared),
         cmocka_unit_test(test_errors),
     };
     return equivalence_mpi_main(&argc, &argv, "table-wise sharded embeddings", tests, sizeof tests / sizeof tests[0]);
