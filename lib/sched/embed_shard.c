@@ -28,10 +28,8 @@ struct erase_embed_shard {
     int owned[ERASE_FIELDS_MAX];        /* this rank's tables in slot order */
     int nowned;
     uint32_t rows[ERASE_FIELDS_MAX];    /* table t's rows (erase_embedding_forward's rows[t]) */
-    uint32_t gather_rows[ERASE_FIELDS_MAX]; /* B + 1 each: the gather's ids r map to row r */
     uint32_t *ids_send, *ids_recv;      /* [D][Tmax][B] */
     float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
-    uint32_t *sample;                   /* [B][tables]: sample r's row r in every "table" */
     int *cnt_send, *cnt_recv;           /* [D][Tmax] */
     uint32_t *grow_send, *grow_recv;    /* [D][Tmax][B] */
     float *gval_send, *gval_recv;       /* [D][Tmax][B][dim] */
@@ -78,7 +76,6 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
             return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %s has %lld rows, its "
                                "placement %lld", p->name, (long long)p->rows, (long long)plan[t].rows);
         es->rows[t] = (uint32_t)p->rows;
-        es->gather_rows[t] = (uint32_t)es->cap + 1;
     }
     int64_t B = es->cap, vec;
     if (!erase_mul_i64(B, es->dim, &vec))
@@ -102,21 +99,7 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: padding rows overflow");
     ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)es->ranks * (size_t)B, (void **)&es->pad_rows));
     ERASE_CHECK(erase_malloc(es->dev, pad, (void **)&es->pad_values));
-    /* the gather's ids: sample r reads row r of every slot */
-    size_t sample_bytes;
-    if (!erase_bytes(sizeof(uint32_t), B, es->tables, &sample_bytes))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %lld x %d ids overflow", (long long)B, es->tables);
-    uint32_t *host = malloc(sample_bytes);
-    if (!host)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "sharded embeddings: no memory");
-    for (int64_t r = 0; r < B; r++)
-        for (int t = 0; t < es->tables; t++)
-            host[r * es->tables + t] = (uint32_t)r;
-    erase_status_t st = erase_malloc(es->dev, sample_bytes, (void **)&es->sample);
-    if (st == ERASE_OK)
-        st = erase_memcpy_sync(es->dev, es->sample, host, sample_bytes);
-    free(host);
-    return st;
+    return ERASE_OK;
 }
 
 erase_status_t erase_embed_shard_create(erase_network_t *net, erase_comm_t *emb, const erase_shard_t *plan,
@@ -165,7 +148,7 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es)
         return;
     if (es->block >= 0)
         erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
-    void *bufs[] = { es->ids_send, es->ids_recv, es->vec_send, es->vec_recv, es->sample, es->cnt_send,
+    void *bufs[] = { es->ids_send, es->ids_recv, es->vec_send, es->vec_recv, es->cnt_send,
                      es->cnt_recv, es->grow_send, es->grow_recv, es->gval_send, es->gval_recv,
                      es->pad_counts, es->pad_rows, es->pad_values };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -191,36 +174,14 @@ static size_t at(const erase_embed_shard_t *es, int r, int k, size_t per)
 }
 
 /* ids [n, tables] -> ids_send: table t's column into its owner's slot, the
- * rest of every slot the missing value. The column split is
- * erase_concat_backward's row copies (bitwise, on 32-bit words as on
- * floats), at most ERASE_CONCAT_MAX pieces a call: the columns before and
- * after a call's own go to NULL (skipped). */
+ * rest of every slot the missing value. */
 static erase_status_t split_ids(erase_embed_shard_t *es, erase_stream_t *s, int n, const uint32_t *ids)
 {
-    size_t B = (size_t)es->cap;
-    ERASE_CHECK(erase_memset_async(s, es->ids_send, MISSING_BYTE,
-                                   sizeof(uint32_t) * (size_t)es->ranks * (size_t)es->tmax * B));
-    if (n == 0)
-        return ERASE_OK;
-    const int own = ERASE_CONCAT_MAX - 2;
-    for (int t0 = 0; t0 < es->tables; t0 += own) {
-        int widths[ERASE_CONCAT_MAX], k = 0;
-        float *dxs[ERASE_CONCAT_MAX];
-        int t1 = t0 + own < es->tables ? t0 + own : es->tables;
-        if (t0 > 0) {
-            widths[k] = t0;
-            dxs[k++] = NULL;
-        }
-        for (int t = t0; t < t1; t++) {
-            widths[k] = 1;
-            dxs[k++] = (float *)(es->ids_send + at(es, es->owner[t], es->slot[t], B));
-        }
-        if (t1 < es->tables) {
-            widths[k] = es->tables - t1;
-            dxs[k++] = NULL;
-        }
-        ERASE_CHECK(erase_concat_backward(s, n, k, widths, (const float *)ids, dxs));
-    }
+    size_t B = (size_t)es->cap, w = sizeof(uint32_t);
+    ERASE_CHECK(erase_memset_async(s, es->ids_send, MISSING_BYTE, w * (size_t)es->ranks * (size_t)es->tmax * B));
+    for (int t = 0; t < es->tables; t++)
+        ERASE_CHECK(erase_memcpy2d_async(s, es->ids_send + at(es, es->owner[t], es->slot[t], B), w, ids + t,
+                                         w * (size_t)es->tables, w, (size_t)n));
     return ERASE_OK;
 }
 
@@ -243,14 +204,13 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
                                                 &table, es->vec_send + at(es, r, k, vec)));
         }
     ERASE_CHECK(erase_alltoall(es->emb, s, es->vec_send, es->vec_recv, slots * vec, ERASE_DTYPE_F32));
-    if (n == 0)
-        return ERASE_OK;
-    /* emb[r, t] = row r of table t's slot: a lookup of the slots as tables
-     * of B + 1 rows by the ids r (< B, so h mod B = r) */
-    const float *from[ERASE_FIELDS_MAX];
+    /* emb[r, t] = row r of table t's slot */
+    size_t row = sizeof(float) * (size_t)es->dim;
     for (int t = 0; t < es->tables; t++)
-        from[t] = es->vec_recv + at(es, es->owner[t], es->slot[t], vec);
-    return erase_embedding_forward(s, n, es->tables, es->dim, es->gather_rows, es->sample, from, emb);
+        ERASE_CHECK(erase_memcpy2d_async(s, emb + (size_t)t * (size_t)es->dim, row * (size_t)es->tables,
+                                         es->vec_recv + at(es, es->owner[t], es->slot[t], vec), row, row,
+                                         (size_t)n));
+    return ERASE_OK;
 }
 
 erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *dp, erase_stream_t *s)
