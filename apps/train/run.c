@@ -12,13 +12,13 @@
 
 #include "apps/train/checkpoint.h"
 #include "apps/train/batch_ring.h"
+#include "apps/train/embeddings.h"
 #include "apps/train/pipeline.h"
 #include "apps/train/task.h"
 #include "io/checkpoint.h"
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
-#include "lib/sched/embed_shard.h"
 #include "lib/sched/sched.h"
 #include "lib/sched/trace.h"
 
@@ -432,49 +432,6 @@ static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
     return n / a + (n % a != 0);
 }
 
-/*
- * --embeddings table: ctr's tables placed table-wise over the
- * data-parallel ranks (lib/nn/sharding.h: greedy by bytes, a row's value
- * and its optimizer state, rowwise Adagrad's one float), the exchanges
- * set up (lib/sched/embed_shard.h), and the placement printed by rank 0:
- * one line per rank with its tables and their bytes.
- */
-static erase_status_t setup_shard(run_t *r)
-{
-    int np, tables = 0;
-    int64_t rows[ERASE_FIELDS_MAX], dim = 0;
-    erase_param_t *params = erase_network_params(r->net, &np);
-    for (int i = 0; i < np && tables < ERASE_FIELDS_MAX; i++) /* ctr's: consecutive (erase_embed_shard_create checks) */
-        if (params[i].kind == ERASE_PARAM_EMBEDDING) {
-            rows[tables++] = params[i].rows;
-            dim = params[i].cols;
-        }
-    int64_t row_bytes = 4 * dim + (strcmp(r->o->embedding_optimizer, "rowwise_adagrad") ? 0 : 4);
-    erase_shard_t plan[ERASE_FIELDS_MAX];
-    int D = r->w->dp_size;
-    TRY(erase_shard_plan(ERASE_SHARD_TABLE, tables, rows, NULL, row_bytes, D, 0, plan));
-    TRY(erase_embed_shard_create(r->net, erase_emb_comm(), plan, tables, &r->shard));
-    if (!r->root)
-        return ERASE_OK;
-    printf("embed  table-wise over %d rank%s (%d tables; all-to-all %lld bytes per step per rank)\n", D,
-           D == 1 ? "" : "s", tables, (long long)erase_embed_shard_bytes(r->shard));
-    for (int k = 0; k < D; k++) {
-        char list[4 * ERASE_FIELDS_MAX] = "";
-        int n = 0;
-        int64_t bytes = 0, owned = 0;
-        for (int t = 0; t < tables; t++)
-            if (plan[t].owner == k) {
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", n++ ? "," : "", t);
-                owned += rows[t];
-            }
-        bytes = owned * row_bytes;
-        printf("embed  rank %d: %d table%s (%s), %lld rows, %.1f MiB owned\n", k, n, n == 1 ? "" : "s",
-               n ? list : "none", (long long)owned, (double)bytes / (1 << 20));
-    }
-    fflush(stdout);
-    return ERASE_OK;
-}
-
 /* Data parallel: the early-backward scheduler. */
 static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
 {
@@ -488,7 +445,7 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
     if (!strcmp(o->embeddings, "table")) {
-        TRY(setup_shard(r));
+        TRY(train_embeddings_shard(r->net, erase_emb_comm(), o->embedding_optimizer, r->root, &r->shard));
         so.shard = r->shard;
     }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));

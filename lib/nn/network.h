@@ -169,10 +169,10 @@ double erase_network_flops_per_sample(const erase_network_t *net);
  * table-wise all-to-all of lib/sched/embed_shard.h): lib/nn never calls
  * lib/comm. The backward is unchanged: the block's backward writes each
  * table's local sparse gradient (erase_embedding_backward), and the
- * scheduler's reduction sends it to the table's owner. The provider must
- * be called on every rank of its group in the same order: a network with
- * one runs erase_network_forward_predict in pieces whose number depends
- * on max_batch alone (see there). Returns ERASE_OK or its error.
+ * scheduler's reduction sends it to the table's owner. The provider's
+ * collectives need every rank of its group in the same order: a rank with
+ * no samples of a batch calls erase_network_forward_predict with 0 (see
+ * there). Returns ERASE_OK or its error.
  */
 typedef struct {
     erase_status_t (*forward)(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb);
