@@ -48,6 +48,8 @@ lib_liberase_a_SOURCES += \
 
 # lib/nn: next-token sampling (erase-sample).
 lib_liberase_a_SOURCES += lib/nn/sampler.c lib/nn/sampler.h
+# sharded embeddings (issue 19): the placement of tables over ranks
+lib_liberase_a_SOURCES += lib/nn/sharding.c lib/nn/sharding.h
 lib_liberase_a_SOURCES += lib/nn/batch.c
 
 # lib/sched: step plans and the per-rank scheduler (early backward).
@@ -55,7 +57,7 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cpu/sparse_cpu.c \
 	lib/sched/sched.c lib/sched/sched.h \
 	lib/sched/plan.c lib/sched/plan.h \
-	lib/sched/reduce.c lib/sched/reduce.h \
+	lib/sched/reduce.c lib/sched/reduce.h lib/sched/embed_shard.c lib/sched/embed_shard.h \
 	lib/sched/trace.c lib/sched/trace.h \
 	lib/sched/scale.c lib/sched/scale.h
 # pipelines (issue 16): the stages' action lists and their replay; the stage executor

@@ -45,6 +45,7 @@ typedef struct {
     double weight_decay;
     double grad_clip;           /* max norm of each sub-graph's dense gradient; 0: off */
     char embedding_optimizer[24]; /* rowwise_adagrad | sgd */
+    char embeddings[16];        /* replicated | table (row | auto: refused, not built yet) */
     double embedding_lr;
     int64_t warmup_steps;
     char lr_decay[16];          /* constant | cosine */

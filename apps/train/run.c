@@ -12,6 +12,7 @@
 
 #include "apps/train/checkpoint.h"
 #include "apps/train/batch_ring.h"
+#include "apps/train/embeddings.h"
 #include "apps/train/pipeline.h"
 #include "apps/train/task.h"
 #include "io/checkpoint.h"
@@ -44,6 +45,7 @@ typedef struct {
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sched;            /* data parallel (--schedule none), or */
+    erase_embed_shard_t *shard;      /* --embeddings table: the tables' owners and exchanges; else NULL */
     erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
@@ -223,6 +225,9 @@ static erase_status_t setup_model(run_t *r, int *usage)
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
+    if (!strcmp(o->embeddings, "table") && r->cfg.kind != ERASE_MODEL_CTR)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table: the %s model has no embedding tables to shard "
+                           "(ctr has); use --embeddings replicated", erase_model_config_name(&r->cfg));
     if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     if (train_options_pipeline(o))
@@ -439,6 +444,10 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.side_streams = (int)o->side_streams;
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
+    if (!strcmp(o->embeddings, "table")) {
+        TRY(train_embeddings_shard(r->net, erase_emb_comm(), o->embedding_optimizer, r->root, &r->shard));
+        so.shard = r->shard;
+    }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
     return ERASE_OK;
 }
@@ -632,6 +641,11 @@ static erase_status_t evaluate(run_t *r)
             st = erase_pipe_predict(r->pipe, &r->batch, has_outputs(r) ? r->outputs : NULL);
         else if (b.size > 0 && st == ERASE_OK)
             st = erase_network_forward_predict(r->net, s, &r->batch);
+        else if (st == ERASE_OK && r->shard) { /* sharded tables: every rank takes part in every all-to-all */
+            erase_batch_t none = r->batch;
+            none.size = 0;
+            st = erase_network_forward_predict(r->net, s, &none);
+        }
         if (b.size > 0 && st == ERASE_OK && !r->pipe)
             st = read_outputs(r, (int)b.size);
         if (b.size > 0 && st == ERASE_OK && has_outputs(r))
@@ -1298,6 +1312,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     }
     train_ckpt_destroy(r.ckpt);
     erase_sched_destroy(r.sched);
+    erase_embed_shard_destroy(r.shard);
     erase_pipe_destroy(r.pipe);
     train_batch_ring_destroy(r.behind);
     erase_optimizer_destroy(r.opt);

@@ -129,6 +129,12 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
 erase_comm_t *erase_world_comm(void);
 erase_comm_t *erase_dp_comm(void);
 erase_comm_t *erase_pp_comm(void);
+/* The data-parallel group again, as a communicator of its own: the
+ * sharded embeddings' forward all-to-alls (lib/sched/embed_shard.h) run
+ * on the main stream while the dp group's gradient collectives run on the
+ * comm stream; one communicator's collectives must run in one order on
+ * every rank, two communicators' never mix. */
+erase_comm_t *erase_emb_comm(void);
 
 /* Stop the watchdog, free the communicators and finalize MPI (if
  * erase_world_init started it), after every stream using a communicator is

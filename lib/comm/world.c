@@ -29,7 +29,7 @@ static struct {
     int initialized;  /* erase_world_init got past MPI start-up */
     int mpi_owned;    /* erase_world_init called MPI_Init_thread */
     int verbose;
-    erase_comm_t *world, *dp, *pp;
+    erase_comm_t *world, *dp, *pp, *emb;
 } g;
 
 static const comm_device_ops_t *device_ops; /* atomic: see comm_device_ops */
@@ -114,6 +114,8 @@ static erase_status_t make_groups(erase_world_t *w)
     COMM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->pp_rank, w->dp_rank, &split),
                    "MPI_Comm_split (data-parallel group)");
     erase_status_t st = comm_create("dp", split, &g.dp);
+    if (st == ERASE_OK)
+        st = comm_create("emb", split, &g.emb); /* the dp group again: erase_emb_comm */
     MPI_Comm_free(&split);
     ERASE_CHECK(st);
     COMM_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->dp_rank, w->pp_rank, &split),
@@ -212,8 +214,8 @@ erase_status_t erase_world_init(int *argc, char ***argv, const erase_world_optio
                 world->size == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s", world->dp_size, world->pp_size, mpi,
                 thread_level_name(provided), watchdog, comm_check_enabled ? "on" : "off");
 
-    erase_comm_t *comms[3] = { g.world, g.dp, g.pp };
-    ERASE_CHECK(comm_watchdog_start(comms, 3, watchdog));
+    erase_comm_t *comms[4] = { g.world, g.dp, g.pp, g.emb };
+    ERASE_CHECK(comm_watchdog_start(comms, 4, watchdog));
     return ERASE_OK;
 }
 
@@ -239,6 +241,11 @@ erase_comm_t *erase_dp_comm(void)
 erase_comm_t *erase_pp_comm(void)
 {
     return g.pp;
+}
+
+erase_comm_t *erase_emb_comm(void)
+{
+    return g.emb;
 }
 
 erase_status_t erase_world_agree(int failed, int *all, int *any)
@@ -267,6 +274,7 @@ void erase_world_finalize(void)
         ops->finalize();
     comm_device_ops_set(NULL);
     comm_destroy(g.pp);
+    comm_destroy(g.emb);
     comm_destroy(g.dp);
     comm_destroy(g.world);
     erase_fatal_set_hook(NULL, comm_world_rank); /* MPI_Abort is not allowed after finalize */

@@ -52,6 +52,9 @@ struct erase_backend {
     void (*free)(erase_device_t *dev, void *ptr);
     erase_status_t (*memcpy_async)(erase_stream_t *s, void *dst, const void *src, size_t bytes);
     erase_status_t (*memset_async)(erase_stream_t *s, void *dst, int value, size_t bytes);
+    /* width, rows > 0; pitches >= width (checked by device.c) */
+    erase_status_t (*memcpy2d_async)(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t rows);
     int host_accessible;
     erase_status_t (*memcpy_sync)(erase_device_t *dev, void *dst, const void *src, size_t bytes);
     erase_status_t (*memset_sync)(erase_device_t *dev, void *dst, int value, size_t bytes);

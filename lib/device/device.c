@@ -3,6 +3,7 @@
 
 #include "lib/device/backend.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,21 @@ erase_status_t erase_memcpy_async(erase_stream_t *s, void *dst, const void *src,
     REQUIRE(s != NULL, "erase_memcpy_async: NULL stream");
     REQUIRE(bytes == 0 || (dst && src), "erase_memcpy_async: NULL pointer for %zu bytes", bytes);
     ERASE_CHECK(BACKEND(s)->memcpy_async(s, dst, src, bytes));
+    return ERASE_OK;
+}
+
+erase_status_t erase_memcpy2d_async(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                    size_t width, size_t rows)
+{
+    REQUIRE(s != NULL, "erase_memcpy2d_async: NULL stream");
+    REQUIRE(dpitch >= width && spitch >= width,
+            "erase_memcpy2d_async: rows of %zu bytes with pitches %zu (dst) and %zu (src)", width, dpitch, spitch);
+    REQUIRE(rows <= 1 || (dpitch <= (SIZE_MAX - width) / (rows - 1) && spitch <= (SIZE_MAX - width) / (rows - 1)),
+            "erase_memcpy2d_async: %zu rows of pitch %zu / %zu overflow", rows, dpitch, spitch);
+    if (width == 0 || rows == 0)
+        return ERASE_OK;
+    REQUIRE(dst && src, "erase_memcpy2d_async: NULL pointer for %zu rows of %zu bytes", rows, width);
+    ERASE_CHECK(BACKEND(s)->memcpy2d_async(s, dst, dpitch, src, spitch, width, rows));
     return ERASE_OK;
 }
 

@@ -125,6 +125,17 @@ void erase_free(erase_device_t *dev, void *ptr);
  * erase_host_alloc lets the copy overlap compute). */
 erase_status_t erase_memcpy_async(erase_stream_t *stream, void *dst, const void *src, size_t bytes);
 erase_status_t erase_memset_async(erase_stream_t *stream, void *dst, int value, size_t bytes);
+/*
+ * Enqueue a strided copy of `rows` rows of `width` bytes: row i from
+ * src + i x spitch to dst + i x dpitch (pitches in bytes, >= width; the
+ * regions must not overlap), as cudaMemcpy2DAsync defines it (CUDA: that
+ * call, cudaMemcpyDefault). A column of a row-major matrix into a vector
+ * and back: width = the column's bytes, one pitch the matrix row's, the
+ * other the width. Errors: ERASE_ERR_INVALID (a pitch < width, NULL with
+ * bytes to copy, a size that overflows), the backend's.
+ */
+erase_status_t erase_memcpy2d_async(erase_stream_t *stream, void *dst, size_t dpitch, const void *src,
+                                    size_t spitch, size_t width, size_t rows);
 
 /*
  * Whether host code may read and write this device's memory directly (1 on

@@ -147,6 +147,7 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     net->cfg = *cfg;
     net->max_batch = max_batch;
     net->shares = shares;
+    net->emb_block = -1;
     net->impl = cfg->kind == ERASE_MODEL_GPT ? &erase_model_gpt : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {
@@ -266,6 +267,27 @@ size_t erase_network_copy_params(erase_network_t *net, float *out)
     return total;
 }
 
+erase_status_t erase_network_set_embedding_provider(erase_network_t *net, int b, const erase_embedding_provider_t *p,
+                                                    void *ctx)
+{
+    if (net->shares)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: a replica keeps its own embedding lookups");
+    if (b < 0 || b >= net->nblocks)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: block %d of %d for an embedding provider", b, net->nblocks);
+    int tables = 0;
+    for (int i = net->blocks[b].first_param; i < net->blocks[b].first_param + net->blocks[b].nparams; i++)
+        tables += net->params[i].kind == ERASE_PARAM_EMBEDDING;
+    if (tables == 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: block %s has no embedding lookup to provide",
+                           net->blocks[b].name);
+    if (p && !p->forward)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: an embedding provider without forward");
+    net->emb_block = p ? b : -1;
+    net->emb_provider = p ? *p : (erase_embedding_provider_t){ 0 };
+    net->emb_ctx = p ? ctx : NULL;
+    return ERASE_OK;
+}
+
 erase_param_t *erase_network_param(erase_network_t *net, const char *name)
 {
     for (int i = 0; i < net->nparams; i++)
@@ -365,6 +387,8 @@ double erase_network_flops_per_sample(const erase_network_t *net)
 
 erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
 {
+    if (batch->size == 0 && net->emb_block >= 0) /* the provider's collectives, with nothing to look up */
+        return net->emb_provider.forward(net->emb_ctx, s, 0, batch->sparse, NULL);
     ERASE_CHECK(check_batch(net, 0, batch));
     ERASE_CHECK(net->impl->forward_predict(net, s, batch));
     return ERASE_OK;

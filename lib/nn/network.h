@@ -160,6 +160,31 @@ erase_status_t erase_network_read_losses(const erase_network_t *net, float *out)
  */
 double erase_network_flops_per_sample(const erase_network_t *net);
 
+/*
+ * Embedding lookups served from elsewhere (sharded embeddings, DESIGN.md):
+ * a provider fills emb [n, fields, dim] (the block's tables in parameter
+ * order, e.g. ctr's 26) for the ids [n, fields] of a batch of n samples,
+ * enqueued on stream s, where the network would look the rows up in its
+ * own tables (erase_embedding_forward). lib/sched registers one (the
+ * table-wise all-to-all of lib/sched/embed_shard.h): lib/nn never calls
+ * lib/comm. The backward is unchanged: the block's backward writes each
+ * table's local sparse gradient (erase_embedding_backward), and the
+ * scheduler's reduction sends it to the table's owner. The provider's
+ * collectives need every rank of its group in the same order: a rank with
+ * no samples of a batch calls erase_network_forward_predict with 0 (see
+ * there). Returns ERASE_OK or its error.
+ */
+typedef struct {
+    erase_status_t (*forward)(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb);
+} erase_embedding_provider_t;
+
+/* Serve block b's embedding lookup by p (copied; NULL: the network's own
+ * tables again) with ctx. Not on a replica (pipelines keep their own
+ * lookups). Errors: ERASE_ERR_INVALID (block b has no embedding lookup,
+ * p without forward, a replica). */
+erase_status_t erase_network_set_embedding_provider(erase_network_t *net, int b, const erase_embedding_provider_t *p,
+                                                    void *ctx);
+
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);
 
@@ -172,8 +197,10 @@ erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_st
  * gradients), so that the last head output [batch->size, head width]
  * (erase_network_head_output of the last block) holds the network's
  * output, equal to what erase_network_forward_block of every block leaves
- * there. Errors: those of check_batch (a batch larger than the network's,
- * or missing inputs), of the ops. */
+ * there. A batch of 0 samples with an embedding provider set only calls
+ * the provider (with n 0), so that a rank with no samples takes part in
+ * its collectives. Errors: those of check_batch (an empty batch or one
+ * larger than the network's, or missing inputs), of the ops. */
 erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch);
 /* Enqueue block b's backward: the gradients of its parameters. */
 erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,

@@ -247,11 +247,15 @@ static erase_status_t layer_forward(erase_network_t *net, layer_t *l, erase_stre
             ERASE_CHECK(erase_relu_forward(s, (size_t)n * l->out, l->y, l->y));
         return ERASE_OK;
     }
-    const float *tables[ERASE_CTR_FIELDS];
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        tables[f] = net->params[l->table0 + f].value;
-    ERASE_CHECK(erase_embedding_forward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
-                                        batch->sparse, tables, l->emb));
+    if (net->emb_block >= 0) { /* ctr's lookup is block 0's */
+        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, l->emb));
+    } else {
+        const float *tables[ERASE_CTR_FIELDS];
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            tables[f] = net->params[l->table0 + f].value;
+        ERASE_CHECK(erase_embedding_forward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
+                                            batch->sparse, tables, l->emb));
+    }
     ERASE_CHECK(erase_interaction_forward(s, n, ERASE_CTR_FIELDS + 1, l->dim, x, l->emb, l->y));
     return ERASE_OK;
 }

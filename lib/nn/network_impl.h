@@ -75,6 +75,11 @@ struct erase_network {
     size_t device_bytes;    /* allocated by erase_network_alloc (erase_network_device_bytes) */
     const erase_network_t *shares; /* a replica: the network whose parameter values it uses
                                     * (erase_network_create_replica); else NULL */
+    /* block emb_block's embedding lookup, when a provider serves it
+     * (erase_network_set_embedding_provider); emb_block -1: none */
+    erase_embedding_provider_t emb_provider;
+    void *emb_ctx;
+    int emb_block;
 };
 
 /* The models: ctr and mlp (network_chain.c), gpt (gpt.c). */

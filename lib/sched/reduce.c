@@ -2,6 +2,7 @@
 #include "lib/sched/sched.h"
 
 #include "lib/ops/ops.h"
+#include "lib/sched/embed_shard.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,19 @@ struct sched_reduce {
     erase_comm_t *dp;
     int ranks, capacity;        /* capacity: rows per table per rank = max_batch */
     sparse_block_t blocks[ERASE_MAX_BLOCKS];
+    erase_embed_shard_t *shard;  /* NULL: every table replicated */
 };
+
+void sched_reduce_set_shard(sched_reduce_t *r, erase_embed_shard_t *es)
+{
+    r->shard = es;
+}
+
+/* Block b's tables are sharded. */
+static int sharded(const sched_reduce_t *r, int b)
+{
+    return r && r->shard && erase_embed_shard_block(r->shard) == b;
+}
 
 #define ALLOC(ptr, n) ERASE_CHECK(erase_malloc(r->dev, sizeof(*(ptr)) * (size_t)(n), (void **)&(ptr)))
 
@@ -110,6 +123,8 @@ erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s)
     sparse_block_t *sb = &r->blocks[b];
     if (sb->tables == 0)
         return ERASE_OK;
+    if (sharded(r, b))
+        return erase_embed_shard_reduce(r->shard, r->dp, s);
     int n;
     erase_param_t *params = erase_network_params(r->net, &n) + sb->first;
     const int *counts[ERASE_FIELDS_MAX];
@@ -166,5 +181,8 @@ erase_status_t sched_reduce_and_check(sched_reduce_t *r, erase_network_t *net, e
         if (params[i].kind == ERASE_PARAM_EMBEDDING)
             ERASE_CHECK(erase_check_finite(s, params[i].grad_values, (size_t)params[i].cols,
                                            params[i].grad_count, b + 1, clock));
+    if (sharded(r, b))
+        ERASE_CHECK(erase_allreduce(r->dp, s, &clock->nonfinite, &clock->nonfinite, 1, ERASE_DTYPE_I32,
+                                    ERASE_REDUCE_MAX));
     return ERASE_OK;
 }

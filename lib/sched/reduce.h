@@ -23,6 +23,12 @@ typedef struct sched_reduce sched_reduce_t;
 erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int capacity, sched_reduce_t **out);
 void sched_reduce_destroy(sched_reduce_t *r);
 
+/* Sharded embedding tables (lib/sched/embed_shard.h; NULL: replicated):
+ * the block es shards exchanges its sparse gradients with the tables'
+ * owners (erase_embed_shard_reduce) instead of all-gathering them. */
+struct erase_embed_shard;
+void sched_reduce_set_shard(sched_reduce_t *r, struct erase_embed_shard *es);
+
 /* Block b's embedding tables: parameters [*first, *first + *tables) of
  * width *dim (*tables 0: none). Errors: ERASE_ERR_INVALID (tables that are
  * not consecutive parameters of one width, more than ERASE_FIELDS_MAX). */
@@ -36,7 +42,11 @@ erase_status_t sched_reduce_block(sched_reduce_t *r, int b, erase_stream_t *s);
  * none), then checked: a non-finite value marks the step in opt's clock
  * (erase_optim_clock_t), so no update of it changes a parameter. Reduced
  * gradients are identical on every rank, so every rank takes the same
- * decision. Enqueued on s.
+ * decision; sharded tables' are on their owners alone: the finding is
+ * all-reduced (max) over the group, which every rank then shares (before
+ * it every rank's clock holds the same finding, and a later one never
+ * replaces it, so the max is what replicated tables would find).
+ * Enqueued on s.
  */
 erase_status_t sched_reduce_and_check(sched_reduce_t *r, erase_network_t *net, erase_optimizer_t *opt, int b,
                                       erase_stream_t *s);

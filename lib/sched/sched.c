@@ -332,6 +332,8 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     erase_status_t st = plan_build(&sc->plan, blocks, cut, erase_optimizer_grad_clip(opt) > 0, &o);
     if (st == ERASE_OK && dp)
         st = sched_reduce_create(net, o.dp, erase_network_max_batch(net), &sc->reduce);
+    if (st == ERASE_OK && sc->reduce)
+        sched_reduce_set_shard(sc->reduce, o.shard);
     for (int k = 0; st == ERASE_OK && k < sc->plan.nstreams; k++)
         st = erase_stream_create(sc->dev, &sc->streams[k]);
     if (st == ERASE_OK && !(sc->events = calloc((size_t)sc->plan.ev.count, sizeof *sc->events)))

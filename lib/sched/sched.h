@@ -47,6 +47,8 @@ typedef struct {
     erase_timing_t update;      /* per-block optimizer update when its gradients are ready, or at end */
     int side_streams;           /* 1 <= S <= ERASE_SCHED_MAX_SIDE_STREAMS (early modes) */
     erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
+    struct erase_embed_shard *shard; /* sharded embedding tables (lib/sched/embed_shard.h), whose
+                                 * gradients go to their owners over dp; NULL: replicated */
     int trace;                  /* mark every op's range and enable the device's trace log
                                  * (262,144 records) for erase_sched_trace_collect; on a
                                  * CUDA device the ranges are always marked (NVTX: block

@@ -200,6 +200,12 @@ static void test_memory(void **state)
     assert_int_equal(erase_stream_enqueued(s) - before, 3);
     for (int i = 0; i < N; i++)
         assert_int_equal(h[i], i < 100 ? 0x11 : back[i]);
+    /* a strided copy (cudaMemcpy2DAsync): every 4th byte of d1 into the first N / 4 of d2 */
+    MUST(erase_memcpy2d_async(s, d2, 1, d1, 4, 1, N / 4));
+    MUST(erase_memcpy_async(s, h, d2, N / 4));
+    MUST(erase_stream_synchronize(s));
+    for (int i = 0; i < N / 4; i++)
+        assert_int_equal(h[i], back[4 * i]);
     erase_stream_destroy(s);
     erase_free(gpu, d1);
     erase_free(gpu, d2);

@@ -198,6 +198,41 @@ static void test_copies(void **state)
     erase_stream_destroy(s);
 }
 
+/* erase_memcpy2d_async: a column of a row-major [5, 4] matrix of ints out
+ * to a vector and back into another column; a row of 0 bytes and 0 rows
+ * copy nothing; the errors' text. */
+static void test_copy2d(void **state)
+{
+    (void)state;
+    erase_stream_t *s;
+    MUST(erase_stream_create(dev, &s));
+    int32_t *m, *v;
+    MUST(erase_malloc(dev, sizeof(int32_t) * 20, (void **)&m));
+    MUST(erase_malloc(dev, sizeof(int32_t) * 5, (void **)&v));
+    for (int i = 0; i < 20; i++)
+        m[i] = i;
+    const size_t row = 4 * sizeof(int32_t);
+    MUST(erase_memcpy2d_async(s, v, sizeof(int32_t), m + 2, row, sizeof(int32_t), 5)); /* column 2 out */
+    MUST(erase_memcpy2d_async(s, m + 1, row, v, sizeof(int32_t), sizeof(int32_t), 5)); /* into column 1 */
+    MUST(erase_memcpy2d_async(s, m, row, v, sizeof(int32_t), 0, 5));
+    MUST(erase_memcpy2d_async(s, m, row, v, sizeof(int32_t), sizeof(int32_t), 0));
+    MUST(erase_stream_synchronize(s));
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(v[i], 4 * i + 2);
+        for (int j = 0; j < 4; j++)
+            assert_int_equal(m[4 * i + j], 4 * i + (j == 1 ? 2 : j));
+    }
+    assert_int_equal(erase_memcpy2d_async(s, v, 2, m, row, 4, 5), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "erase_memcpy2d_async: rows of 4 bytes with pitches 2 (dst) and 16 (src)");
+    assert_int_equal(erase_memcpy2d_async(s, v, SIZE_MAX / 2, m, row, 4, 5), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "erase_memcpy2d_async: 5 rows of pitch 9223372036854775807 / 16 overflow");
+    assert_int_equal(erase_memcpy2d_async(s, NULL, 4, m, row, 4, 5), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "erase_memcpy2d_async: NULL pointer for 5 rows of 4 bytes");
+    erase_free(dev, m);
+    erase_free(dev, v);
+    erase_stream_destroy(s);
+}
+
 static void test_capture_rules(void **state)
 {
     erase_stream_t *o, *side;
@@ -293,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_unrecorded_event),
         cmocka_unit_test(test_sticky_error),
         cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_copy2d),
         cmocka_unit_test(test_capture_rules),
         cmocka_unit_test(test_blas_threads),
     };

@@ -51,3 +51,12 @@ TESTS += tests/nn/test-sampler
 tests_nn_test_sampler_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_sampler_LDADD = $(TEST_LIBS)
 endif
+
+# sharded embeddings (issue 19): table-wise, row-wise and auto placement,
+# owners of rows at the boundaries, the errors' text (lib/nn/sharding.c)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-sharding
+TESTS += tests/nn/test-sharding
+tests_nn_test_sharding_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_sharding_LDADD = $(TEST_LIBS)
+endif

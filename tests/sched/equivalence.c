@@ -1,6 +1,7 @@
 #include "tests/sched/equivalence.h"
 
 #include "lib/nn/train_step.h"
+#include "lib/sched/embed_shard.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,10 +99,29 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
     return equivalence_train_clipped(dev, cfg, o, 0.0f, steps, rank, dp, n);
 }
 
+static float *train(erase_device_t *dev, const erase_model_config_t *cfg, const erase_sched_options_t *options,
+                    float grad_clip, const erase_shard_t *plan, int steps, int rank, int dp, size_t *n);
+
 float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
                                  const erase_sched_options_t *o, float grad_clip, int steps,
                                  int rank, int dp, size_t *n)
 {
+    return train(dev, cfg, o, grad_clip, NULL, steps, rank, dp, n);
+}
+
+float *equivalence_train_sharded(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, const erase_shard_t *plan, int steps,
+                                 int rank, int dp, size_t *n)
+{
+    return train(dev, cfg, o, 0.0f, plan, steps, rank, dp, n);
+}
+
+static float *train(erase_device_t *dev, const erase_model_config_t *cfg, const erase_sched_options_t *options,
+                    float grad_clip, const erase_shard_t *plan, int steps, int rank, int dp, size_t *n)
+{
+    erase_sched_options_t so = *options;
+    const erase_sched_options_t *o = &so;
+    erase_embed_shard_t *shard = NULL;
     int local = GLOBAL_BATCH / dp;
     erase_network_t *net;
     erase_optimizer_t *opt;
@@ -111,6 +131,10 @@ float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t
     ocfg.grad_clip = grad_clip;
     MUST(erase_network_create(dev, cfg, local, &net));
     MUST(erase_optimizer_create(net, &ocfg, &opt));
+    if (plan) {
+        MUST(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &shard));
+        so.shard = shard;
+    }
     MUST(erase_sched_create(net, opt, o, &sc));
     erase_batch_t global[POOL], mine[POOL], fixed;
     for (int k = 0; k < POOL; k++) {
@@ -133,6 +157,7 @@ float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t
     erase_network_copy_params(net, out);
     *n = total;
     erase_sched_destroy(sc);
+    erase_embed_shard_destroy(shard);
     for (int k = 0; k < POOL; k++)
         erase_batch_free_random(net, &global[k]);
     erase_batch_free_random(net, &fixed);
@@ -204,4 +229,47 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *m
         free(got);
     }
     free(ref);
+}
+
+/* ---- under mpirun ---------------------------------------------------------- */
+
+erase_device_t *eq_dev;
+erase_world_t eq_world;
+erase_stream_t *eq_host;
+
+int64_t equivalence_sum_ranks(int64_t v)
+{
+    int64_t out;
+    assert_int_equal(erase_allreduce(erase_world_comm(), eq_host, &v, &out, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM),
+                     ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(eq_host), ERASE_OK);
+    return out;
+}
+
+static int mpi_setup(void **state)
+{
+    erase_device_options_t o = erase_device_options_default();
+    if (erase_device_open(&o, &eq_dev) != ERASE_OK || erase_stream_create(eq_dev, &eq_host) != ERASE_OK)
+        return -1;
+    return 0;
+}
+
+static int mpi_teardown(void **state)
+{
+    erase_stream_destroy(eq_host);
+    erase_device_close(eq_dev);
+    return 0;
+}
+
+int equivalence_mpi_main(int *argc, char ***argv, const char *what, const struct CMUnitTest *tests, size_t n)
+{
+    erase_world_options_t wo = { .pp_size = 1 };
+    ERASE_MUST(erase_world_init(argc, argv, &wo, &eq_world));
+    if (eq_world.rank != 0 && !freopen("/dev/null", "w", stdout))
+        erase_fatal(__FILE__, __LINE__, "silence stdout", ERASE_ERR_IO);
+    char name[128];
+    snprintf(name, sizeof name, "%s on %d ranks", what, eq_world.size);
+    int failed = _cmocka_run_group_tests(name, tests, n, mpi_setup, mpi_teardown);
+    erase_world_finalize();
+    return failed;
 }

@@ -3,7 +3,9 @@
 #define ERASE_TESTS_SCHED_EQUIVALENCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "lib/nn/sharding.h"
 #include "lib/sched/sched.h"
 
 /* A small ctr (six cuts), mlp (three blocks, all cut) or gpt (6 layers
@@ -23,6 +25,12 @@ float *equivalence_train(erase_device_t *dev, const erase_model_config_t *cfg,
 float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t *cfg,
                                  const erase_sched_options_t *o, float grad_clip, int steps,
                                  int rank, int dp, size_t *n);
+/* The same with ctr's tables sharded as plan[ERASE_CTR_FIELDS] says
+ * (lib/sched/embed_shard.h over erase_emb_comm(); NULL: replicated):
+ * tables this rank does not own keep their initial values. */
+float *equivalence_train_sharded(erase_device_t *dev, const erase_model_config_t *cfg,
+                                 const erase_sched_options_t *o, const erase_shard_t *plan, int steps,
+                                 int rank, int dp, size_t *n);
 
 /*
  * The schedule changes timing, never the math: `steps` steps of `kind`
@@ -40,5 +48,20 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *c
 
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
+
+/* Under mpirun (pp 1): the world, a CPU device and a host stream for the
+ * tests' own collectives, set by equivalence_mpi_main. */
+extern erase_device_t *eq_dev;
+extern erase_world_t eq_world;
+extern erase_stream_t *eq_host;
+
+/* v summed over the world's ranks (cmocka assertions). */
+int64_t equivalence_sum_ranks(int64_t v);
+
+/* main of a test under mpirun: the world, then the cmocka group of n
+ * tests named "<what> on <N> ranks" (only rank 0 prints), then finalize;
+ * returns the failed tests' count. */
+struct CMUnitTest;
+int equivalence_mpi_main(int *argc, char ***argv, const char *what, const struct CMUnitTest *tests, size_t n);
 
 #endif

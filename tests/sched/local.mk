@@ -18,6 +18,22 @@ endif
 TESTS += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh
 EXTRA_DIST += tests/sched/test-equivalence-np2.sh tests/sched/test-equivalence-np4.sh
 
+# Table-wise sharded embeddings (lib/sched/embed_shard.c) on 1, 2 and 4
+# ranks: parameters bitwise those of replicated tables under every mode,
+# boundary ids, a rank with an empty batch, the errors' text
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-shard-mpi
+tests_sched_test_shard_mpi_SOURCES = tests/sched/test-shard-mpi.c \
+	tests/sched/equivalence.c tests/sched/equivalence.h
+tests_sched_test_shard_mpi_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_shard_mpi_LDADD = $(TEST_LIBS)
+endif
+TESTS += tests/sched/test-shard-np1.sh tests/sched/test-shard-np2.sh tests/sched/test-shard-np4.sh
+EXTRA_DIST += tests/sched/test-shard-np1.sh tests/sched/test-shard-np2.sh tests/sched/test-shard-np4.sh
+# erase-train --embeddings table: as replicated on 2 and 4 ranks, empty eval shares, the refusals
+TESTS += tests/sched/test-train-shard.sh
+EXTRA_DIST += tests/sched/test-train-shard.sh
+
 # On a GPU (SKIP without one): the schedules' equivalence on CUDA, and CUDA
 # against the CPU backend.
 if HAVE_CMOCKA

@@ -23,29 +23,16 @@
 
 #define STEPS 50
 
-static erase_device_t *dev;
-static erase_world_t world;
-static erase_stream_t *host; /* for host-side collectives of the test */
-
-/* Sum of v over the ranks. */
-static int64_t sum_ranks(int64_t v)
-{
-    int64_t out;
-    assert_int_equal(erase_allreduce(erase_world_comm(), host, &v, &out, 1, ERASE_DTYPE_I64, ERASE_REDUCE_SUM), ERASE_OK);
-    assert_int_equal(erase_stream_synchronize(host), ERASE_OK);
-    return out;
-}
-
 /* Floats of `p` that differ from rank 0's copy, summed over ranks. */
 static int64_t differ_from_rank0(const float *p, size_t n)
 {
     float *r0 = malloc(n * sizeof(float));
     memcpy(r0, p, n * sizeof(float));
-    assert_int_equal(erase_broadcast(erase_world_comm(), host, r0, n, ERASE_DTYPE_F32, 0), ERASE_OK);
-    assert_int_equal(erase_stream_synchronize(host), ERASE_OK);
+    assert_int_equal(erase_broadcast(erase_world_comm(), eq_host, r0, n, ERASE_DTYPE_F32, 0), ERASE_OK);
+    assert_int_equal(erase_stream_synchronize(eq_host), ERASE_OK);
     int64_t d = (int64_t)equivalence_differ(p, r0, n);
     free(r0);
-    return sum_ranks(d);
+    return equivalence_sum_ranks(d);
 }
 
 /* Train `cfg` under `o` (clipped at grad_clip; 0: not) and check that
@@ -54,12 +41,12 @@ static void same_as_off(const erase_model_config_t *cfg, const erase_sched_optio
                         const char *what, const float *ref, size_t n_ref)
 {
     size_t n;
-    float *got = equivalence_train_clipped(dev, cfg, o, grad_clip, STEPS, world.dp_rank, world.dp_size, &n);
+    float *got = equivalence_train_clipped(eq_dev, cfg, o, grad_clip, STEPS, eq_world.dp_rank, eq_world.dp_size, &n);
     assert_int_equal(n, n_ref);
-    int64_t vs_off = sum_ranks((int64_t)equivalence_differ(ref, got, n));
+    int64_t vs_off = equivalence_sum_ranks((int64_t)equivalence_differ(ref, got, n));
     int64_t vs_rank0 = differ_from_rank0(got, n);
     print_message("%s on %d ranks, %-8s reduce %-5s: %lld parameters differ from off, "
-                  "%lld between replicas (of %zu per rank)\n", what, world.size,
+                  "%lld between replicas (of %zu per rank)\n", what, eq_world.size,
                   erase_early_backward_name(o->mode), o->reduce == ERASE_AT_EARLY ? "early" : "end",
                   (long long)vs_off, (long long)vs_rank0, n);
     assert_int_equal(vs_off, 0);
@@ -73,10 +60,10 @@ static void equivalent(erase_model_kind_t kind)
     erase_sched_options_t base = erase_sched_options_default();
     base.dp = erase_dp_comm();
     size_t n_ref;
-    float *ref = equivalence_train(dev, &cfg, &base, STEPS, world.dp_rank, world.dp_size, &n_ref);
+    float *ref = equivalence_train(eq_dev, &cfg, &base, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     int64_t replicas = differ_from_rank0(ref, n_ref);
     print_message("%s on %d ranks, off: %lld parameters differ between replicas\n",
-                  kind == ERASE_MODEL_CTR ? "ctr" : "mlp", world.size, (long long)replicas);
+                  kind == ERASE_MODEL_CTR ? "ctr" : "mlp", eq_world.size, (long long)replicas);
     assert_int_equal(replicas, 0);
     static const struct { erase_early_backward_t mode; erase_timing_t reduce; int side; } cases[] = {
         { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1 }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1 },
@@ -103,7 +90,7 @@ static void test_clip(void **state)
     erase_sched_options_t o = erase_sched_options_default();
     o.dp = erase_dp_comm();
     size_t n_ref;
-    float *ref = equivalence_train_clipped(dev, &cfg, &o, 0.05f, STEPS, world.dp_rank, world.dp_size, &n_ref);
+    float *ref = equivalence_train_clipped(eq_dev, &cfg, &o, 0.05f, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     assert_int_equal(differ_from_rank0(ref, n_ref), 0);
     static const struct { erase_early_backward_t mode; erase_timing_t reduce; } cases[] = {
         { ERASE_EB_ASYNC, ERASE_AT_END }, { ERASE_EB_GRAPH, ERASE_AT_EARLY },
@@ -127,13 +114,13 @@ static void test_graph_replays(void **state)
     o.dp = erase_dp_comm();
     o.mode = ERASE_EB_GRAPH;
     size_t n;
-    float *p = equivalence_train(dev, &cfg, &o, 1000, world.dp_rank, world.dp_size, &n);
+    float *p = equivalence_train(eq_dev, &cfg, &o, 1000, eq_world.dp_rank, eq_world.dp_size, &n);
     int64_t replicas = differ_from_rank0(p, n);
     int64_t finite = 0;
     for (size_t i = 0; i < n; i++)
         finite += p[i] == p[i] && p[i] - p[i] == 0;
     print_message("graph replayed 1000 times on %d ranks: %lld parameters differ between replicas, "
-                  "%lld of %zu finite\n", world.size, (long long)replicas, (long long)finite, n);
+                  "%lld of %zu finite\n", eq_world.size, (long long)replicas, (long long)finite, n);
     assert_int_equal(replicas, 0);
     assert_int_equal(finite, (int64_t)n);
     free(p);
@@ -153,30 +140,30 @@ static void test_nonfinite_agreement(void **state)
     o.mode = ERASE_EB_ASYNC;
     o.update = ERASE_AT_END;
     o.dp = erase_dp_comm();
-    assert_int_equal(erase_network_create(dev, &cfg, 16, &net), ERASE_OK);
+    assert_int_equal(erase_network_create(eq_dev, &cfg, 16, &net), ERASE_OK);
     assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
     assert_int_equal(erase_sched_create(net, opt, &o, &sc), ERASE_OK);
-    assert_int_equal(erase_batch_random(net, 16, 40 + (uint64_t)world.dp_rank, &batch), ERASE_OK);
+    assert_int_equal(erase_batch_random(net, 16, 40 + (uint64_t)eq_world.dp_rank, &batch), ERASE_OK);
     assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
     size_t total = erase_network_copy_params(net, NULL);
     float *before = malloc(total * sizeof(float)), *after = malloc(total * sizeof(float));
     erase_network_copy_params(net, before);
-    if (world.dp_rank == 1)
+    if (eq_world.dp_rank == 1)
         ((float *)batch.dense)[3] = NAN;
     assert_int_equal(erase_sched_step(sc, &batch), ERASE_OK);
     assert_int_equal(erase_sched_synchronize(sc), ERASE_OK);
     int b = erase_sched_nonfinite_block(sc);
     erase_network_copy_params(net, after);
-    int64_t sum_b = sum_ranks(b), sum_b2 = sum_ranks((int64_t)b * b);
-    int64_t changed = sum_ranks((int64_t)equivalence_differ(before, after, total));
+    int64_t sum_b = equivalence_sum_ranks(b), sum_b2 = equivalence_sum_ranks((int64_t)b * b);
+    int64_t changed = equivalence_sum_ranks((int64_t)equivalence_differ(before, after, total));
     int64_t replicas = differ_from_rank0(after, total);
     print_message("NaN in rank 1's batch on %d ranks: block found on rank 0: %s, same on every rank: %s; "
-                  "%lld parameters changed, %lld differ between replicas\n", world.size,
+                  "%lld parameters changed, %lld differ between replicas\n", eq_world.size,
                   b >= 0 ? erase_network_block_name(net, b) : "(none)",
-                  sum_b * sum_b == sum_b2 * world.size ? "yes" : "no", (long long)changed, (long long)replicas);
+                  sum_b * sum_b == sum_b2 * eq_world.size ? "yes" : "no", (long long)changed, (long long)replicas);
     assert_int_equal(b, 0);
-    assert_true(sum_b == (int64_t)b * world.size && sum_b2 == (int64_t)b * b * world.size);
+    assert_true(sum_b == (int64_t)b * eq_world.size && sum_b2 == (int64_t)b * b * eq_world.size);
     assert_int_equal(changed, 0);
     assert_int_equal(replicas, 0);
     free(before);
@@ -187,27 +174,8 @@ static void test_nonfinite_agreement(void **state)
     erase_network_destroy(net);
 }
 
-static int setup(void **state)
-{
-    erase_device_options_t o = erase_device_options_default();
-    if (erase_device_open(&o, &dev) != ERASE_OK || erase_stream_create(dev, &host) != ERASE_OK)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    erase_stream_destroy(host);
-    erase_device_close(dev);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    erase_world_options_t wo = { .pp_size = 1 };
-    ERASE_MUST(erase_world_init(&argc, &argv, &wo, &world));
-    if (world.rank != 0 && !freopen("/dev/null", "w", stdout))
-        erase_fatal(__FILE__, __LINE__, "silence stdout", ERASE_ERR_IO);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
@@ -215,9 +183,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_clip),
         cmocka_unit_test(test_nonfinite_agreement),
     };
-    char name[64];
-    snprintf(name, sizeof name, "schedule equivalence on %d ranks", world.size);
-    int failed = cmocka_run_group_tests_name(name, tests, setup, teardown);
-    erase_world_finalize();
-    return failed;
+    return equivalence_mpi_main(&argc, &argv, "schedule equivalence", tests, sizeof tests / sizeof tests[0]);
 }

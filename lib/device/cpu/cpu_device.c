@@ -135,6 +135,7 @@ static const erase_backend_t cpu_backend = {
     .free = cpu_free,
     .memcpy_async = cpu_memcpy_async,
     .memset_async = cpu_memset_async,
+    .memcpy2d_async = cpu_memcpy2d_async,
     .host_accessible = 1,
     .memcpy_sync = cpu_memcpy_sync,
     .memset_sync = cpu_memset_sync,

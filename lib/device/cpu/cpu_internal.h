@@ -103,6 +103,8 @@ void cpu_graph_destroy(erase_graph_t *g);
 erase_status_t cpu_stream_mark(erase_stream_t *s, const char *label, int begin);
 erase_status_t cpu_memcpy_async(erase_stream_t *s, void *dst, const void *src, size_t bytes);
 erase_status_t cpu_memset_async(erase_stream_t *s, void *dst, int value, size_t bytes);
+erase_status_t cpu_memcpy2d_async(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                  size_t width, size_t rows);
 erase_status_t cpu_sgemm_strided_batched(erase_stream_t *s, erase_trans_t ta, erase_trans_t tb,
                                          int m, int n, int k, float alpha, const float *a, int lda,
                                          int64_t stride_a, const float *b, int ldb, int64_t stride_b,

@@ -479,6 +479,28 @@ erase_status_t cpu_memcpy_async(erase_stream_t *s, void *dst, const void *src, s
     return ERASE_OK;
 }
 
+typedef struct {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t dpitch, spitch, width, rows;
+} copy2d_args_t;
+
+static erase_status_t copy2d_kernel(const void *p)
+{
+    const copy2d_args_t *a = p;
+    for (size_t i = 0; i < a->rows; i++)
+        memcpy(a->dst + i * a->dpitch, a->src + i * a->spitch, a->width);
+    return ERASE_OK;
+}
+
+erase_status_t cpu_memcpy2d_async(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                  size_t width, size_t rows)
+{
+    copy2d_args_t a = { .dst = dst, .src = src, .dpitch = dpitch, .spitch = spitch, .width = width, .rows = rows };
+    ERASE_CHECK(cpu_stream_push_kernel(cpu_stream(s), copy2d_kernel, &a, sizeof a));
+    return ERASE_OK;
+}
+
 erase_status_t cpu_memset_async(erase_stream_t *s, void *dst, int value, size_t bytes)
 {
     copy_args_t a = { .dst = dst, .bytes = bytes, .value = value };

@@ -373,6 +373,7 @@ static const erase_backend_t cuda_backend = {
     .free = cuda_free,
     .memcpy_async = cuda_memcpy_async,
     .memset_async = cuda_memset_async,
+    .memcpy2d_async = cuda_memcpy2d_async,
     .host_accessible = 0,
     .memcpy_sync = cuda_memcpy_sync,
     .memset_sync = cuda_memset_sync,

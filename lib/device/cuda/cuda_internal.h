@@ -180,6 +180,8 @@ erase_status_t cuda_stream_synchronize(erase_stream_t *s);
 uint64_t cuda_stream_enqueued(const erase_stream_t *s);
 erase_status_t cuda_memcpy_async(erase_stream_t *s, void *dst, const void *src, size_t bytes);
 erase_status_t cuda_memset_async(erase_stream_t *s, void *dst, int value, size_t bytes);
+erase_status_t cuda_memcpy2d_async(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t rows);
 erase_status_t cuda_event_create(erase_device_t *dev, erase_event_t **out);
 void cuda_event_destroy(erase_event_t *e);
 erase_status_t cuda_event_record(erase_event_t *e, erase_stream_t *s);

@@ -145,6 +145,16 @@ erase_status_t cuda_memcpy_async(erase_stream_t *stream, void *dst, const void *
     return ERASE_OK;
 }
 
+erase_status_t cuda_memcpy2d_async(erase_stream_t *stream, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t rows)
+{
+    cuda_stream_t *s = cuda_stream_of(stream);
+    ERASE_CHECK(cuda_use(s->dev));
+    CUDA_TRY(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault, s->s));
+    cuda_count(s);
+    return ERASE_OK;
+}
+
 erase_status_t cuda_memset_async(erase_stream_t *stream, void *dst, int value, size_t bytes)
 {
     cuda_stream_t *s = cuda_stream_of(stream);

@@ -1,0 +1,255 @@
+/*
+ * Table-wise sharded embeddings (lib/sched/embed_shard.h): buffers, the
+ * forward's all-to-alls, the gradients' exchange.
+ *
+ * Layout of every exchanged buffer: D blocks (one per peer rank, the
+ * all-to-all's block r), each of Tmax slots (slot k of block r: the k-th
+ * table, in table order, that the owner of the exchange owns), each slot
+ * max_batch (B) ids, B x dim floats, or one pack of erase_sparse_pack.
+ */
+#include "lib/sched/embed_shard.h"
+
+#include "lib/core/checked.h"
+#include "lib/ops/ops.h"
+#include "lib/sched/reduce.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MISSING_BYTE 0xFF /* a slot's padding: every byte 0xFF, the missing value 0xFFFFFFFF */
+
+struct erase_embed_shard {
+    erase_network_t *net;
+    erase_device_t *dev;
+    erase_comm_t *emb;
+    int block, first, tables, dim, cap; /* tables: params [first, first + tables) of width dim; cap = B */
+    int ranks, rank, tmax;
+    int owner[ERASE_FIELDS_MAX], slot[ERASE_FIELDS_MAX]; /* table t: its owner and slot there */
+    int owned[ERASE_FIELDS_MAX];        /* this rank's tables in slot order */
+    int nowned;
+    uint32_t rows[ERASE_FIELDS_MAX];    /* table t's rows (erase_embedding_forward's rows[t]) */
+    uint32_t *ids_send, *ids_recv;      /* [D][Tmax][B] */
+    float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
+    int *cnt_send, *cnt_recv;           /* [D][Tmax] */
+    uint32_t *grow_send, *grow_recv;    /* [D][Tmax][B] */
+    float *gval_send, *gval_recv;       /* [D][Tmax][B][dim] */
+    int *pad_counts;                    /* [Tmax]: the merge's outputs for slots no table fills */
+    uint32_t *pad_rows;                 /* [D][B] */
+    float *pad_values;                  /* [D][B][dim] */
+};
+
+static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb);
+
+/* Slot buffers of `per` elements of `elem` bytes per (rank, slot). */
+static erase_status_t alloc_slots(erase_embed_shard_t *es, size_t elem, int64_t per, void **out)
+{
+    size_t bytes;
+    int64_t blocks = (int64_t)es->ranks * es->tmax;
+    if (!erase_bytes(elem, blocks, per, &bytes))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %lld slots of %lld elements overflow",
+                           (long long)blocks, (long long)per);
+    return erase_malloc(es->dev, bytes ? bytes : elem, out);
+}
+
+static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
+{
+    int count[ERASE_FIELDS_MAX] = { 0 };
+    for (int t = 0; t < es->tables; t++) {
+        const erase_shard_t *p = &plan[t];
+        if (p->kind != ERASE_SHARD_TABLE || p->ranks != es->ranks || p->owner < 0 || p->owner >= es->ranks)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %d's placement is %s on "
+                               "rank %d of %d; expected table-wise on one of %d ranks", t,
+                               erase_shard_kind_name(p->kind) ? erase_shard_kind_name(p->kind) : "?",
+                               p->owner, p->ranks, es->ranks);
+        es->owner[t] = p->owner;
+        es->slot[t] = count[p->owner]++;
+        if (p->owner == es->rank)
+            es->owned[es->nowned++] = t;
+    }
+    for (int r = 0; r < es->ranks; r++)
+        es->tmax = count[r] > es->tmax ? count[r] : es->tmax;
+    int np;
+    erase_param_t *params = erase_network_params(es->net, &np);
+    for (int t = 0; t < es->tables; t++) {
+        const erase_param_t *p = &params[es->first + t];
+        if (p->rows != plan[t].rows || p->rows < 2 || p->rows > UINT32_MAX)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %s has %lld rows, its "
+                               "placement %lld", p->name, (long long)p->rows, (long long)plan[t].rows);
+        es->rows[t] = (uint32_t)p->rows;
+    }
+    int64_t B = es->cap, vec;
+    if (!erase_mul_i64(B, es->dim, &vec))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %lld x %d floats overflow", (long long)B, es->dim);
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->ids_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->ids_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->cnt_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->cnt_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->grow_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->grow_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->gval_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->gval_recv));
+    /* slots no table fills send a count of 0, and ids of the missing value, forever */
+    size_t slots = (size_t)es->ranks * (size_t)es->tmax;
+    ERASE_CHECK(erase_memset_sync(es->dev, es->cnt_send, 0, sizeof(int) * (slots ? slots : 1)));
+    size_t pad;
+    ERASE_CHECK(erase_malloc(es->dev, sizeof(int) * (size_t)(es->tmax ? es->tmax : 1), (void **)&es->pad_counts));
+    if (!erase_bytes(sizeof(float), (int64_t)es->ranks * B, es->dim, &pad))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: padding rows overflow");
+    ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)es->ranks * (size_t)B, (void **)&es->pad_rows));
+    ERASE_CHECK(erase_malloc(es->dev, pad, (void **)&es->pad_values));
+    return ERASE_OK;
+}
+
+erase_status_t erase_embed_shard_create(erase_network_t *net, erase_comm_t *emb, const erase_shard_t *plan,
+                                        int tables, erase_embed_shard_t **out)
+{
+    erase_embed_shard_t *es = calloc(1, sizeof *es);
+    if (!es)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "sharded embeddings: no memory");
+    es->net = net;
+    es->dev = erase_network_device(net);
+    es->emb = emb;
+    es->ranks = erase_comm_size(emb);
+    es->rank = erase_comm_rank(emb);
+    es->cap = erase_network_max_batch(net);
+    es->block = -1;
+    erase_status_t st = ERASE_OK;
+    for (int b = 0; st == ERASE_OK && es->block < 0 && b < erase_network_blocks(net); b++) {
+        st = sched_block_tables(net, b, &es->first, &es->tables, &es->dim);
+        if (es->tables > 0)
+            es->block = b;
+    }
+    if (st == ERASE_OK && es->block < 0)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: the model (%s) has no embedding tables",
+                         erase_model_config_name(erase_network_config(net)));
+    else if (st == ERASE_OK && tables != es->tables)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a placement of %d tables for a model of %d",
+                         tables, es->tables);
+    if (st == ERASE_OK)
+        st = setup(es, plan);
+    if (st == ERASE_OK) {
+        erase_embedding_provider_t p = { .forward = shard_forward };
+        st = erase_network_set_embedding_provider(net, es->block, &p, es);
+    }
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        erase_embed_shard_destroy(es);
+        return st;
+    }
+    *out = es;
+    return ERASE_OK;
+}
+
+void erase_embed_shard_destroy(erase_embed_shard_t *es)
+{
+    if (!es)
+        return;
+    if (es->block >= 0)
+        erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
+    void *bufs[] = { es->ids_send, es->ids_recv, es->vec_send, es->vec_recv, es->cnt_send,
+                     es->cnt_recv, es->grow_send, es->grow_recv, es->gval_send, es->gval_recv,
+                     es->pad_counts, es->pad_rows, es->pad_values };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        erase_free(es->dev, bufs[i]);
+    free(es);
+}
+
+int erase_embed_shard_block(const erase_embed_shard_t *es)
+{
+    return es->block;
+}
+
+int64_t erase_embed_shard_bytes(const erase_embed_shard_t *es)
+{
+    int64_t slots = (int64_t)es->ranks * es->tmax, B = es->cap;
+    return 4 * slots * (B + B * es->dim + 1 + B + B * es->dim);
+}
+
+/* Offset (elements) of slot k of block r in buffers of `per` elements per slot. */
+static size_t at(const erase_embed_shard_t *es, int r, int k, size_t per)
+{
+    return ((size_t)r * (size_t)es->tmax + (size_t)k) * per;
+}
+
+/* ids [n, tables] -> ids_send: table t's column into its owner's slot, the
+ * rest of every slot the missing value. */
+static erase_status_t split_ids(erase_embed_shard_t *es, erase_stream_t *s, int n, const uint32_t *ids)
+{
+    size_t B = (size_t)es->cap, w = sizeof(uint32_t);
+    ERASE_CHECK(erase_memset_async(s, es->ids_send, MISSING_BYTE, w * (size_t)es->ranks * (size_t)es->tmax * B));
+    for (int t = 0; t < es->tables; t++)
+        ERASE_CHECK(erase_memcpy2d_async(s, es->ids_send + at(es, es->owner[t], es->slot[t], B), w, ids + t,
+                                         w * (size_t)es->tables, w, (size_t)n));
+    return ERASE_OK;
+}
+
+/* The provider: see the header. */
+static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb)
+{
+    erase_embed_shard_t *es = ctx;
+    size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
+    if (n < 0 || n > es->cap)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->cap);
+    ERASE_CHECK(split_ids(es, s, n, ids));
+    ERASE_CHECK(erase_alltoall(es->emb, s, es->ids_send, es->ids_recv, slots * B, ERASE_DTYPE_I32));
+    int np;
+    erase_param_t *params = erase_network_params(es->net, &np) + es->first;
+    for (int r = 0; r < es->ranks; r++)
+        for (int k = 0; k < es->nowned; k++) {
+            int t = es->owned[k];
+            const float *table = params[t].value;
+            ERASE_CHECK(erase_embedding_forward(s, es->cap, 1, es->dim, &es->rows[t], es->ids_recv + at(es, r, k, B),
+                                                &table, es->vec_send + at(es, r, k, vec)));
+        }
+    ERASE_CHECK(erase_alltoall(es->emb, s, es->vec_send, es->vec_recv, slots * vec, ERASE_DTYPE_F32));
+    /* emb[r, t] = row r of table t's slot */
+    size_t row = sizeof(float) * (size_t)es->dim;
+    for (int t = 0; t < es->tables; t++)
+        ERASE_CHECK(erase_memcpy2d_async(s, emb + (size_t)t * (size_t)es->dim, row * (size_t)es->tables,
+                                         es->vec_recv + at(es, es->owner[t], es->slot[t], vec), row, row,
+                                         (size_t)n));
+    return ERASE_OK;
+}
+
+erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *dp, erase_stream_t *s)
+{
+    size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
+    int np;
+    erase_param_t *params = erase_network_params(es->net, &np) + es->first;
+    for (int r = 0; r < es->ranks; r++) {
+        const int *counts[ERASE_FIELDS_MAX];
+        const uint32_t *rows[ERASE_FIELDS_MAX];
+        const float *values[ERASE_FIELDS_MAX];
+        int k = 0;
+        for (int t = 0; t < es->tables; t++)
+            if (es->owner[t] == r) {
+                counts[k] = params[t].grad_count;
+                rows[k] = params[t].grad_rows;
+                values[k++] = params[t].grad_values;
+            }
+        if (k > 0)
+            ERASE_CHECK(erase_sparse_pack(s, k, es->cap, es->dim, counts, rows, values, es->cnt_send + at(es, r, 0, 1),
+                                          es->grow_send + at(es, r, 0, B), es->gval_send + at(es, r, 0, vec)));
+    }
+    ERASE_CHECK(erase_alltoall(dp, s, es->cnt_send, es->cnt_recv, slots, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_alltoall(dp, s, es->grow_send, es->grow_recv, slots * B, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_alltoall(dp, s, es->gval_send, es->gval_recv, slots * vec, ERASE_DTYPE_F32));
+    for (int t = 0; t < es->tables; t++)
+        if (es->owner[t] != es->rank)
+            ERASE_CHECK(erase_memset_async(s, params[t].grad_count, 0, sizeof(int)));
+    if (es->nowned == 0)
+        return ERASE_OK;
+    int *out_counts[ERASE_FIELDS_MAX];
+    uint32_t *out_rows[ERASE_FIELDS_MAX];
+    float *out_values[ERASE_FIELDS_MAX];
+    for (int k = 0; k < es->tmax; k++) {
+        erase_param_t *p = k < es->nowned ? &params[es->owned[k]] : NULL;
+        out_counts[k] = p ? p->grad_count : &es->pad_counts[k];
+        out_rows[k] = p ? p->grad_rows : es->pad_rows;
+        out_values[k] = p ? p->grad_values : es->pad_values;
+    }
+    return erase_sparse_merge(s, es->ranks, es->tmax, es->cap, es->dim, 1.0f / (float)es->ranks, es->cnt_recv,
+                              es->grow_recv, es->gval_recv, out_counts, out_rows, out_values);
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# erase-train --embeddings table (lib/sched/embed_shard.h) under mpirun:
+# on 2 ranks (graph and off) and 4 ranks the evaluations and the training
+# losses are those of --embeddings replicated, digit for digit; on 4 ranks
+# with a last evaluation batch of 1 sample (ranks 1-3 have none: they still
+# take part in the all-to-alls; the timeout bounds a hang); the placement
+# lines; the refusals' exact text (row, auto, --pp, checkpoints, cuda, a
+# model without tables).
+. "$(dirname "$0")/../comm/mpi.sh"
+need apps/erase-train
+need apps/erase-convert
+workdir
+apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+echo "1..12"
+
+# run NP NAME ARGS...: erase-train on NP ranks, stdout in $dir/NAME.out
+run() {
+    np=$1 name=$2; shift 2
+    ERASE_WATCHDOG_SECONDS=120 timeout -k 5 300 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train \
+        --train "$dir/data" --quiet --log-every 5 "$@" >"$dir/$name.out" 2>"$dir/$name.err"
+    rc=$?
+}
+# lines LOG: the evaluations and training losses without their timings
+lines() { sed -n -e 's/ in [0-9.]* s$//p' "$1" | grep '^eval' ; grep -o 'loss [^,]*' "$1"; }
+
+# same NP WHAT ARGS...: replicated and table give the same lines
+same() {
+    np=$1 what=$2; shift 2
+    run "$np" rep "$@" --embeddings replicated
+    rc_rep=$rc
+    run "$np" tab "$@" --embeddings table
+    lines "$dir/rep.out" >"$dir/rep.lines"
+    lines "$dir/tab.out" >"$dir/tab.lines"
+    [ $rc_rep = 0 ] && [ $rc = 0 ] && [ "$(grep -c '^eval' "$dir/rep.lines")" -ge 2 ] &&
+        cmp -s "$dir/rep.lines" "$dir/tab.lines"
+    ok=$?
+    tap $ok "$what: --embeddings table evaluates and trains as replicated (status $rc_rep, $rc)"
+    [ $ok = 0 ] || { tap_report "$dir/rep.out"; tap_report "$dir/tab.out"; tap_report "$dir/tab.err"; }
+}
+
+same 2 "2 ranks, graph" --steps 12 --batch 32 --eval-every 6
+same 2 "2 ranks, off" --steps 12 --batch 32 --eval-every 6 --early-backward off
+# 400 evaluation samples in global batches of 57: the last has 1 sample
+same 4 "4 ranks, last eval batch of 1 sample" --steps 6 --global-batch 57 --eval-every 3
+
+# the placement: one line per rank, every table once
+run 2 tab --steps 2 --batch 16 --embeddings table
+grep '^embed  rank' "$dir/tab.out" >"$dir/placement"
+tables=$(sed -n 's/.*(\([0-9,]*\)).*/\1/p' "$dir/placement" | tr ',' '\n' | sort -n | tr '\n' ' ')
+[ $rc = 0 ] && [ "$(wc -l <"$dir/placement")" = 2 ] &&
+    [ "$tables" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 " ] &&
+    grep -q '^embed  table-wise over 2 ranks (26 tables; all-to-all [0-9]* bytes per step per rank)$' "$dir/tab.out"
+ok=$?
+tap $ok "the placement: a line per rank, each of the 26 tables on one rank"
+[ $ok = 0 ] || tap_report "$dir/tab.out"
+
+# refusals: usage errors (status 2), one line
+for case in "--embeddings row|--embeddings row: not built yet; this build shards embedding tables table-wise only (--embeddings replicated or table)" \
+    "--embeddings auto|--embeddings auto: not built yet; this build shards embedding tables table-wise only (--embeddings replicated or table)" \
+    "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
+    "--embeddings table --pp 2|--embeddings table with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated" \
+    "--embeddings table --checkpoint-dir $dir/ck|--embeddings table with --checkpoint-dir: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
+    "--embeddings table --resume $dir/ck.h5|--embeddings table with --resume: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
+    "--embeddings table --device cuda|--embeddings table with --device cuda: the tables' all-to-alls over NCCL are not built yet; use --device cpu or --embeddings replicated"; do
+    args=${case%%|*} text=${case#*|}
+    # shellcheck disable=SC2086 # args are words
+    timeout -k 5 60 apps/erase-train --train "$dir/data" $args --quiet >"$dir/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] && grep -q -F -e "$text" "$dir/out"
+    ok=$?
+    tap $ok "$args: status $rc, $text"
+    [ $ok = 0 ] || tap_report "$dir/out"
+done
+
+# a model without tables: found after MPI start-up, alike on every rank:
+# one line from rank 0, status 2, no abort
+text="erase-train: --embeddings table: the mlp model has no embedding tables to shard (ctr has); use --embeddings replicated"
+ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --model mlp \
+    --embeddings table --quiet >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" && [ "$(grep -c -F -x -e "$text" "$dir/err")" = 1 ]
+ok=$?
+tap $ok "--model mlp --embeddings table under mpirun -np 2: one line, status $rc, no abort"
+[ $ok = 0 ] || tap_report "$dir/err"
