@@ -69,12 +69,18 @@ static int bad(double x) { return !isfinite(x) || x < 0; }
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
-/* The early plan's step time with reduction times r[] (see scale.h). */
-static double early_step(const erase_scale_block_t *bl, int B, const int *cut, const double *r, int concurrent,
-                         double *compute_path)
+/* The early plan's step time with reduction times r[] (see scale.h).
+ * Concurrent compute: each update follows its reduction on the comm
+ * stream. Shared compute: the updates take the compute resource too (on
+ * the CPU the comm stream's worker computes them on the same cores), one
+ * after another in the comm stream's order as their reductions end, so
+ * the step ends no earlier than all compute (forwards, backwards,
+ * updates) and no earlier than any reduction's end plus the updates
+ * still to run after it. */
+static double early_step(const erase_scale_block_t *bl, int B, const int *cut, const double *r, int concurrent)
 {
-    double main_t = 0, side_t = 0, comm_t = 0, done[MAX_BLOCKS];
-    int lo = 0;
+    double main_t = 0, side_t = 0, comm_t = 0, done[MAX_BLOCKS], ready[MAX_BLOCKS], updates = 0;
+    int order[MAX_BLOCKS], n = 0, lo = 0;
     for (int b = 0; b < B; b++) {
         main_t += bl[b].forward_s; /* shared compute: main_t is the compute resource's clock */
         if (b + 1 < B && (cut ? !cut[b + 1] : 0))
@@ -88,16 +94,22 @@ static double early_step(const erase_scale_block_t *bl, int B, const int *cut, c
             side_t = t;
         else
             main_t = t;
-        for (int k = b; k >= lo; k--) /* the comm stream: reduce, then update */
-            comm_t = max2(comm_t, done[k]) + r[k] + bl[k].update_s;
+        for (int k = b; k >= lo; k--) { /* the comm stream: reduce, then (concurrent) update */
+            comm_t = max2(comm_t, done[k]) + r[k] + (concurrent ? bl[k].update_s : 0);
+            ready[n] = comm_t;
+            order[n++] = k;
+            updates += bl[k].update_s;
+        }
         lo = b + 1;
     }
     double end = max2(max2(main_t, side_t), comm_t);
-    if (compute_path) { /* the same without communication */
-        double t = 0;
-        for (int b = 0; b < B; b++)
-            t = max2(t, done[b]) + bl[b].update_s;
-        *compute_path = max2(max2(main_t, side_t), t);
+    if (!concurrent) {
+        end = max2(end, main_t + updates);
+        double tail = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            tail += bl[order[i]].update_s;
+            end = max2(end, ready[i] + tail);
+        }
     }
     return end;
 }
@@ -129,13 +141,12 @@ erase_status_t erase_scale_step(const erase_scale_block_t *bl, int B, const int 
         s.compute_s += bl[b].forward_s + bl[b].backward_s + bl[b].update_s;
         s.comm_s += r[b];
     }
-    double path;
-    s.early_s = early_step(bl, B, cut, r, concurrent, &path);
+    s.early_s = early_step(bl, B, cut, r, concurrent);
     s.off_s = s.compute_s + s.comm_s;
     s.gain = s.early_s > 0 ? s.off_s / s.early_s : 1;
-    s.exposed_s = s.early_s - path;
-    double one = early_step(bl, B, cut, none, concurrent, NULL);
-    s.efficiency = s.early_s > 0 ? one / s.early_s : 1;
+    double alone = early_step(bl, B, cut, none, concurrent); /* one rank: the compute's critical path */
+    s.exposed_s = s.early_s - alone;
+    s.efficiency = s.early_s > 0 ? alone / s.early_s : 1;
     *out = s;
     return ERASE_OK;
 }

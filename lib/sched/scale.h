@@ -45,8 +45,10 @@
  *          stream, one) run at once, each at its measured speed (a
  *          device with room for both); not concurrent: they share one
  *          compute resource in the plan's issue order (F0 B0 F1 B1 ...:
- *          a device the kernels fill, or ranks sharing cores), so only the
- *          communication overlaps compute.
+ *          a device the kernels fill, or ranks sharing cores), the
+ *          updates too (each after its reduction, in the comm stream's
+ *          order), so only the communication overlaps compute: with no
+ *          communication early = off.
  *   off    forwards, backwards in reverse, the reductions (in reverse),
  *          the updates, one after the other on one stream.
  */
@@ -82,7 +84,7 @@ typedef struct {
     double early_s;           /* step time, early-backward plan */
     double off_s;             /* step time, off (reductions after the backward) */
     double gain;              /* off_s / early_s */
-    double exposed_s;         /* early_s - the step's compute critical path with no communication */
+    double exposed_s;         /* early_s - the same plan's step with no communication (>= 0) */
     double efficiency;        /* early_s of one rank (no communication) / early_s */
 } erase_scale_step_t;
 

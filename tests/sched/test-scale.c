@@ -133,6 +133,44 @@ static void test_toy_overlap(void **state)
     near(s.efficiency, 1);
 }
 
+/* Updates under shared compute take the compute resource too (no gain
+ * without communication), and the exposed communication of a segment of
+ * several blocks (attached) is never negative. */
+static void test_toy_updates(void **state)
+{
+    (void)state;
+    erase_scale_cluster_t c = flat(2, 0, 1);
+    erase_scale_block_t b[2];
+    erase_scale_step_t s;
+    int cut[2] = { 0, 1 }, attached[2] = { 0, 0 };
+    /* shared: F0 0-1, B0 1-3, F1 3-4, B1 4-6; R0 3-4, R1 6-7; U0 and U1
+     * 0.5 each on the same resource: all compute takes 7, U1 follows R1:
+     * 7.5; alone (R 0): 7, off 7 + 2 */
+    toy(b, 1, 0.5);
+    assert_int_equal(erase_scale_step(b, 2, cut, &c, 0, &s), ERASE_OK);
+    near(s.early_s, 7.5);
+    near(s.off_s, 9);
+    near(s.exposed_s, 0.5);
+    near(s.efficiency, 7 / 7.5);
+    /* one rank: early = off = 7, no gain */
+    c.nodes = 1;
+    assert_int_equal(erase_scale_step(b, 2, cut, &c, 0, &s), ERASE_OK);
+    near(s.early_s, 7);
+    near(s.gain, 1);
+    near(s.exposed_s, 0);
+    /* attached, concurrent: F0 F1 0-2 (main), B1 2-4, B0 4-6 (side); comm:
+     * R1 4-5 U1 5-5.5, R0 6-7 U0 7-7.5; alone: U1 4-4.5, U0 6-6.5 */
+    c.nodes = 2;
+    assert_int_equal(erase_scale_step(b, 2, attached, &c, 1, &s), ERASE_OK);
+    near(s.early_s, 7.5);
+    near(s.exposed_s, 1);
+    /* the same shared: F0 F1 0-2, B1 2-4, B0 4-6; R1 4-5, R0 6-7; updates
+     * after all compute (6 + 1 = 7) and U0 after R0: 7.5; alone 7 */
+    assert_int_equal(erase_scale_step(b, 2, attached, &c, 0, &s), ERASE_OK);
+    near(s.early_s, 7.5);
+    near(s.exposed_s, 0.5);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -164,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_ring_and_tree),
         cmocka_unit_test(test_hierarchical),
         cmocka_unit_test(test_toy_overlap),
+        cmocka_unit_test(test_toy_updates),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
