@@ -19,10 +19,15 @@
 # Usage: bench/hosts-scale.sh ALLREDUCE_OUTPUT [BUILD_DIR]   (root; env
 #        PREFIX, default erase-sc$$; ROUNDS, default 3; RATES, default
 #        "1gbit 100mbit"; BATCH per rank, default 256; STEPS, default 16;
-#        DATA, default _data/criteo-sample; about 15 minutes)
+#        DATA, default _data/criteo-sample; about 3 minutes on the 2-core
+#        machine of RESULTS.md)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-table=${1:?usage: bench/hosts-scale.sh ALLREDUCE_OUTPUT [BUILD_DIR]}
+if [ $# -lt 1 ]; then
+    echo "usage: bench/hosts-scale.sh ALLREDUCE_OUTPUT [BUILD_DIR]   (ALLREDUCE_OUTPUT: what bench/hosts-allreduce.sh printed)" >&2
+    exit 2
+fi
+table=$1
 build=${2:-$top/_build}
 prefix=${PREFIX:-erase-sc$$}
 rounds=${ROUNDS:-3}

@@ -11,7 +11,8 @@
 #   --hostfile FILE    mpirun --hostfile FILE (lines "node1 slots=4")
 #   --net CIDR         the network between the hosts (e.g. 10.0.0.0/24):
 #                      Open MPI's TCP messages and out-of-band channel on it,
-#                      shared memory within a host
+#                      shared memory within a host (not with hosts.sh mpirun
+#                      as ERASE_MPIRUN: it names its network itself)
 # ERASE_MPIRUN replaces the launcher command (default: mpirun), e.g.
 # "tests/cluster/hosts.sh mpirun" for the namespace hosts of the tests.
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,8 @@ while [ $# -gt 0 ]; do
             case $ranks in '' | *[!0-9]* | 0) job_usage "--ranks needs a number of ranks >= 1, got '$ranks'" ;; esac
             shift 2 ;;
         --hosts)
-            [[ ${2:-} =~ ^[A-Za-z0-9._-]+(:[1-9][0-9]*)?(,[A-Za-z0-9._-]+(:[1-9][0-9]*)?)*$ ]] ||
+            [ ${#hosts_args[@]} = 0 ] || job_usage "give one of --hosts and --hostfile, once"
+            [[ ${2:-} =~ ^[A-Za-z0-9][A-Za-z0-9._-]*(:[1-9][0-9]*)?(,[A-Za-z0-9][A-Za-z0-9._-]*(:[1-9][0-9]*)?)*$ ]] ||
                 job_usage "--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got '${2:-}'"
             hosts_args=(--host "$2")
             slots=0
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
             done
             shift 2 ;;
         --hostfile)
+            [ ${#hosts_args[@]} = 0 ] || job_usage "give one of --hosts and --hostfile, once"
             { [ -n "${2:-}" ] && [ -r "$2" ]; } || job_usage "--hostfile needs a readable hostfile, got '${2:-}'"
             hosts_args=(--hostfile "$2")
             # "node slots=N" (a line without slots= has one); comments and blank lines skipped

@@ -59,7 +59,7 @@ static void usage(FILE *f)
             "  --compute shared|concurrent  forwards and backwards share the compute (default) or\n"
             "                   run at once (lib/sched/scale.h)\n"
             "  --dense-only     leave out the all-gathers of embedding rows (replicated tables' sparse\n"
-            "                   gradients; sharded tables exchange rows by all-to-all, not modeled)\n");
+            "                   gradients): a lower bound; sharded tables' all-to-all is not modeled\n");
 }
 
 int bench_scale(int argc, char **argv)

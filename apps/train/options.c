@@ -84,8 +84,8 @@ static const opt_def_t defs[] = {
       "dense gradients only, not embedding tables' rows (0: off)", NULL, FROM_TO(0, FLT_MAX) },
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
     { "embeddings", S(embeddings), "replicated", "embedding tables: replicated (every rank holds every table) | "
-      "table (each table on one rank, placed by bytes; ids and vectors cross ranks by all-to-all; not with --pp, "
-      "--checkpoint-dir, --resume or --device cuda yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
+      "table (each table on one rank, placed by bytes; ids and vectors cross ranks by all-to-all; not with "
+      "pipelines (--pp, --schedule), --checkpoint-dir, --resume or --device cuda yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },

@@ -226,7 +226,7 @@ static erase_status_t setup_model(run_t *r, int *usage)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
     if (!strcmp(o->embeddings, "table") && r->cfg.kind != ERASE_MODEL_CTR)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table: the %s model has no embedding tables to shard "
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table: the %s model has no per-field embedding tables to shard "
                            "(ctr has); use --embeddings replicated", erase_model_config_name(&r->cfg));
     if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));

@@ -19,7 +19,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..80"
+echo "1..82"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -269,6 +269,8 @@ done <<EOF
 --ranks|--ranks needs a number of ranks >= 1, got ''
 --hosts node1:0|--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got 'node1:0'
 --ranks 2 --hosts a,,b|--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got 'a,,b'
+--hosts --steps 2|--hosts needs HOST[:SLOTS],... (e.g. node1:4,node2:4), got '--steps'
+--hosts a:2 --hostfile $dir/hosts.empty|give one of --hosts and --hostfile, once
 --hostfile $dir/none|--hostfile needs a readable hostfile, got '$dir/none'
 --hostfile $dir/hosts.empty|--hostfile $dir/hosts.empty: no hosts in it
 --net 10.0.0.0|--net needs the hosts' network as ADDRESS/BITS (e.g. 10.0.0.0/24), got '10.0.0.0'

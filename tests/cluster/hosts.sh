@@ -33,7 +33,8 @@
 #       s apart): a host cut off without its connections closing ends the
 #       job within 11 s; at Open MPI's defaults (300 + 9 x 20 s) mpirun
 #       waits 8 minutes for the lost daemon, even after erase's watchdog
-#       called MPI_Abort (tests/cluster/test-hosts-fail.sh).
+#       called MPI_Abort (tests/cluster/test-hosts-fail.sh). As root
+#       (the hosts need it) without --allow-run-as-root.
 #
 # PREFIX (default $ERASE_HOSTS_PREFIX, else "erase") names every namespace
 # and file made, so clusters of several tests or users do not meet. Needs
@@ -205,7 +206,8 @@ run_mpirun() {
         --mca oob_tcp_if_include "$net.0/24" --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24" \
         --mca mpi_yield_when_idle 1 --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
         --mca oob_tcp_keepalive_probes 3 "$@")
-    run_in h1 "$line"
+    # the hosts need root, so mpirun runs as root: allowed, as --allow-run-as-root would
+    run_in h1 "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $line"
 }
 
 [ $# -ge 1 ] || usage

@@ -74,7 +74,7 @@ done
 
 # a model without tables: found after MPI start-up, alike on every rank:
 # one line from rank 0, status 2, no abort
-text="erase-train: --embeddings table: the mlp model has no embedding tables to shard (ctr has); use --embeddings replicated"
+text="erase-train: --embeddings table: the mlp model has no per-field embedding tables to shard (ctr has); use --embeddings replicated"
 ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --model mlp \
     --embeddings table --quiet >"$dir/out" 2>"$dir/err"
 rc=$?
