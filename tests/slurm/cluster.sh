@@ -30,10 +30,16 @@ cluster_hosts=
 cluster_log() { echo "# slurm: $*"; }
 
 # cluster_free_port: an unused TCP port on localhost (none listening).
+# Below the kernel's ephemeral range (ip_local_port_range): other processes'
+# connections and listeners (Open MPI's, of tests running at the same time)
+# take ports there, and one could take this port between the check and the
+# daemon's bind.
 cluster_free_port() {
-    local p
+    local p lo=10000 hi
+    hi=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${hi:-0}" -gt $((lo + 1000)) ] 2>/dev/null || hi=32768
     for _ in $(seq 50); do
-        p=$((20000 + RANDOM % 30000))
+        p=$((lo + RANDOM % (hi - lo)))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
     done
     return 1
@@ -79,7 +85,7 @@ cluster_daemon() {
 }
 
 cluster_start() {
-    local d=$1 n=${2:-} cpus mem ctld_port slurmd_port first_id ctld_host node_lines nodes i
+    local d=$1 n=${2:-} i
     if [ -n "$n" ]; then
         cluster_hosts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/hosts.sh
         if ! "$cluster_hosts" up "$n" >"$d.hosts" 2>&1; then
@@ -112,6 +118,29 @@ cluster_start() {
         return 1
     fi
 
+    # slurmctld and the slurmds: tried up to 3 times, with other ports
+    # when a daemon ended (a port taken after all)
+    local base=${#cluster_pids[@]} attempt
+    for attempt in 1 2 3; do
+        cluster_slurm "$d" "$n"
+        case $? in
+        0) return 0 ;;
+        3) [ $attempt -lt 3 ] || return 1
+           cluster_log "a daemon ended (try $attempt of 3): again with other ports"
+           for ((i = ${#cluster_pids[@]} - 1; i >= base; i--)); do
+               kill -KILL "${cluster_pids[i]}" 2>/dev/null
+               wait "${cluster_pids[i]}" 2>/dev/null
+               unset "cluster_pids[i]"
+           done ;;
+        *) return 1 ;;
+        esac
+    done
+}
+
+# cluster_slurm DIR N: cluster_start's slurm.conf, slurmctld and slurmds;
+# 0 when every node is idle, 3 when a daemon ended, 1 on another failure.
+cluster_slurm() {
+    local d=$1 n=$2 cpus mem ctld_port slurmd_port first_id ctld_host node_lines nodes i
     # slurm.conf: nodes that advertise 4 CPUs whatever the machine has
     # (config_overrides), so 4 ranks fit on a 2-core CI machine.
     cpus=4
@@ -215,16 +244,21 @@ CONF
     done
 
     # every node registers and becomes idle
-    local p state want end=$((SECONDS + 15))
+    local p f state want ended='' end=$((SECONDS + 30))
     want=$(printf '%s idle\n' "${cluster_nodes[@]}")
     while [ $SECONDS -lt $end ]; do
         state=$(cluster_cmd timeout 5 sinfo -h -N -o '%N %T' 2>/dev/null | sort || true)
         [ "$state" = "$want" ] && return 0
-        for p in "${cluster_pids[@]}"; do cluster_alive "$p" || break 2; done
+        for p in "${cluster_pids[@]}"; do cluster_alive "$p" || { ended=$p; break 2; }; done
         sleep 0.1
     done
-    cluster_log "nodes not idle: $(echo "${state:-unknown}" | tr '\n' ' ')"
-    tail -20 "$d"/slurmctld.err "$d"/slurmctld.log "$d"/slurmd*.err "$d"/slurmd*.log 2>/dev/null | sed 's/^/#   /'
+    cluster_log "nodes not idle: $(echo "${state:-unknown}" | tr '\n' ' ')${ended:+ (process $ended ended)}"
+    for f in "$d"/slurmctld.err "$d"/slurmctld.log "$d"/slurmd*.err "$d"/slurmd*.log; do
+        [ -e "$f" ] || continue
+        echo "#   $f ($(wc -c <"$f") bytes):"
+        tail -20 "$f" | sed 's/^/#     /'
+    done
+    [ -n "$ended" ] && return 3
     return 1
 }
 
