@@ -48,17 +48,32 @@ slurm_require() {
 }
 
 # slurm_data: $dir/data, 2000 synthetic rows (1600 to train, 400 held out),
-# and $dir/tiny.run, a run file like jobs/criteo-sample.run with frequent
-# progress lines and a constant learning rate (the default cosine decays to
-# 0 at the last step: a job that trains until signalled learns its last
-# step only then, and its resumed part could not be bitwise a run that knew
-# it from the start); $dir/tmp and $dir/shm for Open MPI (see submit).
+# $dir/tiny.cfg, a small ctr (26 tables of 1,001 rows, D = 8, 3 blocks: a
+# ThreadSanitizer rank of the reference ctr holds over 4 GB, and a 2-node
+# job's 4 ranks beside the other tests of make -j2 check ran a 24 GB CI
+# machine out of memory), and $dir/tiny.run, a run file like
+# jobs/criteo-sample.run with that model, frequent progress lines and a
+# constant learning rate (the default cosine decays to 0 at the last step:
+# a job that trains until signalled learns its last step only then, and
+# its resumed part could not be bitwise a run that knew it from the
+# start); $dir/tmp and $dir/shm for Open MPI (see submit).
 slurm_data() {
     "$build/apps/erase-convert" synth --quiet --rows 2000 -o "$dir/data" >"$dir/convert.log" 2>&1 ||
         { show "$dir/convert.log"; return 1; }
     mkdir -p "$dir/tmp" "$dir/shm"
-    cat >"$dir/tiny.run" <<'RUN'
+    cat >"$dir/tiny.cfg" <<'CFG'
 model = "ctr";
+ctr: {
+  embedding_dim = 8;
+  table_rows = 1001;
+  bottom_mlp = [16, 8];
+  subarch_width = 32;
+  subarchs = 2;
+  cuts = "all";
+};
+CFG
+    printf 'model = "%s";\n' "$dir/tiny.cfg" >"$dir/tiny.run"
+    cat >>"$dir/tiny.run" <<'RUN'
 eval_fraction = 0.2;
 batch = 64;
 lr = 0.001;
