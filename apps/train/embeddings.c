@@ -3,43 +3,66 @@
  */
 #include "apps/train/embeddings.h"
 
-#include "lib/nn/sharding.h"
 #include "lib/ops/ops.h"
 
 #include <stdio.h>
 #include <string.h>
 
-erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const char *embedding_optimizer,
+erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char *kind, const char *embedding_optimizer,
+                                     int ranks, train_embeddings_t *out)
+{
+    memset(out, 0, sizeof *out);
+    ERASE_CHECK(erase_shard_kind_parse("--embeddings", kind, &out->kind));
+    if (out->kind == ERASE_SHARD_REPLICATED)
+        return ERASE_OK;
+    if (cfg->kind != ERASE_MODEL_CTR)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s: the %s model has no per-field embedding tables to "
+                           "shard (ctr has); use --embeddings replicated", kind, erase_model_config_name(cfg));
+    int64_t rows[ERASE_CTR_FIELDS];
+    for (int t = 0; t < ERASE_CTR_FIELDS; t++)
+        rows[t] = cfg->ctr.table_rows[t];
+    out->tables = ERASE_CTR_FIELDS;
+    out->row_bytes = 4 * (int64_t)cfg->ctr.embedding_dim + (strcmp(embedding_optimizer, "rowwise_adagrad") ? 0 : 4);
+    return erase_shard_plan(out->kind, out->tables, rows, NULL, out->row_bytes, ranks, 0, out->plan);
+}
+
+/* Append table t to a comma-separated list of `size` bytes. */
+static void list_add(char *list, size_t size, int t)
+{
+    size_t len = strlen(list);
+    snprintf(list + len, size - len, "%s%d", len ? "," : "", t);
+}
+
+erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
                                       int root, erase_embed_shard_t **out)
 {
-    int np, tables = 0;
-    int64_t rows[ERASE_FIELDS_MAX], dim = 0;
-    erase_param_t *params = erase_network_params(net, &np);
-    for (int i = 0; i < np && tables < ERASE_FIELDS_MAX; i++) /* ctr's: consecutive (erase_embed_shard_create checks) */
-        if (params[i].kind == ERASE_PARAM_EMBEDDING) {
-            rows[tables++] = params[i].rows;
-            dim = params[i].cols;
-        }
-    int64_t row_bytes = 4 * dim + (strcmp(embedding_optimizer, "rowwise_adagrad") ? 0 : 4);
-    erase_shard_t plan[ERASE_FIELDS_MAX];
-    int D = erase_comm_size(group);
-    ERASE_CHECK(erase_shard_plan(ERASE_SHARD_TABLE, tables, rows, NULL, row_bytes, D, 0, plan));
-    ERASE_CHECK(erase_embed_shard_create(net, group, plan, tables, out));
+    ERASE_CHECK(erase_embed_shard_create(net, group, e->plan, e->tables, out));
     if (!root)
         return ERASE_OK;
-    printf("embed  table-wise over %d rank%s (%d tables; all-to-all %lld bytes per step per rank)\n", D,
-           D == 1 ? "" : "s", tables, (long long)erase_embed_shard_bytes(*out));
-    for (int k = 0; k < D; k++) {
-        char list[4 * ERASE_FIELDS_MAX] = "";
-        int n = 0;
-        int64_t owned = 0;
-        for (int t = 0; t < tables; t++)
-            if (plan[t].owner == k) {
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", n++ ? "," : "", t);
-                owned += rows[t];
-            }
-        printf("embed  rank %d: %d table%s (%s), %lld rows, %.1f MiB owned\n", k, n, n == 1 ? "" : "s",
-               n ? list : "none", (long long)owned, (double)(owned * row_bytes) / (1 << 20));
+    int D = erase_comm_size(group), by_row = 0;
+    for (int t = 0; t < e->tables; t++)
+        by_row += e->plan[t].kind == ERASE_SHARD_ROW;
+    char how[64];
+    if (e->kind == ERASE_SHARD_AUTO)
+        snprintf(how, sizeof how, "auto (%d table%s row-wise, %d table-wise)", by_row, by_row == 1 ? "" : "s",
+                 e->tables - by_row);
+    else
+        snprintf(how, sizeof how, "%s", by_row ? "row-wise" : "table-wise");
+    printf("embed  %s over %d rank%s (%d tables; all-to-all %lld bytes per step per rank)\n", how, D,
+           D == 1 ? "" : "s", e->tables, (long long)erase_embed_shard_bytes(*out));
+    for (int r = 0; r < D; r++) {
+        char whole[4 * ERASE_FIELDS_MAX] = "", part[4 * ERASE_FIELDS_MAX] = "";
+        int64_t held = 0;
+        for (int t = 0; t < e->tables; t++) {
+            int64_t n = erase_shard_rows_on(&e->plan[t], r);
+            if (n == e->plan[t].rows)
+                list_add(whole, sizeof whole, t);
+            else if (n > 0)
+                list_add(part, sizeof part, t);
+            held += n;
+        }
+        printf("embed  rank %d: whole %s; part of %s; %lld rows, %.1f MiB\n", r, whole[0] ? whole : "none",
+               part[0] ? part : "none", (long long)held, (double)held * (double)e->row_bytes / (1 << 20));
     }
     fflush(stdout);
     return ERASE_OK;

@@ -1,23 +1,45 @@
 /*
  * erase-train's sharded embeddings (--embeddings, issue 19): the model's
- * tables placed over the data-parallel ranks and their exchanges set up.
+ * tables placed over the data-parallel ranks, the network built with only
+ * this rank's rows, and the exchanges set up.
  */
 #ifndef ERASE_APPS_TRAIN_EMBEDDINGS_H
 #define ERASE_APPS_TRAIN_EMBEDDINGS_H
 
 #include "lib/comm/comm.h"
+#include "lib/nn/model_config.h"
+#include "lib/nn/sharding.h"
+#include "lib/ops/ops.h"
 #include "lib/sched/embed_shard.h"
 
+/* A placement of a model's tables over `ranks` ranks. */
+typedef struct {
+    erase_shard_kind_t kind;           /* as asked (auto stays auto) */
+    int tables;                        /* 0: replicated (no plan) */
+    int64_t row_bytes;                 /* a row's value and optimizer state */
+    erase_shard_t plan[ERASE_FIELDS_MAX];
+} train_embeddings_t;
+
 /*
- * --embeddings table: net's tables placed table-wise over the ranks of
- * `group` (lib/nn/sharding.h: greedy by bytes: a row's dim floats and,
- * with embedding_optimizer "rowwise_adagrad", its one float of state),
- * the exchanges set up on it (lib/sched/embed_shard.h: *out), and with
+ * The placement --embeddings `kind` ("replicated", "table", "row", "auto")
+ * asks for cfg's tables (ctr's 26; other models have none and must ask for
+ * replicated) over `ranks` ranks (lib/nn/sharding.h, erase_shard_plan; a
+ * row's bytes are its dim floats and, with embedding_optimizer
+ * "rowwise_adagrad", its one float of state; auto's threshold the total /
+ * ranks), into *out (tables 0 for replicated). Errors: ERASE_ERR_INVALID
+ * (a kind not named above; those of erase_shard_plan).
+ */
+erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char *kind, const char *embedding_optimizer,
+                                     int ranks, train_embeddings_t *out);
+
+/*
+ * The exchanges of placement `e` on net (built by erase_network_create_placed
+ * with e's plan) over `group` (lib/sched/embed_shard.h: *out), and with
  * `root` the placement printed: a line for the exchange, then one per rank
  * with its tables, rows and bytes. Collective over `group`. Errors: those
- * of erase_shard_plan and erase_embed_shard_create (a model without tables).
+ * of erase_embed_shard_create.
  */
-erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const char *embedding_optimizer,
+erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
                                       int root, erase_embed_shard_t **out);
 
 #endif

@@ -45,7 +45,8 @@ typedef struct {
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_sched_t *sched;            /* data parallel (--schedule none), or */
-    erase_embed_shard_t *shard;      /* --embeddings table: the tables' owners and exchanges; else NULL */
+    train_embeddings_t emb;          /* --embeddings: the tables' placement (tables 0: replicated) */
+    erase_embed_shard_t *shard;      /* sharded tables: their exchanges; else NULL */
     erase_pipe_t *pipe;              /* this rank's pipeline stage (apps/train/pipeline.h) */
     erase_pipe_options_t pipe_o;
     train_stages_t stages;
@@ -225,9 +226,8 @@ static erase_status_t setup_model(run_t *r, int *usage)
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
-    if (!strcmp(o->embeddings, "table") && r->cfg.kind != ERASE_MODEL_CTR)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table: the %s model has no per-field embedding tables to shard "
-                           "(ctr has); use --embeddings replicated", erase_model_config_name(&r->cfg));
+    TRY(train_embeddings_plan(&r->cfg, o->embeddings, o->embedding_optimizer, erase_comm_size(erase_emb_comm()),
+                              &r->emb));
     if (o->cuts[0] && !o->eval_only)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     if (train_options_pipeline(o))
@@ -444,8 +444,8 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.side_streams = (int)o->side_streams;
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
-    if (!strcmp(o->embeddings, "table")) {
-        TRY(train_embeddings_shard(r->net, erase_emb_comm(), o->embedding_optimizer, r->root, &r->shard));
+    if (r->emb.tables) {
+        TRY(train_embeddings_shard(r->net, erase_emb_comm(), &r->emb, r->root, &r->shard));
         so.shard = r->shard;
     }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
@@ -517,7 +517,11 @@ static erase_status_t setup_training(run_t *r)
     int pipeline = train_options_pipeline(o);
     int64_t M = train_options_micro_batches(o);
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
-    TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
+    if (r->emb.tables) /* sharded tables: this rank's rows only */
+        TRY(erase_network_create_placed(r->dev, &r->cfg, (int)r->rank_batch, r->emb.plan, r->emb.tables,
+                                        erase_comm_rank(erase_emb_comm()), &r->net));
+    else
+        TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;

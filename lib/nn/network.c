@@ -34,7 +34,7 @@ erase_status_t erase_network_add_param(erase_network_t *net, int block, const ch
     snprintf(p->name, sizeof p->name, "%s/%s", net->blocks[block].name, path);
     p->kind = kind;
     p->block = block;
-    p->rows = rows;
+    p->rows = p->held = rows;
     p->cols = cols;
     p->ndim = ndim;
     *index = net->nparams++;
@@ -57,9 +57,14 @@ erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, 
     if (net->shares)
         return ERASE_OK; /* a replica: the values are its network's, initialised there */
     uint64_t rng = param_seed(net->cfg.seed, p->name);
+    /* a part of the rows (sharded table): the stream skipped to value row0 x cols, as if the rows before had
+     * been drawn (SplitMix64 advances its state by a constant per draw), so every placement initialises a
+     * row alike */
+    uint64_t draws = how == ERASE_INIT_UNIFORM ? 1 : how == ERASE_INIT_NORMAL ? 2 : 0;
+    rng += (uint64_t)p->row0 * (uint64_t)p->cols * draws * 0x9e3779b97f4a7c15ULL;
     float bound = (float)a;
     size_t n = (size_t)erase_param_numel(p), bytes;
-    float *host = erase_bytes(sizeof(float), p->rows, p->cols, &bytes) ? malloc(bytes ? bytes : 1) : NULL;
+    float *host = erase_bytes(sizeof(float), p->held, p->cols, &bytes) ? malloc(bytes ? bytes : 1) : NULL;
     if (!host)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory to initialise %s (%zu values)", p->name, n);
     for (size_t i = 0; i < n; i++)
@@ -112,7 +117,7 @@ static erase_status_t allocate(erase_network_t *net)
         if (net->shares)
             p->value = net->shares->params[i].value; /* a replica: the values are its network's */
         else
-            ALLOC(p->value, sizeof(float), p->rows, p->cols);
+            ALLOC(p->value, sizeof(float), p->held ? p->held : 1, p->cols);
         if (p->kind == ERASE_PARAM_DENSE) {
             /* gradient: a slice of the block's buffer */
         } else {
@@ -130,10 +135,36 @@ static erase_status_t allocate(erase_network_t *net)
     return ERASE_OK;
 }
 
+/* The rows of each embedding table this rank holds (row0, held) by `plan`
+ * (one placement per table, in parameter order), or a replica's by its
+ * network's. */
+static erase_status_t place(erase_network_t *net, const erase_shard_t *plan, int tables, int rank)
+{
+    int t = 0;
+    for (int i = 0; i < net->nparams; i++) {
+        erase_param_t *p = &net->params[i];
+        if (net->shares) {
+            p->row0 = net->shares->params[i].row0;
+            p->held = net->shares->params[i].held;
+        } else if (plan && p->kind == ERASE_PARAM_EMBEDDING) {
+            if (t >= tables || plan[t].rows != p->rows || rank < 0 || rank >= plan[t].ranks)
+                return ERASE_ERROR(ERASE_ERR_INVALID, "network: a placement of %d tables for rank %d does not fit "
+                                   "table %s (%lld rows)", tables, rank, p->name, (long long)p->rows);
+            p->row0 = erase_shard_first_row(&plan[t], rank);
+            p->held = erase_shard_rows_on(&plan[t], rank);
+            t++;
+        }
+    }
+    if (plan && t != tables)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: a placement of %d tables for a model of %d", tables, t);
+    return ERASE_OK;
+}
+
 /* A network of cfg for max_batch samples; with `shares`, a replica using
- * its parameter values. */
+ * its parameter values; with `plan`, embedding tables held in part. */
 static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cfg, int max_batch,
-                             const erase_network_t *shares, erase_network_t **out)
+                             const erase_network_t *shares, const erase_shard_t *plan, int tables, int rank,
+                             erase_network_t **out)
 {
     if (max_batch < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "network: max_batch %d < 1", max_batch);
@@ -153,8 +184,10 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     if (st == ERASE_OK) {
         for (int b = 0; b < net->nblocks; b++)
             net->blocks[b].weight = net->blocks[b].lambda = b == net->nblocks - 1 ? 1.0f : cfg->local_loss_weight;
-        st = allocate(net);
+        st = place(net, plan, tables, rank);
     }
+    if (st == ERASE_OK)
+        st = allocate(net);
     if (st != ERASE_OK) {
         erase_error_trail(__FILE__, __LINE__);
         erase_network_destroy(net);
@@ -167,12 +200,18 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
 erase_status_t erase_network_create(erase_device_t *dev, const erase_model_config_t *cfg,
                                     int max_batch, erase_network_t **out)
 {
-    return create(dev, cfg, max_batch, NULL, out);
+    return create(dev, cfg, max_batch, NULL, NULL, 0, 0, out);
+}
+
+erase_status_t erase_network_create_placed(erase_device_t *dev, const erase_model_config_t *cfg, int max_batch,
+                                           const erase_shard_t *plan, int tables, int rank, erase_network_t **out)
+{
+    return create(dev, cfg, max_batch, NULL, plan, tables, rank, out);
 }
 
 erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch, erase_network_t **out)
 {
-    erase_status_t st = create(net->dev, &net->cfg, max_batch, net, out);
+    erase_status_t st = create(net->dev, &net->cfg, max_batch, net, NULL, 0, 0, out);
     if (st == ERASE_OK && (*out)->nparams != net->nparams) { /* the model builds the same parameters */
         erase_network_destroy(*out);
         return ERASE_ERROR(ERASE_ERR_STATE, "network: a replica of %d parameters built %d",

@@ -34,6 +34,7 @@
 #include "lib/nn/batch.h"
 #include "lib/nn/model_config.h"
 #include "lib/nn/param.h"
+#include "lib/nn/sharding.h"
 
 typedef struct erase_network erase_network_t;
 
@@ -44,6 +45,22 @@ typedef struct erase_network erase_network_t;
  */
 erase_status_t erase_network_create(erase_device_t *dev, const erase_model_config_t *cfg,
                                     int max_batch, erase_network_t **out);
+
+/*
+ * erase_network_create for one rank of a group over which the embedding
+ * tables are sharded (issue 19): plan[tables] places the model's embedding
+ * tables in parameter order (lib/nn/sharding.h, erase_shard_plan); this
+ * rank (0 <= rank < the plan's ranks) allocates and initialises only the
+ * rows it holds: each table parameter's row0/held (lib/nn/param.h) are
+ * erase_shard_first_row/erase_shard_rows_on, its value [held, cols], its
+ * optimizer state per held row. Row i of a table has the same initial
+ * values on every placement (the table's random stream skipped to it).
+ * Every other parameter is whole. Errors: those of erase_network_create;
+ * ERASE_ERR_INVALID for a plan that does not fit the model ("network: a
+ * placement of 3 tables for a model of 26").
+ */
+erase_status_t erase_network_create_placed(erase_device_t *dev, const erase_model_config_t *cfg, int max_batch,
+                                           const erase_shard_t *plan, int tables, int rank, erase_network_t **out);
 void erase_network_destroy(erase_network_t *net);
 
 const erase_model_config_t *erase_network_config(const erase_network_t *net);

@@ -77,7 +77,7 @@ erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_co
         size_t numel = (size_t)erase_param_numel(p);
         if (p->kind == ERASE_PARAM_EMBEDDING) {
             if (cfg->embedding == ERASE_OPTIM_ROWWISE_ADAGRAD)
-                st = zeros(opt->dev, (size_t)p->rows, &p->state[0]);
+                st = zeros(opt->dev, (size_t)p->held, &p->state[0]); /* one per row held */
         } else if (cfg->dense == ERASE_OPTIM_ADAMW) {
             st = zeros(opt->dev, numel, &p->state[0]);
             if (st == ERASE_OK)

@@ -20,8 +20,11 @@ typedef struct {
     erase_param_kind_t kind;
     int block;                       /* index of the owning block */
     int ndim;                        /* 1 (bias) or 2 ([rows, cols]) */
-    int64_t rows, cols;              /* a 1-d parameter has cols == 1 */
-    float *value;                    /* [rows, cols] */
+    int64_t rows, cols;              /* the whole parameter's shape; a 1-d parameter has cols == 1 */
+    int64_t row0, held;              /* the rows this rank holds: [row0, row0 + held) of rows. All of
+                                      * them (0, rows) except for an embedding table sharded over the
+                                      * ranks (lib/nn/sharding.h, erase_network_create_placed) */
+    float *value;                    /* [held, cols]: rows row0 .. row0 + held - 1 */
     float *grad;                     /* dense: [rows, cols]; embedding: NULL */
     uint32_t *grad_rows;             /* embedding: [max_batch] rows touched */
     float *grad_values;              /* embedding: [max_batch, cols] their gradients */
@@ -29,10 +32,11 @@ typedef struct {
     float *state[2];                 /* optimizer slots (NULL until an optimizer made them) */
 } erase_param_t;
 
-/* Elements of a parameter. */
+/* Elements of a parameter that this rank holds (value's length): held x
+ * cols; rows x cols but for a sharded embedding table. */
 static inline int64_t erase_param_numel(const erase_param_t *p)
 {
-    return p->rows * p->cols;
+    return p->held * p->cols;
 }
 
 #endif

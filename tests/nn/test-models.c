@@ -459,6 +459,63 @@ static void test_deterministic_mlp(void **state)
     deterministic("mlp (three blocks, SGD with momentum)", c, ERASE_OPTIM_SGD);
 }
 
+/* A network placed over 3 ranks (erase_network_create_placed): each rank
+ * holds, of every table, exactly the rows its placement gives (row-wise
+ * parts; table-wise: all or none), with the values the replicated network
+ * has at those rows (row i's initial values do not depend on where it is);
+ * the dense parameters whole; a plan that does not fit refused. */
+static void test_placed(void **state)
+{
+    erase_model_config_t cfg = small_ctr(0x7e);
+    erase_network_t *whole, *part;
+    MUST(erase_network_create(dev, &cfg, 4, &whole));
+    int np, tables = ERASE_CTR_FIELDS;
+    erase_param_t *wp = erase_network_params(whole, &np);
+    int64_t rows[ERASE_CTR_FIELDS];
+    for (int t = 0; t < tables; t++)
+        rows[t] = cfg.ctr.table_rows[t];
+    for (int kind = ERASE_SHARD_TABLE; kind <= ERASE_SHARD_ROW; kind++) {
+        erase_shard_t plan[ERASE_CTR_FIELDS];
+        MUST(erase_shard_plan((erase_shard_kind_t)kind, tables, rows, NULL, 20, 3, 0, plan));
+        int64_t held[ERASE_CTR_FIELDS] = { 0 };
+        for (int r = 0; r < 3; r++) {
+            MUST(erase_network_create_placed(dev, &cfg, 4, plan, tables, r, &part));
+            int n;
+            erase_param_t *pp = erase_network_params(part, &n);
+            assert_int_equal(n, np);
+            for (int i = 0, t = 0; i < n; i++) {
+                float *a = malloc(sizeof(float) * (size_t)erase_param_numel(&wp[i]));
+                float *b = malloc(sizeof(float) * (size_t)(erase_param_numel(&pp[i]) + 1));
+                MUST(erase_network_read_param(whole, &wp[i], a));
+                MUST(erase_network_read_param(part, &pp[i], b));
+                int64_t row0 = 0, count = wp[i].rows;
+                if (wp[i].kind == ERASE_PARAM_EMBEDDING) {
+                    row0 = erase_shard_first_row(&plan[t], r);
+                    count = erase_shard_rows_on(&plan[t], r);
+                    held[t++] += count;
+                }
+                assert_int_equal(pp[i].row0, row0);
+                assert_int_equal(pp[i].held, count);
+                assert_int_equal(pp[i].rows, wp[i].rows);
+                assert_memory_equal(b, a + row0 * wp[i].cols, sizeof(float) * (size_t)(count * wp[i].cols));
+                free(a);
+                free(b);
+            }
+            erase_network_destroy(part);
+        }
+        for (int t = 0; t < tables; t++) /* every row held once */
+            assert_int_equal(held[t], rows[t]);
+    }
+    erase_shard_t plan[3];
+    MUST(erase_shard_plan(ERASE_SHARD_ROW, 3, rows, NULL, 20, 2, 0, plan));
+    part = NULL;
+    assert_int_equal(erase_network_create_placed(dev, &cfg, 4, plan, 3, 0, &part), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "network: a placement of 3 tables for rank 0 does not fit table "
+                                              "input/emb/3 (53 rows)");
+    assert_null(part);
+    erase_network_destroy(whole);
+}
+
 /* A width past what the code holds is an error saying what is too large,
  * not a signed overflow (UBSan: embedding_dim + 351). */
 static void test_too_large(void **state)
@@ -526,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_deterministic_ctr),
         cmocka_unit_test(test_deterministic_mlp),
         cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_placed),
     };
     return cmocka_run_group_tests_name("models against PyTorch", tests, setup, teardown);
 }

@@ -46,7 +46,8 @@ same 4 "4 ranks, last eval batch of 1 sample" --steps 6 --global-batch 57 --eval
 # the placement: one line per rank, every table once
 run 2 tab --steps 2 --batch 16 --embeddings table
 grep '^embed  rank' "$dir/tab.out" >"$dir/placement"
-tables=$(sed -n 's/.*(\([0-9,]*\)).*/\1/p' "$dir/placement" | tr ',' '\n' | sort -n | tr '\n' ' ')
+tables=$(sed -n 's/.*: whole \([0-9,]*\); part of none; [0-9]* rows, [0-9.]* MiB$/\1/p' "$dir/placement" |
+    tr ',' '\n' | sort -n | tr '\n' ' ')
 [ $rc = 0 ] && [ "$(wc -l <"$dir/placement")" = 2 ] &&
     [ "$tables" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 " ] &&
     grep -q '^embed  table-wise over 2 ranks (26 tables; all-to-all [0-9]* bytes per step per rank)$' "$dir/tab.out"
