@@ -84,8 +84,10 @@ static const opt_def_t defs[] = {
       "dense gradients only, not embedding tables' rows (0: off)", NULL, FROM_TO(0, FLT_MAX) },
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
     { "embeddings", S(embeddings), "replicated", "embedding tables: replicated (every rank holds every table) | "
-      "table (each table on one rank, placed by bytes; ids and vectors cross ranks by all-to-all; not with "
-      "pipelines (--pp, --schedule), --checkpoint-dir, --resume or --device cuda yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
+      "table (each table on one rank, placed by bytes) | row (every table's rows split evenly over the ranks) | "
+      "auto (row-wise the tables of more bytes than a rank's share, table-wise the rest); sharded tables are held "
+      "only where placed, ids and vectors cross ranks by all-to-all; not with pipelines (--pp, --schedule), "
+      "--checkpoint-dir, --resume or --device cuda yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
@@ -393,18 +395,17 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip needs --update end (or --early-backward off): "
                            "an early update could apply before a later block's gradient is found non-finite");
-    if (!strcmp(o->embeddings, "row") || !strcmp(o->embeddings, "auto"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s: not built yet; this build shards embedding tables "
-                           "table-wise only (--embeddings replicated or table)", o->embeddings);
-    if (!strcmp(o->embeddings, "table") && pipeline)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with --schedule %s: sharded tables with pipelines "
-                           "are not built yet; drop --pp and --schedule, or use --embeddings replicated", schedule);
-    if (!strcmp(o->embeddings, "table") && !strcmp(o->device, "cuda"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with --device cuda: the tables' all-to-alls over "
-                           "NCCL are not built yet; use --device cpu or --embeddings replicated");
-    if (!strcmp(o->embeddings, "table") && (o->checkpoint_dir[0] || o->resume[0]))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with %s: sharded tables are not written to "
-                           "checkpoints yet; use --embeddings replicated",
+    int sharded = strcmp(o->embeddings, "replicated") != 0;
+    if (sharded && pipeline)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with --schedule %s: sharded tables with pipelines "
+                           "are not built yet; drop --pp and --schedule, or use --embeddings replicated",
+                           o->embeddings, schedule);
+    if (sharded && !strcmp(o->device, "cuda"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with --device cuda: the tables' all-to-alls over "
+                           "NCCL are not built yet; use --device cpu or --embeddings replicated", o->embeddings);
+    if (sharded && (o->checkpoint_dir[0] || o->resume[0]))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with %s: sharded tables are not written to "
+                           "checkpoints yet; use --embeddings replicated", o->embeddings,
                            o->checkpoint_dir[0] ? "--checkpoint-dir" : "--resume");
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "

@@ -16,19 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MISSING_BYTE 0xFF /* a slot's padding: every byte 0xFF, the missing value 0xFFFFFFFF */
-
 struct erase_embed_shard {
     erase_network_t *net;
     erase_device_t *dev;
     erase_comm_t *emb;
     int block, first, tables, dim, cap; /* tables: params [first, first + tables) of width dim; cap = B */
     int ranks, rank, tmax;
-    int owner[ERASE_FIELDS_MAX], slot[ERASE_FIELDS_MAX]; /* table t: its owner and slot there */
-    int owned[ERASE_FIELDS_MAX];        /* this rank's tables in slot order */
+    int owned[ERASE_FIELDS_MAX];        /* the tables this rank holds rows of, in slot order */
     int nowned;
-    uint32_t rows[ERASE_FIELDS_MAX];    /* table t's rows (erase_embedding_forward's rows[t]) */
-    uint32_t *ids_send, *ids_recv;      /* [D][Tmax][B] */
+    int64_t held_rows;                  /* rows this rank holds, all tables */
+    int64_t bounds_host[ERASE_FIELDS_MAX * (ERASE_FIELDS_MAX + 1)];
+    uint32_t *table_rows;               /* device [T]: R_t */
+    int64_t *bounds;                    /* device [T][D + 1]: rank r holds rows [bounds[t][r], bounds[t][r+1]) */
+    int32_t *slot;                      /* device [T][D]: table t's slot in rank r's block, -1: r holds none */
+    int32_t *slot_index;                /* device [T][D]: r x Tmax + slot, -1: r holds none */
+    uint32_t *pos;                      /* [B][T]: where sample i's row of table t went in rows_send */
+    uint32_t *rows_send, *rows_recv;    /* [D][Tmax][B]: routed rows (local to their holder), or pad */
     float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
     int *cnt_send, *cnt_recv;           /* [D][Tmax] */
     uint32_t *grow_send, *grow_recv;    /* [D][Tmax][B] */
@@ -51,37 +54,77 @@ static erase_status_t alloc_slots(erase_embed_shard_t *es, size_t elem, int64_t 
     return erase_malloc(es->dev, bytes ? bytes : elem, out);
 }
 
+/* A device copy of `bytes` bytes of host data. */
+static erase_status_t upload(erase_embed_shard_t *es, const void *host, size_t bytes, void **out)
+{
+    ERASE_CHECK(erase_malloc(es->dev, bytes, out));
+    return erase_memcpy_sync(es->dev, *out, host, bytes);
+}
+
+/* The placement's row ranges, slots and device tables (see the struct). */
+static erase_status_t place(erase_embed_shard_t *es, const erase_shard_t *plan)
+{
+    int D = es->ranks, T = es->tables, count[ERASE_FIELDS_MAX] = { 0 };
+    int np;
+    erase_param_t *params = erase_network_params(es->net, &np) + es->first;
+    uint32_t rows[ERASE_FIELDS_MAX];
+    int32_t slot[ERASE_FIELDS_MAX * ERASE_FIELDS_MAX], slot_index[ERASE_FIELDS_MAX * ERASE_FIELDS_MAX];
+    if (D > ERASE_FIELDS_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %d ranks (at most %d)", D, ERASE_FIELDS_MAX);
+    for (int t = 0; t < T; t++) {
+        const erase_shard_t *p = &plan[t];
+        const erase_param_t *q = &params[t];
+        if ((p->kind != ERASE_SHARD_TABLE && p->kind != ERASE_SHARD_ROW) || p->ranks != D ||
+            (p->kind == ERASE_SHARD_TABLE && (p->owner < 0 || p->owner >= D)))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %d's placement is %s on "
+                               "rank %d of %d; expected table-wise on one of %d ranks or row-wise", t,
+                               erase_shard_kind_name(p->kind) ? erase_shard_kind_name(p->kind) : "?",
+                               p->owner, p->ranks, D);
+        if (q->rows != p->rows || q->rows < 2 || q->rows > UINT32_MAX)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %s has %lld rows, its "
+                               "placement %lld", q->name, (long long)q->rows, (long long)p->rows);
+        if (q->row0 != erase_shard_first_row(p, es->rank) || q->held != erase_shard_rows_on(p, es->rank))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %s holds rows %lld+%lld on rank %d, "
+                               "its placement %lld+%lld (build the network with erase_network_create_placed)",
+                               q->name, (long long)q->row0, (long long)q->held, es->rank,
+                               (long long)erase_shard_first_row(p, es->rank),
+                               (long long)erase_shard_rows_on(p, es->rank));
+        rows[t] = (uint32_t)q->rows;
+        int64_t *b = &es->bounds_host[t * (D + 1)];
+        b[0] = 0;
+        for (int r = 0; r < D; r++) {
+            int64_t n = erase_shard_rows_on(p, r);
+            b[r + 1] = b[r] + n;
+            slot[t * D + r] = n > 0 ? count[r]++ : -1;
+            if (n > 0 && r == es->rank) {
+                es->owned[es->nowned++] = t;
+                es->held_rows += n;
+            }
+        }
+    }
+    for (int r = 0; r < D; r++)
+        es->tmax = count[r] > es->tmax ? count[r] : es->tmax;
+    for (int i = 0; i < T * D; i++)
+        slot_index[i] = slot[i] < 0 ? -1 : (i % D) * es->tmax + slot[i];
+    ERASE_CHECK(upload(es, rows, sizeof(uint32_t) * (size_t)T, (void **)&es->table_rows));
+    ERASE_CHECK(upload(es, es->bounds_host, sizeof(int64_t) * (size_t)(T * (D + 1)), (void **)&es->bounds));
+    ERASE_CHECK(upload(es, slot, sizeof(int32_t) * (size_t)(T * D), (void **)&es->slot));
+    ERASE_CHECK(upload(es, slot_index, sizeof(int32_t) * (size_t)(T * D), (void **)&es->slot_index));
+    return ERASE_OK;
+}
+
 static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
 {
-    int count[ERASE_FIELDS_MAX] = { 0 };
-    for (int t = 0; t < es->tables; t++) {
-        const erase_shard_t *p = &plan[t];
-        if (p->kind != ERASE_SHARD_TABLE || p->ranks != es->ranks || p->owner < 0 || p->owner >= es->ranks)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %d's placement is %s on "
-                               "rank %d of %d; expected table-wise on one of %d ranks", t,
-                               erase_shard_kind_name(p->kind) ? erase_shard_kind_name(p->kind) : "?",
-                               p->owner, p->ranks, es->ranks);
-        es->owner[t] = p->owner;
-        es->slot[t] = count[p->owner]++;
-        if (p->owner == es->rank)
-            es->owned[es->nowned++] = t;
-    }
-    for (int r = 0; r < es->ranks; r++)
-        es->tmax = count[r] > es->tmax ? count[r] : es->tmax;
-    int np;
-    erase_param_t *params = erase_network_params(es->net, &np);
-    for (int t = 0; t < es->tables; t++) {
-        const erase_param_t *p = &params[es->first + t];
-        if (p->rows != plan[t].rows || p->rows < 2 || p->rows > UINT32_MAX)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: table %s has %lld rows, its "
-                               "placement %lld", p->name, (long long)p->rows, (long long)plan[t].rows);
-        es->rows[t] = (uint32_t)p->rows;
-    }
+    ERASE_CHECK(place(es, plan));
     int64_t B = es->cap, vec;
     if (!erase_mul_i64(B, es->dim, &vec))
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %lld x %d floats overflow", (long long)B, es->dim);
-    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->ids_send));
-    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->ids_recv));
+    if ((int64_t)es->ranks * es->tmax * B > UINT32_MAX - 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %d ranks x %d slots x %lld rows do not fit "
+                           "32-bit positions", es->ranks, es->tmax, (long long)B);
+    ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)B * (size_t)es->tables, (void **)&es->pos));
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_send));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->cnt_send));
@@ -90,7 +133,7 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->grow_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->gval_send));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->gval_recv));
-    /* slots no table fills send a count of 0, and ids of the missing value, forever */
+    /* slots no table fills send a count of 0, forever */
     size_t slots = (size_t)es->ranks * (size_t)es->tmax;
     ERASE_CHECK(erase_memset_sync(es->dev, es->cnt_send, 0, sizeof(int) * (slots ? slots : 1)));
     size_t pad;
@@ -148,9 +191,9 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es)
         return;
     if (es->block >= 0)
         erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
-    void *bufs[] = { es->ids_send, es->ids_recv, es->vec_send, es->vec_recv, es->cnt_send,
-                     es->cnt_recv, es->grow_send, es->grow_recv, es->gval_send, es->gval_recv,
-                     es->pad_counts, es->pad_rows, es->pad_values };
+    void *bufs[] = { es->table_rows, es->bounds, es->slot, es->slot_index, es->pos, es->rows_send,
+                     es->rows_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
+                     es->grow_recv, es->gval_send, es->gval_recv, es->pad_counts, es->pad_rows, es->pad_values };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         erase_free(es->dev, bufs[i]);
     free(es);
@@ -173,18 +216,6 @@ static size_t at(const erase_embed_shard_t *es, int r, int k, size_t per)
     return ((size_t)r * (size_t)es->tmax + (size_t)k) * per;
 }
 
-/* ids [n, tables] -> ids_send: table t's column into its owner's slot, the
- * rest of every slot the missing value. */
-static erase_status_t split_ids(erase_embed_shard_t *es, erase_stream_t *s, int n, const uint32_t *ids)
-{
-    size_t B = (size_t)es->cap, w = sizeof(uint32_t);
-    ERASE_CHECK(erase_memset_async(s, es->ids_send, MISSING_BYTE, w * (size_t)es->ranks * (size_t)es->tmax * B));
-    for (int t = 0; t < es->tables; t++)
-        ERASE_CHECK(erase_memcpy2d_async(s, es->ids_send + at(es, es->owner[t], es->slot[t], B), w, ids + t,
-                                         w * (size_t)es->tables, w, (size_t)n));
-    return ERASE_OK;
-}
-
 /* The provider: see the header. */
 static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb)
 {
@@ -192,52 +223,38 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
     size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
     if (n < 0 || n > es->cap)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->cap);
-    ERASE_CHECK(split_ids(es, s, n, ids));
-    ERASE_CHECK(erase_alltoall(es->emb, s, es->ids_send, es->ids_recv, slots * B, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_shard_route(s, n, es->tables, ids, es->table_rows, es->ranks, es->bounds, es->slot, es->tmax,
+                                  es->cap, es->rows_send, es->pos));
+    ERASE_CHECK(erase_alltoall(es->emb, s, es->rows_send, es->rows_recv, slots * B, ERASE_DTYPE_I32));
     int np;
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
     for (int r = 0; r < es->ranks; r++)
         for (int k = 0; k < es->nowned; k++) {
-            int t = es->owned[k];
-            const float *table = params[t].value;
-            ERASE_CHECK(erase_embedding_forward(s, es->cap, 1, es->dim, &es->rows[t], es->ids_recv + at(es, r, k, B),
-                                                &table, es->vec_send + at(es, r, k, vec)));
+            const erase_param_t *p = &params[es->owned[k]];
+            ERASE_CHECK(erase_gather_rows(s, es->cap, es->dim, es->rows_recv + at(es, r, k, B), 1, p->value, p->held,
+                                          es->vec_send + at(es, r, k, vec), (size_t)es->dim));
         }
     ERASE_CHECK(erase_alltoall(es->emb, s, es->vec_send, es->vec_recv, slots * vec, ERASE_DTYPE_F32));
-    /* emb[r, t] = row r of table t's slot */
-    size_t row = sizeof(float) * (size_t)es->dim;
-    for (int t = 0; t < es->tables; t++)
-        ERASE_CHECK(erase_memcpy2d_async(s, emb + (size_t)t * (size_t)es->dim, row * (size_t)es->tables,
-                                         es->vec_recv + at(es, es->owner[t], es->slot[t], vec), row, row,
-                                         (size_t)n));
-    return ERASE_OK;
+    /* emb[i, t] = the vector of sample i's row of table t, where route put it */
+    return erase_gather_rows(s, n * es->tables, es->dim, es->pos, 1, es->vec_recv,
+                             (int64_t)es->ranks * es->tmax * es->cap, emb, (size_t)es->dim);
 }
 
 erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *dp, erase_stream_t *s)
 {
     size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
-    int np;
+    int np, D = es->ranks;
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
-    for (int r = 0; r < es->ranks; r++) {
-        const int *counts[ERASE_FIELDS_MAX];
-        const uint32_t *rows[ERASE_FIELDS_MAX];
-        const float *values[ERASE_FIELDS_MAX];
-        int k = 0;
-        for (int t = 0; t < es->tables; t++)
-            if (es->owner[t] == r) {
-                counts[k] = params[t].grad_count;
-                rows[k] = params[t].grad_rows;
-                values[k++] = params[t].grad_values;
-            }
-        if (k > 0)
-            ERASE_CHECK(erase_sparse_pack(s, k, es->cap, es->dim, counts, rows, values, es->cnt_send + at(es, r, 0, 1),
-                                          es->grow_send + at(es, r, 0, B), es->gval_send + at(es, r, 0, vec)));
-    }
+    for (int t = 0; t < es->tables; t++)
+        ERASE_CHECK(erase_sparse_split(s, es->cap, es->dim, params[t].grad_count, params[t].grad_rows,
+                                       params[t].grad_values, D, es->bounds + (size_t)t * (size_t)(D + 1),
+                                       es->slot_index + (size_t)t * (size_t)D, es->cnt_send, es->grow_send,
+                                       es->gval_send));
     ERASE_CHECK(erase_alltoall(dp, s, es->cnt_send, es->cnt_recv, slots, ERASE_DTYPE_I32));
     ERASE_CHECK(erase_alltoall(dp, s, es->grow_send, es->grow_recv, slots * B, ERASE_DTYPE_I32));
     ERASE_CHECK(erase_alltoall(dp, s, es->gval_send, es->gval_recv, slots * vec, ERASE_DTYPE_F32));
     for (int t = 0; t < es->tables; t++)
-        if (es->owner[t] != es->rank)
+        if (params[t].held == 0)
             ERASE_CHECK(erase_memset_async(s, params[t].grad_count, 0, sizeof(int)));
     if (es->nowned == 0)
         return ERASE_OK;
@@ -250,6 +267,7 @@ erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *d
         out_rows[k] = p ? p->grad_rows : es->pad_rows;
         out_values[k] = p ? p->grad_values : es->pad_values;
     }
+    /* rows local to this rank's part: the update indexes value [held, dim] */
     return erase_sparse_merge(s, es->ranks, es->tmax, es->cap, es->dim, 1.0f / (float)es->ranks, es->cnt_recv,
                               es->grow_recv, es->gval_recv, out_counts, out_rows, out_values);
 }

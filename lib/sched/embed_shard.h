@@ -1,34 +1,44 @@
 /*
- * Table-wise sharded embeddings over a data-parallel group (DESIGN.md,
- * Sharded embeddings; issue 19): each table is looked up and updated by
- * its owner alone (lib/nn/sharding.h places them), as TorchRec's
- * table-wise sharding with its input and output distribution.
+ * Sharded embeddings over a data-parallel group (DESIGN.md, Sharded
+ * embeddings; issue 19): each row of a table is looked up and updated by
+ * the rank that holds it alone (lib/nn/sharding.h places them: table-wise,
+ * a whole table on one rank; row-wise, a table's rows in contiguous ranges
+ * on every rank), as TorchRec's table-wise and row-wise sharding with its
+ * input and output distribution. Table-wise is the case of one range.
+ *
+ * Slots. The exchanges' buffers are D blocks (one per peer rank, the
+ * all-to-all's block r) of Tmax slots (slot k of block r: the k-th table,
+ * in table order, of which rank r holds rows; Tmax: the most tables a rank
+ * holds rows of), each of max_batch (B) entries.
  *
  * Forward (the network's embedding provider, erase_network_set_embedding_
  * provider, on the stream of the block's forward, over the `emb`
- * communicator): the ids of the rank's batch [n, T] are split per table
- * into slots of max_batch ids (padded with the missing value 0xFFFFFFFF)
- * grouped by owner, Tmax slots per owner (Tmax: the most tables a rank
- * owns); one all-to-all of Tmax x max_batch ids; the owner looks every
- * (source rank, table) slot up (erase_embedding_forward); one all-to-all
- * of the vectors back; the rank gathers them into emb [n, T, dim]. Every
- * collective's size depends on the configuration alone, never on the
- * data or on n, so every rank takes part in every all-to-all (a rank with
- * an empty batch too) and the step stays capturable as a graph.
+ * communicator): every id of the rank's batch [n, T] is mapped to its row
+ * (erase_embedding_forward's rule, the missing value to the last row) and
+ * routed to the rank that holds it (erase_shard_route: in sample order,
+ * the row local to that rank's part, the rest of every slot padding); one
+ * all-to-all of Tmax x B rows; each rank looks its slots up in its parts
+ * (erase_gather_rows); one all-to-all of the vectors back; the rank
+ * gathers them into emb [n, T, dim] by where it routed each id. Every
+ * collective's size depends on the configuration alone, never on the data
+ * or on n, so every rank takes part in every all-to-all (a rank with an
+ * empty batch too) and the step stays capturable as a graph; the price is
+ * padding: a slot carries B entries however few ids it routes.
  *
  * Backward (erase_embed_shard_reduce, from lib/sched/reduce.c on the comm
  * stream over the dp communicator, in place of the replicated all-gather):
  * each rank's local sparse gradient of every table (the block's backward:
- * erase_embedding_backward, distinct rows summed in sample order) is
- * packed per owner (erase_sparse_pack, max_batch rows per table) and sent
- * to the owner (all-to-all of counts, rows and values); the owner merges
- * the D packs of each table it owns in rank order scaled by 1/D
- * (erase_sparse_merge): the very sums the replicated all-gather + merge
- * computes, so the owner's update is bitwise the replicated one. Other
- * ranks' gradients of the table count 0 rows (no update).
+ * erase_embedding_backward, distinct rows ascending, summed in sample
+ * order) is split by holder (erase_sparse_split: a contiguous range of the
+ * ascending rows each) and sent there (all-to-all of counts, rows and
+ * values); the holder merges the D parts of each slot in rank order scaled
+ * by 1/D (erase_sparse_merge): the very sums the replicated all-gather +
+ * merge computes for those rows, so the holder's update is bitwise the
+ * replicated one. A rank that holds no rows of a table counts 0 of them
+ * (no update).
  *
  * Bytes each rank sends per step (its own share included):
- * 4 D Tmax B (ids) + 4 D Tmax B dim (vectors) + 4 D Tmax (1 + B + B dim)
+ * 4 D Tmax B (rows) + 4 D Tmax B dim (vectors) + 4 D Tmax (1 + B + B dim)
  * (gradients), B = max_batch: erase_embed_shard_bytes.
  */
 #ifndef ERASE_SCHED_EMBED_SHARD_H
@@ -43,16 +53,19 @@ typedef struct erase_embed_shard erase_embed_shard_t;
 /*
  * Shard the embedding tables of `net` (one block's, consecutive
  * parameters of one width: sched_block_tables) as plan[tables] says
- * (every entry ERASE_SHARD_TABLE, over ranks = the size of `emb`), and
+ * (every entry table- or row-wise over ranks = the size of `emb`; net
+ * built by erase_network_create_placed with that plan and this rank's
+ * index in `emb`, so that each table holds this rank's rows), and
  * register the forward as the network's embedding provider of that
  * block. `emb` carries the forward's all-to-alls; it must be a
  * communicator of the data-parallel group's ranks (in the same order)
  * whose collectives no other stream runs at the same time
  * (erase_emb_comm()). The network's max_batch fixes the slot size.
  * Errors: ERASE_ERR_INVALID ("sharded embeddings: ..." naming the
- * network without tables, a plan entry not table-wise or for another
- * number of ranks or rows, an owner outside [0, D)), ERASE_ERR_NOMEM, a
- * size that overflows.
+ * network without tables, a plan entry replicated or for another
+ * number of ranks or rows, an owner outside [0, D), a table that does not
+ * hold the rows its placement gives this rank, more than 64 ranks),
+ * ERASE_ERR_NOMEM, a size that overflows.
  */
 erase_status_t erase_embed_shard_create(erase_network_t *net, erase_comm_t *emb, const erase_shard_t *plan,
                                         int tables, erase_embed_shard_t **out);
@@ -70,9 +83,10 @@ int64_t erase_embed_shard_bytes(const erase_embed_shard_t *es);
  * Enqueue on s, over `dp` (the data-parallel group, size D, the ranks of
  * `emb` in the same order), the exchange of the sharded block's sparse
  * gradients (each table's grad_count / grad_rows / grad_values as the
- * block's backward wrote them): afterwards the owner's hold the mean of
- * the D ranks' gradients (room for D x max_batch rows:
- * erase_network_reserve_sparse_rows), the others' count 0.
+ * block's backward wrote them): afterwards each table's gradient on this
+ * rank is the mean of the D ranks' gradients of the rows it holds, rows
+ * local to its part (0 .. held - 1; room for D x max_batch rows:
+ * erase_network_reserve_sparse_rows); a table it holds none of counts 0.
  * Errors: those of the ops and collectives.
  */
 erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *dp, erase_stream_t *s);

@@ -24,9 +24,23 @@ struct sched_reduce {
     erase_embed_shard_t *shard;  /* NULL: every table replicated */
 };
 
+/* Block b's all-gather buffers, freed. */
+static void free_block(sched_reduce_t *r, int b)
+{
+    sparse_block_t *sb = &r->blocks[b];
+    void *bufs[] = { sb->counts, sb->all_counts, sb->rows, sb->all_rows, sb->values, sb->all_values };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        erase_free(r->dev, bufs[i]);
+    sb->counts = sb->all_counts = NULL;
+    sb->rows = sb->all_rows = NULL;
+    sb->values = sb->all_values = NULL;
+}
+
 void sched_reduce_set_shard(sched_reduce_t *r, erase_embed_shard_t *es)
 {
     r->shard = es;
+    if (es) /* its exchange has buffers of its own */
+        free_block(r, erase_embed_shard_block(es));
 }
 
 /* Block b's tables are sharded. */
@@ -102,15 +116,8 @@ void sched_reduce_destroy(sched_reduce_t *r)
 {
     if (!r)
         return;
-    for (int b = 0; b < ERASE_MAX_BLOCKS; b++) {
-        sparse_block_t *sb = &r->blocks[b];
-        erase_free(r->dev, sb->counts);
-        erase_free(r->dev, sb->all_counts);
-        erase_free(r->dev, sb->rows);
-        erase_free(r->dev, sb->all_rows);
-        erase_free(r->dev, sb->values);
-        erase_free(r->dev, sb->all_values);
-    }
+    for (int b = 0; b < ERASE_MAX_BLOCKS; b++)
+        free_block(r, b);
     free(r);
 }
 

@@ -25,7 +25,8 @@ void sched_reduce_destroy(sched_reduce_t *r);
 
 /* Sharded embedding tables (lib/sched/embed_shard.h; NULL: replicated):
  * the block es shards exchanges its sparse gradients with the tables'
- * owners (erase_embed_shard_reduce) instead of all-gathering them. */
+ * holders (erase_embed_shard_reduce) instead of all-gathering them (its
+ * all-gather buffers are freed). */
 struct erase_embed_shard;
 void sched_reduce_set_shard(sched_reduce_t *r, struct erase_embed_shard *es);
 

@@ -129,7 +129,10 @@ static float *train(erase_device_t *dev, const erase_model_config_t *cfg, const 
     erase_optim_config_t ocfg = erase_optim_config_default();
     ocfg.schedule.warmup_steps = 5;
     ocfg.grad_clip = grad_clip;
-    MUST(erase_network_create(dev, cfg, local, &net));
+    if (plan) /* this rank's rows of each table only */
+        MUST(erase_network_create_placed(dev, cfg, local, plan, ERASE_CTR_FIELDS, rank, &net));
+    else
+        MUST(erase_network_create(dev, cfg, local, &net));
     MUST(erase_optimizer_create(net, &ocfg, &opt));
     if (plan) {
         MUST(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &shard));

@@ -26,8 +26,9 @@ float *equivalence_train_clipped(erase_device_t *dev, const erase_model_config_t
                                  const erase_sched_options_t *o, float grad_clip, int steps,
                                  int rank, int dp, size_t *n);
 /* The same with ctr's tables sharded as plan[ERASE_CTR_FIELDS] says
- * (lib/sched/embed_shard.h over erase_emb_comm(); NULL: replicated):
- * tables this rank does not own keep their initial values. */
+ * (lib/sched/embed_shard.h over erase_emb_comm(); NULL: replicated), the
+ * network placed (erase_network_create_placed with `rank`): a table's
+ * values are the rows this rank holds (erase_network_copy_params). */
 float *equivalence_train_sharded(erase_device_t *dev, const erase_model_config_t *cfg,
                                  const erase_sched_options_t *o, const erase_shard_t *plan, int steps,
                                  int rank, int dp, size_t *n);

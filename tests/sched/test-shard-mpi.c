@@ -1,13 +1,15 @@
 /*
- * Table-wise sharded embeddings (lib/sched/embed_shard.h) under mpirun
- * -np 1, 2 and 4: training with ctr's tables table-wise gives bitwise the
- * parameters of replicated tables (each table compared on its owner, the
- * dense parameters on every rank) under off, blocking, async and graph;
- * the ids at a table's boundaries (row 0, the last regular row, the
- * missing value's row, an id that wraps) come back from their owner as
- * the replicated lookup gives them; a rank with an empty batch still
- * takes part in every all-to-all (the script's timeout bounds a hang).
- * Rank 0 prints TAP; the counts it asserts are summed over all ranks.
+ * Sharded embeddings (lib/sched/embed_shard.h) under mpirun -np 1, 2 and
+ * 4: training with ctr's tables table-wise, row-wise and auto gives
+ * bitwise the parameters of replicated tables (each row compared on the
+ * rank that holds it, every row held once, the dense parameters on every
+ * rank) under off, blocking, async and graph; the ids at a table's
+ * boundaries (row 0, the last regular row, the missing value's row, an id
+ * that wraps) and at the edges of its row-wise parts come back from their
+ * holder as the replicated lookup gives them; a rank with an empty batch
+ * still takes part in every all-to-all (the script's timeout bounds a
+ * hang). Rank 0 prints TAP; the counts it asserts are summed over all
+ * ranks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,49 +29,61 @@
 
 #define STEPS 20
 
-/* ctr's table-wise placement over the world's ranks (by rows, one lookup each). */
-static void place(const erase_model_config_t *cfg, erase_shard_t *plan)
+/* ctr's placement of `kind` over the world's ranks (by rows, one lookup each). */
+static void place(const erase_model_config_t *cfg, erase_shard_kind_t kind, erase_shard_t *plan)
 {
     int64_t rows[ERASE_CTR_FIELDS];
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
         rows[f] = cfg->ctr.table_rows[f];
-    assert_int_equal(erase_shard_plan(ERASE_SHARD_TABLE, ERASE_CTR_FIELDS, rows, NULL,
-                                      (int64_t)cfg->ctr.embedding_dim * 4, eq_world.size, 0, plan), ERASE_OK);
+    assert_int_equal(erase_shard_plan(kind, ERASE_CTR_FIELDS, rows, NULL, (int64_t)cfg->ctr.embedding_dim * 4,
+                                      eq_world.size, 0, plan), ERASE_OK);
 }
 
-/* Train replicated and table-wise under `o`; count the floats that differ
- * (each table on its owner only, dense parameters everywhere) and those
- * compared, summed over ranks. */
-static void compare(const erase_model_config_t *cfg, const erase_sched_options_t *o, const char *what)
+/* A network of cfg for `batch` samples holding this rank's rows of plan. */
+static erase_network_t *placed(const erase_model_config_t *cfg, const erase_shard_t *plan, int batch)
+{
+    erase_network_t *net;
+    assert_int_equal(erase_network_create_placed(eq_dev, cfg, batch, plan, ERASE_CTR_FIELDS, eq_world.rank, &net),
+                     ERASE_OK);
+    return net;
+}
+
+/* Train replicated and sharded as `kind` says under `o`; count the floats
+ * that differ (each table row on its holder only, dense parameters
+ * everywhere) and those compared, summed over ranks. */
+static void compare(const erase_model_config_t *cfg, erase_shard_kind_t kind, const erase_sched_options_t *o,
+                    const char *what)
 {
     erase_shard_t plan[ERASE_CTR_FIELDS];
-    place(cfg, plan);
+    place(cfg, kind, plan);
     size_t n_ref, n;
     float *ref = equivalence_train(eq_dev, cfg, o, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     float *got = equivalence_train_sharded(eq_dev, cfg, o, plan, STEPS, eq_world.dp_rank, eq_world.dp_size, &n);
-    assert_int_equal(n, n_ref);
     erase_network_t *net;
     assert_int_equal(erase_network_create(eq_dev, cfg, 1, &net), ERASE_OK);
     int np;
     erase_param_t *params = erase_network_params(net, &np);
     size_t off = 0;
     int64_t differ = 0, compared = 0, tables = 0, moved = 0;
+    size_t at = 0; /* in got: each table's held rows */
     for (int i = 0; i < np; i++) {
-        size_t numel = (size_t)params[i].rows * (size_t)params[i].cols;
+        size_t numel = (size_t)params[i].rows * (size_t)params[i].cols, cols = (size_t)params[i].cols;
         int t = -1;
         if (params[i].kind == ERASE_PARAM_EMBEDDING)
             sscanf(params[i].name, "input/emb/%d", &t);
-        if (t < 0 || plan[t].owner == eq_world.rank) {
-            differ += (int64_t)equivalence_differ(ref + off, got + off, numel);
-            compared += (int64_t)numel;
-            tables += t >= 0 ? (int64_t)numel : 0;
-        }
+        size_t row0 = t < 0 ? 0 : (size_t)erase_shard_first_row(&plan[t], eq_world.rank);
+        size_t held = t < 0 ? (size_t)params[i].rows : (size_t)erase_shard_rows_on(&plan[t], eq_world.rank);
+        differ += (int64_t)equivalence_differ(ref + off + row0 * cols, got + at, held * cols);
+        compared += (int64_t)(held * cols);
+        tables += t >= 0 ? (int64_t)(held * cols) : 0;
         off += numel;
+        at += held * cols;
     }
+    assert_int_equal(at, n);
     /* the run trained: the tables moved from their initial values */
-    float *init = malloc(n * sizeof(float));
+    float *init = malloc(n_ref * sizeof(float));
     erase_network_copy_params(net, init);
-    moved = (int64_t)equivalence_differ(ref, init, n);
+    moved = (int64_t)equivalence_differ(ref, init, n_ref);
     free(init);
     int64_t all_tables = 0;
     for (int t = 0; t < ERASE_CTR_FIELDS; t++)
@@ -77,10 +91,11 @@ static void compare(const erase_model_config_t *cfg, const erase_sched_options_t
     differ = equivalence_sum_ranks(differ);
     compared = equivalence_sum_ranks(compared);
     tables = equivalence_sum_ranks(tables);
-    print_message("%s on %d ranks, %-8s update %-5s: %lld of %lld floats differ from replicated "
-                  "(tables: %lld floats, each on its owner); %lld of %zu moved by training\n", what, eq_world.size,
-                  erase_early_backward_name(o->mode), o->update == ERASE_AT_EARLY ? "early" : "end",
-                  (long long)differ, (long long)compared, (long long)tables, (long long)moved, n);
+    print_message("%s, %-5s on %d ranks, %-8s update %-5s: %lld of %lld floats differ from replicated "
+                  "(tables: %lld floats, each row on its holder); %lld of %zu moved by training\n", what,
+                  erase_shard_kind_name(kind), eq_world.size, erase_early_backward_name(o->mode),
+                  o->update == ERASE_AT_EARLY ? "early" : "end", (long long)differ, (long long)compared,
+                  (long long)tables, (long long)moved, n_ref);
     assert_int_equal(differ, 0);
     assert_int_equal(tables, all_tables);
     assert_true(moved > (int64_t)n / 2);
@@ -101,61 +116,59 @@ static void test_equal_to_replicated(void **state)
         { ERASE_EB_ASYNC, ERASE_AT_END, ERASE_AT_END, 1 },
         { ERASE_EB_GRAPH, ERASE_AT_EARLY, ERASE_AT_EARLY, 1 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        o.mode = cases[i].mode;
-        o.reduce = cases[i].reduce;
-        o.update = cases[i].update;
-        o.side_streams = cases[i].side;
-        compare(&cfg, &o, "ctr (six cuts)");
+    for (int kind = ERASE_SHARD_TABLE; kind <= ERASE_SHARD_AUTO; kind++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            o.mode = cases[i].mode;
+            o.reduce = cases[i].reduce;
+            o.update = cases[i].update;
+            o.side_streams = cases[i].side;
+            /* auto: one table above a rank's fair share goes row-wise (on 2 and 4 ranks) */
+            erase_model_config_t c = cfg;
+            if (kind == ERASE_SHARD_AUTO)
+                c.ctr.table_rows[5] = 2000;
+            compare(&c, (erase_shard_kind_t)kind, &o, kind == ERASE_SHARD_AUTO ? "ctr (six cuts, table 5 of 2000 rows)"
+                                                                                 : "ctr (six cuts)");
+        }
     }
     /* no cuts: block 0's backward (with the tables) runs last */
     cfg.cut_mask = 0;
     o.mode = ERASE_EB_GRAPH;
     o.reduce = o.update = ERASE_AT_EARLY;
-    compare(&cfg, &o, "ctr (no cuts)");
+    compare(&cfg, ERASE_SHARD_ROW, &o, "ctr (no cuts)");
 }
 
 /*
- * The ids at the boundaries of every table travel to its owner and back:
- * the prediction of a sharded network equals a replicated one's bitwise on
- * a batch whose ids are row 0, the last regular row (rows - 2), the
- * missing value (0xFFFFFFFF: row rows - 1) and an id that wraps (rows - 1:
- * row 0), in each field; the non-owners' copies of a table are zeroed
- * first, so a lookup anywhere but on the owner would show. Rank 1 (if
- * any) has an empty batch: it still takes part in the all-to-alls.
+ * The ids at the boundaries of every table travel to their holder and
+ * back: the prediction of a sharded network equals a replicated one's
+ * bitwise on a batch whose ids are row 0, the last regular row (rows - 2),
+ * the missing value (0xFFFFFFFF: row rows - 1), an id that wraps (rows - 1:
+ * row 0), and the first row of rank 1's and of the last rank's row-wise
+ * parts and the row before each, in each field; tables table-wise and
+ * row-wise. A sharded network holds no other rank's rows, so a lookup
+ * anywhere but on the holder would fail. Rank 1 (if any) has an empty
+ * batch: it still takes part in the all-to-alls.
  */
-static void test_boundaries(void **state)
+static void boundaries(erase_shard_kind_t kind)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     erase_shard_t plan[ERASE_CTR_FIELDS];
-    place(&cfg, plan);
+    place(&cfg, kind, plan);
     enum { B = 8 };
-    erase_network_t *rep, *sh;
+    erase_network_t *rep, *sh = placed(&cfg, plan, B);
     assert_int_equal(erase_network_create(eq_dev, &cfg, B, &rep), ERASE_OK);
-    assert_int_equal(erase_network_create(eq_dev, &cfg, B, &sh), ERASE_OK);
     erase_embed_shard_t *es;
     assert_int_equal(erase_embed_shard_create(sh, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_OK);
-    int np;
-    erase_param_t *params = erase_network_params(sh, &np);
-    for (int i = 0; i < np; i++) {
-        int t = -1;
-        if (params[i].kind == ERASE_PARAM_EMBEDDING)
-            sscanf(params[i].name, "input/emb/%d", &t);
-        if (t >= 0 && plan[t].owner != eq_world.rank) {
-            float *zero = calloc((size_t)params[i].rows * (size_t)params[i].cols, sizeof(float));
-            assert_int_equal(erase_network_write_param(sh, &params[i], zero), ERASE_OK);
-            free(zero);
-        }
-    }
     erase_batch_t batch;
     assert_int_equal(erase_batch_random(rep, B, 7 + (uint64_t)eq_world.rank, &batch), ERASE_OK);
     uint32_t *ids = (uint32_t *)batch.sparse;
+    int last = eq_world.size - 1, second = eq_world.size > 1 ? 1 : 0;
     for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
         uint32_t rows = cfg.ctr.table_rows[f];
-        ids[0 * ERASE_CTR_FIELDS + f] = 0;
-        ids[1 * ERASE_CTR_FIELDS + f] = rows - 2;
-        ids[2 * ERASE_CTR_FIELDS + f] = 0xFFFFFFFFu;
-        ids[3 * ERASE_CTR_FIELDS + f] = rows - 1;
+        uint32_t edge1 = (uint32_t)erase_shard_first_row(&plan[f], second) + (kind == ERASE_SHARD_TABLE ? 1 : 0);
+        uint32_t edge2 = (uint32_t)erase_shard_first_row(&plan[f], last) + (kind == ERASE_SHARD_TABLE ? 2 : 0);
+        const uint32_t want_ids[B] = { 0, rows - 2, 0xFFFFFFFFu, rows - 1, edge1 - 1, edge1, edge2 - 1, edge2 };
+        for (int i = 0; i < B; i++)
+            ids[i * ERASE_CTR_FIELDS + f] = want_ids[i];
     }
     batch.size = eq_world.rank == 1 ? 0 : B;
     erase_stream_t *s;
@@ -173,9 +186,9 @@ static void test_boundaries(void **state)
     int64_t differ = equivalence_sum_ranks((int64_t)equivalence_differ(want, got, (size_t)batch.size));
     int64_t samples = equivalence_sum_ranks(batch.size);
     int64_t bytes = erase_embed_shard_bytes(es);
-    print_message("boundary ids (0, rows-2, missing, rows-1) on %d ranks, rank 1's batch empty: %lld of %lld "
-                  "predictions differ from replicated; %lld bytes sent per step per rank\n", eq_world.size,
-                  (long long)differ, (long long)samples, (long long)bytes);
+    print_message("%s: boundary ids (0, rows-2, missing, rows-1, the parts' edges) on %d ranks, rank 1's batch "
+                  "empty: %lld of %lld predictions differ from replicated; %lld bytes sent per step per rank\n",
+                  erase_shard_kind_name(kind), eq_world.size, (long long)differ, (long long)samples, (long long)bytes);
     assert_int_equal(differ, 0);
     assert_int_equal(samples, (int64_t)B * (eq_world.size > 1 ? eq_world.size - 1 : 1));
     erase_stream_destroy(s);
@@ -183,6 +196,12 @@ static void test_boundaries(void **state)
     erase_embed_shard_destroy(es);
     erase_network_destroy(sh);
     erase_network_destroy(rep);
+}
+
+static void test_boundaries(void **state)
+{
+    boundaries(ERASE_SHARD_TABLE);
+    boundaries(ERASE_SHARD_ROW);
 }
 
 /*
@@ -195,7 +214,7 @@ static void test_nonfinite_shared(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     erase_shard_t plan[ERASE_CTR_FIELDS];
-    place(&cfg, plan);
+    place(&cfg, ERASE_SHARD_TABLE, plan);
     int t = 0;
     while (plan[t].owner != 0)
         t++;
@@ -205,7 +224,7 @@ static void test_nonfinite_shared(void **state)
     sched_reduce_t *r = NULL;
     erase_stream_t *s;
     erase_optim_config_t ocfg = erase_optim_config_default();
-    assert_int_equal(erase_network_create(eq_dev, &cfg, 4, &net), ERASE_OK);
+    net = placed(&cfg, plan, 4);
     assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_OK);
     if (eq_world.size > 1) {
@@ -254,17 +273,25 @@ static void test_errors(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     erase_shard_t plan[ERASE_CTR_FIELDS];
-    place(&cfg, plan);
+    place(&cfg, ERASE_SHARD_TABLE, plan);
     erase_network_t *net;
     erase_embed_shard_t *es = NULL;
-    assert_int_equal(erase_network_create(eq_dev, &cfg, 4, &net), ERASE_OK);
-    plan[3].kind = ERASE_SHARD_ROW;
+    net = placed(&cfg, plan, 4);
+    plan[3].kind = ERASE_SHARD_REPLICATED;
     plan[3].owner = -1;
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_ERR_INVALID);
-    char want[160];
-    snprintf(want, sizeof want, "sharded embeddings: table 3's placement is row on rank -1 of %d; "
-             "expected table-wise on one of %d ranks", eq_world.size, eq_world.size);
+    char want[256];
+    snprintf(want, sizeof want, "sharded embeddings: table 3's placement is replicated on rank -1 of %d; "
+             "expected table-wise on one of %d ranks or row-wise", eq_world.size, eq_world.size);
     assert_string_equal(erase_error_reason(), want);
+    /* a network that holds other rows than the plan gives this rank */
+    place(&cfg, ERASE_SHARD_ROW, plan);
+    if (eq_world.size > 1) {
+        assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es),
+                         ERASE_ERR_INVALID);
+        printf("# %s\n", erase_error_reason());
+        assert_non_null(strstr(erase_error_reason(), "(build the network with erase_network_create_placed)"));
+    }
     assert_int_equal(erase_embed_shard_create(net, erase_emb_comm(), plan, 5, &es), ERASE_ERR_INVALID);
     assert_string_equal(erase_error_reason(), "sharded embeddings: a placement of 5 tables for a model of 26");
     erase_network_destroy(net);
@@ -287,5 +314,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nonfinite_shared),
         cmocka_unit_test(test_errors),
     };
-    return equivalence_mpi_main(&argc, &argv, "table-wise sharded embeddings", tests, sizeof tests / sizeof tests[0]);
+    return equivalence_mpi_main(&argc, &argv, "sharded embeddings", tests, sizeof tests / sizeof tests[0]);
 }
