@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "lib/core/hd.h"
 #include "lib/core/lr_schedule.h"
 #include "lib/device/device.h"
 
@@ -62,9 +63,19 @@ erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const 
                                      const float *dy, float *const *dxs);
 
 /*
+ * Row of a table of `rows` rows (>= 2) for a 32-bit id: rows - 1 (the last
+ * row holds "missing") for id 0xFFFFFFFF, else id mod (rows - 1). The one
+ * definition every embedding and shard-routing kernel (CPU and CUDA) uses.
+ */
+static inline ERASE_HD uint32_t erase_embedding_row(uint32_t id, uint32_t rows)
+{
+    return id == 0xFFFFFFFFu ? rows - 1 : id % (rows - 1);
+}
+
+/*
  * Embedding lookup, one id per field (sum pooling of a bag of one):
- * out[batch, fields, dim] = tables[f][row(ids[r,f])] with row(h) = rows[f]-1
- * for h == 0xFFFFFFFF (missing), else h mod (rows[f]-1). rows[f] >= 2.
+ * out[batch, fields, dim] = tables[f][erase_embedding_row(ids[r,f], rows[f])].
+ * rows[f] >= 2.
  */
 erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
                                        const uint32_t *rows, const uint32_t *ids,
