@@ -22,6 +22,7 @@
 #include "lib/device/device.h"
 #include "lib/ops/ops.h"
 #include "tests/cpu_device.h"
+#include "tests/expect_error.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 #define PAD ERASE_SHARD_PAD
@@ -58,12 +59,16 @@ static const uint32_t ids[N][RT] = { { 0, 7 }, { UINT32_MAX, UINT32_MAX }, { 8, 
 /* The slot of (rank r, slot k) starts at entry (r*TMAX + k)*CAP. */
 #define AT(r, k, j) (((r) * TMAX + (k)) * CAP + (j))
 
-static void *dmalloc(size_t bytes, int fill)
+/* Device memory filled with byte `fill` (an unwritten output shows); every
+ * block of a case is freed after it, passed or failed (free_test). */
+static erase_test_arena_t arena;
+
+static void *dmalloc(size_t bytes, int fill) { return erase_test_arena_alloc(&arena, bytes, fill); }
+
+static int free_test(void **state)
 {
-    void *p;
-    MUST(erase_malloc(dev, bytes, &p));
-    memset(p, fill, bytes);
-    return p;
+    erase_test_arena_free(&arena);
+    return 0;
 }
 
 /* Device copies of the routing case's inputs. */
@@ -87,16 +92,6 @@ static route_bufs_t route_bufs(void)
     b.send = dmalloc(sizeof(uint32_t) * ENTRIES, 0x5A); /* every entry must be written */
     b.pos = dmalloc(sizeof(uint32_t) * N * RT, 0x5A);
     return b;
-}
-
-static void route_free(route_bufs_t *b)
-{
-    erase_free(dev, b->ids);
-    erase_free(dev, b->rows);
-    erase_free(dev, b->bounds);
-    erase_free(dev, b->slot);
-    erase_free(dev, b->send);
-    erase_free(dev, b->pos);
 }
 
 static void test_route(void **state)
@@ -129,7 +124,6 @@ static void test_route(void **state)
         for (int t = 0; t < RT; t++)
             if (b.pos[i * RT + t] != want_pos[i][t])
                 fail_msg("pos[%d][%d] = %u, expected %u", i, t, b.pos[i * RT + t], want_pos[i][t]);
-    route_free(&b);
 }
 
 /* The exchange's round trip: owners look their routed rows up in their parts
@@ -172,17 +166,11 @@ static void test_route_gather_round_trip(void **state)
             for (int c = 0; c < D; c++)
                 if (recv[e * D + c] != 0.0f)
                     fail_msg("recv[%d][%d] = %g under a pad, expected 0", e, c, (double)recv[e * D + c]);
-    for (int t = 0; t < RT; t++)
-        erase_free(dev, table[t]);
-    erase_free(dev, recv);
-    erase_free(dev, emb);
-    erase_free(dev, ref);
-    route_free(&b);
 }
 
-/* Samples 0 and 4 only (ids 0 and 3 of table 0: both rank 0's): ranks 1
- * and 2 get no ids, their slots are all pads; n = 0 pads everything and
- * leaves pos alone. */
+/* Two samples, the ids of samples 0 and 4 above (table 0's rows 0 and 3:
+ * both rank 0's): table 0's ranks 1 and 2 get no ids, their slots are all
+ * pads; n = 0 pads everything and leaves pos alone. */
 static void test_route_idle_ranks(void **state)
 {
     route_bufs_t b = route_bufs();
@@ -212,27 +200,19 @@ static void test_route_idle_ranks(void **state)
         assert_int_equal(b.send[e], PAD);
     for (int e = 0; e < N * RT; e++)
         assert_int_equal(b.pos[e], 0x5A5A5A5Au);
-    route_free(&b);
 }
 
 /* Run-time failures come back from synchronize as ERASE_ERR_INVALID with
  * `expected` (a stream of their own: a CPU stream's error is sticky). */
 static void expect_run_failure(erase_stream_t *s, const char *expected)
 {
-    erase_status_t st = erase_stream_synchronize(s);
-    print_message("%s -> %s: %s\n", expected, erase_status_name(st), erase_error_message());
-    assert_int_equal(st, ERASE_ERR_INVALID);
-    if (!strstr(erase_error_message(), expected))
-        fail_msg("message \"%s\" lacks \"%s\"", erase_error_message(), expected);
+    erase_test_expect_error(erase_stream_synchronize(s), ERASE_ERR_INVALID, expected);
     erase_stream_destroy(s);
 }
 
 static void expect_invalid(erase_status_t st, const char *expected)
 {
-    print_message("%s -> %s\n", expected, erase_status_name(st));
-    assert_int_equal(st, ERASE_ERR_INVALID);
-    if (!strstr(erase_error_message(), expected))
-        fail_msg("message \"%s\" lacks \"%s\"", erase_error_message(), expected);
+    erase_test_expect_error(st, ERASE_ERR_INVALID, expected);
 }
 
 static void test_route_failures(void **state)
@@ -269,7 +249,6 @@ static void test_route_failures(void **state)
     expect_invalid(erase_shard_route(stream, 1, RT, b.ids, b.rows, 65536, b.bounds, b.slot, 256,
                                      256, b.send, b.pos),
                    "shard route: 65536 ranks x tmax 256 x capacity 256 entries (expected below 4294967295)");
-    route_free(&b);
 }
 
 static void test_gather_failures(void **state)
@@ -284,9 +263,6 @@ static void test_gather_failures(void **state)
     expect_invalid(erase_gather_rows(stream, 3, D, index, 1, src, 4, out, D - 1),
                    "gather rows: n 3, dim 3, src_rows 4, index_stride 1 (at least 1), out_stride 2 "
                    "(at least dim)");
-    erase_free(dev, index);
-    erase_free(dev, src);
-    erase_free(dev, out);
 }
 
 /* ---- sparse split: one table of R = 10 over 3 ranks (0-3, 4-6, 7-9), its
@@ -320,18 +296,6 @@ static split_bufs_t split_bufs(int n, const uint32_t *rows, const int32_t *slot_
     b.out_rows = dmalloc(sizeof(uint32_t) * SQ * SCAP, 0x5A);
     b.out_values = dmalloc(sizeof(float) * SQ * SCAP * D, 0x5A);
     return b;
-}
-
-static void split_free(split_bufs_t *b)
-{
-    erase_free(dev, b->count);
-    erase_free(dev, b->rows);
-    erase_free(dev, b->values);
-    erase_free(dev, b->bounds);
-    erase_free(dev, b->slot_index);
-    erase_free(dev, b->out_counts);
-    erase_free(dev, b->out_rows);
-    erase_free(dev, b->out_values);
 }
 
 static erase_status_t split(erase_stream_t *s, split_bufs_t *b, int capacity)
@@ -386,7 +350,6 @@ static void test_split(void **state)
     expect_slot(&b, 1, 2, r0, 0);
     expect_slot(&b, 5, 2, r2, 2);
     expect_untouched(&b.out_counts[3], sizeof(int));
-    split_free(&b);
 
     /* rows 4 6: rank 1's first and last only; count 0 */
     const uint32_t mid[2] = { 4, 6 }, m1[2] = { 0, 2 };
@@ -402,7 +365,6 @@ static void test_split(void **state)
     MUST(erase_stream_synchronize(stream));
     for (int u = 1; u < SQ; u += 2)
         assert_int_equal(b.out_counts[u], 0);
-    split_free(&b);
 }
 
 static void test_split_failures(void **state)
@@ -414,7 +376,6 @@ static void test_split_failures(void **state)
     MUST(erase_stream_create(dev, &s));
     MUST(split(s, &b, SCAP));
     expect_run_failure(s, "sparse split: row 0 belongs to rank 0, which has no slot (-1)");
-    split_free(&b);
 
     b = split_bufs(4, rows, q);
     MUST(erase_stream_create(dev, &s));
@@ -429,37 +390,29 @@ static void test_split_failures(void **state)
     MUST(split(s, &b, SCAP));
     expect_run_failure(s, "sparse split: count -1 is negative");
     expect_invalid(split(stream, &b, 0), "sparse split: 3 ranks, capacity 0, dim 3 (each at least 1)");
-    split_free(&b);
 }
 
 static int setup(void **state)
 {
-    if (erase_test_cpu_open(1, 0, &dev) != 0)
-        return -1;
-    if (erase_stream_create(dev, &stream) != ERASE_OK) {
-        fprintf(stderr, "cannot create a stream: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open_stream(1, 0, &dev, &stream, &arena);
 }
 
 static int teardown(void **state)
 {
-    erase_stream_destroy(stream);
-    erase_device_close(dev);
+    erase_test_cpu_close_stream(dev, stream, &arena);
     return 0;
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_route),
-        cmocka_unit_test(test_route_gather_round_trip),
-        cmocka_unit_test(test_route_idle_ranks),
-        cmocka_unit_test(test_route_failures),
-        cmocka_unit_test(test_gather_failures),
-        cmocka_unit_test(test_split),
-        cmocka_unit_test(test_split_failures),
+        cmocka_unit_test_teardown(test_route, free_test),
+        cmocka_unit_test_teardown(test_route_gather_round_trip, free_test),
+        cmocka_unit_test_teardown(test_route_idle_ranks, free_test),
+        cmocka_unit_test_teardown(test_route_failures, free_test),
+        cmocka_unit_test_teardown(test_gather_failures, free_test),
+        cmocka_unit_test_teardown(test_split, free_test),
+        cmocka_unit_test_teardown(test_split_failures, free_test),
     };
     return cmocka_run_group_tests_name("shard ops", tests, setup, teardown);
 }
