@@ -54,7 +54,7 @@ lib_liberase_a_SOURCES += lib/nn/batch.c
 
 # lib/sched: step plans and the per-rank scheduler (early backward).
 lib_liberase_a_SOURCES += \
-	lib/ops/cpu/sparse_cpu.c \
+	lib/ops/cpu/sparse_cpu.c lib/ops/cpu/shard_cpu.c \
 	lib/sched/sched.c lib/sched/sched.h \
 	lib/sched/plan.c lib/sched/plan.h \
 	lib/sched/reduce.c lib/sched/reduce.h lib/sched/embed_shard.c lib/sched/embed_shard.h \
@@ -109,7 +109,7 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cuda/sortreduce.cuh lib/ops/cuda/sortreduce.cu \
 	lib/ops/cuda/embedding.cu lib/ops/cuda/interaction.cu \
 	lib/ops/cuda/losses.cu lib/ops/cuda/layernorm.cu \
-	lib/ops/cuda/sparse.cu lib/ops/cuda/optimizers.cu \
+	lib/ops/cuda/sparse.cu lib/ops/cuda/shard.cu lib/ops/cuda/optimizers.cu \
 	lib/ops/cuda/token_embedding.cu lib/ops/cuda/attention.cu
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++

@@ -7,6 +7,7 @@
 #define ERASE_TESTS_CPU_DEVICE_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "lib/device/device.h"
 
@@ -26,6 +27,60 @@ static inline int erase_test_cpu_open(int blas_threads, int describe, erase_devi
         print_message("device: %s\n", text);
     }
     return 0;
+}
+
+/* CPU device memory of the cases of a test, freed together after each. */
+#define ERASE_TEST_ARENA_MAX 256
+typedef struct {
+    erase_device_t *dev;
+    void *blocks[ERASE_TEST_ARENA_MAX];
+    int n;
+} erase_test_arena_t;
+
+/* `bytes` of a's device filled with byte `fill` (so that an unwritten
+ * output shows: CPU memory, written by the host); fails the case when the
+ * arena is full or the allocation fails. */
+static inline void *erase_test_arena_alloc(erase_test_arena_t *a, size_t bytes, int fill)
+{
+    assert_true(a->n < ERASE_TEST_ARENA_MAX);
+    void *p;
+    assert_int_equal(erase_malloc(a->dev, bytes, &p), ERASE_OK);
+    memset(p, fill, bytes);
+    a->blocks[a->n++] = p;
+    return p;
+}
+
+/* Free every block of the arena. */
+static inline void erase_test_arena_free(erase_test_arena_t *a)
+{
+    while (a->n > 0)
+        erase_free(a->dev, a->blocks[--a->n]);
+}
+
+/* erase_test_cpu_open, then a stream into *stream; the arena (may be NULL)
+ * allocates on the device. 0, or -1 with the reason on stderr. */
+static inline int erase_test_cpu_open_stream(int blas_threads, int describe, erase_device_t **dev,
+                                             erase_stream_t **stream, erase_test_arena_t *arena)
+{
+    if (erase_test_cpu_open(blas_threads, describe, dev) != 0)
+        return -1;
+    if (arena)
+        arena->dev = *dev;
+    if (erase_stream_create(*dev, stream) != ERASE_OK) {
+        fprintf(stderr, "cannot create a stream: %s\n", erase_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+/* Undo erase_test_cpu_open_stream (the arena's blocks freed first). */
+static inline void erase_test_cpu_close_stream(erase_device_t *dev, erase_stream_t *stream,
+                                               erase_test_arena_t *arena)
+{
+    if (arena)
+        erase_test_arena_free(arena);
+    erase_stream_destroy(stream);
+    erase_device_close(dev);
 }
 
 #endif

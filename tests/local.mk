@@ -19,7 +19,7 @@ check_PROGRAMS += $(DEVICE_TESTS)
 TESTS += $(DEVICE_TESTS)
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 TEST_LIBS = $(ERASE_LIBS) $(CMOCKA_LIBS)
-EXTRA_DIST += tests/cpu_device.h
+EXTRA_DIST += tests/cpu_device.h tests/expect_error.h
 
 tests_device_test_stream_SOURCES = tests/device/test-stream.c tests/device/kernels.c tests/device/kernels.h
 tests_device_test_stream_CFLAGS = $(TEST_CFLAGS)

@@ -338,6 +338,55 @@ erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int 
              count, rows, values);
 }
 
+/* ---- the sharded tables' exchange ------------------------------------------ */
+
+erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                                 const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                                 const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
+                                 uint32_t *pos)
+{
+    REQUIRE(tables >= 1 && ranks >= 1 && tmax >= 1 && capacity >= 1,
+            "shard route: %d tables, %d ranks, tmax %d, capacity %d (each at least 1)", tables,
+            ranks, tmax, capacity);
+    REQUIRE(n >= 0 && n <= capacity, "shard route: %d samples, expected 0 to capacity %d", n,
+            capacity);
+    /* every index of send_rows must fit a uint32 of pos below the pad value */
+    REQUIRE((uint64_t)ranks * (uint64_t)tmax * (uint64_t)capacity < ERASE_SHARD_PAD,
+            "shard route: %d ranks x tmax %d x capacity %d entries (expected below %u)", ranks, tmax,
+            capacity, ERASE_SHARD_PAD);
+    REQUIRE(table_rows && bounds && slot && send_rows && (n == 0 || (ids && pos)),
+            "shard route: NULL ids, table_rows, bounds, slot, send_rows or pos");
+    DISPATCH(s, shard_route, n, tables, ids, table_rows, ranks, bounds, slot, tmax, capacity,
+             send_rows, pos);
+}
+
+erase_status_t erase_gather_rows(erase_stream_t *s, int n, int dim, const uint32_t *index,
+                                 size_t index_stride, const float *src, int64_t src_rows,
+                                 float *out, size_t out_stride)
+{
+    REQUIRE(n >= 0 && dim >= 1 && src_rows >= 0 && index_stride >= 1 && out_stride >= (size_t)dim,
+            "gather rows: n %d, dim %d, src_rows %lld, index_stride %zu (at least 1), out_stride "
+            "%zu (at least dim)",
+            n, dim, (long long)src_rows, index_stride, out_stride);
+    if (n == 0)
+        return ERASE_OK;
+    REQUIRE(index && out && (src || src_rows == 0), "gather rows: NULL index, src or out");
+    DISPATCH(s, gather_rows, n, dim, index, index_stride, src, src_rows, out, out_stride);
+}
+
+erase_status_t erase_sparse_split(erase_stream_t *s, int capacity, int dim, const int *count,
+                                  const uint32_t *rows, const float *values, int ranks,
+                                  const int64_t *bounds, const int32_t *slot_index,
+                                  int *out_counts, uint32_t *out_rows, float *out_values)
+{
+    REQUIRE(ranks >= 1 && capacity >= 1 && dim >= 1,
+            "sparse split: %d ranks, capacity %d, dim %d (each at least 1)", ranks, capacity, dim);
+    REQUIRE(count && rows && values && bounds && slot_index && out_counts && out_rows && out_values,
+            "sparse split: a NULL array");
+    DISPATCH(s, sparse_split, capacity, dim, count, rows, values, ranks, bounds, slot_index,
+             out_counts, out_rows, out_values);
+}
+
 /* ---- optimizers ---------------------------------------------------------- */
 
 erase_status_t erase_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,

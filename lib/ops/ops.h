@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "lib/core/hd.h"
 #include "lib/core/lr_schedule.h"
 #include "lib/device/device.h"
 
@@ -62,9 +63,19 @@ erase_status_t erase_concat_backward(erase_stream_t *s, int batch, int n, const 
                                      const float *dy, float *const *dxs);
 
 /*
+ * Row of a table of `rows` rows (>= 2) for a 32-bit id: rows - 1 (the last
+ * row holds "missing") for id 0xFFFFFFFF, else id mod (rows - 1). The one
+ * definition every embedding and shard-routing kernel (CPU and CUDA) uses.
+ */
+static inline ERASE_HD uint32_t erase_embedding_row(uint32_t id, uint32_t rows)
+{
+    return id == 0xFFFFFFFFu ? rows - 1 : id % (rows - 1);
+}
+
+/*
  * Embedding lookup, one id per field (sum pooling of a bag of one):
- * out[batch, fields, dim] = tables[f][row(ids[r,f])] with row(h) = rows[f]-1
- * for h == 0xFFFFFFFF (missing), else h mod (rows[f]-1). rows[f] >= 2.
+ * out[batch, fields, dim] = tables[f][erase_embedding_row(ids[r,f], rows[f])].
+ * rows[f] >= 2.
  */
 erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
                                        const uint32_t *rows, const uint32_t *ids,
@@ -240,6 +251,89 @@ erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int 
                                   float scale, const int *all_counts, const uint32_t *all_rows,
                                   const float *all_values, int *const *count, uint32_t *const *rows,
                                   float *const *values);
+
+/* ---- the sharded tables' exchange (row ranges across ranks) ----------------
+ * A table t of R_t rows is split into row ranges: rank r holds the global
+ * rows [bounds[r], bounds[r+1]) (bounds[0] = 0, bounds[ranks] = R_t,
+ * non-decreasing; a table-wise table is one range, the others empty). The
+ * fixed-size all-to-all buffers hold, per destination rank r, tmax slots of
+ * `capacity` entries; table t's slot in rank r's block is slot[t][r]. */
+
+/* An empty entry of a routed slot (and of a gather's index: a zero row). */
+#define ERASE_SHARD_PAD 0xFFFFFFFFu
+
+/* The rank r with bounds[r] <= row < bounds[r+1] among `ranks` ranges
+ * (bounds [ranks+1], non-decreasing): ranks when row >= bounds[ranks].
+ * Binary search; the one definition the routing and split kernels use. */
+static inline ERASE_HD int erase_shard_range_owner(const int64_t *bounds, int ranks, int64_t row)
+{
+    int lo = 0, hi = ranks; /* the answer is the count of k in [1, ranks] with bounds[k] <= row */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (bounds[mid + 1] <= row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * Input distribution of a row-sharded lookup (TorchRec's input dist, with
+ * fixed-size slots): route the ids of a batch to the ranks that hold their
+ * rows. ids [n, tables] (sample-major, as a ctr batch); table_rows [tables]
+ * (R_t >= 2); bounds [tables][ranks+1] (table t's ranges, as above); slot
+ * [tables][ranks]: the slot k (0 <= k < tmax) of table t in rank r's block,
+ * -1 where rank r holds no rows of t. All device arrays.
+ * For each table t and sample i in order: row = erase_embedding_row(id,
+ * R_t), r = its owner, j = the number of earlier samples of table t routed
+ * to r; send_rows[(r*tmax + slot[t][r])*capacity + j] = row - bounds[t][r]
+ * (the row local to its owner) and pos[i*tables + t] = that same index.
+ * Every other entry of send_rows [ranks][tmax][capacity] is
+ * ERASE_SHARD_PAD: the op writes all of it. Deterministic.
+ * Errors: ERASE_ERR_INVALID at the call for n outside [0, capacity], tables,
+ * ranks, tmax or capacity below 1, or ranks*tmax*capacity at or above
+ * ERASE_SHARD_PAD; when the op runs, for a row whose owner's slot is not in
+ * [0, tmax) or a row outside [0, bounds[t][ranks]).
+ */
+erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                                 const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                                 const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
+                                 uint32_t *pos);
+
+/*
+ * Row gather: for i < n, j = index[i*index_stride]; out[i*out_stride + c]
+ * (c < dim) = 0 when j == ERASE_SHARD_PAD, else src[j*dim + c] (src:
+ * [src_rows, dim]). Strides in elements (index_stride >= 1, out_stride >=
+ * dim). An owner looks up its routed rows in its part of a table with it
+ * (index = the received send_rows); a sender unpacks the returned vectors
+ * into emb [n, tables, dim] with index = pos + t, index_stride = tables,
+ * out = emb + t*dim, out_stride = tables*dim.
+ * Errors: ERASE_ERR_INVALID at the call for a bad shape; when the op runs,
+ * for an index (not ERASE_SHARD_PAD) at or above src_rows.
+ */
+erase_status_t erase_gather_rows(erase_stream_t *s, int n, int dim, const uint32_t *index,
+                                 size_t index_stride, const float *src, int64_t src_rows,
+                                 float *out, size_t out_stride);
+
+/*
+ * Split one table's sparse gradient by owner (the backward's input to the
+ * gradient all-to-all): *count distinct ascending global rows in rows,
+ * values [count, dim], as erase_embedding_backward leaves them; bounds
+ * [ranks+1] (this table's ranges); slot_index [ranks]: the slot q (counted
+ * in slots, e.g. r*tmax + k) where rank r's part goes, -1 where r holds no
+ * rows. For every r with q >= 0: out_counts[q] = the rows in
+ * [bounds[r], bounds[r+1]); out_rows[q*capacity + j] = the j-th of them -
+ * bounds[r] (ascending); out_values[(q*capacity + j)*dim + c] = its values.
+ * Other slots are left alone. All device arrays.
+ * Errors: ERASE_ERR_INVALID at the call for ranks, capacity or dim below 1;
+ * when the op runs, for *count below 0, a row of a rank whose q is -1, a
+ * row at or above bounds[ranks], or a slot's count above capacity.
+ */
+erase_status_t erase_sparse_split(erase_stream_t *s, int capacity, int dim, const int *count,
+                                  const uint32_t *rows, const float *values, int ranks,
+                                  const int64_t *bounds, const int32_t *slot_index,
+                                  int *out_counts, uint32_t *out_rows, float *out_values);
 
 /* ---- optimizers --------------------------------------------------------
  * The step number and learning rate live in device memory (an optimizer

@@ -64,6 +64,17 @@ typedef struct erase_ops_impl {
                                    float scale, const int *all_counts, const uint32_t *all_rows,
                                    const float *all_values, int *const *count,
                                    uint32_t *const *rows, float *const *values);
+    erase_status_t (*shard_route)(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                                  const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                                  const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
+                                  uint32_t *pos);
+    erase_status_t (*gather_rows)(erase_stream_t *s, int n, int dim, const uint32_t *index,
+                                  size_t index_stride, const float *src, int64_t src_rows,
+                                  float *out, size_t out_stride);
+    erase_status_t (*sparse_split)(erase_stream_t *s, int capacity, int dim, const int *count,
+                                   const uint32_t *rows, const float *values, int ranks,
+                                   const int64_t *bounds, const int32_t *slot_index,
+                                   int *out_counts, uint32_t *out_rows, float *out_values);
     erase_status_t (*optim_clock_advance)(erase_stream_t *s, erase_optim_clock_t *clock,
                                           const erase_lr_schedule_t *schedule);
     erase_status_t (*check_finite)(erase_stream_t *s, const float *x, size_t n, const int *rows,

@@ -1,6 +1,7 @@
 # tests/ops: op gradients and reference checks (make check).
 if HAVE_CMOCKA
-OPS_TESTS = tests/ops/test-op-gradients tests/ops/test-op-stream tests/ops/test-op-numerics
+OPS_TESTS = tests/ops/test-op-gradients tests/ops/test-op-stream tests/ops/test-op-numerics \
+	tests/ops/test-op-shard
 check_PROGRAMS += $(OPS_TESTS)
 TESTS += $(OPS_TESTS)
 
@@ -13,6 +14,9 @@ tests_ops_test_op_stream_LDADD = $(TEST_LIBS)
 tests_ops_test_op_numerics_SOURCES = tests/ops/test-op-numerics.c
 tests_ops_test_op_numerics_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_numerics_LDADD = $(TEST_LIBS)
+tests_ops_test_op_shard_SOURCES = tests/ops/test-op-shard.c
+tests_ops_test_op_shard_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_shard_LDADD = $(TEST_LIBS)
 endif
 
 # CUDA ops against the CPU oracle (skips without a GPU).

@@ -11,8 +11,10 @@
  * order), the decode's key/value caches and a clip by a given norm agree
  * bitwise. The
  * CUDA op runs twice and must give bitwise the same outputs (determinism).
- * A sparse pack over capacity and a token outside the vocabulary must come
- * back from erase_stream_synchronize as ERASE_ERR_INVALID (on streams of
+ * A sparse pack over capacity, a token outside the vocabulary and the
+ * sharded exchange's faults (a routed or split row whose owner has no
+ * slot, a gather index past the source) must come back from
+ * erase_stream_synchronize as ERASE_ERR_INVALID (on streams of
  * their own: a CPU stream's error is sticky). The gpt model's
  * cases (GELU tanh with the elementwise ops, token embedding, attention
  * and its decode, sum of squares and clip) take edge shapes: T = 1, T not a multiple of 32, one
@@ -650,6 +652,149 @@ static void test_sparse_pack_fault(void **state)
     expect_fault("sparse pack over capacity", "capacity", pack_fault_body, &c);
 }
 
+/* ---- the sharded exchange: route, owners' gathers, unpack, split ---------
+ * 3 tables over 4 ranks: table 0 (R = 2) table-wise on rank 3, table 1
+ * (R = 17) row-wise, table 2 (R = 100001) row-wise with rank 1 empty. */
+#define HT 3
+#define HR 4
+#define HTMAX 3
+#define HCAP 300
+#define HN 300
+#define HD 7
+#define HENTRIES (HR * HTMAX * HCAP)
+static const uint32_t shard_rows[HT] = { 2, 17, 100001 };
+static const int64_t shard_bounds[HT][HR + 1] = {
+    { 0, 0, 0, 0, 2 }, { 0, 5, 10, 15, 17 }, { 0, 30000, 30000, 70000, 100001 }
+};
+static const int32_t shard_slots[HT][HR] = { { -1, -1, -1, 0 }, { 0, 0, 0, 1 }, { 1, -1, 1, 2 } };
+
+typedef struct {
+    pair_t *ids, *rows, *bounds, *slot, *tables[HT], *send, *pos, *recv, *emb;
+    pair_t *count, *grows, *gvals, *sbounds, *sq, *oc, *orows, *ovals; /* split of table 2 */
+} shard_ctx_t;
+
+static void shard_body(void *p)
+{
+    shard_ctx_t *c = p;
+    MUST(erase_shard_route(S, HN, HT, P(c->ids), P(c->rows), HR, P(c->bounds), P(c->slot), HTMAX,
+                           HCAP, P(c->send), P(c->pos)));
+    for (int r = 0; r < HR; r++) /* each owner looks its slots up in its parts */
+        for (int k = 0; k < HTMAX; k++) {
+            const float *part = NULL;
+            int64_t held = 0;
+            for (int t = 0; t < HT; t++)
+                if (shard_slots[t][r] == k) {
+                    part = (const float *)P(c->tables[t]) + shard_bounds[t][r] * HD;
+                    held = shard_bounds[t][r + 1] - shard_bounds[t][r];
+                }
+            size_t at = ((size_t)r * HTMAX + k) * HCAP;
+            MUST(erase_gather_rows(S, HCAP, HD, (const uint32_t *)P(c->send) + at, 1, part, held,
+                                   (float *)P(c->recv) + at * HD, HD));
+        }
+    for (int t = 0; t < HT; t++)
+        MUST(erase_gather_rows(S, HN, HD, (const uint32_t *)P(c->pos) + t, HT, P(c->recv), HENTRIES,
+                               (float *)P(c->emb) + t * HD, HT * HD));
+    MUST(erase_sparse_split(S, HCAP, HD, P(c->count), P(c->grows), P(c->gvals), HR, P(c->sbounds),
+                            P(c->sq), P(c->oc), P(c->orows), P(c->ovals)));
+}
+
+static void test_shard(void **state)
+{
+    NEED_GPU();
+    shard_ctx_t c;
+    uint32_t *ids = malloc(sizeof *ids * HN * HT);
+    uint64_t rng = 90;
+    for (int i = 0; i < HN * HT; i++) /* repeats, large ids, missing ids */
+        ids[i] = i % 13 == 0 ? UINT32_MAX
+                             : (i % 2 ? erase_rng_below(&rng, 50) : erase_rng_below(&rng, 4000000000u));
+    c.ids = pair_new(HN * HT, U32, ids, 0);
+    c.rows = pair_new(HT, U32, shard_rows, 0);
+    c.bounds = pair_new(HT * (HR + 1) * 2, U32, shard_bounds, 0);
+    c.slot = pair_new(HT * HR, I32, shard_slots, 0);
+    float *t[HT];
+    for (int f = 0; f < HT; f++) {
+        t[f] = rand_f32((size_t)shard_rows[f] * HD, 91 + f, -1, 1);
+        c.tables[f] = pair_new((size_t)shard_rows[f] * HD, F32, t[f], 0);
+    }
+    c.send = pair_new(HENTRIES, U32, NULL, 1);
+    c.pos = pair_new(HN * HT, U32, NULL, 1);
+    c.recv = pair_new(HENTRIES * HD, BITS, NULL, 1);
+    c.emb = pair_new(HN * HT * HD, BITS, NULL, 1);
+    /* table 2's gradient: 250 ascending rows over its ranges (none on rank 1) */
+    int count = 250;
+    uint32_t grows[HCAP];
+    for (int i = 0; i < count; i++)
+        grows[i] = (uint32_t)(i * 400 + (i % 3));
+    float *gvals = rand_f32(HCAP * HD, 95, -1, 1);
+    const int32_t sq[HR] = { 1, -1, 7, 11 }; /* slot k of rank r: r * HTMAX + k */
+    c.count = pair_new(1, I32, &count, 0);
+    c.grows = pair_new(HCAP, U32, grows, 0);
+    c.gvals = pair_new(HCAP * HD, F32, gvals, 0);
+    c.sbounds = pair_new((HR + 1) * 2, U32, shard_bounds[2], 0);
+    c.sq = pair_new(HR, I32, sq, 0);
+    c.oc = pair_new(HR * HTMAX, I32, NULL, 1);
+    c.orows = pair_new(HENTRIES, U32, NULL, 1);
+    c.ovals = pair_new(HENTRIES * HD, BITS, NULL, 1);
+    run_both("shard route, gather rows, sparse split", shard_body, &c);
+    free(ids), free(gvals);
+    for (int f = 0; f < HT; f++)
+        free(t[f]);
+}
+
+typedef struct {
+    int which; /* 0: route, 1: gather, 2: split */
+    pair_t *ids, *rows, *bounds, *slot, *send, *pos, *index, *src, *out;
+    pair_t *count, *grows, *gvals, *sq, *oc, *orows, *ovals;
+} shard_fault_ctx_t;
+
+static void shard_fault_body(void *p)
+{
+    shard_fault_ctx_t *c = p;
+    if (c->which == 0)
+        MUST(erase_shard_route(S, 2, 1, P(c->ids), P(c->rows), 2, P(c->bounds), P(c->slot), 1, 2,
+                               P(c->send), P(c->pos)));
+    else if (c->which == 1)
+        MUST(erase_gather_rows(S, 2, HD, P(c->index), 1, P(c->src), 4, P(c->out), HD));
+    else
+        MUST(erase_sparse_split(S, 2, HD, P(c->count), P(c->grows), P(c->gvals), 2, P(c->bounds),
+                                P(c->sq), P(c->oc), P(c->orows), P(c->ovals)));
+}
+
+/* A routed row whose owner has no slot, a gather index at or above the
+ * source's rows, a split row whose owner has no slot: faults of the run. */
+static void test_shard_faults(void **state)
+{
+    NEED_GPU();
+    const uint32_t ids[2] = { 1, 7 }, rows[1] = { 10 }, index[2] = { ERASE_SHARD_PAD, 4 };
+    const int64_t bounds[3] = { 0, 5, 10 };
+    const int32_t slot[2] = { 0, -1 }; /* rank 1 holds rows 5-9 but has no slot */
+    const uint32_t grows[2] = { 2, 6 };
+    int count = 2;
+    shard_fault_ctx_t c = { 0 };
+    c.ids = pair_new(2, U32, ids, 0);
+    c.rows = pair_new(1, U32, rows, 0);
+    c.bounds = pair_new(6, U32, bounds, 0);
+    c.slot = pair_new(2, I32, slot, 0);
+    c.send = pair_new(4, U32, NULL, 0);
+    c.pos = pair_new(2, U32, NULL, 0);
+    c.index = pair_new(2, U32, index, 0);
+    c.src = pair_new(4 * HD, F32, NULL, 0);
+    c.out = pair_new(2 * HD, F32, NULL, 0);
+    c.count = pair_new(1, I32, &count, 0);
+    c.grows = pair_new(2, U32, grows, 0);
+    c.gvals = pair_new(2 * HD, F32, NULL, 0);
+    c.sq = pair_new(2, I32, slot, 0);
+    c.oc = pair_new(2, I32, NULL, 0);
+    c.orows = pair_new(4, U32, NULL, 0);
+    c.ovals = pair_new(4 * HD, F32, NULL, 0);
+    c.which = 0;
+    expect_fault("shard route to a rank without a slot", "shard route", shard_fault_body, &c);
+    c.which = 1;
+    expect_fault("gather rows past the source", "gather rows", shard_fault_body, &c);
+    c.which = 2;
+    expect_fault("sparse split to a rank without a slot", "sparse split", shard_fault_body, &c);
+}
+
 typedef struct {
     pair_t *clock, *x, *w, *g, *buf, *w2, *m, *v, *table, *acc, *grows, *gvals, *count, *table2;
     size_t n;
@@ -974,6 +1119,8 @@ int main(void)
         cmocka_unit_test_teardown(test_layernorm, case_teardown),
         cmocka_unit_test_teardown(test_sparse, case_teardown),
         cmocka_unit_test_teardown(test_sparse_pack_fault, case_teardown),
+        cmocka_unit_test_teardown(test_shard, case_teardown),
+        cmocka_unit_test_teardown(test_shard_faults, case_teardown),
         cmocka_unit_test_teardown(test_optim, case_teardown),
         cmocka_unit_test_teardown(test_optim_nonfinite, case_teardown),
         cmocka_unit_test_teardown(test_token_embedding, case_teardown),

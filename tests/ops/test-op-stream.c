@@ -25,6 +25,7 @@
 #include "lib/ops/cpu/kernels.h"
 #include "lib/ops/ops.h"
 #include "tests/cpu_device.h"
+#include "tests/expect_error.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
 
@@ -33,28 +34,14 @@ static erase_stream_t *stream;
 
 /* ---- device memory: every block of a test is freed at its end ----------- */
 
-#define ARENA_MAX 256
-static void *arena[ARENA_MAX];
-static int arena_n;
+static erase_test_arena_t arena;
 
 /* Device memory filled with byte `fill` (so that an unwritten output shows). */
-static void *dmalloc(size_t bytes, int fill)
-{
-    assert_true(arena_n < ARENA_MAX);
-    void *p;
-    MUST(erase_malloc(dev, bytes, &p));
-    memset(p, fill, bytes);
-    arena[arena_n++] = p;
-    return p;
-}
+static void *dmalloc(size_t bytes, int fill) { return erase_test_arena_alloc(&arena, bytes, fill); }
 
 static float *fbuf(size_t n, int fill) { return dmalloc(n * sizeof(float), fill); }
 
-static void free_all(void)
-{
-    while (arena_n > 0)
-        erase_free(dev, arena[--arena_n]);
-}
+static void free_all(void) { erase_test_arena_free(&arena); }
 
 static int free_test(void **state)
 {
@@ -309,10 +296,7 @@ static void test_sparse_sum_order(void **state)
 
 static void expect_invalid(erase_status_t st, const char *expected)
 {
-    print_message("%s -> %s\n", expected, erase_status_name(st));
-    assert_int_equal(st, ERASE_ERR_INVALID);
-    if (!strstr(erase_error_message(), expected))
-        fail_msg("message \"%s\" lacks \"%s\"", erase_error_message(), expected);
+    erase_test_expect_error(st, ERASE_ERR_INVALID, expected);
 }
 
 static void test_bad_shapes_at_enqueue(void **state)
@@ -489,20 +473,12 @@ static void test_token_out_of_range(void **state)
 static int setup(void **state)
 {
     /* the same BLAS threading for the stream and the direct calls */
-    if (erase_test_cpu_open(1, 1, &dev) != 0)
-        return -1;
-    if (erase_stream_create(dev, &stream) != ERASE_OK) {
-        fprintf(stderr, "cannot create a stream: %s\n", erase_error_message());
-        return -1;
-    }
-    return 0;
+    return erase_test_cpu_open_stream(1, 1, &dev, &stream, &arena);
 }
 
 static int teardown(void **state)
 {
-    free_all();
-    erase_stream_destroy(stream);
-    erase_device_close(dev);
+    erase_test_cpu_close_stream(dev, stream, &arena);
     return 0;
 }
 

@@ -65,6 +65,9 @@ typedef enum {
     ERASE_CUDA_FAULT_SPARSE_MERGE_COUNT = 2,   /* erase_sparse_merge: a pack count outside [0, capacity] */
     ERASE_CUDA_FAULT_CLASS_LABEL = 3,          /* erase_softmax_xent: a label outside [0, classes) */
     ERASE_CUDA_FAULT_TOKEN = 4,                /* erase_token_embedding_*: a token outside [0, vocab) */
+    ERASE_CUDA_FAULT_SHARD_ROUTE = 5,          /* erase_shard_route: a row with no slot or outside the bounds */
+    ERASE_CUDA_FAULT_GATHER_ROW = 6,           /* erase_gather_rows: an index at or above src_rows */
+    ERASE_CUDA_FAULT_SPARSE_SPLIT = 7,         /* erase_sparse_split: a row with no slot, outside the bounds, or over capacity */
     ERASE_CUDA_FAULT_COUNT                     /* number of codes */
 } erase_cuda_fault_t;
 

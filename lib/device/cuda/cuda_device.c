@@ -113,6 +113,13 @@ const char *erase_cuda_fault_text(int code)
         return "softmax cross-entropy: a class label is outside [0, classes)";
     case ERASE_CUDA_FAULT_TOKEN:
         return "token embedding: a token is outside [0, vocab)";
+    case ERASE_CUDA_FAULT_SHARD_ROUTE:
+        return "shard route: a row's owner has no slot in [0, tmax), or the row is outside the bounds";
+    case ERASE_CUDA_FAULT_GATHER_ROW:
+        return "gather rows: an index is not below the source's rows";
+    case ERASE_CUDA_FAULT_SPARSE_SPLIT:
+        return "sparse split: a row's owner has no slot, a row is outside the bounds, or a slot's "
+               "rows are above the capacity";
     }
     return "unknown fault code";
 }

@@ -150,18 +150,12 @@ void SUF(erase_k_concat_backward)(int batch, int n, const int *widths, const REA
     }
 }
 
-/* Row of table f for a 32-bit id: the last row holds "missing". */
-static inline uint32_t SUF(embedding_row)(uint32_t id, uint32_t rows)
-{
-    return id == UINT32_MAX ? rows - 1 : id % (rows - 1);
-}
-
 void SUF(erase_k_embedding_forward)(int batch, int fields, int dim, const uint32_t *rows,
                                     const uint32_t *ids, const REAL *const *tables, REAL *out)
 {
     for (int r = 0; r < batch; r++)
         for (int f = 0; f < fields; f++) {
-            uint32_t row = SUF(embedding_row)(ids[(size_t)r * fields + f], rows[f]);
+            uint32_t row = erase_embedding_row(ids[(size_t)r * fields + f], rows[f]);
             memcpy(out + ((size_t)r * fields + f) * dim, tables[f] + (size_t)row * dim,
                    sizeof(REAL) * (size_t)dim);
         }
@@ -216,7 +210,7 @@ int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f,
 {
     SUF(row_ref_t) *refs = scratch, *tmp = refs + batch;
     for (int r = 0; r < batch; r++) {
-        refs[r].row = SUF(embedding_row)(ids[(size_t)r * fields + f], rows);
+        refs[r].row = erase_embedding_row(ids[(size_t)r * fields + f], rows);
         refs[r].sample = r;
     }
     refs = SUF(radix_sort_rows)(refs, tmp, batch);

@@ -428,8 +428,9 @@ static erase_status_t cpu_layernorm_backward(erase_stream_t *s, int batch, int d
     LAUNCH(s, layernorm_bwd_k, a);
 }
 
-/* The CPU table of lib/ops/ops_impl.h (optimizer and sparse launchers from
- * optim_cpu.c, sparse_cpu.c and transformer_cpu.c). */
+/* The CPU table of lib/ops/ops_impl.h (optimizer, sparse and shard
+ * launchers from optim_cpu.c, sparse_cpu.c, shard_cpu.c and
+ * transformer_cpu.c). */
 const erase_ops_impl_t erase_ops_cpu = {
     .name = "cpu",
     .linear_forward = cpu_linear_forward,
@@ -459,6 +460,9 @@ const erase_ops_impl_t erase_ops_cpu = {
     .axpy = cpu_axpy,
     .sparse_pack = erase_cpu_sparse_pack,
     .sparse_merge = erase_cpu_sparse_merge,
+    .shard_route = erase_cpu_shard_route,
+    .gather_rows = erase_cpu_gather_rows,
+    .sparse_split = erase_cpu_sparse_split,
     .optim_clock_advance = erase_cpu_optim_clock_advance,
     .check_finite = erase_cpu_check_finite,
     .sgd_update = erase_cpu_sgd_update,

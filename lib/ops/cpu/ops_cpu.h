@@ -1,7 +1,8 @@
 /*
  * Internal to lib/ops/cpu: the optimizer (optim_cpu.c), sparse-gradient
- * (sparse_cpu.c) and transformer (transformer_cpu.c) launchers that
- * ops_cpu.c puts into the table erase_ops_cpu.
+ * (sparse_cpu.c), sharded-exchange (shard_cpu.c) and transformer
+ * (transformer_cpu.c) launchers that ops_cpu.c puts into the table
+ * erase_ops_cpu.
  * Signatures and semantics of the ops of lib/ops/ops.h; arguments were
  * validated by lib/ops/ops.c.
  */
@@ -28,6 +29,17 @@ erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, 
                                       const uint32_t *all_rows, const float *all_values,
                                       int *const *count, uint32_t *const *rows,
                                       float *const *values);
+erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                                     const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                                     const int32_t *slot, int tmax, int capacity,
+                                     uint32_t *send_rows, uint32_t *pos);
+erase_status_t erase_cpu_gather_rows(erase_stream_t *s, int n, int dim, const uint32_t *index,
+                                     size_t index_stride, const float *src, int64_t src_rows,
+                                     float *out, size_t out_stride);
+erase_status_t erase_cpu_sparse_split(erase_stream_t *s, int capacity, int dim, const int *count,
+                                      const uint32_t *rows, const float *values, int ranks,
+                                      const int64_t *bounds, const int32_t *slot_index,
+                                      int *out_counts, uint32_t *out_rows, float *out_values);
 erase_status_t erase_cpu_optim_clock_advance(erase_stream_t *s, erase_optim_clock_t *clock,
                                              const erase_lr_schedule_t *schedule);
 erase_status_t erase_cpu_check_finite(erase_stream_t *s, const float *x, size_t n,

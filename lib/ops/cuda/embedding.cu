@@ -1,6 +1,6 @@
 /*
- * Embedding lookup and its sparse gradient on CUDA. Row of an id as the
- * CPU kernel: the last row for 0xFFFFFFFF (missing), else id mod (rows-1).
+ * Embedding lookup and its sparse gradient on CUDA. Row of an id:
+ * erase_embedding_row of lib/ops/ops.h, as the CPU kernel.
  * The gradient is deterministic and equals the CPU's bit for bit: per
  * field, (row, sample) pairs stably sorted by row (CUB radix sort, see
  * sortreduce.cuh), then each distinct row's dout vectors added in sample
@@ -15,12 +15,6 @@ typedef struct {
     const float *tables[ERASE_FIELDS_MAX];
 } embedding_params_t;
 
-/* Row of table with `rows` rows for a 32-bit id. */
-__device__ inline uint32_t embedding_row(uint32_t id, uint32_t rows)
-{
-    return id == 0xFFFFFFFFu ? rows - 1 : id % (rows - 1);
-}
-
 // ---------------------------------------------------------------------------
 // CUDA kernels
 
@@ -32,7 +26,7 @@ __global__ void embedding_forward_kernel(size_t elems, embedding_params_t p, con
     {
         size_t rf = e / p.dim;
         int d = (int)(e % p.dim), f = (int)(rf % p.fields);
-        uint32_t row = embedding_row(ids[rf], p.rows[f]);
+        uint32_t row = erase_embedding_row(ids[rf], p.rows[f]);
         out[e] = p.tables[f][(size_t)row * p.dim + d];
     }
 }
@@ -44,7 +38,7 @@ __global__ void embedding_keys_kernel(size_t entries, embedding_params_t p, cons
     ERASE_CUDA_GRID_LOOP(e, entries)
     {
         int f = (int)(e / p.batch), r = (int)(e % p.batch);
-        keys[e] = ERASE_SORT_KEY(f, embedding_row(ids[(size_t)r * p.fields + f], p.rows[f]));
+        keys[e] = ERASE_SORT_KEY(f, erase_embedding_row(ids[(size_t)r * p.fields + f], p.rows[f]));
         vals[e] = r;
     }
 }

@@ -81,6 +81,17 @@ ERASE_CUDA_OP_DECLARE(sparse_merge, erase_stream_t *s, int ranks, int tables, in
                       int dim, float scale, const int *all_counts, const uint32_t *all_rows,
                       const float *all_values, int *const *count, uint32_t *const *rows,
                       float *const *values)
+ERASE_CUDA_OP_DECLARE(shard_route, erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                      const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                      const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
+                      uint32_t *pos)
+ERASE_CUDA_OP_DECLARE(gather_rows, erase_stream_t *s, int n, int dim, const uint32_t *index,
+                      size_t index_stride, const float *src, int64_t src_rows, float *out,
+                      size_t out_stride)
+ERASE_CUDA_OP_DECLARE(sparse_split, erase_stream_t *s, int capacity, int dim, const int *count,
+                      const uint32_t *rows, const float *values, int ranks, const int64_t *bounds,
+                      const int32_t *slot_index, int *out_counts, uint32_t *out_rows,
+                      float *out_values)
 ERASE_CUDA_OP_DECLARE(optim_clock_advance, erase_stream_t *s, erase_optim_clock_t *clock,
                       const erase_lr_schedule_t *schedule)
 ERASE_CUDA_OP_DECLARE(check_finite, erase_stream_t *s, const float *x, size_t n, const int *rows,
