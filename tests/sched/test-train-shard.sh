@@ -1,17 +1,17 @@
 #!/bin/sh
-# erase-train --embeddings table (lib/sched/embed_shard.h) under mpirun:
-# on 2 ranks (graph and off) and 4 ranks the evaluations and the training
-# losses are those of --embeddings replicated, digit for digit; on 4 ranks
-# with a last evaluation batch of 1 sample (ranks 1-3 have none: they still
-# take part in the all-to-alls; the timeout bounds a hang); the placement
-# lines; the refusals' exact text (row, auto, --pp, checkpoints, cuda, a
-# model without tables).
+# erase-train --embeddings table | row | auto (lib/sched/embed_shard.h)
+# under mpirun: on 2 ranks (graph and off) and 4 ranks the evaluations and
+# the training losses are those of --embeddings replicated, digit for
+# digit; on 4 ranks with a last evaluation batch of 1 sample (ranks 1-3
+# have none: they still take part in the all-to-alls; the timeout bounds a
+# hang); auto's mix; the placement lines (every row held once); the
+# refusals' exact text (--pp, checkpoints, cuda, a model without tables).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..12"
+echo "1..16"
 
 # run NP NAME ARGS...: erase-train on NP ranks, stdout in $dir/NAME.out
 run() {
@@ -23,27 +23,51 @@ run() {
 # lines LOG: the evaluations and training losses without their timings
 lines() { sed -n -e 's/ in [0-9.]* s$//p' "$1" | grep '^eval' ; grep -o 'loss [^,]*' "$1"; }
 
-# same NP WHAT ARGS...: replicated and table give the same lines
+# same NP KIND CASE WHAT ARGS...: replicated and KIND give the same lines
+# (replicated's run once per CASE)
 same() {
-    np=$1 what=$2; shift 2
-    run "$np" rep "$@" --embeddings replicated
-    rc_rep=$rc
-    run "$np" tab "$@" --embeddings table
-    lines "$dir/rep.out" >"$dir/rep.lines"
-    lines "$dir/tab.out" >"$dir/tab.lines"
-    [ $rc_rep = 0 ] && [ $rc = 0 ] && [ "$(grep -c '^eval' "$dir/rep.lines")" -ge 2 ] &&
-        cmp -s "$dir/rep.lines" "$dir/tab.lines"
+    np=$1 kind=$2 case=$3 what=$4; shift 4
+    if [ ! -s "$dir/rep-$case.lines" ]; then
+        run "$np" rep "$@" --embeddings replicated
+        [ $rc = 0 ] || { tap_report "$dir/rep.out"; tap_report "$dir/rep.err"; }
+        lines "$dir/rep.out" >"$dir/rep-$case.lines"
+    fi
+    run "$np" "$kind" "$@" --embeddings "$kind"
+    lines "$dir/$kind.out" >"$dir/$kind.lines"
+    [ $rc = 0 ] && [ "$(grep -c '^eval' "$dir/rep-$case.lines")" -ge 2 ] &&
+        cmp -s "$dir/rep-$case.lines" "$dir/$kind.lines"
     ok=$?
-    tap $ok "$what: --embeddings table evaluates and trains as replicated (status $rc_rep, $rc)"
-    [ $ok = 0 ] || { tap_report "$dir/rep.out"; tap_report "$dir/tab.out"; tap_report "$dir/tab.err"; }
+    tap $ok "$what: --embeddings $kind evaluates and trains as replicated (status $rc)"
+    [ $ok = 0 ] || { tap_report "$dir/$kind.out"; tap_report "$dir/$kind.err"; }
 }
 
-same 2 "2 ranks, graph" --steps 12 --batch 32 --eval-every 6
-same 2 "2 ranks, off" --steps 12 --batch 32 --eval-every 6 --early-backward off
-# 400 evaluation samples in global batches of 57: the last has 1 sample
-same 4 "4 ranks, last eval batch of 1 sample" --steps 6 --global-batch 57 --eval-every 3
+for kind in table row; do
+    same 2 $kind graph "2 ranks, graph" --steps 12 --batch 32 --eval-every 6
+    same 2 $kind off "2 ranks, off" --steps 12 --batch 32 --eval-every 6 --early-backward off
+    # 400 evaluation samples in global batches of 57: the last has 1 sample
+    same 4 $kind last1 "4 ranks, last eval batch of 1 sample" --steps 6 --global-batch 57 --eval-every 3
+done
+# auto on a model with one table above a rank's share: row-wise, the rest table-wise
+rows="10007, 10007, 10007, 10007, 10007, 400000"
+for _ in $(seq 20); do rows="$rows, 10007"; done
+printf 'model = "ctr";\nctr: { table_rows = [%s]; };\n' "$rows" >"$dir/big5.cfg"
+same 4 auto big5 "4 ranks, table 5 of 400,000 rows" --steps 6 --global-batch 57 --eval-every 3 --model "$dir/big5.cfg"
+bytes=$(sed -n 's/.*all-to-all \([0-9]*\) bytes.*/\1/p' "$dir/auto.out")
+grep -q -x -F "embed  auto (1 table row-wise, 25 table-wise) over 4 ranks (26 tables; all-to-all $bytes bytes per step per rank)" "$dir/auto.out" &&
+    [ "$(grep -c '^embed  rank [0-3]: whole [0-9,]*; part of 5; ' "$dir/auto.out")" = 4 ]
+ok=$?
+tap $ok "auto: table 5 row-wise (a part on each of 4 ranks), the rest table-wise"
+[ $ok = 0 ] || tap_report "$dir/auto.out"
 
-# the placement: one line per rank, every table once
+# the placement: one line per rank, every table once; row-wise, every row once
+run 2 row --steps 2 --batch 16 --embeddings row
+held=$(sed -n 's/^embed  rank [01]: whole none; part of 0,1,2[0-9,]*; \([0-9]*\) rows, [0-9.]* MiB$/\1/p' "$dir/row.out" |
+    awk '{ s += $1 } END { print s }')
+[ $rc = 0 ] && [ "$held" = $((26 * 10007)) ] &&
+    grep -q '^embed  row-wise over 2 ranks (26 tables; all-to-all [0-9]* bytes per step per rank)$' "$dir/row.out"
+ok=$?
+tap $ok "row-wise: each rank holds a part of every table, every row once ($held rows)"
+[ $ok = 0 ] || tap_report "$dir/row.out"
 run 2 tab --steps 2 --batch 16 --embeddings table
 grep '^embed  rank' "$dir/tab.out" >"$dir/placement"
 tables=$(sed -n 's/.*: whole \([0-9,]*\); part of none; [0-9]* rows, [0-9.]* MiB$/\1/p' "$dir/placement" |
@@ -56,10 +80,8 @@ tap $ok "the placement: a line per rank, each of the 26 tables on one rank"
 [ $ok = 0 ] || tap_report "$dir/tab.out"
 
 # refusals: usage errors (status 2), one line
-for case in "--embeddings row|--embeddings row: not built yet; this build shards embedding tables table-wise only (--embeddings replicated or table)" \
-    "--embeddings auto|--embeddings auto: not built yet; this build shards embedding tables table-wise only (--embeddings replicated or table)" \
-    "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
-    "--embeddings table --pp 2|--embeddings table with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated" \
+for case in "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
+    "--embeddings row --pp 2|--embeddings row with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated" \
     "--embeddings table --checkpoint-dir $dir/ck|--embeddings table with --checkpoint-dir: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
     "--embeddings table --resume $dir/ck.h5|--embeddings table with --resume: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
     "--embeddings table --device cuda|--embeddings table with --device cuda: the tables' all-to-alls over NCCL are not built yet; use --device cpu or --embeddings replicated"; do
