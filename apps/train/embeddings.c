@@ -34,12 +34,14 @@ static void list_add(char *list, size_t size, int t)
 }
 
 erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
-                                      int root, erase_embed_shard_t **out)
+                                      erase_embed_shard_t **out)
 {
-    ERASE_CHECK(erase_embed_shard_create(net, group, e->plan, e->tables, out));
-    if (!root)
-        return ERASE_OK;
-    int D = erase_comm_size(group), by_row = 0;
+    return erase_embed_shard_create(net, group, e->plan, e->tables, out);
+}
+
+void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard_t *es, int ranks)
+{
+    int by_row = 0;
     for (int t = 0; t < e->tables; t++)
         by_row += e->plan[t].kind == ERASE_SHARD_ROW;
     char how[64];
@@ -48,9 +50,9 @@ erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group,
                  e->tables - by_row);
     else
         snprintf(how, sizeof how, "%s", by_row ? "row-wise" : "table-wise");
-    printf("embed  %s over %d rank%s (%d tables; all-to-all %lld bytes per step per rank)\n", how, D,
-           D == 1 ? "" : "s", e->tables, (long long)erase_embed_shard_bytes(*out));
-    for (int r = 0; r < D; r++) {
+    printf("  embed  %s over %d rank%s (%d tables; all-to-all at most %lld bytes per step per rank)\n", how, ranks,
+           ranks == 1 ? "" : "s", e->tables, (long long)erase_embed_shard_bytes(es));
+    for (int r = 0; r < ranks; r++) {
         char whole[4 * ERASE_FIELDS_MAX] = "", part[4 * ERASE_FIELDS_MAX] = "";
         int64_t held = 0;
         for (int t = 0; t < e->tables; t++) {
@@ -61,9 +63,7 @@ erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group,
                 list_add(part, sizeof part, t);
             held += n;
         }
-        printf("embed  rank %d: whole %s; part of %s; %lld rows, %.1f MiB\n", r, whole[0] ? whole : "none",
+        printf("  embed  rank %d: whole %s; part of %s; %lld rows, %.1f MiB\n", r, whole[0] ? whole : "none",
                part[0] ? part : "none", (long long)held, (double)held * (double)e->row_bytes / (1 << 20));
     }
-    fflush(stdout);
-    return ERASE_OK;
 }

@@ -34,12 +34,15 @@ erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char
 
 /*
  * The exchanges of placement `e` on net (built by erase_network_create_placed
- * with e's plan) over `group` (lib/sched/embed_shard.h: *out), and with
- * `root` the placement printed: a line for the exchange, then one per rank
- * with its tables, rows and bytes. Collective over `group`. Errors: those
- * of erase_embed_shard_create.
+ * with e's plan) over `group` (lib/sched/embed_shard.h: *out). Collective
+ * over `group`. Errors: those of erase_embed_shard_create.
  */
 erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
-                                      int root, erase_embed_shard_t **out);
+                                      erase_embed_shard_t **out);
+
+/* The start-up lines of placement `e` over `ranks` ranks (stdout): the
+ * kind and the exchange's bytes at most per step (es), then per rank its
+ * whole and partial tables, rows and MiB (values and optimizer state). */
+void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard_t *es, int ranks);
 
 #endif

@@ -445,7 +445,7 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
     if (r->emb.tables) {
-        TRY(train_embeddings_shard(r->net, erase_emb_comm(), &r->emb, r->root, &r->shard));
+        TRY(train_embeddings_shard(r->net, erase_emb_comm(), &r->emb, &r->shard));
         so.shard = r->shard;
     }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
@@ -1243,6 +1243,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         else
             printf("  data   %s: %lld train samples (%lld steps/epoch), %lld eval samples\n", data,
                    (long long)ti.samples, (long long)ti.steps_per_epoch, (long long)ei.samples);
+        if (r.shard)
+            train_embeddings_print(&r.emb, r.shard, erase_comm_size(erase_emb_comm()));
         if (r.pipe) {
             char stages[256];
             train_pipeline_stages_text(&r.stages, stages, sizeof stages);
