@@ -85,7 +85,8 @@ static const opt_def_t defs[] = {
     { "embedding-optimizer", S(embedding_optimizer), "rowwise_adagrad", "embedding tables: rowwise_adagrad | sgd", "rowwise_adagrad|sgd", NO_BOUNDS },
     { "embeddings", S(embeddings), "replicated", "embedding tables: replicated (every rank holds every table) | "
       "table (each table on one rank, placed by bytes; ids and vectors cross ranks by all-to-all; not with "
-      "pipelines (--pp, --schedule), --checkpoint-dir, --resume or --device cuda yet); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
+      "pipelines (--pp, --schedule) or --device cuda yet; checkpoints hold every table whole, its rows written by their "
+      "owners, and resume onto any placement and number of ranks); row and auto are not built yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
@@ -402,10 +403,6 @@ static erase_status_t check_together(const train_options_t *o)
     if (!strcmp(o->embeddings, "table") && !strcmp(o->device, "cuda"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with --device cuda: the tables' all-to-alls over "
                            "NCCL are not built yet; use --device cpu or --embeddings replicated");
-    if (!strcmp(o->embeddings, "table") && (o->checkpoint_dir[0] || o->resume[0]))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings table with %s: sharded tables are not written to "
-                           "checkpoints yet; use --embeddings replicated",
-                           o->checkpoint_dir[0] ? "--checkpoint-dir" : "--resume");
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

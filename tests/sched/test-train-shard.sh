@@ -4,14 +4,14 @@
 # losses are those of --embeddings replicated, digit for digit; on 4 ranks
 # with a last evaluation batch of 1 sample (ranks 1-3 have none: they still
 # take part in the all-to-alls; the timeout bounds a hang); the placement
-# lines; the refusals' exact text (row, auto, --pp, checkpoints, cuda, a
-# model without tables).
+# lines; the refusals' exact text (row, auto, --pp, cuda, a model without
+# tables). Checkpoints of sharded tables: tests/ckpt/test-shard-ckpt.sh.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..12"
+echo "1..10"
 
 # run NP NAME ARGS...: erase-train on NP ranks, stdout in $dir/NAME.out
 run() {
@@ -60,8 +60,6 @@ for case in "--embeddings row|--embeddings row: not built yet; this build shards
     "--embeddings auto|--embeddings auto: not built yet; this build shards embedding tables table-wise only (--embeddings replicated or table)" \
     "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
     "--embeddings table --pp 2|--embeddings table with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated" \
-    "--embeddings table --checkpoint-dir $dir/ck|--embeddings table with --checkpoint-dir: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
-    "--embeddings table --resume $dir/ck.h5|--embeddings table with --resume: sharded tables are not written to checkpoints yet; use --embeddings replicated" \
     "--embeddings table --device cuda|--embeddings table with --device cuda: the tables' all-to-alls over NCCL are not built yet; use --device cpu or --embeddings replicated"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
