@@ -23,6 +23,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
 # erase-inspect merge: a pipeline checkpoint as one data-parallel checkpoint (issue 17)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
+# sharded tables: rows written by their owners (parallel HDF5), resume reshards (issue 19)
+CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 
