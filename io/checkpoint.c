@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "io/ctr_shard_write.h"
+#include "io/h5_rows.h"
 #include "io/h5_util.h"
 
 #include <dirent.h>
@@ -28,7 +29,9 @@ static const char description[] =
     "optimizer state. /rng/<rank>: uint64 random-number state words of each rank. /data/cursor: "
     "int64 {epoch, samples of the epoch delivered}; /data/rank_cursors: the cursor of every rank. "
     "/index: every dataset with its type, shape and FNV-1a 64 checksum (also each dataset's "
-    "`fnv1a64` attribute), verified on load.";
+    "`fnv1a64` attribute), verified on load; a tensor sharded over ranks (attribute `sharding`: "
+    "where its rows were; its /index line ends \"rows\") has an FNV-1a 64 per row in "
+    "/row_fnv1a64/<params|optim>/<path>, its rows written by their owners.";
 
 int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t)
 {
@@ -1278,25 +1281,6 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
     return ERASE_OK;
 }
 
-/* Rows [at, at + k) of the open dataset d (cols elements a row) into buf;
- * the lock is held. 0 or -1. */
-static int read_slab(hid_t d, hid_t mem_type, int ndim, int64_t at, int64_t k, int64_t cols, void *buf)
-{
-    if (k == 0)
-        return 0;
-    hsize_t start[2] = { (hsize_t)at, 0 }, count[2] = { (hsize_t)k, (hsize_t)cols };
-    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(ndim, count, NULL);
-    int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-             H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) >= 0;
-    if (!ok)
-        erase_h5_remember();
-    if (ms >= 0)
-        H5Sclose(ms);
-    if (fs >= 0)
-        H5Sclose(fs);
-    return ok ? 0 : -1;
-}
-
 /* Rows per read of a dataset streamed through its checksum. */
 #define STREAM_BYTES ((size_t)1 << 20)
 
@@ -1314,7 +1298,7 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
 {
     const erase_ckpt_tensor_t *t = &ck->t[g][i];
     const tensor_info_t *f = &ck->info[g][i];
-    char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32], detail[256];
+    char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32];
     snprintf(path, sizeof path, "/%s/%s", g ? "optim" : "params", t->name);
     rowsum_path(path, sums_path, sizeof sums_path);
     int64_t cols = row_elems(t);
@@ -1323,6 +1307,8 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
     size_t elem;
     ERASE_CHECK(open_checked(ck, file, path, "float32", t->ndim, t->dims, &d, &mem_type, &elem));
     erase_status_t st = ERASE_OK;
+    const erase_h5_rows_spec_t rows_of = { .name = path, .rank = t->ndim, .cols = cols },
+                               sums_of = { .name = sums_path, .rank = 1, .cols = 1 };
     if (f->rows) {
         int64_t one[1] = { t->dims[0] };
         hid_t c = -1;
@@ -1331,10 +1317,10 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, sums_path);
         if (st == ERASE_OK)
             st = open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem);
-        if (st == ERASE_OK && (read_slab(d, H5T_NATIVE_FLOAT, t->ndim, row0, n, cols, out) != 0 ||
-                               read_slab(c, H5T_NATIVE_UINT64, 1, row0, n, 1, sums) != 0))
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot read rows [%" PRId64 ", %" PRId64 "): %s",
-                             ck->path, path, row0, row0 + n, erase_h5_detail(detail, sizeof detail));
+        if (st == ERASE_OK && n > 0)
+            st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, row0, n, out);
+        if (st == ERASE_OK && n > 0)
+            st = erase_h5_rows_read(c, ck->path, &sums_of, H5T_NATIVE_UINT64, row0, n, sums);
         for (int64_t r = 0; st == ERASE_OK && r < n; r++) {
             uint64_t h = erase_ckpt_fnv1a64(out + r * cols, row);
             if (h != sums[r])
@@ -1354,11 +1340,8 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, path);
         for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
             int64_t k = rows - at < chunk ? rows - at : chunk;
-            if (read_slab(d, H5T_NATIVE_FLOAT, t->ndim, at, k, cols, buf) != 0) {
-                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot read: %s", ck->path, path,
-                                 erase_h5_detail(detail, sizeof detail));
+            if ((st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf)) != ERASE_OK)
                 break;
-            }
             h = fnv_add(h, buf, row * (size_t)k);
             int64_t a = at > row0 ? at : row0, b = at + k < row0 + n ? at + k : row0 + n;
             if (a < b)

@@ -6,7 +6,8 @@
  * atomically.
  *
  * Layout (every dataset carries `shape`, `meaning` and `fnv1a64`
- * attributes, so `h5dump -A FILE` shows what is there):
+ * attributes, a sharded tensor's `sharding` and `row_fnv1a64` in place of
+ * `fnv1a64`, so `h5dump -A FILE` shows what is there):
  *
  *   /                      format = "erase-ckpt-1" (written last), description
  *   /meta                  attributes: step, samples_seen, epoch, global_batch,
