@@ -18,8 +18,10 @@
  *   erase-inspect ckpt FILE|DIR      a checkpoint (io/checkpoint.h): step,
  *                                    samples, epoch and cursor, sizes,
  *                                    schedule, optimizer clock, the model
- *                                    file and run options, every tensor
- *                                    with its shape and L2 norm; of a
+ *                                    file and run options, the tables'
+ *                                    placement, every tensor with its
+ *                                    shape and L2 norm (a sharded one's:
+ *                                    which ranks wrote its rows); of a
  *                                    checkpoint directory the one that
  *                                    erase-train --resume DIR takes
  *
@@ -339,7 +341,9 @@ static void usage_ckpt(FILE *f)
                "  and /optim attributes with their FNV-1a 64 checksums, the attributes'\n"
                "  ranges, as erase-train does) and prints step, samples, epoch and data\n"
                "  cursor, world/dp/pp sizes, schedule, optimizer clock, the model file, the\n"
-               "  run options, and every tensor with its shape and L2 norm.\n");
+               "  run options, the tables' placement (--embeddings), and every tensor with its\n"
+               "  shape and L2 norm (a sharded table's or its state's: also which ranks wrote\n"
+               "  its rows, e.g. \"table-wise on rank 3 of 4\").\n");
 }
 
 static void print_indented(const char *text)
@@ -373,7 +377,10 @@ static void print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const ch
         int64_t k = erase_ckpt_tensor_numel(t);
         for (int64_t j = 0; j < k; j++)
             ss += (double)t->data[j] * (double)t->data[j];
-        printf("  %-*s  %-14s L2 %.6g\n", width, t->name, shape, sqrt(ss));
+        if (t->sharding) /* written by its owners: where its rows were */
+            printf("  %-*s  %-14s L2 %.6g  %s\n", width, t->name, shape, sqrt(ss), t->sharding);
+        else
+            printf("  %-*s  %-14s L2 %.6g\n", width, t->name, shape, sqrt(ss));
     }
 }
 
@@ -420,6 +427,11 @@ static int cmd_ckpt(int argc, char **argv)
     printf("  schedule    %s\n", m->schedule);
     printf("  optimizer   %s (dense), %s (embedding tables)\n", m->dense_optimizer, m->embedding_optimizer);
     printf("  seed        %" PRIu64 "\n", m->seed);
+    if (m->embeddings)
+        printf("  embeddings  %s: sharded tables, each row written once by the rank that held it (where: below)\n",
+               m->embeddings);
+    else
+        printf("  embeddings  replicated\n");
     for (int r = 0; r < erase_ckpt_ranks(ck); r++) {
         const erase_ckpt_rank_t *s = erase_ckpt_rank(ck, r);
         printf("  rank %-6d rng {%" PRIu64 ", %" PRIu64 "}, cursor (epoch %" PRId64 ", sample %" PRId64 ")\n", r,

@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "io/ctr_shard_write.h"
+#include "io/h5_rows.h"
 #include "io/h5_util.h"
 
 #include <dirent.h>
@@ -28,7 +29,9 @@ static const char description[] =
     "optimizer state. /rng/<rank>: uint64 random-number state words of each rank. /data/cursor: "
     "int64 {epoch, samples of the epoch delivered}; /data/rank_cursors: the cursor of every rank. "
     "/index: every dataset with its type, shape and FNV-1a 64 checksum (also each dataset's "
-    "`fnv1a64` attribute), verified on load.";
+    "`fnv1a64` attribute), verified on load; a tensor sharded over ranks (attribute `sharding`: "
+    "where its rows were; its /index line ends \"rows\") has an FNV-1a 64 per row in "
+    "/row_fnv1a64/<params|optim>/<path>, its rows written by their owners.";
 
 int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t)
 {
@@ -85,6 +88,11 @@ uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
         size_t len = strlen(v);
         h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "%s=%zu:", strs[i].name, len));
         h = fnv_add(fnv_add(h, v, len), "\n", 1);
+    }
+    if (m->embeddings && *m->embeddings) { /* only then: the files written before it keep their sum */
+        size_t len = strlen(m->embeddings);
+        h = fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.embeddings=%zu:", len));
+        h = fnv_add(fnv_add(h, m->embeddings, len), "\n", 1);
     }
     return h;
 }
@@ -331,13 +339,19 @@ void erase_ckpt_candidates_free(char **paths, int n)
 
 erase_status_t erase_ckpt_open_newest(const char *dir, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out)
 {
+    return erase_ckpt_open_newest_flags(dir, 0, skipped, ctx, out);
+}
+
+erase_status_t erase_ckpt_open_newest_flags(const char *dir, int flags, erase_ckpt_skip_fn skipped, void *ctx,
+                                            erase_ckpt_t **out)
+{
     *out = NULL;
     char **paths;
     int n;
     ERASE_CHECK(erase_ckpt_candidates(dir, &paths, &n));
     erase_status_t st = ERASE_OK;
     for (int i = 0; i < n; i++) {
-        st = erase_ckpt_open(paths[i], out);
+        st = erase_ckpt_open_flags(paths[i], flags, out);
         if (st == ERASE_OK || st == ERASE_ERR_NOMEM)
             break; /* opened, or a failure that is not this file's */
         const char *why = erase_error_reason();
@@ -437,12 +451,76 @@ static erase_status_t write_dataset(writer_t *w, const char *path, hid_t file_ty
     return ERASE_OK;
 }
 
+/* The dataset of the per-row checksums of the sharded dataset `path`
+ * ("/params/0/emb/3" -> "/row_fnv1a64/params/0/emb/3"). */
+#define ROWSUM_GROUP "/row_fnv1a64"
+static void rowsum_path(const char *path, char *out, size_t size)
+{
+    snprintf(out, size, ROWSUM_GROUP "%s", path);
+}
+
+/* A dataset of `type` [dims] created with its space allocated in the file
+ * now and never filled (its writers fill it: erase_ckpt_write_rows, whose
+ * MPI-IO writes need the space allocated); the lock is held. -1 on
+ * failure (remembered). */
+static hid_t create_unwritten(writer_t *w, const char *path, hid_t type, int ndim, const int64_t *dims)
+{
+    hsize_t hd[2] = { (hsize_t)dims[0], ndim == 2 ? (hsize_t)dims[1] : 1 };
+    hid_t sp = H5Screate_simple(ndim, hd, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t d = sp >= 0 && dcpl >= 0 && H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) >= 0 &&
+                      H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) >= 0
+                  ? H5Dcreate2(w->file, path, type, sp, w->lcpl, dcpl, H5P_DEFAULT)
+                  : -1;
+    if (d < 0)
+        erase_h5_remember();
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (sp >= 0)
+        H5Sclose(sp);
+    return d;
+}
+
+/* A sharded tensor's dataset (whole shape, no data: its owners write the
+ * rows) with its shape, meaning and sharding attributes, its per-row
+ * checksum dataset, and its /index line "<path> float32 <shape> rows";
+ * the lock is held. */
+static erase_status_t write_sharded(writer_t *w, const char *path, const erase_ckpt_tensor_t *t)
+{
+    char sums[ERASE_CKPT_NAME_MAX + 32], shape[64];
+    rowsum_path(path, sums, sizeof sums);
+    shape_text(t->ndim, t->dims, shape, sizeof shape);
+    hid_t d = create_unwritten(w, path, H5T_IEEE_F32LE, t->ndim, t->dims);
+    int ok = d >= 0 && erase_h5_attr_write_string(d, "shape", shape) == 0 &&
+             erase_h5_attr_write_string(d, "meaning", t->meaning ? t->meaning : "") == 0 &&
+             erase_h5_attr_write_string(d, "sharding", t->sharding) == 0 &&
+             erase_h5_attr_write_string(d, "row_fnv1a64", sums) == 0;
+    if (d >= 0)
+        H5Dclose(d);
+    hid_t c = ok ? create_unwritten(w, sums, H5T_STD_U64LE, 1, t->dims) : -1;
+    ok = c >= 0 && erase_h5_attr_write_string(c, "meaning", "FNV-1a 64 of each row's bytes (little-endian) of "
+                                                            "the dataset of the same path below /, written by "
+                                                            "the row's owner") == 0;
+    if (c >= 0)
+        H5Dclose(c);
+    if (!ok) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot create: %s", w->temp, path,
+                           erase_h5_detail(detail, sizeof detail));
+    }
+    fprintf(w->index, "%s float32 %s rows\n", path, shape);
+    return ERASE_OK;
+}
+
 static erase_status_t write_tensors(writer_t *w, const char *group, const erase_ckpt_tensor_t *t, int n,
                                     const uint64_t *sums)
 {
     for (int i = 0; i < n; i++) {
         char path[ERASE_CKPT_NAME_MAX + 16];
         snprintf(path, sizeof path, "/%s/%s", group, t[i].name);
+        if (t[i].sharding) {
+            ERASE_CHECK(write_sharded(w, path, &t[i]));
+            continue;
+        }
         ERASE_CHECK(write_dataset(w, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, t[i].ndim, t[i].dims, t[i].data,
                                   sizeof(float), t[i].meaning, sums ? &sums[i] : NULL));
     }
@@ -475,6 +553,8 @@ static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
     else if (erase_h5_attr_write_string(g, "options", nz(m->options))) bad = "options";
     else if (erase_h5_attr_write_string(g, "version", nz(m->version))) bad = "version";
     else if (erase_h5_attr_write_string(g, "created", nz(m->created))) bad = "created";
+    else if (m->embeddings && *m->embeddings && erase_h5_attr_write_string(g, "embeddings", m->embeddings))
+        bad = "embeddings";
     H5Gclose(g);
     return bad;
 }
@@ -589,7 +669,12 @@ static erase_status_t check_tensors(const char *what, const erase_ckpt_tensor_t 
         if ((t[i].ndim != 1 && t[i].ndim != 2) ||
             !erase_bytes(sizeof(float), t[i].dims[0], t[i].ndim == 2 ? t[i].dims[1] : 1, &bytes))
             return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: bad shape", what, t[i].name);
-        if (!t[i].data && erase_ckpt_tensor_numel(&t[i]) > 0)
+        if (t[i].sharding && (t[i].row0 < 0 || t[i].held < 0 || t[i].row0 > t[i].dims[0] - t[i].held))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: rows [%" PRId64 ", %" PRId64 " + %" PRId64
+                               ") of a sharded tensor of %" PRId64 " rows", what, t[i].name, t[i].row0, t[i].row0,
+                               t[i].held, t[i].dims[0]);
+        if (!t[i].data && (t[i].sharding ? t[i].held * (t[i].ndim == 2 ? t[i].dims[1] : 1)
+                                         : erase_ckpt_tensor_numel(&t[i])) > 0)
             return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s/%s: no data", what, t[i].name);
         for (int j = 0; j < i; j++)
             if (!strcmp(t[i].name, t[j].name))
@@ -674,6 +759,141 @@ static erase_status_t write_temp(const char *temp, const erase_ckpt_meta_t *meta
     return st;
 }
 
+/* The temporary name of a checkpoint file's name. */
+#define TEMP_NAME ".%s.tmp"
+
+int erase_ckpt_temp_path(const char *dir, int64_t step, char *out, size_t size)
+{
+    char name[64];
+    snprintf(name, sizeof name, "ckpt-%" PRId64 ".h5", step);
+    int n = snprintf(out, size, "%s/" TEMP_NAME, dir, name);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* Elements of a row of t. */
+static int64_t row_elems(const erase_ckpt_tensor_t *t)
+{
+    return t->ndim == 2 ? t->dims[1] : 1;
+}
+
+/* The per-row checksums of this rank's rows of every sharded tensor of
+ * t[n], appended at sums[*at...] (held values each). */
+static void row_sums(const erase_ckpt_tensor_t *t, int n, uint64_t *sums, size_t *at)
+{
+    for (int i = 0; i < n; i++) {
+        if (!t[i].sharding)
+            continue;
+        size_t row = sizeof(float) * (size_t)row_elems(&t[i]);
+        for (int64_t r = 0; r < t[i].held; r++)
+            sums[(*at)++] = erase_ckpt_fnv1a64((const char *)t[i].data + (size_t)r * row, row);
+    }
+}
+
+/* Write rows [row0, row0 + held) (cols elements of mem_type each) from
+ * `data` into dataset `path` of the open file, collectively (a rank with
+ * no rows selects none); the lock is held. 0 or -1 (remembered). */
+static int write_part_rows(hid_t file, hid_t dxpl, const char *path, hid_t mem_type, int ndim, int64_t row0,
+                           int64_t held, int64_t cols, const void *data)
+{
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t start[2] = { (hsize_t)row0, 0 }, count[2] = { (hsize_t)held, (hsize_t)cols };
+    hsize_t one = 1;
+    hid_t ms = held > 0 ? H5Screate_simple(ndim, count, NULL) : H5Screate_simple(1, &one, NULL);
+    int ok = fs >= 0 && ms >= 0;
+    if (ok && held > 0)
+        ok = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0;
+    else if (ok)
+        ok = H5Sselect_none(fs) >= 0 && H5Sselect_none(ms) >= 0;
+    static const uint64_t none = 0;
+    ok = ok && H5Dwrite(d, mem_type, ms, fs, dxpl, held > 0 ? data : (const void *)&none) >= 0;
+    if (!ok)
+        erase_h5_remember();
+    if (ms >= 0)
+        H5Sclose(ms);
+    if (fs >= 0)
+        H5Sclose(fs);
+    if (d >= 0)
+        H5Dclose(d);
+    return ok ? 0 : -1;
+}
+
+erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    /* everything that may fail on one rank alone, before any collective */
+    erase_status_t st = check_contents(params, np, optim, no, 0);
+    size_t rows = 0, at = 0;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < (g ? no : np); i++) {
+            const erase_ckpt_tensor_t *t = g ? &optim[i] : &params[i];
+            rows += t->sharding && st == ERASE_OK ? (size_t)t->held : 0;
+        }
+    uint64_t *sums = st == ERASE_OK ? malloc(sizeof *sums * (rows ? rows : 1)) : NULL;
+    if (st == ERASE_OK && !sums)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %zu row checksums", temp, rows);
+    if (st == ERASE_OK) {
+        row_sums(params, np, sums, &at);
+        row_sums(optim, no, sums, &at);
+    }
+    const char *fail = getenv("ERASE_DEBUG_CKPT_ROWS_FAIL");
+    if (st == ERASE_OK && fail && *fail && atoi(fail) == rank)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: ERASE_DEBUG_CKPT_ROWS_FAIL: rank %d does not write its rows", temp, rank);
+    int mine = st == ERASE_OK, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS && st == ERASE_OK)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: the ranks' agreement before writing the rows failed (MPI)", temp);
+    if (st != ERASE_OK || !all) { /* a rank failed: its status is the answer, no rank writes */
+        free(sums);
+        return st;
+    }
+    char detail[256];
+    erase_h5_enter();
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), dxpl = H5Pcreate(H5P_DATASET_XFER), file = -1;
+    if (fapl < 0 || dxpl < 0 || H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0 ||
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
+        H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot set up parallel HDF5 access: %s", temp,
+                         erase_h5_detail(detail, sizeof detail));
+    if (st == ERASE_OK && (file = H5Fopen(temp, H5F_ACC_RDWR, fapl)) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open with MPI-IO to write the sharded rows: %s", temp,
+                         erase_h5_detail(detail, sizeof detail));
+    at = 0;
+    /* every rank goes through the same tensors in the same order (collective) */
+    for (int g = 0; st == ERASE_OK && g < 2; g++)
+        for (int i = 0; st == ERASE_OK && i < (g ? no : np); i++) {
+            const erase_ckpt_tensor_t *t = g ? &optim[i] : &params[i];
+            if (!t->sharding)
+                continue;
+            char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32];
+            snprintf(path, sizeof path, "/%s/%s", g ? "optim" : "params", t->name);
+            rowsum_path(path, sums_path, sizeof sums_path);
+            if (write_part_rows(file, dxpl, path, H5T_NATIVE_FLOAT, t->ndim, t->row0, t->held, row_elems(t),
+                                t->data) != 0)
+                st = ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot write rows [%" PRId64 ", %" PRId64 "): %s",
+                                 temp, path, t->row0, t->row0 + t->held, erase_h5_detail(detail, sizeof detail));
+            else if (write_part_rows(file, dxpl, sums_path, H5T_NATIVE_UINT64, 1, t->row0, t->held, 1,
+                                     sums + at) != 0)
+                st = ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot write rows [%" PRId64 ", %" PRId64 "): %s",
+                                 temp, sums_path, t->row0, t->row0 + t->held, erase_h5_detail(detail, sizeof detail));
+            at += (size_t)t->held;
+        }
+    if (file >= 0 && st == ERASE_OK && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: flush failed: %s", temp, erase_h5_detail(detail, sizeof detail));
+    if (file >= 0 && H5Fclose(file) < 0 && st == ERASE_OK)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: close failed: %s", temp, erase_h5_detail(detail, sizeof detail));
+    if (dxpl >= 0)
+        H5Pclose(dxpl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    erase_h5_leave();
+    free(sums);
+    if (st == ERASE_OK && rank == 0 && erase_fsync_path(temp, 0) != 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: fsync failed: %s", temp, strerror(errno));
+    return st;
+}
+
 /* The gate's verdict on st (st itself without a gate). */
 static erase_status_t pass_gate(erase_ckpt_gate_fn gate, void *ctx, erase_status_t st)
 {
@@ -704,7 +924,7 @@ erase_status_t erase_ckpt_write_part(const char *dir, const erase_ckpt_meta_t *m
     char main_name[64];
     snprintf(main_name, sizeof main_name, "ckpt-%" PRId64 ".h5", meta->step);
     erase_ckpt_stage_path(main_name, part, name, sizeof name);
-    snprintf(temp_name, sizeof temp_name, ".%s.tmp", name);
+    snprintf(temp_name, sizeof temp_name, TEMP_NAME, name);
     if (st == ERASE_OK && (join(path, dir, name) || join(temp, dir, temp_name) || join(latest, dir, "latest")))
         st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: checkpoint directory path too long", dir);
     if (st == ERASE_OK)
@@ -788,10 +1008,17 @@ struct erase_ckpt {
     char *text[9];                     /* owned strings of meta */
     erase_ckpt_tensor_t *t[2];         /* params, optim */
     int n[2], cap[2];
+    struct tensor_info {               /* per tensor of t[g] */
+        uint64_t sum;                  /* the whole dataset's fnv1a64 (not row-checksummed) */
+        int rows;                      /* row-checksummed: written sharded (/row_fnv1a64/...) */
+        char *sharding;                /* its `sharding` attribute (row-checksummed), owned */
+    } *info[2];
     erase_ckpt_rank_t *ranks;
     int nranks;
     int attributes_summed;             /* meta_fnv1a64 present (and matching) */
+    int flags;                         /* ERASE_CKPT_OPEN_LAZY_* of the main file */
 };
+typedef struct tensor_info tensor_info_t;
 
 const char *erase_ckpt_path(const erase_ckpt_t *ck) { return ck->path; }
 const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck) { return &ck->meta; }
@@ -822,9 +1049,12 @@ void erase_ckpt_close(erase_ckpt_t *ck)
     if (!ck)
         return;
     for (int g = 0; g < 2; g++) {
-        for (int i = 0; i < ck->n[g]; i++)
+        for (int i = 0; i < ck->n[g]; i++) {
             free(ck->t[g][i].data);
+            free(ck->info[g][i].sharding);
+        }
         free(ck->t[g]);
+        free(ck->info[g]);
     }
     for (size_t i = 0; i < sizeof ck->text / sizeof ck->text[0]; i++)
         free(ck->text[i]);
@@ -895,17 +1125,26 @@ static char *read_index(hid_t file)
     return out;
 }
 
+/* Append a tensor (data may be NULL: not loaded); `info`'s sharding
+ * becomes the checkpoint's (freed with it) even on failure. */
 static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int ndim, const int64_t *dims,
-                                 float *data)
+                                 float *data, tensor_info_t info)
 {
     if (ck->n[g] == ck->cap[g]) {
         int cap = ck->cap[g] ? 2 * ck->cap[g] : 64;
         erase_ckpt_tensor_t *grown = realloc(ck->t[g], (size_t)cap * sizeof *grown);
-        if (!grown)
+        if (grown)
+            ck->t[g] = grown;
+        tensor_info_t *more = realloc(ck->info[g], (size_t)cap * sizeof *more);
+        if (more)
+            ck->info[g] = more;
+        if (!grown || !more) {
+            free(info.sharding);
             return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
-        ck->t[g] = grown;
+        }
         ck->cap[g] = cap;
     }
+    ck->info[g][ck->n[g]] = info;
     erase_ckpt_tensor_t *t = &ck->t[g][ck->n[g]++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -913,6 +1152,7 @@ static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int 
     t->dims[0] = dims[0];
     t->dims[1] = ndim == 2 ? dims[1] : 1;
     t->data = data;
+    t->sharding = info.sharding;
     return ERASE_OK;
 }
 
@@ -936,20 +1176,20 @@ static int parse_shape(const char *s, int *ndim, int64_t *dims)
     return -1;
 }
 
-/* Read and verify one dataset listed in /index; the lock is held. *data is
- * malloc'ed (elem-byte elements). */
-static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
-                                   int ndim, const int64_t *dims, uint64_t sum, void **data)
+/* Open dataset `path` listed in /index and check its type and shape
+ * against the index's into *d (closed by the caller); the element's
+ * memory type and size. The lock is held. */
+static erase_status_t open_checked(const erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
+                                   int ndim, const int64_t *dims, hid_t *d, hid_t *mem_type, size_t *elem)
 {
-    *data = NULL;
-    hid_t mem_type, want_class;
-    size_t elem;
+    *d = -1;
+    hid_t want_class;
     if (!strcmp(type, "float32")) {
-        mem_type = H5T_NATIVE_FLOAT, want_class = H5T_FLOAT, elem = 4;
+        *mem_type = H5T_NATIVE_FLOAT, want_class = H5T_FLOAT, *elem = 4;
     } else if (!strcmp(type, "int64")) {
-        mem_type = H5T_NATIVE_INT64, want_class = H5T_INTEGER, elem = 8;
+        *mem_type = H5T_NATIVE_INT64, want_class = H5T_INTEGER, *elem = 8;
     } else if (!strcmp(type, "uint64")) {
-        mem_type = H5T_NATIVE_UINT64, want_class = H5T_INTEGER, elem = 8;
+        *mem_type = H5T_NATIVE_UINT64, want_class = H5T_INTEGER, *elem = 8;
     } else {
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: dataset %s has type %s (float32, int64 or uint64 "
                            "expected)", ck->path, path, type);
@@ -958,13 +1198,13 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
         H5Eclear2(H5E_DEFAULT);
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s is missing (listed in /index)", ck->path, path);
     }
-    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
-    if (d < 0) {
+    hid_t id = H5Dopen2(file, path, H5P_DEFAULT);
+    if (id < 0) {
         char detail[256];
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot open: %s", ck->path, path,
                            erase_h5_detail(detail, sizeof detail));
     }
-    hid_t t = H5Dget_type(d), sp = H5Dget_space(d);
+    hid_t t = H5Dget_type(id), sp = H5Dget_space(id);
     hsize_t hd[2] = { 0, 0 };
     int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
     if (rank == ndim)
@@ -973,7 +1213,7 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
     if (t >= 0)
         erase_h5_type_name(t, got, sizeof got);
     erase_status_t st = ERASE_OK;
-    if (t < 0 || H5Tget_class(t) != want_class || H5Tget_size(t) != elem || strcmp(got, type))
+    if (t < 0 || H5Tget_class(t) != want_class || H5Tget_size(t) != *elem || strcmp(got, type))
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: type %s, /index says %s", ck->path, path, got, type);
     else if (rank != ndim || (int64_t)hd[0] != dims[0] || (ndim == 2 && (int64_t)hd[1] != dims[1])) {
         char want[64], have[64];
@@ -986,14 +1226,37 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: shape %s, /index says %s", ck->path, path, have, want);
     }
     size_t bytes = 0;
-    if (st == ERASE_OK && !erase_bytes(elem, dims[0], ndim == 2 ? dims[1] : 1, &bytes)) {
+    if (st == ERASE_OK && !erase_bytes(*elem, dims[0], ndim == 2 ? dims[1] : 1, &bytes)) {
         char want[64];
         shape_text(ndim, dims, want, sizeof want);
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: shape %s of %zu-byte elements is more than "
-                         "memory can address", ck->path, path, want, elem);
+                         "memory can address", ck->path, path, want, *elem);
     }
-    void *buf = NULL;
-    if (st == ERASE_OK && !(buf = malloc(bytes + 1)))
+    if (sp >= 0)
+        H5Sclose(sp);
+    if (t >= 0)
+        H5Tclose(t);
+    if (st != ERASE_OK) {
+        H5Dclose(id);
+        return st;
+    }
+    *d = id;
+    return ERASE_OK;
+}
+
+/* Read and verify one dataset listed in /index; the lock is held. *data is
+ * malloc'ed (elem-byte elements). */
+static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
+                                   int ndim, const int64_t *dims, uint64_t sum, void **data)
+{
+    *data = NULL;
+    hid_t d, mem_type;
+    size_t elem;
+    ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
+    size_t bytes = elem * (size_t)dims[0] * (size_t)(ndim == 2 ? dims[1] : 1); /* checked */
+    erase_status_t st = ERASE_OK;
+    void *buf = malloc(bytes + 1);
+    if (!buf)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, bytes);
     if (st == ERASE_OK && bytes > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         char detail[256];
@@ -1009,10 +1272,6 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: attribute fnv1a64 missing or not the checksum "
                              "in /index", ck->path, path);
     }
-    if (sp >= 0)
-        H5Sclose(sp);
-    if (t >= 0)
-        H5Tclose(t);
     H5Dclose(d);
     if (st != ERASE_OK) {
         free(buf);
@@ -1020,6 +1279,94 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
     }
     *data = buf;
     return ERASE_OK;
+}
+
+/* Rows per read of a dataset streamed through its checksum. */
+#define STREAM_BYTES ((size_t)1 << 20)
+
+/*
+ * Rows [row0, row0 + n) of tensor i of group g (float32, in range) into
+ * out, read from the open file and verified: a row-checksummed tensor's
+ * rows against their /row_fnv1a64 checksums (only those rows are read), a
+ * whole-checksummed one by streaming the whole dataset through FNV-1a
+ * (STREAM_BYTES at a time; only the rows asked for are kept). The lock is
+ * held. Errors: ERASE_ERR_FORMAT naming the file, dataset (and row),
+ * ERASE_ERR_NOMEM.
+ */
+static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
+                                float *out)
+{
+    const erase_ckpt_tensor_t *t = &ck->t[g][i];
+    const tensor_info_t *f = &ck->info[g][i];
+    char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32];
+    snprintf(path, sizeof path, "/%s/%s", g ? "optim" : "params", t->name);
+    rowsum_path(path, sums_path, sizeof sums_path);
+    int64_t cols = row_elems(t);
+    size_t row = sizeof(float) * (size_t)cols;
+    hid_t d, mem_type;
+    size_t elem;
+    ERASE_CHECK(open_checked(ck, file, path, "float32", t->ndim, t->dims, &d, &mem_type, &elem));
+    erase_status_t st = ERASE_OK;
+    const erase_h5_rows_spec_t rows_of = { .name = path, .rank = t->ndim, .cols = cols },
+                               sums_of = { .name = sums_path, .rank = 1, .cols = 1 };
+    if (f->rows) {
+        int64_t one[1] = { t->dims[0] };
+        hid_t c = -1;
+        uint64_t *sums = malloc(sizeof *sums * (size_t)(n ? n : 1));
+        if (!sums)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, sums_path);
+        if (st == ERASE_OK)
+            st = open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem);
+        if (st == ERASE_OK && n > 0)
+            st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, row0, n, out);
+        if (st == ERASE_OK && n > 0)
+            st = erase_h5_rows_read(c, ck->path, &sums_of, H5T_NATIVE_UINT64, row0, n, sums);
+        for (int64_t r = 0; st == ERASE_OK && r < n; r++) {
+            uint64_t h = erase_ckpt_fnv1a64(out + r * cols, row);
+            if (h != sums[r])
+                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: row %" PRId64 ": checksum %016" PRIx64 " does "
+                                 "not match the stored %016" PRIx64 " (damaged data)", ck->path, path, row0 + r, h,
+                                 sums[r]);
+        }
+        if (c >= 0)
+            H5Dclose(c);
+        free(sums);
+    } else {
+        int64_t chunk = (int64_t)(STREAM_BYTES / (row ? row : 1)), rows = t->dims[0];
+        chunk = chunk < 1 ? 1 : chunk;
+        float *buf = malloc(row * (size_t)chunk);
+        uint64_t h = erase_ckpt_fnv1a64("", 0);
+        if (!buf)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, path);
+        for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
+            int64_t k = rows - at < chunk ? rows - at : chunk;
+            if ((st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf)) != ERASE_OK)
+                break;
+            h = fnv_add(h, buf, row * (size_t)k);
+            int64_t a = at > row0 ? at : row0, b = at + k < row0 + n ? at + k : row0 + n;
+            if (a < b)
+                memcpy(out + (a - row0) * cols, buf + (a - at) * cols, row * (size_t)(b - a));
+        }
+        if (st == ERASE_OK && h != f->sum)
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
+                             "stored %016" PRIx64 " (damaged data)", ck->path, path, h, f->sum);
+        free(buf);
+    }
+    H5Dclose(d);
+    return st;
+}
+
+/* A row-checksummed (sharded) dataset's `sharding` attribute (malloc'ed;
+ * "" when missing), or NULL when out of memory; the lock is held. */
+static char *read_sharding(hid_t file, const char *path)
+{
+    char *text = NULL;
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    if (d >= 0 && H5Aexists(d, "sharding") > 0)
+        text = read_string_attr(d, "sharding");
+    if (d >= 0)
+        H5Dclose(d);
+    return text ? text : strdup("");
 }
 
 /* One /index line: path type shape sum. */
@@ -1038,23 +1385,57 @@ static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_
     snprintf(shape, sizeof shape, "%.*s", (int)(sp3 - sp2 - 1), sp2 + 1);
     char *end;
     errno = 0;
-    sum = strtoull(sp3 + 1, &end, 16);
+    int rows = !strcmp(sp3 + 1, "rows"); /* written sharded: a checksum per row */
+    sum = rows ? 0 : strtoull(sp3 + 1, &end, 16);
     int ndim;
     int64_t dims[2];
-    if (errno || *end || end == sp3 + 1 || parse_shape(shape, &ndim, dims) != 0)
+    if ((!rows && (errno || *end || end == sp3 + 1)) || parse_shape(shape, &ndim, dims) != 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: bad line '%s'", ck->path, line);
+    int tensor = !strncmp(path, "/params/", 8) || !strncmp(path, "/optim/", 7);
+    if (tensor && strcmp(type, "float32"))
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: type %s, float32 expected", ck->path, path, type);
+    if (rows && !tensor)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: dataset %s: only /params and /optim tensors have "
+                           "checksums per row", ck->path, path);
+    if (tensor) {
+        int g = path[1] == 'p' ? ERASE_CKPT_PARAMS : ERASE_CKPT_OPTIM;
+        tensor_info_t info = { .sum = (uint64_t)sum, .rows = rows };
+        if (rows && !(info.sharding = read_sharding(file, path)))
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
+        erase_status_t st = add_tensor(ck, g, path + (g == ERASE_CKPT_PARAMS ? 8 : 7), ndim, dims, NULL, info);
+        int i = ck->n[g] - 1;
+        hid_t d, mem_type, c;
+        size_t elem, bytes = sizeof(float) * (size_t)dims[0] * (size_t)(ndim == 2 ? dims[1] : 1);
+        int64_t one[1] = { dims[0] };
+        char sums_path[ERASE_CKPT_NAME_MAX + 32];
+        rowsum_path(path, sums_path, sizeof sums_path);
+        if (st != ERASE_OK || (ck->flags & ERASE_CKPT_OPEN_LAZY_ALL))
+            return st; /* checked when read (erase_ckpt_load) */
+        if (rows && (ck->flags & ERASE_CKPT_OPEN_LAZY_ROWS)) { /* present, with their shapes */
+            ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
+            H5Dclose(d);
+            ERASE_CHECK(open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem));
+            H5Dclose(c);
+            return ERASE_OK;
+        }
+        if (!rows)
+            return read_dataset(ck, file, path, type, ndim, dims, (uint64_t)sum, (void **)&ck->t[g][i].data);
+        ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem)); /* size checked */
+        H5Dclose(d);
+        float *data = malloc(bytes + 1);
+        if (!data)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, bytes);
+        st = read_rows(ck, file, g, i, 0, dims[0], data);
+        if (st != ERASE_OK)
+            free(data);
+        else
+            ck->t[g][i].data = data;
+        return st;
+    }
     void *data;
     ERASE_CHECK(read_dataset(ck, file, path, type, ndim, dims, (uint64_t)sum, &data));
     erase_status_t st = ERASE_OK;
-    if (!strncmp(path, "/params/", 8) || !strncmp(path, "/optim/", 7)) {
-        int g = path[1] == 'p' ? ERASE_CKPT_PARAMS : ERASE_CKPT_OPTIM;
-        if (strcmp(type, "float32"))
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: type %s, float32 expected", ck->path, path, type);
-        else
-            st = add_tensor(ck, g, path + (g == ERASE_CKPT_PARAMS ? 8 : 7), ndim, dims, data);
-        if (st == ERASE_OK)
-            return ERASE_OK;
-    } else if (!strncmp(path, "/rng/", 5)) {
+    if (!strncmp(path, "/rng/", 5)) {
         char *e;
         long r = strtol(path + 5, &e, 10);
         if (*e || e == path + 5 || r < 0 || r >= ERASE_CKPT_RANKS_MAX || strcmp(type, "uint64") || ndim != 1 || dims[0] != 2)
@@ -1114,6 +1495,9 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute %s is missing or not a string", ck->path, strs[i]);
     if (st == ERASE_OK && read_scalar_attr(g, "seed", H5T_NATIVE_UINT64, &ck->meta.seed) != 0)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute seed is missing", ck->path);
+    /* optional: only a run with sharded tables writes it */
+    if (st == ERASE_OK && H5Aexists(g, "embeddings") > 0 && !(ck->text[8] = read_string_attr(g, "embeddings")))
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute embeddings is not a string", ck->path);
     H5Gclose(g);
     for (int i = 4; st == ERASE_OK && i < 7; i++) { /* before they become ints */
         char attr[32];
@@ -1127,7 +1511,7 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
     m->world_size = (int)v[4], m->dp_size = (int)v[5], m->pp_size = (int)v[6];
     m->pp_layout = ck->text[0], m->schedule = ck->text[1], m->dense_optimizer = ck->text[2];
     m->embedding_optimizer = ck->text[3], m->model = ck->text[4], m->options = ck->text[5];
-    m->version = ck->text[6], m->created = ck->text[7];
+    m->version = ck->text[6], m->created = ck->text[7], m->embeddings = ck->text[8];
     if (H5Lexists(file, "/optim", H5P_DEFAULT) <= 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /optim is missing", ck->path);
     hid_t o = H5Gopen2(file, "/optim", H5P_DEFAULT);
@@ -1224,7 +1608,7 @@ erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped
 }
 
 /* Open one file: the checkpoint's own or a stage file. */
-static erase_status_t open_file(const char *path, erase_ckpt_t **out);
+static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out);
 
 /* A pipeline checkpoint (pp_size > 1): every stage file <path>.stage<s>
  * opens (validated completely) and is of the same step and layout. */
@@ -1236,7 +1620,7 @@ static erase_status_t check_stage_files(const erase_ckpt_t *ck)
         if (erase_ckpt_stage_path(ck->path, s, path, sizeof path) != 0)
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s: path too long for its stage files", ck->path);
         erase_ckpt_t *part;
-        if (open_file(path, &part) != ERASE_OK) {
+        if (open_file(path, 0, &part) != ERASE_OK) {
             char why[1024];
             snprintf(why, sizeof why, "%s", erase_error_reason());
             return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: stage %d of %d: %s", ck->path, s, m->pp_size, why);
@@ -1255,7 +1639,12 @@ static erase_status_t check_stage_files(const erase_ckpt_t *ck)
 
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
 {
-    ERASE_CHECK(open_file(path, out));
+    return erase_ckpt_open_flags(path, 0, out);
+}
+
+erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t **out)
+{
+    ERASE_CHECK(open_file(path, flags, out));
     const char *base = strrchr(path, '/');
     int stage_file = stage_name_step(base ? base + 1 : path) >= 0; /* opened alone */
     erase_status_t st = (*out)->meta.pp_size > 1 && !stage_file ? check_stage_files(*out) : ERASE_OK;
@@ -1272,10 +1661,10 @@ erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t *
     char part[ERASE_CKPT_PATH_MAX];
     if (stage < 0 || erase_ckpt_stage_path(path, stage, part, sizeof part) != 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: stage %d: not a stage, or the path is too long", path, stage);
-    return open_file(part, out);
+    return open_file(part, 0, out);
 }
 
-static erase_status_t open_file(const char *path, erase_ckpt_t **out)
+static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out)
 {
     *out = NULL;
     if (access(path, R_OK) != 0)
@@ -1285,6 +1674,7 @@ static erase_status_t open_file(const char *path, erase_ckpt_t **out)
         free(ck);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
+    ck->flags = flags;
     erase_status_t st;
     erase_h5_enter();
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -1345,9 +1735,38 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
         return st;
     }
     free(msg);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* the rows asked for: all, or a sharded tensor's */
         const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
-        memcpy(want[i].data, t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
+        int64_t row0 = want[i].sharding ? want[i].row0 : 0, rows = want[i].sharding ? want[i].held : t->dims[0];
+        if (row0 < 0 || rows < 0 || row0 > t->dims[0] - rows)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s: %s/%s: rows [%" PRId64 ", %" PRId64 " + %" PRId64 ") asked "
+                               "of %" PRId64, ck->path, group, want[i].name, row0, row0, rows, t->dims[0]);
     }
-    return ERASE_OK;
+    hid_t file = -1; /* opened for the first tensor not loaded */
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; st == ERASE_OK && i < n; i++) {
+        const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
+        int64_t row0 = want[i].sharding ? want[i].row0 : 0, rows = want[i].sharding ? want[i].held : t->dims[0];
+        int64_t cols = row_elems(t);
+        if (t->data) {
+            memcpy(want[i].data, t->data + row0 * cols, sizeof(float) * (size_t)(rows * cols));
+            continue;
+        }
+        if (file < 0) {
+            erase_h5_enter();
+            if ((file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+                char detail[256];
+                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s/%s: %s", ck->path, group,
+                                 t->name, erase_h5_detail(detail, sizeof detail));
+                erase_h5_leave();
+                break;
+            }
+        }
+        st = read_rows(ck, file, g, (int)(t - ck->t[g]), row0, rows, want[i].data);
+    }
+    if (file >= 0) {
+        H5Fclose(file);
+        erase_h5_leave();
+    }
+    return st;
 }

@@ -1,27 +1,37 @@
 /*
  * Checkpoints (DESIGN.md, Data and files): one HDF5 file per checkpoint,
- * format "erase-ckpt-1", written only by the caller that holds the whole
- * state (rank 0 of erase-train) and published atomically.
+ * format "erase-ckpt-1", written by the caller that holds the whole state
+ * (rank 0 of erase-train) but for sharded tables, whose rows their owners
+ * write into the same file (see Sharded tensors), and published
+ * atomically.
  *
  * Layout (every dataset carries `shape`, `meaning` and `fnv1a64`
- * attributes, so `h5dump -A FILE` shows what is there):
+ * attributes, a sharded tensor's `sharding` and `row_fnv1a64` in place of
+ * `fnv1a64`, so `h5dump -A FILE` shows what is there):
  *
  *   /                      format = "erase-ckpt-1" (written last), description
  *   /meta                  attributes: step, samples_seen, epoch, global_batch,
  *                          world_size, dp_size, pp_size, pp_layout, schedule,
  *                          dense_optimizer, embedding_optimizer, seed, model
  *                          (the model file text), options (the run options
- *                          text), version (library), created (UTC)
+ *                          text), version (library), created (UTC), and
+ *                          embeddings (the tables' placement kind: table,
+ *                          row or auto) when tables were written sharded
  *   /params/<block>/<path> float32 [rows, cols] or [rows]: the parameters
- *                          (docs/models.md names), written once
+ *                          (docs/models.md names), written once; always
+ *                          the whole tensor, also of a sharded table
  *   /optim                 attributes step, lr: the optimizer clock (updates
  *                          applied; the learning rate of the last one)
  *   /optim/<block>/<path>/<slot>  float32: optimizer state of that parameter
  *   /rng/<rank>            uint64 [2]: that rank's random-number state words
  *   /data/cursor           int64 [2]: {epoch, samples of that epoch delivered}
  *   /data/rank_cursors     int64 [ranks, 2]: the cursor every rank reported
- *   /index                 string: one line per dataset above,
- *                          "<path> <type> <shape> <fnv1a64 hex>"
+ *   /row_fnv1a64/<params|optim>/<name>  uint64 [rows]: FNV-1a 64 of each
+ *                          row of a sharded tensor (below)
+ *   /index                 string: one line per dataset above (but
+ *                          /row_fnv1a64),
+ *                          "<path> <type> <shape> <fnv1a64 hex>", or for a
+ *                          sharded tensor "<path> float32 <shape> rows"
  *   / index_fnv1a64        the checksum of the /index text
  *   / meta_fnv1a64         the checksum of the attributes of /meta and
  *                          /optim (erase_ckpt_meta_fnv1a64)
@@ -40,6 +50,29 @@
  * its attributes range-checked only, which erase_ckpt_attributes_summed
  * tells (so that yesterday's checkpoint of a daily retraining still loads
  * after an upgrade; the callers say so).
+ *
+ * Sharded tensors (erase-train --embeddings table|row|auto: tables held
+ * in parts by the data-parallel ranks, erase_ckpt_tensor_t `sharding`).
+ * The file holds each such tensor whole ([rows, dim], h5dump shows it
+ * whole), every row written once, by the rank that holds it, never
+ * gathered on one rank: part 0's writer creates its dataset (space
+ * allocated, no data) with the attributes shape, meaning, sharding (where
+ * the rows were: "table-wise on rank 3 of 4", "row-wise over 4 ranks: [0,
+ * 250) on rank 0, ...") and row_fnv1a64 (its checksum dataset), and its
+ * /index line ends "rows"; then, in the gate, before part 0 is published,
+ * every rank writes its rows and their checksums with parallel HDF5
+ * (erase_ckpt_write_rows, collective MPI-IO). A checksum per row lets a
+ * reader verify just the rows it reads: erase_ckpt_open_flags with
+ * ERASE_CKPT_OPEN_LAZY_ROWS validates such a tensor by its shapes only
+ * (no rank reads a whole sharded table to validate), and erase_ckpt_load
+ * reads the rows each rank holds in the run that loads it (any placement,
+ * any number of ranks: a resume reshards) and verifies each: a damaged row
+ * is ERASE_ERR_FORMAT "D/ckpt-40.h5: dataset /params/input/emb/3: row 50:
+ * checksum ... does not match the stored ... (damaged data)". A tensor
+ * written whole loads into a sharded run the same way (its rows kept,
+ * the whole dataset streamed through its checksum). erase_ckpt_open
+ * (erase-inspect, erase-score, merges) loads sharded tensors whole, every
+ * row verified.
  *
  * Publication (erase_ckpt_write). The file is written as
  * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
@@ -72,6 +105,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "lib/core/status.h"
 
 #define ERASE_CKPT_FORMAT "erase-ckpt-1"
@@ -95,6 +130,16 @@ typedef struct {
     int64_t dims[2];
     float *data;
     const char *meaning;
+    /* A tensor held in parts by the ranks (erase-train --embeddings
+     * table|row|auto: a sharded table and its row-wise optimizer state):
+     * `sharding` is its placement ("table-wise on rank 3 of 4", stored as
+     * the dataset's attribute `sharding`), dims the WHOLE tensor's and
+     * `data` only its rows [row0, row0 + held) (held may be 0; a row of a
+     * 1-d tensor is one element). NULL: the whole tensor (row0 and held
+     * unused). Read back, `sharding` is the file's (owned by the
+     * checkpoint) and data is NULL until loaded (ERASE_CKPT_OPEN_LAZY_*). */
+    const char *sharding;
+    int64_t row0, held;
 } erase_ckpt_tensor_t;
 
 /* Elements of a tensor (no overflow for the tensors erase_ckpt_write
@@ -128,6 +173,8 @@ typedef struct {
     float clock_lr;             /* optimizer clock: learning rate of the last update */
     const char *model;          /* model file text (erase_model_config_format) */
     const char *options;        /* run options text */
+    const char *embeddings;     /* the tables' placement kind (erase-train --embeddings: table, row, auto);
+                                 * NULL or "" when written by a run without sharded tables (replicated) */
     const char *version;        /* library that wrote it ("erase 0.1.0"); ignored when writing */
     const char *created;        /* UTC time of writing; ignored when writing */
 } erase_ckpt_meta_t;
@@ -241,6 +288,35 @@ erase_status_t erase_ckpt_write_file(const char *path, const erase_ckpt_meta_t *
                                      const erase_ckpt_tensor_t *optim, int no,
                                      const erase_ckpt_rank_t *ranks, int nranks, int overwrite);
 
+/* The temporary name of part 0 of the checkpoint of `step` in `dir`
+ * (DIR/.ckpt-<step>.h5.tmp, what erase_ckpt_write_part writes before its
+ * gate) into out[size]: 0, or -1 when it does not fit. */
+int erase_ckpt_temp_path(const char *dir, int64_t step, char *out, size_t size);
+
+/*
+ * Write this rank's rows of the sharded tensors (those with `sharding`,
+ * in the order of params then optim: the same list on every rank of
+ * `comm`, each rank's own rows) into the temporary checkpoint file `temp`
+ * that part 0's writer has written and closed (its datasets of these
+ * tensors created, whole-shaped, with no data): collective over `comm`
+ * (parallel HDF5, the MPI-IO driver, collective transfers). Each rank
+ * writes its rows [row0, row0 + held) and their per-row FNV-1a 64 into
+ * /row_fnv1a64/<group>/<name> (a rank holding none takes part with an
+ * empty selection); then the file is flushed and closed on every rank and
+ * fsynced by comm's rank 0. Call it from erase_ckpt_write_part's gate,
+ * before part 0 is published. The ranks first agree (an all-reduce) that
+ * every rank has its rows ready; when one has not, no rank writes: that
+ * rank returns its error, the others ERASE_OK, so the caller must agree on
+ * the status (erase-train's gate all-reduces it) and fail the checkpoint
+ * everywhere. Environment (tests): ERASE_DEBUG_CKPT_ROWS_FAIL=R makes
+ * comm's rank R fail so ("ERASE_DEBUG_CKPT_ROWS_FAIL: rank R does not write
+ * its rows"). Errors: ERASE_ERR_INVALID (a sharded tensor's rows outside
+ * its shape), ERASE_ERR_IO (naming the file or dataset and HDF5's reason),
+ * ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const erase_ckpt_tensor_t *params, int np,
+                                     const erase_ckpt_tensor_t *optim, int no);
+
 /* The file of stage `stage` of the checkpoint `path` into out[size]: path
  * itself for stage 0, "<path>.stage<s>" else. 0, or -1 when it does not
  * fit (or stage < 0). */
@@ -264,6 +340,21 @@ typedef struct erase_ckpt erase_ckpt_t;
  * (ckpt-<step>.h5.stage<s>) opens alone.
  */
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out);
+
+/*
+ * Open as erase_ckpt_open does, but without loading tensors' data: with
+ * ERASE_CKPT_OPEN_LAZY_ROWS the row-checksummed (sharded) tensors are only
+ * checked (the dataset and its /row_fnv1a64 dataset present with their
+ * shapes): no rank reads a whole sharded table to validate; with
+ * ERASE_CKPT_OPEN_LAZY_ALL no /params or /optim tensor is read (the file
+ * is assumed validated by another rank: format, /index, /meta are still
+ * checked). Those tensors' data stay NULL; erase_ckpt_load reads from the
+ * file the rows each caller asks for and verifies them then. flags 0:
+ * erase_ckpt_open. Errors: those of erase_ckpt_open.
+ */
+#define ERASE_CKPT_OPEN_LAZY_ROWS 1
+#define ERASE_CKPT_OPEN_LAZY_ALL 2
+erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t **out);
 
 /* Open stage `stage`'s file of the pipeline checkpoint `path` (ckpt-<step>.h5)
  * alone, validated completely, without the other stages' (what each stage's
@@ -302,6 +393,13 @@ const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
  *    (checkpoint -> this run): params/input/emb/0 [101, 4] -> [103, 4];
  *    params/sub3/fc0/weight missing -> [256, 256]"
  * `what` names the group in that message ("the model", "the optimizer state").
+ * A `want` tensor with `sharding` receives only its rows [row0, row0 +
+ * held) (data: held rows); without, the whole tensor. Tensors not loaded
+ * at open (ERASE_CKPT_OPEN_LAZY_*) are read from the file now and
+ * verified (see Sharded tensors above); a failure then
+ * (ERASE_ERR_FORMAT naming the file, dataset and row; ERASE_ERR_NOMEM)
+ * may leave the tensors before it copied. ERASE_ERR_INVALID also for rows
+ * outside the tensor.
  */
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what);
@@ -339,6 +437,10 @@ typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why)
  * those of erase_ckpt_candidates.
  */
 erase_status_t erase_ckpt_open_newest(const char *dir, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out);
+/* erase_ckpt_open_newest with erase_ckpt_open_flags' flags for each
+ * candidate. */
+erase_status_t erase_ckpt_open_newest_flags(const char *dir, int flags, erase_ckpt_skip_fn skipped, void *ctx,
+                                            erase_ckpt_t **out);
 
 /*
  * Open what a user names as "the checkpoint" (erase-score and erase-sample

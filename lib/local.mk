@@ -67,7 +67,7 @@ lib_liberase_a_SOURCES += lib/sched/pipe_schedule.c lib/sched/pipe_schedule.h \
 # lib/comm: communicators (MPI on host buffers, NCCL on device buffers when
 # configure found NCCL), watchdog, sequence check, file-system id exchange.
 lib_liberase_a_SOURCES += \
-	lib/comm/comm.h lib/comm/comm_internal.h \
+	lib/comm/comm.h lib/comm/comm_internal.h lib/comm/comm_mpi.h \
 	lib/comm/comm_log.c \
 	lib/comm/check.c \
 	lib/comm/mpi_comm.c \

@@ -6,6 +6,7 @@
 
 #include "apps/train/json.h"
 #include "io/checkpoint.h"
+#include "lib/comm/comm_mpi.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -43,6 +44,9 @@ struct train_ckpt {
     int64_t kill_step;
     int kill_rank, kill_sig;
     erase_status_t agreed;            /* the last parts' agreement (parts_written) */
+    int sharded;                      /* tensors of this rank's stage held in parts by the dp ranks
+                                       * (their t and mine entries have `sharding`, owned by t) */
+    char temp[ERASE_CKPT_PATH_MAX];   /* the checkpoint being written: its temporary file */
     FILE *sample_log;
 };
 
@@ -92,8 +96,17 @@ const char *train_ckpt_signal_name(int sig)
 
 /* ---- the tensors ---------------------------------------------------------------- */
 
+/* Bytes of the rows of t this rank holds (all of them but for a sharded
+ * table and its state). */
+static size_t held_bytes(const erase_ckpt_tensor_t *t)
+{
+    return sizeof(float) * (size_t)t->held * (size_t)(t->ndim == 2 ? t->dims[1] : 1);
+}
+
+/* A tensor of the whole shape [rows, cols] of which this rank holds rows
+ * [row0, row0 + held) at data. */
 static erase_status_t add(train_ckpt_t *ck, int g, int *cap, int block, const char *name, int ndim, int64_t rows,
-                          int64_t cols, float *data, const char *meaning)
+                          int64_t cols, int64_t row0, int64_t held, float *data, const char *meaning)
 {
     if (ck->n[g] == *cap) {
         *cap = *cap ? 2 * *cap : 64;
@@ -119,6 +132,8 @@ static erase_status_t add(train_ckpt_t *ck, int g, int *cap, int block, const ch
     t->dims[1] = ndim == 2 ? cols : 1;
     t->meaning = meaning;
     t->data = data;
+    t->row0 = row0;
+    t->held = held;
     ck->dev[g][ck->n[g]] = data;
     ck->n[g]++;
     return ERASE_OK;
@@ -133,7 +148,8 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
     int adamw = !strcmp(o->optimizer, "adamw"), adagrad = !strcmp(o->embedding_optimizer, "rowwise_adagrad");
     for (int i = 0; i < n; i++) {
         int emb = p[i].kind == ERASE_PARAM_EMBEDDING;
-        ERASE_CHECK(add(ck, 0, &cap[0], p[i].block, p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].value,
+        ERASE_CHECK(add(ck, 0, &cap[0], p[i].block, p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].row0,
+                        p[i].held, p[i].value,
                         emb ? "embedding table [rows, dim]: row of id h is h mod (rows - 1), the last row is "
                               "the missing id (docs/models.md)"
                             : p[i].ndim == 2 ? "weight [out, in] (y = x W^T + b)" : "bias [out]"));
@@ -166,7 +182,8 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
             }
             char name[ERASE_CKPT_NAME_MAX];
             snprintf(name, sizeof name, "%s/%s", p[i].name, slot);
-            ERASE_CHECK(add(ck, 1, &cap[1], p[i].block, name, ndim, rows, cols, p[i].state[k], meaning));
+            ERASE_CHECK(add(ck, 1, &cap[1], p[i].block, name, ndim, rows, cols, p[i].row0, p[i].held, p[i].state[k],
+                            meaning));
         }
     }
     /* device memory that the host cannot touch goes through host copies;
@@ -179,7 +196,7 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
                 ck->dev[g][i] = NULL;
                 continue;
             }
-            size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
+            size_t bytes = held_bytes(&ck->t[g][i]);
             if (!(ck->t[g][i].data = malloc(bytes ? bytes : 1)))
                 return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory for a host copy of %s", ck->t[g][i].name);
         }
@@ -211,7 +228,7 @@ static erase_status_t stage(train_ckpt_t *ck, int g, int to_host)
         int i = ck->mine_at[g][k];
         if (!ck->dev[g][i])
             continue;
-        size_t bytes = sizeof(float) * (size_t)erase_ckpt_tensor_numel(&ck->t[g][i]);
+        size_t bytes = held_bytes(&ck->t[g][i]);
         if (to_host)
             ERASE_CHECK(erase_memcpy_sync(dev, ck->t[g][i].data, ck->dev[g][i], bytes));
         else
@@ -287,6 +304,8 @@ void train_ckpt_destroy(train_ckpt_t *ck)
         for (int i = 0; ck->dev[g] && i < ck->n[g]; i++)
             if (ck->dev[g][i])
                 free(ck->t[g][i].data);
+        for (int i = 0; ck->t[g] && i < ck->n[g]; i++)
+            free((char *)ck->t[g][i].sharding);
         free(ck->t[g]);
         free(ck->dev[g]);
         free(ck->block[g]);
@@ -353,11 +372,114 @@ static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const ch
     return ERASE_ERROR((erase_status_t)code, "%s (rank %d): %s", what, first, msg);
 }
 
-/* erase_ckpt_gate_fn: every rank's verdict on the parts (ctx: train_ckpt_t). */
+/* The placement text of a tensor of `rows` rows of which dp rank r holds
+ * rows [held[2r], held[2r] + held[2r + 1]) (ranks ranks) into *out
+ * (malloc'ed; NULL: every rank holds it whole). Errors: ERASE_ERR_INVALID
+ * when the ranks' rows do not cover the rows exactly once,
+ * ERASE_ERR_NOMEM. */
+static erase_status_t placement_text(const char *name, int64_t rows, const int64_t *held, int ranks, char **out)
+{
+    *out = NULL;
+    int whole = 0, holders = 0, owner = -1;
+    for (int r = 0; r < ranks; r++) {
+        whole += held[2 * r] == 0 && held[2 * r + 1] == rows;
+        if (held[2 * r + 1] > 0)
+            holders++, owner = r;
+    }
+    if (whole == ranks)
+        return ERASE_OK;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+    if (holders == 1 && held[2 * owner] == 0 && held[2 * owner + 1] == rows)
+        fprintf(f, "table-wise on rank %d of %d", owner, ranks);
+    else
+        fprintf(f, "row-wise over %d ranks:", ranks);
+    /* the ranks' parts in row order tile [0, rows): each row once */
+    int64_t next = 0;
+    erase_status_t st = ERASE_OK;
+    for (int k = 0; k < holders && st == ERASE_OK; k++) {
+        int at = -1;
+        for (int r = 0; r < ranks; r++)
+            if (held[2 * r + 1] > 0 && held[2 * r] == next && at < 0)
+                at = r;
+        if (at < 0) {
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s: the data-parallel ranks' rows do not cover its "
+                             "%lld rows once (no rank's part starts at row %lld)", name, (long long)rows,
+                             (long long)next);
+            break;
+        }
+        if (holders > 1)
+            fprintf(f, "%s [%lld, %lld) on rank %d", k ? "," : "", (long long)next,
+                    (long long)(next + held[2 * at + 1]), at);
+        next += held[2 * at + 1];
+    }
+    if (st == ERASE_OK && next != rows)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s: the data-parallel ranks hold %lld of its %lld rows",
+                         name, (long long)next, (long long)rows);
+    fclose(f);
+    if (st != ERASE_OK) {
+        free(text);
+        return st;
+    }
+    *out = text;
+    return ERASE_OK;
+}
+
+/* Collective over the dp group: which of this rank's stage's tensors are
+ * held in parts (sharded tables, erase_param_t row0/held: any placement),
+ * their `sharding` text, and ck->sharded. */
+static erase_status_t find_sharding(train_ckpt_t *ck)
+{
+    int nt = ck->nmine[0] + ck->nmine[1], ranks = ck->e.w->dp_size;
+    int64_t *mine = malloc(sizeof(int64_t) * 2 * (size_t)(nt ? nt : 1));
+    int64_t *all = malloc(sizeof(int64_t) * 2 * (size_t)(nt ? nt : 1) * (size_t)ranks);
+    int64_t *one = malloc(sizeof(int64_t) * 2 * (size_t)ranks);
+    erase_status_t st = mine && all && one ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
+    for (int i = 0; st == ERASE_OK && i < nt; i++) {
+        const erase_ckpt_tensor_t *t = i < ck->nmine[0] ? &ck->mine[0][i] : &ck->mine[1][i - ck->nmine[0]];
+        mine[2 * i] = t->row0;
+        mine[2 * i + 1] = t->held;
+    }
+    if (st == ERASE_OK)
+        st = erase_allgather(erase_dp_comm(), ck->e.host, mine, all, 2 * (size_t)nt, ERASE_DTYPE_I64);
+    if (st == ERASE_OK)
+        st = erase_stream_synchronize(ck->e.host);
+    for (int i = 0; st == ERASE_OK && i < nt; i++) {
+        int g = i >= ck->nmine[0], k = g ? i - ck->nmine[0] : i;
+        erase_ckpt_tensor_t *t = &ck->mine[g][k];
+        for (int r = 0; r < ranks; r++) {
+            one[2 * r] = all[(size_t)r * 2 * (size_t)nt + 2 * (size_t)i];
+            one[2 * r + 1] = all[(size_t)r * 2 * (size_t)nt + 2 * (size_t)i + 1];
+        }
+        char *text;
+        st = placement_text(t->name, t->dims[0], one, ranks, &text);
+        if (st == ERASE_OK && text) {
+            t->sharding = ck->t[g][ck->mine_at[g][k]].sharding = text;
+            ck->sharded++;
+        }
+    }
+    free(mine);
+    free(all);
+    free(one);
+    return st;
+}
+
+/* erase_ckpt_gate_fn: every rank's verdict on the parts (ctx: train_ckpt_t);
+ * with sharded tensors, once the file is written, every dp rank writes its
+ * rows into it (erase_ckpt_write_rows, collective) and the ranks agree
+ * again. */
 static erase_status_t parts_written(void *ctx, erase_status_t st)
 {
     train_ckpt_t *ck = ctx;
-    ck->agreed = share_status(ck, st, "writing the checkpoint");
+    st = share_status(ck, st, "writing the checkpoint");
+    if (st == ERASE_OK && ck->sharded)
+        st = share_status(ck, erase_ckpt_write_rows(ck->temp, erase_comm_mpi(erase_dp_comm()), ck->mine[0],
+                                                    ck->nmine[0], ck->mine[1], ck->nmine[1]),
+                          "writing the checkpoint's sharded rows");
+    ck->agreed = st;
     return ck->agreed;
 }
 
@@ -385,8 +507,11 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     erase_status_t st = sums && all && ranks && rs ? ERASE_OK : ERASE_ERROR(ERASE_ERR_NOMEM, "checkpoint: no memory");
     for (int i = 0; st == ERASE_OK && i < nt; i++) {
         const erase_ckpt_tensor_t *t = i < np ? &ck->mine[0][i] : &ck->mine[1][i - np];
-        sums[i] = erase_ckpt_fnv1a64(t->data, sizeof(float) * (size_t)erase_ckpt_tensor_numel(t));
+        /* a sharded tensor's rows differ between the ranks: each writes its own */
+        sums[i] = t->sharding ? 0 : erase_ckpt_fnv1a64(t->data, held_bytes(t));
     }
+    if (erase_ckpt_temp_path(o->checkpoint_dir, pos->step, ck->temp, sizeof ck->temp) != 0)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: path too long", o->checkpoint_dir);
     erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
     mine[0] = o->seed;
     mine[1] = 0;
@@ -454,7 +579,8 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
                                 .clock_step = c.step,
                                 .clock_lr = c.lr,
                                 .model = model,
-                                .options = options };
+                                .options = options,
+                                .embeddings = ck->sharded ? o->embeddings : NULL };
         if (st == ERASE_OK) {
             st = erase_ckpt_write_part(o->checkpoint_dir, &m, w->pp_rank, ck->mine[0], np, ck->mine[1], no, rs,
                                        w->size, sums, (int)o->keep_checkpoints, parts_written, ck, &rep);
@@ -698,7 +824,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
     erase_status_t st = ERASE_OK;
     skipped_t skipped = { NULL, 0 }; /* damaged ones passed over in dir */
     if (dir) {
-        st = erase_ckpt_open_newest(dir, skipped_checkpoint, &skipped, &f);
+        st = erase_ckpt_open_newest_flags(dir, ERASE_CKPT_OPEN_LAZY_ROWS, skipped_checkpoint, &skipped, &f);
         if (st == ERASE_OK && !f)
             skipped_free(&skipped);
         if (st != ERASE_OK) {
@@ -713,7 +839,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
                                resume ? "resume" : "init-from", want);
         }
     } else {
-        st = erase_ckpt_open(want, &f); /* a file named explicitly: its error is the answer */
+        st = erase_ckpt_open_flags(want, ERASE_CKPT_OPEN_LAZY_ROWS, &f); /* a file named: its error is the answer */
         if (st != ERASE_OK) {
             char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
             snprintf(why, sizeof why, "%s", erase_error_reason());
@@ -807,6 +933,21 @@ static erase_status_t load_stage(train_ckpt_t *ck, const char *path, int64_t hdr
     return st;
 }
 
+/* A rank of a run with sharded tables (not rank 0, which picked and
+ * validated the checkpoint `path`): load this rank's tensors of it, of the
+ * sharded ones only this rank's rows (each verified as read), with the
+ * optimizer state when `optim`. */
+static erase_status_t load_rows(train_ckpt_t *ck, const char *path, int optim)
+{
+    erase_ckpt_t *f;
+    ERASE_CHECK(erase_ckpt_open_flags(path, ERASE_CKPT_OPEN_LAZY_ALL, &f));
+    erase_status_t st = erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->mine[0], ck->nmine[0], "the model");
+    if (st == ERASE_OK && optim)
+        st = erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->mine[1], ck->nmine[1], "the optimizer state");
+    erase_ckpt_close(f);
+    return st;
+}
+
 /*
  * The checkpoints of --checkpoint-dir newer than `start`, the step this run
  * starts at, belong to a run abandoned there (this one restarted from an
@@ -861,6 +1002,9 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     }
     if (ck->enabled)
         ERASE_CHECK(share_status(ck, st, "--checkpoint-dir"));
+    if (!ck->enabled && !o->resume[0] && !o->init_from[0])
+        return ERASE_OK;
+    ERASE_CHECK(find_sharding(ck));
     if (!o->resume[0] && !o->init_from[0])
         return ERASE_OK;
     int64_t hdr[8];
@@ -883,6 +1027,14 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
         return ERASE_OK;
     int groups = action == 1 || o->init_from_optimizer ? 2 : 1;
     const erase_world_t *w = ck->e.w;
+    if (ck->sharded) { /* every rank reads its own rows (and the rest) of the file rank 0 validated */
+        ERASE_CHECK(erase_broadcast(c, ck->e.host, path, sizeof path, ERASE_DTYPE_U8, 0));
+        ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+        path[sizeof path - 1] = '\0';
+        if (w->rank != 0)
+            st = load_rows(ck, path, groups == 2);
+        ERASE_CHECK(share_status(ck, st, o->resume[0] ? "--resume" : "--init-from"));
+    }
     if (w->pp_size > 1) { /* every stage's dp rank 0 loads its own file */
         ERASE_CHECK(erase_broadcast(c, ck->e.host, path, sizeof path, ERASE_DTYPE_U8, 0));
         ERASE_CHECK(erase_stream_synchronize(ck->e.host));
@@ -894,7 +1046,7 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     /* over each stage's dp group, from its dp rank 0 (rank 0 without a pipeline) */
     erase_comm_t *dpc = erase_dp_comm();
     ERASE_CHECK(erase_broadcast(dpc, ck->e.host, &hdr[6], 2, ERASE_DTYPE_I64, 0)); /* the stage's clock */
-    for (int g = 0; g < groups; g++)
+    for (int g = 0; g < groups && !ck->sharded; g++)
         for (int i = 0; i < ck->nmine[g]; i++)
             ERASE_CHECK(erase_broadcast(dpc, ck->e.host, ck->mine[g][i].data,
                                         (size_t)erase_ckpt_tensor_numel(&ck->mine[g][i]), ERASE_DTYPE_F32, 0));

@@ -13,6 +13,21 @@
  * ranks agree on the file, the step and every value, and only rank 0 needs
  * to see the checkpoint directory.
  *
+ * Sharded tables (--embeddings table; any placement of erase_param_t
+ * row0/held). At the first checkpoint or resume the dp ranks gather which
+ * rows each holds: a tensor not held whole by every rank is written with
+ * its placement (io/checkpoint.h, Sharded tensors): rank 0's file holds
+ * its dataset without data, and in the gate of erase_ckpt_write_part
+ * every dp rank writes its rows into the temporary file collectively
+ * (erase_ckpt_write_rows on the dp group's MPI communicator) before it is
+ * published; the replicas' checksum comparison skips those tensors. On
+ * resume rank 0 picks and validates the checkpoint without reading the
+ * sharded tables whole (ERASE_CKPT_OPEN_LAZY_ROWS) and loads its own
+ * tensors; every other rank then opens the same file and loads its own
+ * tensors, of the sharded ones only its rows for this run's placement
+ * (each row verified), instead of receiving rank 0's broadcast: a run
+ * with sharded tables needs the checkpoint directory on every rank.
+ *
  * Pipelines (--pp P > 1; docs/pipelines.md, Checkpoints). One file per
  * stage (io/checkpoint.h, erase_ckpt_write_part): each stage's dp rank 0
  * writes its blocks' parameters, optimizer slots and optimizer clock
@@ -43,7 +58,9 @@
  * ":usr1", send itself SIGUSR1 there instead: a stop at a chosen step);
  * ERASE_DEBUG_SAMPLE_LOG=PREFIX makes every rank append "epoch position
  * row_id" for every training sample it takes to PREFIX.<rank>;
- * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write.
+ * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write;
+ * ERASE_DEBUG_CKPT_ROWS_FAIL=R (io/checkpoint.h) makes dp rank R fail to
+ * write its rows of the sharded tables.
  */
 #ifndef ERASE_APPS_TRAIN_CHECKPOINT_H
 #define ERASE_APPS_TRAIN_CHECKPOINT_H

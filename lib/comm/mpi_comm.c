@@ -39,6 +39,7 @@
 #include "config.h"
 
 #include "lib/comm/comm_internal.h"
+#include "lib/comm/comm_mpi.h"
 
 #include "lib/device/cpu/cpu.h"
 
@@ -744,4 +745,9 @@ erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s)
     comm_args_t a = { .op = { .kind = COMM_OP_BARRIER, .dtype = ERASE_DTYPE_U8 } };
     ERASE_CHECK(issue(c, s, &a, sizeof a, collective_kernel));
     return ERASE_OK;
+}
+
+MPI_Comm erase_comm_mpi(const erase_comm_t *c)
+{
+    return c->coll;
 }
