@@ -5,15 +5,16 @@
 # evaluates and checkpoints as the same 4 -> 2 -> 3 sequence with
 # --embeddings replicated, digit for digit and bitwise, and continues the
 # global sample sequence of an uninterrupted run; a sharded checkpoint
-# resumed replicated and a replicated one resumed sharded end bitwise equal
-# to the uninterrupted run; the tables in the file (h5dump) are those of
+# resumed replicated and a replicated one resumed sharded, a table-wise one
+# resumed row-wise and a row-wise one resumed auto end bitwise equal to the
+# uninterrupted run; the tables in the file (h5dump) are those of
 # the replicated run's, each row written by its owner (the per-row
 # checksum datasets hold a checksum for every row); a damaged row fails
 # the resume naming the file, dataset and row; a rank that fails to write
 # its rows leaves no checkpoint; erase-inspect ckpt shows the placement.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..11"
+echo "1..13"
 ARGS="--global-batch 24 --steps 18 --log-every 2 --eval-every 6 --warmup-steps 2 --lr-decay cosine
     --checkpoint-every 6 --keep-checkpoints 5"
 
@@ -67,7 +68,7 @@ sort -n -k1 -k2 "$dir"/samples.table.* >"$dir/seq.table"
 tap $? "table 4 -> 2 -> 3 takes the 432 samples of the uninterrupted run, in order, each once"
 
 # ---- replicated <-> sharded: equal to the uninterrupted run ($dir/ref, 2 ranks)
-for pair in "table replicated" "replicated table"; do
+for pair in "table replicated" "replicated table" "table row" "row auto"; do
     a=${pair% *} b=${pair#* } X=$dir/$a-$b
     out=$dir/$a-$b.1.out
     # shellcheck disable=SC2086
