@@ -32,6 +32,7 @@ struct erase_embed_shard {
     int32_t *slot_index;                /* device [T][D]: r x Tmax + slot, -1: r holds none */
     uint32_t *pos;                      /* [B][T]: where sample i's row of table t went in rows_send */
     uint32_t *rows_send, *rows_recv;    /* [D][Tmax][B]: routed rows (local to their holder), or pad */
+    int *fcnt_send, *fcnt_recv;         /* [D][Tmax]: rows routed into each slot, received in each */
     float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
     int *cnt_send, *cnt_recv;           /* [D][Tmax] */
     uint32_t *grow_send, *grow_recv;    /* [D][Tmax][B] */
@@ -125,6 +126,8 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
     ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)B * (size_t)es->tables, (void **)&es->pos));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_send));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->fcnt_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->fcnt_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_send));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->cnt_send));
@@ -192,7 +195,7 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es)
     if (es->block >= 0)
         erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
     void *bufs[] = { es->table_rows, es->bounds, es->slot, es->slot_index, es->pos, es->rows_send,
-                     es->rows_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
+                     es->rows_recv, es->fcnt_send, es->fcnt_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
                      es->grow_recv, es->gval_send, es->gval_recv, es->pad_counts, es->pad_rows, es->pad_values };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         erase_free(es->dev, bufs[i]);
@@ -224,7 +227,7 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
     if (n < 0 || n > es->cap)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->cap);
     ERASE_CHECK(erase_shard_route(s, n, es->tables, ids, es->table_rows, es->ranks, es->bounds, es->slot, es->tmax,
-                                  es->cap, es->rows_send, es->pos));
+                                  es->cap, es->rows_send, es->fcnt_send, es->pos));
     ERASE_CHECK(erase_alltoall(es->emb, s, es->rows_send, es->rows_recv, slots * B, ERASE_DTYPE_I32));
     int np;
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
