@@ -300,6 +300,20 @@ static void reduce(int dtype, int op, void *acc, const void *in, size_t n, int l
 
 /* ---- algorithms (run on the stream worker, with c->exec held) ---------------- */
 
+/* Grow the communicator's buffer *buf (*have bytes) to `bytes` (exec
+ * held; kept for the next operations). Errors: ERASE_ERR_NOMEM naming what. */
+static erase_status_t buffer_reserve(void **buf, size_t *have, size_t bytes, const char *what)
+{
+    if (*have >= bytes)
+        return ERASE_OK;
+    void *p = realloc(*buf, bytes);
+    if (!p)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for %zu bytes", what, bytes);
+    *buf = p;
+    *have = bytes;
+    return ERASE_OK;
+}
+
 /* Chunk i of `count` elements cut into n: offset and length in elements. */
 static size_t chunk_off(size_t count, size_t n, size_t i)
 {
@@ -321,15 +335,8 @@ static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int 
         memmove(buf, a->send, count * es);
     if (n == 1 || count == 0)
         return ERASE_OK; /* the mean of one rank is its value */
-    size_t chunk_bytes = chunk_len(count, n, 0) * es;
-    if (c->scratch_bytes < chunk_bytes) {
-        void *p = realloc(c->scratch, chunk_bytes);
-        if (!p)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "all-reduce: no memory for a %zu-byte chunk",
-                               chunk_bytes);
-        c->scratch = p;
-        c->scratch_bytes = chunk_bytes;
-    }
+    ERASE_CHECK(buffer_reserve(&c->scratch, &c->scratch_bytes, chunk_len(count, n, 0) * es,
+                               "all-reduce: a chunk"));
     int right = (int)((r + 1) % n), left = (int)((r + n - 1) % n);
     /* reduce-scatter: at step s send chunk r-s, receive chunk r-s-1 and add
      * it; after n-1 steps this rank holds chunk r+1 reduced over all ranks */
@@ -434,20 +441,6 @@ static erase_status_t pairwise_alltoall(erase_comm_t *c, const comm_args_t *a, i
     return ERASE_OK;
 }
 
-/* Grow c->stage to `bytes` (exec held; kept for the next calls). */
-static erase_status_t stage_reserve(erase_comm_t *c, size_t bytes)
-{
-    if (c->stage_bytes >= bytes)
-        return ERASE_OK;
-    void *p = realloc(c->stage, bytes);
-    if (!p)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "counted all-to-all: no memory for a %zu-byte staging buffer",
-                           bytes);
-    c->stage = p;
-    c->stage_bytes = bytes;
-    return ERASE_OK;
-}
-
 /* A count in [0, max] moves that many units; any other moves none. */
 static size_t slot_units(int count, int max)
 {
@@ -493,7 +486,8 @@ static erase_status_t slots_alltoall(erase_comm_t *c, const comm_args_t *a, int 
     if (n == 1)
         return bad;
     size_t hdr = sizeof(int) * (size_t)slots;
-    ERASE_CHECK(stage_reserve(c, hdr + 2 * (size_t)slots * slot_bytes));
+    ERASE_CHECK(buffer_reserve(&c->stage, &c->stage_bytes, hdr + 2 * (size_t)slots * slot_bytes,
+                               "counted all-to-all: the staging buffer"));
     int *peer_cnt = c->stage;
     char *pack = (char *)c->stage + hdr, *unpack = pack + (size_t)slots * slot_bytes;
     for (int step = 1; step < n; step++) {
