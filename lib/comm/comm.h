@@ -378,7 +378,8 @@ erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
  * root 0) as collective #12 where rank 0 issued allreduce(4 x f32, sum)
  * (communicator world)"; a rank that issued fewer collectives shows
  * "nothing"). Collectives are numbered from 1 per communicator; the count
- * of an alltoallv (this rank's elements sent) is not compared. Sends and
+ * of an alltoallv (this rank's elements sent) is not compared, nor are a
+ * counted all-to-all's counts (only its slots x slot_elems). Sends and
  * receives are not part of the sequence. A collective issued inside a
  * stream capture is logged each time the graph runs it (NCCL: through a
  * host node added to the graph while the check is on).
