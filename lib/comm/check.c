@@ -171,7 +171,7 @@ erase_status_t erase_comm_check_sequence(erase_comm_t *c)
     comm_op_t op = { .kind = COMM_OP_CHECK };
     int slot = comm_log_begin(c, &op); /* the watchdog covers a rank that never comes */
     erase_status_t st = check_run(c, log, len, failed);
-    comm_log_end(c, slot, &op, st == ERASE_OK);
+    comm_log_end(c, slot, &op, st == ERASE_OK, NULL);
     free(log);
     return st;
 }

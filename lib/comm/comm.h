@@ -267,6 +267,42 @@ erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *s
                                const size_t *recv_counts, const size_t *recv_displs,
                                erase_dtype_t dtype);
 
+/*
+ * Counted all-to-all (TorchRec's all-to-all-v, with sizes known only when
+ * the operation runs): send and recv are [size][slots][slot_elems]
+ * elements of dtype (block r: to / from rank r; slot k of it). For every
+ * rank r and slot k, the first send_counts[r*slots + k] x unit elements of
+ * send's slot (r, k) go to rank r's recv slot (this rank, k), and
+ * recv_counts[r*slots + k] x unit elements from rank r arrive in recv's
+ * slot (r, k); the rest of every recv slot is left as it was.
+ * send_counts and recv_counts are int [size][slots] in memory of the
+ * stream's device (a CPU stream: host memory, read by its worker), READ
+ * WHEN THE OPERATION RUNS, not when it is issued: earlier operations on
+ * the stream may write them (data-dependent sizes), and a captured graph
+ * moves the counts current at each replay. Every count must be in
+ * [0, slot_elems / unit], and recv_counts[r*slots + k] must equal rank r's
+ * send_counts[this rank*slots + k]; otherwise the stream's sticky error is
+ * ERASE_ERR_COMM "counted all-to-all: rank r sends a x u elements in slot
+ * k where this rank expects b" or "counted all-to-all: <send|receive>
+ * count c of rank r slot k is outside [0, m]" (the exchange completes
+ * first, so no rank hangs; the recv slots concerned are left as they were).
+ * slots, slot_elems, unit and dtype must be the same on every rank
+ * (the sequence check compares slots x slot_elems, never the counts).
+ * MPI: each pair of ranks exchanges its slots' counts (slots ints each
+ * way), then the counted prefixes packed contiguously (a staging buffer of
+ * the communicator, grown once to 2 x slots x slot_elems elements + the
+ * counts); the bytes moved are the counted ones + 4 x slots per peer.
+ * NCCL: moves whole slots (the counts are device memory the host cannot
+ * read without a synchronisation): the padded all-to-all of slots x
+ * slot_elems elements per rank; the counts are neither read nor checked.
+ * Errors at the call: ERASE_ERR_INVALID (slots < 0, unit 0 or not
+ * dividing slot_elems, slot_elems / unit above INT_MAX, NULL buffers or
+ * counts, send == recv, sizes that overflow).
+ */
+erase_status_t erase_alltoall_slots(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                                    int slots, size_t slot_elems, const int *send_counts,
+                                    const int *recv_counts, size_t unit, erase_dtype_t dtype);
+
 /* Point to point (pipelines): matched by (peer, tag) in issue order; count
  * must equal the sender's (a difference is ERASE_ERR_COMM on the stream).
  * A send completes when its buffer may be reused (it may wait for the
@@ -286,6 +322,50 @@ erase_status_t erase_send(erase_comm_t *c, erase_stream_t *s, const void *buf, s
 erase_status_t erase_recv(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
                           erase_dtype_t dtype, int peer, int tag);
 
+/*
+ * Traffic counters of a communicator, per kind of operation (all-to-all:
+ * erase_alltoall, erase_alltoallv and erase_alltoall_slots; all-gather:
+ * with allgatherv; p2p: sends and receives), summed since the
+ * communicator was made or erase_comm_stats_reset: the operations run, the
+ * bytes this rank sent to and received from other ranks (its own block of
+ * an all-to-all or all-gather, copied locally, is not counted; a counted
+ * all-to-all counts its counts and counted prefixes), and the seconds
+ * spent inside them (MPI: measured by the stream worker from the start to
+ * the end of the exchange, waits for peers included; operations of one
+ * communicator on several streams add up).
+ * NCCL: operations are counted when issued outside a graph capture (a
+ * replayed graph's are not), with the bytes the fixed-size transfers move
+ * (all-reduce: the ring's 2 (n-1)/n x the buffer each way; all-to-all-v:
+ * the counts given; a counted all-to-all: whole slots); seconds are 0 (the
+ * operations run asynchronously on the GPU).
+ */
+typedef enum {
+    ERASE_COMM_ALLREDUCE = 0,
+    ERASE_COMM_BROADCAST,
+    ERASE_COMM_ALLGATHER,
+    ERASE_COMM_ALLTOALL,
+    ERASE_COMM_BARRIER,
+    ERASE_COMM_P2P,
+    ERASE_COMM_KINDS
+} erase_comm_kind_t;
+
+typedef struct {
+    uint64_t ops;
+    uint64_t bytes_sent, bytes_received;
+    double seconds;
+} erase_comm_counter_t;
+
+typedef struct {
+    erase_comm_counter_t kind[ERASE_COMM_KINDS]; /* indexed by erase_comm_kind_t */
+} erase_comm_stats_t;
+
+/* A copy of c's counters (consistent: taken under the communicator's
+ * lock, so an operation ending meanwhile is in it whole or not at all).
+ * Errors: ERASE_ERR_INVALID (NULL c or out). */
+erase_status_t erase_comm_stats(const erase_comm_t *c, erase_comm_stats_t *out);
+/* Zero c's counters (operations running now count in the new period). */
+void erase_comm_stats_reset(erase_comm_t *c);
+
 /* Every rank of c has reached this point of its stream s. (NCCL: an
  * all-reduce of one int on a device word of the communicator.) */
 erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
@@ -298,7 +378,8 @@ erase_status_t erase_barrier(erase_comm_t *c, erase_stream_t *s);
  * root 0) as collective #12 where rank 0 issued allreduce(4 x f32, sum)
  * (communicator world)"; a rank that issued fewer collectives shows
  * "nothing"). Collectives are numbered from 1 per communicator; the count
- * of an alltoallv (this rank's elements sent) is not compared. Sends and
+ * of an alltoallv (this rank's elements sent) is not compared, nor are a
+ * counted all-to-all's counts (only its slots x slot_elems). Sends and
  * receives are not part of the sequence. A collective issued inside a
  * stream capture is logged each time the graph runs it (NCCL: through a
  * host node added to the graph while the check is on).

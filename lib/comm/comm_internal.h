@@ -31,6 +31,7 @@ typedef enum {
     COMM_OP_ALLGATHERV,
     COMM_OP_ALLTOALL,
     COMM_OP_ALLTOALLV,
+    COMM_OP_ALLTOALL_SLOTS, /* erase_alltoall_slots */
     COMM_OP_BARRIER,
     COMM_OP_SEND,       /* point to point: not part of the collective sequence */
     COMM_OP_RECV,
@@ -48,10 +49,11 @@ typedef struct {
     uint8_t reduce;     /* erase_reduce_t (allreduce) */
     uint8_t pad;
     int32_t peer;       /* root (broadcast), peer (send/recv); else 0 */
-    int32_t tag;        /* send/recv */
-    int32_t pad2;
-    uint64_t count;     /* elements: per rank (allgather, alltoall block), total
-                           (allgatherv), this rank's total sent (alltoallv) */
+    int32_t tag;        /* send/recv; slots (alltoall_slots) */
+    int32_t unit;       /* alltoall_slots: elements per count; else 0 */
+    uint64_t count;     /* elements: per rank (allgather, alltoall block, alltoall_slots
+                           block: slots x slot_elems), total (allgatherv), this rank's
+                           total sent (alltoallv) */
     uint64_t seq;       /* collective number on the comm, from 1 (p2p: own count) */
 } comm_op_t;
 
@@ -82,6 +84,9 @@ struct erase_comm {
     uint64_t exec_seq;          /* under exec: collectives run (tags) */
     void *scratch;              /* under exec: all-reduce receive chunk */
     size_t scratch_bytes;
+    void *stage;                /* under exec: alltoall_slots' counts and packed slots */
+    size_t stage_bytes;
+    uint64_t run_sent, run_received; /* under exec: bytes of the running collective */
 
     pthread_mutex_t lock;       /* guards everything below */
     uint64_t issued;            /* collectives issued (numbers them) */
@@ -92,6 +97,7 @@ struct erase_comm {
     comm_op_t *log;             /* collectives issued since the last check */
     size_t log_len, log_cap;
     int log_failed;             /* an append ran out of memory */
+    erase_comm_stats_t stats;   /* erase_comm_stats */
 };
 
 /* The argument block of every comm operation (mpi_comm.c copies it into a
@@ -103,7 +109,8 @@ typedef struct {
     const void *send;
     void *recv;
     uint64_t vec[];     /* allgatherv: counts[n], displs[n];
-                           alltoallv: send_counts, send_displs, recv_counts, recv_displs */
+                           alltoallv: send_counts, send_displs, recv_counts, recv_displs;
+                           alltoall_slots: the addresses of send_counts, recv_counts */
 } comm_args_t;
 
 /*
@@ -166,8 +173,17 @@ const char *comm_dtype_name(int dtype);
 void comm_log_issue(erase_comm_t *c, comm_op_t *op);
 /* Mark an operation as running (returns a watch slot, or -1 if all are busy). */
 int comm_log_begin(erase_comm_t *c, const comm_op_t *op);
-/* Mark it done (ok) or failed and free its watch slot. */
-void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok);
+/* What an operation moved on this rank (erase_comm_stats). */
+typedef struct {
+    uint64_t sent, received; /* bytes to and from other ranks */
+    int64_t ns;              /* time inside it */
+} comm_traffic_t;
+
+/* Mark it done (ok) or failed and free its watch slot; t (NULL: none)
+ * is added to c's counters under the same lock. */
+void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok, const comm_traffic_t *t);
+/* Add one operation `op` that moved `t` to c's counters (takes `lock`). */
+void comm_stats_add(erase_comm_t *c, const comm_op_t *op, const comm_traffic_t *t);
 
 /* Turn an MPI error code into ERASE_ERR_COMM with its text. */
 erase_status_t comm_mpi_error(const char *file, int line, int code, const char *what);

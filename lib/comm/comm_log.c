@@ -62,6 +62,10 @@ void comm_op_describe(const comm_op_t *op, char *text, size_t size)
     case COMM_OP_ALLGATHERV: snprintf(text, size, "allgatherv(%llu x %s)", n, t); return;
     case COMM_OP_ALLTOALL: snprintf(text, size, "alltoall(%llu x %s)", n, t); return;
     case COMM_OP_ALLTOALLV: snprintf(text, size, "alltoallv(%llu x %s)", n, t); return;
+    case COMM_OP_ALLTOALL_SLOTS:
+        snprintf(text, size, "alltoall_slots(%d slots x %llu x %s, unit %d)", (int)op->tag,
+                 op->tag > 0 ? n / (unsigned long long)op->tag : 0, t, (int)op->unit);
+        return;
     case COMM_OP_BARRIER: snprintf(text, size, "barrier()"); return;
     case COMM_OP_SEND:
         snprintf(text, size, "send(%llu x %s, peer %d, tag %d)", n, t, (int)op->peer, (int)op->tag);
@@ -145,9 +149,71 @@ int comm_log_begin(erase_comm_t *c, const comm_op_t *op)
     return slot;
 }
 
-void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok)
+/* The counters' kind of an operation (-1: none: check, NCCL init). */
+static int stats_kind(int kind)
+{
+    switch ((comm_op_kind_t)kind) {
+    case COMM_OP_ALLREDUCE: return ERASE_COMM_ALLREDUCE;
+    case COMM_OP_BROADCAST: return ERASE_COMM_BROADCAST;
+    case COMM_OP_ALLGATHER:
+    case COMM_OP_ALLGATHERV: return ERASE_COMM_ALLGATHER;
+    case COMM_OP_ALLTOALL:
+    case COMM_OP_ALLTOALLV:
+    case COMM_OP_ALLTOALL_SLOTS: return ERASE_COMM_ALLTOALL;
+    case COMM_OP_BARRIER: return ERASE_COMM_BARRIER;
+    case COMM_OP_SEND:
+    case COMM_OP_RECV: return ERASE_COMM_P2P;
+    case COMM_OP_CHECK:
+    case COMM_OP_NCCL_INIT: break;
+    }
+    return -1;
+}
+
+/* Add t to c's counters (lock held). */
+static void stats_add_locked(erase_comm_t *c, const comm_op_t *op, const comm_traffic_t *t)
+{
+    int k = stats_kind(op->kind);
+    if (k < 0)
+        return;
+    erase_comm_counter_t *e = &c->stats.kind[k];
+    e->ops++;
+    e->bytes_sent += t->sent;
+    e->bytes_received += t->received;
+    e->seconds += (double)t->ns * 1e-9;
+}
+
+void comm_stats_add(erase_comm_t *c, const comm_op_t *op, const comm_traffic_t *t)
 {
     pthread_mutex_lock(&c->lock);
+    stats_add_locked(c, op, t);
+    pthread_mutex_unlock(&c->lock);
+}
+
+erase_status_t erase_comm_stats(const erase_comm_t *c, erase_comm_stats_t *out)
+{
+    if (!c || !out)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_comm_stats: NULL %s", c ? "out" : "communicator");
+    erase_comm_t *m = (erase_comm_t *)c; /* the lock, not the counters, changes */
+    pthread_mutex_lock(&m->lock);
+    *out = m->stats;
+    pthread_mutex_unlock(&m->lock);
+    return ERASE_OK;
+}
+
+void erase_comm_stats_reset(erase_comm_t *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    memset(&c->stats, 0, sizeof c->stats);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok, const comm_traffic_t *t)
+{
+    pthread_mutex_lock(&c->lock);
+    if (t)
+        stats_add_locked(c, op, t);
     if (slot >= 0)
         c->running[slot].active = 0;
     comm_history_t *h = op->kind >= COMM_OP_CHECK ? NULL : history_find(c, op);

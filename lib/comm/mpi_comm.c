@@ -21,6 +21,8 @@
  *               ranks and in every run, for a fixed number of ranks.
  *   all-gather(v)  ring, n-1 steps.
  *   all-to-all(v)  pairwise: at step k rank r sends to r+k, receives from r-k.
+ *   counted all-to-all  pairwise as well; each step exchanges the slots'
+ *               counts, then the counted prefixes packed in c->stage.
  *   broadcast   binomial tree from the root.
  *   barrier     dissemination (ceil(log2 n) rounds of one-byte messages).
  *
@@ -41,6 +43,7 @@
 #include "lib/comm/comm_internal.h"
 #include "lib/comm/comm_mpi.h"
 
+#include "lib/core/timer.h"
 #include "lib/device/cpu/cpu.h"
 
 #include <math.h>
@@ -104,6 +107,7 @@ void comm_destroy(erase_comm_t *c)
         pthread_mutex_destroy(&c->lock);
     }
     free(c->scratch);
+    free(c->stage);
     free(c->log);
     free(c);
 }
@@ -191,12 +195,16 @@ static erase_status_t wait_error(int rc, const MPI_Status *stat, int n, int dst,
 
 /*
  * Send sbytes of sbuf to `dst` and receive rbytes into rbuf from `src` at
- * once (either may be 0 bytes: nothing is sent or received). The receive
- * must get exactly rbytes.
+ * once on c's `coll` (either may be 0 bytes: nothing is sent or received).
+ * The receive must get exactly rbytes. Adds the bytes to c->run_sent /
+ * run_received (exec held).
  */
-static erase_status_t exchange(MPI_Comm comm, const void *sbuf, size_t sbytes, int dst, void *rbuf,
+static erase_status_t exchange(erase_comm_t *c, const void *sbuf, size_t sbytes, int dst, void *rbuf,
                                size_t rbytes, int src, int tag)
 {
+    MPI_Comm comm = c->coll;
+    c->run_sent += sbytes;
+    c->run_received += rbytes;
     size_t ns = (sbytes + COMM_PIECE - 1) / COMM_PIECE;
     size_t nr = (rbytes + COMM_PIECE - 1) / COMM_PIECE;
     size_t steps = ns > nr ? ns : nr;
@@ -293,6 +301,20 @@ static void reduce(int dtype, int op, void *acc, const void *in, size_t n, int l
 
 /* ---- algorithms (run on the stream worker, with c->exec held) ---------------- */
 
+/* Grow the communicator's buffer *buf (*have bytes) to `bytes` (exec
+ * held; kept for the next operations). Errors: ERASE_ERR_NOMEM naming what. */
+static erase_status_t buffer_reserve(void **buf, size_t *have, size_t bytes, const char *what)
+{
+    if (*have >= bytes)
+        return ERASE_OK;
+    void *p = realloc(*buf, bytes);
+    if (!p)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for %zu bytes", what, bytes);
+    *buf = p;
+    *have = bytes;
+    return ERASE_OK;
+}
+
 /* Chunk i of `count` elements cut into n: offset and length in elements. */
 static size_t chunk_off(size_t count, size_t n, size_t i)
 {
@@ -314,21 +336,14 @@ static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int 
         memmove(buf, a->send, count * es);
     if (n == 1 || count == 0)
         return ERASE_OK; /* the mean of one rank is its value */
-    size_t chunk_bytes = chunk_len(count, n, 0) * es;
-    if (c->scratch_bytes < chunk_bytes) {
-        void *p = realloc(c->scratch, chunk_bytes);
-        if (!p)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "all-reduce: no memory for a %zu-byte chunk",
-                               chunk_bytes);
-        c->scratch = p;
-        c->scratch_bytes = chunk_bytes;
-    }
+    ERASE_CHECK(buffer_reserve(&c->scratch, &c->scratch_bytes, chunk_len(count, n, 0) * es,
+                               "all-reduce: a chunk"));
     int right = (int)((r + 1) % n), left = (int)((r + n - 1) % n);
     /* reduce-scatter: at step s send chunk r-s, receive chunk r-s-1 and add
      * it; after n-1 steps this rank holds chunk r+1 reduced over all ranks */
     for (size_t s = 0; s + 1 < n; s++) {
         size_t sc = (r + n - s) % n, rc = (r + 2 * n - s - 1) % n;
-        ERASE_CHECK(exchange(c->coll, buf + chunk_off(count, n, sc) * es,
+        ERASE_CHECK(exchange(c, buf + chunk_off(count, n, sc) * es,
                              chunk_len(count, n, sc) * es, right, c->scratch,
                              chunk_len(count, n, rc) * es, left, tag));
         reduce(a->op.dtype, a->op.reduce, buf + chunk_off(count, n, rc) * es, c->scratch,
@@ -337,7 +352,7 @@ static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int 
     /* all-gather: at step s pass on chunk r+1-s, receive chunk r-s */
     for (size_t s = 0; s + 1 < n; s++) {
         size_t sc = (r + 1 + n - s) % n, rc = (r + n - s) % n;
-        ERASE_CHECK(exchange(c->coll, buf + chunk_off(count, n, sc) * es,
+        ERASE_CHECK(exchange(c, buf + chunk_off(count, n, sc) * es,
                              chunk_len(count, n, sc) * es, right,
                              buf + chunk_off(count, n, rc) * es, chunk_len(count, n, rc) * es,
                              left, tag));
@@ -356,7 +371,7 @@ static erase_status_t tree_broadcast(erase_comm_t *c, const comm_args_t *a, int 
     while (mask < n) {
         if (vr & mask) {
             int src = (vr - mask + root) % n;
-            ERASE_CHECK(exchange(c->coll, NULL, 0, MPI_PROC_NULL, a->recv, bytes, src, tag));
+            ERASE_CHECK(exchange(c, NULL, 0, MPI_PROC_NULL, a->recv, bytes, src, tag));
             break;
         }
         mask <<= 1;
@@ -364,7 +379,7 @@ static erase_status_t tree_broadcast(erase_comm_t *c, const comm_args_t *a, int 
     for (mask >>= 1; mask > 0; mask >>= 1)
         if (vr + mask < n) {
             int dst = (vr + mask + root) % n;
-            ERASE_CHECK(exchange(c->coll, a->recv, bytes, dst, NULL, 0, MPI_PROC_NULL, tag));
+            ERASE_CHECK(exchange(c, a->recv, bytes, dst, NULL, 0, MPI_PROC_NULL, tag));
         }
     return ERASE_OK;
 }
@@ -393,7 +408,7 @@ static erase_status_t ring_allgather(erase_comm_t *c, const comm_args_t *a, int 
     int right = (r + 1) % n, left = (r + n - 1) % n;
     for (int s = 0; s + 1 < n; s++) {
         int sb = (r - s + n) % n, rb = (r - s - 1 + 2 * n) % n;
-        ERASE_CHECK(exchange(c->coll, buf + gather_displ(a, n, sb) * es,
+        ERASE_CHECK(exchange(c, buf + gather_displ(a, n, sb) * es,
                              gather_count(a, n, sb) * es, right,
                              buf + gather_displ(a, n, rb) * es, gather_count(a, n, rb) * es,
                              left, tag));
@@ -420,11 +435,89 @@ static erase_status_t pairwise_alltoall(erase_comm_t *c, const comm_args_t *a, i
         memmove(rbuf + a2a_get(a, n, 3, r) * es, sbuf + a2a_get(a, n, 1, r) * es, own);
     for (int k = 1; k < n; k++) {
         int dst = (r + k) % n, src = (r - k + n) % n;
-        ERASE_CHECK(exchange(c->coll, sbuf + a2a_get(a, n, 1, dst) * es,
+        ERASE_CHECK(exchange(c, sbuf + a2a_get(a, n, 1, dst) * es,
                              a2a_get(a, n, 0, dst) * es, dst, rbuf + a2a_get(a, n, 3, src) * es,
                              a2a_get(a, n, 2, src) * es, src, tag));
     }
     return ERASE_OK;
+}
+
+/* A count in [0, max] moves that many units; any other moves none. */
+static size_t slot_units(int count, int max)
+{
+    return count >= 0 && count <= max ? (size_t)count : 0;
+}
+
+/* The first failure of a counted all-to-all is kept in *bad; the exchange
+ * goes on so that no peer waits for messages that never come. */
+static void slots_range(erase_status_t *bad, const char *dir, int count, int r, int k, int max)
+{
+    if (*bad == ERASE_OK && (count < 0 || count > max))
+        *bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: %s count %d of rank %d slot %d is "
+                           "outside [0, %d]", dir, count, r, k, max);
+}
+
+/* erase_alltoall_slots (comm.h): pairwise; every step sends this rank's
+ * counts for dst and receives src's for this rank, then the counted
+ * prefixes packed by the sender's counts (out of range: none), which the
+ * receiver checks against its recv_counts before unpacking. */
+static erase_status_t slots_alltoall(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    int n = c->size, r = c->rank, slots = a->op.tag;
+    if (slots == 0 || a->op.count == 0)
+        return ERASE_OK;
+    size_t es = erase_dtype_size(a->op.dtype), unit = (size_t)a->op.unit * es;
+    size_t slot_bytes = (size_t)a->op.count / (size_t)slots * es;
+    int max = (int)(slot_bytes / unit);
+    const int *scnt = (const int *)(uintptr_t)a->vec[0], *rcnt = (const int *)(uintptr_t)a->vec[1];
+    const char *sbuf = a->send;
+    char *rbuf = a->recv;
+    erase_status_t bad = ERASE_OK;
+    for (int k = 0; k < slots; k++) { /* this rank's own block */
+        int sc = scnt[(size_t)r * slots + k], rc = rcnt[(size_t)r * slots + k];
+        size_t at = ((size_t)r * slots + k) * slot_bytes;
+        slots_range(&bad, "send", sc, r, k, max);
+        slots_range(&bad, "receive", rc, r, k, max);
+        if (sc != rc && bad == ERASE_OK)
+            bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: rank %d sends %d x %d elements in slot %d "
+                              "where this rank expects %d", r, sc, (int)a->op.unit, k, rc);
+        if (sc == rc && slot_units(sc, max))
+            memmove(rbuf + at, sbuf + at, slot_units(sc, max) * unit);
+    }
+    if (n == 1)
+        return bad;
+    size_t hdr = sizeof(int) * (size_t)slots;
+    ERASE_CHECK(buffer_reserve(&c->stage, &c->stage_bytes, hdr + 2 * (size_t)slots * slot_bytes,
+                               "counted all-to-all: the staging buffer"));
+    int *peer_cnt = c->stage;
+    char *pack = (char *)c->stage + hdr, *unpack = pack + (size_t)slots * slot_bytes;
+    for (int step = 1; step < n; step++) {
+        int dst = (r + step) % n, src = (r - step + n) % n;
+        const int *to = scnt + (size_t)dst * slots, *want = rcnt + (size_t)src * slots;
+        ERASE_CHECK(exchange(c, to, hdr, dst, peer_cnt, hdr, src, tag));
+        size_t sbytes = 0, rbytes = 0;
+        for (int k = 0; k < slots; k++) {
+            slots_range(&bad, "send", to[k], dst, k, max);
+            size_t len = slot_units(to[k], max) * unit;
+            memcpy(pack + sbytes, sbuf + ((size_t)dst * slots + k) * slot_bytes, len);
+            sbytes += len;
+            rbytes += slot_units(peer_cnt[k], max) * unit;
+        }
+        ERASE_CHECK(exchange(c, pack, sbytes, dst, unpack, rbytes, src, tag));
+        size_t off = 0;
+        for (int k = 0; k < slots; k++) {
+            size_t len = slot_units(peer_cnt[k], max) * unit;
+            slots_range(&bad, "receive", want[k], src, k, max);
+            if (peer_cnt[k] != want[k] && bad == ERASE_OK)
+                bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: rank %d sends %d x %d elements in "
+                                  "slot %d where this rank expects %d", src, peer_cnt[k], (int)a->op.unit, k,
+                                  want[k]);
+            if (peer_cnt[k] == want[k] && len)
+                memcpy(rbuf + ((size_t)src * slots + k) * slot_bytes, unpack + off, len);
+            off += len;
+        }
+    }
+    return bad;
 }
 
 static erase_status_t dissemination_barrier(erase_comm_t *c, int tag)
@@ -432,7 +525,7 @@ static erase_status_t dissemination_barrier(erase_comm_t *c, int tag)
     int n = c->size, r = c->rank;
     unsigned char token = 1, got = 0;
     for (int k = 1; k < n; k <<= 1)
-        ERASE_CHECK(exchange(c->coll, &token, 1, (r + k) % n, &got, 1, (r - k + n) % n, tag));
+        ERASE_CHECK(exchange(c, &token, 1, (r + k) % n, &got, 1, (r - k + n) % n, tag));
     return ERASE_OK;
 }
 
@@ -450,6 +543,8 @@ static erase_status_t collective_kernel(const void *args)
     int tag = (int)(((run % c->tag_seq_mod) << 4) | op.kind);
     int slot = comm_log_begin(c, &op);
     erase_status_t st = ERASE_OK;
+    c->run_sent = c->run_received = 0;
+    int64_t start = erase_now_ns();
     switch ((comm_op_kind_t)op.kind) {
     case COMM_OP_ALLREDUCE: st = ring_allreduce(c, a, tag); break;
     case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
@@ -457,10 +552,12 @@ static erase_status_t collective_kernel(const void *args)
     case COMM_OP_ALLGATHERV: st = ring_allgather(c, a, tag); break;
     case COMM_OP_ALLTOALL:
     case COMM_OP_ALLTOALLV: st = pairwise_alltoall(c, a, tag); break;
+    case COMM_OP_ALLTOALL_SLOTS: st = slots_alltoall(c, a, tag); break;
     case COMM_OP_BARRIER: st = dissemination_barrier(c, tag); break;
     default: st = ERASE_ERROR(ERASE_ERR_INVALID, "not a collective: %d", op.kind); break;
     }
-    comm_log_end(c, slot, &op, st == ERASE_OK);
+    comm_traffic_t t = { c->run_sent, c->run_received, erase_now_ns() - start };
+    comm_log_end(c, slot, &op, st == ERASE_OK, &t);
     pthread_mutex_unlock(&c->exec);
     return st == ERASE_OK ? ERASE_OK : comm_op_failed(c, &op, "", st);
 }
@@ -477,6 +574,7 @@ static erase_status_t p2p_kernel(const void *args)
     int slot = comm_log_begin(c, &op);
     size_t bytes = op.count * erase_dtype_size(op.dtype);
     erase_status_t st = ERASE_OK;
+    int64_t start = erase_now_ns();
     for (size_t off = 0; off < bytes && st == ERASE_OK; off += COMM_PIECE) {
         int len = (int)(bytes - off < COMM_PIECE ? bytes - off : COMM_PIECE);
         MPI_Status stat;
@@ -499,7 +597,9 @@ static erase_status_t p2p_kernel(const void *args)
         if (rc != MPI_SUCCESS)
             st = comm_mpi_error(__FILE__, __LINE__, rc, call);
     }
-    comm_log_end(c, slot, &op, st == ERASE_OK);
+    comm_traffic_t t = { op.kind == COMM_OP_SEND ? bytes : 0, op.kind == COMM_OP_RECV ? bytes : 0,
+                         erase_now_ns() - start };
+    comm_log_end(c, slot, &op, st == ERASE_OK, &t);
     return st == ERASE_OK ? ERASE_OK : comm_op_failed(c, &op, "", st);
 }
 
@@ -702,6 +802,38 @@ erase_status_t erase_alltoallv(erase_comm_t *c, erase_stream_t *s, const void *s
     b.a.send = send;
     b.a.recv = recv;
     ERASE_CHECK(issue(c, s, &b.a, sizeof b.a + 4 * (size_t)n * sizeof(uint64_t), collective_kernel));
+    return ERASE_OK;
+}
+
+erase_status_t erase_alltoall_slots(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
+                                    int slots, size_t slot_elems, const int *send_counts,
+                                    const int *recv_counts, size_t unit, erase_dtype_t dtype)
+{
+    ERASE_CHECK(check_common(c, s, dtype, "erase_alltoall_slots"));
+    if (slots < 0 || unit == 0 || unit > INT32_MAX || slot_elems % unit || slot_elems / unit > INT32_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall_slots: %d slots of %zu elements in units of %zu "
+                           "(expected slots >= 0, a unit of 1 to %d dividing the slot, at most %d units)",
+                           slots, slot_elems, unit, INT32_MAX, INT32_MAX);
+    size_t block;
+    if (slots && slot_elems > SIZE_MAX / (size_t)slots)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall_slots: %d slots x %zu elements overflow", slots,
+                           slot_elems);
+    block = (size_t)slots * slot_elems;
+    /* the staging buffer: counts and two blocks */
+    ERASE_CHECK(check_bytes(block, dtype, 2 * (size_t)c->size + 2, "erase_alltoall_slots"));
+    if (block && (!send || !recv || !send_counts || !recv_counts))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall_slots: NULL buffer or counts for %d slots", slots);
+    if (block && send == recv)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "erase_alltoall_slots: send and recv must not overlap");
+    comm_args_buf_t b;
+    memset(&b.a, 0, sizeof b.a);
+    b.a.op = (comm_op_t){ .kind = COMM_OP_ALLTOALL_SLOTS, .dtype = (uint8_t)dtype, .tag = slots,
+                          .unit = (int32_t)unit, .count = block };
+    b.a.send = send;
+    b.a.recv = recv;
+    b.a.vec[0] = (uint64_t)(uintptr_t)send_counts;
+    b.a.vec[1] = (uint64_t)(uintptr_t)recv_counts;
+    ERASE_CHECK(issue(c, s, &b.a, sizeof b.a + 2 * sizeof(uint64_t), collective_kernel));
     return ERASE_OK;
 }
 

@@ -178,7 +178,7 @@ static erase_status_t ring_retire(nccl_comm_t *n)
         if (q != cudaSuccess) {
             char what[200];
             comm_op_describe(&n->ring[i].op, what, sizeof what);
-            comm_log_end(n->c, n->ring[i].slot, &n->ring[i].op, 0);
+            comm_log_end(n->c, n->ring[i].slot, &n->ring[i].op, 0, NULL);
             n->head = (n->head + 1) % NCCL_PENDING;
             n->len--;
             char text[300];
@@ -186,7 +186,7 @@ static erase_status_t ring_retire(nccl_comm_t *n)
                      (unsigned long long)n->ring[i].op.seq, n->c->name);
             return erase_cuda_error(__FILE__, __LINE__, q, text);
         }
-        comm_log_end(n->c, n->ring[i].slot, &n->ring[i].op, 1);
+        comm_log_end(n->c, n->ring[i].slot, &n->ring[i].op, 1, NULL);
         n->head = (n->head + 1) % NCCL_PENDING;
         n->len--;
     }
@@ -257,6 +257,43 @@ static size_t a2a_get(const comm_args_t *a, int n, int which, int r)
     return (which & 1) ? (size_t)r * (size_t)a->op.count : (size_t)a->op.count;
 }
 
+/* The bytes an operation moves to and from other ranks (erase_comm_stats;
+ * NCCL: the fixed-size transfers, a counted all-to-all's whole slots). */
+static comm_traffic_t nominal_traffic(const erase_comm_t *c, const comm_args_t *a)
+{
+    const comm_op_t *op = &a->op;
+    uint64_t n = (uint64_t)c->size, es = erase_dtype_size((erase_dtype_t)op->dtype);
+    uint64_t bytes = op->count * es;
+    comm_traffic_t t = { 0, 0, 0 };
+    switch ((comm_op_kind_t)op->kind) {
+    case COMM_OP_ALLREDUCE: t.sent = t.received = 2 * (n - 1) * bytes / n; break;
+    case COMM_OP_BROADCAST:
+        if (op->peer == c->rank)
+            t.sent = (n - 1) * bytes;
+        else
+            t.received = bytes;
+        break;
+    case COMM_OP_ALLGATHER:
+    case COMM_OP_ALLTOALL:
+    case COMM_OP_ALLTOALL_SLOTS: t.sent = t.received = (n - 1) * bytes; break;
+    case COMM_OP_ALLGATHERV:
+        t.sent = (n - 1) * a->vec[c->rank] * es;
+        t.received = bytes - a->vec[c->rank] * es;
+        break;
+    case COMM_OP_ALLTOALLV:
+        for (int r = 0; r < c->size; r++)
+            if (r != c->rank) {
+                t.sent += a2a_get(a, c->size, 0, r) * es;
+                t.received += a2a_get(a, c->size, 2, r) * es;
+            }
+        break;
+    case COMM_OP_SEND: t.sent = bytes; break;
+    case COMM_OP_RECV: t.received = bytes; break;
+    default: break;
+    }
+    return t;
+}
+
 /* Enqueue the NCCL calls of one operation on cs (issue lock held). */
 static erase_status_t enqueue(nccl_comm_t *n, const comm_args_t *a, cudaStream_t cs)
 {
@@ -295,6 +332,7 @@ static erase_status_t enqueue(nccl_comm_t *n, const comm_args_t *a, cudaStream_t
         return ERASE_OK;
     case COMM_OP_ALLTOALL:
     case COMM_OP_ALLTOALLV:
+    case COMM_OP_ALLTOALL_SLOTS: /* whole slots: a2a_get's fixed block of slots x slot_elems */
         NCCL_CHECK(ncclGroupStart(), comm);
         for (int r = 0; r < size; r++) {
             size_t sc = a2a_get(a, size, 0, r), rc = a2a_get(a, size, 2, r);
@@ -386,9 +424,13 @@ static erase_status_t nccl_issue(erase_comm_t *c, erase_stream_t *s, const comm_
     if (st == ERASE_OK && !capturing)
         st = ring_push(n, &op, slot, cs);
     pthread_mutex_unlock(&n->issue);
+    if (st == ERASE_OK && !capturing) {
+        comm_traffic_t t = nominal_traffic(c, a);
+        comm_stats_add(c, &op, &t);
+    }
     if (st != ERASE_OK) {
         if (!capturing)
-            comm_log_end(c, slot, &op, 0);
+            comm_log_end(c, slot, &op, 0, NULL);
         return comm_op_failed(c, &op, ", NCCL", st);
     }
     return ERASE_OK;
@@ -651,7 +693,7 @@ static erase_status_t create_one(nccl_comm_t *n, const char *id_dir)
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 1;
     ncclResult_t rc = ncclCommInitRankConfig(&n->comm, c->size, id, c->rank, &config);
-    comm_log_end(c, slot, &op, rc == ncclSuccess);
+    comm_log_end(c, slot, &op, rc == ncclSuccess, NULL);
     if (rc != ncclSuccess) {
         n->comm = NULL;
         char what[96];

@@ -343,7 +343,7 @@ erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int 
 erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
                                  const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                  const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
-                                 uint32_t *pos)
+                                 int *send_counts, uint32_t *pos)
 {
     REQUIRE(tables >= 1 && ranks >= 1 && tmax >= 1 && capacity >= 1,
             "shard route: %d tables, %d ranks, tmax %d, capacity %d (each at least 1)", tables,
@@ -354,10 +354,10 @@ erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uin
     REQUIRE((uint64_t)ranks * (uint64_t)tmax * (uint64_t)capacity < ERASE_SHARD_PAD,
             "shard route: %d ranks x tmax %d x capacity %d entries (expected below %u)", ranks, tmax,
             capacity, ERASE_SHARD_PAD);
-    REQUIRE(table_rows && bounds && slot && send_rows && (n == 0 || (ids && pos)),
-            "shard route: NULL ids, table_rows, bounds, slot, send_rows or pos");
+    REQUIRE(table_rows && bounds && slot && send_rows && send_counts && (n == 0 || (ids && pos)),
+            "shard route: NULL ids, table_rows, bounds, slot, send_rows, send_counts or pos");
     DISPATCH(s, shard_route, n, tables, ids, table_rows, ranks, bounds, slot, tmax, capacity,
-             send_rows, pos);
+             send_rows, send_counts, pos);
 }
 
 erase_status_t erase_gather_rows(erase_stream_t *s, int n, int dim, const uint32_t *index,

@@ -290,7 +290,10 @@ static inline ERASE_HD int erase_shard_range_owner(const int64_t *bounds, int ra
  * to r; send_rows[(r*tmax + slot[t][r])*capacity + j] = row - bounds[t][r]
  * (the row local to its owner) and pos[i*tables + t] = that same index.
  * Every other entry of send_rows [ranks][tmax][capacity] is
- * ERASE_SHARD_PAD: the op writes all of it. Deterministic.
+ * ERASE_SHARD_PAD: the op writes all of it. send_counts [ranks][tmax]
+ * (device ints): the entries routed into each slot (the j's count), 0 for
+ * a slot no table fills: the counts of erase_alltoall_slots, which moves
+ * only those. Deterministic.
  * Errors: ERASE_ERR_INVALID at the call for n outside [0, capacity], tables,
  * ranks, tmax or capacity below 1, or ranks*tmax*capacity at or above
  * ERASE_SHARD_PAD; when the op runs, for a row whose owner's slot is not in
@@ -299,7 +302,7 @@ static inline ERASE_HD int erase_shard_range_owner(const int64_t *bounds, int ra
 erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
                                  const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                  const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
-                                 uint32_t *pos);
+                                 int *send_counts, uint32_t *pos);
 
 /*
  * Row gather: for i < n, j = index[i*index_stride]; out[i*out_stride + c]

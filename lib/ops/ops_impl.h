@@ -67,7 +67,7 @@ typedef struct erase_ops_impl {
     erase_status_t (*shard_route)(erase_stream_t *s, int n, int tables, const uint32_t *ids,
                                   const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                   const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
-                                  uint32_t *pos);
+                                  int *send_counts, uint32_t *pos);
     erase_status_t (*gather_rows)(erase_stream_t *s, int n, int dim, const uint32_t *index,
                                   size_t index_stride, const float *src, int64_t src_rows,
                                   float *out, size_t out_stride);

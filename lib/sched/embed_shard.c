@@ -1,11 +1,12 @@
 /*
- * Table-wise sharded embeddings (lib/sched/embed_shard.h): buffers, the
- * forward's all-to-alls, the gradients' exchange.
+ * Sharded embeddings (lib/sched/embed_shard.h): buffers, the forward's
+ * all-to-alls, the gradients' exchange.
  *
  * Layout of every exchanged buffer: D blocks (one per peer rank, the
  * all-to-all's block r), each of Tmax slots (slot k of block r: the k-th
- * table, in table order, that the owner of the exchange owns), each slot
- * max_batch (B) ids, B x dim floats, or one pack of erase_sparse_pack.
+ * table, in table order, of which rank r holds rows), each slot max_batch
+ * (B) rows or B x dim floats, of which the counted all-to-alls
+ * (erase_alltoall_slots) move the slot's count.
  */
 #include "lib/sched/embed_shard.h"
 
@@ -20,6 +21,7 @@ struct erase_embed_shard {
     erase_network_t *net;
     erase_device_t *dev;
     erase_comm_t *emb;
+    erase_comm_t *dp;                   /* the last reduce's (erase_embed_shard_traffic) */
     int block, first, tables, dim, cap; /* tables: params [first, first + tables) of width dim; cap = B */
     int ranks, rank, tmax;
     int owned[ERASE_FIELDS_MAX];        /* the tables this rank holds rows of, in slot order */
@@ -32,6 +34,7 @@ struct erase_embed_shard {
     int32_t *slot_index;                /* device [T][D]: r x Tmax + slot, -1: r holds none */
     uint32_t *pos;                      /* [B][T]: where sample i's row of table t went in rows_send */
     uint32_t *rows_send, *rows_recv;    /* [D][Tmax][B]: routed rows (local to their holder), or pad */
+    int *fcnt_send, *fcnt_recv;         /* [D][Tmax]: rows routed into each slot, received in each */
     float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
     int *cnt_send, *cnt_recv;           /* [D][Tmax] */
     uint32_t *grow_send, *grow_recv;    /* [D][Tmax][B] */
@@ -125,6 +128,8 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
     ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)B * (size_t)es->tables, (void **)&es->pos));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_send));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_recv));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->fcnt_send));
+    ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->fcnt_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_send));
     ERASE_CHECK(alloc_slots(es, sizeof(float), vec, (void **)&es->vec_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->cnt_send));
@@ -192,7 +197,7 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es)
     if (es->block >= 0)
         erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
     void *bufs[] = { es->table_rows, es->bounds, es->slot, es->slot_index, es->pos, es->rows_send,
-                     es->rows_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
+                     es->rows_recv, es->fcnt_send, es->fcnt_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
                      es->grow_recv, es->gval_send, es->gval_recv, es->pad_counts, es->pad_rows, es->pad_values };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         erase_free(es->dev, bufs[i]);
@@ -207,7 +212,29 @@ int erase_embed_shard_block(const erase_embed_shard_t *es)
 int64_t erase_embed_shard_bytes(const erase_embed_shard_t *es)
 {
     int64_t slots = (int64_t)es->ranks * es->tmax, B = es->cap;
-    return 4 * slots * (B + B * es->dim + 1 + B + B * es->dim);
+    return 4 * slots * (2 + 2 * B + 2 * B * es->dim) + 16 * (int64_t)(es->ranks - 1) * es->tmax;
+}
+
+erase_status_t erase_embed_shard_traffic(const erase_embed_shard_t *es, int64_t *bytes_sent, double *seconds)
+{
+    if (!es)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: traffic of NULL");
+    erase_comm_t *comms[2] = { es->emb, es->dp };
+    int64_t bytes = 0;
+    double secs = 0;
+    for (int i = 0; i < 2; i++) {
+        erase_comm_stats_t st;
+        if (!comms[i] || (i == 1 && comms[1] == comms[0]))
+            continue;
+        ERASE_CHECK(erase_comm_stats(comms[i], &st));
+        bytes += (int64_t)st.kind[ERASE_COMM_ALLTOALL].bytes_sent;
+        secs += st.kind[ERASE_COMM_ALLTOALL].seconds;
+    }
+    if (bytes_sent)
+        *bytes_sent = bytes;
+    if (seconds)
+        *seconds = secs;
+    return ERASE_OK;
 }
 
 /* Offset (elements) of slot k of block r in buffers of `per` elements per slot. */
@@ -224,8 +251,13 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
     if (n < 0 || n > es->cap)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->cap);
     ERASE_CHECK(erase_shard_route(s, n, es->tables, ids, es->table_rows, es->ranks, es->bounds, es->slot, es->tmax,
-                                  es->cap, es->rows_send, es->pos));
-    ERASE_CHECK(erase_alltoall(es->emb, s, es->rows_send, es->rows_recv, slots * B, ERASE_DTYPE_I32));
+                                  es->cap, es->rows_send, es->fcnt_send, es->pos));
+    /* the counts first (fixed size); rows the peers do not send stay pads,
+     * which erase_gather_rows turns into zero vectors nobody unpacks */
+    ERASE_CHECK(erase_alltoall(es->emb, s, es->fcnt_send, es->fcnt_recv, slots, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_memset_async(s, es->rows_recv, 0xFF, sizeof(uint32_t) * (size_t)es->ranks * slots * B));
+    ERASE_CHECK(erase_alltoall_slots(es->emb, s, es->rows_send, es->rows_recv, es->tmax, B, es->fcnt_send,
+                                     es->fcnt_recv, 1, ERASE_DTYPE_I32));
     int np;
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
     for (int r = 0; r < es->ranks; r++)
@@ -234,7 +266,9 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
             ERASE_CHECK(erase_gather_rows(s, es->cap, es->dim, es->rows_recv + at(es, r, k, B), 1, p->value, p->held,
                                           es->vec_send + at(es, r, k, vec), (size_t)es->dim));
         }
-    ERASE_CHECK(erase_alltoall(es->emb, s, es->vec_send, es->vec_recv, slots * vec, ERASE_DTYPE_F32));
+    /* the vectors back: as many as each peer sent rows (the counts reversed) */
+    ERASE_CHECK(erase_alltoall_slots(es->emb, s, es->vec_send, es->vec_recv, es->tmax, vec, es->fcnt_recv,
+                                     es->fcnt_send, (size_t)es->dim, ERASE_DTYPE_F32));
     /* emb[i, t] = the vector of sample i's row of table t, where route put it */
     return erase_gather_rows(s, n * es->tables, es->dim, es->pos, 1, es->vec_recv,
                              (int64_t)es->ranks * es->tmax * es->cap, emb, (size_t)es->dim);
@@ -245,14 +279,17 @@ erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *d
     size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
     int np, D = es->ranks;
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
+    es->dp = dp;
     for (int t = 0; t < es->tables; t++)
         ERASE_CHECK(erase_sparse_split(s, es->cap, es->dim, params[t].grad_count, params[t].grad_rows,
                                        params[t].grad_values, D, es->bounds + (size_t)t * (size_t)(D + 1),
                                        es->slot_index + (size_t)t * (size_t)D, es->cnt_send, es->grow_send,
                                        es->gval_send));
     ERASE_CHECK(erase_alltoall(dp, s, es->cnt_send, es->cnt_recv, slots, ERASE_DTYPE_I32));
-    ERASE_CHECK(erase_alltoall(dp, s, es->grow_send, es->grow_recv, slots * B, ERASE_DTYPE_I32));
-    ERASE_CHECK(erase_alltoall(dp, s, es->gval_send, es->gval_recv, slots * vec, ERASE_DTYPE_F32));
+    ERASE_CHECK(erase_alltoall_slots(dp, s, es->grow_send, es->grow_recv, es->tmax, B, es->cnt_send, es->cnt_recv,
+                                     1, ERASE_DTYPE_I32));
+    ERASE_CHECK(erase_alltoall_slots(dp, s, es->gval_send, es->gval_recv, es->tmax, vec, es->cnt_send,
+                                     es->cnt_recv, (size_t)es->dim, ERASE_DTYPE_F32));
     for (int t = 0; t < es->tables; t++)
         if (params[t].held == 0)
             ERASE_CHECK(erase_memset_async(s, params[t].grad_count, 0, sizeof(int)));

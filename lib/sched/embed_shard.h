@@ -16,30 +16,40 @@
  * communicator): every id of the rank's batch [n, T] is mapped to its row
  * (erase_embedding_forward's rule, the missing value to the last row) and
  * routed to the rank that holds it (erase_shard_route: in sample order,
- * the row local to that rank's part, the rest of every slot padding); one
- * all-to-all of Tmax x B rows; each rank looks its slots up in its parts
- * (erase_gather_rows); one all-to-all of the vectors back; the rank
- * gathers them into emb [n, T, dim] by where it routed each id. Every
- * collective's size depends on the configuration alone, never on the data
- * or on n, so every rank takes part in every all-to-all (a rank with an
- * empty batch too) and the step stays capturable as a graph; the price is
- * padding: a slot carries B entries however few ids it routes.
+ * the row local to that rank's part, and each slot's count); one
+ * all-to-all of the D x Tmax counts, then a counted all-to-all
+ * (erase_alltoall_slots: TorchRec's all-to-all-v) of the routed rows;
+ * each rank looks its slots up in its parts (erase_gather_rows; entries
+ * not received are pads, zero vectors); a counted all-to-all of the
+ * vectors back (the counts reversed); the rank gathers them into
+ * emb [n, T, dim] by where it routed each id. The collectives' shapes
+ * depend on the configuration alone, never on the data or on n, and the
+ * counted all-to-alls read their counts when they run, so every rank takes
+ * part in every all-to-all (a rank with an empty batch too) and the step
+ * stays capturable as a graph, while only the routed entries move (MPI;
+ * NCCL moves whole slots of B entries: comm.h).
  *
  * Backward (erase_embed_shard_reduce, from lib/sched/reduce.c on the comm
  * stream over the dp communicator, in place of the replicated all-gather):
  * each rank's local sparse gradient of every table (the block's backward:
  * erase_embedding_backward, distinct rows ascending, summed in sample
  * order) is split by holder (erase_sparse_split: a contiguous range of the
- * ascending rows each) and sent there (all-to-all of counts, rows and
- * values); the holder merges the D parts of each slot in rank order scaled
+ * ascending rows each) and sent there (an all-to-all of the counts, then
+ * counted all-to-alls of the rows and values); the holder merges the D parts of each slot in rank order scaled
  * by 1/D (erase_sparse_merge): the very sums the replicated all-gather +
  * merge computes for those rows, so the holder's update is bitwise the
  * replicated one. A rank that holds no rows of a table counts 0 of them
  * (no update).
  *
- * Bytes each rank sends per step (its own share included):
- * 4 D Tmax B (rows) + 4 D Tmax B dim (vectors) + 4 D Tmax (1 + B + B dim)
- * (gradients), B = max_batch: erase_embed_shard_bytes.
+ * Bytes each rank sends per step to the other ranks, on the MPI path: the
+ * counts, 4 (D-1) Tmax for each of the 2 count all-to-alls and for each
+ * of the 4 counted ones (the counts again, which the receivers check),
+ * plus 4 x (the ids it routes to others + the gradient rows it sends
+ * them) x (1 + dim) + 4 dim x the ids others route to it: measured by
+ * erase_embed_shard_traffic. At most (every slot full, its own share
+ * included) 4 D Tmax (2 + 2B + 2 B dim) + 16 (D-1) Tmax, B = max_batch:
+ * erase_embed_shard_bytes (NCCL: the 4 D Tmax (2 + 2B + 2 B dim) it
+ * moves).
  */
 #ifndef ERASE_SCHED_EMBED_SHARD_H
 #define ERASE_SCHED_EMBED_SHARD_H
@@ -75,9 +85,21 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es);
 /* The block whose tables are sharded. */
 int erase_embed_shard_block(const erase_embed_shard_t *es);
 
-/* Bytes this rank sends per training step in the all-to-alls (formula
- * above; an evaluation batch: the ids and vectors terms). */
+/* Bytes this rank sends per training step in the all-to-alls at most
+ * (formula above: every slot full; an evaluation batch: the forward's
+ * terms). */
 int64_t erase_embed_shard_bytes(const erase_embed_shard_t *es);
+
+/*
+ * What the exchange moved since the communicators' counters were last
+ * reset (erase_comm_stats_reset of `emb` and of the dp communicator last
+ * given to erase_embed_shard_reduce): the all-to-all bytes this rank sent
+ * to other ranks and the seconds inside those all-to-alls, over both
+ * (the dp communicator carries no other all-to-alls; before any reduce,
+ * `emb` alone). Either output may be NULL. Errors: ERASE_ERR_INVALID (NULL
+ * es).
+ */
+erase_status_t erase_embed_shard_traffic(const erase_embed_shard_t *es, int64_t *bytes_sent, double *seconds);
 
 /*
  * Enqueue on s, over `dp` (the data-parallel group, size D, the ranks of

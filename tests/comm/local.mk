@@ -7,7 +7,7 @@ COMM_TEST_DRIVERS = tests/comm/test-collectives-np2.sh tests/comm/test-collectiv
 	tests/comm/test-kill.sh tests/comm/test-watchdog.sh tests/comm/test-fatal.sh \
 	tests/comm/test-mismatch.sh tests/comm/test-id-exchange-np2.sh \
 	tests/comm/test-id-exchange-np4.sh tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh \
-	tests/comm/test-p2p-np2.sh
+	tests/comm/test-p2p-np2.sh tests/comm/test-counted-np2.sh tests/comm/test-counted-np4.sh
 TESTS += $(COMM_TEST_DRIVERS)
 GPU_TESTS += tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh
 EXTRA_DIST += $(COMM_TEST_DRIVERS) tests/comm/mpi.sh tests/comm/tsan.supp tests/comm/lsan.supp
@@ -28,6 +28,11 @@ tests_comm_test_nccl_LDADD = $(ERASE_LIBS)
 check_PROGRAMS += tests/comm/test-p2p
 tests_comm_test_p2p_SOURCES = tests/comm/test-p2p.c tests/comm/mpi_tap.h
 tests_comm_test_p2p_LDADD = $(ERASE_LIBS)
+
+# the counted all-to-all and the traffic counters (erase_comm_stats)
+check_PROGRAMS += tests/comm/test-counted
+tests_comm_test_counted_SOURCES = tests/comm/test-counted.c tests/comm/mpi_tap.h
+tests_comm_test_counted_LDADD = $(ERASE_LIBS)
 
 # failure modes of a job (no cmocka: the drivers judge)
 check_PROGRAMS += tests/comm/test-failures

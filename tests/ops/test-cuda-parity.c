@@ -669,7 +669,7 @@ static const int64_t shard_bounds[HT][HR + 1] = {
 static const int32_t shard_slots[HT][HR] = { { -1, -1, -1, 0 }, { 0, 0, 0, 1 }, { 1, -1, 1, 2 } };
 
 typedef struct {
-    pair_t *ids, *rows, *bounds, *slot, *tables[HT], *send, *pos, *recv, *emb;
+    pair_t *ids, *rows, *bounds, *slot, *tables[HT], *send, *cnt, *pos, *recv, *emb;
     pair_t *count, *grows, *gvals, *sbounds, *sq, *oc, *orows, *ovals; /* split of table 2 */
 } shard_ctx_t;
 
@@ -677,7 +677,7 @@ static void shard_body(void *p)
 {
     shard_ctx_t *c = p;
     MUST(erase_shard_route(S, HN, HT, P(c->ids), P(c->rows), HR, P(c->bounds), P(c->slot), HTMAX,
-                           HCAP, P(c->send), P(c->pos)));
+                           HCAP, P(c->send), P(c->cnt), P(c->pos)));
     for (int r = 0; r < HR; r++) /* each owner looks its slots up in its parts */
         for (int k = 0; k < HTMAX; k++) {
             const float *part = NULL;
@@ -717,6 +717,7 @@ static void test_shard(void **state)
         c.tables[f] = pair_new((size_t)shard_rows[f] * HD, F32, t[f], 0);
     }
     c.send = pair_new(HENTRIES, U32, NULL, 1);
+    c.cnt = pair_new(HR * HTMAX, I32, NULL, 1);
     c.pos = pair_new(HN * HT, U32, NULL, 1);
     c.recv = pair_new(HENTRIES * HD, BITS, NULL, 1);
     c.emb = pair_new(HN * HT * HD, BITS, NULL, 1);
@@ -743,7 +744,7 @@ static void test_shard(void **state)
 
 typedef struct {
     int which; /* 0: route, 1: gather, 2: split */
-    pair_t *ids, *rows, *bounds, *slot, *send, *pos, *index, *src, *out;
+    pair_t *ids, *rows, *bounds, *slot, *send, *cnt, *pos, *index, *src, *out;
     pair_t *count, *grows, *gvals, *sq, *oc, *orows, *ovals;
 } shard_fault_ctx_t;
 
@@ -752,7 +753,7 @@ static void shard_fault_body(void *p)
     shard_fault_ctx_t *c = p;
     if (c->which == 0)
         MUST(erase_shard_route(S, 2, 1, P(c->ids), P(c->rows), 2, P(c->bounds), P(c->slot), 1, 2,
-                               P(c->send), P(c->pos)));
+                               P(c->send), P(c->cnt), P(c->pos)));
     else if (c->which == 1)
         MUST(erase_gather_rows(S, 2, HD, P(c->index), 1, P(c->src), 4, P(c->out), HD));
     else
@@ -776,6 +777,7 @@ static void test_shard_faults(void **state)
     c.bounds = pair_new(6, U32, bounds, 0);
     c.slot = pair_new(2, I32, slot, 0);
     c.send = pair_new(4, U32, NULL, 0);
+    c.cnt = pair_new(2, I32, NULL, 0);
     c.pos = pair_new(2, U32, NULL, 0);
     c.index = pair_new(2, U32, index, 0);
     c.src = pair_new(4 * HD, F32, NULL, 0);

@@ -74,6 +74,7 @@ static int free_test(void **state)
 /* Device copies of the routing case's inputs. */
 typedef struct {
     uint32_t *ids, *rows, *send, *pos;
+    int *cnt; /* send_counts [RR][TMAX] */
     int64_t *bounds;
     int32_t *slot;
 } route_bufs_t;
@@ -91,13 +92,14 @@ static route_bufs_t route_bufs(void)
     memcpy(b.slot, slots, sizeof slots);
     b.send = dmalloc(sizeof(uint32_t) * ENTRIES, 0x5A); /* every entry must be written */
     b.pos = dmalloc(sizeof(uint32_t) * N * RT, 0x5A);
+    b.cnt = dmalloc(sizeof(int) * RR * TMAX, 0x5A); /* every count too */
     return b;
 }
 
 static void test_route(void **state)
 {
     route_bufs_t b = route_bufs();
-    MUST(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send,
+    MUST(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt,
                            b.pos));
     MUST(erase_stream_synchronize(stream));
     uint32_t want[ENTRIES];
@@ -124,6 +126,13 @@ static void test_route(void **state)
         for (int t = 0; t < RT; t++)
             if (b.pos[i * RT + t] != want_pos[i][t])
                 fail_msg("pos[%d][%d] = %u, expected %u", i, t, b.pos[i * RT + t], want_pos[i][t]);
+    /* the counts: 2 rows of table 0 on each rank (slot 0), table 1's 6 on
+     * rank 1 (slot 1), 0 for slot 1 of ranks 0 and 2 (no table) */
+    const int want_cnt[RR][TMAX] = { { 2, 0 }, { 2, 6 }, { 2, 0 } };
+    for (int r = 0; r < RR; r++)
+        for (int k = 0; k < TMAX; k++)
+            if (b.cnt[r * TMAX + k] != want_cnt[r][k])
+                fail_msg("send_counts[%d][%d] = %d, expected %d", r, k, b.cnt[r * TMAX + k], want_cnt[r][k]);
 }
 
 /* The exchange's round trip: owners look their routed rows up in their parts
@@ -141,7 +150,7 @@ static void test_route_gather_round_trip(void **state)
     }
     float *recv = dmalloc(sizeof(float) * ENTRIES * D, 0xFF); /* NaN: unwritten shows */
     float *emb = dmalloc(sizeof(float) * N * RT * D, 0xFF), *ref = dmalloc(sizeof(float) * N * RT * D, 0);
-    MUST(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send,
+    MUST(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt,
                            b.pos));
     /* each owner's slots: its part of the table of the slot, or no table */
     for (int r = 0; r < RR; r++)
@@ -176,7 +185,7 @@ static void test_route_idle_ranks(void **state)
     route_bufs_t b = route_bufs();
     b.ids[0] = 0, b.ids[1] = 7;  /* sample 0: table 0 row 0, table 1 row 3 */
     b.ids[2] = 3, b.ids[3] = 5;  /* sample 1: table 0 row 3, table 1 row 1 */
-    MUST(erase_shard_route(stream, 2, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send,
+    MUST(erase_shard_route(stream, 2, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt,
                            b.pos));
     MUST(erase_stream_synchronize(stream));
     for (int e = 0; e < ENTRIES; e++) {
@@ -190,16 +199,21 @@ static void test_route_idle_ranks(void **state)
     assert_int_equal(b.pos[2], AT(0, 0, 1));
     assert_int_equal(b.pos[3], AT(1, 1, 1));
     assert_int_equal(b.pos[4], 0x5A5A5A5Au); /* sample 2 is not in the batch */
+    const int want_cnt[RR * TMAX] = { 2, 0, 0, 2, 0, 0 }; /* ranks 1 and 2 get no row of table 0 */
+    assert_memory_equal(b.cnt, want_cnt, sizeof want_cnt);
 
     memset(b.pos, 0x5A, sizeof(uint32_t) * N * RT);
     memset(b.send, 0x5A, sizeof(uint32_t) * ENTRIES);
-    MUST(erase_shard_route(stream, 0, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send,
+    memset(b.cnt, 0x5A, sizeof(int) * RR * TMAX);
+    MUST(erase_shard_route(stream, 0, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt,
                            b.pos));
     MUST(erase_stream_synchronize(stream));
     for (int e = 0; e < ENTRIES; e++)
         assert_int_equal(b.send[e], PAD);
     for (int e = 0; e < N * RT; e++)
         assert_int_equal(b.pos[e], 0x5A5A5A5Au);
+    for (int e = 0; e < RR * TMAX; e++)
+        assert_int_equal(b.cnt[e], 0);
 }
 
 /* Run-time failures come back from synchronize as ERASE_ERR_INVALID with
@@ -222,33 +236,36 @@ static void test_route_failures(void **state)
     /* table 1's owner, rank 1, loses its slot: sample 0's row 3 has none */
     b.slot[1 * RR + 1] = -1;
     MUST(erase_stream_create(dev, &s));
-    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.pos));
+    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt, b.pos));
     expect_run_failure(s, "shard route: table 1 sample 0: row 3's owner, rank 1, has slot -1 "
                           "(expected 0 to tmax-1 = 1)");
     b.slot[1 * RR + 1] = TMAX; /* a slot past tmax */
     MUST(erase_stream_create(dev, &s));
-    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.pos));
+    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt, b.pos));
     expect_run_failure(s, "shard route: table 1 sample 0: row 3's owner, rank 1, has slot 2 "
                           "(expected 0 to tmax-1 = 1)");
     b.slot[1 * RR + 1] = 1;
     /* bounds that end before R: the missing value's row 9 is nobody's */
     b.bounds[3] = 9;
     MUST(erase_stream_create(dev, &s));
-    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.pos));
+    MUST(erase_shard_route(s, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP, b.send, b.cnt, b.pos));
     expect_run_failure(s, "shard route: table 0 sample 1: row 9 is outside the bounds [0, 9)");
     /* at the call */
     expect_invalid(erase_shard_route(stream, CAP + 1, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX,
-                                     CAP, b.send, b.pos),
+                                     CAP, b.send, b.cnt, b.pos),
                    "shard route: 7 samples, expected 0 to capacity 6");
     expect_invalid(erase_shard_route(stream, -1, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP,
-                                     b.send, b.pos),
+                                     b.send, b.cnt, b.pos),
                    "shard route: -1 samples, expected 0 to capacity 6");
     expect_invalid(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, 0, CAP,
-                                     b.send, b.pos),
+                                     b.send, b.cnt, b.pos),
                    "shard route: 2 tables, 3 ranks, tmax 0, capacity 6 (each at least 1)");
     expect_invalid(erase_shard_route(stream, 1, RT, b.ids, b.rows, 65536, b.bounds, b.slot, 256,
-                                     256, b.send, b.pos),
+                                     256, b.send, b.cnt, b.pos),
                    "shard route: 65536 ranks x tmax 256 x capacity 256 entries (expected below 4294967295)");
+    expect_invalid(erase_shard_route(stream, N, RT, b.ids, b.rows, RR, b.bounds, b.slot, TMAX, CAP,
+                                     b.send, NULL, b.pos),
+                   "shard route: NULL ids, table_rows, bounds, slot, send_rows, send_counts or pos");
 }
 
 static void test_gather_failures(void **state)

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "lib/nn/train_step.h"
+#include "lib/ops/ops.h"
 #include "lib/sched/embed_shard.h"
 #include "lib/sched/reduce.h"
 #include "tests/sched/equivalence.h"
@@ -148,6 +149,37 @@ static void test_equal_to_replicated(void **state)
  * anywhere but on the holder would fail. Rank 1 (if any) has an empty
  * batch: it still takes part in the all-to-alls.
  */
+/* The bytes this rank sends in a forward whose every non-empty rank has
+ * the batch `ids` [b][fields] (rank 1 empty when there are more): the
+ * counts (4 (D-1) Tmax), the counted rows exchange (its counts + 4 per id
+ * routed to another rank) and the vectors back (its counts + 4 dim per id
+ * another rank routed to this one). */
+static int64_t forward_traffic(const erase_model_config_t *cfg, const erase_shard_t *plan, const uint32_t *ids,
+                               int b)
+{
+    int D = eq_world.size, me = eq_world.rank, tmax = 0;
+    for (int r = 0; r < D; r++) {
+        int held = 0;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            held += erase_shard_rows_on(&plan[f], r) > 0;
+        tmax = held > tmax ? held : tmax;
+    }
+    int64_t to_others = 0, to_me = 0; /* routed by one non-empty rank */
+    for (int i = 0; i < b; i++)
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+            uint32_t row = erase_embedding_row(ids[i * ERASE_CTR_FIELDS + f], cfg->ctr.table_rows[f]);
+            int owner = erase_shard_owner(&plan[f], row, NULL);
+            to_others += owner != me;
+            to_me += owner == me;
+        }
+    int senders = 0; /* other ranks with a batch */
+    for (int r = 0; r < D; r++)
+        senders += r != me && !(r == 1 && D > 1);
+    int own = !(me == 1 && D > 1);
+    return 3 * 4 * (int64_t)(D - 1) * tmax + 4 * (own ? to_others : 0) +
+           4 * (int64_t)cfg->ctr.embedding_dim * senders * to_me;
+}
+
 static void boundaries(erase_shard_kind_t kind)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
@@ -160,7 +192,7 @@ static void boundaries(erase_shard_kind_t kind)
     assert_int_equal(erase_embed_shard_create(sh, erase_emb_comm(), plan, ERASE_CTR_FIELDS, &es), ERASE_OK);
     erase_batch_t batch;
     assert_int_equal(erase_batch_random(rep, B, 7 + (uint64_t)eq_world.rank, &batch), ERASE_OK);
-    uint32_t *ids = (uint32_t *)batch.sparse;
+    uint32_t *ids = (uint32_t *)batch.sparse, want_all[B * ERASE_CTR_FIELDS];
     int last = eq_world.size - 1, second = eq_world.size > 1 ? 1 : 0;
     for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
         uint32_t rows = cfg.ctr.table_rows[f];
@@ -168,7 +200,7 @@ static void boundaries(erase_shard_kind_t kind)
         uint32_t edge2 = (uint32_t)erase_shard_first_row(&plan[f], last) + (kind == ERASE_SHARD_TABLE ? 2 : 0);
         const uint32_t want_ids[B] = { 0, rows - 2, 0xFFFFFFFFu, rows - 1, edge1 - 1, edge1, edge2 - 1, edge2 };
         for (int i = 0; i < B; i++)
-            ids[i * ERASE_CTR_FIELDS + f] = want_ids[i];
+            ids[i * ERASE_CTR_FIELDS + f] = want_all[i * ERASE_CTR_FIELDS + f] = want_ids[i];
     }
     batch.size = eq_world.rank == 1 ? 0 : B;
     erase_stream_t *s;
@@ -180,16 +212,24 @@ static void boundaries(erase_shard_kind_t kind)
         assert_int_equal(erase_stream_synchronize(s), ERASE_OK);
         memcpy(want, erase_network_head_output(rep, erase_network_blocks(rep) - 1, &w), sizeof want);
     }
+    erase_comm_stats_reset(erase_emb_comm());
     assert_int_equal(erase_network_forward_predict(sh, s, &batch), ERASE_OK);
     assert_int_equal(erase_stream_synchronize(s), ERASE_OK);
     memcpy(got, erase_network_head_output(sh, erase_network_blocks(sh) - 1, &w), sizeof got);
+    int64_t traffic, want_traffic = forward_traffic(&cfg, plan, want_all, B);
+    double seconds;
+    assert_int_equal(erase_embed_shard_traffic(es, &traffic, &seconds), ERASE_OK);
     int64_t differ = equivalence_sum_ranks((int64_t)equivalence_differ(want, got, (size_t)batch.size));
     int64_t samples = equivalence_sum_ranks(batch.size);
     int64_t bytes = erase_embed_shard_bytes(es);
+    int64_t traffic_wrong = equivalence_sum_ranks(traffic != want_traffic);
     print_message("%s: boundary ids (0, rows-2, missing, rows-1, the parts' edges) on %d ranks, rank 1's batch "
-                  "empty: %lld of %lld predictions differ from replicated; %lld bytes sent per step per rank\n",
-                  erase_shard_kind_name(kind), eq_world.size, (long long)differ, (long long)samples, (long long)bytes);
+                  "empty: %lld of %lld predictions differ from replicated; rank %d sent %lld bytes in the forward "
+                  "(expected %lld; at most %lld per step)\n",
+                  erase_shard_kind_name(kind), eq_world.size, (long long)differ, (long long)samples, eq_world.rank,
+                  (long long)traffic, (long long)want_traffic, (long long)bytes);
     assert_int_equal(differ, 0);
+    assert_int_equal(traffic_wrong, 0);
     assert_int_equal(samples, (int64_t)B * (eq_world.size > 1 ? eq_world.size - 1 : 1));
     erase_stream_destroy(s);
     erase_batch_free_random(rep, &batch);

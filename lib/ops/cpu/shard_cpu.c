@@ -12,6 +12,7 @@ typedef struct {
     const int64_t *bounds;
     const int32_t *slot;
     uint32_t *send_rows, *pos;
+    int *send_counts;
 } route_args_t;
 
 /* Route table t's samples in order; `next` counts the entries given to
@@ -38,6 +39,9 @@ static erase_status_t route_table(const route_args_t *a, int t, int *next)
         a->send_rows[at] = (uint32_t)(row - b[r]);
         a->pos[(size_t)i * a->tables + t] = (uint32_t)at;
     }
+    for (int r = 0; r < a->ranks; r++)
+        if (slot[r] >= 0 && slot[r] < a->tmax)
+            a->send_counts[(size_t)r * a->tmax + (size_t)slot[r]] = next[r];
     return ERASE_OK;
 }
 
@@ -47,6 +51,7 @@ static erase_status_t route_k(const void *p)
     size_t entries = (size_t)a->ranks * a->tmax * a->capacity;
     for (size_t e = 0; e < entries; e++)
         a->send_rows[e] = ERASE_SHARD_PAD;
+    memset(a->send_counts, 0, sizeof(int) * (size_t)a->ranks * (size_t)a->tmax);
     int *next = malloc(sizeof(int) * (size_t)a->ranks);
     if (!next)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "shard route: no memory for %d counters", a->ranks);
@@ -60,11 +65,12 @@ static erase_status_t route_k(const void *p)
 erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
                                      const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                      const int32_t *slot, int tmax, int capacity,
-                                     uint32_t *send_rows, uint32_t *pos)
+                                     uint32_t *send_rows, int *send_counts, uint32_t *pos)
 {
     route_args_t a = { .n = n, .tables = tables, .ranks = ranks, .tmax = tmax,
                        .capacity = capacity, .ids = ids, .table_rows = table_rows,
-                       .bounds = bounds, .slot = slot, .send_rows = send_rows, .pos = pos };
+                       .bounds = bounds, .slot = slot, .send_rows = send_rows,
+                       .send_counts = send_counts, .pos = pos };
     LAUNCH(s, route_k, a);
 }
 

@@ -14,18 +14,25 @@
 // ---------------------------------------------------------------------------
 // CUDA kernels
 
-/* send_rows[e] = ERASE_SHARD_PAD over every entry. */
-__global__ void shard_pad_kernel(size_t entries, uint32_t *send_rows)
+/* send_rows[e] = ERASE_SHARD_PAD over every entry; send_counts[e] = 0 for
+ * the first `slots` entries. */
+__global__ void shard_pad_kernel(size_t entries, uint32_t *send_rows, size_t slots,
+                                 int *send_counts)
 {
     ERASE_CUDA_GRID_LOOP(e, entries)
-    send_rows[e] = ERASE_SHARD_PAD;
+    {
+        send_rows[e] = ERASE_SHARD_PAD;
+        if (e < slots)
+            send_counts[e] = 0;
+    }
 }
 
 /* Item e = (table t = e / ranks, rank r = e % ranks): t's samples owned by r. */
 __global__ void shard_route_kernel(size_t items, int n, int tables, int ranks, int tmax,
                                    int capacity, const uint32_t *ids, const uint32_t *table_rows,
                                    const int64_t *bounds, const int32_t *slot,
-                                   uint32_t *send_rows, uint32_t *pos, int *fault)
+                                   uint32_t *send_rows, int *send_counts, uint32_t *pos,
+                                   int *fault)
 {
     ERASE_CUDA_GRID_LOOP(e, items)
     {
@@ -48,6 +55,8 @@ __global__ void shard_route_kernel(size_t items, int n, int tables, int ranks, i
             send_rows[at] = (uint32_t)(row - b[r]);
             pos[(size_t)i * tables + t] = (uint32_t)at;
         }
+        if (k >= 0 && k < tmax)
+            send_counts[(size_t)r * tmax + (size_t)k] = j;
     }
 }
 
@@ -142,15 +151,16 @@ extern "C" erase_status_t erase_cuda_op_shard_route(erase_stream_t *s, int n, in
                                                     const uint32_t *table_rows, int ranks,
                                                     const int64_t *bounds, const int32_t *slot,
                                                     int tmax, int capacity, uint32_t *send_rows,
-                                                    uint32_t *pos)
+                                                    int *send_counts, uint32_t *pos)
 {
-    size_t entries = (size_t)ranks * tmax * capacity;
-    ERASE_CHECK(erase_cuda_launch_n(s, "shard route: pad", shard_pad_kernel, entries, send_rows));
+    size_t entries = (size_t)ranks * tmax * capacity, slots = (size_t)ranks * tmax;
+    ERASE_CHECK(erase_cuda_launch_n(s, "shard route: pad", shard_pad_kernel, entries, send_rows,
+                                    slots, send_counts));
     if (n == 0)
         return ERASE_OK;
     ERASE_CHECK(erase_cuda_launch_n(s, "shard route", shard_route_kernel, (size_t)tables * ranks, n,
                                     tables, ranks, tmax, capacity, ids, table_rows, bounds, slot,
-                                    send_rows, pos, erase_cuda_fault_word(s)));
+                                    send_rows, send_counts, pos, erase_cuda_fault_word(s)));
     return ERASE_OK;
 }
 
