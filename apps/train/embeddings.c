@@ -39,17 +39,22 @@ erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group,
     return erase_embed_shard_create(net, group, e->plan, e->tables, out);
 }
 
-void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard_t *es, int ranks)
+void train_embeddings_kind_text(const train_embeddings_t *e, char *out, size_t size)
 {
     int by_row = 0;
     for (int t = 0; t < e->tables; t++)
         by_row += e->plan[t].kind == ERASE_SHARD_ROW;
-    char how[64];
     if (e->kind == ERASE_SHARD_AUTO)
-        snprintf(how, sizeof how, "auto (%d table%s row-wise, %d table-wise)", by_row, by_row == 1 ? "" : "s",
+        snprintf(out, size, "auto (%d table%s row-wise, %d table-wise)", by_row, by_row == 1 ? "" : "s",
                  e->tables - by_row);
     else
-        snprintf(how, sizeof how, "%s", by_row ? "row-wise" : "table-wise");
+        snprintf(out, size, "%s", by_row ? "row-wise" : "table-wise");
+}
+
+void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard_t *es, int ranks)
+{
+    char how[64];
+    train_embeddings_kind_text(e, how, sizeof how);
     printf("  embed  %s over %d rank%s (%d tables; all-to-all at most %lld bytes per step per rank)\n", how, ranks,
            ranks == 1 ? "" : "s", e->tables, (long long)erase_embed_shard_bytes(es));
     for (int r = 0; r < ranks; r++) {

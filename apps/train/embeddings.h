@@ -40,6 +40,10 @@ erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char
 erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
                                       erase_embed_shard_t **out);
 
+/* "table-wise", "row-wise" or "auto (1 table row-wise, 25 table-wise)":
+ * what placement `e` is, into out[size]. */
+void train_embeddings_kind_text(const train_embeddings_t *e, char *out, size_t size);
+
 /* The start-up lines of placement `e` over `ranks` ranks (stdout): the
  * kind and the exchange's bytes at most per step (es), then per rank its
  * whole and partial tables, rows and MiB (values and optimizer state). */

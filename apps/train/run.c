@@ -80,6 +80,8 @@ typedef struct {
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
+    int64_t emb_eval_bytes;          /* sharded tables: the all-to-alls' bytes and seconds of evaluations */
+    double emb_eval_s;               /* (the summary reports training's: erase_embed_shard_traffic less these) */
     int64_t skipped;                 /* steps skipped for non-finite gradients */
     /* checkpoints (apps/train/checkpoint.h) */
     train_ckpt_t *ckpt;
@@ -634,6 +636,10 @@ static erase_status_t evaluate(run_t *r)
     erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
     erase_stream_t *s = main_stream(r);
     TRY(synchronize(r));
+    int64_t bytes0 = 0;
+    double emb_s0 = 0;
+    if (r->shard) /* training's all-to-alls have ended */
+        TRY(erase_embed_shard_traffic(r->shard, &bytes0, &emb_s0));
     while (st == ERASE_OK) {
         erase_reader_batch_t b;
         st = erase_reader_next(r->eval, &b);
@@ -659,6 +665,15 @@ static erase_status_t evaluate(run_t *r)
     }
     if (st == ERASE_OK)
         st = reduce_metrics(r, TRAIN_TASK_EVAL);
+    if (st == ERASE_OK && r->shard) {
+        int64_t bytes1 = 0;
+        double emb_s1 = 0;
+        st = synchronize(r);
+        if (st == ERASE_OK)
+            st = erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1);
+        r->emb_eval_bytes += bytes1 - bytes0;
+        r->emb_eval_s += emb_s1 - emb_s0;
+    }
     if (st == ERASE_OK) {
         r->evals++;
         r->eval_step = r->step;
@@ -962,6 +977,17 @@ static void summary(run_t *r)
         qps[i] = global / r->step_s[r->first_step + warmup + i];
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
+    /* sharded tables: the all-to-alls of training steps per step, the slowest rank's (collective) */
+    double emb[2] = { 0, 0 };
+    int64_t emb_bytes = 0;
+    double emb_s = 0;
+    if (r->shard && done > 0 && erase_embed_shard_traffic(r->shard, &emb_bytes, &emb_s) == ERASE_OK) {
+        emb[0] = (double)(emb_bytes - r->emb_eval_bytes) / (double)done;
+        emb[1] = (emb_s - r->emb_eval_s) / (double)done;
+        if (erase_allreduce(metrics_comm(r), r->host, emb, emb, 2, ERASE_DTYPE_F64, ERASE_REDUCE_MAX) != ERASE_OK ||
+            erase_stream_synchronize(r->host) != ERASE_OK)
+            emb[0] = emb[1] = -1;
+    }
     double *stages = NULL; /* a pipeline's figures of every rank (collective) */
     if (r->pipe && train_pipeline_gather(r->pipe, &r->pipe_warm, r->w, r->host, &stages) != ERASE_OK && r->root)
         fprintf(stderr, "erase-train: the pipeline's figures: %s\n", erase_error_reason());
@@ -1006,6 +1032,17 @@ static void summary(run_t *r)
     printf("\n  eval time  %.2f s in %lld evaluation%s (not in the steps' time)\n", r->eval_s, (long long)r->evals,
            r->evals == 1 ? "" : "s");
     printf("  data wait  %.2f s (%.1f%% of training time)\n", wait, total_s > 0 ? 100 * wait / total_s : 0);
+    char emb_kind[64] = "replicated";
+    if (r->shard) {
+        train_embeddings_kind_text(&r->emb, emb_kind, sizeof emb_kind);
+        if (emb[0] >= 0)
+            printf("  embed      %s: all-to-all %.3g MB sent per step per rank (at most %.3g MB), %.2f ms per step in "
+                   "all-to-alls (%.1f%% of a step; the slowest rank's)\n", emb_kind, emb[0] / 1e6,
+                   (double)erase_embed_shard_bytes(r->shard) / 1e6, 1e3 * emb[1],
+                   total_s > 0 ? 100 * emb[1] * (double)done / total_s : 0);
+        else
+            printf("  embed      %s: the all-to-alls' traffic: %s\n", emb_kind, erase_error_reason());
+    }
     if (r->skipped)
         printf("  skipped    %lld step%s with non-finite gradients\n", (long long)r->skipped, r->skipped == 1 ? "" : "s");
     int ckpts;
@@ -1027,6 +1064,11 @@ static void summary(run_t *r)
             fprintf(r->metrics, ",\"mfu_p50\":%.4f,\"mfu_p90\":%.4f,\"peak_gflops\":%.1f", mfu(r, p50),
                     mfu(r, p90), r->peak_gflops);
         r->task->eval_json(r->ts, r->metrics);
+        fprintf(r->metrics, ",\"embeddings\":\"%s\"", o->embeddings);
+        if (r->shard && emb[0] >= 0)
+            fprintf(r->metrics, ",\"alltoall_bytes_per_step\":%.0f,\"alltoall_bytes_per_step_max\":%lld,"
+                                "\"alltoall_ms_per_step\":%.4f", emb[0], (long long)erase_embed_shard_bytes(r->shard),
+                    1e3 * emb[1]);
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
                 total_s, r->eval_s, ckpt_s, (long long)r->skipped, r->w->size, o->early_backward);

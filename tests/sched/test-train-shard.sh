@@ -12,7 +12,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..14"
+echo "1..15"
 
 # run NP NAME ARGS...: erase-train on NP ranks, stdout in $dir/NAME.out
 run() {
@@ -59,6 +59,22 @@ grep -q -x -F "  embed  auto (1 table row-wise, 25 table-wise) over 4 ranks (26 
 ok=$?
 tap $ok "auto: table 5 row-wise (a part on each of 4 ranks), the rest table-wise"
 [ $ok = 0 ] || tap_report "$dir/auto.out"
+
+# the summary's all-to-all traffic of training steps: the same with 6
+# evaluations as with 1 (evaluations' all-to-alls are not counted), within
+# the padded bound, on the summary line and in the metrics file
+field() { grep '"type":"summary"' "$2" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+run 2 ev6 --steps 12 --batch 32 --eval-every 2 --embeddings row --metrics "$dir/ev6.jsonl"
+rc6=$rc
+run 2 ev1 --steps 12 --batch 32 --eval-every 0 --embeddings row --metrics "$dir/ev1.jsonl"
+b6=$(field alltoall_bytes_per_step "$dir/ev6.jsonl") b1=$(field alltoall_bytes_per_step "$dir/ev1.jsonl")
+max=$(field alltoall_bytes_per_step_max "$dir/ev1.jsonl")
+[ $rc6 = 0 ] && [ $rc = 0 ] && [ -n "$b1" ] && [ "$b1" = "$b6" ] && [ "$b1" -gt 0 ] && [ "$b1" -lt "$max" ] &&
+    grep -q '"embeddings":"row"' "$dir/ev1.jsonl" &&
+    grep -q "^  embed      row-wise: all-to-all [0-9.e+-]* MB sent per step per rank (at most [0-9.e+-]* MB), [0-9.]* ms per step in all-to-alls ([0-9.]*% of a step; the slowest rank's)$" "$dir/ev1.out"
+ok=$?
+tap $ok "summary: the training steps' all-to-all bytes per step, $b1 with 1 evaluation and $b6 with 6 (at most $max)"
+[ $ok = 0 ] || { tap_report "$dir/ev6.out"; tap_report "$dir/ev1.out"; }
 
 # the placement: one line per rank, every table once; row-wise, every row once
 run 2 row --steps 2 --batch 16 --embeddings row
