@@ -88,7 +88,7 @@ static const opt_def_t defs[] = {
       "auto (row-wise the tables of more bytes than a rank's share, table-wise the rest); sharded tables are held "
       "only where placed, ids and vectors cross ranks by all-to-all; checkpoints hold every table whole, its rows "
       "written by their holders, and resume onto any placement and number of ranks; not with pipelines (--pp, "
-      "--schedule) or --device cuda yet", "replicated|table|row|auto", NO_BOUNDS },
+      "--schedule) yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
     { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
@@ -401,9 +401,6 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with --schedule %s: sharded tables with pipelines "
                            "are not built yet; drop --pp and --schedule, or use --embeddings replicated",
                            o->embeddings, schedule);
-    if (sharded && !strcmp(o->device, "cuda"))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with --device cuda: the tables' all-to-alls over "
-                           "NCCL are not built yet; use --device cpu or --embeddings replicated", o->embeddings);
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

@@ -162,14 +162,14 @@ int erase_world_cores_per_rank(const erase_world_t *world);
 void erase_world_log_device(const erase_device_t *dev);
 
 /*
- * Let the world's communicators (world, dp, pp) run collectives on streams
+ * Let the world's communicators (world, dp, pp, emb) run collectives on streams
  * of `dev`. A CPU device: nothing to do (ERASE_OK). A CUDA device (builds
  * with NCCL): for each communicator, rank 0 of its group calls
  * ncclGetUniqueId and sends the id to the group with MPI_Bcast, or, when
  * ERASE_NCCL_ID_DIR is set, through a file in that shared directory
  * (DIR/erase-nccl-<group>-<job>.id, written atomically by rank 0 of the
- * group and removed once every rank has joined; <group> is world, dp<i> or
- * pp<i>, <job> from ERASE_JOB_ID, SLURM_JOB_ID or Open MPI's job id; the
+ * group and removed once every rank has joined; <group> is world, dp<i>,
+ * pp<i> or emb<i>, <job> from ERASE_JOB_ID, SLURM_JOB_ID or Open MPI's job id; the
  * others wait up to ERASE_NCCL_ID_TIMEOUT seconds, default 300); then every
  * rank calls ncclCommInitRankConfig (blocking) on the device.
  * Device choice: one GPU per rank. The ordinal is the caller's (e.g.

@@ -1,6 +1,6 @@
 /*
  * The NCCL communicator on device buffers (builds with NCCL): one ncclComm_t
- * beside each MPI communicator of the world (world, dp, pp), created by
+ * beside each MPI communicator of the world (world, dp, pp, emb), created by
  * erase_world_attach_device, and every collective of comm.h enqueued on
  * the CUDA stream by the calling thread:
  *
@@ -91,7 +91,7 @@ static struct {
     int ordinal;
     char bus_id[32];
     int version;                /* ncclGetVersion */
-    nccl_comm_t comms[3];       /* world, dp, pp */
+    nccl_comm_t comms[4];       /* world, dp, pp, emb */
     int ncomms;
     int abort_started;          /* atomic: the fatal path began ncclCommAbort */
     int abort_done;             /* atomic: the abort thread finished */
@@ -710,7 +710,7 @@ erase_status_t erase_world_attach_device(erase_device_t *dev)
 {
     if (!dev)
         return ERASE_ERROR(ERASE_ERR_INVALID, "erase_world_attach_device: device is NULL");
-    erase_comm_t *comms[3] = { erase_world_comm(), erase_dp_comm(), erase_pp_comm() };
+    erase_comm_t *comms[4] = { erase_world_comm(), erase_dp_comm(), erase_pp_comm(), erase_emb_comm() };
     if (!comms[0])
         return ERASE_ERROR(ERASE_ERR_STATE, "erase_world_attach_device: call erase_world_init "
                            "first");
@@ -763,7 +763,8 @@ erase_status_t erase_world_attach_device(erase_device_t *dev)
     snprintf(ng.comms[0].group, sizeof ng.comms[0].group, "world");
     snprintf(ng.comms[1].group, sizeof ng.comms[1].group, "dp%d", pp_rank);
     snprintf(ng.comms[2].group, sizeof ng.comms[2].group, "pp%d", dp_rank);
-    for (int i = 0; i < 3; i++) { /* the same order on every rank */
+    snprintf(ng.comms[3].group, sizeof ng.comms[3].group, "emb%d", pp_rank); /* the dp group again */
+    for (int i = 0; i < 4; i++) { /* the same order on every rank */
         ng.comms[i].c = comms[i];
         ng.ncomms = i + 1;
         ERASE_CHECK_GOTO(create_one(&ng.comms[i], id_dir), st, fail);
@@ -787,7 +788,7 @@ erase_status_t erase_world_attach_device(erase_device_t *dev)
                 comms[0]->rank, comms[0]->size, comms[1]->rank, comms[1]->size, comms[2]->rank,
                 comms[2]->size, id_dir ? id_dir : "MPI");
     if (comm_verbose >= 0 && world->rank == 0)
-        fprintf(stderr, "[rank 0 %s] erase: %s communicators world, dp, pp on %d GPU%s (unique "
+        fprintf(stderr, "[rank 0 %s] erase: %s communicators world, dp, pp, emb on %d GPU%s (unique "
                 "ids over %s)\n", comm_host, version, world->size, world->size == 1 ? "" : "s",
                 id_dir ? "a shared directory" : "MPI");
     comm_device_ops_set(&nccl_ops);

@@ -390,7 +390,7 @@ int main(int argc, char **argv)
         return finish();
     }
     MUST(st);
-    tap(0, "erase_world_attach_device(CUDA device): NCCL communicators world, dp, pp");
+    tap(0, "erase_world_attach_device(CUDA device): NCCL communicators world, dp, pp, emb");
 
     char what[160];
     static const char *ops[] = { "sum", "mean", "max" };

@@ -5,14 +5,14 @@
 # digit; on 4 ranks with a last evaluation batch of 1 sample (ranks 1-3
 # have none: they still take part in the all-to-alls; the timeout bounds a
 # hang); auto's mix; the placement lines (every row held once); the
-# refusals' exact text (--pp, cuda, a model without tables). Checkpoints of
+# refusals' exact text (--pp, a model without tables). Checkpoints of
 # sharded tables: tests/ckpt/test-shard-ckpt.sh.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..15"
+echo "1..14"
 
 # run NP NAME ARGS...: erase-train on NP ranks, stdout in $dir/NAME.out
 run() {
@@ -98,8 +98,7 @@ tap $ok "the placement: a line per rank, each of the 26 tables on one rank"
 
 # refusals: usage errors (status 2), one line
 for case in "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
-    "--embeddings row --pp 2|--embeddings row with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated" \
-    "--embeddings table --device cuda|--embeddings table with --device cuda: the tables' all-to-alls over NCCL are not built yet; use --device cpu or --embeddings replicated"; do
+    "--embeddings row --pp 2|--embeddings row with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     timeout -k 5 60 apps/erase-train --train "$dir/data" $args --quiet >"$dir/out" 2>&1
