@@ -80,8 +80,10 @@ typedef struct {
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
-    int64_t emb_eval_bytes;          /* sharded tables: the all-to-alls' bytes and seconds of evaluations */
-    double emb_eval_s;               /* (the summary reports training's: erase_embed_shard_traffic less these) */
+    struct {                         /* sharded tables: the all-to-alls of the steps after the warm-up */
+        int64_t steps, bytes;        /* (each step's own: the traffic counters before and after it) */
+        double seconds, step_seconds;
+    } emb_traffic;
     int64_t skipped;                 /* steps skipped for non-finite gradients */
     /* checkpoints (apps/train/checkpoint.h) */
     train_ckpt_t *ckpt;
@@ -636,10 +638,6 @@ static erase_status_t evaluate(run_t *r)
     erase_status_t st = erase_reader_seek(r->eval, (erase_reader_cursor_t){ 0, 0 });
     erase_stream_t *s = main_stream(r);
     TRY(synchronize(r));
-    int64_t bytes0 = 0;
-    double emb_s0 = 0;
-    if (r->shard) /* training's all-to-alls have ended */
-        TRY(erase_embed_shard_traffic(r->shard, &bytes0, &emb_s0));
     while (st == ERASE_OK) {
         erase_reader_batch_t b;
         st = erase_reader_next(r->eval, &b);
@@ -665,15 +663,6 @@ static erase_status_t evaluate(run_t *r)
     }
     if (st == ERASE_OK)
         st = reduce_metrics(r, TRAIN_TASK_EVAL);
-    if (st == ERASE_OK && r->shard) {
-        int64_t bytes1 = 0;
-        double emb_s1 = 0;
-        st = synchronize(r);
-        if (st == ERASE_OK)
-            st = erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1);
-        r->emb_eval_bytes += bytes1 - bytes0;
-        r->emb_eval_s += emb_s1 - emb_s0;
-    }
     if (st == ERASE_OK) {
         r->evals++;
         r->eval_step = r->step;
@@ -913,6 +902,10 @@ static erase_status_t train_loop(run_t *r)
             trace_t0 = erase_now_ns();
         }
         train_ckpt_log_samples(r->ckpt, &b);
+        int64_t bytes0 = 0;
+        double emb_s0 = 0;
+        if (r->shard) /* the last step and evaluation have ended: what follows is this step's */
+            TRY(erase_embed_shard_traffic(r->shard, &bytes0, &emb_s0));
         double t0 = erase_now_s();
         TRY(load_batch(r, &b));
         if (r->pipe)
@@ -921,6 +914,15 @@ static erase_status_t train_loop(run_t *r)
             TRY(erase_sched_step(r->sched, &r->batch));
         TRY(synchronize(r));
         r->step_s[r->step] = erase_now_s() - t0;
+        if (r->shard && r->step >= warmup) { /* like QPS, after the warm-up */
+            int64_t bytes1 = 0;
+            double emb_s1 = 0;
+            TRY(erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1));
+            r->emb_traffic.steps++;
+            r->emb_traffic.bytes += bytes1 - bytes0;
+            r->emb_traffic.seconds += emb_s1 - emb_s0;
+            r->emb_traffic.step_seconds += r->step_s[r->step];
+        }
         r->step++;
         if (r->pipe && r->step == warmup) /* its bubble, like QPS, after the warm-up */
             erase_pipe_stats(r->pipe, &r->pipe_warm);
@@ -977,17 +979,17 @@ static void summary(run_t *r)
         qps[i] = global / r->step_s[r->first_step + warmup + i];
     double p50 = erase_quantile(qps, (size_t)n, 0.5), p90 = erase_quantile(qps, (size_t)n, 0.9);
     free(qps);
-    /* sharded tables: the all-to-alls of training steps per step, the slowest rank's (collective) */
-    double emb[2] = { 0, 0 };
-    int64_t emb_bytes = 0;
-    double emb_s = 0;
-    if (r->shard && done > 0 && erase_embed_shard_traffic(r->shard, &emb_bytes, &emb_s) == ERASE_OK) {
-        emb[0] = (double)(emb_bytes - r->emb_eval_bytes) / (double)done;
-        emb[1] = (emb_s - r->emb_eval_s) / (double)done;
-        if (erase_allreduce(metrics_comm(r), r->host, emb, emb, 2, ERASE_DTYPE_F64, ERASE_REDUCE_MAX) != ERASE_OK ||
-            erase_stream_synchronize(r->host) != ERASE_OK)
-            emb[0] = emb[1] = -1;
+    /* sharded tables: per step after the warm-up, the all-to-alls' bytes, seconds and share of the
+     * step's time, each the largest over the ranks (collective) */
+    double emb[3] = { 0, 0, 0 };
+    if (r->shard && r->emb_traffic.steps > 0) {
+        emb[0] = (double)r->emb_traffic.bytes / (double)r->emb_traffic.steps;
+        emb[1] = r->emb_traffic.seconds / (double)r->emb_traffic.steps;
+        emb[2] = r->emb_traffic.step_seconds > 0 ? r->emb_traffic.seconds / r->emb_traffic.step_seconds : 0;
     }
+    if (r->shard && (erase_allreduce(metrics_comm(r), r->host, emb, emb, 3, ERASE_DTYPE_F64, ERASE_REDUCE_MAX) != ERASE_OK ||
+                     erase_stream_synchronize(r->host) != ERASE_OK))
+        emb[0] = -1;
     double *stages = NULL; /* a pipeline's figures of every rank (collective) */
     if (r->pipe && train_pipeline_gather(r->pipe, &r->pipe_warm, r->w, r->host, &stages) != ERASE_OK && r->root)
         fprintf(stderr, "erase-train: the pipeline's figures: %s\n", erase_error_reason());
@@ -1035,11 +1037,13 @@ static void summary(run_t *r)
     char emb_kind[64] = "replicated";
     if (r->shard) {
         train_embeddings_kind_text(&r->emb, emb_kind, sizeof emb_kind);
-        if (emb[0] >= 0)
+        if (emb[0] >= 0 && r->emb_traffic.steps > 0)
             printf("  embed      %s: all-to-all %.3g MB sent per step per rank (at most %.3g MB), %.2f ms per step in "
-                   "all-to-alls (%.1f%% of a step; the slowest rank's)\n", emb_kind, emb[0] / 1e6,
-                   (double)erase_embed_shard_bytes(r->shard) / 1e6, 1e3 * emb[1],
-                   total_s > 0 ? 100 * emb[1] * (double)done / total_s : 0);
+                   "all-to-alls, %.1f%% of the step (after %lld warm-up steps; each the largest over the ranks)\n",
+                   emb_kind, emb[0] / 1e6, (double)erase_embed_shard_bytes(r->shard) / 1e6, 1e3 * emb[1],
+                   100 * emb[2], (long long)warmup);
+        else if (emb[0] >= 0)
+            printf("  embed      %s: no training step after the warm-up to measure the all-to-alls on\n", emb_kind);
         else
             printf("  embed      %s: the all-to-alls' traffic: %s\n", emb_kind, erase_error_reason());
     }
@@ -1065,10 +1069,10 @@ static void summary(run_t *r)
                     mfu(r, p90), r->peak_gflops);
         r->task->eval_json(r->ts, r->metrics);
         fprintf(r->metrics, ",\"embeddings\":\"%s\"", o->embeddings);
-        if (r->shard && emb[0] >= 0)
+        if (r->shard && emb[0] >= 0 && r->emb_traffic.steps > 0)
             fprintf(r->metrics, ",\"alltoall_bytes_per_step\":%.0f,\"alltoall_bytes_per_step_max\":%lld,"
-                                "\"alltoall_ms_per_step\":%.4f", emb[0], (long long)erase_embed_shard_bytes(r->shard),
-                    1e3 * emb[1]);
+                                "\"alltoall_ms_per_step\":%.4f,\"alltoall_step_fraction\":%.4f", emb[0],
+                    (long long)erase_embed_shard_bytes(r->shard), 1e3 * emb[1], emb[2]);
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
                 total_s, r->eval_s, ckpt_s, (long long)r->skipped, r->w->size, o->early_backward);
