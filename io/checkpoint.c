@@ -778,15 +778,12 @@ static int64_t row_elems(const erase_ckpt_tensor_t *t)
 
 /* The per-row checksums of this rank's rows of every sharded tensor of
  * t[n], appended at sums[*at...] (held values each). */
-static void row_sums(const erase_ckpt_tensor_t *t, int n, uint64_t *sums, size_t *at)
+/* The FNV-1a of each of the rows a sharded tensor holds, into sums[held]. */
+static void row_sums(const erase_ckpt_tensor_t *t, uint64_t *sums)
 {
-    for (int i = 0; i < n; i++) {
-        if (!t[i].sharding)
-            continue;
-        size_t row = sizeof(float) * (size_t)row_elems(&t[i]);
-        for (int64_t r = 0; r < t[i].held; r++)
-            sums[(*at)++] = erase_ckpt_fnv1a64((const char *)t[i].data + (size_t)r * row, row);
-    }
+    size_t row = sizeof(float) * (size_t)row_elems(t);
+    for (int64_t r = 0; r < t->held; r++)
+        sums[r] = erase_ckpt_fnv1a64((const char *)t->data + (size_t)r * row, row);
 }
 
 /* Write rows [row0, row0 + held) (cols elements of mem_type each) from
@@ -825,19 +822,26 @@ erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const eras
     MPI_Comm_rank(comm, &rank);
     /* everything that may fail on one rank alone, before any collective */
     erase_status_t st = check_contents(params, np, optim, no, 0);
-    size_t rows = 0, at = 0;
+    size_t rows = 0; /* the most rows of one tensor: its checksums are made just before it is written */
     for (int g = 0; g < 2; g++)
         for (int i = 0; i < (g ? no : np); i++) {
             const erase_ckpt_tensor_t *t = g ? &optim[i] : &params[i];
-            rows += t->sharding && st == ERASE_OK ? (size_t)t->held : 0;
+            if (t->sharding && st == ERASE_OK && (size_t)t->held > rows)
+                rows = (size_t)t->held;
         }
     uint64_t *sums = st == ERASE_OK ? malloc(sizeof *sums * (rows ? rows : 1)) : NULL;
     if (st == ERASE_OK && !sums)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %zu row checksums", temp, rows);
-    if (st == ERASE_OK) {
-        row_sums(params, np, sums, &at);
-        row_sums(optim, no, sums, &at);
-    }
+    /* a rank that cannot open the file (another file system, a directory it
+     * cannot see) fails here, with the others: a collective MPI-IO open that
+     * fails on some ranks only may never return (Open MPI's OMPIO) */
+    int fd = st == ERASE_OK ? open(temp, O_RDWR) : -1;
+    if (st == ERASE_OK && fd < 0)
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: rank %d cannot open the checkpoint being written: %s (every rank of a "
+                         "run with sharded tables writes its rows into it: the checkpoint directory must be the same "
+                         "on every rank)", temp, rank, strerror(errno));
+    if (fd >= 0)
+        close(fd);
     const char *fail = getenv("ERASE_DEBUG_CKPT_ROWS_FAIL");
     if (st == ERASE_OK && fail && *fail && atoi(fail) == rank)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: ERASE_DEBUG_CKPT_ROWS_FAIL: rank %d does not write its rows", temp, rank);
@@ -859,7 +863,6 @@ erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const eras
     if (st == ERASE_OK && (file = H5Fopen(temp, H5F_ACC_RDWR, fapl)) < 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open with MPI-IO to write the sharded rows: %s", temp,
                          erase_h5_detail(detail, sizeof detail));
-    at = 0;
     /* every rank goes through the same tensors in the same order (collective) */
     for (int g = 0; st == ERASE_OK && g < 2; g++)
         for (int i = 0; st == ERASE_OK && i < (g ? no : np); i++) {
@@ -869,15 +872,15 @@ erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const eras
             char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32];
             snprintf(path, sizeof path, "/%s/%s", g ? "optim" : "params", t->name);
             rowsum_path(path, sums_path, sizeof sums_path);
+            row_sums(t, sums);
             if (write_part_rows(file, dxpl, path, H5T_NATIVE_FLOAT, t->ndim, t->row0, t->held, row_elems(t),
                                 t->data) != 0)
                 st = ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot write rows [%" PRId64 ", %" PRId64 "): %s",
                                  temp, path, t->row0, t->row0 + t->held, erase_h5_detail(detail, sizeof detail));
             else if (write_part_rows(file, dxpl, sums_path, H5T_NATIVE_UINT64, 1, t->row0, t->held, 1,
-                                     sums + at) != 0)
+                                     sums) != 0)
                 st = ERASE_ERROR(ERASE_ERR_IO, "%s: dataset %s: cannot write rows [%" PRId64 ", %" PRId64 "): %s",
                                  temp, sums_path, t->row0, t->row0 + t->held, erase_h5_detail(detail, sizeof detail));
-            at += (size_t)t->held;
         }
     if (file >= 0 && st == ERASE_OK && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0)
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: flush failed: %s", temp, erase_h5_detail(detail, sizeof detail));

@@ -11,10 +11,11 @@
 # the replicated run's, each row written by its owner (the per-row
 # checksum datasets hold a checksum for every row); a damaged row fails
 # the resume naming the file, dataset and row; a rank that fails to write
-# its rows leaves no checkpoint; erase-inspect ckpt shows the placement.
+# its rows leaves no checkpoint, and so does a rank that cannot see the
+# checkpoint directory; erase-inspect ckpt shows the placement.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..13"
+echo "1..14"
 ARGS="--global-batch 24 --steps 18 --log-every 2 --eval-every 6 --warmup-steps 2 --lr-decay cosine
     --checkpoint-every 6 --keep-checkpoints 5"
 
@@ -137,6 +138,23 @@ left=$(ls -A "$dir/fail" | tr '\n' ' ')
     grep -q "writing the checkpoint's sharded rows (rank 2): $dir/fail/.ckpt-6.h5.tmp: ERASE_DEBUG_CKPT_ROWS_FAIL: rank 2 does not write its rows$" "$out"
 tap $? "rank 2 of 4 fails to write its rows: every rank fails, nothing left in the directory ($left) (status $rc)"
 [ -z "$left" ] || show "$out"
+
+# ---- a checkpoint directory rank 1 cannot see (each rank in a folder of
+# its own, a relative --checkpoint-dir): every rank fails, naming rank 1,
+# nothing published (Open MPI's collective MPI-IO open hung on it)
+mkdir -p "$dir/w0/ck" "$dir/w1/ck"
+out=$dir/apart.out
+# shellcheck disable=SC2086
+A="apps/erase-train --train $dir/data --model $dir/model.cfg --device cpu --quiet $ARGS --embeddings table --checkpoint-dir ck"
+ERASE_WATCHDOG_SECONDS=60 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -x ERASE_WATCHDOG_SECONDS -np 1 --wdir "$dir/w0" \
+    "$PWD/$(echo $A | cut -d' ' -f1)" $(echo $A | cut -d' ' -f2-) : -np 1 --wdir "$dir/w1" \
+    "$PWD/$(echo $A | cut -d' ' -f1)" $(echo $A | cut -d' ' -f2-) >"$out" 2>&1
+rc=$?
+left=$(ls -A "$dir/w0/ck" "$dir/w1/ck" | grep -v ':$' | grep . | tr '\n' ' ')
+[ $rc != 0 ] && [ $rc != 124 ] && [ -z "$left" ] &&
+    grep -q "ck/.ckpt-6.h5.tmp: rank 1 cannot open the checkpoint being written: No such file or directory (every rank of a run with sharded tables writes its rows into it: the checkpoint directory must be the same on every rank)" "$out"
+tap $? "a checkpoint directory rank 1 does not see: every rank fails naming rank 1, nothing published ($left) (status $rc)"
+[ $rc != 0 ] && [ $rc != 124 ] || show "$out"
 
 # ---- the uninterrupted sharded run writes the replicated run's checkpoint
 out=$dir/tab2.out
