@@ -68,7 +68,9 @@ void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard
                 list_add(part, sizeof part, t);
             held += n;
         }
-        printf("  embed  rank %d: whole %s; part of %s; %lld rows, %.1f MiB\n", r, whole[0] ? whole : "none",
-               part[0] ? part : "none", (long long)held, (double)held * (double)e->row_bytes / (1 << 20));
+        double bytes = (double)held * (double)e->row_bytes;
+        printf("  embed  rank %d: whole %s; part of %s; %lld rows, %.1f %s\n", r, whole[0] ? whole : "none",
+               part[0] ? part : "none", (long long)held, bytes < (1 << 20) ? bytes / 1024 : bytes / (1 << 20),
+               bytes < (1 << 20) ? "KiB" : "MiB");
     }
 }

@@ -46,7 +46,8 @@ void train_embeddings_kind_text(const train_embeddings_t *e, char *out, size_t s
 
 /* The start-up lines of placement `e` over `ranks` ranks (stdout): the
  * kind and the exchange's bytes at most per step (es), then per rank its
- * whole and partial tables, rows and MiB (values and optimizer state). */
+ * whole and partial tables, rows and bytes (values and optimizer state;
+ * KiB below 1 MiB). */
 void train_embeddings_print(const train_embeddings_t *e, const erase_embed_shard_t *es, int ranks);
 
 #endif

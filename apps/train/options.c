@@ -398,9 +398,9 @@ static erase_status_t check_together(const train_options_t *o)
                            "an early update could apply before a later block's gradient is found non-finite");
     int sharded = strcmp(o->embeddings, "replicated") != 0;
     if (sharded && pipeline)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with --schedule %s: sharded tables with pipelines "
-                           "are not built yet; drop --pp and --schedule, or use --embeddings replicated",
-                           o->embeddings, schedule);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with a pipeline (--pp %lld, --schedule %s): sharded "
+                           "tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings "
+                           "replicated", o->embeddings, (long long)o->pp, schedule);
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

@@ -35,8 +35,8 @@
  * erase_embedding_backward, distinct rows ascending, summed in sample
  * order) is split by holder (erase_sparse_split: a contiguous range of the
  * ascending rows each) and sent there (an all-to-all of the counts, then
- * counted all-to-alls of the rows and values); the holder merges the D parts of each slot in rank order scaled
- * by 1/D (erase_sparse_merge): the very sums the replicated all-gather +
+ * counted all-to-alls of the rows and values); the holder merges the D
+ * parts of each slot in rank order scaled by 1/D (erase_sparse_merge): the very sums the replicated all-gather +
  * merge computes for those rows, so the holder's update is bitwise the
  * replicated one. A rank that holds no rows of a table counts 0 of them
  * (no update).
@@ -44,8 +44,9 @@
  * Bytes each rank sends per step to the other ranks, on the MPI path: the
  * counts, 4 (D-1) Tmax for each of the 2 count all-to-alls and for each
  * of the 4 counted ones (the counts again, which the receivers check),
- * plus 4 x (the ids it routes to others + the gradient rows it sends
- * them) x (1 + dim) + 4 dim x the ids others route to it: measured by
+ * plus 4 bytes per row it routes to another rank, 4 dim per vector it
+ * sends back for the rows other ranks routed to it, and 4 (1 + dim) per
+ * gradient row it sends another rank: measured by
  * erase_embed_shard_traffic. At most (every slot full, its own share
  * included) 4 D Tmax (2 + 2B + 2 B dim) + 16 (D-1) Tmax, B = max_batch:
  * erase_embed_shard_bytes (NCCL: the 4 D Tmax (2 + 2B + 2 B dim) it

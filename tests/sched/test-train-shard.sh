@@ -80,7 +80,7 @@ tap $ok "summary: the training steps' all-to-all bytes per step, $b1 with 1 eval
 
 # the placement: one line per rank, every table once; row-wise, every row once
 run 2 row --steps 2 --batch 16 --embeddings row
-held=$(sed -n 's/^  embed  rank [01]: whole none; part of 0,1,2[0-9,]*; \([0-9]*\) rows, [0-9.]* MiB$/\1/p' "$dir/row.out" |
+held=$(sed -n 's/^  embed  rank [01]: whole none; part of 0,1,2[0-9,]*; \([0-9]*\) rows, [0-9.]* [KM]iB$/\1/p' "$dir/row.out" |
     awk '{ s += $1 } END { print s }')
 [ $rc = 0 ] && [ "$held" = $((26 * 10007)) ] &&
     grep -q '^  embed  row-wise over 2 ranks (26 tables; all-to-all at most [0-9]* bytes per step per rank)$' "$dir/row.out"
@@ -89,7 +89,7 @@ tap $ok "row-wise: each rank holds a part of every table, every row once ($held 
 [ $ok = 0 ] || tap_report "$dir/row.out"
 run 2 tab --steps 2 --batch 16 --embeddings table
 grep '^  embed  rank' "$dir/tab.out" >"$dir/placement"
-tables=$(sed -n 's/.*: whole \([0-9,]*\); part of none; [0-9]* rows, [0-9.]* MiB$/\1/p' "$dir/placement" |
+tables=$(sed -n 's/.*: whole \([0-9,]*\); part of none; [0-9]* rows, [0-9.]* [KM]iB$/\1/p' "$dir/placement" |
     tr ',' '\n' | sort -n | tr '\n' ' ')
 [ $rc = 0 ] && [ "$(wc -l <"$dir/placement")" = 2 ] &&
     [ "$tables" = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 " ] &&
@@ -100,7 +100,7 @@ tap $ok "the placement: a line per rank, each of the 26 tables on one rank"
 
 # refusals: usage errors (status 2), one line
 for case in "--embeddings rows|--embeddings rows: expected one of replicated|table|row|auto" \
-    "--embeddings row --pp 2|--embeddings row with --schedule 1f1b: sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated"; do
+    "--embeddings row --pp 2|--embeddings row with a pipeline (--pp 2, --schedule 1f1b): sharded tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings replicated"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     timeout -k 5 60 apps/erase-train --train "$dir/data" $args --quiet >"$dir/out" 2>&1
