@@ -7,6 +7,7 @@
 #include "lib/sched/sched.h"
 
 #include "lib/sched/plan.h"
+#include "lib/sched/embed_shard.h"
 #include "lib/sched/reduce.h"
 #include "lib/sched/trace.h"
 
@@ -344,8 +345,9 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "scheduler: no memory for labels");
     for (int b = 0; st == ERASE_OK && b < blocks; b++) {
         static const char *const kinds[5] = { "forward", "backward", "allreduce", "optimizer", "clip" };
-        for (int k = 0; k < 5; k++)
-            snprintf(sc->labels[b][k], sizeof sc->labels[b][k], "%s/%s", sc->names[b], kinds[k]);
+        for (int k = 0; k < 5; k++) /* sharded tables: the block's gradients also cross by all-to-all */
+            snprintf(sc->labels[b][k], sizeof sc->labels[b][k], "%s/%s", sc->names[b],
+                     k == 2 && o.shard && erase_embed_shard_block(o.shard) == b ? "allreduce+alltoall" : kinds[k]);
     }
     for (int k = 0; k < sc->plan.nstreams; k++) {
         if (k == 0)

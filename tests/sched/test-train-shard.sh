@@ -79,13 +79,14 @@ tap $ok "summary: the training steps' all-to-all bytes per step, $b1 with 1 eval
 [ $ok = 0 ] || { tap_report "$dir/ev6.out"; tap_report "$dir/ev1.out"; }
 
 # the placement: one line per rank, every table once; row-wise, every row once
-run 2 row --steps 2 --batch 16 --embeddings row
+run 2 row --steps 8 --batch 16 --embeddings row --trace "$dir/row.trace.json"
 held=$(sed -n 's/^  embed  rank [01]: whole none; part of 0,1,2[0-9,]*; \([0-9]*\) rows, [0-9.]* [KM]iB$/\1/p' "$dir/row.out" |
     awk '{ s += $1 } END { print s }')
 [ $rc = 0 ] && [ "$held" = $((26 * 10007)) ] &&
-    grep -q '^  embed  row-wise over 2 ranks (26 tables; all-to-all at most [0-9]* bytes per step per rank)$' "$dir/row.out"
+    grep -q '^  embed  row-wise over 2 ranks (26 tables; all-to-all at most [0-9]* bytes per step per rank)$' "$dir/row.out" &&
+    grep -q '"input/allreduce+alltoall"' "$dir/row.trace.json" && ! grep -q '"input/allreduce"' "$dir/row.trace.json"
 ok=$?
-tap $ok "row-wise: each rank holds a part of every table, every row once ($held rows)"
+tap $ok "row-wise: each rank holds a part of every table, every row once ($held rows); the trace names the input block's gradient exchange allreduce+alltoall"
 [ $ok = 0 ] || tap_report "$dir/row.out"
 run 2 tab --steps 2 --batch 16 --embeddings table
 grep '^  embed  rank' "$dir/tab.out" >"$dir/placement"
