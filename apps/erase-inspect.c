@@ -356,7 +356,9 @@ static void print_indented(const char *text)
     }
 }
 
-static void print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *group)
+/* Group g's tensors with shape and L2 norm (a sharded one's read row by
+ * row, verified); -1 when a read failed (erase_error_reason says why). */
+static int print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const char *group)
 {
     int n = erase_ckpt_count(ck, g), width = 0;
     int64_t total = 0;
@@ -374,14 +376,14 @@ static void print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const ch
         else
             snprintf(shape, sizeof shape, "[%" PRId64 "]", t->dims[0]);
         double ss = 0;
-        int64_t k = erase_ckpt_tensor_numel(t);
-        for (int64_t j = 0; j < k; j++)
-            ss += (double)t->data[j] * (double)t->data[j];
+        if (erase_ckpt_sum_squares(ck, g, i, &ss) != ERASE_OK)
+            return -1;
         if (t->sharding) /* written by its owners: where its rows were */
             printf("  %-*s  %-14s L2 %.6g  %s\n", width, t->name, shape, sqrt(ss), t->sharding);
         else
             printf("  %-*s  %-14s L2 %.6g\n", width, t->name, shape, sqrt(ss));
     }
+    return 0;
 }
 
 /* A damaged checkpoint passed over in a checkpoint directory. */
@@ -401,7 +403,7 @@ static int cmd_ckpt(int argc, char **argv)
     erase_ckpt_t *ck;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (erase_ckpt_open_newest(path, skipped_checkpoint, NULL, &ck) != ERASE_OK)
+        if (erase_ckpt_open_newest_flags(path, ERASE_CKPT_OPEN_LAZY_ROWS, skipped_checkpoint, NULL, &ck) != ERASE_OK)
             return failed("ckpt");
         if (!ck) {
             fprintf(stderr, "erase-inspect ckpt: error: %s: no checkpoint (ckpt-<step>.h5) in this directory\n",
@@ -411,14 +413,16 @@ static int cmd_ckpt(int argc, char **argv)
         printf("%s: newest usable checkpoint %s (what erase-train --resume %s takes)\n", path,
                erase_ckpt_path(ck), path);
         path = erase_ckpt_path(ck);
-    } else if (erase_ckpt_open(path, &ck) != ERASE_OK) {
-        return failed("ckpt");
+    } else if (erase_ckpt_open_flags(path, ERASE_CKPT_OPEN_LAZY_ROWS, &ck) != ERASE_OK) {
+        return failed("ckpt"); /* sharded tables: read and verified row by row below, never whole */
     }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     printf("checkpoint %s: format %s, written by %s at %s; %s\n", path, ERASE_CKPT_FORMAT, m->version, m->created,
-           erase_ckpt_attributes_summed(ck) ? "every dataset and attribute verified (FNV-1a 64, ranges)"
-                                            : "every dataset verified (FNV-1a 64); the attributes range-checked "
-                                              "only (no checksum of them: an older erase's checkpoint)");
+           erase_ckpt_attributes_summed(ck) ? "every dataset and attribute verified (FNV-1a 64, ranges; a sharded "
+                                              "table's rows as they are read below)"
+                                            : "every dataset verified (FNV-1a 64; a sharded table's rows as they are "
+                                              "read below); the attributes range-checked only (no checksum of "
+                                              "them: an older erase's checkpoint)");
     printf("  step        %" PRId64 " (optimizer clock: step %" PRId64 ", lr %.9g)\n", m->step, m->clock_step,
            (double)m->clock_lr);
     printf("  samples     %" PRId64 " seen; epoch %" PRId64 ", data cursor at sample %" PRId64 " of the epoch; "
@@ -441,10 +445,9 @@ static int cmd_ckpt(int argc, char **argv)
     print_indented(m->model);
     printf("run options:\n");
     print_indented(m->options);
-    print_tensors(ck, ERASE_CKPT_PARAMS, "params");
-    print_tensors(ck, ERASE_CKPT_OPTIM, "optim");
+    int rc = print_tensors(ck, ERASE_CKPT_PARAMS, "params") || print_tensors(ck, ERASE_CKPT_OPTIM, "optim");
     erase_ckpt_close(ck);
-    return 0;
+    return rc ? failed("ckpt") : 0;
 }
 
 /* ---- merge ----------------------------------------------------------------------- */
@@ -574,7 +577,7 @@ static void usage(FILE *f)
                "           classification shards: rows, features, the class histogram\n"
                "  ckpt     a checkpoint of erase-train (or a checkpoint directory's newest): step,\n"
                "           samples, sizes, schedule, model file, every tensor with shape and L2\n"
-               "           norm (validated first)\n"
+               "           norm (validated first; a sharded table row by row as it is read, never whole)\n"
                "  merge    a pipeline checkpoint (--pp: a file per stage) into one checkpoint file\n"
                "           that evaluation, scoring, sampling and data-parallel runs take\n");
 }

@@ -1698,6 +1698,46 @@ static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out)
     return ERASE_OK;
 }
 
+erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, double *out)
+{
+    const erase_ckpt_tensor_t *t = &ck->t[g][i];
+    int64_t cols = row_elems(t), rows = t->dims[0];
+    double ss = 0;
+    if (t->data) {
+        int64_t k = rows * cols;
+        for (int64_t j = 0; j < k; j++)
+            ss += (double)t->data[j] * (double)t->data[j];
+        *out = ss;
+        return ERASE_OK;
+    }
+    int64_t chunk = (int64_t)(STREAM_BYTES / (sizeof(float) * (size_t)(cols ? cols : 1)));
+    chunk = chunk < 1 ? 1 : chunk;
+    float *buf = malloc(sizeof(float) * (size_t)cols * (size_t)chunk);
+    if (!buf)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory to read %s", ck->path, t->name);
+    erase_status_t st = ERASE_OK;
+    erase_h5_enter();
+    hid_t file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+        char detail[256];
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s: %s", ck->path, t->name,
+                         erase_h5_detail(detail, sizeof detail));
+    }
+    for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
+        int64_t k = rows - at < chunk ? rows - at : chunk;
+        if ((st = read_rows(ck, file, g, i, at, k, buf)) != ERASE_OK)
+            break;
+        for (int64_t j = 0; j < k * cols; j++) /* in order: the sum of a loaded tensor's, bitwise */
+            ss += (double)buf[j] * (double)buf[j];
+    }
+    if (file >= 0)
+        H5Fclose(file);
+    erase_h5_leave();
+    free(buf);
+    *out = ss;
+    return st;
+}
+
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what)
 {

@@ -71,8 +71,9 @@
  * checksum ... does not match the stored ... (damaged data)". A tensor
  * written whole loads into a sharded run the same way (its rows kept,
  * the whole dataset streamed through its checksum). erase_ckpt_open
- * (erase-inspect, erase-score, merges) loads sharded tensors whole, every
- * row verified.
+ * (erase-score, merges) loads sharded tensors whole, every row verified;
+ * erase-inspect ckpt opens lazily and reads them 1 MiB of rows at a time
+ * (erase_ckpt_sum_squares), so it inspects tables larger than memory.
  *
  * Publication (erase_ckpt_write). The file is written as
  * DIR/.ckpt-<step>.h5.tmp, flushed, closed, fsynced, renamed to
@@ -403,6 +404,17 @@ const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
  */
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what);
+
+/*
+ * The sum of squares (in double, element by element in order) of tensor i
+ * of group g into *out: from memory when loaded, else (a sharded tensor
+ * opened with ERASE_CKPT_OPEN_LAZY_ROWS) read from the file 1 MiB of rows
+ * at a time, each row verified, so a table larger than memory can be
+ * measured (erase-inspect ckpt's L2 column). Errors: those of
+ * erase_ckpt_load's reads (ERASE_ERR_FORMAT naming the file, dataset and
+ * row; ERASE_ERR_NOMEM).
+ */
+erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, double *out);
 
 /* ---- a checkpoint directory ---------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 # checkpoint directory; erase-inspect ckpt shows the placement.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..14"
+echo "1..15"
 ARGS="--global-batch 24 --steps 18 --log-every 2 --eval-every 6 --warmup-steps 2 --lr-decay cosine
     --checkpoint-every 6 --keep-checkpoints 5"
 
@@ -128,6 +128,13 @@ train 3 $ARGS --embeddings table --resume "$dir/damaged.h5"
     grep -q "$dir/damaged.h5: dataset /params/input/emb/3: row 50: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" "$out"
 tap $? "a flipped bit in row 50 of emb/3: the resume fails naming $dir/damaged.h5, /params/input/emb/3 and row 50 (status $rc)"
 grep 'row 50' "$out" | head -1 | sed 's/^/# /'
+apps/erase-inspect ckpt "$dir/damaged.h5" >"$dir/inspect-damaged.out" 2>&1
+c=$?
+apps/erase-inspect ckpt "$dir/table/ckpt-6.h5" | grep -E '^  input/emb/[0-9]+ ' | sed 's/  table-wise.*//' >"$dir/l2.table"
+apps/erase-inspect ckpt "$dir/replicated/ckpt-6.h5" | grep -E '^  input/emb/[0-9]+ ' >"$dir/l2.replicated"
+[ $c = 1 ] && grep -q "^erase-inspect ckpt: error: $dir/damaged.h5: dataset /params/input/emb/3: row 50: checksum" \
+    "$dir/inspect-damaged.out" && [ "$(wc -l <"$dir/l2.table")" = 26 ] && cmp -s "$dir/l2.table" "$dir/l2.replicated"
+tap $? "erase-inspect ckpt reads a sharded table row by row: the L2 norms of the replicated file's; the damaged row named (status $c)"
 
 # ---- a rank that cannot write its rows: no checkpoint, on any rank
 out=$dir/fail.out
