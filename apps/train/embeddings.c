@@ -33,12 +33,6 @@ static void list_add(char *list, size_t size, int t)
     snprintf(list + len, size - len, "%s%d", len ? "," : "", t);
 }
 
-erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
-                                      erase_embed_shard_t **out)
-{
-    return erase_embed_shard_create(net, group, e->plan, e->tables, out);
-}
-
 void train_embeddings_kind_text(const train_embeddings_t *e, char *out, size_t size)
 {
     int by_row = 0;

@@ -1,12 +1,13 @@
 /*
  * erase-train's sharded embeddings (--embeddings, issue 19): the model's
- * tables placed over the data-parallel ranks, the network built with only
- * this rank's rows, and the exchanges set up.
+ * tables placed over the data-parallel ranks (run.c builds the network with
+ * only this rank's rows, erase_network_create_placed, and the exchanges,
+ * erase_embed_shard_create), and the placement's words for the start-up
+ * lines and the summary.
  */
 #ifndef ERASE_APPS_TRAIN_EMBEDDINGS_H
 #define ERASE_APPS_TRAIN_EMBEDDINGS_H
 
-#include "lib/comm/comm.h"
 #include "lib/nn/model_config.h"
 #include "lib/nn/sharding.h"
 #include "lib/ops/ops.h"
@@ -31,14 +32,6 @@ typedef struct {
  */
 erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char *kind, const char *embedding_optimizer,
                                      int ranks, train_embeddings_t *out);
-
-/*
- * The exchanges of placement `e` on net (built by erase_network_create_placed
- * with e's plan) over `group` (lib/sched/embed_shard.h: *out). Collective
- * over `group`. Errors: those of erase_embed_shard_create.
- */
-erase_status_t train_embeddings_shard(erase_network_t *net, erase_comm_t *group, const train_embeddings_t *e,
-                                      erase_embed_shard_t **out);
 
 /* "table-wise", "row-wise" or "auto (1 table row-wise, 25 table-wise)":
  * what placement `e` is, into out[size]. */

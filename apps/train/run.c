@@ -449,7 +449,7 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
     if (r->emb.tables) {
-        TRY(train_embeddings_shard(r->net, erase_emb_comm(), &r->emb, &r->shard));
+        TRY(erase_embed_shard_create(r->net, erase_emb_comm(), r->emb.plan, r->emb.tables, &r->shard));
         so.shard = r->shard;
     }
     TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
@@ -904,7 +904,8 @@ static erase_status_t train_loop(run_t *r)
         train_ckpt_log_samples(r->ckpt, &b);
         int64_t bytes0 = 0;
         double emb_s0 = 0;
-        if (r->shard) /* the last step and evaluation have ended: what follows is this step's */
+        int traffic = r->shard && r->step >= warmup; /* like QPS, after the warm-up */
+        if (traffic) /* the last step and evaluation have ended: what follows is this step's */
             TRY(erase_embed_shard_traffic(r->shard, &bytes0, &emb_s0));
         double t0 = erase_now_s();
         TRY(load_batch(r, &b));
@@ -914,7 +915,7 @@ static erase_status_t train_loop(run_t *r)
             TRY(erase_sched_step(r->sched, &r->batch));
         TRY(synchronize(r));
         r->step_s[r->step] = erase_now_s() - t0;
-        if (r->shard && r->step >= warmup) { /* like QPS, after the warm-up */
+        if (traffic) {
             int64_t bytes1 = 0;
             double emb_s1 = 0;
             TRY(erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1));

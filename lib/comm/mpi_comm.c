@@ -457,6 +457,14 @@ static void slots_range(erase_status_t *bad, const char *dir, int count, int r, 
                            "outside [0, %d]", dir, count, r, k, max);
 }
 
+/* Likewise a peer's count that is not the one this rank expects. */
+static void slots_match(erase_status_t *bad, int peer, int sent, int want, int k, size_t unit)
+{
+    if (sent != want && *bad == ERASE_OK)
+        *bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: rank %d sends %d x %d elements in slot %d where "
+                           "this rank expects %d", peer, sent, (int)unit, k, want);
+}
+
 /* erase_alltoall_slots (comm.h): pairwise; every step sends this rank's
  * counts for dst and receives src's for this rank, then the counted
  * prefixes packed by the sender's counts (out of range: none), which the
@@ -478,9 +486,7 @@ static erase_status_t slots_alltoall(erase_comm_t *c, const comm_args_t *a, int 
         size_t at = ((size_t)r * slots + k) * slot_bytes;
         slots_range(&bad, "send", sc, r, k, max);
         slots_range(&bad, "receive", rc, r, k, max);
-        if (sc != rc && bad == ERASE_OK)
-            bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: rank %d sends %d x %d elements in slot %d "
-                              "where this rank expects %d", r, sc, (int)a->op.unit, k, rc);
+        slots_match(&bad, r, sc, rc, k, a->op.unit);
         if (sc == rc && slot_units(sc, max))
             memmove(rbuf + at, sbuf + at, slot_units(sc, max) * unit);
     }
@@ -508,10 +514,7 @@ static erase_status_t slots_alltoall(erase_comm_t *c, const comm_args_t *a, int 
         for (int k = 0; k < slots; k++) {
             size_t len = slot_units(peer_cnt[k], max) * unit;
             slots_range(&bad, "receive", want[k], src, k, max);
-            if (peer_cnt[k] != want[k] && bad == ERASE_OK)
-                bad = ERASE_ERROR(ERASE_ERR_COMM, "counted all-to-all: rank %d sends %d x %d elements in "
-                                  "slot %d where this rank expects %d", src, peer_cnt[k], (int)a->op.unit, k,
-                                  want[k]);
+            slots_match(&bad, src, peer_cnt[k], want[k], k, a->op.unit);
             if (peer_cnt[k] == want[k] && len)
                 memcpy(rbuf + ((size_t)src * slots + k) * slot_bytes, unpack + off, len);
             off += len;

@@ -26,8 +26,6 @@ struct erase_embed_shard {
     int ranks, rank, tmax;
     int owned[ERASE_FIELDS_MAX];        /* the tables this rank holds rows of, in slot order */
     int nowned;
-    int64_t held_rows;                  /* rows this rank holds, all tables */
-    int64_t bounds_host[ERASE_FIELDS_MAX * (ERASE_FIELDS_MAX + 1)];
     uint32_t *table_rows;               /* device [T]: R_t */
     int64_t *bounds;                    /* device [T][D + 1]: rank r holds rows [bounds[t][r], bounds[t][r+1]) */
     int32_t *slot;                      /* device [T][D]: table t's slot in rank r's block, -1: r holds none */
@@ -72,6 +70,7 @@ static erase_status_t place(erase_embed_shard_t *es, const erase_shard_t *plan)
     erase_param_t *params = erase_network_params(es->net, &np) + es->first;
     uint32_t rows[ERASE_FIELDS_MAX];
     int32_t slot[ERASE_FIELDS_MAX * ERASE_FIELDS_MAX], slot_index[ERASE_FIELDS_MAX * ERASE_FIELDS_MAX];
+    int64_t bounds[ERASE_FIELDS_MAX * (ERASE_FIELDS_MAX + 1)];
     if (D > ERASE_FIELDS_MAX)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %d ranks (at most %d)", D, ERASE_FIELDS_MAX);
     for (int t = 0; t < T; t++) {
@@ -93,16 +92,14 @@ static erase_status_t place(erase_embed_shard_t *es, const erase_shard_t *plan)
                                (long long)erase_shard_first_row(p, es->rank),
                                (long long)erase_shard_rows_on(p, es->rank));
         rows[t] = (uint32_t)q->rows;
-        int64_t *b = &es->bounds_host[t * (D + 1)];
+        int64_t *b = &bounds[t * (D + 1)];
         b[0] = 0;
         for (int r = 0; r < D; r++) {
             int64_t n = erase_shard_rows_on(p, r);
             b[r + 1] = b[r] + n;
             slot[t * D + r] = n > 0 ? count[r]++ : -1;
-            if (n > 0 && r == es->rank) {
+            if (n > 0 && r == es->rank)
                 es->owned[es->nowned++] = t;
-                es->held_rows += n;
-            }
         }
     }
     for (int r = 0; r < D; r++)
@@ -110,7 +107,7 @@ static erase_status_t place(erase_embed_shard_t *es, const erase_shard_t *plan)
     for (int i = 0; i < T * D; i++)
         slot_index[i] = slot[i] < 0 ? -1 : (i % D) * es->tmax + slot[i];
     ERASE_CHECK(upload(es, rows, sizeof(uint32_t) * (size_t)T, (void **)&es->table_rows));
-    ERASE_CHECK(upload(es, es->bounds_host, sizeof(int64_t) * (size_t)(T * (D + 1)), (void **)&es->bounds));
+    ERASE_CHECK(upload(es, bounds, sizeof(int64_t) * (size_t)(T * (D + 1)), (void **)&es->bounds));
     ERASE_CHECK(upload(es, slot, sizeof(int32_t) * (size_t)(T * D), (void **)&es->slot));
     ERASE_CHECK(upload(es, slot_index, sizeof(int32_t) * (size_t)(T * D), (void **)&es->slot_index));
     return ERASE_OK;
