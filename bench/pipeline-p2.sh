@@ -35,7 +35,11 @@ parts=${PARTS:-throughput target}
 steps=${STEPS:-600}
 work=$(mktemp -d "${TMPDIR:-/tmp}/erase-pipeline-p2.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-mpi=(mpirun --oversubscribe --bind-to none -np 2)
+# one stage per core: a stage's comm streams then share its core with its
+# compute stream, and poll closely only while the compute stream waits for
+# them (lib/comm/mpi_comm.c); unbound, the two stages' threads migrate and
+# collide (gpt paci, M = 4: 228 samples/s unbound, 251-257 bound)
+mpi=(mpirun --bind-to core --map-by core -np 2)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
 "$build/apps/erase-convert" text -o "$work/text" "$top/data/text/tinyshakespeare.txt" >/dev/null
@@ -90,15 +94,16 @@ def simulate(args, M):
                          check=True, capture_output=True, text=True).stdout
     return {k[0]: v[0] for k, v in sim_rows(out).items() if k[1] == 2}
 print("| model | schedule | M | samples/s: min / median / max | tokens/s (median) | bubble stage 0 / 1 (median) "
-      "| analytic | busy ms per step, stage 0 / 1 | wall ms per step, stage 0 / 1 | simulated from the run's times: measured / simulated "
-      "| simulated from erase-bench's own timing: measured / simulated |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "| imbalance stage 0 / 1 | the schedule's own bubble: min / median / max | analytic "
+      "| busy ms per step, stage 0 / 1 | wall ms per step, stage 0 / 1 "
+      "| simulated from the run's times: measured / simulated | simulated from erase-bench's own timing: measured / simulated |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for model in models:
     for M in (2, 4, 8):
         own = {k[0]: v[0] for k, v in sim_rows(open(os.path.join(work, "sim-%s-%d.txt" % (model, M))).read()).items()
                if k[1] == 2}
         for sched in ("gpipe", "1f1b", "paci"):
-            qps, tok, b0, b1, u0, u1, w0, w1, ratio = [], [], [], [], [], [], [], [], []
+            qps, tok, b0, b1, i0, i1, sb, u0, u1, w0, w1, ratio = [], [], [], [], [], [], [], [], [], [], [], []
             for r in range(1, repeats + 1):
                 recs = [json.loads(l) for l in open(os.path.join(work, "%s-%s-%d-%d.jsonl" % (model, sched, M, r)))]
                 summ = next(x for x in recs if x["type"] == "summary")
@@ -108,6 +113,10 @@ for model in models:
                 st = pipe["per_stage"]
                 n = st[0]["timed_steps"]
                 b0.append(100 * st[0]["bubble"]); b1.append(100 * st[1]["bubble"])
+                i0.append(100 * st[0]["imbalance"]); i1.append(100 * st[1]["imbalance"])
+                # bubble - imbalance: the idle the schedule adds to the split's (the same on every stage
+                # in an ideal run: the busiest stage's bubble); the larger of the stages'
+                sb.append(max(100 * (x["bubble"] - x["imbalance"]) for x in st))
                 u0.append(st[0]["busy_ms"] / n); u1.append(st[1]["busy_ms"] / n)
                 w0.append(st[0]["wall_ms"] / n); w1.append(st[1]["wall_ms"] / n)
                 # the run's own per-stage times: per micro-batch forward and backward, per update
@@ -116,13 +125,12 @@ for model in models:
                                 "--update-ms", lst("update_ms", 1), "--batch", str(batch[model] // M)], M)
                 ratio.append(summ["qps_p50"] / sim[sched])
             med = statistics.median(qps)
-            print("| %s | %s | %d | %s | %s | %.1f%% / %.1f%% | %s | %.1f / %.1f | %.1f / %.1f | %.2f (%.2f-%.2f) | %.2f |" % (
-                model, sched, M, spread(qps), fmt(statistics.median(tok)) if tok[0] else "-",
-                statistics.median(b0), statistics.median(b1),
-                "-" if sched == "paci" else "%.1f%%" % (100.0 / (M + 1)), statistics.median(u0),
-                statistics.median(u1), statistics.median(w0), statistics.median(w1), statistics.median(ratio), min(ratio),
-                max(ratio),
-                med / own[sched]))
+            md = statistics.median
+            print("| %s | %s | %d | %s | %s | %.1f%% / %.1f%% | %.1f%% / %.1f%% | %.1f%% / %.1f%% / %.1f%% | %s "
+                  "| %.1f / %.1f | %.1f / %.1f | %.2f (%.2f-%.2f) | %.2f |" % (
+                model, sched, M, spread(qps), fmt(md(tok)) if tok[0] else "-", md(b0), md(b1), md(i0), md(i1),
+                min(sb), md(sb), max(sb), "-" if sched == "paci" else "%.1f%%" % (100.0 / (M + 1)), md(u0), md(u1),
+                md(w0), md(w1), md(ratio), min(ratio), max(ratio), med / own[sched]))
 EOF
 
 case $parts in *target*) ;; *) exit 0 ;; esac

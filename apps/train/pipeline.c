@@ -303,6 +303,16 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
                          "\"analytic_bubble\":%.6f,\"per_stage\":[", pipe_kind_name(po->kind), P, w->dp_size, M,
                 po->accumulate, po->kind == PIPE_PACI ? 0.0 : analytic);
     }
+    /* imbalance: the busiest stage's busy time per timed step minus this
+     * stage's, over this stage's wall time: the part of its bubble that
+     * no schedule removes at this split (the analytic bubble assumes equal
+     * stages); bubble - imbalance is the schedule's own */
+    double busiest = 0;
+    for (int s = 0; s < P; s++) {
+        const double *f = all + (size_t)s * NFIELDS;
+        double b = f[F_BUSY] / (f[F_TIMED] > 0 ? f[F_TIMED] : 1);
+        busiest = b > busiest ? b : busiest;
+    }
     for (int s = 0; s < P; s++) {
         const double *f = all + (size_t)s * NFIELDS; /* dp replica 0: world rank s */
         double steps = f[F_STEPS] > 0 ? f[F_STEPS] : 1, timed = f[F_TIMED] > 0 ? f[F_TIMED] : 1;
@@ -319,8 +329,11 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
             printf("  stage %-4d block %d: bubble %.1f%%", s, a, 100 * f[F_BUBBLE]);
         else
             printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
+        double imbalance = f[F_WALL] > 0 ? (busiest - f[F_BUSY] / timed) / (f[F_WALL] / timed) : 0;
         if (po->kind != PIPE_PACI)
-            printf(" (analytic %.1f%%)", 100 * analytic);
+            printf(" (analytic %.1f%%; imbalance %.1f%%)", 100 * analytic, 100 * imbalance);
+        else
+            printf(" (imbalance %.1f%%)", 100 * imbalance);
         printf(" of %.1f ms per step (busy: forward %.1f, backward %.1f, update %.1f)", f[F_WALL] / timed,
                f[F_FORWARD] / timed, f[F_BACKWARD] / timed, f[F_UPDATE] / timed);
         if (local && s == 0)
@@ -346,10 +359,10 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
                    f[F_DRAIN_MS] / f[F_DRAINS]);
         printf("\n");
         if (metrics) {
-            fprintf(metrics, "%s{\"stage\":%d,\"first_block\":%d,\"last_block\":%d,\"bubble\":%.6f,\"busy_ms\":%.3f,"
-                             "\"wall_ms\":%.3f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"update_ms\":%.3f,"
+            fprintf(metrics, "%s{\"stage\":%d,\"first_block\":%d,\"last_block\":%d,\"bubble\":%.6f,\"imbalance\":%.6f,"
+                             "\"busy_ms\":%.3f,\"wall_ms\":%.3f,\"forward_ms\":%.3f,\"backward_ms\":%.3f,\"update_ms\":%.3f,"
                              "\"timed_steps\":%.0f,\"max_drift\":%.0f,\"drift_bound\":%.0f,\"drift\":[", s ? "," : "", s, a, b, f[F_BUBBLE],
-                    f[F_BUSY], f[F_WALL], f[F_FORWARD], f[F_BACKWARD], f[F_UPDATE], f[F_TIMED], f[F_MAXDRIFT], f[F_BOUND]);
+                    imbalance, f[F_BUSY], f[F_WALL], f[F_FORWARD], f[F_BACKWARD], f[F_UPDATE], f[F_TIMED], f[F_MAXDRIFT], f[F_BOUND]);
             int last = 0;
             for (int d = 0; d < ERASE_PIPE_MAX_DRIFT; d++)
                 if (f[F_DRIFT0 + d] > 0)

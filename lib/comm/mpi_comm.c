@@ -51,6 +51,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #define COMM_PIECE ((size_t)1 << 30)
 
@@ -137,6 +140,8 @@ uint64_t erase_comm_issued(erase_comm_t *c)
 #define WAIT_SPIN_NS 5000        /* poll without sleeping for the first 5 us */
 #define WAIT_SLEEP_MIN_NS 1000   /* then sleep 1 us, 2, 4, ... */
 #define WAIT_SLEEP_MAX_NS 100000 /* ... up to 100 us between polls */
+#define WAIT_AWAITED_NS 2000     /* while a stream waits for this one: every 2 us */
+#define WAIT_SLACK_NS 1000UL     /* the waiting thread's timer slack */
 
 static int64_t wait_now_ns(void)
 {
@@ -148,22 +153,28 @@ static int64_t wait_now_ns(void)
 /*
  * Wait for the n requests `req` as MPI_Waitall does (same return code and
  * statuses), without busy-polling: MPI_Testall, which also drives Open MPI's
- * progress, for WAIT_SPIN_NS, then between polls a sleep that doubles from
- * WAIT_SLEEP_MIN_NS to WAIT_SLEEP_MAX_NS. Open MPI's blocking MPI_Recv /
- * MPI_Waitall spin at 100% of a core however long they wait; a pipeline
- * stage has up to 4 comm streams waiting while its compute stream runs, on
- * 2 cores; waiting here, a worker used 8-12% of a core (tests/comm/test-p2p,
- * 2 ranks). The cost: a message that completes while the waiter sleeps is
- * seen up to one sleep late, at most 100 us plus the kernel's timer slack
- * (50 us by default for a normal thread), so up to ~0.15 ms per wait that
- * outlasts the spin, and per handshake of a large message's rendezvous
- * protocol that needs this side's progress; nothing for one that completes
- * within the spin. The caller's comm_log_begin / comm_log_end around it
- * keep the operation visible to the watchdog, which ends the job if it
- * never completes (the loop itself has no time limit).
+ * progress, for WAIT_SPIN_NS, then between polls a sleep. Open MPI's
+ * blocking MPI_Recv / MPI_Waitall spin at 100% of a core however long they
+ * wait; a pipeline stage has up to 4 comm streams waiting while its compute
+ * stream runs, on 2 cores; waiting here, a worker used 8-12% of a core
+ * (tests/comm/test-p2p, 2 ranks). The sleep:
+ *   - while another stream's worker is blocked waiting for this one
+ *     (erase_cpu_stream_awaited: the compute stream needs this receive and
+ *     has left its core idle), WAIT_AWAITED_NS, so the message is seen
+ *     within a few microseconds of its arrival;
+ *   - otherwise (the core runs compute) doubling from WAIT_SLEEP_MIN_NS to
+ *     WAIT_SLEEP_MAX_NS: a message is seen up to 100 us late.
+ * The waiting thread's timer slack is set to WAIT_SLACK_NS (Linux's 50 us
+ * default would stretch every short sleep to ~50 us). A latency-bound
+ * pipeline (a 2-layer gpt of width 8, 1f1b, P = 2, M = 8: 32 messages a
+ * step) ran 1.13x the samples/s with the close polls (bench/RESULTS.md,
+ * "Pipelines, re-measured"). The caller's comm_log_begin / comm_log_end
+ * around it keep the operation visible to the watchdog, which ends the job
+ * if it never completes (the loop itself has no time limit).
  */
 static int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
 {
+    static _Thread_local int slack_set;
     int64_t start = wait_now_ns();
     long sleep_ns = WAIT_SLEEP_MIN_NS;
     for (;;) {
@@ -173,7 +184,12 @@ static int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
             return rc;
         if (wait_now_ns() - start < WAIT_SPIN_NS)
             continue;
-        struct timespec nap = { 0, sleep_ns };
+#ifdef PR_SET_TIMERSLACK
+        if (!slack_set)
+            prctl(PR_SET_TIMERSLACK, WAIT_SLACK_NS, 0, 0, 0);
+#endif
+        slack_set = 1;
+        struct timespec nap = { 0, erase_cpu_stream_awaited() ? WAIT_AWAITED_NS : sleep_ns };
         nanosleep(&nap, NULL);
         sleep_ns = sleep_ns * 2 < WAIT_SLEEP_MAX_NS ? sleep_ns * 2 : WAIT_SLEEP_MAX_NS;
     }

@@ -81,6 +81,18 @@ static erase_status_t spin_fn(const void *p)
     return ERASE_OK;
 }
 
+static erase_status_t awaited_fn(const void *p)
+{
+    const args_t *a = p;
+    int64_t end = erase_now_ns() + a->spin_ns;
+    *a->log = 0;
+    while (!*a->log && erase_now_ns() < end) {
+        *a->log = erase_cpu_stream_awaited();
+        sched_yield();
+    }
+    return ERASE_OK;
+}
+
 static erase_status_t fail_fn(const void *p)
 {
     return ERASE_ERROR(ERASE_ERR_BACKEND, "%s", ((const args_t *)p)->text);
@@ -126,6 +138,12 @@ erase_status_t k_spin(erase_stream_t *s, int64_t ns)
 {
     args_t k = { .spin_ns = ns };
     return erase_cpu_launch(s, spin_fn, &k, sizeof k);
+}
+
+erase_status_t k_awaited(erase_stream_t *s, int *seen, int64_t ns)
+{
+    args_t k = { .log = seen, .spin_ns = ns };
+    return erase_cpu_launch(s, awaited_fn, &k, sizeof k);
 }
 
 erase_status_t k_fail(erase_stream_t *s, const char *text)

@@ -23,6 +23,9 @@ erase_status_t k_gate(erase_stream_t *s, atomic_int *gate);
 erase_status_t k_append(erase_stream_t *s, int *log, int *len, int value);
 /* Spin for `ns` nanoseconds. */
 erase_status_t k_spin(erase_stream_t *s, int64_t ns);
+/* *seen = 1 as soon as erase_cpu_stream_awaited() says another stream's
+ * worker waits for s, polling for at most `ns` nanoseconds; else 0. */
+erase_status_t k_awaited(erase_stream_t *s, int *seen, int64_t ns);
 /* Fail with ERASE_ERR_BACKEND and the message `text`. */
 erase_status_t k_fail(erase_stream_t *s, const char *text);
 

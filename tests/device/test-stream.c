@@ -6,6 +6,7 @@
  * stream capture.
  */
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "lib/device/cpu/cpu.h"
 #include "tests/cpu_device.h"
 #include "tests/device/kernels.h"
 
@@ -296,6 +298,54 @@ static void test_capture_rules(void **state)
     erase_stream_destroy(side);
 }
 
+/* erase_cpu_stream_awaited: 1 inside a kernel of a stream another
+ * stream's worker is blocked waiting for (lib/comm/mpi_comm.c then polls
+ * closely), 0 once that worker went on, 0 while only the host
+ * synchronizes (a stream or an event), 0 on a thread that is no stream's worker. */
+static void test_awaited(void **state)
+{
+    erase_stream_t *a, *b;
+    erase_event_t *e;
+    MUST(erase_stream_create(dev, &a));
+    MUST(erase_stream_create(dev, &b));
+    MUST(erase_event_create(dev, &e));
+    atomic_int g1 = 0, g2 = 0, g3 = 0;
+    int seen_waited = -1, seen_after = -1, seen_host = -1;
+    const int64_t s5 = 5000000000LL, ms20 = 20000000LL;
+
+    MUST(k_gate(a, &g1));
+    MUST(k_awaited(a, &seen_waited, s5)); /* b's worker blocks on it */
+    MUST(erase_event_record(e, a));
+    MUST(k_gate(a, &g2));
+    MUST(k_awaited(a, &seen_after, ms20));
+    MUST(erase_stream_wait_event(b, e));
+    atomic_store(&g1, 1);
+    MUST(erase_stream_synchronize(b)); /* b's worker went past its wait */
+    atomic_store(&g2, 1);
+    MUST(erase_stream_synchronize(a));
+    assert_int_equal(seen_waited, 1);
+    assert_int_equal(seen_after, 0);
+
+    MUST(k_gate(a, &g3));
+    MUST(k_awaited(a, &seen_host, ms20));
+    atomic_store(&g3, 1);
+    MUST(erase_stream_synchronize(a)); /* the host's wait does not count */
+    assert_int_equal(seen_host, 0);
+    atomic_int g4 = 0;
+    int seen_event = -1;
+    MUST(k_gate(a, &g4));
+    MUST(k_awaited(a, &seen_event, ms20));
+    MUST(erase_event_record(e, a));
+    atomic_store(&g4, 1);
+    MUST(erase_event_synchronize(e)); /* nor does its wait for an event */
+    assert_int_equal(seen_event, 0);
+    assert_int_equal(erase_cpu_stream_awaited(), 0);
+
+    erase_event_destroy(e);
+    erase_stream_destroy(b);
+    erase_stream_destroy(a);
+}
+
 static void test_blas_threads(void **state)
 {
     int cores = erase_device_cores(dev);
@@ -330,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_copy2d),
         cmocka_unit_test(test_capture_rules),
+        cmocka_unit_test(test_awaited),
         cmocka_unit_test(test_blas_threads),
     };
     return cmocka_run_group_tests_name("device streams and events", tests, setup, teardown);

@@ -35,4 +35,15 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
                         int ldc);
 
+/*
+ * Whether another stream's worker is blocked waiting (a stream wait on an
+ * event) for an operation of the stream whose kernel calls this: 1 or 0;
+ * always 0 outside a stream's worker thread, and a host thread's
+ * synchronize does not count. A kernel that polls for something outside
+ * the process (a receive: lib/comm/mpi_comm.c) polls closely while it is
+ * awaited, when the waiting worker has left its core idle, and sleeps
+ * longer between polls otherwise, when the core runs compute.
+ */
+int erase_cpu_stream_awaited(void);
+
 #endif

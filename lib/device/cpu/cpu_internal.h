@@ -48,6 +48,7 @@ struct cpu_stream {
     uint64_t enqueued;       /* operations enqueued (guarded by lock) */
     uint64_t completed;      /* operations completed (guarded by lock) */
     uint64_t wake_at;        /* lowest position a waiter waits for; UINT64_MAX: none */
+    int awaited;             /* other streams' workers blocked waiting for this one */
     erase_status_t error;    /* sticky: first failure of an operation */
     char error_text[1024];
     int shutdown;
@@ -71,7 +72,9 @@ erase_status_t cpu_stream_push_kernel(cpu_stream_t *s, erase_cpu_kernel_fn fn, c
 erase_status_t cpu_stream_push_record(cpu_stream_t *s, cpu_event_t *e);
 erase_status_t cpu_stream_push_wait(cpu_stream_t *s, cpu_event_t *e);
 /* Block until stream `s` has completed `seq` operations. */
-void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq);
+/* Block until s has completed seq operations; by_worker: the caller is
+ * another stream's worker (counted in s->awaited while it blocks). */
+void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq, int by_worker);
 /* Block until every stream of the device has run what is enqueued now. */
 void cpu_device_drain(cpu_device_t *d);
 

@@ -46,14 +46,18 @@ static void run_node(cpu_stream_t *s, cpu_node_t *node)
         return;
     }
     case CPU_OP_WAIT:
-        cpu_stream_wait_completed(node->wait_stream, node->wait_seq);
+        cpu_stream_wait_completed(node->wait_stream, node->wait_seq, 1);
         return;
     }
 }
 
+/* The stream whose worker this thread is; NULL on other threads. */
+static _Thread_local cpu_stream_t *worker_stream;
+
 static void *worker_main(void *arg)
 {
     cpu_stream_t *s = arg;
+    worker_stream = s;
     erase_fp_thread_init(); /* flush-to-zero: see lib/core/fpmode.h */
     for (;;) {
         pthread_mutex_lock(&s->lock);
@@ -84,15 +88,31 @@ static void *worker_main(void *arg)
     }
 }
 
-void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq)
+void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq, int by_worker)
 {
     pthread_mutex_lock(&s->lock);
+    if (s->completed < seq && by_worker)
+        s->awaited++;
+    else
+        by_worker = 0;
     while (s->completed < seq) {
         if (seq < s->wake_at)
             s->wake_at = seq;
         pthread_cond_wait(&s->done_cv, &s->lock);
     }
+    s->awaited -= by_worker;
     pthread_mutex_unlock(&s->lock);
+}
+
+int erase_cpu_stream_awaited(void)
+{
+    cpu_stream_t *s = worker_stream;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    int awaited = s->awaited > 0;
+    pthread_mutex_unlock(&s->lock);
+    return awaited;
 }
 
 /* Append a node (not capturing); returns its position. Lock held by caller. */
@@ -372,7 +392,7 @@ erase_status_t cpu_event_synchronize(erase_event_t *event)
     uint64_t seq;
     ERASE_CHECK(event_target(cpu_event(event), &s, &seq));
     if (s)
-        cpu_stream_wait_completed(s, seq);
+        cpu_stream_wait_completed(s, seq, 0);
     return ERASE_OK;
 }
 
