@@ -4,6 +4,9 @@
 # 1f1b and paci (a = M) for M in 2, 4, 8, on
 #   gpt: jobs/gpt-shakespeare-pp.cfg (8 layers, width 128, context 64,
 #        tie_head = false) on tinyshakespeare, global batch 16 windows, 40 steps;
+#   gpt-char: jobs/gpt-shakespeare-char-pp.cfg (nanoGPT's shakespeare-char
+#        size: 6 layers, width 384, context 256), global batch 16, 15 steps
+#        (only with MODELS="... gpt-char": about 25 s a run);
 #   ctr: the shipped Criteo sample, no cuts, global batch 2048, 40 steps;
 # stages split evenly (gpt 0-3 | 4-7, ctr 0-2 | 3-6: what
 # erase-bench pipeline --simulate assumes). The runs are interleaved
@@ -19,20 +22,26 @@
 # Then (PARTS containing "target") the time to a target validation loss
 # on gpt: jobs/shakespeare.run's optimizer (adamw, lr 0.001, cosine, 20
 # warm-up steps; no gradient clipping: paci refuses it) for STEPS (default
-# 600) steps of 16 windows, M = 4, evaluated every 50 steps on the last
-# 32 KB of the text (inside the held-out 10%); the target is 1f1b's final
-# loss, the time the training time (steps only, not the evaluations) to
-# the first evaluation at or below it.
+# 2000) steps of 16 windows, M = 4, 1f1b and paci, each with every seed of
+# SEEDS (default "1 2 3"), evaluated every 50 steps on the last 32 KB of
+# the text (inside the held-out 10%). The losses are deterministic (the
+# schedules' arithmetic does not depend on timing; gpipe's equal 1f1b's
+# step for step, tests/sched/test-pipe-np2.sh); the time to a loss is
+# its step x 16 windows / the schedule's median samples/s at M = 4 in the
+# interleaved throughput runs above (when they ran; else the run's own
+# training time). The target is the larger of the two schedules' mean
+# final losses, the loss both reach.
 # Usage: bench/pipeline-p2.sh [BUILD_DIR]   (env REPEATS, default 5; KEEP=1 keeps the runs;
-#        MODELS, default "gpt ctr"; PARTS, default "throughput target";
-#        about 20 minutes on 2 cores)
+#        MODELS, default "gpt ctr" (add gpt-char for nanoGPT's size);
+#        PARTS, default "throughput target"; about 45 minutes on 2 cores)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}
 repeats=${REPEATS:-5}
 models=${MODELS:-gpt ctr}
 parts=${PARTS:-throughput target}
-steps=${STEPS:-600}
+steps=${STEPS:-2000}
+seeds=${SEEDS:-1 2 3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/erase-pipeline-p2.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 # one stage per core: a stage's comm streams then share its core with its
@@ -49,6 +58,8 @@ args() { # MODEL -> erase-train's arguments; GLOBAL BATCH in $batch
     case $1 in
     gpt) batch=16; echo --model "$top/jobs/gpt-shakespeare-pp.cfg" --train "$work/text/train" --eval-fraction 0.02 \
         --batch 16 --steps 40 ;;
+    gpt-char) batch=16; echo --model "$top/jobs/gpt-shakespeare-char-pp.cfg" --train "$work/text/train" \
+        --eval-fraction 0.02 --batch 16 --steps 15 ;;
     ctr) batch=2048; echo --model ctr --cuts none --train "$work/criteo" --batch 2048 --steps 40 ;;
     esac
 }
@@ -76,7 +87,11 @@ done
 for model in $models; do
     args "$model" >/dev/null
     for M in 2 4 8; do
-        if [ "$model" = gpt ]; then sim=(--model-file "$top/jobs/gpt-shakespeare-pp.cfg"); else sim=(--model ctr); fi
+        case $model in
+        gpt) sim=(--model-file "$top/jobs/gpt-shakespeare-pp.cfg") ;;
+        gpt-char) sim=(--model-file "$top/jobs/gpt-shakespeare-char-pp.cfg") ;;
+        *) sim=(--model ctr) ;;
+        esac
         "$build/apps/erase-bench" pipeline --simulate "${sim[@]}" --pp 2 --micro-batches "$M" --steps 40 \
             --batch $((batch / M)) >"$work/sim-$model-$M.txt"
     done
@@ -86,7 +101,7 @@ done
 import json, os, statistics, subprocess, sys
 from p2 import fmt, spread, sim_rows
 work, repeats, models, build = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
-batch = {"gpt": 16, "ctr": 2048}
+batch = {"gpt": 16, "gpt-char": 16, "ctr": 2048}
 def simulate(args, M):
     """erase-bench pipeline --simulate's samples/s per schedule for P = 2 and M"""
     out = subprocess.run([os.path.join(build, "apps/erase-bench"), "pipeline", "--simulate", "--pp", "2",
@@ -136,37 +151,54 @@ EOF
 case $parts in *target*) ;; *) exit 0 ;; esac
 tail -c 32768 "$top/data/text/tinyshakespeare.txt" >"$work/heldout.txt"
 "$build/apps/erase-convert" text -o "$work/heldout" "$work/heldout.txt" >/dev/null
-for schedule in 1f1b paci gpipe; do
-    "${mpi[@]}" "$build/apps/erase-train" --config "$top/jobs/shakespeare.run" --model "$top/jobs/gpt-shakespeare-pp.cfg" \
-        --train "$work/text/train" --eval "$work/heldout/train,$work/heldout/eval" --steps "$steps" --grad-clip 0 \
-        --eval-every 50 --log-every 50 --pp 2 --stages even --schedule "$schedule" --micro-batches 4 \
-        --metrics "$work/target-$schedule.jsonl" --quiet >"$work/target-$schedule.out" 2>&1 ||
-        { cat "$work/target-$schedule.out" >&2; exit 1; }
+for seed in $seeds; do
+    for schedule in 1f1b paci; do
+        "${mpi[@]}" "$build/apps/erase-train" --config "$top/jobs/shakespeare.run" --model "$top/jobs/gpt-shakespeare-pp.cfg" \
+            --train "$work/text/train" --eval "$work/heldout/train,$work/heldout/eval" --steps "$steps" --grad-clip 0 \
+            --seed "$seed" --eval-every 50 --log-every 50 --pp 2 --stages even --schedule "$schedule" --micro-batches 4 \
+            --metrics "$work/target-$schedule-$seed.jsonl" --quiet >"$work/target-$schedule-$seed.out" 2>&1 ||
+            { cat "$work/target-$schedule-$seed.out" >&2; exit 1; }
+    done
 done
 echo
-PYTHONPATH="$top/bench" python3 - "$work" <<'EOF'
-import os, sys
+PYTHONPATH="$top/bench" python3 - "$work" "$repeats" "$seeds" <<'EOF'
+import json, os, statistics, sys
 from p2 import eval_curve
-work = sys.argv[1]
-curves = {}
-for sched in ("1f1b", "paci", "gpipe"):
-    curves[sched] = eval_curve(os.path.join(work, "target-%s.jsonl" % sched), "loss")[0]
-target = curves["1f1b"][-1][2]
-print("target: 1f1b's final validation loss %.4f after %d steps (%d tokens)" % (
-    target, curves["1f1b"][-1][0], curves["1f1b"][-1][3] * 64))
+work, repeats, seeds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+qps = {}
+for sched in ("1f1b", "paci"):
+    runs = [os.path.join(work, "gpt-%s-4-%d.jsonl" % (sched, r)) for r in range(1, repeats + 1)]
+    if repeats and all(os.path.exists(f) for f in runs):
+        qps[sched] = statistics.median(next(x for x in map(json.loads, open(f)) if x["type"] == "summary")["qps_p50"]
+                                       for f in runs)
+curves = {(s, seed): eval_curve(os.path.join(work, "target-%s-%s.jsonl" % (s, seed)), "loss")[0]
+          for s in ("1f1b", "paci") for seed in seeds}
+final = {s: statistics.mean(curves[(s, seed)][-1][2] for seed in seeds) for s in ("1f1b", "paci")}
+steps = curves[("1f1b", seeds[0])][-1][0]
+print("gpt, P = 2, M = 4, %d steps (%d tokens), seeds %s" % (steps, steps * 16 * 64, " ".join(seeds)))
+print("final validation loss, mean over the seeds: 1f1b %.4f, paci %.4f (%+.2f%%)" % (
+    final["1f1b"], final["paci"], 100 * (final["paci"] / final["1f1b"] - 1)))
+print("per seed, the target is the larger of the two final losses (the loss both reach); the time to it is %s" % (
+    "the step reaching it x 16 / the interleaved median samples/s at M = 4 (1f1b %.1f, paci %.1f)" % (
+        qps["1f1b"], qps["paci"]) if len(qps) == 2 else "the run's own training seconds to that step"))
 print()
-print("| schedule | final loss | vs 1f1b | step reaching the target | training s to the target | time to target vs 1f1b |")
-print("| --- | --- | --- | --- | --- | --- |")
-ref = None
-for sched in ("1f1b", "paci", "gpipe"):
-    c = curves[sched]
-    hit = next((e for e in c if e[2] <= target), None)
-    if sched == "1f1b":
-        ref = hit[1]
-    print("| %s | %.4f | %+.2f%% | %s | %s | %s |" % (sched, c[-1][2], 100 * (c[-1][2] / target - 1),
-          hit[0] if hit else "not reached", "%.1f" % hit[1] if hit else "-", "%.2fx" % (ref / hit[1]) if hit else "-"))
+print("| seed | 1f1b final | paci final | paci vs 1f1b | target | step reaching it: 1f1b / paci | seconds: 1f1b / paci "
+      "| paci's time to target vs 1f1b's |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+ratios = []
+for seed in seeds:
+    f1, fp = curves[("1f1b", seed)][-1][2], curves[("paci", seed)][-1][2]
+    target = max(f1, fp)
+    hit = {s: next(e for e in curves[(s, seed)] if e[2] <= target) for s in ("1f1b", "paci")}
+    sec = {s: hit[s][0] * 16 / qps[s] if len(qps) == 2 else hit[s][1] for s in hit}
+    ratios.append(sec["1f1b"] / sec["paci"])
+    print("| %s | %.4f | %.4f | %+.2f%% | %.4f | %d / %d | %.1f / %.1f | %.2fx |" % (
+        seed, f1, fp, 100 * (fp / f1 - 1), target, hit["1f1b"][0], hit["paci"][0], sec["1f1b"], sec["paci"], ratios[-1]))
 print()
-print("validation loss by step (training seconds):")
-for sched in ("1f1b", "paci", "gpipe"):
-    print("  %-5s " % sched + " ".join("%d:%.3f(%.0fs)" % (e[0], e[2], e[1]) for e in curves[sched]))
+print("paci's time to target vs 1f1b's, median over the seeds: %.2fx (the bubble model (M+P-1)/M = 1.25x; "
+      "80%% of its gain: 1.20x)" % statistics.median(ratios))
+print()
+print("validation loss by step, seed %s:" % seeds[0])
+for s in ("1f1b", "paci"):
+    print("  %-5s " % s + " ".join("%d:%.3f" % (e[0], e[2]) for e in curves[(s, seeds[0])][1::4]))
 EOF
