@@ -161,10 +161,10 @@ for seed in $seeds; do
     done
 done
 echo
-PYTHONPATH="$top/bench" python3 - "$work" "$repeats" "$seeds" <<'EOF'
+PYTHONPATH="$top/bench" python3 - "$work" "$repeats" "$seeds" "${TARGETS:-2.1 2.0}" <<'EOF'
 import json, os, statistics, sys
 from p2 import eval_curve
-work, repeats, seeds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+work, repeats, seeds, targets = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 qps = {}
 for sched in ("1f1b", "paci"):
     runs = [os.path.join(work, "gpt-%s-4-%d.jsonl" % (sched, r)) for r in range(1, repeats + 1)]
@@ -176,27 +176,34 @@ curves = {(s, seed): eval_curve(os.path.join(work, "target-%s-%s.jsonl" % (s, se
 final = {s: statistics.mean(curves[(s, seed)][-1][2] for seed in seeds) for s in ("1f1b", "paci")}
 steps = curves[("1f1b", seeds[0])][-1][0]
 print("gpt, P = 2, M = 4, %d steps (%d tokens), seeds %s" % (steps, steps * 16 * 64, " ".join(seeds)))
-print("final validation loss, mean over the seeds: 1f1b %.4f, paci %.4f (%+.2f%%)" % (
+print("final validation loss per seed: 1f1b %s, paci %s; mean 1f1b %.4f, paci %.4f (%+.2f%%)" % (
+    " ".join("%.4f" % curves[("1f1b", x)][-1][2] for x in seeds), " ".join("%.4f" % curves[("paci", x)][-1][2] for x in seeds),
     final["1f1b"], final["paci"], 100 * (final["paci"] / final["1f1b"] - 1)))
-print("per seed, the target is the larger of the two final losses (the loss both reach); the time to it is %s" % (
-    "the step reaching it x 16 / the interleaved median samples/s at M = 4 (1f1b %.1f, paci %.1f)" % (
-        qps["1f1b"], qps["paci"]) if len(qps) == 2 else "the run's own training seconds to that step"))
+print("targets: fixed losses both schedules pass on the way (TARGETS, default 2.1 and 2.0) and, per seed, the larger of the "
+      "two final losses (the loss both reach); the time to a target is %s" % (
+    "the first evaluation's step at or below it x 16 / the interleaved median samples/s at M = 4 (1f1b %.1f, paci %.1f)"
+    % (qps["1f1b"], qps["paci"]) if len(qps) == 2 else "the run's own training seconds to that evaluation"))
 print()
-print("| seed | 1f1b final | paci final | paci vs 1f1b | target | step reaching it: 1f1b / paci | seconds: 1f1b / paci "
-      "| paci's time to target vs 1f1b's |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-ratios = []
-for seed in seeds:
-    f1, fp = curves[("1f1b", seed)][-1][2], curves[("paci", seed)][-1][2]
-    target = max(f1, fp)
-    hit = {s: next(e for e in curves[(s, seed)] if e[2] <= target) for s in ("1f1b", "paci")}
-    sec = {s: hit[s][0] * 16 / qps[s] if len(qps) == 2 else hit[s][1] for s in hit}
-    ratios.append(sec["1f1b"] / sec["paci"])
-    print("| %s | %.4f | %.4f | %+.2f%% | %.4f | %d / %d | %.1f / %.1f | %.2fx |" % (
-        seed, f1, fp, 100 * (fp / f1 - 1), target, hit["1f1b"][0], hit["paci"][0], sec["1f1b"], sec["paci"], ratios[-1]))
+print("| target | seed | step reaching it: 1f1b / paci | seconds: 1f1b / paci | paci's time to target vs 1f1b's |")
+print("| --- | --- | --- | --- | --- |")
+ratios = {}
+for kind in targets + ["final"]:
+    for seed in seeds:
+        f1, fp = curves[("1f1b", seed)][-1][2], curves[("paci", seed)][-1][2]
+        target = max(f1, fp) if kind == "final" else float(kind)
+        hit = {s: next((e for e in curves[(s, seed)] if e[2] <= target), None) for s in ("1f1b", "paci")}
+        if not all(hit.values()):
+            print("| %s | %s | not reached | - | - |" % (kind, seed))
+            continue
+        sec = {s: hit[s][0] * 16 / qps[s] if len(qps) == 2 else hit[s][1] for s in hit}
+        ratios.setdefault(kind, []).append(sec["1f1b"] / sec["paci"])
+        print("| %s | %s | %d / %d | %.1f / %.1f | %.2fx |" % ("%.4f (the larger final)" % target if kind == "final"
+              else kind, seed, hit["1f1b"][0], hit["paci"][0], sec["1f1b"], sec["paci"], ratios[kind][-1]))
 print()
-print("paci's time to target vs 1f1b's, median over the seeds: %.2fx (the bubble model (M+P-1)/M = 1.25x; "
-      "80%% of its gain: 1.20x)" % statistics.median(ratios))
+for kind, r in ratios.items():
+    print("paci's time to %s vs 1f1b's, median over %d seed%s: %.2fx (the bubble model (M+P-1)/M = 1.25x; 80%% of "
+          "its gain: 1.20x)" % ("the larger final loss" if kind == "final" else kind, len(r), "" if len(r) == 1 else "s",
+                                statistics.median(r)))
 print()
 print("validation loss by step, seed %s:" % seeds[0])
 for s in ("1f1b", "paci"):
