@@ -17,7 +17,7 @@
 # / the simulated samples/s; targets: TARGETS (default 2.1 2.0) and the
 # larger of the two final losses.
 # Usage: bench/pipeline-deep.sh [BUILD_DIR]  (env PPS, default "4 8"; KEEP=1;
-#        about 25 minutes on 2 cores)
+#        about 12 minutes on 2 cores)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}

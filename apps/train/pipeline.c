@@ -305,8 +305,9 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     }
     /* imbalance: the busiest stage's busy time per timed step minus this
      * stage's, over this stage's wall time: the part of its bubble that
-     * no schedule removes at this split (the analytic bubble assumes equal
-     * stages); bubble - imbalance is the schedule's own */
+     * comes from the stages' unequal work in this run (the analytic bubble
+     * assumes equal stages); bubble - imbalance is the rest (fill, drain,
+     * message latency) */
     double busiest = 0;
     for (int s = 0; s < P; s++) {
         const double *f = all + (size_t)s * NFIELDS;

@@ -160,8 +160,9 @@ static int64_t wait_now_ns(void)
  * (tests/comm/test-p2p, 2 ranks). The sleep:
  *   - while another stream's worker is blocked waiting for this one
  *     (erase_cpu_stream_awaited: the compute stream needs this receive and
- *     has left its core idle), WAIT_AWAITED_NS, so the message is seen
- *     within a few microseconds of its arrival;
+ *     waits for it, so its core usually idles), WAIT_AWAITED_NS: from the
+ *     end of the nap it was in when the wait began (at most
+ *     WAIT_SLEEP_MAX_NS), the message is seen within a few microseconds;
  *   - otherwise (the core runs compute) doubling from WAIT_SLEEP_MIN_NS to
  *     WAIT_SLEEP_MAX_NS: a message is seen up to 100 us late.
  * The waiting thread's timer slack is set to WAIT_SLACK_NS (Linux's 50 us

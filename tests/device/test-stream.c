@@ -301,7 +301,10 @@ static void test_capture_rules(void **state)
 /* erase_cpu_stream_awaited: 1 inside a kernel of a stream another
  * stream's worker is blocked waiting for (lib/comm/mpi_comm.c then polls
  * closely), 0 once that worker went on, 0 while only the host
- * synchronizes (a stream or an event), 0 on a thread that is no stream's worker. */
+ * synchronizes (a stream or an event), 0 on a thread that is no stream's worker.
+ * The host's cases poll for 100 ms after the gate opens, the host then
+ * inside its synchronize (a host descheduled for longer makes them pass
+ * without testing; they cannot fail wrongly). */
 static void test_awaited(void **state)
 {
     erase_stream_t *a, *b;
@@ -311,13 +314,13 @@ static void test_awaited(void **state)
     MUST(erase_event_create(dev, &e));
     atomic_int g1 = 0, g2 = 0, g3 = 0;
     int seen_waited = -1, seen_after = -1, seen_host = -1;
-    const int64_t s5 = 5000000000LL, ms20 = 20000000LL;
+    const int64_t s5 = 5000000000LL, ms100 = 100000000LL;
 
     MUST(k_gate(a, &g1));
     MUST(k_awaited(a, &seen_waited, s5)); /* b's worker blocks on it */
     MUST(erase_event_record(e, a));
     MUST(k_gate(a, &g2));
-    MUST(k_awaited(a, &seen_after, ms20));
+    MUST(k_awaited(a, &seen_after, ms100));
     MUST(erase_stream_wait_event(b, e));
     atomic_store(&g1, 1);
     MUST(erase_stream_synchronize(b)); /* b's worker went past its wait */
@@ -327,14 +330,14 @@ static void test_awaited(void **state)
     assert_int_equal(seen_after, 0);
 
     MUST(k_gate(a, &g3));
-    MUST(k_awaited(a, &seen_host, ms20));
+    MUST(k_awaited(a, &seen_host, ms100));
     atomic_store(&g3, 1);
     MUST(erase_stream_synchronize(a)); /* the host's wait does not count */
     assert_int_equal(seen_host, 0);
     atomic_int g4 = 0;
     int seen_event = -1;
     MUST(k_gate(a, &g4));
-    MUST(k_awaited(a, &seen_event, ms20));
+    MUST(k_awaited(a, &seen_event, ms100));
     MUST(erase_event_record(e, a));
     atomic_store(&g4, 1);
     MUST(erase_event_synchronize(e)); /* nor does its wait for an event */

@@ -41,8 +41,8 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
  * always 0 outside a stream's worker thread, and a host thread's
  * synchronize does not count. A kernel that polls for something outside
  * the process (a receive: lib/comm/mpi_comm.c) polls closely while it is
- * awaited, when the waiting worker has left its core idle, and sleeps
- * longer between polls otherwise, when the core runs compute.
+ * awaited (the waiting worker is blocked, so its core usually idles) and
+ * sleeps longer between polls otherwise, when the core runs compute.
  */
 int erase_cpu_stream_awaited(void);
 
