@@ -57,19 +57,19 @@ done
 tap $ok "each stage's busy ms is its forward + backward + update ms, and at most its wall ms"
 
 # imbalance = (the busiest stage's busy - this stage's) / this stage's
-# wall, per timed step: 0 on the busiest stage (here stage 0, three
-# layers against one and the LM head)
+# wall, per timed step: 0 on the busier stage (which one depends on the
+# machine's load), the formula on both
 ok=0
 for s in 0 1; do
     awk -v i="$(field light $s imbalance)" -v b="$(field light $s busy_ms)" -v w="$(field light $s wall_ms)" \
         -v n="$(field light $s timed_steps)" -v b0="$(field light 0 busy_ms)" -v n0="$(field light 0 timed_steps)" \
-        -v b1="$(field light 1 busy_ms)" -v n1="$(field light 1 timed_steps)" -v s="$s" \
+        -v b1="$(field light 1 busy_ms)" -v n1="$(field light 1 timed_steps)" \
         'BEGIN { m = b0 / n0 > b1 / n1 ? b0 / n0 : b1 / n1; want = (m - b / n) / (w / n); d = i - want
-                 exit !(d < 1e-4 && d > -1e-4 && (s == 1 || i == 0) && (s == 0 || i > 0)) }' ||
+                 exit !(i != "" && d < 1e-4 && d > -1e-4 && (b / n < m || i == 0)) }' ||
         { ok=1; echo "# stage $s: $(grep '"type":"pipeline"' "$dir/light.jsonl")"; }
 done
 grep -q "stage 1    block 3: bubble [0-9.]*% (analytic 50.0%; imbalance [0-9.]*%) of" "$dir/light.out" || ok=1
-tap $ok "each stage's imbalance is (the busiest stage's busy ms - its own) / its wall ms, 0 on stage 0, printed beside the analytic"
+tap $ok "each stage's imbalance is (the busiest stage's busy ms - its own) / its wall ms, 0 on the busiest, printed beside the analytic"
 
 # idle = wall - busy of each stage against the other stage's busy time
 i0=$(awk -v w="$(field light 0 wall_ms)" -v b="$(field light 0 busy_ms)" -v o="$(field light 1 busy_ms)" 'BEGIN { printf "%.2f", (w - b) / o }')
