@@ -71,6 +71,7 @@ lib_liberase_a_SOURCES += \
 	lib/comm/comm_log.c \
 	lib/comm/check.c \
 	lib/comm/mpi_comm.c \
+	lib/comm/mpi_wait.c \
 	lib/comm/nccl_id.c \
 	lib/comm/watchdog.c \
 	lib/comm/world.c

@@ -185,6 +185,13 @@ void comm_log_end(erase_comm_t *c, int slot, const comm_op_t *op, int ok, const 
 /* Add one operation `op` that moved `t` to c's counters (takes `lock`). */
 void comm_stats_add(erase_comm_t *c, const comm_op_t *op, const comm_traffic_t *t);
 
+/*
+ * Wait for the n requests `req` as MPI_Waitall does (the same return code
+ * and statuses), without busy-polling a core (lib/comm/mpi_wait.c). For a
+ * stream worker's send or receive; n >= 1.
+ */
+int comm_wait(int n, MPI_Request *req, MPI_Status *stat);
+
 /* Turn an MPI error code into ERASE_ERR_COMM with its text. */
 erase_status_t comm_mpi_error(const char *file, int line, int code, const char *what);
 #define COMM_MPI_CHECK(call, what)                                             \

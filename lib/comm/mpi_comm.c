@@ -29,13 +29,13 @@
  * Messages larger than 1 GiB are sent in 1 GiB pieces (MPI counts are int).
  * Zero-byte chunks are not sent (both sides know the sizes).
  *
- * A send or receive (erase_send / erase_recv) waits with comm_wait:
- * nonblocking requests polled with MPI_Testall, briefly spinning, then
- * sleeping with an exponential backoff, so that a stream worker waiting for
- * a peer does not take a core from the compute streams (Open MPI's blocking
- * calls busy-poll). The collectives' ring steps keep MPI_Waitall: each
- * step is short, and with comm_wait's sleeps between the handshakes of a
- * large message's protocol an all-reduce of 64 KiB to 1 MiB on 2 ranks took
+ * A send or receive (erase_send / erase_recv) waits with comm_wait
+ * (lib/comm/mpi_wait.c): nonblocking requests polled with MPI_Testall,
+ * between naps and by the compute streams between their operations, so
+ * that a stream worker waiting for a peer does not take a core from the
+ * compute streams (Open MPI's blocking calls busy-poll). The collectives'
+ * ring steps keep MPI_Waitall: each step is short, and with comm_wait's
+ * sleeps between the handshakes of a large message's protocol an all-reduce of 64 KiB to 1 MiB on 2 ranks took
  * 4-30x longer (erase-bench allreduce, 2026-12).
  */
 #include "config.h"
@@ -50,10 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #define COMM_PIECE ((size_t)1 << 30)
 
@@ -136,65 +132,6 @@ uint64_t erase_comm_issued(erase_comm_t *c)
 }
 
 /* ---- messages --------------------------------------------------------------- */
-
-#define WAIT_SPIN_NS 5000        /* poll without sleeping for the first 5 us */
-#define WAIT_SLEEP_MIN_NS 1000   /* then sleep 1 us, 2, 4, ... */
-#define WAIT_SLEEP_MAX_NS 100000 /* ... up to 100 us between polls */
-#define WAIT_AWAITED_NS 2000     /* while a stream waits for this one: every 2 us */
-#define WAIT_SLACK_NS 1000UL     /* the waiting thread's timer slack */
-
-static int64_t wait_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/*
- * Wait for the n requests `req` as MPI_Waitall does (same return code and
- * statuses), without busy-polling: MPI_Testall, which also drives Open MPI's
- * progress, for WAIT_SPIN_NS, then between polls a sleep. Open MPI's
- * blocking MPI_Recv / MPI_Waitall spin at 100% of a core however long they
- * wait; a pipeline stage has up to 4 comm streams waiting while its compute
- * stream runs, on 2 cores; waiting here, a worker used 8-12% of a core
- * (tests/comm/test-p2p, 2 ranks). The sleep:
- *   - while another stream's worker is blocked waiting for this one
- *     (erase_cpu_stream_awaited: the compute stream needs this receive and
- *     waits for it, so its core usually idles), WAIT_AWAITED_NS: from the
- *     end of the nap it was in when the wait began (at most
- *     WAIT_SLEEP_MAX_NS), the message is seen within a few microseconds;
- *   - otherwise (the core runs compute) doubling from WAIT_SLEEP_MIN_NS to
- *     WAIT_SLEEP_MAX_NS: a message is seen up to 100 us late.
- * The waiting thread's timer slack is set to WAIT_SLACK_NS (Linux's 50 us
- * default would stretch every short sleep to ~50 us). A latency-bound
- * pipeline (a 2-layer gpt of width 8, 1f1b, P = 2, M = 8: 32 messages a
- * step) ran 1.13x the samples/s with the close polls (bench/RESULTS.md,
- * "Pipelines, re-measured"). The caller's comm_log_begin / comm_log_end
- * around it keep the operation visible to the watchdog, which ends the job
- * if it never completes (the loop itself has no time limit).
- */
-static int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
-{
-    static _Thread_local int slack_set;
-    int64_t start = wait_now_ns();
-    long sleep_ns = WAIT_SLEEP_MIN_NS;
-    for (;;) {
-        int done = 0;
-        int rc = MPI_Testall(n, req, &done, stat);
-        if (rc != MPI_SUCCESS || done)
-            return rc;
-        if (wait_now_ns() - start < WAIT_SPIN_NS)
-            continue;
-#ifdef PR_SET_TIMERSLACK
-        if (!slack_set)
-            prctl(PR_SET_TIMERSLACK, WAIT_SLACK_NS, 0, 0, 0);
-#endif
-        slack_set = 1;
-        struct timespec nap = { 0, erase_cpu_stream_awaited() ? WAIT_AWAITED_NS : sleep_ns };
-        nanosleep(&nap, NULL);
-        sleep_ns = sleep_ns * 2 < WAIT_SLEEP_MAX_NS ? sleep_ns * 2 : WAIT_SLEEP_MAX_NS;
-    }
-}
 
 static erase_status_t wait_error(int rc, const MPI_Status *stat, int n, int dst, int src)
 {

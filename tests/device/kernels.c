@@ -93,6 +93,26 @@ static erase_status_t awaited_fn(const void *p)
     return ERASE_OK;
 }
 
+typedef struct {
+    int64_t ns, *slept;
+    erase_stream_t **current;
+} nap_args_t;
+
+static erase_status_t nap_fn(const void *p)
+{
+    const nap_args_t *a = p;
+    int64_t t0 = erase_now_ns();
+    erase_cpu_stream_nap(a->ns);
+    *a->slept = erase_now_ns() - t0;
+    return ERASE_OK;
+}
+
+static erase_status_t current_fn(const void *p)
+{
+    *((const nap_args_t *)p)->current = erase_cpu_stream_current();
+    return ERASE_OK;
+}
+
 static erase_status_t fail_fn(const void *p)
 {
     return ERASE_ERROR(ERASE_ERR_BACKEND, "%s", ((const args_t *)p)->text);
@@ -144,6 +164,18 @@ erase_status_t k_awaited(erase_stream_t *s, int *seen, int64_t ns)
 {
     args_t k = { .log = seen, .spin_ns = ns };
     return erase_cpu_launch(s, awaited_fn, &k, sizeof k);
+}
+
+erase_status_t k_nap(erase_stream_t *s, int64_t ns, int64_t *slept)
+{
+    nap_args_t k = { .ns = ns, .slept = slept };
+    return erase_cpu_launch(s, nap_fn, &k, sizeof k);
+}
+
+erase_status_t k_current(erase_stream_t *s, erase_stream_t **current)
+{
+    nap_args_t k = { .current = current };
+    return erase_cpu_launch(s, current_fn, &k, sizeof k);
 }
 
 erase_status_t k_fail(erase_stream_t *s, const char *text)

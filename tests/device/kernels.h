@@ -26,6 +26,10 @@ erase_status_t k_spin(erase_stream_t *s, int64_t ns);
 /* *seen = 1 as soon as erase_cpu_stream_awaited() says another stream's
  * worker waits for s, polling for at most `ns` nanoseconds; else 0. */
 erase_status_t k_awaited(erase_stream_t *s, int *seen, int64_t ns);
+/* erase_cpu_stream_nap(ns); *slept = the nanoseconds it took. */
+erase_status_t k_nap(erase_stream_t *s, int64_t ns, int64_t *slept);
+/* *current = erase_cpu_stream_current() inside a kernel of s. */
+erase_status_t k_current(erase_stream_t *s, erase_stream_t **current);
 /* Fail with ERASE_ERR_BACKEND and the message `text`. */
 erase_status_t k_fail(erase_stream_t *s, const char *text);
 

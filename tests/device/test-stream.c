@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "lib/core/rng.h"
+#include "lib/core/timer.h"
 #include "lib/device/cpu/cpu.h"
 #include "tests/cpu_device.h"
 #include "tests/device/kernels.h"
@@ -349,6 +351,89 @@ static void test_awaited(void **state)
     erase_stream_destroy(a);
 }
 
+/* erase_cpu_stream_nap ends early once another stream's worker waits for
+ * the stream, or erase_cpu_stream_wake wakes it (also one that came before
+ * the nap began); else it sleeps its time; off a worker it is a plain
+ * sleep. The early cases nap for 30 s and must return within 10 s (a
+ * missed wake-up fails them; a host descheduled for 10 s could too). */
+static void test_nap(void **state)
+{
+    erase_stream_t *a, *b, *seen = NULL;
+    erase_event_t *e;
+    MUST(erase_stream_create(dev, &a));
+    MUST(erase_stream_create(dev, &b));
+    MUST(erase_event_create(dev, &e));
+    const int64_t s30 = 30000000000LL, s10 = 10000000000LL, ms20 = 20000000LL;
+    int64_t awaited = -1, woken = -1, early = -1, full = -1;
+
+    MUST(k_current(a, &seen));
+    MUST(erase_stream_synchronize(a));
+    assert_ptr_equal(seen, a);
+    assert_null(erase_cpu_stream_current());
+
+    atomic_int g1 = 0;
+    MUST(k_gate(a, &g1));
+    MUST(k_nap(a, s30, &awaited));
+    MUST(erase_event_record(e, a));
+    MUST(erase_stream_wait_event(b, e)); /* b's worker blocks on the nap */
+    atomic_store(&g1, 1);
+    MUST(erase_stream_synchronize(b));
+    assert_in_range(awaited, 0, s10);
+
+    atomic_int g2 = 0;
+    MUST(k_gate(a, &g2));
+    MUST(k_nap(a, s30, &woken));
+    atomic_store(&g2, 1);
+    struct timespec ms5 = { 0, 5000000 };
+    nanosleep(&ms5, NULL); /* usually inside the nap by now */
+    erase_cpu_stream_wake(a);
+    MUST(erase_stream_synchronize(a)); /* the host's wait does not end a nap */
+    assert_in_range(woken, 0, s10);
+
+    erase_cpu_stream_wake(a); /* before the nap: kept for it */
+    MUST(k_nap(a, s30, &early));
+    MUST(k_nap(a, ms20, &full)); /* the wake-up was used up */
+    MUST(erase_stream_synchronize(a));
+    assert_in_range(early, 0, s10);
+    assert_in_range(full, ms20, INT64_MAX);
+
+    int64_t t0 = erase_now_ns();
+    erase_cpu_stream_nap(ms20);
+    assert_in_range(erase_now_ns() - t0, ms20, INT64_MAX);
+
+    erase_event_destroy(e);
+    erase_stream_destroy(b);
+    erase_stream_destroy(a);
+}
+
+/* The progress hook runs after every operation a worker completes, and
+ * not at all once removed. */
+static atomic_int hook_calls;
+static void count_hook(void) { atomic_fetch_add(&hook_calls, 1); }
+
+static void test_progress_hook(void **state)
+{
+    erase_stream_t *a;
+    MUST(erase_stream_create(dev, &a));
+    atomic_store(&hook_calls, 0);
+    erase_cpu_set_progress_hook(count_hook);
+    for (int i = 0; i < 5; i++)
+        MUST(k_spin(a, 1000));
+    MUST(erase_stream_synchronize(a));
+    /* the worker calls it after publishing the completion the host waits
+     * for: the last call may come just after the synchronize */
+    struct timespec ms1 = { 0, 1000000 };
+    for (int i = 0; i < 10000 && atomic_load(&hook_calls) < 5; i++)
+        nanosleep(&ms1, NULL);
+    assert_int_equal(atomic_load(&hook_calls), 5);
+    erase_cpu_set_progress_hook(NULL);
+    MUST(k_spin(a, 1000));
+    MUST(erase_stream_synchronize(a));
+    nanosleep(&ms1, NULL);
+    assert_int_equal(atomic_load(&hook_calls), 5);
+    erase_stream_destroy(a);
+}
+
 static void test_blas_threads(void **state)
 {
     int cores = erase_device_cores(dev);
@@ -384,6 +469,8 @@ int main(void)
         cmocka_unit_test(test_copy2d),
         cmocka_unit_test(test_capture_rules),
         cmocka_unit_test(test_awaited),
+        cmocka_unit_test(test_nap),
+        cmocka_unit_test(test_progress_hook),
         cmocka_unit_test(test_blas_threads),
     };
     return cmocka_run_group_tests_name("device streams and events", tests, setup, teardown);

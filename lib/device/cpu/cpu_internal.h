@@ -44,11 +44,13 @@ struct cpu_stream {
     pthread_mutex_t lock;
     pthread_cond_t work_cv;  /* worker: new operation or shutdown */
     pthread_cond_t done_cv;  /* waiters: an operation completed */
+    pthread_cond_t nap_cv;   /* erase_cpu_stream_nap: the stream became awaited */
     cpu_node_t *head, *tail;
     uint64_t enqueued;       /* operations enqueued (guarded by lock) */
     uint64_t completed;      /* operations completed (guarded by lock) */
     uint64_t wake_at;        /* lowest position a waiter waits for; UINT64_MAX: none */
     int awaited;             /* other streams' workers blocked waiting for this one */
+    int woken;               /* erase_cpu_stream_wake since the last nap */
     erase_status_t error;    /* sticky: first failure of an operation */
     char error_text[1024];
     int shutdown;

@@ -10,9 +10,12 @@
 #include "lib/core/fpmode.h"
 #include "lib/core/timer.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void run_node(cpu_stream_t *s, cpu_node_t *node)
 {
@@ -54,6 +57,14 @@ static void run_node(cpu_stream_t *s, cpu_node_t *node)
 /* The stream whose worker this thread is; NULL on other threads. */
 static _Thread_local cpu_stream_t *worker_stream;
 
+/* erase_cpu_set_progress_hook's function; NULL: none. */
+static void (*_Atomic progress_hook)(void);
+
+void erase_cpu_set_progress_hook(void (*fn)(void))
+{
+    atomic_store_explicit(&progress_hook, fn, memory_order_release);
+}
+
 static void *worker_main(void *arg)
 {
     cpu_stream_t *s = arg;
@@ -85,15 +96,19 @@ static void *worker_main(void *arg)
         }
         pthread_mutex_unlock(&s->lock);
         free(node);
+        void (*hook)(void) = atomic_load_explicit(&progress_hook, memory_order_acquire);
+        if (hook)
+            hook();
     }
 }
 
 void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq, int by_worker)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->completed < seq && by_worker)
+    if (s->completed < seq && by_worker) {
         s->awaited++;
-    else
+        pthread_cond_broadcast(&s->nap_cv); /* ends erase_cpu_stream_nap */
+    } else
         by_worker = 0;
     while (s->completed < seq) {
         if (seq < s->wake_at)
@@ -113,6 +128,37 @@ int erase_cpu_stream_awaited(void)
     int awaited = s->awaited > 0;
     pthread_mutex_unlock(&s->lock);
     return awaited;
+}
+
+erase_stream_t *erase_cpu_stream_current(void) { return worker_stream ? &worker_stream->base : NULL; }
+
+void erase_cpu_stream_wake(erase_stream_t *stream)
+{
+    cpu_stream_t *s = cpu_stream(stream);
+    pthread_mutex_lock(&s->lock);
+    s->woken = 1;
+    pthread_cond_broadcast(&s->nap_cv);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void erase_cpu_stream_nap(int64_t ns)
+{
+    cpu_stream_t *s = worker_stream;
+    if (!s) {
+        struct timespec nap = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+        nanosleep(&nap, NULL);
+        return;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int64_t t = (int64_t)until.tv_nsec + ns;
+    until.tv_sec += (time_t)(t / 1000000000);
+    until.tv_nsec = (long)(t % 1000000000);
+    pthread_mutex_lock(&s->lock);
+    while (!s->awaited && !s->woken && pthread_cond_timedwait(&s->nap_cv, &s->lock, &until) != ETIMEDOUT)
+        ; /* a spurious wake-up: nap on */
+    s->woken = 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* Append a node (not capturing); returns its position. Lock held by caller. */
@@ -243,8 +289,14 @@ erase_status_t cpu_stream_create(erase_device_t *dev, erase_stream_t **out)
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->nap_cv, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     int rc = pthread_create(&s->worker, NULL, worker_main, s);
     if (rc != 0) {
+        pthread_cond_destroy(&s->nap_cv);
         pthread_cond_destroy(&s->done_cv);
         pthread_cond_destroy(&s->work_cv);
         pthread_mutex_destroy(&s->lock);
@@ -276,6 +328,7 @@ void cpu_stream_destroy(erase_stream_t *stream)
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->worker, NULL);
+    pthread_cond_destroy(&s->nap_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_cond_destroy(&s->work_cv);
     pthread_mutex_destroy(&s->lock);
