@@ -899,6 +899,10 @@ static erase_status_t train_loop(run_t *r)
             erase_trace_record_t scratch[64];
             while (trace_collect(r, scratch, 64) == 64)
                 ; /* forget the warm-up's records */
+            /* one origin for every rank's timeline (within a barrier's
+             * latency): stages reach a step at different times */
+            TRY(erase_barrier(erase_world_comm(), r->host));
+            TRY(erase_stream_synchronize(r->host));
             trace_t0 = erase_now_ns();
         }
         train_ckpt_log_samples(r->ckpt, &b);

@@ -15,7 +15,7 @@
 need apps/erase-train
 need apps/erase-convert
 workdir
-echo "1..5"
+echo "1..6"
 
 head -c 60000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
 apps/erase-convert text -o "$dir/text" "$dir/text.txt" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
@@ -89,5 +89,34 @@ lr10=$(grep '"type":"train"' "$dir/lr.jsonl" | sed -n 's/.*"step":10,.*"lr":\([-
 [ "$rc" = 0 ] && [ "$lr10" = 0.00051963 ]
 tap $? "paci, M 4, a 1: the learning rate after step 10 of 20 is cosine's at 39 of 80 updates: $lr10"
 [ "$rc" = 0 ] || tap_report "$dir/lr.out"
+
+# --trace: one time origin for every rank (taken after a barrier), so the
+# k-th message of a direction is received after it was sent (1f1b flushes
+# every step: a step's messages are all inside the traced steps). Each
+# rank once took its own origin when it reached the first traced step:
+# the stages' timelines were 0.6-9 ms apart, receives ending before their sends.
+train traced --schedule 1f1b --micro-batches 4 --trace "$dir/t.json" --trace-steps 3
+causal=$(awk -v tol=100 '
+/"ph":"X"/ {
+    name = $0; sub(/.*"name":"/, "", name); sub(/".*/, "", name)
+    pid = $0; sub(/.*"pid":/, "", pid); sub(/,.*/, "", pid)
+    ts = $0; sub(/.*"ts":/, "", ts); sub(/,.*/, "", ts)
+    dur = $0; sub(/.*"dur":/, "", dur); sub(/}.*/, "", dur)
+    if (name == "send activation" && pid == 0) sa[na++] = ts
+    if (name == "recv activation" && pid == 1) ra[nr++] = ts + dur
+    if (name == "send gradient" && pid == 1) sg[ng++] = ts
+    if (name == "recv gradient" && pid == 0) rg[nq++] = ts + dur
+}
+END {
+    bad = 0; worst = 1e9
+    for (k = 0; k < na && k < nr; k++) { d = ra[k] - sa[k]; if (d < worst) worst = d; if (d < -tol) bad++ }
+    for (k = 0; k < ng && k < nq; k++) { d = rg[k] - sg[k]; if (d < worst) worst = d; if (d < -tol) bad++ }
+    printf "%d activations, %d gradients, %d received over 100 us before their send, the least receive end - send start %.0f us", na, ng, bad, worst
+    exit !(bad == 0 && na == 12 && nr == 12 && ng == 12 && nq == 12)
+}' "$dir/t.json")
+ok=$?
+[ "$rc" = 0 ] && [ $ok = 0 ]
+tap $? "--trace of 1f1b, M 4, 3 steps: every receive ends after its send starts on the one timeline ($causal)"
+[ "$rc" = 0 ] || tap_report "$dir/traced.out"
 
 exit 0
