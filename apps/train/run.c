@@ -899,11 +899,13 @@ static erase_status_t train_loop(run_t *r)
             erase_trace_record_t scratch[64];
             while (trace_collect(r, scratch, 64) == 64)
                 ; /* forget the warm-up's records */
-            /* one origin for every rank's timeline (within a barrier's
-             * latency): stages reach a step at different times */
-            TRY(erase_barrier(erase_world_comm(), r->host));
+            /* one timeline for every rank: rank 0's time now on the wall
+             * clock is the origin (stages reach a step at different times;
+             * each rank's own origin put them milliseconds apart) */
+            int64_t offset = erase_wall_offset_ns(), origin = erase_now_ns() + offset;
+            TRY(erase_broadcast(erase_world_comm(), r->host, &origin, 1, ERASE_DTYPE_I64, 0));
             TRY(erase_stream_synchronize(r->host));
-            trace_t0 = erase_now_ns();
+            trace_t0 = origin - offset;
         }
         train_ckpt_log_samples(r->ckpt, &b);
         int64_t bytes0 = 0;

@@ -20,3 +20,11 @@ double erase_unix_time_s(void)
     clock_gettime(CLOCK_REALTIME, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+int64_t erase_wall_offset_ns(void)
+{
+    struct timespec w, m;
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    clock_gettime(CLOCK_REALTIME, &w);
+    return ((int64_t)w.tv_sec - (int64_t)m.tv_sec) * 1000000000 + ((int64_t)w.tv_nsec - (int64_t)m.tv_nsec);
+}

@@ -14,4 +14,10 @@ double erase_now_s(void);
  * time of day a log record was written, not for measuring durations. */
 double erase_unix_time_s(void);
 
+/* erase_unix_time_ns() - erase_now_ns(), read back to back: add it to a
+ * CLOCK_MONOTONIC time to place it on the wall clock, which ranks on one
+ * host share exactly and hosts share to NTP's accuracy (a trace's one
+ * timeline: apps/train/run.c). */
+int64_t erase_wall_offset_ns(void);
+
 #endif

@@ -90,11 +90,15 @@ lr10=$(grep '"type":"train"' "$dir/lr.jsonl" | sed -n 's/.*"step":10,.*"lr":\([-
 tap $? "paci, M 4, a 1: the learning rate after step 10 of 20 is cosine's at 39 of 80 updates: $lr10"
 [ "$rc" = 0 ] || tap_report "$dir/lr.out"
 
-# --trace: one time origin for every rank (taken after a barrier), so the
-# k-th message of a direction is received after it was sent (1f1b flushes
-# every step: a step's messages are all inside the traced steps). Each
-# rank once took its own origin when it reached the first traced step:
-# the stages' timelines were 0.6-9 ms apart, receives ending before their sends.
+# --trace: one timeline for every rank (the wall clock, rank 0's origin),
+# so the k-th message of a direction is received after it was sent (1f1b
+# flushes every step: a step's messages are all inside the traced steps).
+# Each rank once took its own origin when it reached the first traced
+# step: the stages' timelines were 0.6-9 ms apart, receives ending before
+# their sends; an origin taken after a barrier was still up to 0.9 ms off
+# under load (a rank descheduled between the barrier and its clock read).
+# The receives are all in the trace (a step waits for them); the last
+# send may still be in flight when the trace is written, and is left out.
 train traced --schedule 1f1b --micro-batches 4 --trace "$dir/t.json" --trace-steps 3
 causal=$(awk -v tol=100 '
 /"ph":"X"/ {
@@ -111,8 +115,8 @@ END {
     bad = 0; worst = 1e9
     for (k = 0; k < na && k < nr; k++) { d = ra[k] - sa[k]; if (d < worst) worst = d; if (d < -tol) bad++ }
     for (k = 0; k < ng && k < nq; k++) { d = rg[k] - sg[k]; if (d < worst) worst = d; if (d < -tol) bad++ }
-    printf "%d activations, %d gradients, %d received over 100 us before their send, the least receive end - send start %.0f us", na, ng, bad, worst
-    exit !(bad == 0 && na == 12 && nr == 12 && ng == 12 && nq == 12)
+    printf "%d / %d activations and %d / %d gradients sent / received, %d received over 100 us before their send, the least receive end - send start %.0f us", na, nr, ng, nq, bad, worst
+    exit !(bad == 0 && nr == 12 && nq == 12 && na >= 11 && ng >= 11)
 }' "$dir/t.json")
 ok=$?
 [ "$rc" = 0 ] && [ $ok = 0 ]
