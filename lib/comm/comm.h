@@ -308,10 +308,13 @@ erase_status_t erase_alltoall_slots(erase_comm_t *c, erase_stream_t *s, const vo
  * A send completes when its buffer may be reused (it may wait for the
  * receive: put sends and receives that depend on each other on different
  * streams). 0 <= tag <= MPI_TAG_UB. Not part of the collective sequence.
- * MPI (CPU streams): the stream's worker waits without spinning (polls,
- * sleeping up to 0.1 ms between polls: lib/comm/mpi_comm.c, comm_wait), so
- * a waiting send or receive uses about a tenth of a core, and may see its
- * completion up to ~0.15 ms late. NCCL: ncclSend / ncclRecv have no tags (the tag is range-checked, not
+ * MPI (CPU streams): the stream's worker waits without spinning
+ * (lib/comm/mpi_wait.c, comm_wait): it polls every 2 us while another
+ * stream's worker waits for its stream, and otherwise naps up to 1 ms,
+ * while every CPU stream worker tests the pending requests between its
+ * operations; so a completion is seen within microseconds when compute
+ * waits for it or runs operations, and up to ~1 ms late when neither
+ * (e.g. only the host waits). NCCL: ncclSend / ncclRecv have no tags (the tag is range-checked, not
  * matched): sends and receives between two ranks match in issue order, and
  * NCCL runs a communicator's operations one after the other in issue order
  * whatever the stream, so two ranks that exchange must order their calls

@@ -88,8 +88,9 @@ static int test_locked(waiter_t *w)
     return w->done;
 }
 
-/* Run by CPU stream workers between operations (erase_cpu_set_progress_hook):
- * never blocks, at most every PROGRESS_EVERY_NS. */
+/* Run by CPU stream workers between operations (erase_cpu_set_progress_hook),
+ * at most every PROGRESS_EVERY_NS: never waits for the list's lock (a
+ * waiter testing holds it), only MPI's and a woken stream's short locks. */
 static void progress_hook(void)
 {
     if (atomic_load_explicit(&waiting, memory_order_relaxed) == 0)

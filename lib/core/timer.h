@@ -14,10 +14,12 @@ double erase_now_s(void);
  * time of day a log record was written, not for measuring durations. */
 double erase_unix_time_s(void);
 
-/* erase_unix_time_ns() - erase_now_ns(), read back to back: add it to a
- * CLOCK_MONOTONIC time to place it on the wall clock, which ranks on one
- * host share exactly and hosts share to NTP's accuracy (a trace's one
- * timeline: apps/train/run.c). */
+/* Nanoseconds from CLOCK_MONOTONIC to CLOCK_REALTIME now (the wall clock
+ * read between two monotonic reads, the closest of a few tries: within a
+ * microsecond or so): add it to an erase_now_ns() time to place that time
+ * on the wall clock, which ranks on one host share exactly and hosts share
+ * to their clock synchronization's accuracy (a trace's one timeline:
+ * apps/train/run.c). No error return. */
 int64_t erase_wall_offset_ns(void);
 
 #endif

@@ -355,7 +355,9 @@ static void test_awaited(void **state)
  * the stream, or erase_cpu_stream_wake wakes it (also one that came before
  * the nap began); else it sleeps its time; off a worker it is a plain
  * sleep. The early cases nap for 30 s and must return within 10 s (a
- * missed wake-up fails them; a host descheduled for 10 s could too). */
+ * missed wake-up fails them; a host descheduled for 10 s could too). The
+ * host lets the nap begin (5 ms) before it makes b wait or wakes a: a
+ * waiter or wake-up already there when the nap begins is the other path. */
 static void test_nap(void **state)
 {
     erase_stream_t *a, *b, *seen = NULL;
@@ -372,11 +374,13 @@ static void test_nap(void **state)
     assert_null(erase_cpu_stream_current());
 
     atomic_int g1 = 0;
+    struct timespec ms5 = { 0, 5000000 };
     MUST(k_gate(a, &g1));
     MUST(k_nap(a, s30, &awaited));
     MUST(erase_event_record(e, a));
-    MUST(erase_stream_wait_event(b, e)); /* b's worker blocks on the nap */
     atomic_store(&g1, 1);
+    nanosleep(&ms5, NULL); /* usually inside the nap by now */
+    MUST(erase_stream_wait_event(b, e)); /* b's worker blocks on it: the nap ends */
     MUST(erase_stream_synchronize(b));
     assert_in_range(awaited, 0, s10);
 
@@ -384,7 +388,6 @@ static void test_nap(void **state)
     MUST(k_gate(a, &g2));
     MUST(k_nap(a, s30, &woken));
     atomic_store(&g2, 1);
-    struct timespec ms5 = { 0, 5000000 };
     nanosleep(&ms5, NULL); /* usually inside the nap by now */
     erase_cpu_stream_wake(a);
     MUST(erase_stream_synchronize(a)); /* the host's wait does not end a nap */
@@ -428,8 +431,8 @@ static void test_progress_hook(void **state)
     assert_int_equal(atomic_load(&hook_calls), 5);
     erase_cpu_set_progress_hook(NULL);
     MUST(k_spin(a, 1000));
+    MUST(k_spin(a, 1000)); /* a call after the first would come before the second completes */
     MUST(erase_stream_synchronize(a));
-    nanosleep(&ms1, NULL);
     assert_int_equal(atomic_load(&hook_calls), 5);
     erase_stream_destroy(a);
 }

@@ -47,11 +47,12 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
 int erase_cpu_stream_awaited(void);
 
 /*
- * Sleep up to `ns` nanoseconds (CLOCK_MONOTONIC), returning early, within a
- * thread wake-up, once another stream's worker blocks waiting for the
- * stream whose kernel calls this, or erase_cpu_stream_wake wakes it (at
- * once if either happened already: a wake-up before the nap is kept for
- * it); outside a stream's worker thread, a plain nanosleep(ns). For a
+ * Sleep up to `ns` nanoseconds (CLOCK_MONOTONIC; ns <= 0: return at once;
+ * capped at an hour), returning early, within a thread wake-up, once
+ * another stream's worker blocks waiting for the stream whose kernel calls
+ * this, or erase_cpu_stream_wake wakes it (at once if either happened
+ * already: a wake-up before the nap is kept for it); outside a stream's
+ * worker thread, a plain nanosleep(ns) (resumed after a signal). For a
  * kernel that polls (lib/comm/mpi_wait.c): it naps long while its core
  * runs compute, each wake-up preempting the compute thread, and still
  * goes on at once when the compute stream came to need it. No error
@@ -59,7 +60,8 @@ int erase_cpu_stream_awaited(void);
  */
 void erase_cpu_stream_nap(int64_t ns);
 
-/* The stream whose worker thread calls this; NULL on any other thread. */
+/* The stream whose worker thread calls this; NULL on any other thread.
+ * No error return. */
 erase_stream_t *erase_cpu_stream_current(void);
 
 /* End stream s's worker's erase_cpu_stream_nap now, or its next one at
@@ -72,7 +74,8 @@ void erase_cpu_stream_wake(erase_stream_t *s);
  * progress that the compute thread can drive between its operations
  * without a wake-up of its own (lib/comm/mpi_wait.c tests the waiting
  * sends and receives). fn runs often: it must return within microseconds
- * and never block. Process-wide; the last call wins.
+ * and never wait for another operation (short locks only).
+ * Process-wide; the last call wins. No error return.
  */
 void erase_cpu_set_progress_hook(void (*fn)(void));
 

@@ -44,7 +44,7 @@ struct cpu_stream {
     pthread_mutex_t lock;
     pthread_cond_t work_cv;  /* worker: new operation or shutdown */
     pthread_cond_t done_cv;  /* waiters: an operation completed */
-    pthread_cond_t nap_cv;   /* erase_cpu_stream_nap: the stream became awaited */
+    pthread_cond_t nap_cv;   /* erase_cpu_stream_nap: became awaited, or erase_cpu_stream_wake */
     cpu_node_t *head, *tail;
     uint64_t enqueued;       /* operations enqueued (guarded by lock) */
     uint64_t completed;      /* operations completed (guarded by lock) */

@@ -143,10 +143,15 @@ void erase_cpu_stream_wake(erase_stream_t *stream)
 
 void erase_cpu_stream_nap(int64_t ns)
 {
+    if (ns <= 0)
+        return;
+    if (ns > 3600 * (int64_t)1000000000)
+        ns = 3600 * (int64_t)1000000000; /* an hour: keeps the deadline's arithmetic in range */
     cpu_stream_t *s = worker_stream;
     if (!s) {
-        struct timespec nap = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
-        nanosleep(&nap, NULL);
+        struct timespec nap = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) }, left;
+        while (nanosleep(&nap, &left) != 0 && errno == EINTR)
+            nap = left; /* a signal: sleep the rest */
         return;
     }
     struct timespec until;
@@ -155,8 +160,8 @@ void erase_cpu_stream_nap(int64_t ns)
     until.tv_sec += (time_t)(t / 1000000000);
     until.tv_nsec = (long)(t % 1000000000);
     pthread_mutex_lock(&s->lock);
-    while (!s->awaited && !s->woken && pthread_cond_timedwait(&s->nap_cv, &s->lock, &until) != ETIMEDOUT)
-        ; /* a spurious wake-up: nap on */
+    while (!s->awaited && !s->woken && pthread_cond_timedwait(&s->nap_cv, &s->lock, &until) == 0)
+        ; /* a spurious wake-up: nap on (ETIMEDOUT, or any error: done) */
     s->woken = 0;
     pthread_mutex_unlock(&s->lock);
 }
