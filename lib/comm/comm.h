@@ -314,8 +314,8 @@ erase_status_t erase_alltoall_slots(erase_comm_t *c, erase_stream_t *s, const vo
  * while every CPU stream worker tests the pending requests between its
  * operations; so a completion is seen within microseconds when compute
  * waits for it or runs operations, and up to ~1 ms late when neither
- * (e.g. only the host waits). NCCL: ncclSend / ncclRecv have no tags (the tag is range-checked, not
- * matched): sends and receives between two ranks match in issue order, and
+ * (e.g. only the host waits). NCCL: ncclSend / ncclRecv have no tags
+ * (the tag is range-checked, not matched): sends and receives between two ranks match in issue order, and
  * NCCL runs a communicator's operations one after the other in issue order
  * whatever the stream, so two ranks that exchange must order their calls
  * to match (rank a: send then receive; rank b: receive then send), or use

@@ -35,8 +35,9 @@
  * that a stream worker waiting for a peer does not take a core from the
  * compute streams (Open MPI's blocking calls busy-poll). The collectives'
  * ring steps keep MPI_Waitall: each step is short, and with comm_wait's
- * sleeps between the handshakes of a large message's protocol an all-reduce of 64 KiB to 1 MiB on 2 ranks took
- * 4-30x longer (erase-bench allreduce, 2026-12).
+ * sleeps between the handshakes of a large message's protocol an
+ * all-reduce of 64 KiB to 1 MiB on 2 ranks took 4-30x longer (erase-bench
+ * allreduce, 2026-12).
  */
 #include "config.h"
 

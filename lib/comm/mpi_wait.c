@@ -39,6 +39,7 @@
 
 #include "lib/comm/comm_internal.h"
 
+#include "lib/core/timer.h"
 #include "lib/device/cpu/cpu.h"
 
 #include <pthread.h>
@@ -70,13 +71,6 @@ static atomic_int waiting;            /* how many are in the list */
 static _Atomic int64_t progress_last; /* the hook's last test (ns) */
 static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Test w's requests unless done; 1 once done. Caller holds waiters_lock. */
 static int test_locked(waiter_t *w)
 {
@@ -95,7 +89,7 @@ static void progress_hook(void)
 {
     if (atomic_load_explicit(&waiting, memory_order_relaxed) == 0)
         return;
-    int64_t t = now_ns();
+    int64_t t = erase_now_ns();
     if (t - atomic_load_explicit(&progress_last, memory_order_relaxed) < PROGRESS_EVERY_NS)
         return;
     if (pthread_mutex_trylock(&waiters_lock) != 0)
@@ -140,10 +134,10 @@ int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
     pthread_mutex_unlock(&waiters_lock);
     pthread_once(&hook_once, install_hook);
 
-    int64_t start = now_ns();
+    int64_t start = erase_now_ns();
     int64_t nap_ns = WAIT_SLEEP_MIN_NS;
     while (!test_listed(&w)) {
-        if (now_ns() - start < WAIT_SPIN_NS)
+        if (erase_now_ns() - start < WAIT_SPIN_NS)
             continue;
 #ifdef PR_SET_TIMERSLACK
         if (!slack_set)
