@@ -13,6 +13,7 @@ lib_liberase_a_SOURCES = \
 	lib/device/cpu/cpu_blas.c \
 	lib/device/cpu/cpu_device.c \
 	lib/device/cpu/cpu_graph.c \
+	lib/device/cpu/cpu_hugepages.c \
 	lib/device/cpu/cpu_stream.c
 
 # What every program linking liberase needs (the BLAS is loaded at run time).

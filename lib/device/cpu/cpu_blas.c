@@ -104,8 +104,8 @@ static double self_check(void)
         a[i] = (float)((i * 7919 % 211) - 105) / 97.0f;
     for (int i = 0; i < K * N; i++)
         b[i] = (float)((i * 104729 % 199) - 99) / 89.0f;
-    blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, M, N, K, 1.0f, a, K, b, N, 0.0f,
-               c, N);
+    /* through the wrapper: the loading thread's GEMMs are watched (its buffers advised) */
+    erase_cpu_gemm_f32(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
     double worst = 0;
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -192,9 +192,59 @@ void erase_blas_set_threads(int n)
         blas.set_threads(n);
 }
 
+/* OpenBLAS maps a packing buffer for each thread on that thread's first
+ * level-3 call that needs one (not every call does: OpenBLAS computes some
+ * thin products without it), without huge-page advice. A thread's GEMMs
+ * therefore run between two reads of the process's mappings, and what
+ * appeared is advised (cpu_hugepages.c), until one GEMM advised a mapping
+ * or 64 have run. The buffers are large (Debian's OpenBLAS: 128 MiB); the
+ * few mappings other threads make meanwhile are advised too, which
+ * changes only their page size. */
+static __thread int thread_gemms_watched; /* GEMMs run between two reads; -1: done */
+enum { MAPS_MAX = 1024, WATCH_GEMMS = 64 };
+
+static void watched_gemm(void (*gemm)(const void *), const void *args)
+{
+    erase_cpu_map_t *before = NULL, *after = NULL;
+    int nb = -1, na = -1;
+    if (!erase_cpu_thp_advise() || (before = malloc(2 * MAPS_MAX * sizeof *before)) == NULL) {
+        thread_gemms_watched = -1;
+        gemm(args);
+        return;
+    }
+    after = before + MAPS_MAX;
+    nb = erase_cpu_anon_maps(before, MAPS_MAX);
+    gemm(args);
+    size_t advised = 0;
+    if (nb >= 0 && nb <= MAPS_MAX && (na = erase_cpu_anon_maps(after, MAPS_MAX)) >= 0)
+        advised = erase_cpu_thp_advise_new(before, nb, after, na < MAPS_MAX ? na : MAPS_MAX);
+    free(before);
+    if (advised > 0 || nb < 0 || nb > MAPS_MAX || na < 0 || ++thread_gemms_watched >= WATCH_GEMMS)
+        thread_gemms_watched = -1;
+}
+
+typedef struct {
+    int transa, transb, m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} sgemm_args_t;
+
+static void sgemm_call(const void *p)
+{
+    const sgemm_args_t *g = p;
+    blas.sgemm(CBLAS_ROW_MAJOR, g->transa ? CBLAS_TRANS : CBLAS_NO_TRANS, g->transb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta, g->c, g->ldc);
+}
+
 void erase_cpu_gemm_f32(int transa, int transb, int m, int n, int k, float alpha, const float *a,
                         int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
+    if (thread_gemms_watched >= 0) {
+        sgemm_args_t g = { transa, transb, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c };
+        watched_gemm(sgemm_call, &g);
+        return;
+    }
     blas.sgemm(CBLAS_ROW_MAJOR, transa ? CBLAS_TRANS : CBLAS_NO_TRANS,
                transb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

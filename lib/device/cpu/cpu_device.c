@@ -29,10 +29,11 @@ static void cpu_describe(const erase_device_t *dev, char *text, size_t size)
         snprintf(text, size, "cpu: %d cores, BLAS not loaded", d->cores);
         return;
     }
-    snprintf(text, size, "cpu: %d core%s, %s kernel %s (%s), %d BLAS thread%s per stream%s, %s",
+    snprintf(text, size, "cpu: %d core%s, %s kernel %s (%s), %d BLAS thread%s per stream%s, %s, %s",
              d->cores, d->cores == 1 ? "" : "s", b->name, b->kernel, b->kernel_note, d->blas_threads,
              d->blas_threads == 1 ? "" : "s",
-             b->has_thread_control ? "" : " (fixed by the library)", erase_fp_flush_describe());
+             b->has_thread_control ? "" : " (fixed by the library)", erase_cpu_thp_describe(),
+             erase_fp_flush_describe());
 }
 
 static int cpu_cores(const erase_device_t *dev) { return ((const cpu_device_t *)dev)->cores; }
@@ -70,12 +71,18 @@ static erase_status_t cpu_set_blas_threads(erase_device_t *dev, int n)
 static erase_status_t cpu_malloc(erase_device_t *dev, size_t bytes, void **ptr)
 {
     size_t rounded = (bytes + 63) / 64 * 64;
+    if (rounded < bytes)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "cannot allocate %zu bytes of host memory", bytes);
     if (rounded == 0)
         rounded = 64;
-    if (posix_memalign(ptr, 64, rounded) != 0) {
+    /* 4 MiB and more: 2 MiB aligned and advised huge pages (cpu_hugepages.c) */
+    int huge = rounded >= 2 * ERASE_HUGE_PAGE && erase_cpu_thp_advise();
+    if (posix_memalign(ptr, huge ? ERASE_HUGE_PAGE : 64, rounded) != 0) {
         *ptr = NULL;
         return ERASE_ERROR(ERASE_ERR_NOMEM, "cannot allocate %zu bytes of host memory", bytes);
     }
+    if (huge)
+        erase_cpu_thp_advise_range(*ptr, rounded);
     return ERASE_OK;
 }
 

@@ -128,6 +128,35 @@ erase_status_t erase_blas_load(const erase_blas_info_t **info);
 /* Threads each BLAS call uses (process-wide in OpenBLAS). */
 void erase_blas_set_threads(int n);
 
+/*
+ * Transparent huge pages for large buffers (cpu_hugepages.c, which says
+ * why). The kernel's THP mode, read once from
+ * /sys/kernel/mm/transparent_hugepage/enabled.
+ */
+typedef enum { ERASE_THP_UNKNOWN, ERASE_THP_ALWAYS, ERASE_THP_MADVISE, ERASE_THP_NEVER } erase_thp_mode_t;
+#define ERASE_HUGE_PAGE ((size_t)2 << 20) /* bytes: x86-64's and arm64's (4 KiB granule) THP size */
+erase_thp_mode_t erase_cpu_thp_mode(void);
+/* 1 when erase advises: the mode is madvise and ERASE_HUGEPAGES is not 0. */
+int erase_cpu_thp_advise(void);
+/* "huge pages: ..." for the device description. */
+const char *erase_cpu_thp_describe(void);
+/* madvise(MADV_HUGEPAGE) the whole 4 KiB pages of [ptr, ptr + bytes) when
+ * erase advises and bytes >= 2 MiB; advice only, no error return. */
+void erase_cpu_thp_advise_range(void *ptr, size_t bytes);
+/* A private anonymous writable mapping of /proc/self/maps: [start, end). */
+typedef struct {
+    uintptr_t start, end;
+} erase_cpu_map_t;
+/* This process's private anonymous writable mappings (no name: not the
+ * heap, stacks or files), the first `max` into maps[]; returns how many
+ * there are (may exceed max), -1 when /proc/self/maps cannot be read. */
+int erase_cpu_anon_maps(erase_cpu_map_t *maps, int max);
+/* Advises MADV_HUGEPAGE every mapping of after[] of 2 MiB or more that lies
+ * in no mapping of before[] (it appeared, or grew by a merge, between the
+ * two reads); returns the bytes advised. */
+size_t erase_cpu_thp_advise_new(const erase_cpu_map_t *before, int nbefore, const erase_cpu_map_t *after,
+                                int nafter);
+
 static inline cpu_stream_t *cpu_stream(erase_stream_t *s) { return (cpu_stream_t *)s; }
 static inline cpu_event_t *cpu_event(erase_event_t *e) { return (cpu_event_t *)e; }
 static inline cpu_graph_t *cpu_graph(erase_graph_t *g) { return (cpu_graph_t *)g; }
