@@ -203,50 +203,40 @@ void erase_blas_set_threads(int n)
 static __thread int thread_gemms_watched; /* GEMMs run between two reads; -1: done */
 enum { MAPS_MAX = 1024, WATCH_GEMMS = 64 };
 
-static void watched_gemm(void (*gemm)(const void *), const void *args)
+/* Before a watched GEMM: the mappings now (freed by watch_end), or NULL
+ * when this thread is done watching or cannot (it stops then). */
+static erase_cpu_map_t *watch_begin(int *nbefore)
 {
-    erase_cpu_map_t *before = NULL, *after = NULL;
-    int nb = -1, na = -1;
-    if (!erase_cpu_thp_advise() || (before = malloc(2 * MAPS_MAX * sizeof *before)) == NULL) {
-        thread_gemms_watched = -1;
-        gemm(args);
-        return;
-    }
-    after = before + MAPS_MAX;
-    nb = erase_cpu_anon_maps(before, MAPS_MAX);
-    gemm(args);
-    size_t advised = 0;
-    if (nb >= 0 && nb <= MAPS_MAX && (na = erase_cpu_anon_maps(after, MAPS_MAX)) >= 0)
-        advised = erase_cpu_thp_advise_new(before, nb, after, na < MAPS_MAX ? na : MAPS_MAX);
+    erase_cpu_map_t *before = NULL;
+    if (erase_cpu_thp_advise() && (before = malloc(2 * MAPS_MAX * sizeof *before)) != NULL &&
+        (*nbefore = erase_cpu_anon_maps(before, MAPS_MAX)) >= 0 && *nbefore <= MAPS_MAX)
+        return before;
     free(before);
-    if (advised > 0 || nb < 0 || nb > MAPS_MAX || na < 0 || ++thread_gemms_watched >= WATCH_GEMMS)
-        thread_gemms_watched = -1;
+    thread_gemms_watched = -1;
+    return NULL;
 }
 
-typedef struct {
-    int transa, transb, m, n, k, lda, ldb, ldc;
-    float alpha, beta;
-    const float *a, *b;
-    float *c;
-} sgemm_args_t;
-
-static void sgemm_call(const void *p)
+/* After it: advises what appeared; done once it advised something, the
+ * mappings cannot be read, or WATCH_GEMMS GEMMs have run. */
+static void watch_end(erase_cpu_map_t *before, int nbefore)
 {
-    const sgemm_args_t *g = p;
-    blas.sgemm(CBLAS_ROW_MAJOR, g->transa ? CBLAS_TRANS : CBLAS_NO_TRANS, g->transb ? CBLAS_TRANS : CBLAS_NO_TRANS,
-               g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb, g->beta, g->c, g->ldc);
+    erase_cpu_map_t *after = before + MAPS_MAX;
+    int na = erase_cpu_anon_maps(after, MAPS_MAX);
+    size_t advised = na >= 0 ? erase_cpu_thp_advise_new(before, nbefore, after, na < MAPS_MAX ? na : MAPS_MAX) : 0;
+    free(before);
+    if (advised > 0 || na < 0 || ++thread_gemms_watched >= WATCH_GEMMS)
+        thread_gemms_watched = -1;
 }
 
 void erase_cpu_gemm_f32(int transa, int transb, int m, int n, int k, float alpha, const float *a,
                         int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    if (thread_gemms_watched >= 0) {
-        sgemm_args_t g = { transa, transb, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c };
-        watched_gemm(sgemm_call, &g);
-        return;
-    }
+    int nbefore = 0;
+    erase_cpu_map_t *before = thread_gemms_watched >= 0 ? watch_begin(&nbefore) : NULL;
     blas.sgemm(CBLAS_ROW_MAJOR, transa ? CBLAS_TRANS : CBLAS_NO_TRANS,
                transb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (before)
+        watch_end(before, nbefore);
 }
 
 void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alpha,

@@ -15,12 +15,13 @@
  * What is advised:
  *   - OpenBLAS's buffers: OpenBLAS maps its packing buffer (tens to
  *     hundreds of MiB) for each thread on that thread's first level-3
- *     call, with mmap and no advice. erase cannot see the address, so the
- *     first GEMM on every thread runs between two reads of
- *     /proc/self/maps, and the private anonymous writable mappings of
- *     2 MiB or more that appeared meanwhile are advised and, since that
- *     GEMM has written them in small pages, collapsed into huge pages
- *     (MADV_COLLAPSE, Linux >= 6.1) (cpu_blas.c);
+ *     call that needs one, with mmap and no advice. erase cannot see the
+ *     address, so a thread's GEMMs run between two reads of
+ *     /proc/self/maps until one maps a buffer (at most 64), and the
+ *     private anonymous writable mappings of 2 MiB or more that appeared
+ *     meanwhile are advised and, since that GEMM has written them in
+ *     small pages, collapsed into huge pages (MADV_COLLAPSE,
+ *     Linux >= 6.1) (cpu_blas.c);
  *   - the device's own allocations of 4 MiB or more (erase_malloc on the
  *     CPU: weights, activations, optimizer state): 2 MiB aligned and
  *     advised (cpu_device.c), as PyTorch's CPU allocator does under
