@@ -56,6 +56,9 @@ static const opt_def_t defs[] = {
     { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end", NO_BOUNDS },
     { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end", NO_BOUNDS },
     { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },
+    { "blas-threads", I(blas_threads), "0", "CPU device: BLAS threads per stream (at most the rank's cores); 0: "
+      "the rank's cores / the streams that compute at once. Equal values make every --early-backward mode "
+      "bitwise equal on any CPU", NULL, FROM_TO(0, 1024) },
     { "pp", I(pp), "1", "pipeline stages: the model's blocks split into P stages of consecutive blocks on "
       "different ranks (world size = data-parallel ranks x P)", NULL, FROM_TO(1, 64) },
     { "schedule", S(schedule), "auto", "pipeline schedule: gpipe | 1f1b (flush every step) | paci (no flush, "

@@ -28,6 +28,7 @@ typedef struct {
     char reduce[8];             /* early | end */
     char update[8];             /* early | end */
     int64_t side_streams;
+    int64_t blas_threads;       /* CPU: BLAS threads per stream; 0: cores / streams computing at once */
     char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
     /* pipelines (README, Pipelines; apps/train/pipeline.h) */
     int64_t pp;                 /* pipeline stages P (world size = dp x P) */

@@ -446,6 +446,7 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.reduce = (erase_timing_t)reduce;
     so.update = (erase_timing_t)update;
     so.side_streams = (int)o->side_streams;
+    so.blas_threads = (int)o->blas_threads;
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
     if (r->emb.tables) {

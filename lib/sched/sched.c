@@ -314,6 +314,9 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     if (o.side_streams < 1 || o.side_streams > ERASE_SCHED_MAX_SIDE_STREAMS)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d side streams (1 to %d)", o.side_streams,
                            ERASE_SCHED_MAX_SIDE_STREAMS);
+    if (o.blas_threads < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d BLAS threads per stream (0: automatic)",
+                           o.blas_threads);
     erase_sched_t *sc = calloc(1, sizeof *sc);
     if (!sc)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "scheduler: no memory");
@@ -363,9 +366,9 @@ erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,
     int segments = 1; /* runs of attached blocks: backwards can overlap forwards only across a cut */
     for (int b = 1; b < blocks; b++)
         segments += cut[b];
-    if (st == ERASE_OK) { /* BLAS threads: the cores shared by the streams computing at once */
+    if (st == ERASE_OK) { /* BLAS threads: given, or the cores shared by the streams computing at once */
         int compute = o.mode == ERASE_EB_OFF || segments == 1 ? 1 : 1 + o.side_streams;
-        int threads = erase_device_cores(sc->dev) / compute;
+        int threads = o.blas_threads > 0 ? o.blas_threads : erase_device_cores(sc->dev) / compute;
         st = erase_device_set_blas_threads(sc->dev, threads < 1 ? 1 : threads);
     }
     if (st == ERASE_OK && o.mode == ERASE_EB_ASYNC) {

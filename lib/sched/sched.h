@@ -46,6 +46,8 @@ typedef struct {
     erase_timing_t reduce;      /* per-block all-reduce right after the backward, or all at step end */
     erase_timing_t update;      /* per-block optimizer update when its gradients are ready, or at end */
     int side_streams;           /* 1 <= S <= ERASE_SCHED_MAX_SIDE_STREAMS (early modes) */
+    int blas_threads;           /* CPU device: BLAS threads per stream, at most its cores;
+                                 * 0: cores / (streams that compute at once), see below */
     erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
     struct erase_embed_shard *shard; /* sharded embedding tables (lib/sched/embed_shard.h), whose
                                  * gradients go to their owners over dp; NULL: replicated */
@@ -67,9 +69,15 @@ typedef struct erase_sched erase_sched_t;
 /*
  * A scheduler for `net` trained by `opt` (both outlive it): creates its
  * streams (main, S side, comm), events, and the step plan. The CPU
- * device's BLAS threads are set to cores / (concurrent compute streams):
- * all cores for `off` and for a model without cuts (its backward cannot
- * overlap a forward), cores / (1 + S) otherwise (at least 1).
+ * device's BLAS threads per stream are options->blas_threads or, when 0,
+ * cores / (concurrent compute streams): all cores for `off` and for a
+ * model without cuts (its backward cannot overlap a forward), cores /
+ * (1 + S) otherwise (at least 1).
+ * Every mode computes bitwise the same parameters when each GEMM runs with
+ * the same BLAS threads; OpenBLAS's AVX2 (Haswell, Zen) SGEMM kernels round
+ * differently with another thread count (the partition of C changes which
+ * micro-kernel computes an element), so `off` and the early modes agree
+ * bitwise on every CPU only with equal blas_threads.
  * Errors: ERASE_ERR_INVALID (bad options), ERASE_ERR_NOMEM.
  */
 erase_status_t erase_sched_create(erase_network_t *net, erase_optimizer_t *opt,

@@ -19,7 +19,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..82"
+echo "1..84"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -48,7 +48,8 @@ for case in "log-every 0|an integer >= 1" "trace-steps 0|an integer >= 1" "steps
     "weight-decay 1e39|a number in [0, 3.40282e+38]" "grad-clip -0.5|a number in [0, 3.40282e+38]" \
     "grad-clip 1e39|a number in [0, 3.40282e+38]" \
     "steps 9223372036854775808|an integer in [0, 9223372036854775807]" \
-    "seed -9223372036854775809|an integer in [-9223372036854775808, 9223372036854775807]"; do
+    "seed -9223372036854775809|an integer in [-9223372036854775808, 9223372036854775807]" \
+    "blas-threads -1|an integer in [0, 1024]" "blas-threads 1025|an integer in [0, 1024]"; do
     opt=${case%%|*} want=${case#*|}
     if [ -n "$want" ]; then text="--$opt: expected $want"; else text="--${opt% *}: expected a number, got '${opt#* }'"; fi
     # shellcheck disable=SC2086 # opt is "name value"

@@ -20,6 +20,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-data-inputs.sh
 # the classify task (mlp on MNIST): modes, kill and resume, rank counts (issue 14)
 CKPT_TEST_DRIVERS += tests/ckpt/test-train-classify.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-train-lm.sh
+# --blas-threads: equal BLAS threads make off and graph bitwise equal on any CPU
+CKPT_TEST_DRIVERS += tests/ckpt/test-train-blas-threads.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-eval-only.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
 # checkpoints of pipeline stages: bitwise resume, layouts, damaged stage files, SIGUSR1 (issue 16)

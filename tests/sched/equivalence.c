@@ -177,13 +177,43 @@ size_t equivalence_differ(const float *a, const float *b, size_t n)
     return d;
 }
 
+/* max |a - b| over max |ref - start|: a difference relative to how far
+ * training moved the parameters */
+static double relative_to_moved(const float *a, const float *b, const float *ref, const float *start, size_t n)
+{
+    double diff = 0, moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
+        moved = fmax(moved, fabs((double)ref[i] - (double)start[i]));
+    }
+    return moved > 0 ? diff / moved : INFINITY;
+}
+
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps)
 {
     erase_model_config_t cfg = equivalence_model(kind);
-    equivalence_check_config(dev, &cfg,
-                             kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
-                             : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)",
-                             0.0f, steps);
+    const char *what = kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
+                       : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)";
+    equivalence_check_config(dev, &cfg, what, 0.0f, steps);
+    /* With automatic BLAS threads off runs every core's threads per GEMM,
+     * graph a share: bitwise equal with thread-invariant BLAS kernels,
+     * within rounding with OpenBLAS's AVX2 ones. */
+    erase_sched_options_t off = erase_sched_options_default(), graph = off;
+    graph.mode = ERASE_EB_GRAPH;
+    size_t n, n_graph, n0;
+    float *a = equivalence_train(dev, &cfg, &off, steps, 0, 1, &n);
+    float *b = equivalence_train(dev, &cfg, &graph, steps, 0, 1, &n_graph);
+    float *start = equivalence_train(dev, &cfg, &off, 0, 0, 1, &n0);
+    assert_int_equal(n, n_graph);
+    double rel = relative_to_moved(a, b, a, start, n);
+    print_message("%s, %d steps, automatic BLAS threads (off %d, graph a share of %d cores): %zu of %zu "
+                  "parameters differ, max |graph - off| / max |off - initial| = %.2e (bound 1e-3)\n",
+                  what, steps, erase_device_cores(dev), erase_device_cores(dev), equivalence_differ(a, b, n), n,
+                  rel);
+    assert_true(rel <= 1e-3);
+    free(a);
+    free(b);
+    free(start);
 }
 
 void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *model, const char *what,
@@ -191,6 +221,7 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *m
 {
     erase_model_config_t cfg = *model;
     erase_sched_options_t base = erase_sched_options_default();
+    base.blas_threads = 1; /* every mode's GEMMs on equal BLAS threads (lib/sched/sched.h) */
     size_t n_ref, n0;
     float *ref = equivalence_train_clipped(dev, &cfg, &base, grad_clip, steps, 0, 1, &n_ref);
     float *initial = equivalence_train(dev, &cfg, &base, 0, 0, 1, &n0);

@@ -59,6 +59,7 @@ static void equivalent(erase_model_kind_t kind)
     erase_model_config_t cfg = equivalence_model(kind);
     erase_sched_options_t base = erase_sched_options_default();
     base.dp = erase_dp_comm();
+    base.blas_threads = 1; /* every mode's GEMMs on equal BLAS threads (lib/sched/sched.h) */
     size_t n_ref;
     float *ref = equivalence_train(eq_dev, &cfg, &base, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     int64_t replicas = differ_from_rank0(ref, n_ref);
@@ -89,6 +90,7 @@ static void test_clip(void **state)
     cfg.cut_mask = 1u << 2 | 1u << 4;
     erase_sched_options_t o = erase_sched_options_default();
     o.dp = erase_dp_comm();
+    o.blas_threads = 1; /* as in equivalent() */
     size_t n_ref;
     float *ref = equivalence_train_clipped(eq_dev, &cfg, &o, 0.05f, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     assert_int_equal(differ_from_rank0(ref, n_ref), 0);

@@ -72,6 +72,50 @@ static void nonfinite(erase_early_backward_t mode, erase_timing_t update, float 
     erase_network_destroy(net);
 }
 
+/* BLAS threads per stream: all cores for off, a share of them for an
+ * early mode on a model with cuts (1 + S computing streams), the given
+ * number when blas_threads > 0; a negative number is refused. */
+static int threads_under(erase_early_backward_t mode, int side, int blas_threads)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    erase_network_t *net;
+    erase_optimizer_t *opt;
+    erase_sched_t *sc;
+    erase_optim_config_t ocfg = erase_optim_config_default();
+    erase_sched_options_t o = erase_sched_options_default();
+    o.mode = mode;
+    o.side_streams = side;
+    o.blas_threads = blas_threads;
+    assert_int_equal(erase_network_create(dev, &cfg, 8, &net), ERASE_OK);
+    assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
+    erase_status_t st = erase_sched_create(net, opt, &o, &sc);
+    int threads = st == ERASE_OK ? erase_device_blas_threads(dev) : -1;
+    if (st == ERASE_OK)
+        erase_sched_destroy(sc);
+    erase_optimizer_destroy(opt);
+    erase_network_destroy(net);
+    return threads;
+}
+
+static void test_blas_threads(void **state)
+{
+    int cores = erase_device_cores(dev);
+    assert_int_equal(erase_device_set_blas_threads(dev, 1024), ERASE_OK);
+    int most = erase_device_blas_threads(dev); /* the cores, or 1 where the build caps BLAS threads */
+    int share2 = cores / 2 < 1 ? 1 : cores / 2, share3 = cores / 3 < 1 ? 1 : cores / 3;
+    print_message("%d cores, at most %d BLAS threads per stream\n", cores, most);
+    assert_int_equal(threads_under(ERASE_EB_OFF, 1, 0), most);
+    assert_int_equal(threads_under(ERASE_EB_GRAPH, 1, 0), share2 < most ? share2 : most);
+    assert_int_equal(threads_under(ERASE_EB_ASYNC, 2, 0), share3 < most ? share3 : most);
+    assert_int_equal(threads_under(ERASE_EB_OFF, 1, 1), 1);
+    assert_int_equal(threads_under(ERASE_EB_GRAPH, 1, 1), 1);
+    assert_int_equal(threads_under(ERASE_EB_GRAPH, 1, 4096), most); /* capped at the cores */
+    assert_int_equal(threads_under(ERASE_EB_GRAPH, 1, -1), -1);
+    const char *msg = erase_error_message(), *want = ": scheduler: -1 BLAS threads per stream (0: automatic)";
+    assert_true(strlen(msg) > strlen(want));
+    assert_string_equal(msg + strlen(msg) - strlen(want), want); /* after "file:line" */
+}
+
 static void test_nonfinite(void **state)
 {
     nonfinite(ERASE_EB_OFF, ERASE_AT_EARLY, 0.0f);
@@ -220,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_blas_threads),
         cmocka_unit_test(test_clip_plan),
         cmocka_unit_test(test_clip_ctr),
         cmocka_unit_test(test_clip_mlp),
