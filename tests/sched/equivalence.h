@@ -49,6 +49,10 @@ void equivalence_check_config(erase_device_t *dev, const erase_model_config_t *c
 
 /* Number of floats of a and b (n each) whose bits differ. */
 size_t equivalence_differ(const float *a, const float *b, size_t n);
+/* max |a - b| / max |b - b0| over n floats: how far a is from b relative
+ * to how far training moved b from its initial values b0; -1 when b did
+ * not move (the comparison would prove nothing). */
+double equivalence_relative(const float *a, const float *b, const float *b0, size_t n);
 
 /* Under mpirun (pp 1): the world, a CPU device and a host stream for the
  * tests' own collectives, set by equivalence_mpi_main. */

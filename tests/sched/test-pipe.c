@@ -239,16 +239,12 @@ static void compare(const erase_model_config_t *cfg, result_t *a, result_t *b, l
     for (int k = a->first; k < a->last; k++) {
         size_t n, n2, n0;
         float *va = block_values(a->net, k, &n), *vb = block_values(b->net, k, &n2), *v0 = block_values(init, k, &n0);
-        double diff = 0, moved = 0;
-        for (size_t i = 0; i < n; i++) {
-            *bits += memcmp(&va[i], &vb[i], sizeof(float)) != 0;
-            diff = fmax(diff, fabs((double)va[i] - vb[i]));
-            moved = fmax(moved, fabs((double)vb[i] - v0[i]));
-        }
-        if (moved == 0)
+        *bits += (long)equivalence_differ(va, vb, n);
+        double r = equivalence_relative(va, vb, v0, n);
+        if (r < 0)
             (*unmoved)++;
         else
-            *rel = fmax(*rel, diff / moved);
+            *rel = fmax(*rel, r);
         free(va);
         free(vb);
         free(v0);
