@@ -65,6 +65,7 @@ struct erase_backend {
     void (*stream_destroy)(erase_stream_t *s);
     erase_status_t (*stream_synchronize)(erase_stream_t *s);
     uint64_t (*stream_enqueued)(const erase_stream_t *s);
+    erase_status_t (*stream_error)(erase_stream_t *s);
 
     erase_status_t (*event_create)(erase_device_t *dev, erase_event_t **out);
     void (*event_destroy)(erase_event_t *e);

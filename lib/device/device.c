@@ -196,6 +196,13 @@ erase_status_t erase_stream_synchronize(erase_stream_t *s)
     return ERASE_OK;
 }
 
+erase_status_t erase_stream_error(erase_stream_t *s)
+{
+    REQUIRE(s != NULL, "erase_stream_error: NULL stream");
+    ERASE_CHECK(BACKEND(s)->stream_error(s));
+    return ERASE_OK;
+}
+
 uint64_t erase_stream_enqueued(const erase_stream_t *s) { return BACKEND(s)->stream_enqueued(s); }
 erase_device_t *erase_stream_device(const erase_stream_t *s) { return s->dev; }
 

@@ -181,6 +181,15 @@ void erase_stream_destroy(erase_stream_t *stream);
  */
 erase_status_t erase_stream_synchronize(erase_stream_t *stream);
 
+/*
+ * The stream's sticky error so far, without waiting (ERASE_OK while none:
+ * its work may still be running). For a host that waits on an event of a
+ * stream (erase_event_synchronize) and must still learn of a failure on
+ * the streams that fed it. Errors: the sticky error, as
+ * erase_stream_synchronize reports it.
+ */
+erase_status_t erase_stream_error(erase_stream_t *stream);
+
 /* Operations enqueued on the stream so far (monotonic; for tests and traces). */
 uint64_t erase_stream_enqueued(const erase_stream_t *stream);
 

@@ -176,6 +176,33 @@ static void test_sticky_error(void **state)
     erase_stream_destroy(s);
 }
 
+/* erase_stream_error: no error before the failing operation ran (an
+ * event waits on the stream's work, not the host on the stream), the
+ * sticky error after it, without a synchronize. */
+static void test_stream_error(void **state)
+{
+    erase_stream_t *s;
+    erase_event_t *before, *after;
+    MUST(erase_stream_create(dev, &s));
+    MUST(erase_event_create(dev, &before));
+    MUST(erase_event_create(dev, &after));
+    int log[4], len = 0;
+    MUST(k_append(s, log, &len, 1));
+    MUST(erase_event_record(before, s));
+    MUST(erase_event_synchronize(before));
+    assert_int_equal(erase_stream_error(s), ERASE_OK);
+    MUST(k_fail(s, "kernel said no"));
+    MUST(erase_event_record(after, s));
+    MUST(erase_event_synchronize(after));
+    assert_int_equal(erase_stream_error(s), ERASE_ERR_BACKEND);
+    assert_non_null(strstr(erase_error_message(), "an operation on this stream failed: "));
+    assert_non_null(strstr(erase_error_message(), "kernel said no"));
+    assert_int_equal(erase_stream_synchronize(s), ERASE_ERR_BACKEND);
+    erase_event_destroy(before);
+    erase_event_destroy(after);
+    erase_stream_destroy(s);
+}
+
 static void test_copies(void **state)
 {
     erase_stream_t *s;
@@ -468,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_event_query_sync_elapsed),
         cmocka_unit_test(test_unrecorded_event),
         cmocka_unit_test(test_sticky_error),
+        cmocka_unit_test(test_stream_error),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_copy2d),
         cmocka_unit_test(test_capture_rules),

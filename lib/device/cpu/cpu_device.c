@@ -152,6 +152,7 @@ static const erase_backend_t cpu_backend = {
     .stream_destroy = cpu_stream_destroy,
     .stream_synchronize = cpu_stream_synchronize,
     .stream_enqueued = cpu_stream_enqueued,
+    .stream_error = cpu_stream_error,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,

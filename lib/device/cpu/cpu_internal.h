@@ -91,6 +91,7 @@ erase_status_t cpu_stream_create(erase_device_t *dev, erase_stream_t **out);
 void cpu_stream_destroy(erase_stream_t *s);
 erase_status_t cpu_stream_synchronize(erase_stream_t *s);
 uint64_t cpu_stream_enqueued(const erase_stream_t *s);
+erase_status_t cpu_stream_error(erase_stream_t *s);
 int cpu_stream_idle(cpu_stream_t *s);
 erase_status_t cpu_event_create(erase_device_t *dev, erase_event_t **out);
 void cpu_event_destroy(erase_event_t *e);

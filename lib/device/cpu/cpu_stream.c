@@ -363,6 +363,19 @@ erase_status_t cpu_stream_synchronize(erase_stream_t *stream)
     return ERASE_OK;
 }
 
+erase_status_t cpu_stream_error(erase_stream_t *stream)
+{
+    cpu_stream_t *s = cpu_stream(stream);
+    pthread_mutex_lock(&s->lock);
+    erase_status_t st = s->error;
+    char text[sizeof s->error_text];
+    memcpy(text, s->error_text, sizeof text);
+    pthread_mutex_unlock(&s->lock);
+    if (st != ERASE_OK)
+        return ERASE_ERROR(st, "an operation on this stream failed: %s", text);
+    return ERASE_OK;
+}
+
 uint64_t cpu_stream_enqueued(const erase_stream_t *stream)
 {
     cpu_stream_t *s = (cpu_stream_t *)stream;

@@ -390,6 +390,7 @@ static const erase_backend_t cuda_backend = {
     .stream_destroy = cuda_stream_destroy,
     .stream_synchronize = cuda_stream_synchronize,
     .stream_enqueued = cuda_stream_enqueued,
+    .stream_error = cuda_stream_error,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

@@ -178,6 +178,7 @@ erase_status_t cuda_stream_create(erase_device_t *dev, erase_stream_t **out);
 void cuda_stream_destroy(erase_stream_t *s);
 erase_status_t cuda_stream_synchronize(erase_stream_t *s);
 uint64_t cuda_stream_enqueued(const erase_stream_t *s);
+erase_status_t cuda_stream_error(erase_stream_t *s);
 erase_status_t cuda_memcpy_async(erase_stream_t *s, void *dst, const void *src, size_t bytes);
 erase_status_t cuda_memset_async(erase_stream_t *s, void *dst, int value, size_t bytes);
 erase_status_t cuda_memcpy2d_async(erase_stream_t *s, void *dst, size_t dpitch, const void *src, size_t spitch,

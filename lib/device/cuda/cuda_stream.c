@@ -127,6 +127,20 @@ erase_status_t cuda_stream_synchronize(erase_stream_t *stream)
     return ERASE_OK;
 }
 
+/* cudaStreamQuery: not ready is no error; a failure of this stream's work
+ * (or a sticky one of the context) is, and so is a device-side fault. */
+erase_status_t cuda_stream_error(erase_stream_t *stream)
+{
+    cuda_stream_t *s = cuda_stream_of(stream);
+    cudaError_t rc = cudaStreamQuery(s->s);
+    if (rc != cudaSuccess && rc != cudaErrorNotReady)
+        return erase_error_set(ERASE_ERR_BACKEND, __FILE__, __LINE__,
+                               "an operation on stream %d failed: %s: %s", s->base.number,
+                               cudaGetErrorName(rc), cudaGetErrorString(rc));
+    ERASE_CHECK(cuda_take_fault(s->dev));
+    return ERASE_OK;
+}
+
 /* Operations issued to the stream: copies, fills, GEMMs, markers, event
  * records and waits, each counted once when issued (inside a capture too),
  * a graph launch counted once. */
