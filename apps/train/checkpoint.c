@@ -43,6 +43,8 @@ struct train_ckpt {
     /* test hooks */
     int64_t kill_step;
     int kill_rank, kill_sig;
+    /* train_ckpt_poll's agreement on a signal, for the after_step it precedes */
+    int polled, signalled;
     erase_status_t agreed;            /* the last parts' agreement (parts_written) */
     int sharded;                      /* tensors of this rank's stage held in parts by the dp ranks
                                        * (their t and mine entries have `sharding`, owned by t) */
@@ -640,20 +642,61 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     return ERASE_OK;
 }
 
+/* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1, after
+ * `step` (once). */
+static void kill_hook(train_ckpt_t *ck, int64_t step)
+{
+    if (ck->kill_step >= 0 && step == ck->kill_step && ck->e.w->rank == ck->kill_rank) {
+        ck->kill_step = -1;
+        fflush(stdout);
+        raise(ck->kill_sig);
+    }
+}
+
+/* Collective: whether any rank got SIGTERM/SIGUSR1. */
+static erase_status_t agree_on_signal(train_ckpt_t *ck, int32_t *any)
+{
+    int32_t flag = atomic_load(&pending_signal);
+    *any = 0;
+    ERASE_CHECK(erase_allreduce(erase_world_comm(), ck->e.host, &flag, any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
+    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    return ERASE_OK;
+}
+
+int train_ckpt_due(const train_ckpt_t *ck, int64_t step)
+{
+    int64_t every = ck && ck->enabled ? ck->e.o->checkpoint_every : 0;
+    return every > 0 && step % every == 0;
+}
+
+erase_status_t train_ckpt_poll(train_ckpt_t *ck, int64_t step, int *stop)
+{
+    *stop = 0;
+    if (!ck)
+        return ERASE_OK;
+    kill_hook(ck, step);
+    if (!ck->enabled)
+        return ERASE_OK;
+    int32_t any;
+    ERASE_CHECK(agree_on_signal(ck, &any));
+    ck->polled = 1;
+    ck->signalled = any;
+    *stop = any;
+    return ERASE_OK;
+}
+
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop)
 {
     *stop = 0;
     if (!ck)
         return ERASE_OK;
-    if (ck->kill_step >= 0 && pos->step == ck->kill_step && ck->e.w->rank == ck->kill_rank) {
-        fflush(stdout);
-        raise(ck->kill_sig); /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1 */
-    }
+    kill_hook(ck, pos->step);
     if (!ck->enabled)
         return ERASE_OK;
-    int32_t flag = atomic_load(&pending_signal), any = 0;
-    ERASE_CHECK(erase_allreduce(erase_world_comm(), ck->e.host, &flag, &any, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
-    ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    int32_t any = ck->signalled;
+    if (!ck->polled)
+        ERASE_CHECK(agree_on_signal(ck, &any));
+    ck->polled = 0;
     int64_t every = ck->e.o->checkpoint_every;
     if (any || (every > 0 && pos->step % every == 0))
         ERASE_CHECK(save(ck, pos));

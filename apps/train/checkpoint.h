@@ -144,13 +144,32 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
 
 /*
  * After a step (collective over the world, every rank, every step): with
- * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 and
- * write a checkpoint when one did or when the step is a multiple of
+ * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 (or
+ * take train_ckpt_poll's agreement, when it preceded) and write a
+ * checkpoint when one did or when the step is a multiple of
  * --checkpoint-every. *stop is the signal number when the run must stop
  * (the checkpoint is written), else 0. Without --checkpoint-dir: nothing.
  * Errors: a failed write (on every rank), ERASE_ERR_COMM (replicas differ).
  */
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
+
+/* Whether train_ckpt_after_step writes a periodic checkpoint after `step`
+ * (--checkpoint-dir and --checkpoint-every dividing it). NULL ck: 0. */
+int train_ckpt_due(const train_ckpt_t *ck, int64_t step);
+
+/*
+ * Before the host enqueues a step while step `step` (numbered from 1, as
+ * after_step's) is still in flight (collective over the world, like
+ * after_step, and called by every rank at the same steps): agree now on
+ * whether any rank got SIGTERM/SIGUSR1; after_step(step) then takes this
+ * agreement instead of making its own (one agreement per step). *stop:
+ * 1 when one did (the caller then enqueues nothing more, and after_step
+ * writes the checkpoint and stops), else 0. Runs the test hook
+ * ERASE_DEBUG_KILL_AT_STEP for `step` here, before the agreement, so a
+ * hooked SIGUSR1 still stops after that step. Without --checkpoint-dir:
+ * the hook only. Errors: ERASE_ERR_COMM.
+ */
+erase_status_t train_ckpt_poll(train_ckpt_t *ck, int64_t step, int *stop);
 
 /* At the end of training (collective): write the final checkpoint unless
  * the last one is of this very position. No-op without --checkpoint-dir. */

@@ -31,6 +31,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A step enqueued and not yet finished: what its finish needs. */
+typedef struct {
+    erase_reader_batch_t b;          /* its batch (the reader's memory, or r->held's copy) */
+    double issued_s;                 /* when the host began to enqueue it */
+    int traffic;                     /* sharded tables: its all-to-alls are counted */
+    int64_t bytes0;
+    double emb_s0;
+} in_flight_t;
+
 typedef struct {
     const train_options_t *o;
     const erase_world_t *w;
@@ -59,6 +68,17 @@ typedef struct {
     erase_batch_t batch;             /* the task's fixed device buffers of one rank's batch (the
                                       * reader's batches are in pinned staging memory: open_readers) */
     float *outputs;                  /* host copy of the last block's head output [rank_batch, width] */
+    /* steps in flight (train_loop): under a pipeline but local the host
+     * enqueues step t+1 before it finishes step t */
+    int ahead;                       /* it may */
+    float *outputs_ahead;            /* the odd steps' outputs then */
+    train_batch_ring_t *held;        /* the host copies of the batches in flight then */
+    erase_event_t *loaded;           /* after the last batch's copy into the device buffers */
+    in_flight_t in_flight[2];        /* step i's at i mod 2 */
+    int64_t issued;                  /* steps enqueued (r->step or r->step + 1) */
+    int64_t epoch_end;               /* the reader's epoch ended after the steps enqueued: the new epoch */
+    double done_s;                   /* when the last step was finished */
+    int64_t warmup, trace_from, trace_to, trace_t0;
     int width;                       /* its width */
     /* throughput in the task's units and MFU */
     int64_t units;                   /* the task's units per sample (tokens of a window), 0: none */
@@ -477,9 +497,14 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
                                   .early_backward = strcmp(o->early_backward, "off") != 0 };
     TRY(erase_pipe_create(r->net, r->opt, po, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1,
                           &r->pipe));
-    if (kind == PIPE_LOCAL && w->pp_size > 1 && w->pp_rank == w->pp_size - 1) {
-        erase_reader_info_t info = erase_reader_info(r->train);
+    erase_reader_info_t info = erase_reader_info(r->train);
+    if (kind == PIPE_LOCAL && w->pp_size > 1 && w->pp_rank == w->pp_size - 1)
         TRY(train_batch_ring_create(&info.layout, r->rank_batch, w->pp_size, &r->behind));
+    /* steps in flight (train_loop); local runs one at a time (lib/sched/pipe.h) */
+    r->ahead = kind != PIPE_LOCAL;
+    if (r->ahead) {
+        TRY(train_batch_ring_create(&info.layout, r->rank_batch, 2, &r->held));
+        TRY(erase_event_create(r->dev, &r->loaded));
     }
     return ERASE_OK;
 }
@@ -551,7 +576,7 @@ static erase_status_t setup_training(run_t *r)
     erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &r->width);
     size_t bytes;
     if (!erase_bytes(sizeof(float), (size_t)r->rank_batch, (size_t)r->width, &bytes) ||
-        !(r->outputs = malloc(bytes)))
+        !(r->outputs = malloc(bytes)) || (r->ahead && !(r->outputs_ahead = malloc(bytes))))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the outputs of %lld samples per rank",
                            (long long)r->rank_batch);
     TRY(alloc_step_times(0, r->total_steps, &r->step_s));
@@ -715,7 +740,10 @@ static erase_status_t log_progress(run_t *r, int force)
     int64_t done = r->step - r->first_step;
     double eta = done > 0 ? elapsed / (double)done * (double)(r->total_steps - r->step) : 0;
     erase_optim_clock_t clock;
-    TRY(erase_optimizer_read_clock(r->opt, &clock)); /* the step is synchronized */
+    if (r->pipe) /* as the step left it: the next may be running (train_loop) */
+        clock = erase_pipe_clock(r->pipe);
+    else
+        TRY(erase_optimizer_read_clock(r->opt, &clock)); /* the step is synchronized */
     float lr = clock.lr;
     if (r->root && !r->o->quiet) {
         /* the task's metrics of the window, e.g. "loss 0.5123, NE 0.9876" */
@@ -874,94 +902,194 @@ static erase_status_t check_nonfinite(run_t *r)
 
 /* ---- the loop ------------------------------------------------------------------ */
 
+/* The head outputs of step i: each step in flight has its own buffer. */
+static float *outputs_of(const run_t *r, int64_t i)
+{
+    return i % 2 && r->outputs_ahead ? r->outputs_ahead : r->outputs;
+}
+
+/* Start --trace's window: forget the warm-up's records and take one
+ * origin for every rank. Nothing in flight (may_look_ahead). */
+static erase_status_t trace_start(run_t *r)
+{
+    TRY(synchronize(r));
+    erase_trace_record_t scratch[64];
+    while (trace_collect(r, scratch, 64) == 64)
+        ; /* forget the warm-up's records */
+    /* one timeline for every rank: rank 0's time now on the wall clock is
+     * the origin (stages reach a step at different times; each rank's own
+     * origin put them milliseconds apart) */
+    int64_t offset = erase_wall_offset_ns(), origin = erase_now_ns() + offset;
+    TRY(erase_broadcast(erase_world_comm(), r->host, &origin, 1, ERASE_DTYPE_I64, 0));
+    TRY(erase_stream_synchronize(r->host));
+    r->trace_t0 = origin - offset;
+    return ERASE_OK;
+}
+
+/*
+ * Read the next batch and enqueue its step (step r->issued); *ended: the
+ * reader's epoch ended instead (r->epoch_end, nothing enqueued). With a
+ * step enqueued ahead the batch's host copy is kept (r->held) for the
+ * scoring of its outputs, since the reader reuses its memory at its next
+ * call, and that call first waits for the copy into the device buffers.
+ */
+static erase_status_t issue_step(run_t *r, int *ended)
+{
+    *ended = 0;
+    if (r->ahead) /* the last load has read the reader's and the task's host memory */
+        TRY(erase_event_synchronize(r->loaded));
+    erase_reader_batch_t b;
+    TRY(erase_reader_next(r->train, &b));
+    if (b.end_of_epoch) {
+        r->epoch_end = b.epoch + 1;
+        *ended = 1;
+        return ERASE_OK;
+    }
+    if (r->o->trace[0] && r->issued == r->trace_from)
+        TRY(trace_start(r));
+    train_ckpt_log_samples(r->ckpt, &b);
+    in_flight_t *f = &r->in_flight[r->issued % 2];
+    f->traffic = r->shard && r->issued >= r->warmup; /* like QPS, after the warm-up */
+    if (f->traffic) /* the last step and evaluation have ended: what follows is this step's */
+        TRY(erase_embed_shard_traffic(r->shard, &f->bytes0, &f->emb_s0));
+    f->issued_s = erase_now_s();
+    TRY(load_batch(r, &b));
+    if (r->ahead)
+        TRY(erase_event_record(r->loaded, main_stream(r)));
+    if (r->pipe)
+        TRY(erase_pipe_step(r->pipe, &r->batch, has_outputs(r) ? outputs_of(r, r->issued) : NULL));
+    else
+        TRY(erase_sched_step(r->sched, &r->batch));
+    if (r->held) {
+        TRY(train_batch_ring_push(r->held, &b));
+        b = *train_batch_ring_get(r->held, 0);
+    }
+    f->b = b;
+    r->issued++;
+    return ERASE_OK;
+}
+
+/*
+ * May the host enqueue step r->issued before it finishes step r->step
+ * (pipelines but local, r->ahead)? Not when what follows step r->step
+ * needs the pipeline quiet: the end, an evaluation, a periodic checkpoint,
+ * --trace's window, the end of an epoch; and not when a rank got a
+ * signal (train_ckpt_poll: collective, so every rank decides alike).
+ */
+static erase_status_t may_look_ahead(run_t *r, int *ok)
+{
+    const train_options_t *o = r->o;
+    int64_t done = r->step + 1; /* steps finished once the one in flight is */
+    *ok = 0;
+    if (!r->ahead || r->issued != done || r->issued >= r->total_steps || r->epoch_end)
+        return ERASE_OK;
+    if ((o->eval_every > 0 && done % o->eval_every == 0) || train_ckpt_due(r->ckpt, done) ||
+        (o->trace[0] && (r->issued == r->trace_from || done == r->trace_to)))
+        return ERASE_OK;
+    int stop;
+    TRY(train_ckpt_poll(r->ckpt, done, &stop));
+    *ok = !stop;
+    return ERASE_OK;
+}
+
+/* Wait for step r->step (the oldest in flight) and do what follows it:
+ * its time, scores, losses, progress, evaluation and checkpoint. */
+static erase_status_t finish_step(run_t *r)
+{
+    const train_options_t *o = r->o;
+    int64_t t = r->step;
+    in_flight_t *f = &r->in_flight[t % 2];
+    const erase_reader_batch_t *b = &f->b;
+    if (r->pipe)
+        TRY(erase_pipe_wait(r->pipe));
+    else
+        TRY(synchronize(r));
+    /* with a step enqueued ahead, a step's time begins when the one before ended */
+    double now = erase_now_s();
+    r->step_s[t] = now - (f->issued_s > r->done_s ? f->issued_s : r->done_s);
+    r->done_s = now;
+    if (f->traffic) {
+        int64_t bytes1 = 0;
+        double emb_s1 = 0;
+        TRY(erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1));
+        r->emb_traffic.steps++;
+        r->emb_traffic.bytes += bytes1 - f->bytes0;
+        r->emb_traffic.seconds += emb_s1 - f->emb_s0;
+        r->emb_traffic.step_seconds += r->step_s[t];
+    }
+    r->step++;
+    if (r->pipe && r->step == r->warmup) /* its bubble, like QPS, after the warm-up */
+        erase_pipe_stats(r->pipe, &r->pipe_warm);
+    r->samples_seen += b->global_size;
+    r->window_global += b->global_size;
+    TRY(check_nonfinite(r));
+    if (!r->pipe)
+        TRY(read_outputs(r, (int)b->size));
+    const erase_reader_batch_t *scored = b; /* the batch the outputs are of */
+    if (r->behind) {
+        TRY(train_batch_ring_push(r->behind, b));
+        scored = erase_pipe_step_samples(r->pipe) ? train_batch_ring_get(r->behind, r->w->pp_size - 1) : NULL;
+    }
+    if (has_outputs(r) && scored)
+        r->task->add(r->ts, TRAIN_TASK_WINDOW, outputs_of(r, t), r->width, scored);
+    float losses[ERASE_MAX_BLOCKS];
+    TRY(read_losses(r, losses)); /* a pipeline stage's own blocks' (summed over the stages at the log) */
+    int blocks = erase_network_blocks(r->net);
+    int from = r->pipe ? r->pipe_o.first : 0, to = r->pipe ? r->pipe_o.last : blocks;
+    int trained = !r->pipe || erase_pipe_step_samples(r->pipe) > 0; /* local: not a fill step */
+    for (int k = 0; k < blocks; k++)
+        r->block.loss[k] += losses[k];
+    for (int k = from; k < to; k++)
+        r->block.steps[k] += trained;
+    r->window_steps++;
+    if (o->trace[0] && r->step == r->trace_to)
+        TRY(write_trace(r, r->trace_t0));
+    TRY(log_progress(r, 0));
+    if (o->eval_every > 0 && r->step % o->eval_every == 0)
+        TRY(evaluate(r));
+    /* every N steps and on SIGTERM/SIGUSR1 (all ranks agree): a checkpoint */
+    TRY(train_ckpt_after_step(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }, &r->stopped));
+    return ERASE_OK;
+}
+
+/*
+ * The training loop. Under a pipeline (but local) the host enqueues step
+ * t+1 before it finishes step t (may_look_ahead), so that the stages'
+ * streams do not wait for the host's work between steps (the scoring of
+ * outputs, the progress line's collectives, reading a batch): the same
+ * arithmetic in the same stream order, bitwise the same run.
+ */
 static erase_status_t train_loop(run_t *r)
 {
     const train_options_t *o = r->o;
-    int blocks = erase_network_blocks(r->net);
     int64_t left = r->total_steps - r->first_step;
-    int64_t warmup = r->first_step + (left >= 20 ? 5 : left / 4);
+    r->warmup = r->first_step + (left >= 20 ? 5 : left / 4);
     /* a run shorter than the warm-up and --trace-steps traces what it has */
-    int64_t trace_from = warmup, trace_t0 = 0;
-    int64_t trace_to = o->trace_steps > r->total_steps - warmup ? r->total_steps : warmup + o->trace_steps;
+    r->trace_from = r->warmup;
+    r->trace_to = o->trace_steps > r->total_steps - r->warmup ? r->total_steps : r->warmup + o->trace_steps;
+    r->issued = r->step;
     r->t_start = erase_now_s();
     while (r->step < r->total_steps) {
-        erase_reader_batch_t b;
-        TRY(erase_reader_next(r->train, &b));
-        if (b.end_of_epoch) {
-            r->epoch = b.epoch + 1;
+        int ended;
+        if (r->issued == r->step && r->epoch_end) {
+            r->epoch = r->epoch_end;
+            r->epoch_end = 0;
             if (o->eval_every == 0)
                 TRY(evaluate(r));
             if (o->steps == 0 && r->epoch >= o->epochs)
                 break;
             continue;
         }
-        if (o->trace[0] && r->step == trace_from) {
-            TRY(synchronize(r));
-            erase_trace_record_t scratch[64];
-            while (trace_collect(r, scratch, 64) == 64)
-                ; /* forget the warm-up's records */
-            /* one timeline for every rank: rank 0's time now on the wall
-             * clock is the origin (stages reach a step at different times;
-             * each rank's own origin put them milliseconds apart) */
-            int64_t offset = erase_wall_offset_ns(), origin = erase_now_ns() + offset;
-            TRY(erase_broadcast(erase_world_comm(), r->host, &origin, 1, ERASE_DTYPE_I64, 0));
-            TRY(erase_stream_synchronize(r->host));
-            trace_t0 = origin - offset;
+        if (r->issued == r->step) {
+            TRY(issue_step(r, &ended));
+            if (ended)
+                continue;
         }
-        train_ckpt_log_samples(r->ckpt, &b);
-        int64_t bytes0 = 0;
-        double emb_s0 = 0;
-        int traffic = r->shard && r->step >= warmup; /* like QPS, after the warm-up */
-        if (traffic) /* the last step and evaluation have ended: what follows is this step's */
-            TRY(erase_embed_shard_traffic(r->shard, &bytes0, &emb_s0));
-        double t0 = erase_now_s();
-        TRY(load_batch(r, &b));
-        if (r->pipe)
-            TRY(erase_pipe_step(r->pipe, &r->batch, has_outputs(r) ? r->outputs : NULL));
-        else
-            TRY(erase_sched_step(r->sched, &r->batch));
-        TRY(synchronize(r));
-        r->step_s[r->step] = erase_now_s() - t0;
-        if (traffic) {
-            int64_t bytes1 = 0;
-            double emb_s1 = 0;
-            TRY(erase_embed_shard_traffic(r->shard, &bytes1, &emb_s1));
-            r->emb_traffic.steps++;
-            r->emb_traffic.bytes += bytes1 - bytes0;
-            r->emb_traffic.seconds += emb_s1 - emb_s0;
-            r->emb_traffic.step_seconds += r->step_s[r->step];
-        }
-        r->step++;
-        if (r->pipe && r->step == warmup) /* its bubble, like QPS, after the warm-up */
-            erase_pipe_stats(r->pipe, &r->pipe_warm);
-        r->samples_seen += b.global_size;
-        r->window_global += b.global_size;
-        TRY(check_nonfinite(r));
-        if (!r->pipe)
-            TRY(read_outputs(r, (int)b.size));
-        const erase_reader_batch_t *scored = &b; /* the batch the outputs are of */
-        if (r->behind) {
-            TRY(train_batch_ring_push(r->behind, &b));
-            scored = erase_pipe_step_samples(r->pipe) ? train_batch_ring_get(r->behind, r->w->pp_size - 1) : NULL;
-        }
-        if (has_outputs(r) && scored)
-            r->task->add(r->ts, TRAIN_TASK_WINDOW, r->outputs, r->width, scored);
-        float losses[ERASE_MAX_BLOCKS];
-        TRY(read_losses(r, losses)); /* a pipeline stage's own blocks' (summed over the stages at the log) */
-        int from = r->pipe ? r->pipe_o.first : 0, to = r->pipe ? r->pipe_o.last : blocks;
-        int trained = !r->pipe || erase_pipe_step_samples(r->pipe) > 0; /* local: not a fill step */
-        for (int k = 0; k < blocks; k++)
-            r->block.loss[k] += losses[k];
-        for (int k = from; k < to; k++)
-            r->block.steps[k] += trained;
-        r->window_steps++;
-        if (o->trace[0] && r->step == trace_to)
-            TRY(write_trace(r, trace_t0));
-        TRY(log_progress(r, 0));
-        if (o->eval_every > 0 && r->step % o->eval_every == 0)
-            TRY(evaluate(r));
-        /* every N steps and on SIGTERM/SIGUSR1 (all ranks agree): a checkpoint */
-        TRY(train_ckpt_after_step(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }, &r->stopped));
+        int ahead;
+        TRY(may_look_ahead(r, &ahead));
+        if (ahead)
+            TRY(issue_step(r, &ended)); /* an epoch's end waits until this step is finished */
+        TRY(finish_step(r));
         if (r->stopped)
             return log_progress(r, 1);
     }
@@ -1375,6 +1503,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     erase_embed_shard_destroy(r.shard);
     erase_pipe_destroy(r.pipe);
     train_batch_ring_destroy(r.behind);
+    train_batch_ring_destroy(r.held);
+    erase_event_destroy(r.loaded);
     erase_optimizer_destroy(r.opt);
     if (r.task && r.task->destroy)
         r.task->destroy(r.ts);
@@ -1382,6 +1512,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     erase_reader_close(r.train);
     erase_reader_close(r.eval);
     free(r.outputs);
+    free(r.outputs_ahead);
     free(r.step_s);
     erase_stream_destroy(r.host);
     erase_device_close(r.host_dev);

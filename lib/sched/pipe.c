@@ -188,10 +188,18 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
         st = erase_device_trace_enable(p->dev, (size_t)1 << 18);
     if (st == ERASE_OK)
         st = erase_network_batch_alloc(net, erase_network_max_batch(net), &p->eval_batch);
-    if (st == ERASE_OK)
-        st = erase_malloc(p->dev, sizeof(float) * (size_t)p->blocks, (void **)&p->losses);
-    if (st == ERASE_OK)
-        st = erase_memset_sync(p->dev, p->losses, 0, sizeof(float) * (size_t)p->blocks);
+    for (int i = 0; st == ERASE_OK && i < 2; i++) {
+        pipe_step_t *ps = &p->steps[i];
+        st = erase_event_create(p->dev, &ps->origin);
+        if (st == ERASE_OK)
+            st = erase_event_create(p->dev, &ps->done);
+        if (st == ERASE_OK)
+            st = erase_malloc(p->dev, sizeof(float) * (size_t)p->blocks, (void **)&ps->losses);
+        if (st == ERASE_OK)
+            st = erase_memset_sync(p->dev, ps->losses, 0, sizeof(float) * (size_t)p->blocks);
+    }
+    p->losses = p->steps[0].losses;
+    p->last = &p->steps[0];
     /* the network's gradients accumulate the micro-batches': zero, and room
      * for the embedding rows of W micro-batches */
     int64_t rows64 = (int64_t)p->accumulate * o->micro_size;
@@ -254,7 +262,11 @@ void erase_pipe_destroy(erase_pipe_t *p)
     free(p->tkind);
     free(p->spans);
     sched_reduce_destroy(p->reduce);
-    erase_free(p->dev, p->losses);
+    for (int i = 0; i < 2; i++) {
+        erase_event_destroy(p->steps[i].origin);
+        erase_event_destroy(p->steps[i].done);
+        erase_free(p->dev, p->steps[i].losses);
+    }
     pipe_schedule_free(&p->sc);
     free(p->offset);
     free(p);
@@ -583,7 +595,15 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
     if (((int64_t)batch->size + M - 1) / M > p->o.micro_size)
         return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: a step of %d samples in %d micro-batches: more than "
                            "%d samples in one", batch->size, M, p->o.micro_size);
-    TRY(erase_event_record(p->origin, p->compute));
+    int64_t in_flight = p->issued - p->waited;
+    if (in_flight >= 2 || (in_flight == 1 && p->local))
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: %lld step%s in flight (at most %s: wait for the oldest "
+                           "first)", (long long)in_flight, in_flight == 1 ? "" : "s",
+                           p->local ? "one under local" : "two");
+    pipe_step_t *ps = &p->steps[p->issued % 2];
+    int spans0 = p->tev_used / 2;
+    p->losses = ps->losses;
+    TRY(erase_event_record(ps->origin, p->compute));
     TRY(erase_memset_async(p->compute, p->losses, 0, sizeof(float) * (size_t)p->blocks));
     p->step_samples = 0;
     if (p->local) { /* the step's batch waits in the ring for its turn (this step's on stage 0) */
@@ -592,8 +612,14 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
     }
     while (p->next < p->sc.count && p->sc.actions[p->next].step == p->seg_step)
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
+    /* the clock as this step leaves it, before a step enqueued ahead
+     * advances it */
+    TRY(erase_memcpy_async(p->compute, &ps->clock, erase_optimizer_clock(p->opt), sizeof ps->clock));
+    TRY(erase_event_record(ps->done, p->compute));
+    ps->samples = p->step_samples;
+    ps->spans = p->tev_used / 2 - spans0;
     p->seg_step++;
-    p->stats.steps++;
+    p->issued++;
     return ERASE_OK;
 }
 
@@ -613,21 +639,61 @@ static erase_status_t wait_streams(erase_pipe_t *p, int sends)
     return st;
 }
 
+static erase_status_t no_step_in_flight(const erase_pipe_t *p, const char *what)
+{
+    if (p->issued > p->waited)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: %s with %lld step%s in flight (wait for %s first)", what,
+                           (long long)(p->issued - p->waited), p->issued - p->waited == 1 ? "" : "s",
+                           p->issued - p->waited == 1 ? "it" : "them");
+    return ERASE_OK;
+}
+
+int erase_pipe_in_flight(const erase_pipe_t *p) { return (int)(p->issued - p->waited); }
+
+erase_status_t erase_pipe_wait(erase_pipe_t *p)
+{
+    if (p->issued == p->waited)
+        return ERASE_ERROR(ERASE_ERR_STATE, "pipeline: no step in flight to wait for");
+    pipe_step_t *ps = &p->steps[p->waited % 2];
+    TRY(erase_event_synchronize(ps->done));
+    if (p->issued == p->waited + 1) {
+        /* nothing younger enqueued: every stream but the sends, as before
+         * (a gradient sent in this step may be received in the next one
+         * under paci; local's version word arrives on act_in) */
+        TRY(wait_streams(p, 0));
+        TRY(pipe_local_account_version(p));
+    } else {
+        /* the younger step runs on: only what failed so far (a receive
+         * that failed still reaches its event, which compute waited for) */
+        erase_stream_t *streams[] = { p->compute, p->act_in, p->grad_in, p->side, p->act_out, p->grad_out };
+        for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
+            if (streams[i])
+                TRY(erase_stream_error(streams[i]));
+    }
+    TRY(pipe_account_time(p, ps->origin, ps->spans));
+    p->clock = ps->clock;
+    p->last = ps;
+    p->waited++;
+    p->stats.steps++;
+    return ERASE_OK;
+}
+
 erase_status_t erase_pipe_synchronize(erase_pipe_t *p)
 {
+    while (p->issued > p->waited)
+        TRY(erase_pipe_wait(p));
     /* not the sends: a gradient sent in this step may be received in the
      * next one (paci), and the host's next collective must not wait for it */
     TRY(wait_streams(p, 0));
     TRY(pipe_local_account_version(p));
-    TRY(pipe_account_time(p));
-    p->tev_used = 0;
+    TRY(pipe_account_time(p, p->origin, p->tev_used / 2)); /* a drain's actions */
     TRY(erase_optimizer_read_clock(p->opt, &p->clock));
     return ERASE_OK;
 }
 
 erase_status_t erase_pipe_read_losses(erase_pipe_t *p, float *out)
 {
-    TRY(erase_memcpy_sync(p->dev, out, p->losses, sizeof(float) * (size_t)p->blocks));
+    TRY(erase_memcpy_sync(p->dev, out, p->last->losses, sizeof(float) * (size_t)p->blocks));
     return ERASE_OK;
 }
 
@@ -650,6 +716,7 @@ static erase_status_t drain_local(erase_pipe_t *p, int *in_flight)
 
 erase_status_t erase_pipe_drain(erase_pipe_t *p, int64_t steps)
 {
+    TRY(no_step_in_flight(p, "a drain"));
     double t0 = erase_now_s();
     int in_flight = 0;
     TRY(erase_event_record(p->origin, p->compute));
@@ -687,6 +754,7 @@ erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, f
     /* the network itself computes (its activations are not a slot's; its
      * gradients, the accumulators, are not touched by forwards), piece by
      * piece on the compute stream: receive, forward the stage, send */
+    TRY(no_step_in_flight(p, "a prediction"));
     erase_network_t *r = p->net;
     erase_network_set_loss_scale(r, 1.0f);
     int piece = erase_network_max_batch(r);
@@ -711,7 +779,7 @@ erase_status_t erase_pipe_predict(erase_pipe_t *p, const erase_batch_t *batch, f
     return ERASE_OK;
 }
 
-int erase_pipe_step_samples(const erase_pipe_t *p) { return p->step_samples; }
+int erase_pipe_step_samples(const erase_pipe_t *p) { return p->issued > 0 ? p->last->samples : 0; }
 
 void erase_pipe_stats(const erase_pipe_t *p, erase_pipe_stats_t *out)
 {
@@ -728,6 +796,8 @@ void erase_pipe_reset_stats(erase_pipe_t *p)
                                 .drift_bound = p->stats.drift_bound };
     p->stats = keep;
 }
+
+erase_optim_clock_t erase_pipe_clock(const erase_pipe_t *p) { return p->clock; }
 
 int erase_pipe_nonfinite_block(erase_pipe_t *p)
 {

@@ -120,27 +120,53 @@ erase_stream_t *erase_pipe_stream(erase_pipe_t *pipe);
 /*
  * Enqueue this stage's actions of the segment's next step on `batch` (the
  * rank's share of the global batch, device memory of batch->size samples
- * that must stay unchanged until erase_pipe_synchronize: the micro-batch
- * copies read it): micro-batch m of the step takes samples
+ * that the micro-batch copies read on the compute stream as they run: a
+ * later copy into the same memory enqueued on erase_pipe_stream is safe):
+ * micro-batch m of the step takes samples
  * [floor(m n / M), floor((m+1) n / M)) (n = batch->size; n < M leaves
  * micro-batches empty, which every stage skips alike). On the last stage,
  * `outputs` (memory erase_memcpy_async reaches: host or device, [n,
  * width] floats, or NULL) receives the last block's head output of the
- * step's micro-batches. Errors: ERASE_ERR_STATE (the segment is over),
- * those of the ops and the communicators.
+ * step's micro-batches; each step in flight needs its own.
+ * Steps in flight: the host may enqueue step t+1 before it waits for step
+ * t (erase_pipe_wait), so that the stage's streams never wait for the
+ * host's work between steps (reading a batch, scoring outputs, a
+ * collective of the progress line); at most two (one under local, whose
+ * version accounting needs the receive streams idle). The arithmetic and
+ * the messages are the same either way (stream order).
+ * Errors: ERASE_ERR_STATE (the segment is over; two steps in flight, or
+ * one under local), those of the ops and the communicators.
  */
 erase_status_t erase_pipe_step(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
 
-/* Wait for the compute and receive streams (not the sends: a gradient
- * sent in this step may be received by the previous stage in its next
- * step, under paci; a slot's buffer is reused only after its send, by
- * events); then account the step's events. Returns a stream's sticky
+/* Steps enqueued and not yet waited for: 0, 1 or 2. */
+int erase_pipe_in_flight(const erase_pipe_t *pipe);
+
+/*
+ * Wait for the oldest step in flight (an event after its last action on
+ * the compute stream, which waited for its receives) and account its
+ * timing spans; it becomes "the last step" of read_losses, step_samples
+ * and nonfinite_block. With no younger step enqueued it also waits for
+ * the receive streams, as synchronize does; with one, it returns a
+ * stream's sticky error so far (erase_stream_error) without waiting for
+ * the younger step. Errors: ERASE_ERR_STATE (no step in flight), the
+ * streams' sticky errors.
+ */
+erase_status_t erase_pipe_wait(erase_pipe_t *pipe);
+
+/* Wait for every step in flight (erase_pipe_wait), then for the compute
+ * and receive streams (not the sends: a gradient sent in this step may be
+ * received by the previous stage in its next step, under paci; a slot's
+ * buffer is reused only after its send, by events), account a drain's
+ * events and read the optimizer's clock. Returns a stream's sticky
  * error. */
 erase_status_t erase_pipe_synchronize(erase_pipe_t *pipe);
 
 /*
- * Host copy [blocks] of the last step's mean losses of this stage's blocks
- * (weighted by micro-batch size; other blocks 0). After synchronize.
+ * Host copy [blocks] of the last waited step's mean losses of this stage's
+ * blocks (weighted by micro-batch size; other blocks 0). Valid until the
+ * host enqueues the second step after it (each step in flight has its
+ * own buffer).
  */
 erase_status_t erase_pipe_read_losses(erase_pipe_t *pipe, float *out);
 
@@ -151,7 +177,8 @@ erase_status_t erase_pipe_read_losses(erase_pipe_t *pipe, float *out);
  * of `steps` steps (a checkpoint then holds a state with nothing in
  * flight, from which a resumed run continues bitwise). gpipe / 1f1b have
  * nothing in flight between steps: only the new segment. Collective over
- * the pipeline group (every stage drains at the same step).
+ * the pipeline group (every stage drains at the same step). Errors:
+ * ERASE_ERR_STATE with a step in flight (wait for it first).
  */
 erase_status_t erase_pipe_drain(erase_pipe_t *pipe, int64_t steps);
 
@@ -161,12 +188,13 @@ erase_status_t erase_pipe_drain(erase_pipe_t *pipe, int64_t steps);
  * micro_size: erase-train builds it for a whole rank batch), through the
  * stages in order; on
  * the last stage `outputs` [n, width] receives the last head's output.
- * Waits for it. Collective over the pipeline group.
+ * Waits for it. Collective over the pipeline group. Errors:
+ * ERASE_ERR_STATE with a step in flight (wait for it first).
  */
 erase_status_t erase_pipe_predict(erase_pipe_t *pipe, const erase_batch_t *batch, float *outputs);
 
-/* The samples this stage trained in the last step: its batch's (its
- * losses are read_losses'); 0 in a fill step of local, whose stage s
+/* The samples this stage trained in the last waited step: its batch's
+ * (its losses are read_losses'); 0 in a fill step of local, whose stage s
  * trains in step t the batch of step t - s. */
 int erase_pipe_step_samples(const erase_pipe_t *pipe);
 
@@ -182,7 +210,13 @@ size_t erase_pipe_trace_collect(erase_pipe_t *pipe, erase_trace_record_t *out, s
 const char *erase_pipe_stream_name(int k);
 #define ERASE_PIPE_STREAMS 6
 
-/* The non-finite block of the last update (as erase_sched_nonfinite_block), or -1. */
+/* The optimizer's clock as the last waited step left it (its copy on the
+ * compute stream: a step enqueued ahead may be advancing the device's);
+ * after synchronize, the device's. */
+erase_optim_clock_t erase_pipe_clock(const erase_pipe_t *pipe);
+
+/* The non-finite block of the last update up to the last waited step
+ * (as erase_sched_nonfinite_block), or -1. */
 int erase_pipe_nonfinite_block(erase_pipe_t *pipe);
 
 #endif

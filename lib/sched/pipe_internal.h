@@ -27,6 +27,18 @@ typedef struct {
     int early;                      /* early_done recorded for the occupant */
 } slot_t;
 
+/* A step the host enqueued (erase_pipe_step) and has not yet waited for
+ * (erase_pipe_wait): at most two, so that the host can enqueue step t+1
+ * before it waits for step t; step i uses entry i mod 2. */
+typedef struct {
+    erase_event_t *origin;          /* its start on compute, before any wait */
+    erase_event_t *done;            /* after its last action and the clock's copy */
+    float *losses;                  /* device [blocks]: its mean losses */
+    erase_optim_clock_t clock;      /* the optimizer's clock at its end (copied on compute) */
+    int samples;                    /* the samples this stage trained in it */
+    int spans;                      /* its timing pairs: the first of tev after the older step's */
+} pipe_step_t;
+
 /* Embedding rows of one block, packed per micro-batch until the update
  * merges them (erase_sparse_pack / erase_sparse_merge). */
 typedef struct {
@@ -79,7 +91,10 @@ struct erase_pipe {
     int side_used;
     slot_t *slots;
     sched_reduce_t *reduce;
-    float *losses;                  /* device [blocks]: the step's mean losses */
+    float *losses;                  /* device [blocks]: the mean losses of the step being enqueued */
+    pipe_step_t steps[2];           /* steps in flight: issued - waited of them (<= 2) */
+    int64_t issued, waited;         /* steps enqueued and waited for, since erase_pipe_create */
+    const pipe_step_t *last;        /* the last step waited for (its losses, samples) */
     sparse_acc_t sparse[ERASE_MAX_BLOCKS];
     int window;                     /* micro-batches accumulated since the last UPDATE */
     int64_t updates;
@@ -94,7 +109,7 @@ struct erase_pipe {
     int open_compute, open_side;    /* the open span's pair on each stream (-1: none) */
     double (*spans)[2];             /* scratch: the pairs as [begin, end] ms */
     int nspans;
-    erase_event_t *origin;          /* the step's start on compute, before any wait */
+    erase_event_t *origin;          /* a drain's start on compute */
     erase_optim_clock_t clock;
     erase_pipe_stats_t stats;
 };
@@ -111,9 +126,10 @@ static inline int is_last(const erase_pipe_t *p) { return p->s == p->P - 1; }
 erase_status_t pipe_mark_time_on(erase_pipe_t *p, erase_stream_t *s, pipe_action_kind_t kind, int *open);
 /* The same on the compute stream. */
 erase_status_t pipe_mark_time(erase_pipe_t *p, pipe_action_kind_t kind);
-/* After the streams are synchronized: the step's spans into p->stats
- * (busy_ms, wall_ms, bubble, action_ms); the caller then sets tev_used 0. */
-erase_status_t pipe_account_time(erase_pipe_t *p);
+/* After the spans' work is done: the first n pairs (a step's, or a
+ * drain's) against `origin` into p->stats (busy_ms, wall_ms, bubble,
+ * action_ms); the younger pairs move to the front of tev. */
+erase_status_t pipe_account_time(erase_pipe_t *p, erase_event_t *origin, int n);
 
 /* ---- pipe_local.c (p->local) ---- */
 

@@ -57,14 +57,29 @@ static int span_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Busy: the union of the recorded spans (compute and side streams may
- * overlap), and each span by its kind of action; wall: the step's origin
- * (its start on the compute stream, before any wait: a stage waiting for
- * its first input is idle) to the last span's end. The host's time
- * between steps is in neither. */
-erase_status_t pipe_account_time(erase_pipe_t *p)
+/* Reverse pairs [a, b) of tev and tkind. */
+static void reverse_pairs(erase_pipe_t *p, int a, int b)
 {
-    int n = p->tev_used / 2;
+    for (b--; a < b; a++, b--) {
+        for (int k = 0; k < 2; k++) {
+            erase_event_t *e = p->tev[2 * a + k];
+            p->tev[2 * a + k] = p->tev[2 * b + k];
+            p->tev[2 * b + k] = e;
+        }
+        unsigned char c = p->tkind[a];
+        p->tkind[a] = p->tkind[b];
+        p->tkind[b] = c;
+    }
+}
+
+/* Busy: the union of the first n spans (compute and side streams may
+ * overlap), and each span by its kind of action; wall: the origin (the
+ * step's start on the compute stream, before any wait: a stage waiting
+ * for its first input is idle) to the last span's end. The host's time
+ * between steps is in neither; with a step enqueued ahead, the next
+ * step's origin is reached as this one ends. */
+erase_status_t pipe_account_time(erase_pipe_t *p, erase_event_t *origin, int n)
+{
     if (n == 0)
         return ERASE_OK;
     if (n > p->nspans) {
@@ -75,8 +90,8 @@ erase_status_t pipe_account_time(erase_pipe_t *p)
         p->nspans = n;
     }
     for (int i = 0; i < n; i++) {
-        ERASE_CHECK(erase_event_elapsed_ms(p->origin, p->tev[2 * i], &p->spans[i][0]));
-        ERASE_CHECK(erase_event_elapsed_ms(p->origin, p->tev[2 * i + 1], &p->spans[i][1]));
+        ERASE_CHECK(erase_event_elapsed_ms(origin, p->tev[2 * i], &p->spans[i][0]));
+        ERASE_CHECK(erase_event_elapsed_ms(origin, p->tev[2 * i + 1], &p->spans[i][1]));
         p->stats.action_ms[p->tkind[i]] += p->spans[i][1] - p->spans[i][0];
     }
     qsort(p->spans, (size_t)n, sizeof p->spans[0], span_cmp);
@@ -94,5 +109,12 @@ erase_status_t pipe_account_time(erase_pipe_t *p)
     p->stats.busy_ms += busy;
     p->stats.wall_ms += end;
     p->stats.bubble = p->stats.wall_ms > 0 ? 1.0 - p->stats.busy_ms / p->stats.wall_ms : 0;
+    /* rotate pairs [0, used) left by n: the younger step's to the front,
+     * the accounted ones behind them, free again */
+    int used = p->tev_used / 2;
+    reverse_pairs(p, 0, n);
+    reverse_pairs(p, n, used);
+    reverse_pairs(p, 0, used);
+    p->tev_used -= 2 * n;
     return ERASE_OK;
 }

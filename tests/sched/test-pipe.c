@@ -60,6 +60,13 @@
  *     erase_pipe_step_samples 0 in its fill steps t < s, its share of the
  *     batch after. The no-deadlock runs of 3 include local (drained after
  *     step 1, at the end).
+ *  6. Steps in flight (erase-train's loop): gpipe, 1f1b, paci (and paci
+ *     a = 1 drained mid-run) on ctr and gpt, steps of 18, 18, 13, with
+ *     step t+1 enqueued before step t is waited for, give bitwise the
+ *     parameters, per-step losses (the two loss buffers), samples, drift
+ *     and bytes of one step at a time; a wait with none in flight, a third
+ *     step (local: a second), a drain and a prediction with steps in
+ *     flight are ERASE_ERR_STATE with their text.
  */
 #include <math.h>
 #include <stdint.h>
@@ -116,6 +123,7 @@ typedef struct {
     int drain_after;       /* paci: erase_pipe_drain after this many steps (0: only at the end) */
     int drain_each;        /* paci: a one-step segment per step */
     int early;             /* early backward of the segments before a stage's last inner cut */
+    int ahead;             /* enqueue step t+1 before waiting for step t */
 } run_t;
 
 /* A trained network, this stage's blocks and the figures of its run. */
@@ -125,6 +133,7 @@ typedef struct {
     int first, last;
     erase_pipe_stats_t stats;
     int step_samples[3];   /* erase_pipe_step_samples after each step */
+    float losses[3][ERASE_MAX_BLOCKS]; /* erase_pipe_read_losses after each step */
 } result_t;
 
 static void stage_blocks(int blocks, int *first, int *last)
@@ -168,6 +177,7 @@ static void pipeline(const erase_model_config_t *cfg, const run_t *r, result_t *
     int D = world.dp_size, d = world.dp_rank, local = (max_size(r) + D - 1) / D;
     int micro = (local + r->M - 1) / r->M;
     erase_optim_config_t oc = sgd();
+    memset(out->losses, 0, sizeof out->losses); /* compared whole: the blocks past the model's too */
     ERASE_MUST(erase_network_create(dev, cfg, micro, &out->net));
     ERASE_MUST(erase_optimizer_create(out->net, &oc, &out->opt));
     stage_blocks(erase_network_blocks(out->net), &out->first, &out->last);
@@ -179,18 +189,28 @@ static void pipeline(const erase_model_config_t *cfg, const run_t *r, result_t *
     ERASE_MUST(erase_pipe_create(out->net, out->opt, &po, segment, &pipe));
     erase_batch_t share;
     ERASE_MUST(erase_network_batch_alloc(out->net, local, &share));
+    erase_batch_t b[3]; /* each one's copy into `share` runs on the compute stream after the step before */
+    int waited = 0;
     for (int t = 0; t < r->steps; t++) {
-        erase_batch_t b;
         int n = r->sizes[t], lo = (int)((int64_t)d * n / D), hi = (int)((int64_t)(d + 1) * n / D);
-        ERASE_MUST(erase_batch_random(out->net, n, 100 + (uint64_t)t, &b));
-        ERASE_MUST(erase_network_batch_copy(out->net, erase_pipe_stream(pipe), &b, lo, hi - lo, &share));
+        ERASE_MUST(erase_batch_random(out->net, n, 100 + (uint64_t)t, &b[t]));
+        ERASE_MUST(erase_network_batch_copy(out->net, erase_pipe_stream(pipe), &b[t], lo, hi - lo, &share));
         ERASE_MUST(erase_pipe_step(pipe, &share, NULL));
-        ERASE_MUST(erase_pipe_synchronize(pipe));
-        out->step_samples[t] = erase_pipe_step_samples(pipe);
-        erase_batch_free_random(out->net, &b);
-        if (r->drain_each || (r->drain_after && t + 1 == r->drain_after))
+        int drain = r->drain_each || (r->drain_after && t + 1 == r->drain_after);
+        /* ahead: step t waits while step t+1 is enqueued, unless a drain or the end follows it */
+        int upto = r->ahead && !drain && t + 1 < r->steps ? t : t + 1;
+        for (; waited < upto; waited++) {
+            ERASE_MUST(erase_pipe_wait(pipe));
+            out->step_samples[waited] = erase_pipe_step_samples(pipe);
+            ERASE_MUST(erase_pipe_read_losses(pipe, out->losses[waited]));
+            erase_batch_free_random(out->net, &b[waited]);
+        }
+        if (drain) {
+            ERASE_MUST(erase_pipe_synchronize(pipe));
             ERASE_MUST(erase_pipe_drain(pipe, r->drain_each ? 1 : r->steps - r->drain_after));
+        }
     }
+    ERASE_MUST(erase_pipe_synchronize(pipe));
     ERASE_MUST(erase_pipe_drain(pipe, 1)); /* as erase-train at the end: paci's cool-down */
     erase_pipe_stats(pipe, &out->stats);
     erase_network_batch_free(out->net, &share);
@@ -510,6 +530,99 @@ static void test_drift(void)
     }
 }
 
+/*
+ * 6: the host enqueues step t+1 before it waits for step t (erase-train's
+ * loop under gpipe, 1f1b and paci): the same parameters, per-step losses,
+ * samples and figures bitwise as one step at a time; and the rules'
+ * errors (a third step in flight, a drain or prediction with a step in
+ * flight, a wait with none, a second step under local).
+ */
+static void test_ahead(erase_model_kind_t kind)
+{
+    static const struct { pipe_kind_t kind; int M, a, drain_after; } runs[] = {
+        { PIPE_GPIPE, 3, 0, 0 }, { PIPE_1F1B, 4, 0, 0 }, { PIPE_PACI, 4, 0, 0 }, { PIPE_PACI, 3, 1, 2 }
+    };
+    erase_model_config_t cfg = model(kind);
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        run_t r = { .kind = runs[i].kind, .M = runs[i].M, .accumulate = runs[i].a, .steps = 3,
+                    .sizes = { G, G, 13 }, .drain_after = runs[i].drain_after };
+        result_t one, ahead;
+        pipeline(&cfg, &r, &one);
+        r.ahead = 1;
+        pipeline(&cfg, &r, &ahead);
+        long bits = differ(&one, &ahead);
+        long other = memcmp(one.losses, ahead.losses, sizeof one.losses) != 0 ||
+                     memcmp(one.step_samples, ahead.step_samples, sizeof one.step_samples) != 0 ||
+                     memcmp(one.stats.drift, ahead.stats.drift, sizeof one.stats.drift) != 0 ||
+                     one.stats.steps != 3 || ahead.stats.steps != 3 ||
+                     one.stats.micro_batches != ahead.stats.micro_batches ||
+                     one.stats.bytes_sent != ahead.stats.bytes_sent ||
+                     one.stats.bytes_received != ahead.stats.bytes_received || !(ahead.stats.busy_ms > 0) ||
+                     ahead.stats.wall_ms < ahead.stats.busy_ms;
+        char what[240];
+        snprintf(what, sizeof what, "%s, %s, P %d x dp %d, M %d%s, steps of 18, 18, 13%s, step t+1 enqueued "
+                 "before step t is waited for: parameters bitwise equal (%ld floats differ), losses, samples, "
+                 "drift and bytes equal", model_name(kind), pipe_kind_name(r.kind), world.pp_size, world.dp_size,
+                 r.M, r.accumulate ? ", a 1" : "", r.drain_after ? ", drained after step 2" : "",
+                 world_sum(bits));
+        tap(bits + world_sum(other), what);
+        result_free(&one);
+        result_free(&ahead);
+    }
+}
+
+/* 6: the rules of steps in flight, with their error text. */
+static void test_ahead_errors(void)
+{
+    erase_model_config_t cfg = model(ERASE_MODEL_CTR);
+    for (int local = 0; local < 2; local++) {
+        erase_model_config_t c = local ? local_model(ERASE_MODEL_CTR) : cfg;
+        erase_network_t *net;
+        erase_optimizer_t *opt;
+        erase_optim_config_t oc = sgd();
+        ERASE_MUST(erase_network_create(dev, &c, 8, &net));
+        ERASE_MUST(erase_optimizer_create(net, &oc, &opt));
+        int first, last;
+        stage_blocks(erase_network_blocks(net), &first, &last);
+        erase_pipe_options_t po = { .kind = local ? PIPE_LOCAL : PIPE_1F1B, .micro_batches = 2, .micro_size = 4,
+                                    .first = first, .last = last, .pp = erase_pp_comm(), .dp = erase_dp_comm() };
+        erase_pipe_t *pipe;
+        ERASE_MUST(erase_pipe_create(net, opt, &po, 4, &pipe));
+        erase_batch_t b;
+        ERASE_MUST(erase_batch_random(net, 8, 7, &b));
+        long bad = 0;
+        bad += erase_pipe_wait(pipe) != ERASE_ERR_STATE ||
+               !strstr(erase_error_message(), ": pipeline: no step in flight to wait for");
+        ERASE_MUST(erase_pipe_step(pipe, &b, NULL));
+        int inflight = local ? 1 : 2;
+        if (!local)
+            ERASE_MUST(erase_pipe_step(pipe, &b, NULL));
+        bad += erase_pipe_in_flight(pipe) != inflight;
+        bad += erase_pipe_step(pipe, &b, NULL) != ERASE_ERR_STATE ||
+               !strstr(erase_error_message(), local ? ": pipeline: 1 step in flight (at most one under local: "
+                       "wait for the oldest first)" : ": pipeline: 2 steps in flight (at most two: wait for the "
+                       "oldest first)");
+        bad += erase_pipe_drain(pipe, 1) != ERASE_ERR_STATE ||
+               !strstr(erase_error_message(), local ? ": pipeline: a drain with 1 step in flight (wait for it first)"
+                       : ": pipeline: a drain with 2 steps in flight (wait for them first)");
+        bad += erase_pipe_predict(pipe, &b, NULL) != ERASE_ERR_STATE ||
+               strstr(erase_error_message(), "pipeline: a prediction with ") == NULL;
+        ERASE_MUST(erase_pipe_wait(pipe));
+        bad += erase_pipe_in_flight(pipe) != inflight - 1;
+        ERASE_MUST(erase_pipe_synchronize(pipe));
+        bad += erase_pipe_in_flight(pipe) != 0;
+        ERASE_MUST(erase_pipe_drain(pipe, 1));
+        erase_pipe_destroy(pipe);
+        erase_batch_free_random(net, &b);
+        erase_optimizer_destroy(opt);
+        erase_network_destroy(net);
+        tap(world_sum(bad), local ? "local: a second step in flight, a drain and a prediction with one in flight "
+                                    "are refused (ERASE_ERR_STATE, their text)"
+                                  : "1f1b: a wait with no step in flight, a third step, a drain and a prediction "
+                                    "with steps in flight are refused (ERASE_ERR_STATE, their text)");
+    }
+}
+
 /* 5: local vs one process of the same cut model, and its figures. */
 static void test_local(erase_model_kind_t kind)
 {
@@ -569,6 +682,9 @@ int main(int argc, char **argv)
     test_drift();
     test_local(ERASE_MODEL_CTR);
     test_local(ERASE_MODEL_GPT);
+    test_ahead(ERASE_MODEL_CTR);
+    test_ahead(ERASE_MODEL_GPT);
+    test_ahead_errors();
     erase_device_close(dev);
     erase_world_finalize();
     return 0;
