@@ -62,9 +62,11 @@
  *     step 1, at the end).
  *  6. Steps in flight (erase-train's loop): gpipe, 1f1b, paci (and paci
  *     a = 1 drained mid-run) on ctr and gpt, steps of 18, 18, 13, with
- *     step t+1 enqueued before step t is waited for, give bitwise the
- *     parameters, per-step losses (the two loss buffers), samples, drift
- *     and bytes of one step at a time; a wait with none in flight, a third
+ *     step t+1 enqueued before step t is waited for (and run to its end
+ *     before step t's results are read), give bitwise the parameters,
+ *     per-step losses (the two loss buffers), clock (its copy at the
+ *     step's end), samples, drift and bytes of one step at a time; a wait
+ *     with none in flight, a third
  *     step (local: a second), a drain and a prediction with steps in
  *     flight are ERASE_ERR_STATE with their text.
  */
@@ -134,6 +136,7 @@ typedef struct {
     erase_pipe_stats_t stats;
     int step_samples[3];   /* erase_pipe_step_samples after each step */
     float losses[3][ERASE_MAX_BLOCKS]; /* erase_pipe_read_losses after each step */
+    int64_t clock[3];      /* erase_pipe_clock's step after each step */
 } result_t;
 
 static void stage_blocks(int blocks, int *first, int *last)
@@ -201,8 +204,12 @@ static void pipeline(const erase_model_config_t *cfg, const run_t *r, result_t *
         int upto = r->ahead && !drain && t + 1 < r->steps ? t : t + 1;
         for (; waited < upto; waited++) {
             ERASE_MUST(erase_pipe_wait(pipe));
+            if (erase_pipe_in_flight(pipe)) /* the step ahead runs to its end first: a result of step
+                                             * `waited` that it overwrote would show */
+                ERASE_MUST(erase_stream_synchronize(erase_pipe_stream(pipe)));
             out->step_samples[waited] = erase_pipe_step_samples(pipe);
             ERASE_MUST(erase_pipe_read_losses(pipe, out->losses[waited]));
+            out->clock[waited] = erase_pipe_clock(pipe).step;
             erase_batch_free_random(out->net, &b[waited]);
         }
         if (drain) {
@@ -552,6 +559,7 @@ static void test_ahead(erase_model_kind_t kind)
         pipeline(&cfg, &r, &ahead);
         long bits = differ(&one, &ahead);
         long other = memcmp(one.losses, ahead.losses, sizeof one.losses) != 0 ||
+                     memcmp(one.clock, ahead.clock, sizeof one.clock) != 0 ||
                      memcmp(one.step_samples, ahead.step_samples, sizeof one.step_samples) != 0 ||
                      memcmp(one.stats.drift, ahead.stats.drift, sizeof one.stats.drift) != 0 ||
                      one.stats.steps != 3 || ahead.stats.steps != 3 ||
@@ -559,10 +567,10 @@ static void test_ahead(erase_model_kind_t kind)
                      one.stats.bytes_sent != ahead.stats.bytes_sent ||
                      one.stats.bytes_received != ahead.stats.bytes_received || !(ahead.stats.busy_ms > 0) ||
                      ahead.stats.wall_ms < ahead.stats.busy_ms;
-        char what[240];
+        char what[320];
         snprintf(what, sizeof what, "%s, %s, P %d x dp %d, M %d%s, steps of 18, 18, 13%s, step t+1 enqueued "
-                 "before step t is waited for: parameters bitwise equal (%ld floats differ), losses, samples, "
-                 "drift and bytes equal", model_name(kind), pipe_kind_name(r.kind), world.pp_size, world.dp_size,
+                 "before step t is waited for: parameters bitwise equal (%ld floats differ), losses, clock, "
+                 "samples, drift and bytes equal", model_name(kind), pipe_kind_name(r.kind), world.pp_size, world.dp_size,
                  r.M, r.accumulate ? ", a 1" : "", r.drain_after ? ", drained after step 2" : "",
                  world_sum(bits));
         tap(bits + world_sum(other), what);
