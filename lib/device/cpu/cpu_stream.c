@@ -354,13 +354,8 @@ erase_status_t cpu_stream_synchronize(erase_stream_t *stream)
             s->wake_at = target;
         pthread_cond_wait(&s->done_cv, &s->lock);
     }
-    erase_status_t st = s->error;
-    char text[sizeof s->error_text];
-    memcpy(text, s->error_text, sizeof text);
     pthread_mutex_unlock(&s->lock);
-    if (st != ERASE_OK)
-        return ERASE_ERROR(st, "an operation on this stream failed: %s", text);
-    return ERASE_OK;
+    return cpu_stream_error(stream);
 }
 
 erase_status_t cpu_stream_error(erase_stream_t *stream)
