@@ -187,10 +187,20 @@ void comm_stats_add(erase_comm_t *c, const comm_op_t *op, const comm_traffic_t *
 
 /*
  * Wait for the n requests `req` as MPI_Waitall does (the same return code
- * and statuses), without busy-polling a core (lib/comm/mpi_wait.c). For a
- * stream worker's send or receive; n >= 1.
+ * and statuses), without busy-polling a core (lib/comm/mpi_wait.c): it
+ * polls without sleeping for the first spin_ns nanoseconds, then naps.
+ * For a stream worker's send or receive (COMM_WAIT_SPIN_P2P_NS) and a
+ * collective's exchange of small messages (COMM_WAIT_SPIN_SMALL_NS); n >= 1.
  */
-int comm_wait(int n, MPI_Request *req, MPI_Status *stat);
+int comm_wait(int n, MPI_Request *req, MPI_Status *stat, int64_t spin_ns);
+#define COMM_WAIT_SPIN_P2P_NS 5000 /* a pipeline's messages: their peer is usually late by a whole operation */
+/* A collective's step of at most COMM_SMALL_BYTES each way (sent eagerly:
+ * no handshake that a nap would hold up) spins 100 us, about a message's
+ * latency over TCP between hosts, before it naps: a peer that has not
+ * reached the collective yet (ranks finish a step's work at different
+ * times) then costs no core. */
+#define COMM_WAIT_SPIN_SMALL_NS 100000
+#define COMM_SMALL_BYTES 4096
 
 /* Turn an MPI error code into ERASE_ERR_COMM with its text. */
 erase_status_t comm_mpi_error(const char *file, int line, int code, const char *what);

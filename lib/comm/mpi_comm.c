@@ -34,10 +34,14 @@
  * between naps and by the compute streams between their operations, so
  * that a stream worker waiting for a peer does not take a core from the
  * compute streams (Open MPI's blocking calls busy-poll). The collectives'
- * ring steps keep MPI_Waitall: each step is short, and with comm_wait's
+ * steps of more than COMM_SMALL_BYTES keep MPI_Waitall: with comm_wait's
  * sleeps between the handshakes of a large message's protocol an
  * all-reduce of 64 KiB to 1 MiB on 2 ranks took 4-30x longer (erase-bench
- * allreduce, 2026-12).
+ * allreduce, 2026-12). Smaller ones, sent eagerly (the metrics, the
+ * agreement on signals, a barrier), wait with comm_wait after a 100 us
+ * spin: a rank that reaches the collective first would otherwise spin on
+ * its core until the last arrives, and a pipeline stage's compute stream
+ * runs on that core meanwhile.
  */
 #include "config.h"
 
@@ -180,7 +184,9 @@ static erase_status_t exchange(erase_comm_t *c, const void *sbuf, size_t sbytes,
                                      &req[n++]),
                            "MPI_Isend");
         }
-        int rc = MPI_Waitall(n, req, stat);
+        int rc = sbytes <= COMM_SMALL_BYTES && rbytes <= COMM_SMALL_BYTES
+                     ? comm_wait(n, req, stat, COMM_WAIT_SPIN_SMALL_NS)
+                     : MPI_Waitall(n, req, stat);
         if (rc != MPI_SUCCESS)
             return wait_error(rc, stat, n, dst, src);
         if (k < nr) {
@@ -542,7 +548,7 @@ static erase_status_t p2p_kernel(const void *args)
                       : MPI_Irecv((char *)a->recv + off, len, MPI_BYTE, op.peer, op.tag, c->p2p, &req);
         const char *call = send ? "MPI_Isend" : "MPI_Irecv";
         if (rc == MPI_SUCCESS) {
-            rc = comm_wait(1, &req, &stat);
+            rc = comm_wait(1, &req, &stat, COMM_WAIT_SPIN_P2P_NS);
             call = "MPI_Testall";
             if (rc == MPI_ERR_IN_STATUS)
                 rc = stat.MPI_ERROR;

@@ -7,7 +7,7 @@
  *
  * The requests are tested with MPI_Testall (which also drives Open MPI's
  * progress) from three places:
- *   - the waiting worker, for WAIT_SPIN_NS, then after every nap;
+ *   - the waiting worker, for the caller's spin_ns, then after every nap;
  *   - while another stream's worker is blocked waiting for this one
  *     (erase_cpu_stream_awaited: the compute stream needs this receive, so
  *     its core idles), naps of WAIT_AWAITED_NS, and a longer nap ends as
@@ -49,8 +49,7 @@
 #include <sys/prctl.h>
 #endif
 
-#define WAIT_SPIN_NS 5000         /* poll without sleeping for the first 5 us */
-#define WAIT_SLEEP_MIN_NS 1000    /* then sleep 1 us, 2, 4, ... */
+#define WAIT_SLEEP_MIN_NS 1000    /* after the spin, sleep 1 us, 2, 4, ... */
 #define WAIT_SLEEP_MAX_NS 1000000 /* ... up to 1 ms between polls */
 #define WAIT_AWAITED_NS 2000      /* while a stream waits for this one: every 2 us */
 #define WAIT_SLACK_NS 1000UL      /* the waiting thread's timer slack */
@@ -119,7 +118,7 @@ static int test_listed(waiter_t *w)
     return done;
 }
 
-int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
+int comm_wait(int n, MPI_Request *req, MPI_Status *stat, int64_t spin_ns)
 {
     static _Thread_local int slack_set;
     waiter_t w = { n, req, stat, 0, MPI_SUCCESS, erase_cpu_stream_current(), NULL };
@@ -137,7 +136,7 @@ int comm_wait(int n, MPI_Request *req, MPI_Status *stat)
     int64_t start = erase_now_ns();
     int64_t nap_ns = WAIT_SLEEP_MIN_NS;
     while (!test_listed(&w)) {
-        if (erase_now_ns() - start < WAIT_SPIN_NS)
+        if (erase_now_ns() - start < spin_ns)
             continue;
 #ifdef PR_SET_TIMERSLACK
         if (!slack_set)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Sends and receives on 2 ranks: a 16 MiB exchange on two streams in
-# opposite orders completes, and a wait for a late peer does not spin
+# opposite orders completes, and a wait for a late peer (a receive, a
+# send, a small all-reduce, a barrier) does not spin
 # (TAP from rank 0).
 . "$(dirname "$0")/mpi.sh"
 need tests/comm/test-p2p

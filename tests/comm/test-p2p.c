@@ -1,6 +1,7 @@
 /*
- * Point-to-point sends and receives of the MPI communicator on 2 ranks
- * (tests/comm/test-p2p-np2.sh; rank 0 prints TAP):
+ * Point-to-point sends and receives of the MPI communicator on 2 ranks,
+ * and the waits of small collectives (tests/comm/test-p2p-np2.sh; rank 0
+ * prints TAP):
  *
  *  - 16 MiB each way at once, the send and the receive of a rank on two
  *    streams, issued in opposite orders on the two ranks (rank 0: send,
@@ -8,12 +9,15 @@
  *    peer's data (no deadlock: the driver's timeout and the watchdog bound
  *    the run);
  *  - a wait that costs little CPU: one rank waits in a receive (then in a
- *    16 MiB send) while its peer sleeps SLEEP_MS before the matching send
- *    (receive). The stream worker that waits must use under 30% of the
+ *    16 MiB send, a 4-byte all-reduce, a barrier) while its peer sleeps
+ *    SLEEP_MS before the matching send (receive, all-reduce, barrier):
+ *    what the rank that reaches a collective first does while the others
+ *    still compute (the metrics' all-reduce, the agreement on signals).
+ *    The stream worker that waits must use under 30% of the
  *    wall time of the wait in CPU time: kernels on the same stream read
  *    its CLOCK_THREAD_CPUTIME_ID just before and after the operation. A
- *    busy-polling wait (Open MPI's blocking MPI_Recv and MPI_Send, erase's
- *    before comm_wait) uses ~100% there. This is a ratio, not a time limit:
+ *    busy-polling wait (Open MPI's blocking MPI_Recv, MPI_Send and
+ *    MPI_Waitall, erase's before comm_wait) uses ~100% there. This is a ratio, not a time limit:
  *    a slow or loaded machine lengthens both. The whole process's CPU time
  *    (getrusage) is printed beside it, not judged: in the first second or
  *    so after MPI_Init other threads of the process (Open MPI's) use CPU of
@@ -108,42 +112,55 @@ static void test_exchange(uint8_t *out, uint8_t *in)
                "every byte is the peer's");
 }
 
-/* Rank 0 waits in a receive (send_big 0) or a 16 MiB send (1) that rank 1
- * matches after SLEEP_MS; rank 0's CPU time over the wait's wall time. */
-static void test_idle_wait(int send_big, uint8_t *buf)
+/* What rank 0 waits in while rank 1 sleeps SLEEP_MS before its part. */
+typedef enum { WAIT_RECV, WAIT_SEND_BIG, WAIT_ALLREDUCE, WAIT_BARRIER } wait_kind_t;
+
+static const char *const wait_names[] = { "receive", "16 MiB send", "4-byte all-reduce", "barrier" };
+
+/* Rank 0's part (rank 1's, after its sleep, is the same call or the
+ * matching send / receive) of `kind` on stream s1. */
+static void wait_op(wait_kind_t kind, uint8_t *buf)
 {
     erase_comm_t *w = erase_world_comm();
-    size_t bytes = send_big ? BIG : 4096;
+    int peer = 1 - world.rank, recv = (kind == WAIT_RECV) == (world.rank == 0);
+    size_t bytes = kind == WAIT_SEND_BIG ? BIG : 4096;
+    if (kind == WAIT_ALLREDUCE)
+        ERASE_MUST(erase_allreduce(w, s1, buf, buf, 1, ERASE_DTYPE_I32, ERASE_REDUCE_MAX));
+    else if (kind == WAIT_BARRIER)
+        ERASE_MUST(erase_barrier(w, s1));
+    else if (recv)
+        ERASE_MUST(erase_recv(w, s1, buf, bytes, ERASE_DTYPE_U8, peer, 21));
+    else
+        ERASE_MUST(erase_send(w, s1, buf, bytes, ERASE_DTYPE_U8, peer, 21));
+}
+
+/* Rank 0 waits in `kind` that rank 1 matches after SLEEP_MS; rank 0's CPU
+ * time over the wait's wall time. */
+static void test_idle_wait(wait_kind_t kind, uint8_t *buf)
+{
     long bad = 0;
     barrier();
     if (world.rank == 0) {
         double t0 = erase_now_s(), c0 = cpu_s(), w0 = 0, w1 = 0;
         read_thread_cpu(s1, &w0);
-        if (send_big)
-            ERASE_MUST(erase_send(w, s1, buf, bytes, ERASE_DTYPE_U8, 1, 21));
-        else
-            ERASE_MUST(erase_recv(w, s1, buf, bytes, ERASE_DTYPE_U8, 1, 21));
+        wait_op(kind, buf);
         read_thread_cpu(s1, &w1);
         ERASE_MUST(erase_stream_synchronize(s1));
         double wall = erase_now_s() - t0, cpu = cpu_s() - c0, worker = w1 - w0;
-        printf("# rank 0 waited %.0f ms in a %zu-byte %s: its stream worker used %.1f ms of CPU "
-               "(%.1f%%; limit %.0f%%), the process %.1f ms\n", wall * 1e3, bytes,
-               send_big ? "send" : "receive", worker * 1e3, 100 * worker / wall, 100 * CPU_SHARE,
-               cpu * 1e3);
+        printf("# rank 0 waited %.0f ms in a %s: its stream worker used %.1f ms of CPU (%.1f%%; limit %.0f%%), "
+               "the process %.1f ms\n", wall * 1e3, wait_names[kind], worker * 1e3, 100 * worker / wall,
+               100 * CPU_SHARE, cpu * 1e3);
         /* the wait lasted about SLEEP_MS, or the peer did not delay it */
         bad += wall < 0.5 * SLEEP_MS * 1e-3;
         bad += !(worker > 0 && worker < CPU_SHARE * wall);
     } else {
         usleep(SLEEP_MS * 1000);
-        if (send_big)
-            ERASE_MUST(erase_recv(w, s1, buf, bytes, ERASE_DTYPE_U8, 0, 21));
-        else
-            ERASE_MUST(erase_send(w, s1, buf, bytes, ERASE_DTYPE_U8, 0, 21));
+        wait_op(kind, buf);
         ERASE_MUST(erase_stream_synchronize(s1));
     }
     char what[160];
-    snprintf(what, sizeof what, "a %s waiting %d ms for its peer uses under %.0f%% of a core",
-             send_big ? "16 MiB send" : "receive", SLEEP_MS, 100 * CPU_SHARE);
+    snprintf(what, sizeof what, "a %s waiting %d ms for its peer uses under %.0f%% of a core", wait_names[kind],
+             SLEEP_MS, 100 * CPU_SHARE);
     tap(bad, what);
 }
 
@@ -167,9 +184,11 @@ int main(int argc, char **argv)
     ERASE_MUST(erase_malloc(dev, BIG, (void **)&out));
     ERASE_MUST(erase_malloc(dev, BIG, (void **)&in));
     if (world.rank == 0)
-        printf("1..3\n");
-    test_idle_wait(0, in);
-    test_idle_wait(1, out);
+        printf("1..5\n");
+    test_idle_wait(WAIT_RECV, in);
+    test_idle_wait(WAIT_SEND_BIG, out);
+    test_idle_wait(WAIT_ALLREDUCE, in);
+    test_idle_wait(WAIT_BARRIER, in);
     test_exchange(out, in);
     erase_free(dev, out);
     erase_free(dev, in);
