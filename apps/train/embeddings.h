@@ -1,6 +1,6 @@
 /*
  * erase-train's sharded embeddings (--embeddings, issue 19): the model's
- * tables placed over the data-parallel ranks (run.c builds the network with
+ * tables placed over the data-parallel ranks (setup.c builds the network with
  * only this rank's rows, erase_network_create_placed, and the exchanges,
  * erase_embed_shard_create), and the placement's words for the start-up
  * lines and the summary.

@@ -1,24 +1,25 @@
 /*
  * erase-train's tasks. A task supplies what is specific to a kind of data
- * and model; the run (apps/train/run.c: the loop, timing, progress and ETA,
- * trace, checkpoints, signals, the summary's frame), the checkpoints
- * (apps/train/checkpoint.c: the generic reader's cursor) and the schedules
- * (lib/sched) know no task. A task is:
+ * and model; the run (apps/train/run_state.h: the loop, timing, progress
+ * and ETA, trace, checkpoints, signals, the summary's frame), the
+ * checkpoints (apps/train/checkpoint.c: the generic reader's cursor) and
+ * the schedules (lib/sched) know no task. A task is:
  *   - a row format of the data reader (io/reader.h: the sample order
  *     independent of the world size, the rank split, the cursor kept in
- *     checkpoints), with which run.c opens the --train and --eval inputs;
+ *     checkpoints), with which setup.c opens the --train and --eval inputs;
  *   - a check of the data against the model;
  *   - fixed device buffers of one rank's batch (lib/nn/batch.h) and the
  *     copy of a reader batch into them on a stream;
  *   - metrics as int64 words that add up exactly (integer counts and
  *     fixed-point sums), so that their sum over the data-parallel ranks,
- *     which run.c takes, does not depend on the number of ranks: a running
- *     window of training steps (the progress line's part after
+ *     which evaluate.c takes, does not depend on the number of ranks: a
+ *     running window of training steps (the progress line's part after
  *     "samples/s, " and the metrics file's fields) and an evaluation (the
  *     eval line, the summary's eval line and their fields).
- * An evaluation pass is run.c's evaluate(): it needs only the eval reader,
- * the network and a task; --eval-only runs it alone, and erase-score
- * (apps/erase-score.c) with the task's per-sample prediction (score).
+ * An evaluation pass is evaluate.c's run_evaluate(): it needs only the
+ * eval reader, the network and a task; --eval-only runs it alone, and
+ * erase-score (apps/erase-score.c) with the task's per-sample prediction
+ * (score).
  *
  * Tasks, one file each, listed in apps/train/tasks.c (one line each):
  *   ctr       task_ctr.c: CTR shards (io/ctr_reader.h), NE, AUC, log loss

@@ -19,7 +19,7 @@ double erase_unix_time_s(void);
  * microsecond or so): add it to an erase_now_ns() time to place that time
  * on the wall clock, which ranks on one host share exactly and hosts share
  * to their clock synchronization's accuracy (a trace's one timeline:
- * apps/train/run.c). No error return. */
+ * apps/train/loop.c). No error return. */
 int64_t erase_wall_offset_ns(void);
 
 #endif

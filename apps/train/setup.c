@@ -1,0 +1,504 @@
+/*
+ * erase-train's set-up from the options: the model, the global batch and
+ * this rank's share, the readers, the optimizer and the step's executor
+ * (the scheduler, or this rank's pipeline stage), the device and the host
+ * stream (apps/train/run_state.h).
+ */
+#include "apps/train/run_state.h"
+
+#include "io/checkpoint.h"
+#include "lib/core/checked.h"
+#include "lib/core/stats.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
+{
+    if (!strcmp(text, "all")) {
+        *mask = 0;
+        for (int b = 1; b < blocks; b++)
+            *mask |= 1u << b;
+        return ERASE_OK;
+    }
+    if (!strcmp(text, "none")) {
+        *mask = 0;
+        return ERASE_OK;
+    }
+    *mask = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || b < 1 || b >= blocks)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: expected all, none or boundaries 1..%d separated by commas",
+                               text, blocks - 1);
+        if (*mask & 1u << b) /* as model files: a boundary listed twice is a mistake */
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: boundary %ld listed twice", text, b);
+        *mask |= 1u << b;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts %s: expected all, none or boundaries 1..%d separated by commas",
+                               text, blocks - 1);
+    }
+    return ERASE_OK;
+}
+
+/*
+ * Evaluation only: the model as the checkpoint of --init-from (a file or
+ * a directory: its newest usable one, as the restore picks it) holds it
+ * (its model text: cuts and sizes as trained); its path and step kept for
+ * the lines. Every rank reads it (the checkpoint is on a file system every
+ * rank sees). Errors: those of erase_ckpt_open / erase_ckpt_open_newest,
+ * ERASE_ERR_FORMAT for a directory without checkpoints or bad model text.
+ */
+static erase_status_t model_from_checkpoint(run_t *r)
+{
+    const char *path = r->o->init_from;
+    erase_ckpt_t *ck = NULL;
+    TRY(erase_ckpt_open_path(path, NULL, NULL, &ck));
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", erase_ckpt_path(ck));
+    r->ckpt_step = m->step;
+    /* the part of --train its run held out, not this run's --eval-fraction:
+     * another fraction would evaluate on rows it trained on */
+    char held[64];
+    if (!r->o->eval[0] && m->options && train_options_value(m->options, "eval_fraction", held, sizeof held) == 0) {
+        double f = strtod(held, NULL);
+        if (f > 0 && f < 1 && f != r->eval_fraction && r->root)
+            printf("note   evaluating the part of --train that %s's run held out (eval_fraction %g), "
+                   "not --eval-fraction %g\n", r->ckpt_path, f, r->eval_fraction);
+        if (f > 0 && f < 1)
+            r->eval_fraction = f;
+    }
+    erase_status_t st = m->model ? erase_model_config_parse(m->model, r->ckpt_path, &r->cfg)
+                                 : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
+    erase_ckpt_close(ck);
+    return st;
+}
+
+/* What a pipeline needs of the model, found alike on every rank: an
+ * untied gpt head, stages at attached boundaries. */
+static erase_status_t pipeline_model(run_t *r)
+{
+    int tied = 0, P = r->w->pp_size;
+    if (r->cfg.kind == ERASE_MODEL_GPT)
+        TRY(erase_model_config_tied_head(&r->cfg, &tied));
+    if (tied && P > 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
+                           "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md; e.g. "
+                           "jobs/gpt-shakespeare-pp.cfg)",
+                           P, P - 1);
+    return train_pipeline_stages(r->o->stages, &r->cfg, P, !strcmp(train_options_schedule(r->o), "local"),
+                                 &r->stages);
+}
+
+erase_status_t run_setup_model(run_t *r, int *usage)
+{
+    const train_options_t *o = r->o;
+    erase_model_kind_t kind;
+    if (o->eval_only)
+        TRY(model_from_checkpoint(r));
+    else if (erase_model_config_kind(o->model, &kind))
+        r->cfg = erase_model_config_default(kind);
+    else
+        TRY(erase_model_config_load(o->model, &r->cfg));
+    *usage = 1;
+    if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
+                           erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
+    TRY(train_embeddings_plan(&r->cfg, o->embeddings, o->embedding_optimizer, erase_comm_size(erase_emb_comm()),
+                              &r->emb));
+    if (o->cuts[0] && !o->eval_only)
+        TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
+    if (train_options_pipeline(o))
+        TRY(pipeline_model(r));
+    *usage = 0;
+    r->cfg.seed = (uint64_t)o->seed;
+    return ERASE_OK;
+}
+
+/* The reader's batch memory: staging memory of the device (page-locked on
+ * CUDA, so the per-step copies to the device overlap compute). */
+static void *staging_alloc(void *dev, size_t bytes)
+{
+    void *ptr = NULL;
+    if (erase_host_alloc(dev, bytes, &ptr) != ERASE_OK) {
+        erase_error_clear();
+        return NULL; /* the reader reports the missing memory */
+    }
+    return ptr;
+}
+
+/* Free what staging_alloc returned. */
+static void staging_free(void *dev, void *ptr)
+{
+    erase_host_free(dev, ptr);
+}
+
+/* Room for the seconds of `steps` steps in *times (NULL or holding `had`
+ * steps), the new ones zero. Errors: ERASE_ERR_NOMEM naming the steps,
+ * when too many to hold. */
+static erase_status_t alloc_step_times(int64_t had, int64_t steps, double **times)
+{
+    size_t bytes;
+    double *grown = erase_bytes(sizeof(double), steps > 0 ? steps : 1, 1, &bytes) ? realloc(*times, bytes) : NULL;
+    if (!grown)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%lld steps (--steps, or --epochs x steps per epoch): too many "
+                           "to hold the time of each (%.3g bytes)", (long long)steps, 8.0 * (double)steps);
+    for (int64_t i = had; i < steps; i++)
+        grown[i] = 0;
+    *times = grown;
+    return ERASE_OK;
+}
+
+/* The inputs of --train or --eval: `text` ("a,b,c") split at commas into
+ * `buf` [size]; items [max] point into it; *n inputs. An empty item is an
+ * error naming the option. */
+#define MAX_INPUTS 512 /* a 1023-character list holds at most 512 names */
+static erase_status_t split_inputs(const char *opt, const char *text, char *buf, size_t size,
+                                   const char **items, int *n)
+{
+    snprintf(buf, size, "%s", text);
+    *n = 0;
+    for (char *p = buf, *comma; *n < MAX_INPUTS; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (comma)
+            *comma = 0;
+        if (!*p)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: an empty name in the list (expected DIR[,DIR...])",
+                               opt, text);
+        items[(*n)++] = p;
+        if (!comma)
+            break;
+    }
+    return ERASE_OK;
+}
+
+/*
+ * The global batch G of every step, the one value the reader, the summary
+ * and checkpoints use: --global-batch, or --batch x data-parallel ranks D.
+ * The reader gives rank r positions [floor(rG/D), floor((r+1)G/D)) of each
+ * step, so G need not be a multiple of D; buffers are sized by the largest
+ * share, ceil(G/D), which must fit an int and be at least 1 sample.
+ */
+static erase_status_t batch_shares(run_t *r)
+{
+    const train_options_t *o = r->o;
+    int64_t d = r->w->dp_size;
+    if (o->global_batch == 0) {
+        if (!erase_mul_i64(o->batch, d, &r->global_batch))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %lld ranks: the global batch is more than %lld",
+                               (long long)o->batch, (long long)d, (long long)INT64_MAX);
+        r->rank_batch = o->batch;
+        return ERASE_OK;
+    }
+    r->global_batch = o->global_batch;
+    if (o->global_batch < d)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--global-batch %lld on %lld ranks: expected at least one sample per "
+                           "rank (>= %lld)", (long long)o->global_batch, (long long)d, (long long)d);
+    r->rank_batch = o->global_batch / d + (o->global_batch % d != 0);
+    if (r->rank_batch > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--global-batch %lld on %lld ranks: %lld samples per rank, more than %d",
+                           (long long)o->global_batch, (long long)d, (long long)r->rank_batch, INT_MAX);
+    return ERASE_OK;
+}
+
+erase_status_t run_batch_sizes(run_t *r)
+{
+    const train_options_t *o = r->o;
+    TRY(batch_shares(r));
+    int64_t least = r->global_batch / r->w->dp_size, M = train_options_micro_batches(o);
+    if (train_options_pipeline(o) && M > least)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--micro-batches %lld: more than the %lld samples of a data-parallel "
+                           "rank's share of each global batch (%lld over %d rank%s): a micro-batch holds at least "
+                           "one", (long long)M, (long long)least, (long long)r->global_batch, r->w->dp_size,
+                           r->w->dp_size == 1 ? "" : "s");
+    return ERASE_OK;
+}
+
+erase_status_t run_open_readers(run_t *r)
+{
+    const train_options_t *o = r->o;
+    erase_reader_options_t ro = erase_reader_options_default();
+    ro.global_batch = r->global_batch;
+    ro.dp_rank = r->w->dp_rank;
+    ro.dp_size = r->w->dp_size;
+    ro.seed = (uint64_t)o->seed;
+    ro.shuffle = o->shuffle;
+    ro.drop_last = !o->eval_only; /* evaluation only takes no step from it */
+    ro.batch_alloc = staging_alloc;
+    ro.batch_free = staging_free;
+    ro.batch_ctx = r->dev;
+    char train_buf[sizeof o->train], eval_buf[sizeof o->eval];
+    const char *train_list = o->train[0] ? o->train : o->eval; /* --eval-only may have no --train */
+    const char *train_in[MAX_INPUTS], *eval_in[MAX_INPUTS];
+    int n_train, n_eval;
+    TRY(split_inputs("train", train_list, train_buf, sizeof train_buf, train_in, &n_train));
+    TRY(split_inputs(o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train, eval_buf, sizeof eval_buf,
+                     eval_in, &n_eval));
+    if (!o->eval[0]) {
+        ro.part = ERASE_READER_PART_TRAIN;
+        ro.eval_fraction = r->eval_fraction;
+    }
+    const erase_row_format_t *rows = r->task->rows;
+    if (r->task->rows_for) {
+        r->task->rows_for(&r->cfg, &r->rows);
+        rows = &r->rows;
+    }
+    char why[2048];
+    if (erase_reader_open(rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->train[0] ? "train" : "eval", train_list, why);
+    }
+    erase_reader_options_t eo = ro;
+    eo.shuffle = 0;
+    eo.drop_last = 0;
+    eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
+    if (erase_reader_open(rows, eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
+                           o->eval[0] ? o->eval : o->train, why);
+    }
+    TRY(r->task->check(r->train, &r->cfg));
+    /* separate evaluation data too, before any step: not at the first evaluation, hours in */
+    if (o->eval[0] && r->task->check(r->eval, &r->cfg) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s", o->eval, why);
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t parse_choice(const char *opt, const char *value, const char *const *names, int n, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(value, names[i])) {
+            *out = i;
+            return ERASE_OK;
+        }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: expected one of %s", opt, value, list);
+}
+
+/* The optimizer updates of `steps` training steps, the unit of its
+ * learning-rate schedule: one per step, but M / a per step for each paci
+ * stage (it updates after every a-th of its M backwards a step), rounded
+ * up, so that the warm-up and the decay span the same training as with
+ * one update per step. */
+static int64_t optimizer_steps(const train_options_t *o, int64_t steps)
+{
+    int64_t M = train_options_micro_batches(o), a = train_options_accumulate(o), n;
+    if (a == M) /* gpipe, 1f1b and paci's default: one update a step */
+        return steps;
+    if (!erase_mul_i64(steps, M, &n))
+        return INT64_MAX / 2;
+    return n / a + (n % a != 0);
+}
+
+/* Data parallel: the early-backward scheduler. */
+static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
+{
+    const train_options_t *o = r->o;
+    erase_sched_options_t so = erase_sched_options_default();
+    /* evaluation only: one stream computes, with every core's BLAS threads */
+    so.mode = o->eval_only ? ERASE_EB_OFF : (erase_early_backward_t)mode;
+    so.reduce = (erase_timing_t)reduce;
+    so.update = (erase_timing_t)update;
+    so.side_streams = (int)o->side_streams;
+    so.blas_threads = (int)o->blas_threads;
+    so.dp = erase_dp_comm();
+    so.trace = o->trace[0] != 0;
+    if (r->emb.tables) {
+        TRY(erase_embed_shard_create(r->net, erase_emb_comm(), r->emb.plan, r->emb.tables, &r->shard));
+        so.shard = r->shard;
+    }
+    TRY(erase_sched_create(r->net, r->opt, &so, &r->sched));
+    return ERASE_OK;
+}
+
+/* A pipeline: this rank's stage (pp rank) of the stages --stages gives,
+ * run by the stage executor (lib/sched/pipe.h) for the run's steps. */
+static erase_status_t setup_pipeline(run_t *r, int M, int micro)
+{
+    const train_options_t *o = r->o;
+    const erase_world_t *w = r->w;
+    if (r->stages.measured && o->resume[0]) /* --stages auto: a resume takes its checkpoint's */
+        TRY(train_pipeline_stages_resumed(strcmp(o->resume, "auto") ? o->resume : o->checkpoint_dir, &r->cfg,
+                                          r->host, &r->stages));
+    if (r->stages.measured == 1)
+        TRY(train_pipeline_balance(&r->cfg, r->dev, micro, r->host, &r->stages));
+    int kind = pipe_kind_parse(train_options_schedule(o));
+    erase_pipe_options_t *po = &r->pipe_o;
+    *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,
+                                  .accumulate = (int)train_options_accumulate(o),
+                                  .first = r->stages.first[w->pp_rank], .last = r->stages.first[w->pp_rank + 1],
+                                  .pp = erase_pp_comm(), .dp = erase_dp_comm(), .trace = o->trace[0] != 0,
+                                  .early_backward = strcmp(o->early_backward, "off") != 0 };
+    TRY(erase_pipe_create(r->net, r->opt, po, r->total_steps - r->step > 0 ? r->total_steps - r->step : 1,
+                          &r->pipe));
+    erase_reader_info_t info = erase_reader_info(r->train);
+    if (kind == PIPE_LOCAL && w->pp_size > 1 && w->pp_rank == w->pp_size - 1)
+        TRY(train_batch_ring_create(&info.layout, r->rank_batch, w->pp_size, &r->behind));
+    /* steps in flight (run_train_loop); local runs one at a time (lib/sched/pipe.h) */
+    r->ahead = kind != PIPE_LOCAL;
+    if (r->ahead) {
+        TRY(train_batch_ring_create(&info.layout, r->rank_batch, 2, &r->held));
+        TRY(erase_event_create(r->dev, &r->loaded));
+    }
+    return ERASE_OK;
+}
+
+erase_status_t run_setup_training(run_t *r)
+{
+    const train_options_t *o = r->o;
+    static const char *const timing[] = { "early", "end" };
+    static const char *const dense_opt[] = { "sgd", "adamw" };
+    static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
+    static const char *const decay[] = { "constant", "cosine" };
+    static const char *const modes[] = { "off", "blocking", "async", "graph" };
+    int mode, reduce, update, dense, emb, dec;
+    TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
+    TRY(parse_choice("reduce", o->reduce, timing, 2, &reduce));
+    TRY(parse_choice("update", o->update, timing, 2, &update));
+    TRY(parse_choice("optimizer", o->optimizer, dense_opt, 2, &dense));
+    TRY(parse_choice("embedding-optimizer", o->embedding_optimizer, emb_opt, 2, &emb));
+    TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
+
+    erase_reader_info_t info = erase_reader_info(r->train);
+    r->total_steps = o->steps;
+    if (o->steps == 0 && !erase_mul_i64(o->epochs, info.steps_per_epoch, &r->total_steps))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--epochs %lld of %lld steps: more than %lld steps",
+                           (long long)o->epochs, (long long)info.steps_per_epoch, (long long)INT64_MAX);
+    if (o->eval_only)
+        r->total_steps = 0;
+    else if (r->total_steps < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "nothing to train: --epochs %lld of %lld steps",
+                           (long long)o->epochs, (long long)info.steps_per_epoch);
+    /* no buffer larger than the data can fill (an evaluation-only run or
+     * erase-score with a --batch beyond its data: 64 GiB were asked for
+     * 2,000 rows) */
+    int64_t fill = erase_reader_info(r->train).max_local, eval_fill = erase_reader_info(r->eval).max_local;
+    fill = fill > eval_fill ? fill : eval_fill;
+    if (fill >= 1 && fill < r->rank_batch)
+        r->rank_batch = fill;
+    /* a pipeline's slots hold one micro-batch, ceil(rank batch / M); its
+     * network (the optimizer's parameters) evaluates a rank batch at once */
+    int pipeline = train_options_pipeline(o);
+    int64_t M = train_options_micro_batches(o);
+    int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
+    if (r->emb.tables) /* sharded tables: this rank's rows only */
+        TRY(erase_network_create_placed(r->dev, &r->cfg, (int)r->rank_batch, r->emb.plan, r->emb.tables,
+                                        erase_comm_rank(erase_emb_comm()), &r->net));
+    else
+        TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
+    oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
+    oc.schedule.base = o->lr;
+    oc.schedule.warmup_steps = optimizer_steps(o, o->warmup_steps);
+    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : ERASE_LR_COSINE;
+    oc.schedule.total_steps = optimizer_steps(o, r->total_steps);
+    oc.schedule.min = 0;
+    oc.embedding_lr = o->embedding_lr;
+    oc.momentum = (float)o->momentum;
+    oc.weight_decay = (float)o->weight_decay;
+    oc.grad_clip = (float)o->grad_clip;
+    TRY(erase_optimizer_create(r->net, &oc, &r->opt));
+    if (pipeline)
+        TRY(setup_pipeline(r, (int)M, micro));
+    else
+        TRY(setup_sched(r, mode, reduce, update));
+
+    TRY(r->task->create(r->dev, &r->cfg, r->rank_batch, &r->ts));
+    if (r->task->data)
+        r->task->data(r->ts, r->train, r->eval);
+    erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &r->width);
+    size_t bytes;
+    if (!erase_bytes(sizeof(float), (size_t)r->rank_batch, (size_t)r->width, &bytes) ||
+        !(r->outputs = malloc(bytes)) || (r->ahead && !(r->outputs_ahead = malloc(bytes))))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the outputs of %lld samples per rank",
+                           (long long)r->rank_batch);
+    TRY(alloc_step_times(0, r->total_steps, &r->step_s));
+    if (r->task->units_per_sample)
+        r->units = r->task->units_per_sample(&r->cfg);
+    r->flops = erase_network_flops_per_sample(r->net);
+    /* every rank at once, as they train: the cores they share are busy alike */
+    if (r->flops > 0 && !o->eval_only) {
+        double gf[5];
+        TRY(erase_device_sgemm_peak(r->dev, run_main_stream(r), 5, gf));
+        r->peak_gflops = erase_quantile(gf, 5, 0.5);
+    }
+    return ERASE_OK;
+}
+
+erase_status_t run_resume_total_steps(run_t *r)
+{
+    const train_options_t *o = r->o;
+    erase_reader_info_t info = erase_reader_info(r->train);
+    erase_reader_cursor_t c = erase_reader_cursor(r->train);
+    int64_t global = r->global_batch;
+    int64_t left = 0;
+    if (c.epoch < o->epochs) {
+        int64_t rest = info.samples - c.samples;
+        left = (rest > 0 ? rest / global : 0) + (o->epochs - 1 - c.epoch) * info.steps_per_epoch;
+    }
+    int64_t total = r->step + left;
+    if (total == r->total_steps)
+        return ERASE_OK;
+    TRY(alloc_step_times(r->total_steps, total, &r->step_s));
+    r->total_steps = total;
+    erase_optimizer_set_total_steps(r->opt, optimizer_steps(o, total));
+    return ERASE_OK;
+}
+
+erase_status_t run_open_device(run_t *r)
+{
+    const train_options_t *o = r->o;
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.cores = erase_world_cores_per_rank(r->w); /* ranks on one host share its cores */
+    dopt.ordinal = r->w->local_rank;
+    if (erase_gemm_precision_parse(o->gemm, &dopt.gemm) != 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--gemm %s: expected fp32, tf32 or bf16", o->gemm);
+    if (!strcmp(o->device, "cuda"))
+        dopt.kind = ERASE_DEVICE_CUDA;
+    else if (strcmp(o->device, "cpu"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--device %s: expected cpu or cuda", o->device);
+    erase_status_t st = erase_device_open(&dopt, &r->dev);
+    if (st == ERASE_OK)
+        return ERASE_OK;
+    char why[2048], gpu[48] = "";
+    snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+    if (dopt.kind == ERASE_DEVICE_CUDA)
+        snprintf(gpu, sizeof gpu, " (GPU %d of this host)", dopt.ordinal);
+    return ERASE_ERROR(st, "--device %s%s%s%s: %s", o->device, dopt.gemm != ERASE_GEMM_FP32 ? " --gemm " : "",
+                       dopt.gemm != ERASE_GEMM_FP32 ? o->gemm : "", gpu, why);
+}
+
+erase_status_t run_open_host_stream(run_t *r)
+{
+    erase_device_t *hd = r->dev;
+    if (!erase_device_host_accessible(r->dev)) {
+        ERASE_CHECK(erase_world_attach_device(r->dev));
+        erase_device_options_t hopt = erase_device_options_default();
+        hopt.cores = 1;
+        ERASE_CHECK(erase_device_open(&hopt, &r->host_dev));
+        hd = r->host_dev;
+    }
+    ERASE_CHECK(erase_stream_create(hd, &r->host));
+    return ERASE_OK;
+}
+
+erase_status_t run_agree_on_model(const run_t *r, erase_status_t st, int usage, int *alike)
+{
+    int all, any;
+    ERASE_CHECK(erase_world_agree(st != ERASE_OK, &all, &any));
+    if (any && all)
+        *alike = usage ? 2 : 1;
+    else if (any && st == ERASE_OK)
+        return ERASE_ERROR(ERASE_ERR_STATE, "another rank could not set up the model (--model %s)", r->o->model);
+    return st;
+}
