@@ -28,7 +28,8 @@ io_liberase_io_a_SOURCES = \
 	io/reader.c io/reader.h \
 	io/ctr_reader.c io/ctr_reader.h \
 	io/synth.c io/synth.h \
-	io/checkpoint.c io/checkpoint.h
+	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
+	io/checkpoint_write.c io/checkpoint_read.c
 EXTRA_DIST += io/README.md
 
 # What a program using io/ links, before $(ERASE_LIBS).
