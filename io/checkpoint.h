@@ -323,6 +323,17 @@ erase_status_t erase_ckpt_write_rows(const char *temp, MPI_Comm comm, const eras
  * fit (or stage < 0). */
 int erase_ckpt_stage_path(const char *path, int stage, char *out, size_t size);
 
+/* Rename the checkpoint `from` to `to` (erase-train's *.damaged and
+ * *.superseded) with its pipeline stage files: from.stage<s> becomes
+ * to.stage<s> for s = 1, 2, ... while one exists (a pipeline's stage files
+ * are numbered without gaps), the stage files first, so a checkpoint set
+ * aside can still be opened, and a run that writes the same step again
+ * does not overwrite the old stage files. *stages: the stage files renamed
+ * (also on error). Errors: ERASE_ERR_IO naming the file that could not be
+ * renamed and why (the files renamed before it stay renamed),
+ * ERASE_ERR_INVALID when a name does not fit ERASE_CKPT_PATH_MAX. */
+erase_status_t erase_ckpt_rename(const char *from, const char *to, int *stages);
+
 /* ---- reading --------------------------------------------------------------- */
 
 typedef struct erase_ckpt erase_ckpt_t;
@@ -338,7 +349,8 @@ typedef struct erase_ckpt erase_ckpt_t;
  * every stage file (see above): one missing, damaged or of another step is
  * ERASE_ERR_FORMAT "D/ckpt-40.h5: stage 1 of 2: <why, naming the file>";
  * the tensors loaded are stage 0's. A stage file named as such
- * (ckpt-<step>.h5.stage<s>) opens alone.
+ * (<checkpoint>.stage<s>, s >= 1: ckpt-<step>.h5.stage<s>, or one set
+ * aside with erase_ckpt_rename) opens alone.
  */
 erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out);
 

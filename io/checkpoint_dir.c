@@ -45,7 +45,27 @@ int erase_ckpt_stage_path(const char *path, int stage, char *out, size_t size)
     return n < 0 || (size_t)n >= size || stage < 0 ? -1 : 0;
 }
 
-int64_t ckpt_stage_name_step(const char *name)
+erase_status_t erase_ckpt_rename(const char *from, const char *to, int *stages)
+{
+    *stages = 0;
+    for (int s = 1;; s++) {
+        char a[ERASE_CKPT_PATH_MAX], b[ERASE_CKPT_PATH_MAX];
+        if (erase_ckpt_stage_path(from, s, a, sizeof a) != 0 || erase_ckpt_stage_path(to, s, b, sizeof b) != 0)
+            return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint %s: the name of stage %d's file (as %s) is too long",
+                               from, s, to);
+        if (access(a, F_OK) != 0)
+            break;
+        if (rename(a, b) != 0)
+            return ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", a, b, strerror(errno));
+        ++*stages;
+    }
+    if (rename(from, to) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+    return ERASE_OK;
+}
+
+/* Step of a stage file name "ckpt-<step>.h5.stage<s>" (s >= 1), or -1. */
+static int64_t stage_name_step(const char *name)
 {
     const char *dot = strstr(name, ".h5.stage");
     if (!dot || dot[9] < '1' || dot[9] > '9' || strspn(dot + 9, "0123456789") != strlen(dot + 9))
@@ -154,7 +174,7 @@ int ckpt_prune(const char *dir, int64_t step, int keep)
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
             char path[ERASE_CKPT_PATH_MAX], main_path[ERASE_CKPT_PATH_MAX];
-            int64_t s = ckpt_stage_name_step(e->d_name);
+            int64_t s = stage_name_step(e->d_name);
             if (is_temp_name(e->d_name) && ckpt_join(path, dir, e->d_name) == 0)
                 unlink(path);
             /* a pipeline checkpoint's stage file whose ckpt-<step>.h5 is gone

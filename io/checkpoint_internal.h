@@ -23,9 +23,6 @@ erase_status_t ckpt_int_in_range(const char *path, const char *attr, int64_t v, 
 /* "dir/name" into out (ERASE_CKPT_PATH_MAX). Returns -1 when too long. */
 int ckpt_join(char *out, const char *dir, const char *name);
 
-/* Step of a stage file name "ckpt-<step>.h5.stage<s>" (s >= 1), or -1. */
-int64_t ckpt_stage_name_step(const char *name);
-
 /* Keep the `keep` newest checkpoints of steps <= step; remove stale
  * temporary files. Returns how many checkpoints were removed. */
 int ckpt_prune(const char *dir, int64_t step, int keep);

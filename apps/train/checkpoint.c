@@ -895,15 +895,23 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
     if (st == ERASE_OK)
         st = check_and_load(ck, f, resume, load_optim);
     /* Resumed in the run's own directory from an older checkpoint: the
-     * damaged newer ones are renamed ckpt-<step>.h5.damaged, so that keeping
+     * damaged newer ones are renamed ckpt-<step>.h5.damaged (a pipeline's
+     * stage files with them: erase_ckpt_rename), so that keeping
      * the newest --keep-checkpoints does not count them (and delete the good
      * older one instead) and the next resume does not try them again. When
      * none is usable, or the run is refused, they stay. */
     for (int i = 0; st == ERASE_OK && resume && !strcmp(want, "auto") && i < skipped.n; i++) {
         char aside[ERASE_CKPT_PATH_MAX + 16];
         snprintf(aside, sizeof aside, "%s.damaged", skipped.paths[i]);
-        if (rename(skipped.paths[i], aside) == 0)
-            printf("resume damaged %s renamed %s (not counted by --keep-checkpoints)\n", skipped.paths[i], aside);
+        int stages;
+        if (erase_ckpt_rename(skipped.paths[i], aside, &stages) == ERASE_OK)
+            printf("resume damaged %s renamed %s%s (not counted by --keep-checkpoints)\n", skipped.paths[i], aside,
+                   stages == 0 ? "" : stages == 1 ? ", with its stage file" : ", with its stage files");
+        else { /* it stays where it is, passed over again by the next resume */
+            fprintf(stderr, "erase-train: damaged checkpoint %s not set aside: %s\n", skipped.paths[i],
+                    erase_error_reason());
+            erase_error_clear();
+        }
     }
     skipped_free(&skipped);
     if (st == ERASE_OK) {
@@ -995,7 +1003,8 @@ static erase_status_t load_rows(train_ckpt_t *ck, const char *path, int optim)
  * The checkpoints of --checkpoint-dir newer than `start`, the step this run
  * starts at, belong to a run abandoned there (this one restarted from an
  * older checkpoint, or from scratch): each is renamed
- * ckpt-<step>.h5.superseded (kept, never deleted), so that a later --resume
+ * ckpt-<step>.h5.superseded, a pipeline's stage files with it
+ * (erase_ckpt_rename; kept, never deleted), so that a later --resume
  * auto continues this run and not the abandoned one (it takes the newest
  * checkpoint by step, io/checkpoint.h). Rank 0 only. Errors: ERASE_ERR_IO
  * (cannot list or rename), ERASE_ERR_NOMEM.
@@ -1013,12 +1022,17 @@ static erase_status_t supersede_newer(const char *dir, int64_t start)
             continue;
         char aside[ERASE_CKPT_PATH_MAX + 16];
         snprintf(aside, sizeof aside, "%s.superseded", paths[i]);
-        if (rename(paths[i], aside) != 0)
-            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot rename %s (newer than step %lld, where "
-                             "this run starts) to %s: %s", dir, paths[i], (long long)start, aside, strerror(errno));
-        else
-            printf("note   %s is newer than step %lld, where this run starts: renamed %s (--resume auto "
-                   "continues this run)\n", paths[i], (long long)start, aside);
+        int stages;
+        st = erase_ckpt_rename(paths[i], aside, &stages);
+        if (st != ERASE_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+            st = ERASE_ERROR(st, "--checkpoint-dir %s: setting aside %s (newer than step %lld, where this run "
+                             "starts): %s", dir, paths[i], (long long)start, why);
+        } else
+            printf("note   %s is newer than step %lld, where this run starts: renamed %s%s (--resume auto "
+                   "continues this run)\n", paths[i], (long long)start, aside,
+                   stages == 0 ? "" : stages == 1 ? ", with its stage file" : ", with its stage files");
     }
     erase_ckpt_candidates_free(paths, n);
     fflush(stdout);

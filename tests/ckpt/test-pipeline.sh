@@ -9,8 +9,9 @@
 # resumed on pp 2 x dp 2 at the same global batch takes the same samples;
 # another --stages, another --pp, a data-parallel --resume or --init-from
 # are refused with both layouts; a damaged or missing stage file makes its
-# checkpoint damaged (named) and --resume auto takes the one before; a
-# stage that cannot write stops every rank and nothing is published;
+# checkpoint damaged (named) and --resume auto takes the one before, the
+# damaged and the superseded set aside with their stage files; a stage
+# that cannot write stops every rank and nothing is published;
 # SIGUSR1 (on stage 1's rank) under paci stops with a drained checkpoint
 # from which the run continues bitwise, in a pipeline segment of the steps
 # left.
@@ -19,7 +20,7 @@
 setup_data # ctr data in $dir/data
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # stages 0 | 1-2 without cuts
 setup_gpt "$dir/gpt.cfg" "tie_head = false;"
-echo "1..25"
+echo "1..27"
 
 # ---- bitwise resume: every schedule, ctr and gpt, pp 2 and pp 2 x dp 2
 for model in ctr gpt; do
@@ -118,9 +119,35 @@ tap $? "a flipped bit in ckpt-8.h5.stage1: ckpt-8.h5 named damaged, with the sta
 grep -q "^erase-train: checkpoint $D/ckpt-6.h5 is damaged, skipping it: stage 1 of 2: $D/ckpt-6.h5.stage1: cannot read: No such file or directory$" "$out"
 tap $? "no ckpt-6.h5.stage1: ckpt-6.h5 named damaged, with the missing file"
 [ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $D/ckpt-4.h5: step 4, " "$out" &&
-    [ "$(LC_ALL=C ls "$D" | tr '\n' ' ')" = "ckpt-12.h5 ckpt-12.h5.stage1 ckpt-4.h5 ckpt-4.h5.stage1 ckpt-6.h5.damaged ckpt-8.h5 ckpt-8.h5.damaged ckpt-8.h5.stage1 latest " ]
+    [ "$(LC_ALL=C ls "$D" | tr '\n' ' ')" = "ckpt-12.h5 ckpt-12.h5.stage1 ckpt-4.h5 ckpt-4.h5.stage1 ckpt-6.h5.damaged ckpt-8.h5 ckpt-8.h5.damaged ckpt-8.h5.damaged.stage1 ckpt-8.h5.stage1 latest " ]
 tap $? "--resume auto took ckpt-4.h5 and ended bitwise equal to the uninterrupted run; kept: $(LC_ALL=C ls "$D" | tr '\n' ' ')(status $rc, compare $c)"
 [ $rc = 0 ] || show "$out"
+# the damaged checkpoint is set aside with its stage file (the flipped one,
+# which ckpt-tool refuses, not the step-8 file the resumed run wrote again)
+tests/ckpt/ckpt-tool compare "$R/ckpt-8.h5.stage1" "$D/ckpt-8.h5.damaged.stage1" >"$dir/cmp-damaged.out" 2>&1
+c=$?
+[ $c = 2 ] && grep -q "$D/ckpt-8.h5.damaged.stage1: dataset /params/sub2/fc0/weight: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" "$dir/cmp-damaged.out" &&
+    grep -q "^resume damaged $D/ckpt-8.h5 renamed $D/ckpt-8.h5.damaged, with its stage file (not counted by --keep-checkpoints)$" "$out" &&
+    grep -q "^resume damaged $D/ckpt-6.h5 renamed $D/ckpt-6.h5.damaged (not counted by --keep-checkpoints)$" "$out"
+tap $? "ckpt-8.h5.damaged.stage1 is the damaged stage file, set aside with ckpt-8.h5 (compare $c)"
+
+# ---- a run restarted from an older checkpoint in the same directory sets
+# the newer ones aside (*.superseded) with their stage files: still a
+# checkpoint that opens, and not overwritten when the run writes that step
+S=$dir/superseded
+cp -r "$R" "$S"
+out=$dir/superseded.out
+ptrain ctr 2 --schedule paci --checkpoint-dir "$S" --resume "$S/ckpt-4.h5"
+tests/ckpt/ckpt-tool compare "$R/ckpt-12.h5.stage1" "$S/ckpt-12.h5.superseded.stage1" >"$dir/cmp-sup.out" 2>&1
+c=$?
+apps/erase-inspect ckpt "$S/ckpt-12.h5.superseded" >"$dir/inspect-sup.out" 2>&1
+i=$?
+[ $rc = 0 ] && [ $c = 0 ] && [ $i = 0 ] &&
+    grep -q "^note   $S/ckpt-12.h5 is newer than step 4, where this run starts: renamed $S/ckpt-12.h5.superseded, with its stage file (--resume auto continues this run)$" "$out" &&
+    [ "$(LC_ALL=C ls "$S" | tr '\n' ' ')" = "ckpt-12.h5 ckpt-12.h5.stage1 ckpt-12.h5.superseded ckpt-12.h5.superseded.stage1 ckpt-4.h5 ckpt-4.h5.stage1 ckpt-8.h5 ckpt-8.h5.stage1 ckpt-8.h5.superseded ckpt-8.h5.superseded.stage1 latest " ]
+tap $? "--resume ckpt-4.h5 beside ckpt-8/12: set aside with their stage files, which erase-inspect opens; kept: $(LC_ALL=C ls "$S" | tr '\n' ' ')(status $rc, compare $c, inspect $i)"
+[ $rc = 0 ] || show "$out"
+[ $i = 0 ] || show "$dir/inspect-sup.out"
 
 # ---- stage 1 cannot write its file (its temporary name is a directory):
 # every rank fails naming stage 1's file, and stage 0's, written, is not
