@@ -363,7 +363,9 @@ int main(int argc, char **argv)
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     erase_model_config_t cfg;
     int status;
-    if (!m->model || erase_model_config_parse(m->model, erase_ckpt_path(ck), &cfg) != ERASE_OK) {
+    if (erase_ckpt_need_whole(ck) != ERASE_OK) {
+        status = failed();
+    } else if (!m->model || erase_model_config_parse(m->model, erase_ckpt_path(ck), &cfg) != ERASE_OK) {
         if (!m->model)
             ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", erase_ckpt_path(ck));
         status = failed();

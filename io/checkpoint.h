@@ -374,6 +374,14 @@ erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t *
  * writer loads on resume). Errors: those of erase_ckpt_open, naming the
  * stage file. */
 erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t **out);
+
+/* ERASE_OK when ck is a data-parallel checkpoint (meta pp_size 1), which
+ * every reader of a whole model takes (erase-train --eval-only,
+ * erase-score, erase-sample); else ERASE_ERR_INVALID "PATH: a pipeline
+ * checkpoint (LAYOUT): ..." pointing to erase-train --resume with the
+ * same --pp and --stages, and to erase-inspect merge PATH OUT, which makes
+ * one file of it. */
+erase_status_t erase_ckpt_need_whole(const erase_ckpt_t *ck);
 void erase_ckpt_close(erase_ckpt_t *ck);
 
 /* The file's path and its meta data. */

@@ -684,6 +684,16 @@ erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t *
     return st;
 }
 
+erase_status_t erase_ckpt_need_whole(const erase_ckpt_t *ck)
+{
+    if (ck->meta.pp_size <= 1)
+        return ERASE_OK;
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s: a pipeline checkpoint (%s): erase-train --resume or --init-from with "
+                       "the same --pp and --stages continues from it; --eval-only, erase-score and erase-sample take "
+                       "data-parallel checkpoints only: erase-inspect merge %s OUT makes one", ck->path,
+                       ckpt_nz(ck->meta.pp_layout), ck->path);
+}
+
 erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t **out)
 {
     *out = NULL;

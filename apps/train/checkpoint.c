@@ -761,11 +761,8 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
     const erase_world_t *w = ck->e.w;
     /* a pipeline's stages each load their own file: the stages must be the same */
     int pipeline = m->pp_size > 1 || w->pp_size > 1;
-    if (m->pp_size > 1 && ck->e.o->eval_only)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: a pipeline checkpoint (%s): erase-train --resume or --init-from "
-                           "with the same --pp and --stages continues from it; --eval-only, erase-score and "
-                           "erase-sample take data-parallel checkpoints only: erase-inspect merge %s OUT makes one",
-                           erase_ckpt_path(f), m->pp_layout, erase_ckpt_path(f));
+    if (ck->e.o->eval_only)
+        ERASE_CHECK(erase_ckpt_need_whole(f));
     if (pipeline || resume)
         if (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout))
             return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s "

@@ -7,6 +7,7 @@
 need apps/erase-train
 need apps/erase-convert
 need apps/erase-inspect
+need apps/erase-sample
 need tests/ckpt/ckpt-tool
 # Open MPI leaks at exit; io/'s leaks are checked by tests/ckpt/test-checkpoint.
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"

@@ -16,7 +16,7 @@
 : "${srcdir:=.}"
 setup_data # ctr data in $dir/data
 sed 's/subarchs = 2;/subarchs = 3;/' "$dir/model.cfg" >"$dir/ctr.cfg" # 4 blocks, 3 cuts
-echo "1..10"
+echo "1..11"
 
 # evals FILE: the evaluation lines' values (not their times).
 evals() { grep '^eval   step ' "$1" | sed 's/ in [0-9.]* s$//'; }
@@ -81,6 +81,13 @@ train 1 --eval-only --resume "$L/ckpt-12.h5"
 [ $rc = 1 ] && grep -qF ": $L/ckpt-12.h5: a pipeline checkpoint (2 stages: stage 0 holds blocks 0-1, stage 1 holds blocks 2-3): erase-train --resume or --init-from with the same --pp and --stages continues from it; --eval-only, erase-score and erase-sample take data-parallel checkpoints only: erase-inspect merge $L/ckpt-12.h5 OUT makes one" "$out"
 tap $? "--eval-only of the pipeline checkpoint itself: refused, pointing to erase-inspect merge (status $rc)"
 [ $rc = 1 ] || show "$out"
+
+# erase-sample says the same of it (it had named 51 tensors "missing")
+apps/erase-sample "$L/ckpt-12.h5" --prompt "a" --tokens 2 >"$dir/sample.out" 2>&1
+src=$?
+[ $src = 1 ] && [ "$(cat "$dir/sample.out")" = "erase-sample: $L/ckpt-12.h5: a pipeline checkpoint (2 stages: stage 0 holds blocks 0-1, stage 1 holds blocks 2-3): erase-train --resume or --init-from with the same --pp and --stages continues from it; --eval-only, erase-score and erase-sample take data-parallel checkpoints only: erase-inspect merge $L/ckpt-12.h5 OUT makes one" ]
+tap $? "erase-sample of the pipeline checkpoint: refused with the same message (status $src)"
+[ $src = 1 ] || show "$dir/sample.out"
 
 # errors: OUT exists (kept as it was; --force replaces it)
 cp "$M" "$dir/keep.h5"
