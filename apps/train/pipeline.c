@@ -304,10 +304,14 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
                 po->accumulate, po->kind == PIPE_PACI ? 0.0 : analytic);
     }
     /* imbalance: the busiest stage's busy time per timed step minus this
-     * stage's, over this stage's wall time: the part of its bubble that
-     * comes from the stages' unequal work in this run (the analytic bubble
-     * assumes equal stages); bubble - imbalance is the rest (fill, drain,
-     * message latency) */
+     * stage's, over this stage's wall time, at most its bubble: the part of
+     * its bubble that comes from the stages' unequal work in this run (the
+     * analytic bubble assumes equal stages); bubble - imbalance is the rest
+     * (fill, drain, message latency). The cap: a stage whose wall per step
+     * is shorter than the busiest stage's busy time (its step starts late,
+     * e.g. local's stage 0, which waits for no input, after the host's work
+     * between steps) waits for the busiest partly between its steps, where
+     * neither its wall nor its bubble counts */
     double busiest = 0;
     for (int s = 0; s < P; s++) {
         const double *f = all + (size_t)s * NFIELDS;
@@ -331,6 +335,8 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
         else
             printf("  stage %-4d blocks %d-%d: bubble %.1f%%", s, a, b, 100 * f[F_BUBBLE]);
         double imbalance = f[F_WALL] > 0 ? (busiest - f[F_BUSY] / timed) / (f[F_WALL] / timed) : 0;
+        if (imbalance > f[F_BUBBLE])
+            imbalance = f[F_BUBBLE];
         if (po->kind != PIPE_PACI)
             printf(" (analytic %.1f%%; imbalance %.1f%%)", 100 * analytic, 100 * imbalance);
         else
