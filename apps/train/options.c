@@ -391,6 +391,15 @@ static erase_status_t check_together(const train_options_t *o)
     if (pipeline && !strcmp(o->nonfinite, "skip"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--nonfinite skip with --schedule %s: stages find non-finite "
                            "gradients on their own; use --nonfinite stop", schedule);
+    if (pipeline && strcmp(o->early_backward, "graph") && strcmp(o->early_backward, "off"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--early-backward %s with --schedule %s: inside a pipeline stage "
+                           "early backward is on (graph, the default) or off; blocking and async are modes of the "
+                           "data-parallel scheduler", o->early_backward, schedule);
+    if (pipeline && (strcmp(o->reduce, "early") || strcmp(o->update, "early") || o->side_streams != 1))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s with --schedule %s: --reduce, --update and --side-streams set "
+                           "the data-parallel scheduler; a pipeline stage's executor has its own order "
+                           "(docs/pipelines.md)", strcmp(o->reduce, "early") ? "reduce end"
+                           : strcmp(o->update, "early") ? "update end" : "side-streams", schedule);
     if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe, 1f1b "
                            "and local update once per step)", (long long)o->accumulate);

@@ -141,7 +141,8 @@ erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_
                            P, erase_model_config_name(cfg), B);
     if (P > attached && !local)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the model has %d attached boundaries (stage boundaries "
-                           "carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts", P,
+                           "carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts, or --schedule local (its "
+                           "stage boundaries are cuts)", P,
                            attached - 1);
     if (P > cuts && local)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d --schedule local: the model has %d cut%s (stage boundaries "
@@ -293,7 +294,10 @@ void train_pipeline_print(const double *all, const erase_pipe_options_t *po, con
     printf("; stages %s%s; early backward inside stages %s\n", stages,
            st->measured == 2 ? " (auto: the resumed checkpoint's)"
            : st->measured ? " (auto: balanced by measured block times)" : "",
-           po->kind == PIPE_PACI ? "off (paci)" : po->early_backward ? "on (side stream)" : "off");
+           po->kind == PIPE_PACI ? "off (paci)"
+           : !po->early_backward ? "off"
+           : st->inner_cuts ? "on (side stream)"
+                            : "off (no cut inside a stage)");
     if (local)
         printf("  local      stage s trains in step t the batch of step t - s (the fill: its first s steps of a "
                "segment); only activations cross stages; drained at checkpoints, evaluations and the end\n");

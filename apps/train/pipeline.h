@@ -21,6 +21,8 @@ typedef struct {
     int measured;                       /* --stages auto: 1 measured (block_ms), 2 a resumed checkpoint's */
     int local;                          /* --schedule local: stages begin at cuts (else at attached
                                          * boundaries) */
+    int inner_cuts;                     /* cuts inside the stages, over all stages (early backward
+                                         * inside a stage needs one; set by erase-train's set-up) */
 } train_stages_t;
 
 /*

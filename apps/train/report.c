@@ -284,8 +284,8 @@ void run_summary(run_t *r)
     double epochs = (double)r->samples_seen /
                     (double)(erase_reader_info(r->train).steps_per_epoch * global);
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
-    printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up steps)\n", p50, p90,
-           (long long)warmup);
+    printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up step%s)\n", p50, p90,
+           (long long)warmup, warmup == 1 ? "" : "s");
     if (r->units > 0)
         printf("  %-10s p50 %.0f  p90 %.0f %s/s\n", r->task->unit, p50 * (double)r->units, p90 * (double)r->units,
                r->task->unit);
@@ -303,9 +303,9 @@ void run_summary(run_t *r)
         train_embeddings_kind_text(&r->emb, emb_kind, sizeof emb_kind);
         if (emb[0] >= 0 && r->emb_traffic.steps > 0)
             printf("  embed      %s: all-to-all %.3g MB sent per step per rank (at most %.3g MB), %.2f ms per step in "
-                   "all-to-alls, %.1f%% of the step (after %lld warm-up steps; each the largest over the ranks)\n",
+                   "all-to-alls, %.1f%% of the step (after %lld warm-up step%s; each the largest over the ranks)\n",
                    emb_kind, emb[0] / 1e6, (double)erase_embed_shard_bytes(r->shard) / 1e6, 1e3 * emb[1],
-                   100 * emb[2], (long long)warmup);
+                   100 * emb[2], (long long)warmup, warmup == 1 ? "" : "s");
         else if (emb[0] >= 0)
             printf("  embed      %s: no training step after the warm-up to measure the all-to-alls on\n", emb_kind);
         else

@@ -331,6 +331,10 @@ static erase_status_t setup_pipeline(run_t *r, int M, int micro)
                                           r->host, &r->stages));
     if (r->stages.measured == 1)
         TRY(train_pipeline_balance(&r->cfg, r->dev, micro, r->host, &r->stages));
+    r->stages.inner_cuts = 0;
+    for (int s = 0; s < r->stages.P; s++)
+        for (int b = r->stages.first[s] + 1; b < r->stages.first[s + 1]; b++)
+            r->stages.inner_cuts += (int)(r->cfg.cut_mask >> b & 1u);
     int kind = pipe_kind_parse(train_options_schedule(o));
     erase_pipe_options_t *po = &r->pipe_o;
     *po = (erase_pipe_options_t){ .kind = (pipe_kind_t)kind, .micro_batches = M, .micro_size = micro,

@@ -15,7 +15,7 @@
 need apps/erase-train
 need apps/erase-convert
 workdir
-echo "1..7"
+echo "1..8"
 
 head -c 60000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
 apps/erase-convert text -o "$dir/text" "$dir/text.txt" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
@@ -84,6 +84,16 @@ for s in 0 1; do
 done
 tap $ok "local, stages 0-2 | 3: each stage's imbalance is at most its bubble (status $rc)"
 [ "$rc" = 0 ] || tap_report "$dir/local.out"
+
+# the summary's early backward inside stages: on with a cut inside a
+# stage, off without one (it had said "on" whatever the cuts)
+ok=0
+for c in "none|off (no cut inside a stage)" "1|on (side stream)"; do
+    train "cuts${c%%|*}" --schedule 1f1b --micro-batches 2 --stages 0,2 --steps 4 --cuts "${c%%|*}"
+    grep -q "^  pipeline   1f1b, 2 stages x 1 dp, 2 micro-batches of up to 16 samples; stages 0-1 | 2-3; early backward inside stages ${c#*|}$" \
+        "$dir/cuts${c%%|*}.out" || { ok=1; tap_report "$dir/cuts${c%%|*}.out"; }
+done
+tap $ok "1f1b, stages 0-1 | 2-3: early backward inside stages off with --cuts none, on with --cuts 1"
 
 # idle = wall - busy of each stage against the other stage's busy time
 i0=$(awk -v w="$(field light 0 wall_ms)" -v b="$(field light 0 busy_ms)" -v o="$(field light 1 busy_ms)" 'BEGIN { printf "%.2f", (w - b) / o }')

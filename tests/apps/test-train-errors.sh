@@ -19,7 +19,7 @@ need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..84"
+echo "1..87"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -226,6 +226,9 @@ for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a p
     "--stages 0,3|--stages: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
     "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
+    "--schedule 1f1b --early-backward async|--early-backward async with --schedule 1f1b: inside a pipeline stage early backward is on (graph, the default) or off; blocking and async are modes of the data-parallel scheduler" \
+    "--schedule gpipe --reduce end|--reduce end with --schedule gpipe: --reduce, --update and --side-streams set the data-parallel scheduler; a pipeline stage's executor has its own order (docs/pipelines.md)" \
+    "--schedule paci --side-streams 2|--side-streams with --schedule paci: --reduce, --update and --side-streams set the data-parallel scheduler" \
     "--pp 2|--pp 2: this job has 1 rank, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)" \
     "--pp 65|--pp 65: expected an integer in [1, 64]" "--schedule pp|--schedule pp: expected one of auto|none|gpipe|1f1b|paci|local"; do
     args=${case%%|*} text=${case#*|}
@@ -237,7 +240,7 @@ done
 printf 'model = "gpt";\ngpt: { layers = 2; heads = 2; width = 8; context = 8; vocab = 256; };\n' >"$dir/tied.model"
 for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, auto or the first block of each of the 2 stages, increasing from 0 below 7 blocks (e.g. 0,3)" \
     "--cuts none --micro-batches 300|erase-train: --micro-batches 300: more than the 256 samples of a data-parallel rank's share of each global batch (256 over 1 rank): a micro-batch holds at least one" \
-    "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts" \
+    "--cuts all|erase-train: --pp 2: the model has 0 attached boundaries (stage boundaries carry the gradient: they cannot be cuts); use fewer stages or fewer --cuts, or --schedule local (its stage boundaries are cuts)" \
     "--stages 0,3 --cuts 3|erase-train: --stages: stage 1 begins at block 3, after a cut: a stage boundary of gpipe, 1f1b and paci carries the gradient back (stages that begin at cuts are --schedule local); choose other stages or --cuts" \
     "--model $dir/tied.model|erase-train: --pp 2: the gpt model's LM head is tied to h0/wte, which would join stage 0 and stage 1; set tie_head = false in the model file (docs/models.md; e.g. jobs/gpt-shakespeare-pp.cfg)" \
     "--schedule local --stages 0,3 --cuts 4|erase-train: --stages: stage 1 begins at block 3, not at a cut: a stage boundary of --schedule local must be a cut (only activations cross it); choose other stages (--stages auto picks cuts) or --cuts" \
