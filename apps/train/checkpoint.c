@@ -923,8 +923,8 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
         hdr[6] = m->clock_step;
         memcpy(&hdr[7], &m->clock_lr, sizeof m->clock_lr);
         if (resume) {
-            printf("resume from %s: step %lld, epoch %lld at sample %lld of the epoch, %lld samples seen, lr %.6g "
-                   "(written by %s with %d rank%s)\n",
+            printf("resume from %s: step %lld, epoch %lld at sample %lld of the epoch, %lld samples seen, the last "
+                   "update's lr %.6g (written by %s with %d rank%s)\n",
                    erase_ckpt_path(f), (long long)m->step, (long long)m->epoch, (long long)m->epoch_samples,
                    (long long)m->samples_seen, m->clock_lr, m->version, m->world_size, m->world_size == 1 ? "" : "s");
             if (m->dp_size != w->dp_size)
