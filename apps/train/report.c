@@ -291,8 +291,9 @@ void run_summary(run_t *r)
                r->task->unit);
     if (r->flops > 0 && r->peak_gflops > 0)
         printf("  MFU        p50 %.1f%%  p90 %.1f%% (%.3g GFLOP per sample over %d x %.1f GFLOP/s, the SGEMM peak "
-               "rank 0 measured at start)\n", 100 * mfu(r, p50), 100 * mfu(r, p90), r->flops / 1e9, r->w->size,
-               r->peak_gflops);
+               "rank 0 measured at start%s)\n", 100 * mfu(r, p50), 100 * mfu(r, p90), r->flops / 1e9, r->w->size,
+               r->peak_gflops, mfu(r, p90) > 1 ? "; over 100%: that peak read low, e.g. with more ranks than cores or "
+                                                 "on a busy machine, so these figures are not reliable" : "");
     printf("  eval       ");
     r->task->eval_print(r->ts, stdout);
     printf("\n  eval time  %.2f s in %lld evaluation%s (not in the steps' time)\n", r->eval_s, (long long)r->evals,
