@@ -23,6 +23,7 @@
 struct train_ckpt {
     train_ckpt_env_t e;
     int enabled;                      /* --checkpoint-dir given */
+    int failed_alike;                 /* share_status returned a failure: every rank has it */
     erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
     float **dev[2];                   /* their device memory when it is not host memory, else NULL */
     int *block[2];                    /* their blocks */
@@ -368,10 +369,16 @@ static erase_status_t share_status(train_ckpt_t *ck, erase_status_t st, const ch
     ERASE_CHECK(erase_broadcast(c, ck->e.host, &code, 1, ERASE_DTYPE_I64, first));
     ERASE_CHECK(erase_broadcast(c, ck->e.host, msg, sizeof msg, ERASE_DTYPE_U8, first));
     ERASE_CHECK(erase_stream_synchronize(ck->e.host));
+    ck->failed_alike = 1;
     if (w->rank == first)
         return st;
     msg[sizeof msg - 1] = '\0';
     return ERASE_ERROR((erase_status_t)code, "%s (rank %d): %s", what, first, msg);
+}
+
+int train_ckpt_failed_alike(const train_ckpt_t *ck)
+{
+    return ck && ck->failed_alike;
 }
 
 /* The placement text of a tensor of `rows` rows of which dp rank r holds

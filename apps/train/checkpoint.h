@@ -142,6 +142,13 @@ erase_status_t train_ckpt_catch_signals(void);
  */
 erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *resumed);
 
+/* 1 when a failure that ck's collective functions returned was shared by
+ * every rank (rank R's status and message given to all: "--resume (rank
+ * R): ..."), so every rank returns it and the job can end without an
+ * abort; 0 otherwise (a failure of one rank alone, or of the collectives
+ * themselves). */
+int train_ckpt_failed_alike(const train_ckpt_t *ck);
+
 /*
  * After a step (collective over the world, every rank, every step): with
  * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 (or
