@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 int64_t erase_ckpt_tensor_numel(const erase_ckpt_tensor_t *t)
 {
     return t->ndim == 2 ? t->dims[0] * t->dims[1] : t->dims[0];

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 int ckpt_join(char *out, const char *dir, const char *name)
 {
     int n = snprintf(out, ERASE_CKPT_PATH_MAX, "%s/%s", dir, name);

@@ -36,7 +36,6 @@ static const char description[] =
     "where its rows were; its /index line ends \"rows\") has an FNV-1a 64 per row in "
     "/row_fnv1a64/<params|optim>/<path>, its rows written by their owners.";
 
-
 /* A tensor name: components of [A-Za-z0-9_.-], separated by single '/'. */
 static int valid_name(const char *name)
 {
