@@ -63,14 +63,24 @@ erase_status_t erase_ckpt_rename(const char *from, const char *to, int *stages)
     return ERASE_OK;
 }
 
+int ckpt_named_as_stage_file(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (!dot || strncmp(dot, ".stage", 6) != 0 || dot[6] < '1' || dot[6] > '9')
+        return 0;
+    for (const char *p = dot + 7; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
 /* Step of a stage file name "ckpt-<step>.h5.stage<s>" (s >= 1), or -1. */
 static int64_t stage_name_step(const char *name)
 {
-    const char *dot = strstr(name, ".h5.stage");
-    if (!dot || dot[9] < '1' || dot[9] > '9' || strspn(dot + 9, "0123456789") != strlen(dot + 9))
+    if (!ckpt_named_as_stage_file(name))
         return -1;
     char head[ERASE_CKPT_PATH_MAX];
-    snprintf(head, sizeof head, "%.*s.h5", (int)(dot - name), name);
+    snprintf(head, sizeof head, "%.*s", (int)(strrchr(name, '.') - name), name);
     return erase_ckpt_name_step(head);
 }
 

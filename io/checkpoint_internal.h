@@ -23,6 +23,10 @@ erase_status_t ckpt_int_in_range(const char *path, const char *attr, int64_t v, 
 /* "dir/name" into out (ERASE_CKPT_PATH_MAX). Returns -1 when too long. */
 int ckpt_join(char *out, const char *dir, const char *name);
 
+/* 1 when path is named as a stage file: "<checkpoint>.stage<s>", s >= 1
+ * (ckpt-<step>.h5.stage1, or one set aside: ckpt-<step>.h5.damaged.stage1). */
+int ckpt_named_as_stage_file(const char *path);
+
 /* Keep the `keep` newest checkpoints of steps <= step; remove stale
  * temporary files. Returns how many checkpoints were removed. */
 int ckpt_prune(const char *dir, int64_t step, int keep);

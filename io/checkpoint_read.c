@@ -659,23 +659,10 @@ erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out)
     return erase_ckpt_open_flags(path, 0, out);
 }
 
-/* 1 when path is named as a stage file: "<checkpoint>.stage<s>", s >= 1
- * (ckpt-<step>.h5.stage1, or one set aside: ckpt-<step>.h5.damaged.stage1). */
-static int named_as_stage_file(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    if (!dot || strncmp(dot, ".stage", 6) != 0 || dot[6] < '1' || dot[6] > '9')
-        return 0;
-    for (const char *p = dot + 7; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    return 1;
-}
-
 erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t **out)
 {
     ERASE_CHECK(open_file(path, flags, out));
-    int stage_file = named_as_stage_file(path); /* opened alone */
+    int stage_file = ckpt_named_as_stage_file(path); /* opened alone */
     erase_status_t st = (*out)->meta.pp_size > 1 && !stage_file ? check_stage_files(*out) : ERASE_OK;
     if (st != ERASE_OK) {
         erase_ckpt_close(*out);

@@ -348,6 +348,13 @@ void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b)
 
 /* ---- agreeing ------------------------------------------------------------------ */
 
+/* ", with its stage file(s)" after a checkpoint erase_ckpt_rename moved
+ * with `stages` stage files; "" for none. */
+static const char *with_stage_files(int stages)
+{
+    return stages == 0 ? "" : stages == 1 ? ", with its stage file" : ", with its stage files";
+}
+
 /* Collective over the world: the status of the lowest rank that failed
  * (with its message) becomes every rank's, "<what> (rank R): <message>"
  * on the others; ERASE_OK when none failed. */
@@ -910,7 +917,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
         int stages;
         if (erase_ckpt_rename(skipped.paths[i], aside, &stages) == ERASE_OK)
             printf("resume damaged %s renamed %s%s (not counted by --keep-checkpoints)\n", skipped.paths[i], aside,
-                   stages == 0 ? "" : stages == 1 ? ", with its stage file" : ", with its stage files");
+                   with_stage_files(stages));
         else { /* it stays where it is, passed over again by the next resume */
             fprintf(stderr, "erase-train: damaged checkpoint %s not set aside: %s\n", skipped.paths[i],
                     erase_error_reason());
@@ -1036,7 +1043,7 @@ static erase_status_t supersede_newer(const char *dir, int64_t start)
         } else
             printf("note   %s is newer than step %lld, where this run starts: renamed %s%s (--resume auto "
                    "continues this run)\n", paths[i], (long long)start, aside,
-                   stages == 0 ? "" : stages == 1 ? ", with its stage file" : ", with its stage files");
+                   with_stage_files(stages));
     }
     erase_ckpt_candidates_free(paths, n);
     fflush(stdout);
