@@ -2,7 +2,7 @@
  * Transparent huge pages for the CPU backend's large buffers
  * (lib/device/cpu/cpu_hugepages.c): the reading of /proc/self/maps, the
  * advice given to mappings that appeared between two reads (and to those
- * only), OpenBLAS's packing buffers advised after a thread's first GEMM,
+ * only), OpenBLAS's packing buffers advised after the GEMM that maps them,
  * and erase_malloc's large allocations. Read back from /proc/self/smaps:
  * "hg" in VmFlags is MADV_HUGEPAGE. Cases that need the kernel's THP mode
  * "madvise" (the only mode in which erase advises) skip in other modes.
@@ -11,12 +11,14 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -124,44 +126,43 @@ static void test_maps_count_beyond_max(void **state)
     assert_int_equal(erase_cpu_anon_maps(NULL, 0), n);
 }
 
-static pthread_barrier_t both;
+/* OpenBLAS keeps one pool of packing buffers for the process: a level-3
+ * call takes a free one and maps a new one only when none is free. The
+ * device's open (its self-check GEMM) and OpenBLAS's own threads have
+ * mapped some already, and which of them are free when this case runs
+ * depends on timing (a ThreadSanitizer build found both free once in 15
+ * runs, and two threads whose GEMMs did not overlap mapped nothing). So
+ * GEMM_THREADS threads, more than the buffers there can be, run GEMMs
+ * until a new mapping shows advised or each has run the WATCH_GEMMS that
+ * erase watches (cpu_blas.c); with 4 threads on 2 cores some are preempted
+ * inside a GEMM, holding their buffers, while the others need new ones. */
+enum { GEMM_THREADS = 4, WATCH_GEMMS = 64, GEMM_N = 256 };
+static pthread_barrier_t all_gemm_threads;
+static atomic_int gemm_threads_done, gemms_stop;
 
 static void *gemm_thread(void *arg)
 {
-    int n = *(int *)arg;
-    pthread_barrier_wait(&both); /* at once: OpenBLAS needs a buffer for each */
+    (void)arg;
+    int n = GEMM_N;
     float *a = calloc((size_t)n * n, sizeof(float)), *b = calloc((size_t)n * n, sizeof(float)),
           *c = calloc((size_t)n * n, sizeof(float));
-    for (int i = 0; a && b && c && i < 4; i++)
+    pthread_barrier_wait(&all_gemm_threads); /* every stack mapped before any GEMM runs */
+    for (int i = 0; a && b && c && i < WATCH_GEMMS && !atomic_load(&gemms_stop); i++)
         erase_cpu_gemm_f32(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     free(a);
     free(b);
     free(c);
+    atomic_fetch_add(&gemm_threads_done, 1);
     return NULL;
 }
 
-/* OpenBLAS's packing buffers, mapped by the GEMMs of two threads at once,
- * carry the advice; the threads' own stacks (mapped by pthread_create, not
- * inside a GEMM) do not. */
-static void test_gemm_buffers_advised(void **state)
+/* The mappings of `after` (na) of 2 MiB or more that `before` (nb) did not
+ * hold and that carry the advice: their count, and their huge pages in
+ * *huge_kb. */
+static int advised_since(const erase_cpu_map_t *before, int nb, const erase_cpu_map_t *after, int na, long *huge_kb)
 {
-    (void)state;
-    if (!erase_cpu_thp_advise())
-        skip(); /* the kernel's mode is not madvise, or ERASE_HUGEPAGES=0 */
-    static erase_cpu_map_t before[MAPS], after[MAPS];
-    int nb = erase_cpu_anon_maps(before, MAPS);
-    pthread_t t[2];
-    int n = 512;
-    assert_int_equal(pthread_barrier_init(&both, NULL, 2), 0);
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, gemm_thread, &n), 0);
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_join(t[i], NULL), 0);
-    pthread_barrier_destroy(&both);
-    int na = erase_cpu_anon_maps(after, MAPS);
-    assert_true(nb > 0 && nb <= MAPS && na > 0 && na <= MAPS);
     int advised = 0;
-    long huge_kb = 0;
+    *huge_kb = 0;
     for (int i = 0; i < na; i++) {
         uintptr_t s, e;
         int hg;
@@ -170,8 +171,42 @@ static void test_gemm_buffers_advised(void **state)
             smaps_of(after[i].start, &s, &e, &hg, &kb) != 0)
             continue;
         advised += hg;
-        huge_kb += hg ? kb : 0;
+        *huge_kb += hg ? kb : 0;
     }
+    return advised;
+}
+
+/* OpenBLAS's packing buffers, mapped by the GEMMs of threads that run at
+ * once, carry the advice. */
+static void test_gemm_buffers_advised(void **state)
+{
+    (void)state;
+    if (!erase_cpu_thp_advise())
+        skip(); /* the kernel's mode is not madvise, or ERASE_HUGEPAGES=0 */
+    static erase_cpu_map_t before[MAPS], after[MAPS];
+    int nb = erase_cpu_anon_maps(before, MAPS);
+    assert_true(nb > 0 && nb <= MAPS);
+    pthread_t t[GEMM_THREADS];
+    atomic_store(&gemm_threads_done, 0);
+    atomic_store(&gemms_stop, 0);
+    assert_int_equal(pthread_barrier_init(&all_gemm_threads, NULL, GEMM_THREADS), 0);
+    for (int i = 0; i < GEMM_THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, gemm_thread, NULL), 0);
+    int advised = 0, na = 0;
+    long huge_kb = 0;
+    while (!advised && atomic_load(&gemm_threads_done) < GEMM_THREADS) {
+        nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+        na = erase_cpu_anon_maps(after, MAPS);
+        assert_true(na > 0 && na <= MAPS);
+        advised = advised_since(before, nb, after, na, &huge_kb);
+    }
+    atomic_store(&gemms_stop, 1);
+    for (int i = 0; i < GEMM_THREADS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    pthread_barrier_destroy(&all_gemm_threads);
+    na = erase_cpu_anon_maps(after, MAPS);
+    assert_true(na > 0 && na <= MAPS);
+    advised = advised_since(before, nb, after, na, &huge_kb);
     print_message("OpenBLAS buffers advised: %d mapping%s, %ld kB in huge pages\n", advised, advised == 1 ? "" : "s",
                   huge_kb);
     assert_true(advised >= 1);

@@ -192,14 +192,19 @@ void erase_blas_set_threads(int n)
         blas.set_threads(n);
 }
 
-/* OpenBLAS maps a packing buffer for each thread on that thread's first
- * level-3 call that needs one (not every call does: OpenBLAS computes some
- * thin products without it), without huge-page advice. A thread's GEMMs
- * therefore run between two reads of the process's mappings, and what
- * appeared is advised (cpu_hugepages.c), until one GEMM advised a mapping
- * or 64 have run. The buffers are large (Debian's OpenBLAS: 128 MiB); the
- * few mappings other threads make meanwhile are advised too, which
- * changes only their page size. */
+/* OpenBLAS keeps one pool of packing buffers for the process: a level-3
+ * call that needs one (not every call does: OpenBLAS computes some thin
+ * products without it) takes a free one, and maps a new one, without
+ * huge-page advice, when none is free. A thread's GEMMs therefore run
+ * between two reads of the process's mappings, and what appeared is
+ * advised (cpu_hugepages.c), until one GEMM advised a mapping or 64 have
+ * run. A thread whose GEMMs find free buffers maps nothing: those were
+ * advised when a watched GEMM mapped them. (OpenBLAS's own threads map
+ * one each as they start, outside any watch; the next buffer mapped
+ * usually lands beside it, the kernel merges the two mappings, and the
+ * watch advises both.) The buffers are large (Debian's OpenBLAS:
+ * 128 MiB); the few mappings other threads make meanwhile are advised
+ * too, which changes only their page size. */
 static __thread int thread_gemms_watched; /* GEMMs run between two reads; -1: done */
 enum { MAPS_MAX = 1024, WATCH_GEMMS = 64 };
 

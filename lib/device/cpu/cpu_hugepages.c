@@ -13,10 +13,10 @@
  * not advise its own.
  *
  * What is advised:
- *   - OpenBLAS's buffers: OpenBLAS maps its packing buffer (tens to
- *     hundreds of MiB) for each thread on that thread's first level-3
- *     call that needs one, with mmap and no advice. erase cannot see the
- *     address, so a thread's GEMMs run between two reads of
+ *   - OpenBLAS's buffers: OpenBLAS maps a packing buffer (tens to
+ *     hundreds of MiB) into its process-wide pool when a level-3 call
+ *     needs one and none is free, with mmap and no advice. erase cannot
+ *     see the address, so a thread's GEMMs run between two reads of
  *     /proc/self/maps until one maps a buffer (at most 64), and the
  *     private anonymous writable mappings of 2 MiB or more that appeared
  *     meanwhile are advised and, since that GEMM has written them in
