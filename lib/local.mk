@@ -14,7 +14,8 @@ lib_liberase_a_SOURCES = \
 	lib/device/cpu/cpu_device.c \
 	lib/device/cpu/cpu_graph.c \
 	lib/device/cpu/cpu_hugepages.c \
-	lib/device/cpu/cpu_stream.c
+	lib/device/cpu/cpu_stream.c \
+	lib/device/cpu/cpu_team.c
 
 # What every program linking liberase needs (the BLAS is loaded at run time).
 ERASE_LIBS = lib/liberase.a $(LIBCONFIG_LIBS) $(LIBS)

@@ -14,7 +14,7 @@ print-gpu-tests:
 
 if HAVE_CMOCKA
 DEVICE_TESTS = tests/device/test-stream tests/device/test-graph tests/device/test-gemm \
-	tests/device/test-fpmode tests/device/test-hugepages
+	tests/device/test-fpmode tests/device/test-hugepages tests/device/test-team
 check_PROGRAMS += $(DEVICE_TESTS)
 TESTS += $(DEVICE_TESTS)
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -36,6 +36,9 @@ tests_device_test_fpmode_LDADD = $(TEST_LIBS)
 tests_device_test_hugepages_SOURCES = tests/device/test-hugepages.c
 tests_device_test_hugepages_CFLAGS = $(TEST_CFLAGS)
 tests_device_test_hugepages_LDADD = $(TEST_LIBS)
+tests_device_test_team_SOURCES = tests/device/test-team.c
+tests_device_test_team_CFLAGS = $(TEST_CFLAGS)
+tests_device_test_team_LDADD = $(TEST_LIBS)
 
 # The CUDA backend: every case but the no-GPU check reports SKIP without a GPU.
 if HAVE_CUDA

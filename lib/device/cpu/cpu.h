@@ -36,6 +36,27 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
                         int ldc);
 
 /*
+ * Split a kernel's loop over the threads of the stream that runs it:
+ * fn(ctx, begin, end) is called on disjoint ranges that cover [0, n), each
+ * starting at a multiple of `grain` (0 means 1), on the calling stream's
+ * worker and, when the device has more than one BLAS thread
+ * (erase_device_set_blas_threads: the threads of a stream, for its GEMMs
+ * and its other kernels alike), on up to that many minus one helper
+ * threads of the device's kernel team (lib/device/cpu/cpu_team.c); returns
+ * when every range has run. Alone on the caller, as one call fn(ctx, 0, n):
+ * outside a stream's worker, with one BLAS thread, with n <= grain, or
+ * while another stream's region holds the team. How [0, n) is split
+ * depends on the thread count, so fn must write for each index what that
+ * index alone decides: a sum over indices is summed in blocks whose
+ * bounds do not depend on the split (one range per block), then the blocks
+ * in order, and gives the same bits on any number of threads. fn runs
+ * with the stream worker's floating-point mode and must not launch or
+ * wait for stream operations. No error return: fn reports through ctx.
+ */
+typedef void (*erase_cpu_range_fn)(void *ctx, size_t begin, size_t end);
+void erase_cpu_parallel(size_t n, size_t grain, erase_cpu_range_fn fn, void *ctx);
+
+/*
  * Whether another stream's worker is blocked waiting (a stream wait on an
  * event) for an operation of the stream whose kernel calls this: 1 or 0;
  * always 0 outside a stream's worker thread, and a host thread's

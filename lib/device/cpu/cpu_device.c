@@ -17,6 +17,7 @@ static int online_cores(void)
 static void cpu_close(erase_device_t *dev)
 {
     cpu_device_t *d = cpu_device(dev);
+    cpu_team_stop(d);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -53,6 +54,7 @@ static erase_status_t cpu_set_blas_threads(erase_device_t *dev, int n)
     cpu_device_t *d = cpu_device(dev);
     if (n > d->cores)
         n = d->cores;
+    int team = n; /* the team is erase's own threads: not capped under TSan */
     if (n > BLAS_THREADS_MAX)
         n = BLAS_THREADS_MAX;
     pthread_mutex_lock(&d->lock);
@@ -63,6 +65,7 @@ static erase_status_t cpu_set_blas_threads(erase_device_t *dev, int n)
                                "BLAS threads can change only while no stream has work queued");
         }
     d->blas_threads = n;
+    d->threads = team;
     erase_blas_set_threads(n);
     pthread_mutex_unlock(&d->lock);
     return ERASE_OK;
@@ -188,6 +191,7 @@ erase_status_t erase_cpu_device_open(const erase_device_options_t *options, eras
     pthread_mutex_init(&d->lock, NULL);
     int threads = options->blas_threads > 0 ? options->blas_threads : d->cores;
     d->blas_threads = threads > d->cores ? d->cores : threads;
+    d->threads = d->blas_threads;
     if (d->blas_threads > BLAS_THREADS_MAX)
         d->blas_threads = BLAS_THREADS_MAX;
     if (!info->has_thread_control)

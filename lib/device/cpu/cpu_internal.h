@@ -12,6 +12,7 @@ typedef struct cpu_device cpu_device_t;
 typedef struct cpu_stream cpu_stream_t;
 typedef struct cpu_event cpu_event_t;
 typedef struct cpu_graph cpu_graph_t;
+typedef struct cpu_team cpu_team_t;
 
 typedef enum { CPU_OP_KERNEL, CPU_OP_RECORD, CPU_OP_WAIT } cpu_op_kind_t;
 
@@ -31,9 +32,12 @@ typedef struct cpu_node {
 struct cpu_device {
     erase_device_t base;
     int cores;
-    int blas_threads;
-    pthread_mutex_t lock;    /* guards the stream list */
+    int blas_threads;        /* the BLAS's threads for a stream's GEMMs */
+    int threads;             /* a stream's threads for its other kernels (cpu_team.c): the
+                                requested BLAS threads, without the BLAS's caps */
+    pthread_mutex_t lock;    /* guards the stream list and the team's start */
     cpu_stream_t *streams;   /* linked through next_in_device */
+    cpu_team_t *_Atomic team; /* kernel helpers (cpu_team.c); NULL until a region needs them */
 };
 
 struct cpu_stream {
@@ -79,6 +83,12 @@ erase_status_t cpu_stream_push_wait(cpu_stream_t *s, cpu_event_t *e);
 void cpu_stream_wait_completed(cpu_stream_t *s, uint64_t seq, int by_worker);
 /* Block until every stream of the device has run what is enqueued now. */
 void cpu_device_drain(cpu_device_t *d);
+/* The stream whose worker is the calling thread; NULL on other threads. */
+cpu_stream_t *cpu_stream_of_worker(void);
+
+/* Stop and free device d's kernel team (cpu_team.c), if it started; its
+ * streams are idle. */
+void cpu_team_stop(cpu_device_t *d);
 
 /* Graph capture (cpu_graph.c); called with the stream's lock NOT held. */
 erase_status_t cpu_graph_add_kernel(cpu_graph_t *g, cpu_stream_t *s, erase_cpu_kernel_fn fn,

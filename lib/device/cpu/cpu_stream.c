@@ -132,6 +132,8 @@ int erase_cpu_stream_awaited(void)
 
 erase_stream_t *erase_cpu_stream_current(void) { return worker_stream ? &worker_stream->base : NULL; }
 
+cpu_stream_t *cpu_stream_of_worker(void) { return worker_stream; }
+
 void erase_cpu_stream_wake(erase_stream_t *stream)
 {
     cpu_stream_t *s = cpu_stream(stream);

@@ -17,55 +17,112 @@
 
 #include "lib/core/philox.h"
 #include "lib/core/simd.h"
+#include "lib/device/cpu/cpu.h"
 #include "lib/ops/ops.h"
+
+/* Grain of the loops split over the stream's threads (erase_cpu_parallel,
+ * lib/device/cpu/cpu.h): about ten microseconds of work a part, and the
+ * rows of a row loop that hold that many elements. */
+#define PARALLEL_ELEMENTS 16384
+#define PARALLEL_ROWS(width) ((size_t)((width) < PARALLEL_ELEMENTS ? PARALLEL_ELEMENTS / ((width) > 0 ? (width) : 1) : 1))
 
 /* exp in the kernel's precision (float: erase_k_exp_f32, which vectorizes,
  * for the hot loops of the transformer's activation and softmax). */
 #define EXP(v) _Generic((v), float: erase_k_exp_f32, default: exp)(v)
 
-ERASE_SIMD_CLONES void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
+typedef struct {
+    int batch, out;
+    const REAL *b, *dy;
+    REAL *y, *db;
+} SUF(bias_args_t);
+
+/* y[r] += b for rows [r0, r1). */
+ERASE_SIMD_CLONES static void SUF(bias_add_rows)(void *p, size_t r0, size_t r1)
+{
+    const SUF(bias_args_t) *a = p;
+    const int out = a->out;
+    const REAL *b = a->b;
+    for (size_t r = r0; r < r1; r++) {
+        REAL *yr = a->y + r * out;
+        for (int j = 0; j < out; j++)
+            yr[j] += b[j];
+    }
+}
+
+/* db[j] = the sum over the rows in order of dy[r, j], for columns [j0, j1). */
+ERASE_SIMD_CLONES static void SUF(bias_grad_columns)(void *p, size_t j0, size_t j1)
+{
+    const SUF(bias_args_t) *a = p;
+    REAL *db = a->db;
+    for (size_t j = j0; j < j1; j++)
+        db[j] = 0;
+    for (int r = 0; r < a->batch; r++) {
+        const REAL *dyr = a->dy + (size_t)r * a->out;
+        for (size_t j = j0; j < j1; j++)
+            db[j] += dyr[j];
+    }
+}
+
+void SUF(erase_k_linear_forward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                  const REAL *b, REAL *y)
 {
     if (in > 0)
         GEMM(0, 1, batch, out, in, 1, x, in, w, in, 0, y, out);
     else
         memset(y, 0, sizeof(REAL) * (size_t)batch * out);
-    if (b)
-        for (int r = 0; r < batch; r++) {
-            REAL *yr = y + (size_t)r * out;
-            for (int j = 0; j < out; j++)
-                yr[j] += b[j];
-        }
+    if (b) {
+        SUF(bias_args_t) a = { .batch = batch, .out = out, .b = b, .y = y };
+        erase_cpu_parallel((size_t)batch, PARALLEL_ROWS(out), SUF(bias_add_rows), &a);
+    }
 }
 
-ERASE_SIMD_CLONES void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, const REAL *w,
+void SUF(erase_k_linear_backward)(int batch, int in, int out, const REAL *x, const REAL *w,
                                   const REAL *dy, REAL *dx, REAL *dw, REAL *db)
 {
     if (dx)
         GEMM(0, 0, batch, in, out, 1, dy, out, w, in, 0, dx, in);
     if (dw)
         GEMM(1, 0, out, in, batch, 1, dy, out, x, in, 0, dw, in);
-    if (db) {
-        for (int j = 0; j < out; j++)
-            db[j] = 0;
-        for (int r = 0; r < batch; r++) {
-            const REAL *dyr = dy + (size_t)r * out;
-            for (int j = 0; j < out; j++)
-                db[j] += dyr[j];
-        }
+    if (db) { /* 16 columns a part: a cache line of each row */
+        SUF(bias_args_t) a = { .batch = batch, .out = out, .dy = dy, .db = db };
+        erase_cpu_parallel((size_t)out, 16, SUF(bias_grad_columns), &a);
     }
 }
 
-ERASE_SIMD_CLONES void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
+typedef struct {
+    const REAL *x, *dy;
+    REAL *y;
+} SUF(map_args_t);
+
+ERASE_SIMD_CLONES static void SUF(relu_forward_range)(void *p, size_t begin, size_t end)
 {
-    for (size_t i = 0; i < n; i++) /* NaN stays NaN, as torch.relu */
+    const SUF(map_args_t) *a = p;
+    const REAL *x = a->x;
+    REAL *y = a->y;
+    for (size_t i = begin; i < end; i++) /* NaN stays NaN, as torch.relu */
         y[i] = x[i] <= 0 ? 0 : x[i];
 }
 
-ERASE_SIMD_CLONES void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)
+void SUF(erase_k_relu_forward)(size_t n, const REAL *x, REAL *y)
 {
-    for (size_t i = 0; i < n; i++)
+    SUF(map_args_t) a = { .x = x, .y = y };
+    erase_cpu_parallel(n, PARALLEL_ELEMENTS, SUF(relu_forward_range), &a);
+}
+
+/* x holds the forward's output y. */
+ERASE_SIMD_CLONES static void SUF(relu_backward_range)(void *p, size_t begin, size_t end)
+{
+    const SUF(map_args_t) *a = p;
+    const REAL *y = a->x, *dy = a->dy;
+    REAL *dx = a->y;
+    for (size_t i = begin; i < end; i++)
         dx[i] = y[i] > 0 ? dy[i] : 0;
+}
+
+void SUF(erase_k_relu_backward)(size_t n, const REAL *y, const REAL *dy, REAL *dx)
+{
+    SUF(map_args_t) a = { .x = y, .dy = dy, .y = dx };
+    erase_cpu_parallel(n, PARALLEL_ELEMENTS, SUF(relu_backward_range), &a);
 }
 
 /* GELU with the exact erf form, as torch.nn.GELU() by default. */
@@ -94,23 +151,41 @@ void SUF(erase_k_gelu_backward)(size_t n, const REAL *x, const REAL *dy, REAL *d
 #define SQRT_2_OVER_PI 0.79788456080286535588
 #define GELU_TANH_A 0.044715
 
-ERASE_SIMD_CLONES void SUF(erase_k_gelu_tanh_forward)(size_t n, const REAL *x, REAL *y)
+ERASE_SIMD_CLONES static void SUF(gelu_tanh_forward_range)(void *p, size_t begin, size_t end)
 {
-    for (size_t i = 0; i < n; i++) {
+    const SUF(map_args_t) *a = p;
+    const REAL *x = a->x;
+    REAL *y = a->y;
+    for (size_t i = begin; i < end; i++) {
         REAL v = x[i], u = (REAL)SQRT_2_OVER_PI * (v + (REAL)GELU_TANH_A * v * v * v);
         y[i] = v / (1 + EXP(-2 * u));
     }
 }
 
-/* dy/dx = s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u). */
-ERASE_SIMD_CLONES void SUF(erase_k_gelu_tanh_backward)(size_t n, const REAL *x, const REAL *dy, REAL *dx)
+void SUF(erase_k_gelu_tanh_forward)(size_t n, const REAL *x, REAL *y)
 {
-    for (size_t i = 0; i < n; i++) {
+    SUF(map_args_t) a = { .x = x, .y = y };
+    erase_cpu_parallel(n, PARALLEL_ELEMENTS, SUF(gelu_tanh_forward_range), &a);
+}
+
+/* dy/dx = s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u). */
+ERASE_SIMD_CLONES static void SUF(gelu_tanh_backward_range)(void *p, size_t begin, size_t end)
+{
+    const SUF(map_args_t) *a = p;
+    const REAL *x = a->x, *dy = a->dy;
+    REAL *dx = a->y;
+    for (size_t i = begin; i < end; i++) {
         REAL v = x[i], u = (REAL)SQRT_2_OVER_PI * (v + (REAL)GELU_TANH_A * v * v * v);
         REAL s = 1 / (1 + EXP(-2 * u)), sc = 1 - s; /* no inf/inf where exp overflows */
         REAL du = (REAL)SQRT_2_OVER_PI * (1 + (REAL)(3 * GELU_TANH_A) * v * v);
         dx[i] = dy[i] * (s + 2 * v * s * sc * du);
     }
+}
+
+void SUF(erase_k_gelu_tanh_backward)(size_t n, const REAL *x, const REAL *dy, REAL *dx)
+{
+    SUF(map_args_t) a = { .x = x, .dy = dy, .y = dx };
+    erase_cpu_parallel(n, PARALLEL_ELEMENTS, SUF(gelu_tanh_backward_range), &a);
 }
 
 /* Inverted dropout: keep element i when its Philox uniform is >= p. */
@@ -309,13 +384,28 @@ double SUF(erase_k_bce_with_logits)(int batch, const REAL *z, const REAL *y, dou
     return batch ? sum / batch : 0;
 }
 
-/* Softmax cross-entropy with integer labels, mean over the batch. */
-double SUF(erase_k_softmax_xent)(int batch, int classes, const REAL *z, const int32_t *labels,
-                                 double weight, REAL *dz)
+/* Rows of a block of the losses' sum: the sum is taken block by block,
+ * each block's rows in order from 0, then the blocks in order, on any
+ * number of threads. */
+#define LOSS_BLOCK_ROWS 64
+
+typedef struct {
+    int batch, classes;
+    const REAL *z;
+    const int32_t *labels;
+    double weight;
+    REAL *dz;
+    double *block_sums;
+} SUF(xent_args_t);
+
+/* Block b of LOSS_BLOCK_ROWS rows: dz, and the sum of its losses. */
+static double SUF(softmax_xent_block)(const SUF(xent_args_t) *a, size_t b)
 {
+    const int classes = a->classes;
+    size_t r1 = (b + 1) * LOSS_BLOCK_ROWS < (size_t)a->batch ? (b + 1) * LOSS_BLOCK_ROWS : (size_t)a->batch;
     double sum = 0;
-    for (int r = 0; r < batch; r++) {
-        const REAL *zr = z + (size_t)r * classes;
+    for (size_t r = b * LOSS_BLOCK_ROWS; r < r1; r++) {
+        const REAL *zr = a->z + r * classes;
         double m = zr[0];
         for (int c = 1; c < classes; c++)
             if (zr[c] > m)
@@ -324,24 +414,63 @@ double SUF(erase_k_softmax_xent)(int batch, int classes, const REAL *z, const in
         for (int c = 0; c < classes; c++)
             se += exp(zr[c] - m);
         double lse = m + log(se);
-        sum += lse - zr[labels[r]];
-        if (dz) {
-            REAL *dzr = dz + (size_t)r * classes;
+        sum += lse - zr[a->labels[r]];
+        if (a->dz) {
+            REAL *dzr = a->dz + r * classes;
             for (int c = 0; c < classes; c++)
-                dzr[c] = (REAL)(weight * (exp(zr[c] - lse) - (c == labels[r])) / batch);
+                dzr[c] = (REAL)(a->weight * (exp(zr[c] - lse) - (c == a->labels[r])) / a->batch);
         }
     }
-    return batch ? sum / batch : 0;
+    return sum;
 }
 
-/* Layer norm over the last dimension (biased variance, as PyTorch). */
-void SUF(erase_k_layernorm_forward)(int batch, int dim, double eps, const REAL *x,
-                                    const REAL *gamma, const REAL *beta, REAL *y, REAL *mean,
-                                    REAL *rstd)
+static void SUF(softmax_xent_blocks)(void *p, size_t b0, size_t b1)
 {
-    for (int r = 0; r < batch; r++) {
-        const REAL *xr = x + (size_t)r * dim;
-        REAL *yr = y + (size_t)r * dim;
+    const SUF(xent_args_t) *a = p;
+    for (size_t b = b0; b < b1; b++)
+        a->block_sums[b] = SUF(softmax_xent_block)(a, b);
+}
+
+/* Softmax cross-entropy with integer labels, mean over the batch; blocks
+ * of rows split over the stream's threads. */
+double SUF(erase_k_softmax_xent)(int batch, int classes, const REAL *z, const int32_t *labels,
+                                 double weight, REAL *dz)
+{
+    if (batch <= 0)
+        return 0;
+    size_t blocks = ((size_t)batch + LOSS_BLOCK_ROWS - 1) / LOSS_BLOCK_ROWS;
+    double on_stack[256], *sums = blocks <= 256 ? on_stack : malloc(blocks * sizeof *sums);
+    SUF(xent_args_t) a = { .batch = batch, .classes = classes, .z = z, .labels = labels,
+                           .weight = weight, .dz = dz, .block_sums = sums };
+    double total = 0;
+    if (sums) {
+        erase_cpu_parallel(blocks, (size_t)(PARALLEL_ROWS(classes) + LOSS_BLOCK_ROWS - 1) / LOSS_BLOCK_ROWS,
+                           SUF(softmax_xent_blocks), &a);
+        for (size_t b = 0; b < blocks; b++)
+            total += sums[b];
+        if (sums != on_stack)
+            free(sums);
+    } else { /* no memory for the block sums: the same blocks in order, alone */
+        for (size_t b = 0; b < blocks; b++)
+            total += SUF(softmax_xent_block)(&a, b);
+    }
+    return total / batch;
+}
+
+typedef struct {
+    int batch, dim;
+    double eps;
+    const REAL *x, *gamma, *beta, *mean_in, *rstd_in, *dy;
+    REAL *y, *mean, *rstd, *dx, *dgamma, *dbeta;
+} SUF(layernorm_args_t);
+
+static void SUF(layernorm_forward_rows)(void *p, size_t r0, size_t r1)
+{
+    const SUF(layernorm_args_t) *a = p;
+    const int dim = a->dim;
+    for (size_t r = r0; r < r1; r++) {
+        const REAL *xr = a->x + r * dim;
+        REAL *yr = a->y + r * dim;
         double mu = 0, var = 0;
         for (int d = 0; d < dim; d++)
             mu += xr[d];
@@ -349,11 +478,67 @@ void SUF(erase_k_layernorm_forward)(int batch, int dim, double eps, const REAL *
         for (int d = 0; d < dim; d++)
             var += (xr[d] - mu) * (xr[d] - mu);
         var /= dim;
-        double rs = 1.0 / sqrt(var + eps);
+        double rs = 1.0 / sqrt(var + a->eps);
         for (int d = 0; d < dim; d++)
-            yr[d] = (REAL)((xr[d] - mu) * rs * gamma[d] + beta[d]);
-        mean[r] = (REAL)mu;
-        rstd[r] = (REAL)rs;
+            yr[d] = (REAL)((xr[d] - mu) * rs * a->gamma[d] + a->beta[d]);
+        a->mean[r] = (REAL)mu;
+        a->rstd[r] = (REAL)rs;
+    }
+}
+
+/* Layer norm over the last dimension (biased variance, as PyTorch); rows
+ * split over the stream's threads. */
+void SUF(erase_k_layernorm_forward)(int batch, int dim, double eps, const REAL *x,
+                                    const REAL *gamma, const REAL *beta, REAL *y, REAL *mean,
+                                    REAL *rstd)
+{
+    SUF(layernorm_args_t) a = { .batch = batch, .dim = dim, .eps = eps, .x = x, .gamma = gamma,
+                                .beta = beta, .y = y, .mean = mean, .rstd = rstd };
+    erase_cpu_parallel((size_t)batch, PARALLEL_ROWS(dim), SUF(layernorm_forward_rows), &a);
+}
+
+/* dx of rows [r0, r1): each row's own sums. */
+static void SUF(layernorm_backward_rows)(void *p, size_t r0, size_t r1)
+{
+    const SUF(layernorm_args_t) *a = p;
+    const int dim = a->dim;
+    for (size_t r = r0; r < r1; r++) {
+        const REAL *xr = a->x + r * dim, *dyr = a->dy + r * dim;
+        double mu = a->mean_in[r], rs = a->rstd_in[r], sum_g = 0, sum_gx = 0;
+        for (int d = 0; d < dim; d++) {
+            double xhat = (xr[d] - mu) * rs, g = dyr[d] * a->gamma[d];
+            sum_g += g;
+            sum_gx += g * xhat;
+        }
+        REAL *dxr = a->dx + r * dim;
+        for (int d = 0; d < dim; d++) {
+            double xhat = (xr[d] - mu) * rs;
+            dxr[d] = (REAL)(rs * (dyr[d] * a->gamma[d] - (sum_g + xhat * sum_gx) / dim));
+        }
+    }
+}
+
+/* dgamma and dbeta of columns [d0, d1): each a sum over the rows in
+ * order, whatever the split. */
+static void SUF(layernorm_backward_columns)(void *p, size_t d0, size_t d1)
+{
+    const SUF(layernorm_args_t) *a = p;
+    const int dim = a->dim;
+    if (a->dgamma)
+        for (size_t d = d0; d < d1; d++)
+            a->dgamma[d] = 0;
+    if (a->dbeta)
+        for (size_t d = d0; d < d1; d++)
+            a->dbeta[d] = 0;
+    for (int r = 0; r < a->batch; r++) {
+        const REAL *xr = a->x + (size_t)r * dim, *dyr = a->dy + (size_t)r * dim;
+        double mu = a->mean_in[r], rs = a->rstd_in[r];
+        if (a->dgamma)
+            for (size_t d = d0; d < d1; d++)
+                a->dgamma[d] += (REAL)(dyr[d] * ((xr[d] - mu) * rs));
+        if (a->dbeta)
+            for (size_t d = d0; d < d1; d++)
+                a->dbeta[d] += dyr[d];
     }
 }
 
@@ -361,30 +546,13 @@ void SUF(erase_k_layernorm_backward)(int batch, int dim, const REAL *x, const RE
                                      const REAL *mean, const REAL *rstd, const REAL *dy, REAL *dx,
                                      REAL *dgamma, REAL *dbeta)
 {
-    if (dgamma)
-        memset(dgamma, 0, sizeof(REAL) * (size_t)dim);
-    if (dbeta)
-        memset(dbeta, 0, sizeof(REAL) * (size_t)dim);
-    for (int r = 0; r < batch; r++) {
-        const REAL *xr = x + (size_t)r * dim, *dyr = dy + (size_t)r * dim;
-        double mu = mean[r], rs = rstd[r], sum_g = 0, sum_gx = 0;
-        for (int d = 0; d < dim; d++) {
-            double xhat = (xr[d] - mu) * rs, g = dyr[d] * gamma[d];
-            sum_g += g;
-            sum_gx += g * xhat;
-            if (dgamma)
-                dgamma[d] += (REAL)(dyr[d] * xhat);
-            if (dbeta)
-                dbeta[d] += dyr[d];
-        }
-        if (dx) {
-            REAL *dxr = dx + (size_t)r * dim;
-            for (int d = 0; d < dim; d++) {
-                double xhat = (xr[d] - mu) * rs;
-                dxr[d] = (REAL)(rs * (dyr[d] * gamma[d] - (sum_g + xhat * sum_gx) / dim));
-            }
-        }
-    }
+    SUF(layernorm_args_t) a = { .batch = batch, .dim = dim, .x = x, .gamma = gamma,
+                                .mean_in = mean, .rstd_in = rstd, .dy = dy, .dx = dx,
+                                .dgamma = dgamma, .dbeta = dbeta };
+    if (dgamma || dbeta) /* about 16 columns a part: a cache line of each row */
+        erase_cpu_parallel((size_t)dim, 16, SUF(layernorm_backward_columns), &a);
+    if (dx)
+        erase_cpu_parallel((size_t)batch, PARALLEL_ROWS(dim), SUF(layernorm_backward_rows), &a);
 }
 
 /* ---- transformer (the gpt model) ------------------------------------------ */

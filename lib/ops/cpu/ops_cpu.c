@@ -109,11 +109,20 @@ static erase_status_t dropout_k(const void *p)
     return ERASE_OK;
 }
 
-ERASE_SIMD_CLONES static erase_status_t axpy_k(const void *p)
+ERASE_SIMD_CLONES static void axpy_range(void *p, size_t begin, size_t end)
 {
     const eltwise_args_t *a = p;
-    for (size_t i = 0; i < a->n; i++)
-        a->out[i] += a->alpha * a->x[i];
+    float *out = a->out, alpha = a->alpha;
+    const float *x = a->x;
+    for (size_t i = begin; i < end; i++)
+        out[i] += alpha * x[i];
+}
+
+/* Element-wise: split over the stream's threads (erase_cpu_parallel). */
+static erase_status_t axpy_k(const void *p)
+{
+    eltwise_args_t a = *(const eltwise_args_t *)p;
+    erase_cpu_parallel(a.n, 16384, axpy_range, &a);
     return ERASE_OK;
 }
 

@@ -62,7 +62,30 @@ ERASE_SIMD_CLONES static erase_status_t sgd_k(const void *p)
     return ERASE_OK;
 }
 
-ERASE_SIMD_CLONES static erase_status_t adamw_k(const void *p)
+typedef struct {
+    const optim_args_t *a;
+    float step_size, bc2_sqrt, decay;
+} adamw_range_t;
+
+ERASE_SIMD_CLONES static void adamw_range(void *p, size_t begin, size_t end)
+{
+    const adamw_range_t *r = p;
+    const optim_args_t *a = r->a;
+    float *w = a->w, *m = a->m, *v = a->v;
+    const float *gr = a->g;
+    const float beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
+    const float step_size = r->step_size, bc2_sqrt = r->bc2_sqrt, decay = r->decay;
+    for (size_t i = begin; i < end; i++) {
+        float g = gr[i];
+        w[i] *= decay;
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+        w[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    }
+}
+
+/* Element-wise: split over the stream's threads (erase_cpu_parallel). */
+static erase_status_t adamw_k(const void *p)
 {
     const optim_args_t *a = p;
     if (a->cclock->nonfinite)
@@ -70,14 +93,8 @@ ERASE_SIMD_CLONES static erase_status_t adamw_k(const void *p)
     float lr = a->cclock->lr * a->lr_mult;
     double t = (double)a->cclock->step;
     float bc1 = (float)(1.0 - pow(a->beta1, t)), bc2 = (float)(1.0 - pow(a->beta2, t));
-    float step_size = lr / bc1, bc2_sqrt = sqrtf(bc2), decay = 1.0f - lr * a->wd;
-    for (size_t i = 0; i < a->n; i++) {
-        float g = a->g[i];
-        a->w[i] *= decay;
-        a->m[i] = a->beta1 * a->m[i] + (1.0f - a->beta1) * g;
-        a->v[i] = a->beta2 * a->v[i] + (1.0f - a->beta2) * g * g;
-        a->w[i] -= step_size * a->m[i] / (sqrtf(a->v[i]) / bc2_sqrt + a->eps);
-    }
+    adamw_range_t r = { .a = a, .step_size = lr / bc1, .bc2_sqrt = sqrtf(bc2), .decay = 1.0f - lr * a->wd };
+    erase_cpu_parallel(a->n, 16384, adamw_range, &r);
     return ERASE_OK;
 }
 
