@@ -15,8 +15,10 @@
  * word holding (generation, parts, next part), so a helper late for one
  * region can never claim a part of the next, nor read the next one's
  * fields while they are written. The worker waits for every part it
- * did not run. A helper spins ERASE_CPU_TEAM_SPIN_NS for the next region
- * (kernels come back to back), then sleeps on a condition variable. One
+ * did not run. A helper sleeps on a condition variable between regions:
+ * polling for the next one instead (50 us) made no difference to gpt's
+ * steps and cost ctr's 5% on 2 cores, where it took the second core from
+ * OpenBLAS's thread in the GEMMs that follow (bench/RESULTS.md). One
  * stream uses the team at a time: a second stream's region that finds it
  * busy runs alone on its worker (same results: see erase_cpu_parallel).
  * Helpers set the worker's floating-point mode (lib/core/fpmode.h), so a
@@ -25,14 +27,11 @@
 #include "lib/device/cpu/cpu_internal.h"
 
 #include "lib/core/fpmode.h"
-#include "lib/core/timer.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-/* How long an idle helper polls for the next region before it sleeps. */
-#define ERASE_CPU_TEAM_SPIN_NS 50000
 /* Parts per thread of a region: parts are claimed as they finish, so a
  * helper preempted by another process delays the region by one part. */
 #define PARTS_PER_THREAD 4
@@ -108,28 +107,16 @@ static void *helper_main(void *arg)
     erase_fp_thread_init(); /* the stream worker's mode: lib/core/fpmode.h */
     uint32_t seen = 0; /* the team's generation when it started: the first region may be out already */
     for (;;) {
-        uint32_t gen = GEN(atomic_load_explicit(&t->claim, memory_order_acquire));
-        if (gen == seen) {
-            int64_t until = erase_now_ns() + ERASE_CPU_TEAM_SPIN_NS;
-            for (int i = 0; gen == seen; i++) {
-                cpu_relax();
-                gen = GEN(atomic_load_explicit(&t->claim, memory_order_acquire));
-                if ((i & 63) == 63 && erase_now_ns() > until)
-                    break;
-            }
-        }
-        if (gen == seen) {
-            pthread_mutex_lock(&t->lock);
-            t->sleeping++;
-            while (!t->shutdown &&
-                   (gen = GEN(atomic_load_explicit(&t->claim, memory_order_acquire))) == seen)
-                pthread_cond_wait(&t->wake, &t->lock);
-            t->sleeping--;
-            int stop = t->shutdown;
-            pthread_mutex_unlock(&t->lock);
-            if (stop)
-                return NULL;
-        }
+        pthread_mutex_lock(&t->lock);
+        t->sleeping++;
+        uint32_t gen = seen;
+        while (!t->shutdown && (gen = GEN(atomic_load_explicit(&t->claim, memory_order_acquire))) == seen)
+            pthread_cond_wait(&t->wake, &t->lock);
+        t->sleeping--;
+        int stop = t->shutdown;
+        pthread_mutex_unlock(&t->lock);
+        if (stop)
+            return NULL;
         seen = gen;
         if (h.index < atomic_load_explicit(&t->joining, memory_order_relaxed))
             run_parts(t, gen);
