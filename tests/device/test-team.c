@@ -3,7 +3,8 @@
  * erase_cpu_parallel: ranges that cover the loop once, on the stream's
  * worker and a helper at the same time; one call on the caller where no
  * team applies; a second stream's region while the team is busy; the
- * helpers gone with the device; the helper in the worker's floating-point
+ * team's start inside a drain of the device; many short regions on two
+ * streams at once; the helpers gone with the device; the helper in the worker's floating-point
  * mode; and the kernels that split their loops (GELU, ReLU, LayerNorm,
  * softmax cross-entropy, bias, residual adds, AdamW) giving the same bits on one and on two
  * threads. Needs 2 cores for the cases that use a helper (they skip on
@@ -12,6 +13,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -204,7 +206,56 @@ static void test_worker_and_helper(void **state)
     assert_true(pthread_equal(r->thread[0], r->worker));
     ranges_free(r);
     erase_test_cpu_close_stream(dev, s, NULL);
-    assert_int_equal(threads_of_process(), before - 1); /* the helpers joined, and the stream's worker */
+    /* the helpers joined, and the stream's worker (the count can lag a
+     * join by a moment: the kernel lowers it after the thread's id clears) */
+    int64_t until = erase_now_ns() + 2 * (int64_t)1000000000;
+    while (threads_of_process() != before - 1 && erase_now_ns() < until)
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    assert_int_equal(threads_of_process(), before - 1);
+}
+
+/* A kernel that sleeps 200 ms on its stream. */
+static erase_status_t nap_k(const void *p)
+{
+    (void)p;
+    nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
+    return ERASE_OK;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char text[] = "test-team: the device's first region deadlocked with a drain (30 s)\n";
+    (void)!write(2, text, sizeof text - 1);
+    _exit(1);
+}
+
+/* The device's first region starts the team while the host drains the
+ * device (erase_event_destroy waits for every stream's queue): the start
+ * must not wait for the lock the drain holds. Ends in 30 s or fails. */
+static void test_first_region_during_drain(void **state)
+{
+    (void)state;
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        skip();
+    erase_device_t *dev;
+    erase_stream_t *s;
+    erase_event_t *e;
+    assert_int_equal(erase_test_cpu_open_stream(2, 0, &dev, &s, NULL), 0);
+    MUST(erase_event_create(dev, &e));
+    ranges_t *r = ranges_new(0);
+    region_args_t a = { .r = r, .n = 1000, .grain = 7 };
+    MUST(erase_cpu_launch(s, nap_k, NULL, 0));
+    MUST(erase_cpu_launch(s, region_k, &a, sizeof a));
+    signal(SIGALRM, on_alarm);
+    alarm(30);
+    erase_event_destroy(e); /* the drain: the region starts the team inside it */
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    MUST(erase_stream_synchronize(s));
+    check_cover(r, 1000, 7);
+    ranges_free(r);
+    erase_test_cpu_close_stream(dev, s, NULL);
 }
 
 /* A region that finds the team busy (stream 1's region holds it until
@@ -255,6 +306,47 @@ static void test_busy_team(void **state)
     ranges_free(r2);
     erase_stream_destroy(s2);
     erase_test_cpu_close_stream(dev, s1, NULL);
+}
+
+/* Many short regions back to back on two streams at once (helpers late
+ * for a region, the team passing between streams): every index of every
+ * region counted once. */
+typedef struct {
+    atomic_long *count;
+} count_args_t;
+
+static void count_range(void *p, size_t begin, size_t end)
+{
+    atomic_fetch_add(((count_args_t *)p)->count, (long)(end - begin));
+}
+
+static erase_status_t count_k(const void *p)
+{
+    count_args_t a = *(const count_args_t *)p;
+    erase_cpu_parallel(64, 1, count_range, &a);
+    return ERASE_OK;
+}
+
+static void test_many_regions(void **state)
+{
+    (void)state;
+    enum { REGIONS = 3000 };
+    erase_device_t *dev;
+    erase_stream_t *s[2];
+    assert_int_equal(erase_test_cpu_open_stream(2, 0, &dev, &s[0], NULL), 0);
+    MUST(erase_stream_create(dev, &s[1]));
+    atomic_long count[2] = { 0, 0 };
+    for (int i = 0; i < REGIONS; i++)
+        for (int j = 0; j < 2; j++) {
+            count_args_t a = { &count[j] };
+            MUST(erase_cpu_launch(s[j], count_k, &a, sizeof a));
+        }
+    MUST(erase_stream_synchronize(s[0]));
+    MUST(erase_stream_synchronize(s[1]));
+    assert_int_equal(atomic_load(&count[0]), 64L * REGIONS);
+    assert_int_equal(atomic_load(&count[1]), 64L * REGIONS);
+    erase_stream_destroy(s[1]);
+    erase_test_cpu_close_stream(dev, s[0], NULL);
 }
 
 /* ---- the ops that split their loops: the same bits on 1 and 2 threads ---- */
@@ -385,6 +477,8 @@ int main(void)
         cmocka_unit_test(test_outside_a_worker),
         cmocka_unit_test(test_worker_and_helper),
         cmocka_unit_test(test_busy_team),
+        cmocka_unit_test(test_first_region_during_drain),
+        cmocka_unit_test(test_many_regions),
         cmocka_unit_test(test_ops_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

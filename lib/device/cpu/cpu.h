@@ -39,12 +39,14 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
  * Split a kernel's loop over the threads of the stream that runs it:
  * fn(ctx, begin, end) is called on disjoint ranges that cover [0, n), each
  * starting at a multiple of `grain` (0 means 1), on the calling stream's
- * worker and, when the device has more than one BLAS thread
+ * worker and, when a stream has more than one thread
  * (erase_device_set_blas_threads: the threads of a stream, for its GEMMs
- * and its other kernels alike), on up to that many minus one helper
- * threads of the device's kernel team (lib/device/cpu/cpu_team.c); returns
- * when every range has run. Alone on the caller, as one call fn(ctx, 0, n):
- * outside a stream's worker, with one BLAS thread, with n <= grain, or
+ * and its other kernels alike; the BLAS itself may be held to fewer, as in
+ * a ThreadSanitizer build or with a library whose threads erase cannot
+ * set), on up to that many minus one helper threads of the device's
+ * kernel team (lib/device/cpu/cpu_team.c); returns when every range has
+ * run. Alone on the caller, as one call fn(ctx, 0, n): outside a stream's
+ * worker, with one thread per stream, with n <= grain, or
  * while another stream's region holds the team. How [0, n) is split
  * depends on the thread count, so fn must write for each index what that
  * index alone decides: a sum over indices is summed in blocks whose

@@ -18,6 +18,7 @@ static void cpu_close(erase_device_t *dev)
 {
     cpu_device_t *d = cpu_device(dev);
     cpu_team_stop(d);
+    pthread_mutex_destroy(&d->team_lock);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -189,6 +190,7 @@ erase_status_t erase_cpu_device_open(const erase_device_options_t *options, eras
     if (options->cores > 0 && options->cores < d->cores)
         d->cores = options->cores;
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->team_lock, NULL);
     int threads = options->blas_threads > 0 ? options->blas_threads : d->cores;
     d->blas_threads = threads > d->cores ? d->cores : threads;
     d->threads = d->blas_threads;

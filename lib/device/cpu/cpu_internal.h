@@ -35,9 +35,11 @@ struct cpu_device {
     int blas_threads;        /* the BLAS's threads for a stream's GEMMs */
     int threads;             /* a stream's threads for its other kernels (cpu_team.c): the
                                 requested BLAS threads, without the BLAS's caps */
-    pthread_mutex_t lock;    /* guards the stream list and the team's start */
+    pthread_mutex_t lock;    /* guards the stream list */
     cpu_stream_t *streams;   /* linked through next_in_device */
     cpu_team_t *_Atomic team; /* kernel helpers (cpu_team.c); NULL until a region needs them */
+    pthread_mutex_t team_lock; /* guards the team's start: not `lock`, which cpu_device_drain
+                                  holds while it waits for the workers that start it */
 };
 
 struct cpu_stream {

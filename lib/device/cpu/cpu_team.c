@@ -21,6 +21,10 @@
  * OpenBLAS's thread in the GEMMs that follow (bench/RESULTS.md). One
  * stream uses the team at a time: a second stream's region that finds it
  * busy runs alone on its worker (same results: see erase_cpu_parallel).
+ * Every sleeping helper is woken for a region, also those beyond the
+ * stream's threads that will not join it: cheap with the few cores of a
+ * rank here; a host with many cores per rank would want one wake-up per
+ * joining helper.
  * Helpers set the worker's floating-point mode (lib/core/fpmode.h), so a
  * part computes the same bits on either thread.
  */
@@ -130,7 +134,7 @@ static cpu_team_t *team_of(cpu_device_t *d)
     cpu_team_t *t = atomic_load_explicit(&d->team, memory_order_acquire);
     if (t)
         return t->helpers > 0 ? t : NULL;
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->team_lock);
     t = atomic_load_explicit(&d->team, memory_order_relaxed);
     if (!t && d->cores > 1 && (t = calloc(1, sizeof *t)) != NULL) {
         t->threads = calloc((size_t)d->cores - 1, sizeof *t->threads);
@@ -150,7 +154,7 @@ static cpu_team_t *team_of(cpu_device_t *d)
         }
         atomic_store_explicit(&d->team, t, memory_order_release); /* kept with 0 helpers: not tried again */
     }
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->team_lock);
     return t && t->helpers > 0 ? t : NULL;
 }
 
@@ -209,11 +213,13 @@ void erase_cpu_parallel(size_t n, size_t grain, erase_cpu_range_fn fn, void *ctx
         pthread_cond_broadcast(&t->wake);
     pthread_mutex_unlock(&t->lock);
     run_parts(t, gen);
-    for (int i = 0; atomic_load_explicit(&t->done, memory_order_acquire) < parts; i++) {
-        if (i < 4096)
+    for (int i = 0; atomic_load_explicit(&t->done, memory_order_acquire) < parts;) {
+        if (i < 4096) {
             cpu_relax();
-        else
+            i++;
+        } else {
             sched_yield(); /* a helper was preempted inside its part */
+        }
     }
     pthread_mutex_unlock(&t->busy);
 }
