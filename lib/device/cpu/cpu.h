@@ -58,6 +58,10 @@ void erase_cpu_gemm_f64(int transa, int transb, int m, int n, int k, double alph
 typedef void (*erase_cpu_range_fn)(void *ctx, size_t begin, size_t end);
 void erase_cpu_parallel(size_t n, size_t grain, erase_cpu_range_fn fn, void *ctx);
 
+/* The grain of an element-wise loop given to erase_cpu_parallel: about
+ * ten microseconds of work a part (fewer elements are not split). */
+#define ERASE_CPU_PARALLEL_ELEMENTS 16384
+
 /*
  * Whether another stream's worker is blocked waiting (a stream wait on an
  * event) for an operation of the stream whose kernel calls this: 1 or 0;

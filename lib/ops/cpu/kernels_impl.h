@@ -21,9 +21,9 @@
 #include "lib/ops/ops.h"
 
 /* Grain of the loops split over the stream's threads (erase_cpu_parallel,
- * lib/device/cpu/cpu.h): about ten microseconds of work a part, and the
- * rows of a row loop that hold that many elements. */
-#define PARALLEL_ELEMENTS 16384
+ * lib/device/cpu/cpu.h): ERASE_CPU_PARALLEL_ELEMENTS elements, and the
+ * rows of a row loop that hold that many. */
+#define PARALLEL_ELEMENTS ERASE_CPU_PARALLEL_ELEMENTS
 #define PARALLEL_ROWS(width) ((size_t)((width) < PARALLEL_ELEMENTS ? PARALLEL_ELEMENTS / ((width) > 0 ? (width) : 1) : 1))
 
 /* exp in the kernel's precision (float: erase_k_exp_f32, which vectorizes,

@@ -122,7 +122,7 @@ ERASE_SIMD_CLONES static void axpy_range(void *p, size_t begin, size_t end)
 static erase_status_t axpy_k(const void *p)
 {
     eltwise_args_t a = *(const eltwise_args_t *)p;
-    erase_cpu_parallel(a.n, 16384, axpy_range, &a);
+    erase_cpu_parallel(a.n, ERASE_CPU_PARALLEL_ELEMENTS, axpy_range, &a);
     return ERASE_OK;
 }
 

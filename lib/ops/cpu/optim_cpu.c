@@ -94,7 +94,7 @@ static erase_status_t adamw_k(const void *p)
     double t = (double)a->cclock->step;
     float bc1 = (float)(1.0 - pow(a->beta1, t)), bc2 = (float)(1.0 - pow(a->beta2, t));
     adamw_range_t r = { .a = a, .step_size = lr / bc1, .bc2_sqrt = sqrtf(bc2), .decay = 1.0f - lr * a->wd };
-    erase_cpu_parallel(a->n, 16384, adamw_range, &r);
+    erase_cpu_parallel(a->n, ERASE_CPU_PARALLEL_ELEMENTS, adamw_range, &r);
     return ERASE_OK;
 }
 
