@@ -1,0 +1,72 @@
+/*
+ * What apps/train/checkpoint.c (the tensors, agreeing, writing) and
+ * checkpoint_resume.c (picking and loading a checkpoint) share: the
+ * checkpointer's state and the helpers both halves call. Not for other
+ * files: apps/train/checkpoint.h is the interface.
+ */
+#ifndef ERASE_APPS_TRAIN_CHECKPOINT_INTERNAL_H
+#define ERASE_APPS_TRAIN_CHECKPOINT_INTERNAL_H
+
+#include "apps/train/checkpoint.h"
+
+#include "io/checkpoint.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+#define MESSAGE_MAX 2048 /* an error message passed between ranks, bytes */
+
+struct train_ckpt {
+    train_ckpt_env_t e;
+    int enabled;                      /* --checkpoint-dir given */
+    int failed_alike;                 /* share_status returned a failure: every rank has it */
+    erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
+    float **dev[2];                   /* their device memory when it is not host memory, else NULL */
+    int *block[2];                    /* their blocks */
+    int n[2];
+    erase_ckpt_tensor_t *mine[2];     /* copies of those of this rank's stage (all without a pipeline) */
+    int *mine_at[2];                  /* their indices in t */
+    int nmine[2];
+    char schedule[512], layout[2048];
+    /* signals */
+    int handlers;
+    struct sigaction old_term, old_usr1;
+    /* the last checkpoint written */
+    int64_t last_step, last_epoch, last_samples;
+    char last_path[ERASE_CKPT_PATH_MAX];
+    int count;
+    double seconds, bytes;
+    FILE *metrics;
+    /* test hooks */
+    int64_t kill_step;
+    int kill_rank, kill_sig;
+    /* train_ckpt_poll's agreement on a signal, for the after_step it precedes */
+    int polled, signalled;
+    erase_status_t agreed;            /* the last parts' agreement (parts_written) */
+    int sharded;                      /* tensors of this rank's stage held in parts by the dp ranks
+                                       * (their t and mine entries have `sharding`, owned by t) */
+    char temp[ERASE_CKPT_PATH_MAX];   /* the checkpoint being written: its temporary file */
+    FILE *sample_log;
+};
+
+/* Copy group g's tensors of this rank's stage between device memory and
+ * the host copies, blocking (no-op
+ * where the device memory is host memory). The caller has synchronized
+ * the streams of the step: none uses the tensors. */
+erase_status_t train_ckpt_stage(train_ckpt_t *ck, int g, int to_host);
+
+/* ", with its stage file(s)" after a checkpoint erase_ckpt_rename moved
+ * with `stages` stage files; "" for none. */
+const char *train_ckpt_stage_files(int stages);
+
+/* Collective over the world: the status of the lowest rank that failed
+ * (with its message) becomes every rank's, "<what> (rank R): <message>"
+ * on the others; ERASE_OK when none failed. */
+erase_status_t train_ckpt_share_status(train_ckpt_t *ck, erase_status_t st, const char *what);
+
+/* Collective over the dp group: which of this rank's stage's tensors are
+ * held in parts (sharded tables, erase_param_t row0/held: any placement),
+ * their `sharding` text, and ck->sharded. */
+erase_status_t train_ckpt_find_sharding(train_ckpt_t *ck);
+
+#endif
