@@ -35,8 +35,9 @@ comm_dir=$(cd "$comm_dir" && pwd)
 # TSan could no longer rebuild the copy's stack ("[failed to restore the
 # stack]"): nothing to match, and a report. CI failed so, 2 runs in 6 here:
 # tests/sched/test-shard-np2.sh, the dp all-reduce's reduce_f32 reading the
-# chunk that a thread polling a sharded table's exchange had received for it.
-TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }history_size=7 suppressions=$comm_dir/tsan.supp"
+# chunk that another stream's worker, waiting in MPI, had received for it.
+# (First, so that a history_size in the caller's TSAN_OPTIONS wins.)
+TSAN_OPTIONS="history_size=7 ${TSAN_OPTIONS:+$TSAN_OPTIONS }suppressions=$comm_dir/tsan.supp"
 # print_suppressions=0: every rank's LeakSanitizer used to print its
 # "Suppressions used" table between dashed lines at exit; two ranks' tables
 # and mpirun's dashed banner interleaved on stderr, so the one-line checks
