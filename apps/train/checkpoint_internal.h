@@ -49,10 +49,11 @@ struct train_ckpt {
     FILE *sample_log;
 };
 
-/* Copy group g's tensors of this rank's stage between device memory and
- * the host copies, blocking (no-op
- * where the device memory is host memory). The caller has synchronized
- * the streams of the step: none uses the tensors. */
+/* Copy group g's tensors (0: parameters, 1: optimizer slots) of this
+ * rank's stage from device memory to their host copies (to_host) or back,
+ * blocking; nothing where the device memory is host memory. The caller has
+ * synchronized the streams of the step: none uses the tensors. Errors:
+ * those of erase_memcpy_sync. */
 erase_status_t train_ckpt_stage(train_ckpt_t *ck, int g, int to_host);
 
 /* ", with its stage file(s)" after a checkpoint erase_ckpt_rename moved
@@ -61,12 +62,15 @@ const char *train_ckpt_stage_files(int stages);
 
 /* Collective over the world: the status of the lowest rank that failed
  * (with its message) becomes every rank's, "<what> (rank R): <message>"
- * on the others; ERASE_OK when none failed. */
+ * on the others, and ck->failed_alike is set; ERASE_OK when none failed.
+ * Errors of the collectives themselves are returned as they are. */
 erase_status_t train_ckpt_share_status(train_ckpt_t *ck, erase_status_t st, const char *what);
 
 /* Collective over the dp group: which of this rank's stage's tensors are
  * held in parts (sharded tables, erase_param_t row0/held: any placement),
- * their `sharding` text, and ck->sharded. */
+ * their `sharding` text, and ck->sharded. Errors: ERASE_ERR_INVALID naming
+ * the tensor when the ranks' rows do not cover its rows exactly once,
+ * ERASE_ERR_NOMEM, and the all-gather's. */
 erase_status_t train_ckpt_find_sharding(train_ckpt_t *ck);
 
 #endif
