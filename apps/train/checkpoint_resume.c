@@ -1,17 +1,15 @@
 /*
  * erase-train's resume (--resume auto|PATH, --init-from): rank 0 picks
  * the checkpoint (the newest that validates, setting aside the damaged and
- * those newer than where the run starts), every rank loads what it holds,
- * and the options that changed since the checkpoint's run are printed.
+ * those newer than where the run starts) and loads it; the other ranks get
+ * its values by broadcast, or load their own rows (sharded tables) and
+ * stage files (pipelines); the options that changed since the
+ * checkpoint's run are printed.
  * apps/train/checkpoint.h describes who does what.
  */
 #include "apps/train/checkpoint_internal.h"
 
-#include "apps/train/json.h"
-#include "lib/comm/comm_mpi.h"
-
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

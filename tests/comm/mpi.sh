@@ -30,10 +30,11 @@ comm_dir=$(cd "$comm_dir" && pwd)
 # history_size=7 (4M accesses a thread, 32 times the default): a race:
 # entry of tsan.supp matches a report by the stack of the thread that
 # copied a message in MPI, and that stack is rebuilt from the thread's
-# history. A thread that polls in MPI_Waitall fills its history fast, and
-# by the time the owner of the buffer it filled is scheduled to read it,
-# TSan could no longer rebuild the copy's stack ("[failed to restore the
-# stack]"): nothing to match, and a report. CI failed so, 2 runs in 6 here:
+# history of its accesses. That thread goes on running erase's code after
+# the copy, and when the owner of the buffer was scheduled late to read it,
+# the copy had left the default history (128K accesses): TSan could not
+# rebuild its stack ("[failed to restore the stack]"), nothing matched, and
+# the race was reported. CI failed so (here 3 runs in 8; 0 in 7 with 7):
 # tests/sched/test-shard-np2.sh, the dp all-reduce's reduce_f32 reading the
 # chunk that another stream's worker, waiting in MPI, had received for it.
 # (First, so that a history_size in the caller's TSAN_OPTIONS wins.)
