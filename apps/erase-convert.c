@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t cancelled; /* the signal that stopped the conversion, 0: none */
 
@@ -98,6 +99,19 @@ static int failed(const char *cmd, erase_status_t st)
     return sig ? 128 + sig : 1;
 }
 
+/* After a failure: "erase-convert CMD: no dataset written to DIR<detail>",
+ * and with --force, when DIR (or DIR/train) holds a dataset, that it is
+ * kept (an old dataset is replaced only by a conversion that succeeds). */
+static void not_written(const char *cmd, const char *dir, int force, const char *detail)
+{
+    char index[4200], train_index[4200];
+    snprintf(index, sizeof index, "%s/index.txt", dir);
+    snprintf(train_index, sizeof train_index, "%s/train/index.txt", dir);
+    int kept = force && (access(index, F_OK) == 0 || access(train_index, F_OK) == 0);
+    fprintf(stderr, "erase-convert %s: no dataset written to %s%s%s\n", cmd, dir, detail,
+            kept ? "; the dataset already there is kept" : "");
+}
+
 static void usage_criteo(FILE *f)
 {
     fprintf(f,
@@ -111,7 +125,7 @@ static void usage_criteo(FILE *f)
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
-            "  --force               replace a dataset already in DIR\n"
+            "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
 
@@ -173,8 +187,9 @@ static int cmd_criteo(int argc, char **argv)
     int rc = 0;
     if (st != ERASE_OK) {
         rc = failed("criteo", st);
-        fprintf(stderr, "erase-convert criteo: no dataset written to %s (%" PRId64 " lines read)\n", o.out_dir,
-                s->lines);
+        char lines[64];
+        snprintf(lines, sizeof lines, " (%" PRId64 " lines read)", s->lines);
+        not_written("criteo", o.out_dir, o.force, lines);
     } else {
         printf("erase-convert criteo: %s\n", o.out_dir);
         erase_criteo_convert_print(s, stdout);
@@ -202,7 +217,7 @@ static void usage_synth(FILE *f)
             "  --shard-rows N        rows per shard (default 1048576)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace a dataset already in DIR\n"
+            "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n",
             d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
 }
@@ -281,8 +296,12 @@ static int cmd_synth(int argc, char **argv)
     catch_signals();
     erase_synth_summary_t s;
     erase_status_t st = erase_synth_write(&o, &s);
-    if (st != ERASE_OK)
-        return failed("synth", st);
+    if (st != ERASE_OK) {
+        int rc = failed("synth", st);
+        if (o.force)
+            not_written("synth", o.out_dir, o.force, "");
+        return rc;
+    }
     printf("erase-convert synth: %s\n", o.out_dir);
     erase_synth_print(&s, stdout);
     return 0;
@@ -302,7 +321,7 @@ static void usage_mnist(FILE *f)
             "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace datasets already in DIR/train, DIR/eval\n"
+            "  --force               replace datasets already in DIR/train, DIR/eval (once written)\n"
             "  -q, --quiet           no progress lines\n");
 }
 
@@ -374,7 +393,7 @@ static int cmd_mnist(int argc, char **argv)
     erase_status_t st = erase_mnist_convert(argv[optind], argv[optind + 1], &o, &s);
     if (st != ERASE_OK) {
         int rc = failed("mnist", st);
-        fprintf(stderr, "erase-convert mnist: no dataset written to %s\n", o.out_dir);
+        not_written("mnist", o.out_dir, o.force, "");
         return rc;
     }
     printf("erase-convert mnist: %s/train%s\n", o.out_dir, s.eval_rows ? " and eval" : "");
@@ -395,7 +414,7 @@ static void usage_text(FILE *f)
             "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
             "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace datasets already in DIR/train, DIR/eval\n"
+            "  --force               replace datasets already in DIR/train, DIR/eval (once written)\n"
             "  -q, --quiet           no progress lines (as the other commands; text prints none)\n");
 }
 
@@ -405,14 +424,16 @@ static void usage_tokens(FILE *f)
             "usage: erase-convert tokens FILE.bin... -o DIR [options]\n"
             "  Pre-tokenized files -> one dataset of token shards (erase-tok-1) in DIR, in\n"
             "  llm.c's format (a header of 256 int32: magic 20240520, version 1, token count;\n"
-            "  then uint16 tokens) or nanoGPT's (raw uint16, no header: a file that does not\n"
-            "  start with the magic). The count in a header must match the file's size.\n"
+            "  then uint16 tokens) or, with --raw, nanoGPT's (raw uint16, no header: a file\n"
+            "  that does not start with the magic). The count in a header must match the\n"
+            "  file's size; without --raw a file with no magic is refused.\n"
             "  -o, --out DIR         output directory (created if missing)\n"
             "  --vocab V             every token must be < V (default 50257, GPT-2's; at most 65536)\n"
+            "  --raw                 a file without llm.c's header is raw uint16 tokens (nanoGPT's .bin)\n"
             "  --shard-tokens N      tokens per shard (default 16777216; k, M, G suffixes)\n"
             "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --force               replace a dataset already in DIR\n"
+            "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines (as the other commands; tokens prints none)\n");
 }
 
@@ -428,7 +449,8 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         { "vocab", required_argument, 0, 'V' },        { "shard-tokens", required_argument, 0, 's' },
         { "chunk-tokens", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "force", no_argument, 0, 'F' },              { "help", no_argument, 0, 'h' },
-        { "quiet", no_argument, 0, 'q' },              { 0, 0, 0, 0 },
+        { "quiet", no_argument, 0, 'q' },              { "raw", no_argument, 0, 'R' },
+        { 0, 0, 0, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
@@ -453,6 +475,11 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
             break;
         case 'n': o.write.compress = 0; break;
         case 'F': o.force = 1; break;
+        case 'R':
+            if (text)
+                return usage_cmd(stderr), 2;
+            o.raw = 1;
+            break;
         case 'h': usage_cmd(stdout); return 0;
         default: usage_cmd(stderr); return 2;
         }
@@ -471,7 +498,7 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
                              : erase_tok_convert_tokens(files, argc - optind, &o, &s);
     if (st != ERASE_OK) {
         int rc = failed(cmd, st);
-        fprintf(stderr, "erase-convert %s: no dataset written to %s\n", cmd, o.out_dir);
+        not_written(cmd, o.out_dir, o.force, "");
         return rc;
     }
     printf("erase-convert %s: %s%s\n", cmd, o.out_dir, !text ? "" : s.eval_shards ? "/train and eval" : "/train");

@@ -26,28 +26,28 @@ struct erase_ctr_dataset_writer {
     int count, cap;
     int committed;
     int made_dir;     /* the directory was created by this writer */
+    int force;        /* an old dataset in dir is replaced by the commit */
 };
 
-/* Delete an old dataset: the shards its index lists, then the index. */
-static erase_status_t remove_old(const char *dir)
+erase_status_t erase_dataset_remove(const char *dir)
 {
+    /* the index first (what it lists read before): from then on nothing
+     * in dir looks like a dataset, however far the deletion gets */
     erase_ctr_list_t old;
     const char *in[1] = { dir };
-    if (erase_ctr_list_resolve(in, 1, &old) == ERASE_OK) {
-        erase_status_t st = ERASE_OK;
-        for (int i = 0; i < old.count && st == ERASE_OK; i++)
-            if (unlink(old.paths[i]) != 0 && errno != ENOENT)
-                st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", old.paths[i], strerror(errno));
-        erase_ctr_list_free(&old);
-        if (st != ERASE_OK)
-            return st;
-    }
+    int listed = erase_ctr_list_resolve(in, 1, &old) == ERASE_OK;
     erase_error_clear();
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
+    erase_status_t st = ERASE_OK;
     if (unlink(path) != 0 && errno != ENOENT)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
-    return ERASE_OK;
+        st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
+    for (int i = 0; listed && i < old.count && st == ERASE_OK; i++)
+        if (unlink(old.paths[i]) != 0 && errno != ENOENT)
+            st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot delete: %s", old.paths[i], strerror(errno));
+    if (listed)
+        erase_ctr_list_free(&old);
+    return st;
 }
 
 erase_status_t erase_dataset_dir_prepare(const char *dir, int force, int *made_dir)
@@ -68,7 +68,6 @@ erase_status_t erase_dataset_dir_prepare(const char *dir, int force, int *made_d
             return ERASE_ERROR(ERASE_ERR_INVALID,
                                "%s: already holds a dataset (%s); remove it or replace it (--force)", dir,
                                ERASE_CTR_INDEX_NAME);
-        ERASE_CHECK(remove_old(dir));
     }
     return ERASE_OK;
 }
@@ -92,6 +91,7 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
     }
     w->made_dir = made_dir;
+    w->force = force;
     w->shard_rows = shard_rows;
     w->o = options ? *options : erase_ctr_write_options_default();
     if (w->o.chunk_rows > shard_rows) /* no chunk larger than a shard */
@@ -183,6 +183,8 @@ erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w)
     erase_status_t st = ERASE_OK;
     if (!names || !rows)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->dir);
+    if (st == ERASE_OK && w->force) /* the new shards are whole: now the old dataset goes */
+        st = erase_dataset_remove(w->dir);
     for (int i = 0; st == ERASE_OK && i < w->count; i++) {
         st = erase_ctr_writer_publish(w->shards[i].w);
         w->shards[i].published = st == ERASE_OK;

@@ -55,12 +55,21 @@ void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w);
 /*
  * Make `dir` ready for a new dataset of any kind of shards: created if
  * missing (then *made_dir = 1, so that a failed writer can remove it
- * again); an old dataset in it (an index.txt) is an error unless `force`,
- * which deletes the shards its index lists and the index. Errors:
+ * again); an old dataset in it (an index.txt) is an error unless `force`;
+ * with `force` it is left as it is, for the writer's commit to replace
+ * (erase_dataset_remove, once the new shards are whole: a conversion that
+ * fails leaves the old dataset intact). Errors:
  *   ERASE_ERR_INVALID "DIR: already holds a dataset (index.txt); remove it or replace it (--force)",
  *                     "no output directory given"
  *   ERASE_ERR_IO      "DIR: cannot create the directory: <reason>", "DIR: not a directory"
  */
 erase_status_t erase_dataset_dir_prepare(const char *dir, int force, int *made_dir);
+
+/*
+ * Delete the dataset in `dir`, if any: first the shards its index.txt
+ * lists, then the index (a directory without a dataset is no error; the
+ * directory itself stays). Errors: ERASE_ERR_IO "PATH: cannot delete: <reason>".
+ */
+erase_status_t erase_dataset_remove(const char *dir);
 
 #endif

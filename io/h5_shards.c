@@ -18,6 +18,7 @@ erase_status_t erase_h5_shards_init(erase_h5_shards_t *set, const char *dir, int
         return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "%s: this HDF5 library has no deflate or shuffle filter; "
                            "write uncompressed shards", dir);
     ERASE_CHECK(erase_dataset_dir_prepare(dir, force, &set->made_dir));
+    set->force = force;
     if (!(set->dir = strdup(dir))) {
         if (set->made_dir)
             rmdir(dir);
@@ -72,6 +73,8 @@ erase_status_t erase_h5_shards_commit(erase_h5_shards_t *set)
 {
     if (set->committed)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: committed twice", set->dir);
+    if (set->force) /* the new shards are whole: now the old dataset goes */
+        ERASE_CHECK(erase_dataset_remove(set->dir));
     for (int i = 0; i < set->count; i++) {
         erase_h5_shard_t *s = set->shards[i];
         ERASE_CHECK(erase_h5_rows_publish(s->temp, s->path, &s->published));

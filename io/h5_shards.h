@@ -37,12 +37,14 @@ typedef struct {
     int64_t *rows_of;   /* [count] their rows, for the index */
     int count, cap;
     int made_dir, committed;
+    int force;          /* an old dataset in dir is replaced by the commit */
     void (*free_shard)(erase_h5_shard_t *shard); /* frees a writer's shard struct */
 } erase_h5_shards_t;
 
 /*
  * Prepare `dir` for a new dataset (erase_dataset_dir_prepare: created if
- * missing; an old dataset is an error unless `force`) of shards
+ * missing; an old dataset is an error unless `force`, then replaced by the
+ * commit, not before) of shards
  * compressed (`compress` 1: shuffle + deflate) or not; `free_shard` frees
  * a writer's shard struct (after its files are closed). Errors: those of
  * erase_dataset_dir_prepare, ERASE_ERR_UNSUPPORTED ("DIR: this HDF5
@@ -63,7 +65,8 @@ erase_status_t erase_h5_shards_begin(erase_h5_shards_t *set, erase_h5_shard_t *s
                                      const erase_h5_rows_spec_t *specs, const hid_t *file_types, int n,
                                      const erase_h5_rows_layout_t *layout);
 
-/* Rename every (finished) shard to its final name and write DIR/index.txt.
+/* Rename every (finished) shard to its final name and write DIR/index.txt,
+ * after deleting the old dataset of a `force` init (erase_dataset_remove).
  * Errors: ERASE_ERR_STATE "DIR: committed twice", ERASE_ERR_IO. */
 erase_status_t erase_h5_shards_commit(erase_h5_shards_t *set);
 

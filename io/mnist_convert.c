@@ -134,8 +134,7 @@ erase_status_t erase_mnist_convert(const char *images_path, const char *labels_p
     if (st != ERASE_OK) {
         erase_error_trail(__FILE__, __LINE__);
         if (eval_committed) { /* the train part failed after it: the eval part goes too */
-            int made;
-            erase_status_t gone = erase_dataset_dir_prepare(eval_dir, 1, &made);
+            erase_status_t gone = erase_dataset_remove(eval_dir);
             (void)gone;
             if (!eval_existed)
                 rmdir(eval_dir);

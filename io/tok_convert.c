@@ -21,6 +21,7 @@ erase_tok_convert_options_t erase_tok_convert_options_default(void)
                                       .vocab = ERASE_GPT2_VOCAB,
                                       .write = erase_tok_write_options_default(),
                                       .force = 0,
+                                      .raw = 0,
                                       .cancel = NULL };
     return o;
 }
@@ -71,8 +72,7 @@ static erase_status_t commit_both(erase_tok_dataset_writer_t *we, erase_tok_data
         ERASE_CHECK(erase_tok_dataset_writer_commit(we));
     erase_status_t st = erase_tok_dataset_writer_commit(wt);
     if (st != ERASE_OK && we) {
-        int made;
-        erase_status_t gone = erase_dataset_dir_prepare(eval_dir, 1, &made);
+        erase_status_t gone = erase_dataset_remove(eval_dir);
         (void)gone;
         if (!eval_existed)
             rmdir(eval_dir);
@@ -188,6 +188,50 @@ erase_status_t erase_tok_convert_text(const char *const *files, int n, const era
     return st;
 }
 
+/*
+ * A file without llm.c's magic (`bytes` long; its first 4 bytes in
+ * header[0] when bytes >= 4), imported without --raw: always an error,
+ * saying which of three it looks like. A near miss of the magic (3 of its
+ * 4 bytes, or a header whose version and token count fit the file) is a
+ * damaged llm.c header; bytes of text (no NUL, no control byte but tab,
+ * newline, carriage return and form feed, in the first 4 KiB) are text,
+ * for erase-convert text; anything else needs --raw (nanoGPT's headerless
+ * uint16 files). Reads up to 4 KiB from the start of f.
+ */
+static erase_status_t refuse_headerless(FILE *f, const char *path, int64_t bytes, const int32_t *header)
+{
+    uint8_t head[4096];
+    size_t n = bytes < (int64_t)sizeof head ? (size_t)bytes : sizeof head;
+    if (fseek(f, 0, SEEK_SET) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+    ERASE_CHECK(read_exact(f, path, head, n));
+    if (n >= 4) {
+        const uint32_t magic = ERASE_LLMC_MAGIC;
+        int same = 0;
+        for (int b = 0; b < 4; b++)
+            same += head[b] == (uint8_t)(magic >> (8 * b)); /* little-endian, as the file */
+        int32_t version, count;
+        int fits = 0;
+        if (n >= 12 && bytes >= 1024) {
+            memcpy(&version, head + 4, 4);
+            memcpy(&count, head + 8, 4);
+            fits = version == ERASE_LLMC_VERSION && count >= 0 && 2 * (int64_t)count == bytes - 1024;
+        }
+        if (same == 3 || fits)
+            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: llm.c magic %d expected, got %" PRId32 ": damaged llm.c header?",
+                               path, ERASE_LLMC_MAGIC, header[0]);
+    }
+    int text = n > 0;
+    for (size_t i = 0; i < n && text; i++)
+        text = head[i] >= 0x20 || head[i] == '\t' || head[i] == '\n' || head[i] == '\r' || head[i] == '\f';
+    if (text)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no llm.c header (magic %d) and the bytes look like text: "
+                           "erase-convert text converts text (--raw imports it as uint16 tokens anyway)", path,
+                           ERASE_LLMC_MAGIC);
+    return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no llm.c header (magic %d): a headerless file of uint16 tokens "
+                       "(nanoGPT's .bin) needs --raw", path, ERASE_LLMC_MAGIC);
+}
+
 /* The tokens of one file: its format told by the header, sizes checked;
  * then every token, checked against the vocab, appended to `w`. */
 static erase_status_t import_file(const char *path, const erase_tok_convert_options_t *o,
@@ -203,6 +247,8 @@ static erase_status_t import_file(const char *path, const erase_tok_convert_opti
         st = read_exact(f, path, header, 4);
         llmc = st == ERASE_OK && header[0] == ERASE_LLMC_MAGIC; /* little-endian files on little-endian hosts */
     }
+    if (st == ERASE_OK && !llmc && !o->raw)
+        st = refuse_headerless(f, path, bytes, header);
     if (st == ERASE_OK && llmc) {
         if (bytes < (int64_t)sizeof header)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: %" PRId64 " bytes: shorter than llm.c's header of %zu bytes",

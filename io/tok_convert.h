@@ -14,7 +14,10 @@
  *                   version 1, token count N, the rest unused) then N
  *                   uint16 tokens; the file must hold exactly 1024 + 2N bytes;
  *   nanoGPT's:      raw uint16 tokens, no header (told apart by the absence
- *                   of the magic); an even number of bytes.
+ *                   of the magic); an even number of bytes; only with
+ *                   `raw` (--raw): without it a file with no magic is
+ *                   refused, as a damaged llm.c header (a near miss of the
+ *                   magic), text, or a headerless file needing --raw.
  * Every token must be < vocab (default 50,257, GPT-2's). No `bytes`
  * attribute (the text they came from is unknown).
  *
@@ -44,6 +47,7 @@ typedef struct {
     int64_t vocab;                    /* tokens: ids must be < vocab (default 50257; 1..65536) */
     erase_tok_write_options_t write;  /* chunk tokens, compression, converter attribute */
     int force;                        /* 1: replace datasets already in the output */
+    int raw;                          /* tokens: 1: a file without llm.c's magic is raw uint16 (default 0: refused) */
     const volatile sig_atomic_t *cancel; /* if set and *cancel != 0: stop, clean up, ERASE_ERR_STATE */
 } erase_tok_convert_options_t;
 
@@ -78,6 +82,11 @@ erase_status_t erase_tok_convert_text(const char *const *files, int n, const era
  *   "F: the header says 1000 tokens, the file holds 999"
  *   "F: llm.c header version 2, expected 1"
  *   "F: 1999 bytes: a raw token file (no llm.c header) holds uint16 tokens, an even number of bytes"
+ *   without raw, a file with no magic:
+ *   "F: llm.c magic 20240520 expected, got 20240521: damaged llm.c header?" (a near miss)
+ *   "F: no llm.c header (magic 20240520) and the bytes look like text: erase-convert text converts
+ *    text (--raw imports it as uint16 tokens anyway)"
+ *   "F: no llm.c header (magic 20240520): a headerless file of uint16 tokens (nanoGPT's .bin) needs --raw"
  *   "F: token 17 is 50300, expected < 50257 (the vocab; --vocab V)"
  *   ERASE_ERR_IO (unreadable file, a shard not written), ERASE_ERR_INVALID (vocab, an old dataset),
  *   ERASE_ERR_STATE (cancelled)

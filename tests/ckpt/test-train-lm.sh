@@ -58,7 +58,7 @@ sed 's/^/# sample: /' "$dir/sample1.out"; show "$dir/sample1.err"
 
 # ---- evaluation data the model cannot read is refused before the first step
 printf '\001\000%.0s' $(seq 40) >"$dir/ids.bin" # 40 raw uint16 tokens; imported as GPT-2's vocab 50257
-apps/erase-convert tokens -q "$dir/ids.bin" -o "$dir/gpt2" >/dev/null 2>&1
+apps/erase-convert tokens -q --raw "$dir/ids.bin" -o "$dir/gpt2" >/dev/null 2>&1
 out=$dir/eval-vocab.out
 train 1 --eval "$dir/gpt2" --steps 2 --global-batch 4 --checkpoint-dir "$dir/eval-vocab"
 [ $rc = 1 ] && grep -q -- "--eval $dir/gpt2: the data's vocab 50257 is larger than the model's 256" "$out" &&

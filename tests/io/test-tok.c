@@ -337,12 +337,14 @@ static void write_llmc(const char *path, int32_t version, int32_t count, const u
     free(buf);
 }
 
-/* erase_tok_convert_tokens of one file fails with `want` (%s: the file) and leaves no OUT. */
-static void expect_refused(const char *file, int64_t vocab, const char *want_fmt)
+/* erase_tok_convert_tokens of one file (raw: headerless files allowed, --raw)
+ * fails with `want` (%s: the file) and leaves no OUT. */
+static void expect_refused(const char *file, int64_t vocab, int raw, const char *want_fmt)
 {
     erase_tok_convert_options_t o = erase_tok_convert_options_default();
     o.out_dir = strdup(io_path(scratch, "refused"));
     o.vocab = vocab;
+    o.raw = raw;
     const char *files[1] = { file };
     assert_int_equal(erase_tok_convert_tokens(files, 1, &o, NULL), ERASE_ERR_FORMAT);
     char want[8400];
@@ -363,6 +365,7 @@ static void test_tokens(void **state)
     erase_tok_convert_options_t o = erase_tok_convert_options_default();
     o.out_dir = strdup(io_path(scratch, "tok"));
     o.vocab = V;
+    o.raw = 1;
     const char *files[2] = { llmc, raw };
     erase_tok_convert_summary_t s;
     MUST(erase_tok_convert_tokens(files, 2, &o, &s));
@@ -381,11 +384,11 @@ static void test_tokens(void **state)
 
     const char *bad = strdup(io_path(scratch, "bad.bin"));
     write_llmc(bad, 1, 1000, tokens, 999);
-    expect_refused(bad, V, "%s: the header says 1000 tokens, the file holds 999");
+    expect_refused(bad, V, 0, "%s: the header says 1000 tokens, the file holds 999");
     write_llmc(bad, 2, 10, tokens, 10);
-    expect_refused(bad, V, "%s: llm.c header version 2, expected 1");
+    expect_refused(bad, V, 0, "%s: llm.c header version 2, expected 1");
     write_file(bad, tokens, 21);
-    expect_refused(bad, V,
+    expect_refused(bad, V, 1,
                    "%s: 21 bytes: a raw token file (no llm.c header) holds uint16 tokens, an even number of bytes");
     write_llmc(bad, 1, 100, tokens, 100);
     int at = -1;
@@ -394,7 +397,21 @@ static void test_tokens(void **state)
     assert_true(at >= 0);
     char want[200];
     snprintf(want, sizeof want, "%%s: token %d is %u, expected < 256 (the vocab; --vocab V)", at, tokens[at]);
-    expect_refused(bad, 256, want);
+    expect_refused(bad, 256, 0, want);
+    /* without raw a file with no magic is refused: a near miss of it is a
+     * damaged header, text is text, anything else needs --raw */
+    uint8_t damaged[1024 + 20] = { 0 };
+    int32_t h[3] = { ERASE_LLMC_MAGIC + 1, 1, 10 }; /* one bit off: 20240521 */
+    memcpy(damaged, h, sizeof h);
+    memcpy(damaged + 1024, tokens, 20);
+    write_file(bad, damaged, sizeof damaged);
+    expect_refused(bad, V, 0, "%s: llm.c magic 20240520 expected, got 20240521: damaged llm.c header?");
+    write_file(bad, "First Citizen:\nBefore we proceed any further, hear me speak.\n", 60);
+    expect_refused(bad, V, 0, "%s: no llm.c header (magic 20240520) and the bytes look like text: erase-convert "
+                              "text converts text (--raw imports it as uint16 tokens anyway)");
+    write_file(bad, tokens, 20);
+    expect_refused(bad, V, 0, "%s: no llm.c header (magic 20240520): a headerless file of uint16 tokens (nanoGPT's "
+                              ".bin) needs --raw");
     free((char *)bad);
     free((char *)llmc);
     free((char *)raw);
