@@ -15,6 +15,7 @@
  * stopped it (after the same cleanup as a failure).
  */
 #include "config.h"
+#include "apps/cli_args.h"
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
@@ -142,7 +143,7 @@ static int cmd_criteo(int argc, char **argv)
         { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
     };
     int c;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 's':
@@ -168,7 +169,7 @@ static int cmd_criteo(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_criteo(stdout); return 0;
-        default: usage_criteo(stderr); return 2;
+        default: return cli_option_error("erase-convert criteo", c, argv, opts);
         }
     }
     if (!o.out_dir || optind >= argc) {
@@ -239,7 +240,7 @@ static int cmd_synth(int argc, char **argv)
     };
     int c;
     int64_t seed;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'r':
@@ -283,12 +284,13 @@ static int cmd_synth(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_synth(stdout); return 0;
-        default: usage_synth(stderr); return 2;
+        default: return cli_option_error("erase-convert synth", c, argv, opts);
         }
     }
-    if (!o.out_dir || o.rows < 1 || optind < argc) {
-        fprintf(stderr, "erase-convert synth: %s\n",
-                !o.out_dir ? "no output directory (-o DIR)" : o.rows < 1 ? "no --rows N" : "unexpected arguments");
+    if (optind < argc)
+        return cli_unexpected("erase-convert synth", argv[optind]);
+    if (!o.out_dir || o.rows < 1) {
+        fprintf(stderr, "erase-convert synth: %s\n", !o.out_dir ? "no output directory (-o DIR)" : "no --rows N");
         usage_synth(stderr);
         return 2;
     }
@@ -350,7 +352,7 @@ static int cmd_mnist(int argc, char **argv)
         { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
     };
     int c, eval_given = 0, split_given = 0;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'e':
@@ -375,7 +377,7 @@ static int cmd_mnist(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_mnist(stdout); return 0;
-        default: usage_mnist(stderr); return 2;
+        default: return cli_option_error("erase-convert mnist", c, argv, opts);
         }
     }
     const char *why = !o.out_dir                  ? "no output directory (-o DIR)"
@@ -442,6 +444,8 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
 {
     const int text = !strcmp(cmd, "text");
     void (*usage_cmd)(FILE *) = text ? usage_text : usage_tokens;
+    char tool[32];
+    snprintf(tool, sizeof tool, "erase-convert %s", cmd);
     erase_tok_convert_options_t o = erase_tok_convert_options_default();
     o.write.converter = text ? "erase-convert text " PACKAGE_VERSION : "erase-convert tokens " PACKAGE_VERSION;
     static const struct option opts[] = {
@@ -453,17 +457,21 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         { 0, 0, 0, 0 },
     };
     int c;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'q': break; /* the conversion prints no progress lines */
         case 'v':
-            if (!text || parse_double(optarg, &o.eval_fraction) || !(o.eval_fraction >= 0 && o.eval_fraction < 1))
-                return text ? bad_value(cmd, "--val-fraction", optarg) : (usage_cmd(stderr), 2);
+            if (!text)
+                return cli_leftover_error(tool, "--val-fraction", 0, NULL); /* text's only */
+            if (parse_double(optarg, &o.eval_fraction) || !(o.eval_fraction >= 0 && o.eval_fraction < 1))
+                return bad_value(cmd, "--val-fraction", optarg);
             break;
         case 'V':
-            if (text || parse_count(optarg, &o.vocab) || o.vocab < 1 || o.vocab > ERASE_TOK_MAX_VOCAB)
-                return text ? (usage_cmd(stderr), 2) : bad_value(cmd, "--vocab", optarg);
+            if (text)
+                return cli_leftover_error(tool, "--vocab", 0, NULL); /* tokens' only */
+            if (parse_count(optarg, &o.vocab) || o.vocab < 1 || o.vocab > ERASE_TOK_MAX_VOCAB)
+                return bad_value(cmd, "--vocab", optarg);
             break;
         case 's':
             if (parse_count(optarg, &o.shard_tokens) || o.shard_tokens < 2)
@@ -477,11 +485,11 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'R':
             if (text)
-                return usage_cmd(stderr), 2;
+                return cli_leftover_error(tool, "--raw", 0, NULL); /* tokens' only */
             o.raw = 1;
             break;
         case 'h': usage_cmd(stdout); return 0;
-        default: usage_cmd(stderr); return 2;
+        default: return cli_option_error(tool, c, argv, opts);
         }
     }
     const char *why = !o.out_dir ? "no output directory (-o DIR)" : optind == argc ? "no input files" : NULL;

@@ -34,6 +34,7 @@
  * Exit status: 0, 1 failed (or damaged), 2 usage.
  */
 #include "config.h"
+#include "apps/cli_args.h"
 #include "io/checkpoint.h"
 #include "io/cls_stats.h"
 #include "io/ctr_index.h"
@@ -259,12 +260,38 @@ static int data_tok(const erase_ctr_list_t *list)
     return rc;
 }
 
+/* The leftover arguments of a command that takes no options but --help and
+ * `flag` (may be NULL; *flag_given set) and up to `most` operands, from
+ * argv[1]: the operands go to ops[] (*n of them). Returns 0, or 2 after the
+ * one line that names an unknown option or an unexpected argument. */
+static int operands(const char *cmd, int argc, char **argv, const char *flag, int *flag_given, int most,
+                    const char **ops, int *n)
+{
+    char tool[32];
+    snprintf(tool, sizeof tool, "erase-inspect %s", cmd);
+    *n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (flag && !strcmp(argv[i], flag))
+            *flag_given = 1;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return cli_leftover_error(tool, argv[i], 0, NULL);
+        else if (*n == most)
+            return cli_unexpected(tool, argv[i]);
+        else
+            ops[(*n)++] = argv[i];
+    }
+    return 0;
+}
+
 static int cmd_data(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage_data(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1])
+            return cli_leftover_error("erase-inspect data", argv[i], 0, NULL);
     erase_ctr_list_t list;
     if (erase_ctr_list_resolve((const char *const *)argv + 1, argc - 1, &list) != ERASE_OK)
         return failed("data");
@@ -395,11 +422,17 @@ static void skipped_checkpoint(void *ctx, const char *path, const char *why)
 
 static int cmd_ckpt(int argc, char **argv)
 {
-    if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage_ckpt(argc != 2 ? stderr : stdout);
-        return argc != 2 ? 2 : 0;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage_ckpt(stdout);
+        return 0;
     }
-    const char *path = argv[1];
+    const char *path;
+    int n;
+    if (operands("ckpt", argc, argv, NULL, NULL, 1, &path, &n) || n == 0) {
+        if (argc < 2)
+            usage_ckpt(stderr);
+        return 2;
+    }
     erase_ckpt_t *ck;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -478,13 +511,18 @@ static int layout_last_block(const char *layout)
 
 static int cmd_merge(int argc, char **argv)
 {
-    int force = argc > 1 && !strcmp(argv[1], "--force");
-    if (argc - force != 3 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-        usage_merge(help ? stdout : stderr);
-        return help ? 0 : 2;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage_merge(stdout);
+        return 0;
     }
-    const char *path = argv[1 + force], *out = argv[2 + force];
+    const char *ops[2];
+    int force = 0, n, bad = operands("merge", argc, argv, "--force", &force, 2, ops, &n);
+    if (bad || n < 2) {
+        if (!bad)
+            usage_merge(stderr);
+        return 2;
+    }
+    const char *path = ops[0], *out = ops[1];
     erase_ckpt_t *ck[256] = { NULL };
     if (erase_ckpt_open(path, &ck[0]) != ERASE_OK)
         return failed("merge");

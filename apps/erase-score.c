@@ -37,6 +37,7 @@
  *
  * Exit status: 0 done, 1 failed (the message names the file), 2 usage.
  */
+#include "apps/cli_args.h"
 #include "apps/train/options.h"
 #include "apps/train/run.h"
 #include "io/h5_util.h"
@@ -403,19 +404,21 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (a[0] == '-' || npos == 2) {
-            if (train_launcher_rank() <= 0) {
-                fprintf(stderr, "erase-score: %s: unknown option or extra argument\n", a);
-                usage(stderr);
-            }
-            return 2;
+            static const char *const valued[] = { "-o", "--output", "--format", "--device", "--batch", NULL };
+            return train_launcher_rank() <= 0 ? cli_leftover_error("erase-score", a, !v, valued) : 2;
         } else {
             pos[npos++] = a;
         }
     }
-    if (npos != 2 || !out) {
-        if (train_launcher_rank() <= 0)
-            usage(stderr);
-        return 2;
+    if (npos != 2) {
+        ERASE_ERROR(ERASE_ERR_INVALID, "expected a checkpoint and the data to score, got %s: erase-score CKPT DATA "
+                    "-o FILE (--help lists the options)", npos ? "one argument" : "none");
+        return error_once(2);
+    }
+    if (!out) {
+        ERASE_ERROR(ERASE_ERR_INVALID, "no output file: give -o FILE (the scores are written there; --help lists "
+                    "the options)");
+        return error_once(2);
     }
     if (strcmp(format, "h5") && strcmp(format, "tsv")) {
         ERASE_ERROR(ERASE_ERR_INVALID, "--format %s: expected h5 or tsv", format);

@@ -15,6 +15,7 @@
  * the MPI world itself.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "lib/comm/comm.h"
 #include "lib/core/stats.h"
@@ -66,16 +67,18 @@ int bench_allreduce(int argc, char **argv)
                                           { "inplace", no_argument, 0, 'i' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 'a': min_bytes = parse_bytes(optarg); break;
         case 'b': max_bytes = parse_bytes(optarg); break;
         case 'n': samples = atoi(optarg); break;
         case 'i': in_place = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench allreduce", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench allreduce", argv[optind]);
     if (min_bytes < sizeof(float) || max_bytes < min_bytes || samples < 1) {
         usage(stderr);
         return 2;

@@ -15,6 +15,7 @@
  * `erase-bench model` measures for ctr on one core here).
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "io/criteo_convert.h"
 #include "io/ctr_reader.h"
@@ -152,7 +153,7 @@ int bench_data(int argc, char **argv)
                                           { 0, 0, 0, 0 } };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'l': lines = atoll(optarg); break;
         case 'b': batch = atoll(optarg); break;
@@ -160,9 +161,11 @@ int bench_data(int argc, char **argv)
         case 'q': step_qps = atof(optarg); break;
         case 'k': keep = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench data", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench data", argv[optind]);
     if (lines < 10000 || batch < 1 || chunk < 1 || !(step_qps > 0)) {
         fprintf(stderr, "erase-bench data: need --lines >= 10000, --batch >= 1, --chunk >= 1, --step-qps > 0\n");
         return 2;

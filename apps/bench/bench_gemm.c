@@ -7,6 +7,7 @@
  * spread too far.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -58,15 +59,17 @@ int bench_gemm(int argc, char **argv)
                                           { "samples", required_argument, 0, 'n' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 's': shapes = optarg; break;
         case 't': threads_text = optarg; break;
         case 'n': samples = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench gemm", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench gemm", argv[optind]);
     int threads[8];
     int nthreads = bench_parse_list(threads_text, threads, 8);
     if (nthreads <= 0 || samples < 1) {

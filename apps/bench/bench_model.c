@@ -17,6 +17,7 @@
  * figures of the same model, interleaved with erase's repeat by repeat.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "config.h"
 #include "lib/core/stats.h"
@@ -300,7 +301,7 @@ int bench_model(int argc, char **argv)
                                           { "repeats", required_argument, 0, 'r' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': models = optarg; break;
         case 'b': batch_text = optarg; batch_given = 1; break;
@@ -313,9 +314,11 @@ int bench_model(int argc, char **argv)
         case 'z': size = optarg; break;
         case 'r': repeats = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench model", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench model", argv[optind]);
     int batches[16], threads[8];
     int nb = bench_parse_list(batch_text, batches, 16), nt = bench_parse_list(thread_text, threads, 8);
     erase_device_kind_t kind;

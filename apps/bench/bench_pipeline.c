@@ -40,6 +40,7 @@
  * default 0.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "lib/core/stats.h"
 #include "lib/core/timer.h"
@@ -331,11 +332,9 @@ int bench_pipeline(int argc, char **argv)
                 [12] = { &batch_v, 1, 1 << 20, "a whole number of samples >= 1" },
                 [13] = { &repeats_v, 1, 1000, "a whole number of repeats 1 .. 1000" } };
     int index;
-    for (int c; (c = getopt_long(argc, argv, "", opts, &index)) != -1;) {
-        if (c != 0) {
-            usage(stderr);
-            return 2;
-        }
+    for (int c; (c = getopt_long(argc, argv, ":", opts, &index)) != -1;) {
+        if (c != 0)
+            return cli_option_error("erase-bench pipeline", c, argv, opts);
         const char *name = opts[index].name;
         if (!strcmp(name, "help")) {
             usage(stdout);
@@ -360,11 +359,8 @@ int bench_pipeline(int argc, char **argv)
         } else if (bench_parse_option_number(&num[index], optarg) != 0)
             return bench_bad_option("pipeline", name, optarg, num[index].what);
     }
-    if (optind < argc) {
-        fprintf(stderr, "erase-bench pipeline: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return cli_unexpected("erase-bench pipeline", argv[optind]);
     if (!simulate_flag) {
         fprintf(stderr, "erase-bench pipeline: --simulate is required (the measured pipelines: erase-train --pp)\n");
         return 2;

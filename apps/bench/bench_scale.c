@@ -23,6 +23,7 @@
  *            across nodes; --compute shared|concurrent (scale.h).
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "lib/nn/network.h"
 #include "lib/sched/scale.h"
@@ -98,11 +99,9 @@ int bench_scale(int argc, char **argv)
                 [12] = { &ialpha, 0, 0, "microseconds >= 0" },
                 [13] = { &igbps, 1, 0, "Gbit/s > 0" } };
     int index;
-    for (int c; (c = getopt_long(argc, argv, "", opts, &index)) != -1;) {
-        if (c != 0) {
-            usage(stderr);
-            return 2;
-        }
+    for (int c; (c = getopt_long(argc, argv, ":", opts, &index)) != -1;) {
+        if (c != 0)
+            return cli_option_error("erase-bench scale", c, argv, opts);
         const char *name = opts[index].name;
         if (!strcmp(name, "help")) {
             usage(stdout);
@@ -124,11 +123,8 @@ int bench_scale(int argc, char **argv)
         else if (bench_parse_option_number(&num[index], optarg) != 0)
             return bench_bad_option("scale", name, optarg, num[index].what);
     }
-    if (optind < argc) {
-        fprintf(stderr, "erase-bench scale: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return cli_unexpected("erase-bench scale", argv[optind]);
     if (!model) {
         fprintf(stderr, "erase-bench scale: --model ctr|gpt is required\n");
         return 2;

@@ -31,6 +31,7 @@
  * stops paying (the paper's saturation limit).
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "io/cls_reader.h"
 #include "lib/core/stats.h"
@@ -356,7 +357,7 @@ int bench_schedules(int argc, char **argv)
                                           { "context", required_argument, 0, 'T' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': models = optarg; break;
         case 'b': batch_text = optarg; break;
@@ -370,9 +371,11 @@ int bench_schedules(int argc, char **argv)
         case 'W': width_text = optarg; break;
         case 'T': context = atoi(optarg); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench schedules", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench schedules", argv[optind]);
     int batches[16], nmodes = 0, widths[8], gpt = !strcmp(models, "gpt");
     erase_early_backward_t modes[4];
     if (!batch_text)

@@ -11,6 +11,7 @@
  * (b)/(a) near 2 means the streams overlap fully; near 1, not at all.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ int bench_streams(int argc, char **argv)
                                           { "samples", required_argument, 0, 'n' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 's':
             if (sscanf(optarg, "%dx%dx%d", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
@@ -56,9 +57,11 @@ int bench_streams(int argc, char **argv)
             printf("usage: erase-bench streams [--shape MxNxK] [--jobs J] [--samples N]\n"
                    "  defaults: --shape 512x256x256 --jobs 64 --samples 7 (of each configuration, in turn)\n");
             return 0;
-        default: return 2;
+        default: return cli_option_error("erase-bench streams", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench streams", argv[optind]);
     if (jobs < 2 || samples < 1) {
         fprintf(stderr, "erase-bench streams: need --jobs >= 2 and --samples >= 1\n");
         return 2;

@@ -14,6 +14,7 @@
  * much less; --min-ratio judges that ratio.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "lib/core/fpmode.h"
 #include "lib/core/stats.h"
@@ -100,7 +101,7 @@ int bench_subnormal(int argc, char **argv)
                                           { "min-ratio", required_argument, 0, 'r' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 'm': model = optarg; break;
         case 'b': batch = atoi(optarg); break;
@@ -109,9 +110,11 @@ int bench_subnormal(int argc, char **argv)
         case 't': threads = atoi(optarg); break;
         case 'r': min_ratio = atof(optarg); break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return cli_option_error("erase-bench subnormal", c, argv, opts);
         }
     }
+    if (optind < argc)
+        return cli_unexpected("erase-bench subnormal", argv[optind]);
     enum { WARMUP = 10 };
     if (optind < argc || (strcmp(model, "ctr") && strcmp(model, "mlp")) || batch < 1 ||
         batch > 1 << 20 || window < 1 || threads < 1 || min_ratio < 0 || window > steps / 4 ||

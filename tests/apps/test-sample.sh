@@ -6,12 +6,15 @@
 # text (temperature 1 on GPT-2's nearly flat initial logits); a checkpoint
 # directory gives its newest checkpoint's text; --prompt-tokens on a
 # vocabulary other than bytes; bad input: the exact message and status (1
-# for a file that cannot serve, 2 for usage).
+# for a file that cannot serve, 2 for usage). Issue 32: to a terminal (a
+# pty of script(1)) control bytes and invalid UTF-8 are written as \xHH (a
+# backslash as \\; they reached the terminal raw), bytes as they are with
+# --raw.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-sample
 need tests/apps/sample-tool
 workdir
-echo "1..18"
+echo "1..20"
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -130,3 +133,27 @@ apps/erase-sample "$dir/flat" --prompt "" -q >/dev/null 2>"$dir/err"
 rc=$?
 expect 2 "$dir/err" "erase-sample: --prompt is empty: give at least one token to start from"
 tap $? "an empty --prompt: status $rc"
+
+# issue 32: a prompt of 'A', ESC [2J (clear the screen), \001, \377 (not
+# UTF-8), a backslash and U+00E9 (valid UTF-8) sampled to a pty: the
+# prompt comes back escaped, and nothing after it reaches the terminal
+# that is a control byte or invalid UTF-8; with --raw the bytes as they are
+if command -v script >/dev/null 2>&1; then
+    printf 'A\033[2J\001\377\\\303\251' >"$dir/prompt"
+    for mode in escaped raw; do
+        flag=''; [ $mode = raw ] && flag=--raw
+        SHELL=/bin/sh timeout -k 5 60 script -qec "apps/erase-sample $dir/spread/ckpt-0.h5 --prompt \"\$(cat $dir/prompt)\" --tokens 4 --temperature 0 -q $flag" /dev/null </dev/null >"$dir/tty.$mode" 2>&1
+        echo $? >"$dir/tty.$mode.rc"
+    done
+    printf 'A\\x1b[2J\\x01\\xff\\\\\303\251' >"$dir/want.escaped"
+    n=$(wc -c <"$dir/want.escaped")
+    [ "$(cat "$dir/tty.escaped.rc")" = 0 ] && [ "$(head -c "$n" "$dir/tty.escaped" | od -An -tx1)" = "$(od -An -tx1 <"$dir/want.escaped")" ] &&
+        iconv -f UTF-8 -t UTF-8 <"$dir/tty.escaped" >/dev/null 2>&1 && ! tr -d '\r\n' <"$dir/tty.escaped" | LC_ALL=C grep -q '[[:cntrl:]]'
+    tap $? "to a terminal: the prompt's ESC, bytes 1 and 255 and backslash escaped, U+00E9 as it is, no control byte or invalid UTF-8 after it"
+    od -c "$dir/tty.escaped" | tap_report /dev/stdin
+    [ "$(cat "$dir/tty.raw.rc")" = 0 ] && [ "$(head -c 10 "$dir/tty.raw" | od -An -tx1)" = "$(od -An -tx1 <"$dir/prompt")" ]
+    tap $? "--raw to a terminal: the prompt's bytes as they are"
+    od -c "$dir/tty.raw" | tap_report /dev/stdin
+else
+    for n in 19 20; do echo "ok $n # SKIP no script(1) for a pty"; done
+fi

@@ -5,12 +5,18 @@
 # erase-convert stopped by SIGINT exits 130 after the same cleanup, and
 # under nohup ignores SIGHUP.
 # erase-bench: an unknown model is a usage error (status 2).
+# Issue 32: every tool's unknown option, option missing its value (or given
+# one it does not take) and unexpected argument is one line naming it,
+# status 2 (they said "unknown option, missing value or extra argument",
+# or getopt's line and the whole usage); erase-score without -o says so.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 need apps/erase-inspect
 need apps/erase-bench
+need apps/erase-score
+need apps/erase-sample
 workdir
-echo "1..20"
+echo "1..21"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -182,4 +188,41 @@ apps/erase-bench model --model gpt --batch 8,16 >/dev/null 2>"$dir/err"
 rc=$?
 expect 2 "$dir/err" "erase-bench model: --batch 8,16: --model gpt takes one batch size"
 tap $? "erase-bench model --model gpt --batch with two sizes: usage error (status $rc)"
+# issue 32: one line naming the argument at fault, status 2, nothing written
+ok=0
+while IFS='|' read -r args want; do
+    # shellcheck disable=SC2086 # $args: the words of the command line
+    apps/$args >"$dir/out" 2>"$dir/err"
+    rc=$?
+    if [ $rc != 2 ] || [ "$(cat "$dir/err")" != "$want" ] || [ -s "$dir/out" ] || [ -e "$dir/o" ]; then
+        ok=1
+        echo "# apps/$args: status $rc, expected 2 and: $want"
+        tap_report "$dir/err"
+    fi
+done <<EOF
+erase-convert criteo --bogus -o $dir/o $sample|erase-convert criteo: unknown option --bogus (erase-convert criteo --help lists them)
+erase-convert criteo -q $sample -o|erase-convert criteo: option -o needs a value
+erase-convert synth --rows 10 --out|erase-convert synth: option --out needs a value
+erase-convert synth -o $dir/o --rows 10 extra|erase-convert synth: unexpected argument 'extra'
+erase-convert synth -o $dir/o --rows 10 --force=1|erase-convert synth: option --force takes no value, got --force=1
+erase-convert mnist $images $labels -o $dir/o --split|erase-convert mnist: option --split needs a value
+erase-convert text --raw -o $dir/o $sample|erase-convert text: unknown option --raw (erase-convert text --help lists them)
+erase-convert tokens -o $dir/o $sample --vocab|erase-convert tokens: option --vocab needs a value
+erase-inspect data --bogus $dir/m7/train|erase-inspect data: unknown option --bogus (erase-inspect data --help lists them)
+erase-inspect ckpt $dir/junk.h5 extra|erase-inspect ckpt: unexpected argument 'extra'
+erase-inspect merge --force $dir/junk.h5 $dir/o extra|erase-inspect merge: unexpected argument 'extra'
+erase-inspect merge --bogus $dir/junk.h5 $dir/o|erase-inspect merge: unknown option --bogus (erase-inspect merge --help lists them)
+erase-score $dir/junk.h5 $dir/m7/eval|erase-score: no output file: give -o FILE (the scores are written there; --help lists the options)
+erase-score $dir/junk.h5 $dir/m7/eval -o|erase-score: option -o needs a value
+erase-score $dir/junk.h5 $dir/m7/eval extra -o $dir/o|erase-score: unexpected argument 'extra'
+erase-score --bogus $dir/junk.h5 $dir/m7/eval -o $dir/o|erase-score: unknown option --bogus (erase-score --help lists them)
+erase-sample $dir/junk.h5 --tokens|erase-sample: option --tokens needs a value
+erase-sample $dir/junk.h5 extra|erase-sample: unexpected argument 'extra'
+erase-sample --bogus $dir/junk.h5|erase-sample: unknown option --bogus (erase-sample --help lists them)
+erase-bench gemm --shapes|erase-bench gemm: option --shapes needs a value
+erase-bench model --bogus|erase-bench model: unknown option --bogus (erase-bench model --help lists them)
+erase-bench pipeline --simulate=1|erase-bench pipeline: option --simulate takes no value, got --simulate=1
+erase-bench streams extra|erase-bench streams: unexpected argument 'extra'
+EOF
+tap $ok "erase-convert, erase-inspect, erase-score, erase-sample, erase-bench: an unknown option, a missing value, an unexpected argument: status 2, one line naming it"
 exit 0
