@@ -15,8 +15,12 @@
 #                      as ERASE_MPIRUN: it names its network itself)
 # ERASE_MPIRUN replaces the launcher command (default: mpirun), e.g.
 # "tests/cluster/hosts.sh mpirun" for the namespace hosts of the tests.
+# ERASE_DATA_ROOT: where the jobs keep their data, checkpoints and metrics
+# ($data_root; default _data). ERASE_SKIP_SETUP=1: run the programs of
+# $ERASE_BUILD as they are, without jobs/setup (the tests, inside make check).
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ERASE_BUILD:-$top/_build}
+data_root=${ERASE_DATA_ROOT:-$top/_data}
 job_usage() { echo "jobs/$(basename "$0"): $*" >&2; exit 2; }
 ranks='' hosts_args=() net_args=()
 while [ $# -gt 0 ]; do
@@ -53,7 +57,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$ranks" ] || ranks=${slots:-2}
-ERASE_BUILD="$build" "$top/jobs/setup"
+[ "${ERASE_SKIP_SETUP:-0}" = 1 ] || ERASE_BUILD="$build" "$top/jobs/setup"
 
 mpi_flags=(--oversubscribe --bind-to none)
 if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
@@ -65,7 +69,7 @@ job_mpirun() { ${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_a
 job_convert() {
     local what=$1 log=$2
     shift 2
-    mkdir -p "$top/_data"
+    mkdir -p "$data_root"
     echo "erase $(basename "$0"): converting $what" >&2
     "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
 }

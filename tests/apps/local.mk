@@ -19,6 +19,8 @@ APPS_TEST_DRIVERS += tests/apps/test-bench-scale.sh
 APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
 # erase-convert --force replaces the old dataset only after success (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-convert-force.sh
+# jobs/shakespeare: --resume auto continues, --checkpoint-dir reaches sampling, nothing deleted (issue 32)
+APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
