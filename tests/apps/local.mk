@@ -21,6 +21,8 @@ APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
 APPS_TEST_DRIVERS += tests/apps/test-convert-force.sh
 # jobs/shakespeare: --resume auto continues, --checkpoint-dir reaches sampling, nothing deleted (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
+# jobs/plot: every task's metrics against samples or tokens seen (issue 32)
+APPS_TEST_DRIVERS += tests/apps/test-plot.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
