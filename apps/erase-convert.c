@@ -5,12 +5,13 @@
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
  *   erase-convert text   FILE... -o DIR [options]   text -> byte-level token shards (DIR/train, DIR/eval)
- *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT token files -> token shards
+ *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT (--raw) token files -> token shards
  *
  * criteo and synth write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and
  * DIR/index.txt, mnist DIR/train and DIR/eval, each such a directory of
  * classification shards (io/cls_shard.h); all atomically (nothing that
- * looks valid is left by a failed or interrupted run), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
+ * looks valid is left by a failed or interrupted run; --force replaces an
+ * old dataset only once the new one is written), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
  * 128 + the signal number when SIGINT (130), SIGTERM (143) or SIGHUP (129)
  * stopped it (after the same cleanup as a failure).
  */
@@ -521,7 +522,7 @@ static void usage(FILE *f)
                "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
                "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n"
                "  text     text files -> byte-level token shards (DIR/train, DIR/eval)\n"
-               "  tokens   pre-tokenized files (llm.c's .bin or raw uint16) -> token shards\n");
+               "  tokens   pre-tokenized files (llm.c's .bin, or raw uint16 with --raw) -> token shards\n");
 }
 
 int main(int argc, char **argv)
