@@ -63,7 +63,7 @@ grep '"type":"checkpoint"' "$m" | sed 's/^/# /'
 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/data" --batch 64 --steps 6 --log-every 1 \
     --trace "$dir/no/such/dir/t.json" >"$dir/out" 2>&1
 rc=$?
-[ $rc = 1 ] && grep -q -F -e "--trace $dir/no/such/dir/t.json: cannot write: No such file or directory" "$dir/out" &&
+[ $rc = 2 ] && grep -q -F -e "--trace $dir/no/such/dir/t.json: cannot write: No such file or directory" "$dir/out" &&
     ! grep -q '^train  step' "$dir/out"
 tap $? "--trace into a missing directory: status $rc before the first step"
 grep -e '--trace' "$dir/out" | sed 's/^/# /'
