@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The data start-up line's name of a list: "a,b (2 inputs)", or "a". */
 static void inputs_text(const char *list, char *buf, size_t size)
@@ -24,6 +25,32 @@ static void inputs_text(const char *list, char *buf, size_t size)
         snprintf(buf, size, "%s (%d inputs)", list, n);
     else
         snprintf(buf, size, "%s", list);
+}
+
+/* A note when --blas-threads asked for more BLAS threads than the device
+ * uses: the effective number and why (the rank's share of the host's
+ * cores, the BLAS library; the CUDA backend has none). */
+static void print_blas_note(const run_t *r)
+{
+    int64_t asked = r->o->blas_threads;
+    if (asked == 0)
+        return;
+    if (erase_device_kind(r->dev) != ERASE_DEVICE_CPU) {
+        printf("note   --blas-threads %lld: unused on --device %s (BLAS threads are the CPU backend's)\n",
+               (long long)asked, r->o->device);
+        return;
+    }
+    int used = erase_device_blas_threads(r->dev), cores = erase_device_cores(r->dev);
+    if (used >= asked)
+        return;
+    if (asked > cores)
+        printf("note   --blas-threads %lld: %d BLAS thread%s per stream, the most this rank can use: its share of "
+               "this host's cores is %d (%ld online, %d rank%s on this host)\n", (long long)asked, used,
+               used == 1 ? "" : "s", cores, sysconf(_SC_NPROCESSORS_ONLN), r->w->local_size,
+               r->w->local_size == 1 ? "" : "s");
+    else
+        printf("note   --blas-threads %lld: %d BLAS thread%s per stream, the most this build's BLAS library "
+               "runs\n", (long long)asked, used, used == 1 ? "" : "s");
 }
 
 void run_print_start(const run_t *r)
@@ -42,6 +69,7 @@ void run_print_start(const run_t *r)
         snprintf(where, sizeof where, "%s", w->host);
     printf("erase-%s: %d rank%s on %s\n  device %s\n", r->score ? "score" : "train", w->size, w->size == 1 ? "" : "s",
            where, dev);
+    print_blas_note(r);
     if (o->eval_only)
         printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
                o->eval[0] ? "" : " (held out of --train)");

@@ -506,6 +506,7 @@ erase_status_t run_open_device(run_t *r)
     erase_device_options_t dopt = erase_device_options_default();
     dopt.cores = erase_world_cores_per_rank(r->w); /* ranks on one host share its cores */
     dopt.ordinal = r->w->local_rank;
+    dopt.blas_threads = (int)o->blas_threads; /* a pipeline stage's (the scheduler sets its own again) */
     if (erase_gemm_precision_parse(o->gemm, &dopt.gemm) != 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--gemm %s: expected fp32, tf32 or bf16", o->gemm);
     if (!strcmp(o->device, "cuda"))

@@ -12,14 +12,20 @@
 # misreadings of a run file, options the model cannot take (found after MPI
 # start-up: under mpirun one line, status 2, no MPI_Abort), --schedule
 # local with a stage boundary that is not a cut, too few cuts, --grad-clip
-# or --accumulate, and
-# the workstation jobs' launcher options (--ranks, --hosts, --hostfile, --net).
+# or --accumulate,
+# the workstation jobs' launcher options (--ranks, --hosts, --hostfile, --net),
+# and (issue 32) user errors found after MPI start-up (a missing --train,
+# shards of another task, --gemm bf16 on the CPU, an unwritable --metrics or
+# --trace, a global batch larger than the data, --device cuda without a
+# GPU: one line from rank 0, status 2), options that would do nothing
+# (--schedule without --pp refused, --blas-threads beyond the rank's cores
+# noted) and a job script's usage error without mpirun's banners.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..97"
+echo "1..102"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -329,6 +335,29 @@ done <<EOF
 --hostfile $dir/hosts.empty|--hostfile $dir/hosts.empty: no hosts in it
 --net 10.0.0.0|--net needs the hosts' network as ADDRESS/BITS (e.g. 10.0.0.0/24), got '10.0.0.0'
 EOF
+# options that would do nothing (issue 32): a pipeline schedule without
+# --pp (a 1-stage "pipeline" that only turns early backward off) is
+# refused naming both options; --blas-threads beyond the rank's cores is
+# noted with the number used and why
+for s in gpipe 1f1b paci local; do
+    text="--schedule $s without --pp: a pipeline needs 2 stages or more (--pp P); one stage would only turn early backward off (data parallel: --schedule none, the default)"
+    expect 2 "erase-train: $text" --train "$dir/none" --schedule $s
+    tap $? "--schedule $s without --pp: usage error (status $rc) naming both options"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done
+online=$(getconf _NPROCESSORS_ONLN)
+share=$((online / 2))
+[ $share -ge 1 ] || share=1
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --batch 16 --steps 2 --quiet \
+    --blas-threads 1024 </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+used=$(sed -n 's/^  schedule .*, \([0-9]*\) BLAS threads\{0,1\} per stream$/\1/p' "$dir/out")
+[ $rc = 0 ] && [ -n "$used" ] && [ "$(grep -c '^note   --blas-threads' "$dir/out")" = 1 ] &&
+    grep -q -x -F "note   --blas-threads 1024: $used BLAS thread$([ "$used" = 1 ] || echo s) per stream, the most this rank can use: its share of this host's cores is $share ($online online, 2 ranks on this host)" "$dir/out"
+ok=$?
+tap $ok "--blas-threads 1024 on 2 ranks of $online cores: one note naming the $used thread(s) used and the rank's share (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+
 # a job script's usage error for erase-train (jobs/workstation --rank 3):
 # found before mpirun starts, so its one line comes without Open MPI's
 # banners (a copy of jobs/ whose set-up step and data are already there;
