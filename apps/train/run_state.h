@@ -92,6 +92,7 @@ typedef struct {
         double steps[ERASE_MAX_BLOCKS]; /* steps that trained it (local: not its stage's fill steps) */
     } block;                         /* a pipeline adds both over its stages in one all-reduce */
     int64_t window_global;           /* the window's samples (global batches) */
+    int64_t progress_lines;          /* progress logs (lines, metrics train lines) of this run so far */
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
@@ -245,9 +246,11 @@ erase_status_t run_train_loop(run_t *r);
  * sharded tables, the pipeline's stages and MFU's basis. */
 void run_print_start(const run_t *r);
 
-/* Every --log-every steps (force: now, if the window has steps): the
- * window's metrics summed over the ranks, the progress line (rank 0) and
- * the metrics file's train line; the window is cleared. Collective. */
+/* Every --log-every steps (force: now, if the window has steps), and once
+ * about 10 s after the first step when no line came yet (not --quiet;
+ * ERASE_DEBUG_FIRST_LOG_SECONDS sets the 10): the window's metrics summed
+ * over the ranks, the progress line (rank 0) and the metrics file's train
+ * line; the window is cleared. Collective. */
 erase_status_t run_log_progress(run_t *r, int force);
 
 /* Gather every rank's trace events to rank 0, which writes the JSON file. */

@@ -17,6 +17,8 @@ APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
 APPS_TEST_DRIVERS += tests/apps/test-bench-scale.sh
 # erase-train --pp: the measured bubble and busy times per stage (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
+# erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
+APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
