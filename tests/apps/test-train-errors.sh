@@ -257,7 +257,8 @@ if grep -q -E -e '(no CUDA backend|no CUDA device visible)' "$dir/err"; then
     tap $ok "--device cuda without a GPU under mpirun -np 2: one line from rank 0 naming the option, status $rc, no abort"
     [ $ok = 0 ] || tap_report "$dir/err"
 else
-    echo "ok - --device cuda without a GPU # SKIP a GPU opens here"
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n - --device cuda without a GPU # SKIP a GPU opens here"
 fi
 # ERASE_VERBOSE=1: the one line is the call chain
 ERASE_VERBOSE=1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --quiet >"$dir/out" \
