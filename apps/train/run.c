@@ -120,7 +120,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
      * this machine lacks, --train data missing or of another task, a batch
      * larger than the data, an unwritable --metrics or --trace), agreed on
      * before the first collective that follows: one line from rank 0, status 2 */
-    char what[sizeof o->device + sizeof o->train + 64];
+    char what[sizeof o->device + sizeof o->train + sizeof o->eval + 64];
     if (st == ERASE_OK) {
         st = run_open_device(&r);
         snprintf(what, sizeof what, "open the device (--device %s)", o->device);
@@ -132,7 +132,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         st = run_open_readers(&r);
         if (st == ERASE_OK)
             st = run_check_outputs(&r);
-        snprintf(what, sizeof what, "open the data (--train %s) or the output files", o->train);
+        snprintf(what, sizeof what, "open the data (--%s %s) or the output files", o->train[0] ? "train" : "eval",
+                 o->train[0] ? o->train : o->eval);
         st = run_agree_setup(&r, st, st != ERASE_ERR_NOMEM, what, alike);
     }
     if (st == ERASE_OK)
