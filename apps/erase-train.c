@@ -15,11 +15,15 @@
 
 /* An error every rank found alike (a usage error: status 2; a bad model
  * file: 1): one line "erase-train: what", printed once (by rank 0 of the
- * job, or of the launcher before MPI start-up); returns `status`. */
+ * job, or of the launcher before MPI start-up); with ERASE_VERBOSE >= 1
+ * the line is the error's call chain ("file:line -> ... -> what");
+ * returns `status`. */
 static int error_once(int rank, int status)
 {
+    const char *verbose = getenv("ERASE_VERBOSE");
     if (rank <= 0)
-        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
+        fprintf(stderr, "erase-train: %s\n", verbose && atof(verbose) >= 1 ? erase_error_message()
+                                                                         : erase_error_reason());
     return status;
 }
 
@@ -27,21 +31,21 @@ int main(int argc, char **argv)
 {
     train_options_t o;
     int help;
+    /* ERASE_CHECK_OPTIONS=RANKS (the workstation jobs, jobs/job.sh, before
+     * mpirun): the options are checked as for a job of RANKS ranks and
+     * nothing is started: exit 0, or 2 with the usage error's one line,
+     * which mpirun would have wrapped in its own banners */
+    const char *check = getenv("ERASE_CHECK_OPTIONS");
     erase_status_t st = train_options_parse(argc, argv, &o, &help);
     if (help) {
-        train_options_usage(stdout);
+        if (!check)
+            train_options_usage(stdout);
         return 0;
     }
     if (st != ERASE_OK)
         return error_once(train_launcher_rank(), 2);
-    /* --eval-only writes no checkpoint: SIGTERM/SIGUSR1 keep their default
-     * action (stop at once), as without --checkpoint-dir */
-    if (o.checkpoint_dir[0] && !o.eval_only && train_ckpt_catch_signals() != ERASE_OK) {
-        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
-        return 1;
-    }
     /* --pp that does not divide the ranks: a usage error, before MPI */
-    int ranks = train_launcher_size();
+    int ranks = check ? atoi(check) : train_launcher_size();
     if (ranks < 1)
         ranks = 1;
     if (ranks % o.pp) {
@@ -49,6 +53,14 @@ int main(int argc, char **argv)
                     "(ranks = data-parallel replicas x --pp)", (long long)o.pp, ranks, ranks == 1 ? "" : "s",
                     (long long)o.pp);
         return error_once(train_launcher_rank(), 2);
+    }
+    if (check)
+        return 0;
+    /* --eval-only writes no checkpoint: SIGTERM/SIGUSR1 keep their default
+     * action (stop at once), as without --checkpoint-dir */
+    if (o.checkpoint_dir[0] && !o.eval_only && train_ckpt_catch_signals() != ERASE_OK) {
+        fprintf(stderr, "erase-train: %s\n", erase_error_reason());
+        return 1;
     }
     erase_world_t world;
     erase_world_options_t wo = { .pp_size = (int)o.pp, .watchdog_seconds = o.watchdog,

@@ -61,8 +61,14 @@ done
 
 mpi_flags=(--oversubscribe --bind-to none)
 if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
-# shellcheck disable=SC2086 # ERASE_MPIRUN: a command and its words
-job_mpirun() { ${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_args[@]}" "${net_args[@]}" "$@"; }
+# erase-train's usage errors (an unknown option, a bad value) are found
+# before mpirun (ERASE_CHECK_OPTIONS: apps/erase-train.c): their one line,
+# status 2, without Open MPI's banners around it
+job_mpirun() {
+    case ${1##*/} in erase-train) ERASE_CHECK_OPTIONS=$ranks "$@" || exit $? ;; esac
+    # shellcheck disable=SC2086 # ERASE_MPIRUN: a command and its words
+    ${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_args[@]}" "${net_args[@]}" "$@"
+}
 
 # job_convert WHAT LOG CMD...: "erase <job>: converting WHAT" on stderr, CMD
 # with its output in LOG (shown, and the job stopped, when it fails).

@@ -83,7 +83,8 @@ erase_status_t run_evaluate(run_t *r)
             fflush(stdout);
             if (r->metrics) {
                 json_line_start(r->metrics, "eval", r->step, r->samples_seen);
-                fprintf(r->metrics, ",\"epoch\":%lld", (long long)r->epoch);
+                if (!r->o->eval_only) /* the training's epoch: none to tell */
+                    fprintf(r->metrics, ",\"epoch\":%lld", (long long)r->epoch);
                 r->task->eval_json(r->ts, r->metrics);
                 fprintf(r->metrics, ",\"seconds\":%.6f}\n", sec);
                 fflush(r->metrics);

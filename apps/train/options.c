@@ -420,6 +420,10 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
+    if (pipeline && o->pp == 1) /* it would train as data parallel with early backward off */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--schedule %s without --pp: a pipeline needs 2 stages or more "
+                           "(--pp P); one stage would only turn early backward off (data parallel: --schedule "
+                           "none, the default)", schedule);
     return ERASE_OK;
 }
 

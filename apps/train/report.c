@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The data start-up line's name of a list: "a,b (2 inputs)", or "a". */
 static void inputs_text(const char *list, char *buf, size_t size)
@@ -24,6 +25,32 @@ static void inputs_text(const char *list, char *buf, size_t size)
         snprintf(buf, size, "%s (%d inputs)", list, n);
     else
         snprintf(buf, size, "%s", list);
+}
+
+/* A note when --blas-threads asked for more BLAS threads than the device
+ * uses: the effective number and why (the rank's share of the host's
+ * cores, the BLAS library; the CUDA backend has none). */
+static void print_blas_note(const run_t *r)
+{
+    int64_t asked = r->o->blas_threads;
+    if (asked == 0)
+        return;
+    if (erase_device_kind(r->dev) != ERASE_DEVICE_CPU) {
+        printf("note   --blas-threads %lld: unused on --device %s (BLAS threads are the CPU backend's)\n",
+               (long long)asked, r->o->device);
+        return;
+    }
+    int used = erase_device_blas_threads(r->dev), cores = erase_device_cores(r->dev);
+    if (used >= asked)
+        return;
+    if (asked > cores)
+        printf("note   --blas-threads %lld: %d BLAS thread%s per stream, the most this rank can use: its share of "
+               "this host's cores is %d (%ld online, %d rank%s on this host)\n", (long long)asked, used,
+               used == 1 ? "" : "s", cores, sysconf(_SC_NPROCESSORS_ONLN), r->w->local_size,
+               r->w->local_size == 1 ? "" : "s");
+    else
+        printf("note   --blas-threads %lld: %d BLAS thread%s per stream, the most this build's BLAS library "
+               "runs\n", (long long)asked, used, used == 1 ? "" : "s");
 }
 
 void run_print_start(const run_t *r)
@@ -42,6 +69,7 @@ void run_print_start(const run_t *r)
         snprintf(where, sizeof where, "%s", w->host);
     printf("erase-%s: %d rank%s on %s\n  device %s\n", r->score ? "score" : "train", w->size, w->size == 1 ? "" : "s",
            where, dev);
+    print_blas_note(r);
     if (o->eval_only)
         printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
                o->eval[0] ? "" : " (held out of --train)");
@@ -79,22 +107,66 @@ static double mfu(const run_t *r, double qps)
     return r->flops > 0 && r->peak_gflops > 0 ? qps * r->flops / (r->w->size * r->peak_gflops * 1e9) : 0;
 }
 
-/* ", 3072 tokens/s, MFU 12.3%" after a progress line's samples/s ("" without units). */
-static void units_text(const run_t *r, double qps, char *buf, size_t size)
+/* A rate as the lines print it: whole from 100 up, else 3 significant
+ * digits ("19.8", "0.417": a large model's samples/s is not "0"). */
+static const char *rate_text(double v, char buf[32])
 {
-    int n = 0;
-    buf[0] = 0;
-    if (r->units > 0)
-        n = snprintf(buf, size, " (%.0f %s/s", qps * (double)r->units, r->task->unit);
+    snprintf(buf, 32, v >= 100 || v == 0 ? "%.0f" : "%.3g", v);
+    return buf;
+}
+
+/* A progress line's throughput of `qps` samples/s: "40125 samples/s", or
+ * in the task's units first, "5080 tokens/s (19.8 samples/s, MFU 79.9%)". */
+static void throughput_text(const run_t *r, double qps, char *buf, size_t size)
+{
+    char a[32], b[32];
+    if (r->units <= 0) {
+        snprintf(buf, size, "%s samples/s", rate_text(qps, a));
+        return;
+    }
+    int n = snprintf(buf, size, "%s %s/s (%s samples/s", rate_text(qps * (double)r->units, a), r->task->unit,
+                     rate_text(qps, b));
     if (n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, r->flops > 0 && r->peak_gflops > 0 ? ", MFU %.1f%%)" : ")",
                  100 * mfu(r, qps));
 }
 
+/* Seconds after the first step began by which the first progress line is
+ * printed whatever --log-every is: 10, or ERASE_DEBUG_FIRST_LOG_SECONDS
+ * (a number >= 0; tests: 0 prints it after the first step). */
+static double first_line_seconds(void)
+{
+    const char *v = getenv("ERASE_DEBUG_FIRST_LOG_SECONDS");
+    char *end;
+    double s = v ? strtod(v, &end) : NAN;
+    return v && *v && !*end && s >= 0 ? s : 10.0;
+}
+
+/* Whether the time-based first progress line is due after this step: no
+ * line yet in this run, lines shown (not --quiet), and first_line_seconds
+ * past since the loop began on rank 0's clock (agreed by every rank: the
+ * line's sums are collective). */
+static erase_status_t first_line_due(const run_t *r, int *due)
+{
+    *due = 0;
+    if (r->o->quiet || r->progress_lines > 0)
+        return ERASE_OK;
+    int all;
+    TRY(erase_world_agree(r->root && erase_now_s() - r->t_start >= first_line_seconds(), &all, due));
+    return ERASE_OK;
+}
+
 erase_status_t run_log_progress(run_t *r, int force)
 {
-    if (r->window_steps == 0 || (!force && r->step % r->o->log_every != 0))
+    if (r->window_steps == 0)
         return ERASE_OK;
+    if (!force && r->step % r->o->log_every != 0) {
+        int due;
+        TRY(first_line_due(r, &due));
+        if (!due)
+            return ERASE_OK;
+    }
+    r->progress_lines++;
     TRY(run_reduce_metrics(r, TRAIN_TASK_WINDOW));
     if (r->pipe) { /* each stage summed its own blocks' losses (read_losses) and steps */
         _Static_assert(sizeof r->block == 2 * ERASE_MAX_BLOCKS * sizeof(double), "block: two arrays of doubles");
@@ -132,14 +204,14 @@ erase_status_t run_log_progress(run_t *r, int force)
                      "filled again after each drain (checkpoint, evaluation)", r->w->pp_size - 1);
         else
             r->task->window_text(r->ts, r->tty ? " " : ",", stats, sizeof stats);
-        char units[64];
-        units_text(r, qps, units, sizeof units);
+        char rate[96];
+        throughput_text(r, qps, rate, sizeof rate);
         if (r->tty)
-            printf("\r\033[Kstep %lld/%lld  %.0f samples/s%s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
-                   (long long)r->total_steps, qps, units, stats, lr, eta);
+            printf("\r\033[Kstep %lld/%lld  %s  %s  lr %.3g  ETA %.0f s", (long long)r->step,
+                   (long long)r->total_steps, rate, stats, lr, eta);
         else
-            printf("train  step %lld/%lld epoch %lld: %.0f samples/s%s, %s, lr %.3g, ETA %.0f s\n",
-                   (long long)r->step, (long long)r->total_steps, (long long)r->epoch, qps, units, stats, lr, eta);
+            printf("train  step %lld/%lld epoch %lld: %s, %s, lr %.3g, ETA %.0f s\n", (long long)r->step,
+                   (long long)r->total_steps, (long long)r->epoch, rate, stats, lr, eta);
         fflush(stdout);
     }
     if (r->root && r->metrics) {
@@ -284,11 +356,17 @@ void run_summary(run_t *r)
     double epochs = (double)r->samples_seen /
                     (double)(erase_reader_info(r->train).steps_per_epoch * global);
     printf("  steps      %lld (%.2f epochs), %.1f s of steps\n", (long long)r->step, epochs, total_s);
-    printf("  QPS        p50 %.0f  p90 %.0f samples/s (all ranks, after %lld warm-up step%s)\n", p50, p90,
-           (long long)warmup, warmup == 1 ? "" : "s");
-    if (r->units > 0)
-        printf("  %-10s p50 %.0f  p90 %.0f %s/s\n", r->task->unit, p50 * (double)r->units, p90 * (double)r->units,
-               r->task->unit);
+    char a[32], b[32];
+    if (r->units > 0) { /* the task's units first: a large model's samples/s is a fraction */
+        printf("  %-10s p50 %s  p90 %s %s/s (all ranks, after %lld warm-up step%s)\n", r->task->unit,
+               rate_text(p50 * (double)r->units, a), rate_text(p90 * (double)r->units, b), r->task->unit,
+               (long long)warmup, warmup == 1 ? "" : "s");
+        printf("  QPS        p50 %s  p90 %s samples/s (a sample: %lld %s)\n", rate_text(p50, a), rate_text(p90, b),
+               (long long)r->units, r->task->unit);
+    } else {
+        printf("  QPS        p50 %s  p90 %s samples/s (all ranks, after %lld warm-up step%s)\n", rate_text(p50, a),
+               rate_text(p90, b), (long long)warmup, warmup == 1 ? "" : "s");
+    }
     if (r->flops > 0 && r->peak_gflops > 0)
         printf("  MFU        p50 %.1f%%  p90 %.1f%% (%.3g GFLOP per sample over %d x %.1f GFLOP/s, the SGEMM peak "
                "rank 0 measured at start%s)\n", 100 * mfu(r, p50), 100 * mfu(r, p90), r->flops / 1e9, r->w->size,
@@ -348,14 +426,23 @@ void run_summary_eval_only(const run_t *r, double seconds)
 {
     if (!r->root)
         return;
+    /* what evaluation has: no training figures (steps, QPS, the global batch of a step) */
     int64_t n = erase_reader_info(r->eval).samples;
+    int blocks = erase_network_blocks(r->net), cuts = 0;
+    for (int b = 1; b < blocks; b++)
+        cuts += erase_network_is_cut(r->net, b);
     printf("erase-%s summary (evaluation only: no training steps)\n", r->score ? "score" : "train");
-    printf("  model      %s, %d blocks; %d rank%s (data parallel), global batch %lld\n",
-           erase_model_config_name(&r->cfg), erase_network_blocks(r->net), r->w->size, r->w->size == 1 ? "" : "s",
-           (long long)r->global_batch);
+    printf("  model      %s, %d blocks, %d cut%s (the checkpoint's); %d rank%s\n", erase_model_config_name(&r->cfg),
+           blocks, cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s");
     printf("  checkpoint %s (step %lld)\n", r->ckpt_path, (long long)r->ckpt_step);
     printf("  eval       ");
     r->task->eval_print(r->ts, stdout);
-    printf("\n  eval time  %.2f s (%.0f samples/s, all ranks)\n", seconds, seconds > 0 ? (double)n / seconds : 0);
+    double qps = seconds > 0 ? (double)n / seconds : 0;
+    char a[32], b[32];
+    if (r->units > 0)
+        printf("\n  eval time  %.2f s (%s %s/s, %s samples/s, all ranks)\n", seconds,
+               rate_text(qps * (double)r->units, a), r->task->unit, rate_text(qps, b));
+    else
+        printf("\n  eval time  %.2f s (%s samples/s, all ranks)\n", seconds, rate_text(qps, a));
     fflush(stdout);
 }

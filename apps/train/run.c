@@ -116,12 +116,26 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     if (st == ERASE_OK && (st = run_batch_sizes(&r)) != ERASE_OK)
         usage = 1; /* the batch against the number of ranks: alike on every rank */
     st = run_agree_on_model(&r, st, usage, alike);
-    if (st == ERASE_OK)
+    /* the user's settings that every rank finds alike (a --device or --gemm
+     * this machine lacks, --train data missing or of another task, a batch
+     * larger than the data, an unwritable --metrics or --trace), agreed on
+     * before the first collective that follows: one line from rank 0, status 2 */
+    char what[sizeof o->device + sizeof o->train + sizeof o->eval + 64];
+    if (st == ERASE_OK) {
         st = run_open_device(&r);
+        snprintf(what, sizeof what, "open the device (--device %s)", o->device);
+        st = run_agree_setup(&r, st, st == ERASE_ERR_INVALID || st == ERASE_ERR_UNSUPPORTED, what, alike);
+    }
     if (st == ERASE_OK)
         st = run_open_host_stream(&r);
-    if (st == ERASE_OK)
+    if (st == ERASE_OK) {
         st = run_open_readers(&r);
+        if (st == ERASE_OK)
+            st = run_check_outputs(&r);
+        snprintf(what, sizeof what, "open the data (--%s %s) or the output files", o->train[0] ? "train" : "eval",
+                 o->train[0] ? o->train : o->eval);
+        st = run_agree_setup(&r, st, st != ERASE_ERR_NOMEM, what, alike);
+    }
     if (st == ERASE_OK)
         st = run_setup_training(&r);
     if (st == ERASE_OK) /* ERASE_VERBOSE >= 1: one line per rank, with the scheduler's BLAS threads per stream */

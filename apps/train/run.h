@@ -13,10 +13,13 @@
  * is the checkpoint's model text, the eval line is printed at the
  * checkpoint's step, a summary says "evaluation only", the checkpoint
  * directory is not touched); ERASE_OK or the first failure. *alike is set when the failure was found alike on every rank
- * after start-up (erase_world_agree): 2 for a usage error (an option the
- * model cannot take, e.g. --cuts 7 for a 7-block model), 1 for a bad model
- * file; every rank can then end with that status and finalize MPI instead
- * of aborting the job; else 0. */
+ * after start-up (erase_world_agree), before the first step: 2 for a usage
+ * error (an option the model cannot take, e.g. --cuts 7 for a 7-block
+ * model; a --device or --gemm this machine lacks; --train data missing, of
+ * another task or smaller than a global batch; an unwritable --metrics or
+ * --trace, found by rank 0 alone), 1 for a bad model file; every rank can
+ * then end with that status and finalize MPI instead of aborting the job,
+ * rank 0 printing the one line; else 0. */
 erase_status_t train_run(const train_options_t *o, const erase_world_t *world, int *alike);
 
 /* What erase-score's hooks are told before the pass (all outlive it). */

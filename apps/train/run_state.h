@@ -92,6 +92,7 @@ typedef struct {
         double steps[ERASE_MAX_BLOCKS]; /* steps that trained it (local: not its stage's fill steps) */
     } block;                         /* a pipeline adds both over its stages in one all-reduce */
     int64_t window_global;           /* the window's samples (global batches) */
+    int64_t progress_lines;          /* progress logs (lines, metrics train lines) of this run so far */
     double t_start;
     int64_t evals, eval_step;        /* evaluations done, step of the last one */
     double eval_s;                   /* seconds of all evaluations (not in step_s) */
@@ -179,11 +180,30 @@ erase_status_t run_open_device(run_t *r);
  */
 erase_status_t run_open_host_stream(run_t *r);
 
+/*
+ * Every rank's status `st` of one set-up phase, agreed on before the phase
+ * that follows (collective: every rank calls it, failed or not, and leaves
+ * with ERASE_OK on every rank or a failure on every rank). When every rank
+ * failed, *alike = 2 (usage set: a setting the user gave cannot be used,
+ * e.g. a missing --train, a --gemm the device lacks) or 1, and the job ends
+ * cleanly with rank 0's one line; so too when rank 0 alone failed with a
+ * usage error (its own files: --metrics, --trace), the other ranks then
+ * returning ERASE_ERR_INVALID "rank 0 could not WHAT". When only other
+ * ranks failed, those that did not return ERASE_ERR_STATE "another rank
+ * could not WHAT" (`what`: e.g. "open the device (--device cuda)") and the
+ * error takes the fatal path. *alike is left as it was otherwise.
+ */
+erase_status_t run_agree_setup(const run_t *r, erase_status_t st, int usage, const char *what, int *alike);
+
 /* A failure of run_setup_model, where every rank reads the same model file and
- * options: when every rank failed alike, *alike = 2 (a usage error) or 1 (a
- * bad model file) and the job ends cleanly; when only some did, the error
- * takes the fatal path. */
+ * options: run_agree_setup's "set up the model (--model M)". */
 erase_status_t run_agree_on_model(const run_t *r, erase_status_t st, int usage, int *alike);
+
+/* Rank 0's output files, --metrics and --trace, can be written (each is
+ * opened for appending, and removed again when this made it), so that a
+ * path that cannot be is a usage error before the first step. Other ranks:
+ * ERASE_OK. Errors: ERASE_ERR_IO "--metrics PATH: cannot write: REASON". */
+erase_status_t run_check_outputs(const run_t *r);
 
 /* ---- batches, outputs, metrics and the evaluation pass (evaluate.c) ---- */
 
@@ -226,9 +246,11 @@ erase_status_t run_train_loop(run_t *r);
  * sharded tables, the pipeline's stages and MFU's basis. */
 void run_print_start(const run_t *r);
 
-/* Every --log-every steps (force: now, if the window has steps): the
- * window's metrics summed over the ranks, the progress line (rank 0) and
- * the metrics file's train line; the window is cleared. Collective. */
+/* Every --log-every steps (force: now, if the window has steps), and once
+ * about 10 s after the first step when no line came yet (not --quiet;
+ * ERASE_DEBUG_FIRST_LOG_SECONDS sets the 10): the window's metrics summed
+ * over the ranks, the progress line (rank 0) and the metrics file's train
+ * line; the window is cleared. Collective. */
 erase_status_t run_log_progress(run_t *r, int force);
 
 /* Gather every rank's trace events to rank 0, which writes the JSON file. */

@@ -10,10 +10,12 @@
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static erase_status_t parse_cuts(const char *text, int blocks, uint32_t *mask)
 {
@@ -206,6 +208,17 @@ static erase_status_t batch_shares(run_t *r)
     return ERASE_OK;
 }
 
+/* " (the global batch: --batch B x D data-parallel ranks)", or
+ * " (--global-batch G)": where the global batch came from. */
+static void batch_text(const run_t *r, char *buf, size_t size)
+{
+    if (r->o->global_batch)
+        snprintf(buf, size, " (--global-batch %lld)", (long long)r->o->global_batch);
+    else
+        snprintf(buf, size, " (the global batch: --batch %lld x %d data-parallel rank%s)", (long long)r->o->batch,
+                 r->w->dp_size, r->w->dp_size == 1 ? "" : "s");
+}
+
 erase_status_t run_batch_sizes(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -248,19 +261,22 @@ erase_status_t run_open_readers(run_t *r)
         r->task->rows_for(&r->cfg, &r->rows);
         rows = &r->rows;
     }
-    char why[2048];
-    if (erase_reader_open(rows, train_in, n_train, &ro, &r->train) != ERASE_OK) {
+    char why[2048], batch[96] = "";
+    erase_status_t st = erase_reader_open(rows, train_in, n_train, &ro, &r->train);
+    if (st != ERASE_OK) { /* its status kept: no memory is not the user's setting */
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->train[0] ? "train" : "eval", train_list, why);
+        if (!strncmp(why, "global batch ", 13)) /* the reader's "global batch G is larger than the N samples" */
+            batch_text(r, batch, sizeof batch);
+        return ERASE_ERROR(st, "--%s %s: %s%s", o->train[0] ? "train" : "eval", train_list, why, batch);
     }
     erase_reader_options_t eo = ro;
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
-    if (erase_reader_open(rows, eval_in, n_eval, &eo, &r->eval) != ERASE_OK) {
+    if ((st = erase_reader_open(rows, eval_in, n_eval, &eo, &r->eval)) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->eval[0] ? "eval" : "train",
-                           o->eval[0] ? o->eval : o->train, why);
+        return ERASE_ERROR(st, "--%s %s: %s", o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train,
+                           why);
     }
     TRY(r->task->check(r->train, &r->cfg));
     /* separate evaluation data too, before any step: not at the first evaluation, hours in */
@@ -268,6 +284,31 @@ erase_status_t run_open_readers(run_t *r)
         snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s", o->eval, why);
     }
+    return ERASE_OK;
+}
+
+/* One output file of rank 0 (`opt` names its option) can be written. */
+static erase_status_t check_writable(const char *opt, const char *path)
+{
+    struct stat sb;
+    int existed = stat(path, &sb) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return ERASE_ERROR(ERASE_ERR_IO, "--%s %s: cannot write: %s", opt, path, strerror(errno));
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return ERASE_OK;
+}
+
+erase_status_t run_check_outputs(const run_t *r)
+{
+    if (!r->root)
+        return ERASE_OK;
+    if (r->o->metrics[0])
+        TRY(check_writable("metrics", r->o->metrics));
+    if (r->o->trace[0])
+        TRY(check_writable("trace", r->o->trace));
     return ERASE_OK;
 }
 
@@ -465,6 +506,7 @@ erase_status_t run_open_device(run_t *r)
     erase_device_options_t dopt = erase_device_options_default();
     dopt.cores = erase_world_cores_per_rank(r->w); /* ranks on one host share its cores */
     dopt.ordinal = r->w->local_rank;
+    dopt.blas_threads = (int)o->blas_threads; /* a pipeline stage's (the scheduler sets its own again) */
     if (erase_gemm_precision_parse(o->gemm, &dopt.gemm) != 0)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--gemm %s: expected fp32, tf32 or bf16", o->gemm);
     if (!strcmp(o->device, "cuda"))
@@ -496,13 +538,24 @@ erase_status_t run_open_host_stream(run_t *r)
     return ERASE_OK;
 }
 
-erase_status_t run_agree_on_model(const run_t *r, erase_status_t st, int usage, int *alike)
+erase_status_t run_agree_setup(const run_t *r, erase_status_t st, int usage, const char *what, int *alike)
 {
-    int all, any;
+    int all, any, root_usage, unused;
     ERASE_CHECK(erase_world_agree(st != ERASE_OK, &all, &any));
+    ERASE_CHECK(erase_world_agree(r->root && st != ERASE_OK && usage, &unused, &root_usage));
     if (any && all)
         *alike = usage ? 2 : 1;
-    else if (any && st == ERASE_OK)
-        return ERASE_ERROR(ERASE_ERR_STATE, "another rank could not set up the model (--model %s)", r->o->model);
+    else if (root_usage) /* rank 0's own files (--metrics, --trace): it prints, the others end alike */
+        *alike = 2;
+    if (any && st == ERASE_OK)
+        return root_usage ? ERASE_ERROR(ERASE_ERR_INVALID, "rank 0 could not %s", what)
+                          : ERASE_ERROR(ERASE_ERR_STATE, "another rank could not %s", what);
     return st;
+}
+
+erase_status_t run_agree_on_model(const run_t *r, erase_status_t st, int usage, int *alike)
+{
+    char what[sizeof r->o->model + 32];
+    snprintf(what, sizeof what, "set up the model (--model %s)", r->o->model);
+    return run_agree_setup(r, st, usage, what, alike);
 }

@@ -23,6 +23,8 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-force.sh
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 # jobs/plot: every task's metrics against samples or tokens seen (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
+# erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
+APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic

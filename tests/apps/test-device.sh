@@ -69,7 +69,7 @@ tap $? "erase-bench model --device tpu: usage error (exit $rc)"
 # tensor-core GEMMs are a CUDA mode: the CPU backend refuses them by name
 timeout -k 5 60 apps/erase-train --train "$dir/none" --gemm bf16 --quiet >"$dir/gemm.out" 2>&1
 rc=$?
-[ $rc = 1 ] && grep -q -F -e '--device cpu --gemm bf16: the CPU backend computes GEMMs in fp32 only, not bf16 (tf32 and bf16 are tensor-core modes of the CUDA backend)' "$dir/gemm.out"
+[ $rc = 2 ] && grep -q -F -e '--device cpu --gemm bf16: the CPU backend computes GEMMs in fp32 only, not bf16 (tf32 and bf16 are tensor-core modes of the CUDA backend)' "$dir/gemm.out"
 tap $? "erase-train --gemm bf16 on the CPU: exit $rc, the CPU backend's reason"
-[ $rc != 1 ] && tap_report "$dir/gemm.out"
+[ $rc != 2 ] && tap_report "$dir/gemm.out"
 exit 0

@@ -12,14 +12,20 @@
 # misreadings of a run file, options the model cannot take (found after MPI
 # start-up: under mpirun one line, status 2, no MPI_Abort), --schedule
 # local with a stage boundary that is not a cut, too few cuts, --grad-clip
-# or --accumulate, and
-# the workstation jobs' launcher options (--ranks, --hosts, --hostfile, --net).
+# or --accumulate,
+# the workstation jobs' launcher options (--ranks, --hosts, --hostfile, --net),
+# and (issue 32) user errors found after MPI start-up (a missing --train,
+# shards of another task, --gemm bf16 on the CPU, an unwritable --metrics or
+# --trace, a global batch larger than the data, --device cuda without a
+# GPU: one line from rank 0, status 2), options that would do nothing
+# (--schedule without --pp refused, --blas-threads beyond the rank's cores
+# noted) and a job script's usage error without mpirun's banners.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..87"
+echo "1..102"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -78,10 +84,10 @@ tap $? "--nonfinite skip with early updates: usage error (status $rc) saying wha
 [ $rc = 2 ] || tap_report "$dir/out"
 
 # with --update end it is accepted: the run goes on to fail on the missing data
-expect 1 "--train $dir/none:" --train "$dir/none" --nonfinite skip --update end &&
+expect 2 "--train $dir/none:" --train "$dir/none" --nonfinite skip --update end &&
     ! grep -q nonfinite "$dir/out"
 tap $? "--nonfinite skip --update end: accepted (status $rc: the missing data)"
-[ $rc = 1 ] || tap_report "$dir/out"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto" \
     "--init-from-optimizer: needs --init-from CKPT|--init-from-optimizer" \
@@ -94,11 +100,11 @@ for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto
 done
 
 # --model mlp trains the classify task (issue 14): CTR shards are refused
-# naming the file and both formats, a model of other sizes naming both
-expect 1 "--train $dir/data: $dir/data/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"" \
+# naming the file and both formats (a usage error: issue 32)
+expect 2 "--train $dir/data: $dir/data/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"" \
     --train "$dir/data" --model mlp
 tap $? "--model mlp on CTR shards: refused naming the file and formats (status $rc)"
-[ $rc = 1 ] || tap_report "$dir/out"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 expect 2 "--gemm fp16: expected one of fp32|tf32|bf16" --train "$dir/none" --gemm fp16
 tap $? "--gemm fp16: usage error (status $rc) listing the choices"
@@ -213,6 +219,57 @@ ok=$?
 tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line from rank 0, status $rc, no abort"
 [ $ok = 0 ] || tap_report "$dir/err"
 
+# user errors found after MPI start-up, before the first step (issue 32):
+# the device, the data, the output files; every rank finds them alike (or
+# rank 0 alone, for its own files): one line from rank 0 naming the option
+# and the cause, status 2, no MPI_ABORT banner, no call chain
+# mpi_one_line TEXT ARGS...: under mpirun -np 2, status 2 and stderr
+# (own_lines) is TEXT
+mpi_one_line() {
+    text=$1; shift
+    ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train "$@" --quiet </dev/null >"$dir/out" \
+        2>"$dir/err" # (mpirun reads stdin: the cases below)
+    rc=$?
+    own_lines "$dir/err" >"$dir/err.own"
+    [ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" && [ "$(cat "$dir/err.own")" = "$text" ]
+}
+while IFS='|' read -r what text args; do
+    # shellcheck disable=SC2086 # $args: the words of the options
+    mpi_one_line "erase-train: $text" $args
+    ok=$?
+    tap $ok "$what under mpirun -np 2: one line from rank 0 naming the option, status $rc, no abort"
+    [ $ok = 0 ] || tap_report "$dir/err"
+done <<EOF
+a missing --train path|--train $dir/none: $dir/none: cannot open: No such file or directory|--train $dir/none
+CTR shards for the gpt model|--train $dir/data: $dir/data/part-00000.h5: attribute format: expected "erase-tok-1", got "erase-ctr-1"|--train $dir/data --model gpt
+--gemm bf16 on the CPU|--device cpu --gemm bf16: the CPU backend computes GEMMs in fp32 only, not bf16 (tf32 and bf16 are tensor-core modes of the CUDA backend)|--train $dir/data --gemm bf16
+an unwritable --metrics|--metrics $dir/none/m.jsonl: cannot write: No such file or directory|--train $dir/data --metrics $dir/none/m.jsonl
+an unwritable --trace|--trace $dir/none/t.json: cannot write: No such file or directory|--train $dir/data --trace $dir/none/t.json
+a global batch larger than the data|--train $dir/data: global batch 10000 is larger than the 1600 samples of the train part: no step (the global batch: --batch 5000 x 2 data-parallel ranks)|--train $dir/data --batch 5000
+EOF
+# --device cuda where no GPU can be opened (the reason: the build's or the
+# driver's); skipped where one can
+mpi_one_line "" --train "$dir/data" --device cuda
+if grep -q -E -e '(no CUDA backend|no CUDA device visible)' "$dir/err"; then
+    [ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" && [ "$(wc -l <"$dir/err.own")" = 1 ] &&
+        grep -q -E -e '^erase-train: --device cuda \(GPU 0 of this host\): (this build of erase has no CUDA backend|no CUDA device visible: )' "$dir/err.own"
+    ok=$?
+    tap $ok "--device cuda without a GPU under mpirun -np 2: one line from rank 0 naming the option, status $rc, no abort"
+    [ $ok = 0 ] || tap_report "$dir/err"
+else
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n - --device cuda without a GPU # SKIP a GPU opens here"
+fi
+# ERASE_VERBOSE=1: the one line is the call chain
+ERASE_VERBOSE=1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" --quiet >"$dir/out" \
+    2>"$dir/err"
+rc=$?
+[ $rc = 2 ] && ! grep -q MPI_ABORT "$dir/err" && [ "$(grep -c '^erase-train: ' "$dir/err")" = 1 ] &&
+    grep -q -E -e "^erase-train: apps/train/[a-z_]+\.c:[0-9]+ -> .* --train $dir/none: $dir/none: cannot open: No such file or directory\$" "$dir/err"
+ok=$?
+tap $ok "a missing --train with ERASE_VERBOSE=1 under mpirun -np 2: the line carries the call chain (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/err"
+
 # pipelines: options that cannot go together (usage errors before MPI
 # start-up), and stages the model cannot take (after it: one line from
 # rank 0 under mpirun, status 2, no abort); --schedule local's (its stage
@@ -279,4 +336,47 @@ done <<EOF
 --hostfile $dir/hosts.empty|--hostfile $dir/hosts.empty: no hosts in it
 --net 10.0.0.0|--net needs the hosts' network as ADDRESS/BITS (e.g. 10.0.0.0/24), got '10.0.0.0'
 EOF
+# options that would do nothing (issue 32): a pipeline schedule without
+# --pp (a 1-stage "pipeline" that only turns early backward off) is
+# refused naming both options; --blas-threads beyond the rank's cores is
+# noted with the number used and why
+for s in gpipe 1f1b paci local; do
+    text="--schedule $s without --pp: a pipeline needs 2 stages or more (--pp P); one stage would only turn early backward off (data parallel: --schedule none, the default)"
+    expect 2 "erase-train: $text" --train "$dir/none" --schedule $s
+    tap $? "--schedule $s without --pp: usage error (status $rc) naming both options"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done
+online=$(getconf _NPROCESSORS_ONLN)
+share=$((online / 2))
+[ $share -ge 1 ] || share=1
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --batch 16 --steps 2 --quiet \
+    --blas-threads 1024 </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+used=$(sed -n 's/^  schedule .*, \([0-9]*\) BLAS threads\{0,1\} per stream$/\1/p' "$dir/out")
+[ $rc = 0 ] && [ -n "$used" ] && [ "$(grep -c '^note   --blas-threads' "$dir/out")" = 1 ] &&
+    grep -q -x -F "note   --blas-threads 1024: $used BLAS thread$([ "$used" = 1 ] || echo s) per stream, the most this rank can use: its share of this host's cores is $share ($online online, 2 ranks on this host)" "$dir/out"
+ok=$?
+tap $ok "--blas-threads 1024 on 2 ranks of $online cores: one note naming the $used thread(s) used and the rank's share (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+
+# a job script's usage error for erase-train (jobs/workstation --rank 3):
+# found before mpirun starts, so its one line comes without Open MPI's
+# banners (a copy of jobs/ whose set-up step and data are already there;
+# erase-train and mpirun are the build's)
+mkdir -p "$dir/top/_data/criteo-sample"
+cp -R "${srcdir:-.}/jobs" "$dir/top/"
+printf '#!/bin/sh\nexit 0\n' >"$dir/top/jobs/setup"
+: >"$dir/top/_data/criteo-sample/index.txt"
+ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN "$dir/top/jobs/workstation" --rank 3 </dev/null >"$dir/ws.out" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(cat "$dir/ws.out")" = "erase-train: unknown option --rank (erase-train --help lists them)" ]
+tap $? "jobs/workstation --rank 3: status $rc, erase-train's one line and no mpirun banner"
+tap_report "$dir/ws.out"
+printf '#!/bin/sh\necho "mpirun $*"\n' >"$dir/mpirun-echo"
+chmod +x "$dir/mpirun-echo"
+ERASE_BUILD=$PWD ERASE_MPIRUN=$dir/mpirun-echo "$dir/top/jobs/workstation" --steps 1 </dev/null >"$dir/ws.out" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q -e "^mpirun .* -np 2 .*/apps/erase-train .* --steps 1$" "$dir/ws.out"
+tap $? "jobs/workstation --steps 1: the options pass the check and go to mpirun (status $rc)"
+[ $rc = 0 ] || tap_report "$dir/ws.out"
 exit 0

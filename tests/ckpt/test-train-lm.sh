@@ -61,10 +61,10 @@ printf '\001\000%.0s' $(seq 40) >"$dir/ids.bin" # 40 raw uint16 tokens; imported
 apps/erase-convert tokens -q --raw "$dir/ids.bin" -o "$dir/gpt2" >/dev/null 2>&1
 out=$dir/eval-vocab.out
 train 1 --eval "$dir/gpt2" --steps 2 --global-batch 4 --checkpoint-dir "$dir/eval-vocab"
-[ $rc = 1 ] && grep -q -- "--eval $dir/gpt2: the data's vocab 50257 is larger than the model's 256" "$out" &&
+[ $rc = 2 ] && grep -q -- "--eval $dir/gpt2: the data's vocab 50257 is larger than the model's 256" "$out" &&
     [ ! -e "$dir/eval-vocab" ]
 tap $? "--eval data of a larger vocab: status $rc before any step or checkpoint, naming the data and both vocabs"
-[ $rc = 1 ] || show "$out"
+[ $rc = 2 ] || show "$out"
 
 # ---- kill after a random step, resume
 kill_resume
