@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The options a resumed run takes from its checkpoint's run when not
- * given: what its training was (not its data, layout, device or output). */
-static const char *const resumed_options[] = {
+/* The options a run takes from its checkpoint's run when not given: what
+ * its training was (not its data, layout, device or output). */
+static const char *const training_options[] = {
     "eval-fraction", "epochs", "steps", "optimizer", "lr", "momentum", "weight-decay", "grad-clip",
     "embedding-optimizer", "embedding-lr", "warmup-steps", "lr-decay", "eval-every", "checkpoint-every",
     "keep-checkpoints", "seed", "shuffle", "nonfinite", NULL
@@ -55,14 +55,15 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
     static const char *const model_option[] = { "model", NULL }; /* the name its run gave the model */
     if (st == ERASE_OK && m->model && m->options)
         st = train_options_adopt(o, m->options, model_option, NULL, 0);
-    if (st == ERASE_OK && o->resume[0] && m->options) {
+    if (st == ERASE_OK && m->options) {
         char why[1024];
-        if (train_options_adopt(o, m->options, resumed_options, taken, sizeof taken) != ERASE_OK) {
+        if (train_options_adopt(o, m->options, training_options, taken, sizeof taken) != ERASE_OK) {
             snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
-            st = ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s: %s", o->resume, why);
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->resume[0] ? "resume" : "init-from",
+                             o->resume[0] ? o->resume : o->init_from, why);
         }
     }
-    if (st == ERASE_OK && o->resume[0] && !train_options_given(o, "batch") &&
+    if (st == ERASE_OK && !train_options_given(o, "batch") &&
         !train_options_given(o, "global-batch") && m->global_batch > 0 && m->global_batch != o->global_batch) {
         size_t used = strlen(taken);
         snprintf(taken + used, sizeof taken - used, "%sglobal-batch %lld", used ? "; " : "",

@@ -1,11 +1,10 @@
 /*
  * What erase-train takes from the checkpoint it starts from, before
  * anything is built (issue 32): --resume and --init-from take its model
- * (the model file text in its /meta) unless --model or --cuts are given,
- * and --resume also its run's options (the training options, not the data,
- * the layout or the device) that the command line and the run file do not
- * give; a given --model or --cuts that changes the model (kind, sizes,
- * cuts) is refused naming both models. --eval-only reads its checkpoint's
+ * (the model file text in its /meta) and its run's options (the training
+ * options, not the data, the layout or the device) that the command line
+ * and the run file do not give; a given --model or --cuts that changes
+ * the model (kind, sizes, cuts) is refused naming both models. --eval-only reads its checkpoint's
  * model in setup.c and is checked the same way. Every rank reads the
  * checkpoint's /meta (as --eval-only does), so every rank builds the same
  * model; rank 0 alone loads the tensors (apps/train/checkpoint_resume.c).
@@ -27,16 +26,16 @@ typedef struct {
  * Open the checkpoint that --resume or --init-from names as the restore
  * will pick it (a file; a directory, or --resume auto's --checkpoint-dir:
  * the newest whose /meta is valid), its tensors unread, and keep its model
- * text in *origin; for --resume, set in *o the options of its run that
- * were not given (train_options_adopt: the optimizer and its schedule, the
- * steps and epochs, the seed, the schedule of the early-backward
- * scheduler, the evaluation and checkpoint intervals) and, when neither
- * --batch nor --global-batch is given, its global batch. `root` prints a
- * note of the options taken. No checkpoint yet (--resume auto), or one
- * that does not open, leaves *origin empty and *o as it is: the restore
- * names the cause. The caller checks that every rank read the same
- * (train_ckpt_origin_agree). Errors: those of train_options_adopt (usage
- * errors naming the option), ERASE_ERR_NOMEM.
+ * text in *origin; set in *o the options of its run that were not given
+ * (train_options_adopt: --model's name, the optimizer and its learning
+ * rates and schedule, the steps and epochs, the seed, shuffling,
+ * --eval-fraction, the evaluation and checkpoint intervals) and, when
+ * neither --batch nor --global-batch is given, its global batch. `root`
+ * prints a note of the options taken that change. No checkpoint yet
+ * (--resume auto), or one that does not open, leaves *origin empty and *o
+ * as it is: the restore names the cause. The caller checks that every
+ * rank read the same (train_ckpt_origin_agree). Errors: those of
+ * train_options_adopt (usage errors naming the option), ERASE_ERR_NOMEM.
  */
 erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_origin_t *origin);
 

@@ -106,8 +106,8 @@ static const opt_def_t defs[] = {
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory; "
       "the checkpoint's model (a --model or --cuts that changes it is refused) and the training options of its run not given "
       "here are taken", NULL, NO_BOUNDS },
-    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory) and its model "
-      "(a --model or --cuts that changes it is refused); a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
+    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory) , its model "
+      "(a --model or --cuts that changes it is refused) and the training options of its run not given here; a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
       "without training: the model is the checkpoint's (a --model or --cuts that changes it is refused), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },

@@ -2,7 +2,7 @@
 # A checkpoint carries its model and run options (issue 32, items 4-6),
 # under mpirun -np 2: a gpt checkpoint resumed with no --model and no
 # training options takes both and ends bitwise equal to the uninterrupted
-# run; --init-from takes its model too; a --model or --cuts that changes
+# run; --init-from takes them too (the options given win); a --model or --cuts that changes
 # the model (kind, sizes, cuts) is refused before work starts with one
 # line naming both models (status 2), also with --eval-only; a whole
 # (data-parallel) checkpoint loads into a pipeline (--pp 2): what each
@@ -48,10 +48,12 @@ tap $? "--resume auto with no --model and no options: the checkpoint's gpt and o
 [ $c = 0 ] || show "$dir/cmp-res.out"
 
 out=$dir/init.out
-run2 --train "$dir/text/train" --init-from "$G/ckpt-6.h5" --global-batch 16 --steps 2
+run2 --train "$dir/text/train" --init-from "$G/ckpt-6.h5" --lr 0.002
 [ $rc = 0 ] && grep -q "^init   from $G/ckpt-6.h5 (step 6 of an earlier run): parameters loaded" "$out" &&
-    grep -q "^  model      gpt, 2 blocks, 1 cut" "$out"
-tap $? "--init-from without --model: the checkpoint's gpt model (status $rc)"
+    says "note   taken from the run of $G/ckpt-6.h5 (not given here): steps 6; checkpoint-every 3; seed 5; global-batch 16" &&
+    grep -q "^  model      gpt, 2 blocks, 1 cut; 2 ranks (data parallel), global batch 16" "$out" &&
+    grep -q "^  steps      6 " "$out"
+tap $? "--init-from without --model: the checkpoint's gpt model and its run's options but the --lr given (status $rc)"
 [ $rc = 0 ] || show "$out"
 
 # ---- item 4: a given option that changes the model: one line, status 2
