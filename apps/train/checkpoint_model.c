@@ -80,13 +80,15 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
     return st;
 }
 
-erase_status_t train_ckpt_origin_agree(const train_options_t *o, train_ckpt_origin_t *origin)
+erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_options_t *o,
+                                       train_ckpt_origin_t *origin)
 {
     int all, any;
     ERASE_CHECK(erase_world_agree(origin->model == NULL, &all, &any));
     if (!any || all) /* every rank read it, or none did */
         return ERASE_OK;
     train_ckpt_origin_free(origin);
+    *o = *given; /* nothing taken from it, on any rank */
     if (train_options_given(o, "model"))
         return ERASE_OK;
     return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: the checkpoint is not readable on every rank: give --model "

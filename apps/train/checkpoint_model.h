@@ -42,13 +42,15 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
 /*
  * Collective over the world: every rank read the checkpoint's model, or
  * none did (e.g. the checkpoint on a file system only rank 0 sees). When
- * only some did: with --model given every rank forgets it (the run is
- * built from --model and rank 0's restore checks it); without, every rank
- * returns ERASE_ERR_INVALID "--resume PATH: the checkpoint is not readable
- * on every rank: give --model (and the run's options), or put the
- * checkpoint where every rank reads it".
+ * only some did, every rank forgets it and takes back the options
+ * `given` into *o (nothing taken from the checkpoint); then with --model
+ * given the run is built from --model (rank 0's restore checks the
+ * tensors), without it every rank returns ERASE_ERR_INVALID "--resume
+ * PATH: the checkpoint is not readable on every rank: give --model (and
+ * the run's options), or put the checkpoint where every rank reads it".
  */
-erase_status_t train_ckpt_origin_agree(const train_options_t *o, train_ckpt_origin_t *origin);
+erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_options_t *o,
+                                       train_ckpt_origin_t *origin);
 
 void train_ckpt_origin_free(train_ckpt_origin_t *origin);
 

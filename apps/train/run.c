@@ -107,8 +107,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         eo.checkpoint_dir[0] = 0;
         o = &eo;
     }
-    /* --resume and --init-from: the checkpoint's model, and a resumed
-     * run's options not given (every rank alike) */
+    /* --resume and --init-from: the checkpoint's model, and the options
+     * of its run not given (every rank alike) */
     train_options_t ro;
     train_ckpt_origin_t origin;
     memset(&origin, 0, sizeof origin);
@@ -118,7 +118,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         o = &ro;
         st = train_ckpt_origin_read(&ro, w->rank == 0, &origin);
         usage = st != ERASE_OK;
-        erase_status_t agreed = train_ckpt_origin_agree(&ro, &origin);
+        erase_status_t agreed = train_ckpt_origin_agree(given, &ro, &origin);
         if (st == ERASE_OK && agreed != ERASE_OK) {
             st = agreed;
             usage = 1;
