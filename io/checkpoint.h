@@ -426,6 +426,15 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
                                int n, const char *what);
 
 /*
+ * erase_ckpt_load of a part of the model: the checkpoint may hold other
+ * tensors in g (a pipeline stage's blocks taken from a whole, data-parallel
+ * checkpoint); every tensor of `want` must still exist with the same
+ * shape. Errors: those of erase_ckpt_load.
+ */
+erase_status_t erase_ckpt_load_part(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                                    int n, const char *what);
+
+/*
  * The sum of squares (in double, element by element in order) of tensor i
  * of group g into *out: from memory when loaded, else (a sharded tensor
  * opened with ERASE_CKPT_OPEN_LAZY_ROWS) read from the file 1 MiB of rows

@@ -761,8 +761,10 @@ erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t
     return st;
 }
 
-erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
-                               int n, const char *what)
+/* erase_ckpt_load (whole: the checkpoint holds no other tensor of g) and
+ * erase_ckpt_load_part. */
+static erase_status_t load_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                                   int n, const char *what, int whole)
 {
     enum { LISTED = 10 };
     const char *group = g == ERASE_CKPT_PARAMS ? "params" : "optim";
@@ -781,7 +783,7 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
         if ((!t || strcmp(a, b)) && diffs++ < LISTED)
             fprintf(m, "%s%s/%s %s -> %s", diffs > 1 ? "; " : "", group, want[i].name, a, b);
     }
-    for (int i = 0; i < ck->n[g]; i++) {
+    for (int i = 0; whole && i < ck->n[g]; i++) {
         int found = 0;
         for (int j = 0; !found && j < n; j++)
             found = !strcmp(ck->t[g][i].name, want[j].name);
@@ -835,4 +837,16 @@ erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, era
         erase_h5_leave();
     }
     return st;
+}
+
+erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                               int n, const char *what)
+{
+    return load_tensors(ck, g, want, n, what, 1);
+}
+
+erase_status_t erase_ckpt_load_part(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                                    int n, const char *what)
+{
+    return load_tensors(ck, g, want, n, what, 0);
 }

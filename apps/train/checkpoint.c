@@ -686,3 +686,11 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     ERASE_CHECK(save(ck, pos));
     return ERASE_OK;
 }
+
+erase_status_t train_ckpt_rewrite(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+{
+    if (!ck || !ck->enabled)
+        return ERASE_OK;
+    ck->last_step = -1;
+    return train_ckpt_final(ck, pos);
+}

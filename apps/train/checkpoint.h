@@ -41,7 +41,10 @@
  * refused naming both); then each stage's dp rank 0 loads its own file
  * and broadcasts it over its dp group: no stage's parameters pass through
  * rank 0. --init-from a pipeline checkpoint needs the same layout too (a
- * data-parallel run cannot load one, nor a pipeline run a dp checkpoint).
+ * data-parallel run cannot load one: erase-inspect merge makes it whole);
+ * a whole (data-parallel) checkpoint loads into any --pp and --stages,
+ * --resume or --init-from: each stage's dp rank 0 reads its blocks of it
+ * (erase_ckpt_load_part).
  *
  * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
  * (sigaction, from the start of main); after every step the ranks all-reduce (max) the flag on the
@@ -60,7 +63,10 @@
  * row_id" for every training sample it takes to PREFIX.<rank>;
  * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write;
  * ERASE_DEBUG_CKPT_ROWS_FAIL=R (io/checkpoint.h) makes dp rank R fail to
- * write its rows of the sharded tables.
+ * write its rows of the sharded tables; ERASE_DEBUG_CKPT_AFTER_RESUME=1
+ * makes a resumed run write the state it loaded, before its first step,
+ * as the checkpoint of its step (train_ckpt_rewrite: what was loaded,
+ * compared with what was read).
  */
 #ifndef ERASE_APPS_TRAIN_CHECKPOINT_H
 #define ERASE_APPS_TRAIN_CHECKPOINT_H
@@ -181,6 +187,11 @@ erase_status_t train_ckpt_poll(train_ckpt_t *ck, int64_t step, int *stop);
 /* At the end of training (collective): write the final checkpoint unless
  * the last one is of this very position. No-op without --checkpoint-dir. */
 erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos);
+
+/* Write the checkpoint of `pos` even when the last one is of this very
+ * position (collective, as train_ckpt_final): the test hook
+ * ERASE_DEBUG_CKPT_AFTER_RESUME. No-op without --checkpoint-dir. */
+erase_status_t train_ckpt_rewrite(train_ckpt_t *ck, const train_ckpt_pos_t *pos);
 
 /* ERASE_DEBUG_SAMPLE_LOG: record the samples of a training batch. */
 void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b);

@@ -51,23 +51,35 @@ static void note_option_changes(const char *old_text, const train_options_t *o)
     free(now);
 }
 
+/* Load group g of checkpoint f into this rank's host copies: all of
+ * them, or from a whole (data-parallel) checkpoint into a pipeline stage
+ * the stage's blocks. */
+static erase_status_t load_group(train_ckpt_t *ck, const erase_ckpt_t *f, erase_ckpt_group_t g)
+{
+    int i = g == ERASE_CKPT_PARAMS ? 0 : 1;
+    const char *what = i == 0 ? "the model" : "the optimizer state";
+    if (erase_ckpt_meta(f)->pp_size == 1 && ck->e.w->pp_size > 1)
+        return erase_ckpt_load_part(f, g, ck->mine[i], ck->nmine[i], what);
+    return erase_ckpt_load(f, g, ck->mine[i], ck->nmine[i], what);
+}
+
 /* Rank 0: check that the checkpoint fits this run and load its tensors
  * into the host data. */
 static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, int resume, int optim)
 {
     const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
     const erase_world_t *w = ck->e.w;
-    /* a pipeline's stages each load their own file: the stages must be the same */
-    int pipeline = m->pp_size > 1 || w->pp_size > 1;
     if (ck->e.o->eval_only)
         ERASE_CHECK(erase_ckpt_need_whole(f));
-    if (pipeline || resume)
-        if (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s "
-                               "(%s), this run %d (%s)%s", erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s",
-                               m->pp_layout, w->pp_size, ck->layout,
-                               pipeline ? ": a pipeline checkpoint is loaded by the same --pp and --stages" : "");
-    ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->mine[0], ck->nmine[0], "the model"));
+    /* a pipeline checkpoint's stages each load their own file: the stages
+     * must be the same; a whole checkpoint loads into any stages (each
+     * reads its blocks) */
+    if (m->pp_size > 1 && (m->pp_size != w->pp_size || strcmp(m->pp_layout, ck->layout)))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the pipeline layout differs: the checkpoint has %d stage%s "
+                           "(%s), this run %d (%s): a pipeline checkpoint is loaded by the same --pp and --stages",
+                           erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s", m->pp_layout, w->pp_size,
+                           ck->layout);
+    ERASE_CHECK(load_group(ck, f, ERASE_CKPT_PARAMS));
     if (optim && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
                   strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s (dense) + %s "
@@ -77,7 +89,7 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
                            resume ? "--init-from for the parameters only"
                                   : "drop --init-from-optimizer to load the parameters only");
     if (optim)
-        ERASE_CHECK(erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->mine[1], ck->nmine[1], "the optimizer state"));
+        ERASE_CHECK(load_group(ck, f, ERASE_CKPT_OPTIM));
     return ERASE_OK;
 }
 
@@ -214,6 +226,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
         const erase_world_t *w = ck->e.w;
         *action = resume ? 1 : 2;
         snprintf(path, ERASE_CKPT_PATH_MAX, "%s", erase_ckpt_path(f));
+        hdr[0] = m->pp_size;
         hdr[2] = m->step;
         hdr[3] = m->epoch;
         hdr[4] = m->epoch_samples;
@@ -256,23 +269,26 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
 }
 
 /* A pipeline stage's dp rank 0 (stage s >= 1): load the stage's file of
- * checkpoint `path` (rank 0 checked the layout and that the file opens)
- * into this rank's host copies, with the optimizer state when `optim`;
- * its optimizer clock into hdr[6..7]. */
+ * checkpoint `path` (rank 0 checked the layout and that the file opens),
+ * or its blocks of a whole checkpoint (hdr[0]: the checkpoint's stages,
+ * 1), into this rank's host copies, with the optimizer state when
+ * `optim`; its optimizer clock into hdr[6..7]. */
 static erase_status_t load_stage(train_ckpt_t *ck, const char *path, int64_t hdr[8], int optim)
 {
     erase_ckpt_t *f;
-    ERASE_CHECK(erase_ckpt_open_stage(path, ck->e.w->pp_rank, &f));
+    int whole = hdr[0] == 1;
+    ERASE_CHECK(whole ? erase_ckpt_open_flags(path, ERASE_CKPT_OPEN_LAZY_ALL, &f)
+                      : erase_ckpt_open_stage(path, ck->e.w->pp_rank, &f));
     const erase_ckpt_meta_t *m = erase_ckpt_meta(f);
     erase_status_t st = ERASE_OK;
-    if (m->step != hdr[2] || strcmp(m->pp_layout, ck->layout))
+    if (m->step != hdr[2] || (!whole && strcmp(m->pp_layout, ck->layout)))
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: step %lld, layout %s: expected step %lld, layout %s (the stage "
                          "file is not of %s)", erase_ckpt_path(f), (long long)m->step, m->pp_layout,
                          (long long)hdr[2], ck->layout, path);
     if (st == ERASE_OK)
-        st = erase_ckpt_load(f, ERASE_CKPT_PARAMS, ck->mine[0], ck->nmine[0], "the model");
+        st = load_group(ck, f, ERASE_CKPT_PARAMS);
     if (st == ERASE_OK && optim)
-        st = erase_ckpt_load(f, ERASE_CKPT_OPTIM, ck->mine[1], ck->nmine[1], "the optimizer state");
+        st = load_group(ck, f, ERASE_CKPT_OPTIM);
     hdr[6] = m->clock_step;
     memcpy(&hdr[7], &m->clock_lr, sizeof m->clock_lr);
     erase_ckpt_close(f);
@@ -421,6 +437,7 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     pos->samples_seen = hdr[5];
     *resumed = 1;
     ck->last_step = pos->step; /* a final checkpoint of the same position is not rewritten */
+    snprintf(ck->last_path, sizeof ck->last_path, "%s", path); /* rank 0's: the checkpoint resumed */
     ck->last_epoch = hdr[3];
     ck->last_samples = hdr[4];
     return ERASE_OK;

@@ -103,10 +103,14 @@ static const opt_def_t defs[] = {
     { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none); with --pp, one file per stage (ckpt-N.h5.stage<s>), paci drained first", NULL, NO_BOUNDS },
     { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, FROM_TO(0, INT64_MAX) },
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
-    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
-    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
+    { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a "
+      "checkpoint file or a checkpoint directory; its model (a --model or --cuts that changes it is refused) and the "
+      "training options of its run not given here are taken", NULL, NO_BOUNDS },
+    { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint "
+      "directory), its model (a --model or --cuts that changes it is refused) and the training options of its run not "
+      "given here; a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
-      "without training: the model is the checkpoint's (--model and --cuts unused), --epochs ignored", NULL, NO_BOUNDS },
+      "without training: the model is the checkpoint's (a --model or --cuts that changes it is refused), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
@@ -118,6 +122,7 @@ static const opt_def_t defs[] = {
     { "quiet", F(quiet), "0", "no progress lines (start-up, evaluation and checkpoint lines and the summary remain)", NULL, NO_BOUNDS },
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
+_Static_assert(NDEFS <= sizeof(((train_options_t *)0)->given), "train_options_t.given holds a flag per option");
 
 /* Whether `text` is one of the '|'-separated `choices`. */
 static int is_choice(const char *choices, const char *text)
@@ -324,6 +329,8 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
         }
         st = set_value(o, d, text, where);
         if (st == ERASE_OK)
+            o->given[d - defs] = 1;
+        if (st == ERASE_OK)
             st = batch_given(o, d, where, file_batch);
         if (st == ERASE_OK && !strcmp(d->name, "model"))
             st = model_beside(path, where, o);
@@ -458,6 +465,7 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
             negated = 1;
         if (!d)
             return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s (erase-train --help lists them)", name);
+        o->given[d - defs] = 1;
         if (d->type == T_FLAG) {
             ERASE_CHECK(set_value(o, d, value ? value : negated ? "0" : "1", ""));
             continue;
@@ -511,22 +519,70 @@ void train_options_usage(FILE *f)
                "e.g. `early_backward = \"async\"; lr = 0.002;`; the command line wins.\n");
 }
 
+/* Option d's value in o as run-file text: strings in quotes, flags as
+ * true / false. */
+static void option_text(const train_options_t *o, const opt_def_t *d, char *buf, size_t size)
+{
+    const char *field = (const char *)o + d->offset;
+    switch (d->type) {
+    case T_STRING: snprintf(buf, size, "\"%s\"", field); break;
+    case T_INT: snprintf(buf, size, "%lld", (long long)*(const int64_t *)field); break;
+    case T_DOUBLE: snprintf(buf, size, "%.10g", *(const double *)field); break;
+    case T_FLAG: snprintf(buf, size, "%s", *(const int *)field ? "true" : "false"); break;
+    }
+}
+
 void train_options_print(const train_options_t *o, FILE *f)
 {
     for (size_t i = 0; i < NDEFS; i++) {
-        const char *field = (const char *)o + defs[i].offset;
-        char name[64];
+        char name[64], value[1100];
         snprintf(name, sizeof name, "%s", defs[i].name);
         for (char *p = name; *p; p++)
             if (*p == '-')
                 *p = '_';
-        switch (defs[i].type) {
-        case T_STRING: fprintf(f, "%s = \"%s\";\n", name, field); break;
-        case T_INT: fprintf(f, "%s = %lld;\n", name, (long long)*(const int64_t *)field); break;
-        case T_DOUBLE: fprintf(f, "%s = %.10g;\n", name, *(const double *)field); break;
-        case T_FLAG: fprintf(f, "%s = %s;\n", name, *(const int *)field ? "true" : "false"); break;
+        option_text(o, &defs[i], value, sizeof value);
+        fprintf(f, "%s = %s;\n", name, value);
+    }
+}
+
+int train_options_given(const train_options_t *o, const char *name)
+{
+    const opt_def_t *d = find(name);
+    return d && o->given[d - defs];
+}
+
+erase_status_t train_options_adopt(train_options_t *o, const char *text, const char *const *names, char *taken,
+                                   size_t size)
+{
+    if (taken && size)
+        taken[0] = '\0';
+    for (int i = 0; names[i]; i++) {
+        const opt_def_t *d = find(names[i]);
+        char key[64], value[1100], before[1100], after[1100];
+        if (!d || o->given[d - defs])
+            continue;
+        snprintf(key, sizeof key, "%s", d->name);
+        for (char *p = key; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        if (train_options_value(text, key, value, sizeof value) != 0)
+            continue;
+        size_t len = strlen(value);
+        if (d->type == T_STRING && len >= 2 && value[0] == '"' && value[len - 1] == '"') {
+            memmove(value, value + 1, len - 2);
+            value[len - 2] = '\0';
+        }
+        if (taken)
+            option_text(o, d, before, sizeof before);
+        ERASE_CHECK(set_value(o, d, value, "the checkpoint's run options: "));
+        if (taken) {
+            option_text(o, d, after, sizeof after);
+            size_t used = strlen(taken);
+            if (strcmp(before, after) && used < size)
+                snprintf(taken + used, size - used, "%s%s %s", used ? "; " : "", d->name, value);
         }
     }
+    return check_together(o);
 }
 
 /* The value of `name = value;` in run-options text (train_options_print),

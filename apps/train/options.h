@@ -70,6 +70,9 @@ typedef struct {
     int check_collectives;
     double watchdog;            /* seconds */
     int quiet;
+    /* given[i]: option i of the table set by the command line or the run
+     * file (train_options_given), not by its default */
+    unsigned char given[64];
 } train_options_t;
 
 /* Defaults of every option. */
@@ -104,6 +107,24 @@ void train_options_usage(FILE *f);
 
 /* The options as run-file text (for logs and checkpoints). */
 void train_options_print(const train_options_t *o, FILE *f);
+
+/* Whether option `name` (as on the command line: "model", "global-batch")
+ * was set by the command line or the run file; 0 for its default or an
+ * unknown name. */
+int train_options_given(const train_options_t *o, const char *name);
+
+/*
+ * Take the values of the options `names` (NULL-terminated, as on the
+ * command line) that were not given from run-options text `text`
+ * (train_options_print's, as a checkpoint's /meta stores it), then check
+ * the settings together as train_options_parse does. Options absent from
+ * the text keep their values. Each option taken whose value changes is
+ * appended to `taken` (size bytes, "name value; ..."), which may be NULL.
+ * Returns ERASE_OK, or ERASE_ERR_INVALID naming the option (a value of
+ * the text out of range, or settings that cannot be used together).
+ */
+erase_status_t train_options_adopt(train_options_t *o, const char *text, const char *const *names, char *taken,
+                                   size_t size);
 
 /* The value of `name = value;` in run-options text (train_options_print's,
  * as a checkpoint stores it), without the ';', into out (size bytes); 0, or

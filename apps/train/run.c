@@ -107,12 +107,31 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         eo.checkpoint_dir[0] = 0;
         o = &eo;
     }
-    run_t r = { .o = o, .w = w, .root = w->rank == 0, .score = hooks, .eval_fraction = o->eval_fraction };
+    /* --resume and --init-from: the checkpoint's model, and the options
+     * of its run not given (every rank alike) */
+    train_options_t ro;
+    train_ckpt_origin_t origin;
+    memset(&origin, 0, sizeof origin);
+    erase_status_t st = ERASE_OK;
+    if (!o->eval_only && (o->resume[0] || o->init_from[0])) {
+        ro = *o;
+        o = &ro;
+        st = train_ckpt_origin_read(&ro, w->rank == 0, &origin);
+        usage = st != ERASE_OK;
+        erase_status_t agreed = train_ckpt_origin_agree(given, &ro, &origin);
+        if (st == ERASE_OK && agreed != ERASE_OK) {
+            st = agreed;
+            usage = 1;
+        }
+    }
+    run_t r = { .o = o, .w = w, .root = w->rank == 0, .score = hooks, .eval_fraction = o->eval_fraction,
+                .origin = &origin };
     /* a progress line redrawn in place only on a real terminal: launchers
      * (mpirun, srun) hand ranks a pseudo-terminal even when their own
      * output goes to a file or pipe */
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
-    erase_status_t st = run_setup_model(&r, &usage);
+    if (st == ERASE_OK)
+        st = run_setup_model(&r, &usage);
     if (st == ERASE_OK && (st = run_batch_sizes(&r)) != ERASE_OK)
         usage = 1; /* the batch against the number of ranks: alike on every rank */
     st = run_agree_on_model(&r, st, usage, alike);
@@ -164,6 +183,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
          * as after the drain of the checkpoint's run */
         if (st == ERASE_OK && r.pipe)
             st = erase_pipe_drain(r.pipe, r.total_steps - r.step > 0 ? r.total_steps - r.step : 1);
+        if (st == ERASE_OK && getenv("ERASE_DEBUG_CKPT_AFTER_RESUME")) /* apps/train/checkpoint.h */
+            st = train_ckpt_rewrite(r.ckpt, &pos);
     }
     /* a resumed run continues its metrics file */
     if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))
@@ -172,11 +193,20 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write: %s", o->trace, strerror(errno));
     if (st == ERASE_OK)
         train_ckpt_set_metrics(r.ckpt, r.metrics);
+    /* resumed where the run ends: no step, no summary of none */
+    int done = st == ERASE_OK && resumed && r.step >= r.total_steps;
+    if (done && r.root) {
+        printf("resume nothing to do: %s is at step %lld and this run asks for %lld steps (--%s %lld): give more "
+               "--%s to train further\n", train_ckpt_last_path(r.ckpt), (long long)r.step, (long long)r.total_steps,
+               o->steps ? "steps" : "epochs", (long long)(o->steps ? o->steps : o->epochs),
+               o->steps ? "steps" : "epochs");
+        fflush(stdout);
+    }
     if (st == ERASE_OK && o->eval_only)
         st = eval_only(&r);
-    else if (st == ERASE_OK)
+    else if (st == ERASE_OK && !done)
         st = run_train_loop(&r);
-    if (st == ERASE_OK && !r.stopped && !o->eval_only)
+    if (st == ERASE_OK && !r.stopped && !o->eval_only && !done)
         run_summary(&r);
     if (st == ERASE_OK && r.stopped && r.root) {
         printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
@@ -213,5 +243,6 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     erase_stream_destroy(r.host);
     erase_device_close(r.host_dev);
     erase_device_close(r.dev);
+    train_ckpt_origin_free(&origin);
     return st;
 }

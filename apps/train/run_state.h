@@ -12,6 +12,7 @@
 
 #include "apps/train/batch_ring.h"
 #include "apps/train/checkpoint.h"
+#include "apps/train/checkpoint_model.h"
 #include "apps/train/embeddings.h"
 #include "apps/train/options.h"
 #include "apps/train/pipeline.h"
@@ -111,6 +112,9 @@ typedef struct {
     int64_t ckpt_step;
     double eval_fraction;            /* of --train held out (--eval-only: the checkpoint's run's) */
     const train_score_hooks_t *score; /* erase-score's, or NULL */
+    /* --resume / --init-from: the checkpoint's model read before set-up
+     * (apps/train/checkpoint_model.h); NULL or empty: none */
+    const train_ckpt_origin_t *origin;
 } run_t;
 
 #define TRY(call) ERASE_CHECK(call)
@@ -137,10 +141,11 @@ erase_comm_t *run_metrics_comm(const run_t *r);
 
 /* ---- set-up from the options (setup.c) --------------------------------- */
 
-/* The model: its file (or reference sizes) and --cuts, or with
- * --eval-only the checkpoint's. A setting that
- * cannot be used with the model sets *usage: every rank finds it alike,
- * before anything is opened. */
+/* The model: its file (or reference sizes) and --cuts, or the
+ * checkpoint's with --eval-only, and with --resume / --init-from when
+ * r->origin holds it (a given --model or --cuts must then be the same
+ * model). A setting that cannot be used with the model sets *usage: every
+ * rank finds it alike, before anything is opened. */
 erase_status_t run_setup_model(run_t *r, int *usage);
 
 /* The global batch and the rank's share (batch_shares); a pipeline's

@@ -97,23 +97,52 @@ static erase_status_t pipeline_model(run_t *r)
                                  &r->stages);
 }
 
+/* A run whose model is its checkpoint's (`path`): the model --model and
+ * --cuts ask for, when given, must be the same (train_ckpt_model_same). */
+static erase_status_t check_asked_model(const run_t *r, const char *path)
+{
+    const train_options_t *o = r->o;
+    int model = train_options_given(o, "model"), cuts = o->cuts[0] != 0;
+    if (!model && !cuts)
+        return ERASE_OK;
+    erase_model_config_t asked = r->cfg;
+    erase_model_kind_t kind;
+    if (model && erase_model_config_kind(o->model, &kind))
+        asked = erase_model_config_default(kind);
+    else if (model)
+        TRY(erase_model_config_load(o->model, &asked));
+    if (cuts)
+        TRY(parse_cuts(o->cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
+    char given[2300];
+    snprintf(given, sizeof given, "%s%s%s%s%s", model ? "--model " : "", model ? o->model : "",
+             model && cuts ? " " : "", cuts ? "--cuts " : "", cuts ? o->cuts : "");
+    return train_ckpt_model_same(&r->cfg, &asked, given, path);
+}
+
 erase_status_t run_setup_model(run_t *r, int *usage)
 {
     const train_options_t *o = r->o;
     erase_model_kind_t kind;
-    if (o->eval_only)
+    const char *from = NULL; /* the checkpoint whose model this is */
+    if (o->eval_only) {
         TRY(model_from_checkpoint(r));
-    else if (erase_model_config_kind(o->model, &kind))
+        from = r->ckpt_path;
+    } else if (r->origin && r->origin->model) {
+        TRY(erase_model_config_parse(r->origin->model, r->origin->path, &r->cfg));
+        from = r->origin->path;
+    } else if (erase_model_config_kind(o->model, &kind))
         r->cfg = erase_model_config_default(kind);
     else
         TRY(erase_model_config_load(o->model, &r->cfg));
     *usage = 1;
+    if (from)
+        TRY(check_asked_model(r, from));
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
     TRY(train_embeddings_plan(&r->cfg, o->embeddings, o->embedding_optimizer, erase_comm_size(erase_emb_comm()),
                               &r->emb));
-    if (o->cuts[0] && !o->eval_only)
+    if (o->cuts[0] && !from)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     if (train_options_pipeline(o))
         TRY(pipeline_model(r));

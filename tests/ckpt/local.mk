@@ -32,6 +32,9 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
 # sharded tables: rows written by their owners (parallel HDF5), resume reshards (issue 19)
 CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
+# a checkpoint's model and run options taken on resume, other models refused in one line, a
+# data-parallel checkpoint into pipeline stages, a finished run resumed (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-resume-model.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

@@ -52,7 +52,7 @@ tap $? "the merged file is of pp 1, one stage of blocks 0-3, no pipeline schedul
 [ $irc = 0 ] || show "$dir/inspect.out"
 
 out=$dir/eval.out
-train 1 --eval-only --resume "$M"
+train 1 --model "$dir/ctr.cfg" --eval-only --resume "$M" # its model: another is refused (issue 32)
 [ $rc = 0 ] && [ "$(evals "$L.out" | wc -l)" = 1 ] && [ "$(evals "$out")" = "$(evals "$L.out")" ]
 tap $? "erase-train --eval-only --resume MERGED prints the pipeline run's evaluation of step 12 (status $rc)"
 evals "$out" | sed 's/^/# /'
@@ -77,7 +77,7 @@ tap $? "a one-rank run resumed from MERGED to step 16: bitwise the one-rank run 
 [ $c = 0 ] || show "$dir/cmp16.out"
 
 out=$dir/refused.out
-train 2 --eval-only --resume "$L/ckpt-12.h5"
+train 2 --model "$dir/ctr.cfg" --eval-only --resume "$L/ckpt-12.h5"
 # on 2 ranks: one line from rank 0 and no abort (every rank has the status)
 [ $rc = 1 ] && ! grep -q MPI_ABORT "$out" && [ "$(grep -c "a pipeline checkpoint" "$out")" = 1 ] &&
     grep -qF "erase-train: $L/ckpt-12.h5: a pipeline checkpoint (2 stages: stage 0 holds blocks 0-1, stage 1 holds blocks 2-3): erase-train --resume or --init-from with the same --pp and --stages continues from it; --eval-only, erase-score and erase-sample take data-parallel checkpoints only: erase-inspect merge $L/ckpt-12.h5 OUT makes one" "$out"
