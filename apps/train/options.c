@@ -520,14 +520,23 @@ void train_options_usage(FILE *f)
 }
 
 /* Option d's value in o as run-file text: strings in quotes, flags as
- * true / false. */
+ * true / false, numbers exact (a run taken from a checkpoint's text
+ * gets bitwise the same learning rates). */
 static void option_text(const train_options_t *o, const opt_def_t *d, char *buf, size_t size)
 {
     const char *field = (const char *)o + d->offset;
     switch (d->type) {
     case T_STRING: snprintf(buf, size, "\"%s\"", field); break;
     case T_INT: snprintf(buf, size, "%lld", (long long)*(const int64_t *)field); break;
-    case T_DOUBLE: snprintf(buf, size, "%.10g", *(const double *)field); break;
+    case T_DOUBLE: { /* the fewest digits that read back as the same double */
+        const double v = *(const double *)field;
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, size, "%.*g", digits, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+        break;
+    }
     case T_FLAG: snprintf(buf, size, "%s", *(const int *)field ? "true" : "false"); break;
     }
 }
