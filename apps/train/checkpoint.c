@@ -278,6 +278,7 @@ void train_ckpt_destroy(train_ckpt_t *ck)
     }
     if (ck->sample_log)
         fclose(ck->sample_log);
+    train_ckpt_lock_release(ck->lock);
     free(ck);
 }
 
@@ -343,7 +344,7 @@ erase_status_t train_ckpt_share_status(train_ckpt_t *ck, erase_status_t st, cons
 
 int train_ckpt_failed_alike(const train_ckpt_t *ck)
 {
-    return ck && ck->failed_alike;
+    return ck ? ck->failed_alike : 0;
 }
 
 /* The placement text of a tensor of `rows` rows of which dp rank r holds

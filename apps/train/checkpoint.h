@@ -51,6 +51,12 @@
  * on SIGTERM it forwards it and SIGKILLs the ranks shortly after, and exits
  * non-zero itself: under mpirun, send SIGUSR1.
  *
+ * The directory's lock (apps/train/checkpoint_lock.h): rank 0 holds
+ * DIR/.lock from set-up to the end of the run; ERASE_CKPT_LOCK_STALE_S
+ * (heartbeat age after which a lock is stale, default 300) and
+ * ERASE_CKPT_LOCK_WAIT_S (how long a requeued Slurm job waits for its
+ * previous allocation, default 120) tune it.
+ *
  * Test hooks (environment): ERASE_DEBUG_RAISE_AT_START=1 makes every rank
  * send itself SIGUSR1 right after MPI start-up (erase-train.c);
  * ERASE_DEBUG_KILL_AT_STEP=N[:R[:usr1]] makes world rank
@@ -127,7 +133,10 @@ erase_status_t train_ckpt_catch_signals(void);
 /*
  * Set-up, collective over the world (call on every rank, after the
  * network, optimizer and reader exist and before the first step): rank 0
- * creates --checkpoint-dir (one level) and checks that it can write there;
+ * creates --checkpoint-dir (one level), checks that it can write there and
+ * takes its lock (apps/train/checkpoint_lock.h; held until
+ * train_ckpt_destroy: another run's directory is refused, ERASE_ERR_STATE
+ * and train_ckpt_failed_alike 2) before it renames or writes anything;
  * then --resume / --init-from: rank 0 picks the checkpoint (auto: the newest
  * ckpt-*.h5, whatever DIR/latest names; a damaged one is skipped with a message naming it), checks
  * that the model (tensor names and shapes), the optimizer state and the
@@ -145,8 +154,10 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
 /* 1 when a failure that ck's collective functions returned was shared by
  * every rank (rank R's status and message given to all: "--resume (rank
  * R): ..."), so every rank returns it and the job can end without an
- * abort; 0 otherwise (a failure of one rank alone, or of the collectives
- * themselves). */
+ * abort; 2 for such a failure that is a usage error (--checkpoint-dir in
+ * use by another run); 0 otherwise (a failure of one rank alone, or of the
+ * collectives themselves). The value is the exit status erase-train
+ * gives. */
 int train_ckpt_failed_alike(const train_ckpt_t *ck);
 
 /*

@@ -8,6 +8,7 @@
 #define ERASE_APPS_TRAIN_CHECKPOINT_INTERNAL_H
 
 #include "apps/train/checkpoint.h"
+#include "apps/train/checkpoint_lock.h"
 
 #include "io/checkpoint.h"
 
@@ -19,7 +20,9 @@
 struct train_ckpt {
     train_ckpt_env_t e;
     int enabled;                      /* --checkpoint-dir given */
-    int failed_alike;                 /* share_status returned a failure: every rank has it */
+    int failed_alike;                 /* share_status returned a failure: every rank has it (2: a usage
+                                       * error, the directory in use by another run) */
+    train_ckpt_lock_t *lock;          /* rank 0: --checkpoint-dir's lock, held from restore to destroy */
     erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
     float **dev[2];                   /* their device memory when it is not host memory, else NULL */
     int *block[2];                    /* their blocks */

@@ -349,11 +349,14 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
-        else if (!o->resume[0] && !o->init_from[0])
+        else if ((st = train_ckpt_lock_take(dir, &ck->lock)) == ERASE_OK && !o->resume[0] && !o->init_from[0])
             st = supersede_newer(dir, 0);
     }
-    if (ck->enabled)
-        ERASE_CHECK(train_ckpt_share_status(ck, st, "--checkpoint-dir"));
+    if (ck->enabled && (st = train_ckpt_share_status(ck, st, "--checkpoint-dir")) != ERASE_OK) {
+        if (st == ERASE_ERR_STATE && ck->failed_alike) /* the directory is another run's: a usage error */
+            ck->failed_alike = 2;
+        return st;
+    }
     if (!ck->enabled && !o->resume[0] && !o->init_from[0])
         return ERASE_OK;
     ERASE_CHECK(train_ckpt_find_sharding(ck));

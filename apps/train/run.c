@@ -139,7 +139,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         st = train_ckpt_create(&ce, &r.ckpt);
     if (st == ERASE_OK && (st = train_ckpt_restore(r.ckpt, &pos, &resumed)) != ERASE_OK &&
         train_ckpt_failed_alike(r.ckpt))
-        *alike = 1; /* every rank has it (a checkpoint that does not fit, damaged, missing): no abort */
+        *alike = train_ckpt_failed_alike(r.ckpt); /* every rank has it (a checkpoint that does not fit, damaged,
+                                                   * missing; the directory another run's): no abort */
     if (st == ERASE_OK && resumed) {
         r.step = r.first_step = pos.step;
         r.epoch = pos.epoch;
