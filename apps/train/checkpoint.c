@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 /* Set by the handler, read by the main thread at the step boundary. The
  * signal may be delivered to any thread of the process (stream workers,
@@ -460,7 +461,9 @@ static erase_status_t parts_written(void *ctx, erase_status_t st)
 
 /* ---- writing ----------------------------------------------------------------- */
 
-static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+/* Write the checkpoint of position pos (collective). Errors: a failed
+ * write (shared by every rank: ck->failed_alike), ERASE_ERR_COMM. */
+static erase_status_t write_checkpoint(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 {
     const train_options_t *o = ck->e.o;
     const erase_world_t *w = ck->e.w;
@@ -589,6 +592,7 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     ck->count++;
     ck->seconds += sec;
     ck->bytes += (double)rep.bytes;
+    ck->last_bytes = rep.bytes;
     ck->last_step = pos->step;
     ck->last_epoch = cur.epoch;
     ck->last_samples = cur.samples;
@@ -613,6 +617,70 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         }
     }
     return ERASE_OK;
+}
+
+/* Bytes a checkpoint of this run takes, about: the last one's, or before
+ * the first every tensor's data. */
+static int64_t checkpoint_bytes(const train_ckpt_t *ck)
+{
+    if (ck->last_bytes > 0)
+        return ck->last_bytes;
+    int64_t bytes = 0;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ck->n[g]; i++)
+            bytes += (int64_t)sizeof(float) * erase_ckpt_tensor_numel(&ck->t[g][i]);
+    return bytes;
+}
+
+/* Whether an error message tells of a full disk or quota (the system's
+ * text, as HDF5 and the checks quote it). */
+static int no_space(const char *why)
+{
+    return strstr(why, strerror(ENOSPC)) || strstr(why, strerror(EDQUOT));
+}
+
+/* A failed checkpoint of step `step`, every rank has it (failed_alike):
+ * a full disk or quota that HDF5 met (io/ found none before writing) is
+ * said as io/ says it, in one line naming the directory, the bytes needed
+ * and free (rank 0's view); then
+ * --checkpoint-failure stop returns the failure, continue warns (rank 0:
+ * which checkpoint --resume auto takes now) and returns ERASE_OK. The
+ * partial file is gone already (erase_ckpt_write_part removes it). */
+static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_status_t st)
+{
+    const train_options_t *o = ck->e.o;
+    char why[MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", erase_error_reason());
+    if (no_space(why) && !strstr(why, " bytes are free there (")) { /* HDF5's own (io/checkpoint.h) */
+        struct statvfs fs;
+        char free_text[64] = "unknown";
+        if (statvfs(o->checkpoint_dir, &fs) == 0)
+            snprintf(free_text, sizeof free_text, "%llu", (unsigned long long)fs.f_bavail * fs.f_frsize);
+        st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: it needs about %lld bytes, %s bytes are "
+                         "free there (%s)", o->checkpoint_dir, (long long)step, (long long)checkpoint_bytes(ck),
+                         free_text, strstr(why, strerror(EDQUOT)) ? strerror(EDQUOT) : strerror(ENOSPC));
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+    }
+    if (strcmp(o->checkpoint_failure, "continue") || st != ERASE_ERR_IO)
+        return st;
+    ck->failed_alike = 0;
+    ck->failures++;
+    ck->failed_step = step;
+    if (ck->e.w->rank == 0) {
+        printf("%swarn   %s (--checkpoint-failure continue: no checkpoint of step %lld, the partial file removed; "
+               "trying again at the next checkpoint; --resume auto takes %s)\n", ck->e.tty ? "\r\033[K" : "", why,
+               (long long)step, ck->last_path[0] ? ck->last_path : "none: no checkpoint yet");
+        fflush(stdout);
+        if (getenv("ERASE_DEBUG_CKPT_FAILED_STOP")) /* a test frees space, then sends SIGCONT */
+            raise(SIGSTOP);
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+{
+    erase_status_t st = write_checkpoint(ck, pos);
+    return st == ERASE_OK || !ck->failed_alike ? st : checkpoint_failed(ck, pos->step, st);
 }
 
 /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1, after
@@ -683,6 +751,8 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         return ERASE_OK;
     erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
     if (ck->last_step == pos->step && ck->last_epoch == cur.epoch && ck->last_samples == cur.samples)
+        return ERASE_OK;
+    if (ck->failures && ck->failed_step == pos->step) /* not written just now (continue): warned already */
         return ERASE_OK;
     ERASE_CHECK(save(ck, pos));
     return ERASE_OK;

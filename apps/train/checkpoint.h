@@ -66,7 +66,17 @@
  * row_id" for every training sample it takes to PREFIX.<rank>;
  * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write;
  * ERASE_DEBUG_CKPT_ROWS_FAIL=R (io/checkpoint.h) makes dp rank R fail to
- * write its rows of the sharded tables.
+ * write its rows of the sharded tables; ERASE_DEBUG_CKPT_FAILED_STOP=1
+ * makes rank 0 stop itself (SIGSTOP) after the warning of a checkpoint
+ * not written (--checkpoint-failure continue), until a test that frees
+ * the space sends SIGCONT.
+ *
+ * A checkpoint that cannot be written (a full disk or quota: one line
+ * naming the directory, the bytes needed and free, io/checkpoint.h) ends
+ * the run with --checkpoint-failure stop (every rank returns the failure:
+ * status 1, no abort; the last good checkpoint stays), or with continue is
+ * a warning from rank 0 naming what --resume auto takes, and the run goes
+ * on to try again at the next checkpoint.
  */
 #ifndef ERASE_APPS_TRAIN_CHECKPOINT_H
 #define ERASE_APPS_TRAIN_CHECKPOINT_H
@@ -166,8 +176,11 @@ int train_ckpt_failed_alike(const train_ckpt_t *ck);
  * take train_ckpt_poll's agreement, when it preceded) and write a
  * checkpoint when one did or when the step is a multiple of
  * --checkpoint-every. *stop is the signal number when the run must stop
- * (the checkpoint is written), else 0. Without --checkpoint-dir: nothing.
- * Errors: a failed write (on every rank), ERASE_ERR_COMM (replicas differ).
+ * (the checkpoint is written, or with --checkpoint-failure continue was
+ * tried), else 0. Without --checkpoint-dir: nothing.
+ * Errors: a failed write (on every rank; with --checkpoint-failure
+ * continue a failed write of the file is a warning instead), ERASE_ERR_COMM
+ * (replicas differ).
  */
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
 

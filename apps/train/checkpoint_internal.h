@@ -39,6 +39,9 @@ struct train_ckpt {
     char last_path[ERASE_CKPT_PATH_MAX];
     int count;
     double seconds, bytes;
+    int64_t last_bytes;               /* the last checkpoint's bytes (0: none yet) */
+    int failures;                     /* checkpoints not written (--checkpoint-failure continue) */
+    int64_t failed_step;              /* the step of the last of them */
     FILE *metrics;
     /* test hooks */
     int64_t kill_step;

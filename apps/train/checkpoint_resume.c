@@ -424,6 +424,7 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     pos->samples_seen = hdr[5];
     *resumed = 1;
     ck->last_step = pos->step; /* a final checkpoint of the same position is not rewritten */
+    snprintf(ck->last_path, sizeof ck->last_path, "%s", path); /* rank 0's: what --resume auto takes now */
     ck->last_epoch = hdr[3];
     ck->last_samples = hdr[4];
     return ERASE_OK;

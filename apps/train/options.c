@@ -103,6 +103,9 @@ static const opt_def_t defs[] = {
     { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none); with --pp, one file per stage (ckpt-N.h5.stage<s>), paci drained first", NULL, NO_BOUNDS },
     { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, FROM_TO(0, INT64_MAX) },
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
+    { "checkpoint-failure", S(checkpoint_failure), "stop", "a checkpoint that cannot be written (disk full, quota): "
+      "stop (exit 1; the last good checkpoint stays) | continue (warn, remove the partial file, try again at the "
+      "next checkpoint)", "stop|continue", NO_BOUNDS },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a checkpoint file or a checkpoint directory", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint directory)", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "

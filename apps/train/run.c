@@ -171,6 +171,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
                train_ckpt_last_path(r.ckpt));
         fflush(stdout);
     }
+    if (st != ERASE_OK && !*alike) /* a checkpoint that every rank failed to write (--checkpoint-failure stop) */
+        *alike = train_ckpt_failed_alike(r.ckpt);
     if (st != ERASE_OK)
         erase_error_trail(__FILE__, __LINE__);
     else if (r.sched || r.pipe)

@@ -34,6 +34,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
 # a run owns its --checkpoint-dir: a second run refused, kill -9 take-over, a requeue waits (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
+# a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 
