@@ -456,6 +456,16 @@ erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t
 erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n);
 void erase_ckpt_candidates_free(char **paths, int n);
 
+/*
+ * Remove from `dir` the temporary files of checkpoints being written
+ * (".ckpt-<step>.h5.tmp", a stage file's ".ckpt-<step>.h5.stage<s>.tmp"):
+ * left by a writer that was killed (a SIGKILL, a launcher's grace period
+ * run out). Only while no one writes there: the checkpoint directory's
+ * lock held, or just after publishing a checkpoint. Returns how many were
+ * removed (0 for a missing directory).
+ */
+int erase_ckpt_remove_temps(const char *dir);
+
 /* Told about a candidate that cannot be opened: its path and why (the
  * reason of erase_ckpt_open, without the leading "<path>: "). */
 typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why);

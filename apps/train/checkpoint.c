@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 /* Set by the handler, read by the main thread at the step boundary. The
  * signal may be delivered to any thread of the process (stream workers,
@@ -26,29 +27,101 @@
 static atomic_int pending_signal;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag needs a lock-free atomic int");
 
-static void on_signal(int sig)
+/* What rank 0 says at once when the first signal comes (the launcher may
+ * kill the ranks before the checkpoint is written: mpirun 1 s after its
+ * SIGTERM, apps/train/checkpoint.h): the rest of "erase-train: SIG...: ..." with
+ * what --resume auto takes until then. The main thread writes the text
+ * not published and publishes it (notice_at); -1: say nothing (not rank
+ * 0). */
+#define NOTICE_MAX (2 * ERASE_CKPT_PATH_MAX + 1024)
+static char notice_text[2][NOTICE_MAX];
+static atomic_int notice_at = -1;
+static atomic_int noticed;
+
+/* write(2) all of text to fd (async-signal-safe). */
+static void say(int fd, const char *text)
 {
-    atomic_store(&pending_signal, sig);
+    size_t n = 0;
+    while (text[n])
+        n++;
+    while (n > 0) {
+        ssize_t w = write(fd, text, n);
+        if (w <= 0)
+            return;
+        text += w;
+        n -= (size_t)w;
+    }
 }
 
-/* on_signal for SIGTERM and SIGUSR1; the handlers replaced into *old_term
- * and *old_usr1 when not NULL. */
-static erase_status_t catch_signals(struct sigaction *old_term, struct sigaction *old_usr1)
+static void on_signal(int sig)
 {
+    int saved = errno;
+    atomic_store(&pending_signal, sig);
+    int at = atomic_load(&notice_at);
+    if (at >= 0 && !atomic_exchange(&noticed, 1)) {
+        say(STDERR_FILENO, "erase-train: ");
+        say(STDERR_FILENO, sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "a signal");
+        say(STDERR_FILENO, notice_text[at]);
+    }
+    errno = saved;
+}
+
+/* Rank 0: the notice names `takes` as what --resume auto takes now. */
+static void set_notice(const char *takes)
+{
+    if (atomic_load(&noticed))
+        return; /* said already: the handler may be reading it */
+    int next = atomic_load(&notice_at) == 0 ? 1 : 0;
+    snprintf(notice_text[next], sizeof notice_text[next], ": writing a checkpoint after this step, then stopping; "
+             "until erase-train says \"stopped by\", none is written and --resume auto takes %s (mpirun kills the "
+             "ranks 1 s after its SIGTERM: stop a run with SIGUSR1 to mpirun to give them the time they need)\n",
+             takes);
+    atomic_store(&notice_at, next);
+}
+
+/* What --resume auto takes in dir as far as rank 0 knows: `last` (the
+ * last checkpoint written or resumed from) when not "", else the newest
+ * checkpoint file there (unverified), or none. */
+static void resume_takes(const char *dir, const char *last, char *out, size_t size)
+{
+    char **paths;
+    int n;
+    snprintf(out, size, "%s", last[0] ? last : "none (the run starts at step 0)");
+    if (last[0])
+        return;
+    if (erase_ckpt_candidates(dir, &paths, &n) == ERASE_OK) {
+        if (n > 0)
+            snprintf(out, size, "%s", paths[0]);
+        erase_ckpt_candidates_free(paths, n);
+    } else
+        erase_error_clear();
+}
+
+/* on_signal for SIGTERM, SIGINT and SIGUSR1; the handlers replaced into
+ * old[3] when not NULL. */
+static erase_status_t catch_signals(struct sigaction *old)
+{
+    static const int sigs[3] = { SIGTERM, SIGINT, SIGUSR1 };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, old_term) != 0 || sigaction(SIGUSR1, &sa, old_usr1) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers: %s",
-                           strerror(errno));
+    for (int i = 0; i < 3; i++)
+        if (sigaction(sigs[i], &sa, old ? &old[i] : NULL) != 0)
+            return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGINT/SIGUSR1 handlers: %s",
+                               strerror(errno));
     return ERASE_OK;
 }
 
-erase_status_t train_ckpt_catch_signals(void)
+erase_status_t train_ckpt_catch_signals(const char *checkpoint_dir, int rank0)
 {
-    return catch_signals(NULL, NULL);
+    if (rank0) {
+        char takes[ERASE_CKPT_PATH_MAX + 64];
+        resume_takes(checkpoint_dir, "", takes, sizeof takes);
+        set_notice(takes);
+    }
+    return catch_signals(NULL);
 }
 
 const char *train_ckpt_signal_name(int sig)
@@ -56,6 +129,8 @@ const char *train_ckpt_signal_name(int sig)
     static char other[32];
     if (sig == SIGTERM)
         return "SIGTERM";
+    if (sig == SIGINT)
+        return "SIGINT";
     if (sig == SIGUSR1)
         return "SIGUSR1";
     snprintf(other, sizeof other, "signal %d", sig);
@@ -246,7 +321,7 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     if (st == ERASE_OK && ck->enabled) {
         /* again after MPI start-up, which may have set its own; a signal
          * that came since train_ckpt_catch_signals stays pending */
-        st = catch_signals(&ck->old_term, &ck->old_usr1);
+        st = catch_signals(ck->old_handlers);
         ck->handlers = st == ERASE_OK;
     }
     if (st != ERASE_OK) {
@@ -262,8 +337,9 @@ void train_ckpt_destroy(train_ckpt_t *ck)
     if (!ck)
         return;
     if (ck->handlers) {
-        sigaction(SIGTERM, &ck->old_term, NULL);
-        sigaction(SIGUSR1, &ck->old_usr1, NULL);
+        sigaction(SIGTERM, &ck->old_handlers[0], NULL);
+        sigaction(SIGINT, &ck->old_handlers[1], NULL);
+        sigaction(SIGUSR1, &ck->old_handlers[2], NULL);
     }
     for (int g = 0; g < 2; g++) {
         for (int i = 0; ck->dev[g] && i < ck->n[g]; i++)
@@ -298,6 +374,26 @@ void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, doubl
 const char *train_ckpt_last_path(const train_ckpt_t *ck)
 {
     return ck ? ck->last_path : "";
+}
+
+int64_t train_ckpt_last_step(const train_ckpt_t *ck)
+{
+    return ck ? ck->last_step : -1;
+}
+
+/* checkpoint_internal.h */
+void train_ckpt_set_notice(const train_ckpt_t *ck, int64_t writing)
+{
+    if (ck->e.w->rank != 0)
+        return;
+    char takes[ERASE_CKPT_PATH_MAX + 64], text[2 * ERASE_CKPT_PATH_MAX + 256];
+    resume_takes(ck->e.o->checkpoint_dir, ck->last_path, takes, sizeof takes);
+    if (writing < 0)
+        snprintf(text, sizeof text, "%s", takes);
+    else
+        snprintf(text, sizeof text, "%s/ckpt-%lld.h5 if its write, under way, ends, else %s", ck->e.o->checkpoint_dir,
+                 (long long)writing, takes);
+    set_notice(text);
 }
 
 void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b)
@@ -598,6 +694,7 @@ static erase_status_t write_checkpoint(train_ckpt_t *ck, const train_ckpt_pos_t 
     ck->last_samples = cur.samples;
     if (w->rank == 0) {
         snprintf(ck->last_path, sizeof ck->last_path, "%s", rep.path);
+        train_ckpt_set_notice(ck, -1);
         char parts[64] = "";
         if (w->pp_size > 1)
             snprintf(parts, sizeof parts, " and %d stage file%s (.stage<s>)", w->pp_size - 1,
@@ -679,7 +776,10 @@ static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_st
 
 static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 {
+    train_ckpt_set_notice(ck, pos->step);
     erase_status_t st = write_checkpoint(ck, pos);
+    if (st != ERASE_OK)
+        train_ckpt_set_notice(ck, -1);
     return st == ERASE_OK || !ck->failed_alike ? st : checkpoint_failed(ck, pos->step, st);
 }
 
@@ -694,7 +794,7 @@ static void kill_hook(train_ckpt_t *ck, int64_t step)
     }
 }
 
-/* Collective: whether any rank got SIGTERM/SIGUSR1. */
+/* Collective: whether any rank got SIGTERM/SIGINT/SIGUSR1. */
 static erase_status_t agree_on_signal(train_ckpt_t *ck, int32_t *any)
 {
     int32_t flag = atomic_load(&pending_signal);

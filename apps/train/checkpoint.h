@@ -43,13 +43,28 @@
  * rank 0. --init-from a pipeline checkpoint needs the same layout too (a
  * data-parallel run cannot load one, nor a pipeline run a dp checkpoint).
  *
- * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
- * (sigaction, from the start of main); after every step the ranks all-reduce (max) the flag on the
- * host stream, so all stop after the same step, write a checkpoint and
- * leave the loop (erase-train then exits 0). Slurm signals every task
- * itself (srun, `--signal`); Open MPI's mpirun forwards SIGUSR1 as is, but
- * on SIGTERM it forwards it and SIGKILLs the ranks shortly after, and exits
- * non-zero itself: under mpirun, send SIGUSR1.
+ * Signals. With --checkpoint-dir, SIGTERM, SIGINT and SIGUSR1 only set a
+ * flag (sigaction, from the start of main); after every step the ranks
+ * all-reduce (max) the flag on the host stream, so all stop after the same
+ * step, write a checkpoint and leave the loop (erase-train then exits 0).
+ * Slurm signals every task itself (srun, `--signal`); Open MPI's mpirun
+ * forwards SIGUSR1 as is, but on SIGTERM or SIGINT (Ctrl-C) it sends the
+ * ranks SIGCONT, SIGTERM T seconds later and SIGKILL T seconds after that
+ * (T = --mca odls_base_sigkill_timeout, 1 by default), and exits non-zero
+ * itself: under mpirun, send SIGUSR1, or give the ranks time. A terminal's
+ * Ctrl-C to a run without mpirun, or to ranks in its process group, is
+ * SIGINT to the ranks themselves.
+ * Since the launcher may kill the ranks before the checkpoint is written,
+ * rank 0 says at once, when the first signal comes (from the handler, on
+ * stderr), what --resume auto takes until erase-train says "stopped by":
+ * "erase-train: SIGTERM: writing a checkpoint after this step, then
+ * stopping; until erase-train says "stopped by", none is written and
+ * --resume auto takes D/ckpt-40.h5 (mpirun kills the ranks 1 s after its
+ * SIGTERM: ...)". (A larger odls_base_sigkill_timeout delays mpirun's
+ * SIGTERM as much, and chatty ranks were seen to stall meanwhile: SIGUSR1
+ * is the way to stop a run under mpirun.) A temporary file a killed
+ * writer left is removed at the next start (io/checkpoint.h,
+ * erase_ckpt_remove_temps), under the directory's lock.
  *
  * The directory's lock (apps/train/checkpoint_lock.h): rank 0 holds
  * DIR/.lock from set-up to the end of the run; ERASE_CKPT_LOCK_STALE_S
@@ -123,7 +138,7 @@ typedef struct train_ckpt train_ckpt_t;
  * 1, --resume and --init-from not both, --resume auto needs
  * --checkpoint-dir, --init-from-optimizer needs --init-from), name the
  * tensors (parameters and optimizer slots) and, with --checkpoint-dir,
- * install the SIGTERM/SIGUSR1 handlers. Local (no collective).
+ * install the SIGTERM/SIGINT/SIGUSR1 handlers. Local (no collective).
  * Errors: ERASE_ERR_INVALID naming the option, ERASE_ERR_NOMEM.
  */
 erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out);
@@ -134,11 +149,15 @@ void train_ckpt_destroy(train_ckpt_t *ck);
 
 /*
  * With --checkpoint-dir, at the start of main (before MPI start-up): catch
- * SIGTERM and SIGUSR1 from now on, so that a signal during start-up (a job
- * pre-empted as it starts) stops the run after its first step with a
- * checkpoint instead of killing the rank. Errors: ERASE_ERR_IO.
+ * SIGTERM, SIGINT and SIGUSR1 from now on, so that a signal during
+ * start-up (a job pre-empted as it starts, a Ctrl-C) stops the run after
+ * its first step with a checkpoint instead of killing the rank. rank0: this
+ * process is rank 0 of the job (the launcher's rank, or none): it says at
+ * once, on stderr, when the first signal comes, what --resume auto takes
+ * should the run be killed before its checkpoint is written (here: the
+ * newest checkpoint file in checkpoint_dir). Errors: ERASE_ERR_IO.
  */
-erase_status_t train_ckpt_catch_signals(void);
+erase_status_t train_ckpt_catch_signals(const char *checkpoint_dir, int rank0);
 
 /*
  * Set-up, collective over the world (call on every rank, after the
@@ -172,7 +191,7 @@ int train_ckpt_failed_alike(const train_ckpt_t *ck);
 
 /*
  * After a step (collective over the world, every rank, every step): with
- * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 (or
+ * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGINT/SIGUSR1 (or
  * take train_ckpt_poll's agreement, when it preceded) and write a
  * checkpoint when one did or when the step is a multiple of
  * --checkpoint-every. *stop is the signal number when the run must stop
@@ -192,7 +211,7 @@ int train_ckpt_due(const train_ckpt_t *ck, int64_t step);
  * Before the host enqueues a step while step `step` (numbered from 1, as
  * after_step's) is still in flight (collective over the world, like
  * after_step, and called by every rank at the same steps): agree now on
- * whether any rank got SIGTERM/SIGUSR1; after_step(step) then takes this
+ * whether any rank got SIGTERM/SIGINT/SIGUSR1; after_step(step) then takes this
  * agreement instead of making its own (one agreement per step). *stop:
  * 1 when one did (the caller then enqueues nothing more, and after_step
  * writes the checkpoint and stops), else 0. Runs the test hook
@@ -218,7 +237,11 @@ void train_ckpt_set_metrics(train_ckpt_t *ck, FILE *metrics);
 void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, double *bytes);
 const char *train_ckpt_last_path(const train_ckpt_t *ck);
 
-/* Name of a signal number ("SIGTERM", "SIGUSR1"). */
+/* The step of the last checkpoint this run wrote or resumed from (-1:
+ * none; NULL ck: -1). */
+int64_t train_ckpt_last_step(const train_ckpt_t *ck);
+
+/* Name of a signal number ("SIGTERM", "SIGINT", "SIGUSR1"). */
 const char *train_ckpt_signal_name(int sig);
 
 #endif

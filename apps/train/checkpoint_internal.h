@@ -33,7 +33,7 @@ struct train_ckpt {
     char schedule[512], layout[2048];
     /* signals */
     int handlers;
-    struct sigaction old_term, old_usr1;
+    struct sigaction old_handlers[3]; /* SIGTERM, SIGINT, SIGUSR1's before train_ckpt_create */
     /* the last checkpoint written */
     int64_t last_step, last_epoch, last_samples;
     char last_path[ERASE_CKPT_PATH_MAX];
@@ -54,6 +54,13 @@ struct train_ckpt {
     char temp[ERASE_CKPT_PATH_MAX];   /* the checkpoint being written: its temporary file */
     FILE *sample_log;
 };
+
+/* Rank 0 (nothing on the others): what the handler says at once when a
+ * signal comes names what --resume auto takes now: the last checkpoint
+ * this run wrote or resumed from, else the newest in --checkpoint-dir;
+ * with `writing` >= 0, the checkpoint of that step first, if its write
+ * (under way) ends. */
+void train_ckpt_set_notice(const train_ckpt_t *ck, int64_t writing);
 
 /* Copy group g's tensors (0: parameters, 1: optimizer slots) of this
  * rank's stage from device memory to their host copies (to_host) or back,

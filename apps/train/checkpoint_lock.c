@@ -181,6 +181,14 @@ static int remove_stale(const train_ckpt_lock_t *l, const char *record)
         return -1;
     }
     unlink(aside);
+    if (same) { /* the gone owner's own name of its record (DIR/.lock.<host>.<pid>) */
+        char host[256], pid[32], gone[LOCK_PATH_MAX + 300];
+        record_field(record, "host", host, sizeof host);
+        record_field(record, "pid", pid, sizeof pid);
+        snprintf(gone, sizeof gone, "%.*s.%s.%s", (int)strlen(l->path), l->path, host, pid);
+        if (read_record(gone, moved, sizeof moved, &sb) == 0 && !strcmp(moved, record))
+            unlink(gone);
+    }
     return same ? 0 : 1;
 }
 

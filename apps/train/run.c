@@ -166,9 +166,14 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     if (st == ERASE_OK && !r.stopped && !o->eval_only)
         run_summary(&r);
     if (st == ERASE_OK && r.stopped && r.root) {
-        printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
-               r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
-               train_ckpt_last_path(r.ckpt));
+        if (train_ckpt_last_step(r.ckpt) == r.step)
+            printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
+                   r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
+                   train_ckpt_last_path(r.ckpt));
+        else /* --checkpoint-failure continue, and it failed */
+            printf("%serase-train: stopped by %s after step %lld; no checkpoint of it was written: --resume auto "
+                   "takes %s\n", r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
+                   train_ckpt_last_path(r.ckpt)[0] ? train_ckpt_last_path(r.ckpt) : "none (step 0)");
         fflush(stdout);
     }
     if (st != ERASE_OK && !*alike) /* a checkpoint that every rank failed to write (--checkpoint-failure stop) */

@@ -36,6 +36,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
 # a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
+# Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-interrupt.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 
