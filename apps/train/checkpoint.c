@@ -27,12 +27,12 @@
 static atomic_int pending_signal;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag needs a lock-free atomic int");
 
-/* What rank 0 says at once when the first signal comes (the launcher may
- * kill the ranks before the checkpoint is written: mpirun 1 s after its
- * SIGTERM, apps/train/checkpoint.h): the rest of "erase-train: SIG...: ..." with
- * what --resume auto takes until then. The main thread writes the text
- * not published and publishes it (notice_at); -1: say nothing (not rank
- * 0). */
+/* What rank 0 says at once when the first SIGTERM or SIGINT comes (the
+ * launcher may kill the ranks before the checkpoint is written: mpirun 1 s
+ * after its SIGTERM, apps/train/checkpoint.h): the rest of "erase-train:
+ * SIGTERM: ..." with what --resume auto takes until then. The main thread
+ * writes the text not published and publishes it (notice_at); -1: say
+ * nothing (not rank 0). */
 #define NOTICE_MAX (2 * ERASE_CKPT_PATH_MAX + 1024)
 static char notice_text[2][NOTICE_MAX];
 static atomic_int notice_at = -1;
@@ -58,9 +58,9 @@ static void on_signal(int sig)
     int saved = errno;
     atomic_store(&pending_signal, sig);
     int at = atomic_load(&notice_at);
-    if (at >= 0 && !atomic_exchange(&noticed, 1)) {
-        say(STDERR_FILENO, "erase-train: ");
-        say(STDERR_FILENO, sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "a signal");
+    /* SIGUSR1 is the launchers' own request (Slurm's --signal, mpirun forwards it): no kill follows */
+    if (at >= 0 && sig != SIGUSR1 && !atomic_exchange(&noticed, 1)) {
+        say(STDERR_FILENO, sig == SIGINT ? "erase-train: SIGINT" : "erase-train: SIGTERM");
         say(STDERR_FILENO, notice_text[at]);
     }
     errno = saved;
@@ -74,8 +74,8 @@ static void set_notice(const char *takes)
     int next = atomic_load(&notice_at) == 0 ? 1 : 0;
     snprintf(notice_text[next], sizeof notice_text[next], ": writing a checkpoint after this step, then stopping; "
              "until erase-train says \"stopped by\", none is written and --resume auto takes %s (mpirun kills the "
-             "ranks 1 s after its SIGTERM: stop a run with SIGUSR1 to mpirun to give them the time they need)\n",
-             takes);
+             "ranks 1 s after its SIGTERM, Slurm after KillWait: to give them the time they need, stop a run with "
+             "SIGUSR1)\n", takes);
     atomic_store(&notice_at, next);
 }
 

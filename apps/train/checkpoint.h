@@ -55,12 +55,13 @@
  * Ctrl-C to a run without mpirun, or to ranks in its process group, is
  * SIGINT to the ranks themselves.
  * Since the launcher may kill the ranks before the checkpoint is written,
- * rank 0 says at once, when the first signal comes (from the handler, on
- * stderr), what --resume auto takes until erase-train says "stopped by":
+ * rank 0 says at once, when the first SIGTERM or SIGINT comes (from the
+ * handler, on stderr), what --resume auto takes until erase-train says
+ * "stopped by":
  * "erase-train: SIGTERM: writing a checkpoint after this step, then
  * stopping; until erase-train says "stopped by", none is written and
  * --resume auto takes D/ckpt-40.h5 (mpirun kills the ranks 1 s after its
- * SIGTERM: ...)". (A larger odls_base_sigkill_timeout delays mpirun's
+ * SIGTERM, Slurm after KillWait: ...)". (A larger odls_base_sigkill_timeout delays mpirun's
  * SIGTERM as much, and chatty ranks were seen to stall meanwhile: SIGUSR1
  * is the way to stop a run under mpirun.) A temporary file a killed
  * writer left is removed at the next start (io/checkpoint.h,

@@ -23,7 +23,7 @@ ARGS="--batch 16 --steps 100000"
 # notice_re TAKES: rank 0's notice naming TAKES (an extended regex), on
 # stderr: mpirun may print it inside a line of stdout
 notice_re() {
-    echo "erase-train: SIG(TERM|INT): writing a checkpoint after this step, then stopping; until erase-train says \"stopped by\", none is written and --resume auto takes $1 \(mpirun kills the ranks 1 s after its SIGTERM: stop a run with SIGUSR1 to mpirun to give them the time they need\)$"
+    echo "erase-train: SIG(TERM|INT): writing a checkpoint after this step, then stopping; until erase-train says \"stopped by\", none is written and --resume auto takes $1 \(mpirun kills the ranks 1 s after its SIGTERM, Slurm after KillWait: to give them the time they need, stop a run with SIGUSR1\)$"
 }
 no_temp() { ! ls "$1"/.*.tmp >/dev/null 2>&1; }
 

@@ -10,6 +10,8 @@
 #     the lock;
 #   - a run killed with SIGKILL leaves its lock; --resume auto takes it over
 #     with a note naming the dead owner, and finishes;
+#   - two runs started together: one owns the directory and finishes, the
+#     other is refused (before: both died at their first checkpoint);
 #   - a lock of another host is refused while its heartbeat (mtime) is
 #     fresh, taken over once it is older than ERASE_CKPT_LOCK_STALE_S;
 #   - a Slurm requeue (the ranks' SLURM_JOB_ID that of the lock, its owner
@@ -21,7 +23,7 @@
 # requeue) with --checkpoint-dir and --resume auto.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..13"
+echo "1..14"
 ARGS="--batch 16 --steps 24 --checkpoint-every 4 --keep-checkpoints 3"
 host=$(hostname)
 
@@ -102,6 +104,29 @@ want="note   --checkpoint-dir $K: took over the lock of a run that is gone (eras
 ok=$?
 tap $ok "--resume auto takes the dead run's lock over with a note, resumes and finishes (status $rc), no lock file left"
 [ $ok = 0 ] || { echo "# want: $want"; show "$out"; }
+
+# ---- two runs started together: one owns the directory, the other is refused
+# (each run's 6 checkpoints take 1.5 s each: the two surely overlap)
+T=$dir/together
+ERASE_DEBUG_CKPT_SLEEP_MS=1500; export ERASE_DEBUG_CKPT_SLEEP_MS
+out=$dir/t1.out
+train_bg 2 $ARGS --checkpoint-dir "$T"
+j1=$job
+out=$dir/t2.out
+train_bg 2 $ARGS --checkpoint-dir "$T" --seed 2
+j2=$job
+unset ERASE_DEBUG_CKPT_SLEEP_MS
+wait "$j1"; r1=$?
+wait "$j2"; r2=$?
+if [ $r1 = 0 ]; then won=$dir/t1.out lost=$dir/t2.out; else won=$dir/t2.out lost=$dir/t1.out; fi
+[ "$r1$r2" = 02 ] || [ "$r1$r2" = 20 ]
+ok=$?
+[ $ok = 0 ] && grep -q "^erase-train: --checkpoint-dir $T: in use by another run (erase-train pid [0-9]* on host $host, started " "$lost" &&
+    grep -q "^ckpt   step 24: $T/ckpt-24.h5" "$won" && ! ls "$T"/*.superseded >/dev/null 2>&1 &&
+    apps/erase-inspect ckpt "$T/ckpt-24.h5" >"$dir/inspect-t.out" 2>&1
+ok=$?
+tap $ok "two runs started together: one finishes (its ckpt-24.h5 validates), the other is refused naming it (status $r1 and $r2)"
+[ $ok = 0 ] || { show "$dir/t1.out"; show "$dir/t2.out"; }
 
 # ---- a lock of another host: its heartbeat decides ------------------------------------
 H=$dir/other-host
