@@ -56,9 +56,10 @@ int main(int argc, char **argv)
     }
     if (check)
         return 0;
-    /* --eval-only writes no checkpoint: SIGTERM/SIGUSR1 keep their default
+    /* --eval-only writes no checkpoint: SIGTERM/SIGINT/SIGUSR1 keep their default
      * action (stop at once), as without --checkpoint-dir */
-    if (o.checkpoint_dir[0] && !o.eval_only && train_ckpt_catch_signals() != ERASE_OK) {
+    if (o.checkpoint_dir[0] && !o.eval_only &&
+        train_ckpt_catch_signals(o.checkpoint_dir, train_launcher_rank() <= 0) != ERASE_OK) {
         fprintf(stderr, "erase-train: %s\n", erase_error_reason());
         return 1;
     }

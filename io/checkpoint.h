@@ -241,7 +241,10 @@ uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes);
  * Errors: ERASE_ERR_INVALID (bad names, shapes or keep), ERASE_ERR_FORMAT
  * (meta fails erase_ckpt_meta_check, naming dir/ckpt-<step>.h5), ERASE_ERR_IO
  * (naming the file or dataset and the reason; no checkpoint is published
- * and the temporary file is removed), ERASE_ERR_NOMEM.
+ * and the temporary file is removed; a full disk or quota, found before
+ * HDF5 writes by allocating the file's size, about: "DIR: no space for
+ * checkpoint ckpt-<step>.h5: it needs about B bytes, F bytes are free
+ * there (No space left on device)"), ERASE_ERR_NOMEM.
  */
 erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
                                 const erase_ckpt_tensor_t *params, int np,
@@ -461,6 +464,16 @@ erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t
  */
 erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n);
 void erase_ckpt_candidates_free(char **paths, int n);
+
+/*
+ * Remove from `dir` the temporary files of checkpoints being written
+ * (".ckpt-<step>.h5.tmp", a stage file's ".ckpt-<step>.h5.stage<s>.tmp"):
+ * left by a writer that was killed (a SIGKILL, a launcher's grace period
+ * run out). Only while no one writes there: the checkpoint directory's
+ * lock held, or just after publishing a checkpoint. Returns how many were
+ * removed (0 for a missing directory).
+ */
+int erase_ckpt_remove_temps(const char *dir);
 
 /* Told about a candidate that cannot be opened: its path and why (the
  * reason of erase_ckpt_open, without the leading "<path>: "). */

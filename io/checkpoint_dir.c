@@ -157,6 +157,22 @@ static void free_list(entry_t *list, int n)
     free(list);
 }
 
+int erase_ckpt_remove_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[ERASE_CKPT_PATH_MAX];
+        if (is_temp_name(e->d_name) && ckpt_join(path, dir, e->d_name) == 0 && unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 int ckpt_prune(const char *dir, int64_t step, int keep)
 {
     entry_t *list;
@@ -178,17 +194,16 @@ int ckpt_prune(const char *dir, int64_t step, int keep)
             removed++;
     }
     free_list(list, n);
+    erase_ckpt_remove_temps(dir);
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
             char path[ERASE_CKPT_PATH_MAX], main_path[ERASE_CKPT_PATH_MAX];
             int64_t s = stage_name_step(e->d_name);
-            if (is_temp_name(e->d_name) && ckpt_join(path, dir, e->d_name) == 0)
-                unlink(path);
             /* a pipeline checkpoint's stage file whose ckpt-<step>.h5 is gone
              * (removed above, renamed damaged/superseded, or never published) */
-            else if (s >= 0 && s <= step && ckpt_join(path, dir, e->d_name) == 0 &&
+            if (s >= 0 && s <= step && ckpt_join(path, dir, e->d_name) == 0 &&
                      snprintf(main_path, sizeof main_path, "%.*s", (int)(strstr(path, ".h5.stage") - path + 3),
                               path) > 0 &&
                      access(main_path, F_OK) != 0)

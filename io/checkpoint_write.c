@@ -4,6 +4,7 @@
  * from one rank or a sharded tensor's rows from their owners (parallel
  * HDF5), the /index of checksums, and each pipeline stage's part.
  */
+#define _GNU_SOURCE /* fallocate(2): reserve_space */
 #include "io/checkpoint_internal.h"
 
 #include "config.h"
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -372,6 +374,61 @@ erase_status_t erase_ckpt_write(const char *dir, const erase_ckpt_meta_t *meta,
                                  report);
 }
 
+/* Bytes the file of these tensors takes, about and rather more than less:
+ * their data (whole shapes: a sharded tensor's rows are written into it
+ * too), row checksums, the texts of meta, and 1 KiB for each tensor's
+ * datasets and attributes (HDF5 takes about 0.6 KiB) plus 16 KiB. */
+static uint64_t file_bytes(const erase_ckpt_meta_t *meta, const erase_ckpt_tensor_t *params, int np,
+                           const erase_ckpt_tensor_t *optim, int no)
+{
+    uint64_t bytes = 16384;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < (g ? no : np); i++) {
+            const erase_ckpt_tensor_t *t = g ? &optim[i] : &params[i];
+            bytes += 1024 + sizeof(float) * (uint64_t)erase_ckpt_tensor_numel(t) +
+                     (t->sharding ? sizeof(uint64_t) * (uint64_t)t->dims[0] : 0);
+        }
+    const char *texts[] = { meta->model, meta->options, meta->pp_layout, meta->schedule, meta->embeddings };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        bytes += texts[i] ? strlen(texts[i]) : 0;
+    return bytes;
+}
+
+/* Before HDF5 writes `temp`: that `bytes` fit in its directory (a full
+ * disk or a quota), found by allocating them to `temp` (fallocate; where
+ * the file system cannot, the free space statvfs reports). HDF5 must not
+ * meet ENOSPC itself: a file whose flush failed cannot be closed
+ * ("slist already enabled?"), and its handle then crashes HDF5's clean-up
+ * at exit. `temp` is left, emptied by HDF5's create (truncate). Errors:
+ * ERASE_ERR_IO "DIR: no space for checkpoint NAME: it needs about B bytes,
+ * F bytes are free there (No space left on device | Disk quota exceeded)"
+ * (`temp` removed), or the file cannot be created. */
+static erase_status_t reserve_space(const char *temp, uint64_t bytes)
+{
+    char dir[ERASE_CKPT_PATH_MAX];
+    const char *slash = strrchr(temp, '/'), *base = slash ? slash + 1 : temp;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - temp) : 1, slash ? temp : ".");
+    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create: %s", temp, strerror(errno));
+    int e = fallocate(fd, 0, 0, (off_t)bytes) == 0 ? 0 : errno;
+    close(fd);
+    struct statvfs fs;
+    int have_fs = statvfs(dir, &fs) == 0;
+    uint64_t avail = have_fs ? (uint64_t)fs.f_bavail * fs.f_frsize : 0;
+    if ((e == EOPNOTSUPP || e == ENOSYS) && have_fs && avail < bytes)
+        e = ENOSPC;
+    if (e != ENOSPC && e != EDQUOT)
+        return ERASE_OK; /* reserved, or cannot tell: HDF5 writes */
+    unlink(temp);
+    if (have_fs && statvfs(dir, &fs) == 0) /* without the part of `bytes` that was allocated */
+        avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    size_t len = strlen(base);
+    return ERASE_ERROR(ERASE_ERR_IO, "%s: no space for checkpoint %.*s: it needs about %llu bytes, %llu bytes are "
+                       "free there (%s)", dir, (int)(len > 5 ? len - 5 : len), base + (len > 5), /* ".NAME.tmp" */
+                       (unsigned long long)bytes, (unsigned long long)avail, strerror(e));
+}
+
 /* Write the whole file `temp` (created or truncated), flush, close and
  * fsync it; the arguments are checked. On failure `temp` may remain (the
  * caller removes it). */
@@ -385,6 +442,11 @@ static erase_status_t write_temp(const char *temp, const erase_ckpt_meta_t *meta
     writer_t w = { .file = -1, .temp = temp, .index = open_memstream(&index, &index_len), .lcpl = -1 };
     if (!w.index)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", temp);
+    if ((st = reserve_space(temp, file_bytes(meta, params, np, optim, no))) != ERASE_OK) {
+        fclose(w.index);
+        free(index);
+        return st;
+    }
     char detail[256];
     erase_h5_enter();
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);

@@ -31,12 +31,17 @@ typedef struct {
     int found;
 } detail_t;
 
-/* H5E_WALK_UPWARD visits the innermost (most specific) error first. */
+/* H5E_WALK_UPWARD visits the innermost (most specific) error first. Its
+ * text on one line: HDF5's descriptions of failed system calls hold line
+ * breaks ("time = ...\n, filename = ..."), and an error is one line. */
 static herr_t detail_walk(unsigned n, const H5E_error2_t *err, void *data)
 {
     detail_t *d = data;
     if (!d->found && err->desc && err->desc[0]) {
         snprintf(d->text, d->size, "%s", err->desc);
+        for (char *c = d->text; *c; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
         d->found = 1;
     }
     return 0;

@@ -16,6 +16,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 /* Set by the handler, read by the main thread at the step boundary. The
  * signal may be delivered to any thread of the process (stream workers,
@@ -25,29 +27,101 @@
 static atomic_int pending_signal;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag needs a lock-free atomic int");
 
-static void on_signal(int sig)
+/* What rank 0 says at once when the first SIGTERM or SIGINT comes (the
+ * launcher may kill the ranks before the checkpoint is written: mpirun 1 s
+ * after its SIGTERM, apps/train/checkpoint.h): the rest of "erase-train:
+ * SIGTERM: ..." with what --resume auto takes until then. The main thread
+ * writes the text not published and publishes it (notice_at); -1: say
+ * nothing (not rank 0). */
+#define NOTICE_MAX (2 * ERASE_CKPT_PATH_MAX + 1024)
+static char notice_text[2][NOTICE_MAX];
+static atomic_int notice_at = -1;
+static atomic_int noticed;
+
+/* write(2) all of text to fd (async-signal-safe). */
+static void say(int fd, const char *text)
 {
-    atomic_store(&pending_signal, sig);
+    size_t n = 0;
+    while (text[n])
+        n++;
+    while (n > 0) {
+        ssize_t w = write(fd, text, n);
+        if (w <= 0)
+            return;
+        text += w;
+        n -= (size_t)w;
+    }
 }
 
-/* on_signal for SIGTERM and SIGUSR1; the handlers replaced into *old_term
- * and *old_usr1 when not NULL. */
-static erase_status_t catch_signals(struct sigaction *old_term, struct sigaction *old_usr1)
+static void on_signal(int sig)
 {
+    int saved = errno;
+    atomic_store(&pending_signal, sig);
+    int at = atomic_load(&notice_at);
+    /* SIGUSR1 is the launchers' own request (Slurm's --signal, mpirun forwards it): no kill follows */
+    if (at >= 0 && sig != SIGUSR1 && !atomic_exchange(&noticed, 1)) {
+        say(STDERR_FILENO, sig == SIGINT ? "erase-train: SIGINT" : "erase-train: SIGTERM");
+        say(STDERR_FILENO, notice_text[at]);
+    }
+    errno = saved;
+}
+
+/* Rank 0: the notice names `takes` as what --resume auto takes now. */
+static void set_notice(const char *takes)
+{
+    if (atomic_load(&noticed))
+        return; /* said already: the handler may be reading it */
+    int next = atomic_load(&notice_at) == 0 ? 1 : 0;
+    snprintf(notice_text[next], sizeof notice_text[next], ": writing a checkpoint after this step, then stopping; "
+             "until erase-train says \"stopped by\", none is written and --resume auto takes %s (mpirun kills the "
+             "ranks 1 s after its SIGTERM, Slurm after KillWait: to give them the time they need, stop a run with "
+             "SIGUSR1)\n", takes);
+    atomic_store(&notice_at, next);
+}
+
+/* What --resume auto takes in dir as far as rank 0 knows: `last` (the
+ * last checkpoint written or resumed from) when not "", else the newest
+ * checkpoint file there (unverified), or none. */
+static void resume_takes(const char *dir, const char *last, char *out, size_t size)
+{
+    char **paths;
+    int n;
+    snprintf(out, size, "%s", last[0] ? last : "none (the run starts at step 0)");
+    if (last[0])
+        return;
+    if (erase_ckpt_candidates(dir, &paths, &n) == ERASE_OK) {
+        if (n > 0)
+            snprintf(out, size, "%s", paths[0]);
+        erase_ckpt_candidates_free(paths, n);
+    } else
+        erase_error_clear();
+}
+
+/* on_signal for SIGTERM, SIGINT and SIGUSR1; the handlers replaced into
+ * old[3] when not NULL. */
+static erase_status_t catch_signals(struct sigaction *old)
+{
+    static const int sigs[3] = { SIGTERM, SIGINT, SIGUSR1 };
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, old_term) != 0 || sigaction(SIGUSR1, &sa, old_usr1) != 0)
-        return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGUSR1 handlers: %s",
-                           strerror(errno));
+    for (int i = 0; i < 3; i++)
+        if (sigaction(sigs[i], &sa, old ? &old[i] : NULL) != 0)
+            return ERASE_ERROR(ERASE_ERR_IO, "checkpoint: cannot install the SIGTERM/SIGINT/SIGUSR1 handlers: %s",
+                               strerror(errno));
     return ERASE_OK;
 }
 
-erase_status_t train_ckpt_catch_signals(void)
+erase_status_t train_ckpt_catch_signals(const char *checkpoint_dir, int rank0)
 {
-    return catch_signals(NULL, NULL);
+    if (rank0) {
+        char takes[ERASE_CKPT_PATH_MAX + 64];
+        resume_takes(checkpoint_dir, "", takes, sizeof takes);
+        set_notice(takes);
+    }
+    return catch_signals(NULL);
 }
 
 const char *train_ckpt_signal_name(int sig)
@@ -55,6 +129,8 @@ const char *train_ckpt_signal_name(int sig)
     static char other[32];
     if (sig == SIGTERM)
         return "SIGTERM";
+    if (sig == SIGINT)
+        return "SIGINT";
     if (sig == SIGUSR1)
         return "SIGUSR1";
     snprintf(other, sizeof other, "signal %d", sig);
@@ -245,7 +321,7 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     if (st == ERASE_OK && ck->enabled) {
         /* again after MPI start-up, which may have set its own; a signal
          * that came since train_ckpt_catch_signals stays pending */
-        st = catch_signals(&ck->old_term, &ck->old_usr1);
+        st = catch_signals(ck->old_handlers);
         ck->handlers = st == ERASE_OK;
     }
     if (st != ERASE_OK) {
@@ -261,8 +337,9 @@ void train_ckpt_destroy(train_ckpt_t *ck)
     if (!ck)
         return;
     if (ck->handlers) {
-        sigaction(SIGTERM, &ck->old_term, NULL);
-        sigaction(SIGUSR1, &ck->old_usr1, NULL);
+        sigaction(SIGTERM, &ck->old_handlers[0], NULL);
+        sigaction(SIGINT, &ck->old_handlers[1], NULL);
+        sigaction(SIGUSR1, &ck->old_handlers[2], NULL);
     }
     for (int g = 0; g < 2; g++) {
         for (int i = 0; ck->dev[g] && i < ck->n[g]; i++)
@@ -278,6 +355,7 @@ void train_ckpt_destroy(train_ckpt_t *ck)
     }
     if (ck->sample_log)
         fclose(ck->sample_log);
+    train_ckpt_lock_release(ck->lock);
     free(ck);
 }
 
@@ -296,6 +374,26 @@ void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, doubl
 const char *train_ckpt_last_path(const train_ckpt_t *ck)
 {
     return ck ? ck->last_path : "";
+}
+
+int64_t train_ckpt_last_step(const train_ckpt_t *ck)
+{
+    return ck ? ck->last_step : -1;
+}
+
+/* checkpoint_internal.h */
+void train_ckpt_set_notice(const train_ckpt_t *ck, int64_t writing)
+{
+    if (ck->e.w->rank != 0)
+        return;
+    char takes[ERASE_CKPT_PATH_MAX + 64], text[2 * ERASE_CKPT_PATH_MAX + 256];
+    resume_takes(ck->e.o->checkpoint_dir, ck->last_path, takes, sizeof takes);
+    if (writing < 0)
+        snprintf(text, sizeof text, "%s", takes);
+    else
+        snprintf(text, sizeof text, "%s/ckpt-%lld.h5 if its write, under way, ends, else %s", ck->e.o->checkpoint_dir,
+                 (long long)writing, takes);
+    set_notice(text);
 }
 
 void train_ckpt_log_samples(train_ckpt_t *ck, const erase_reader_batch_t *b)
@@ -343,7 +441,7 @@ erase_status_t train_ckpt_share_status(train_ckpt_t *ck, erase_status_t st, cons
 
 int train_ckpt_failed_alike(const train_ckpt_t *ck)
 {
-    return ck && ck->failed_alike;
+    return ck ? ck->failed_alike : 0;
 }
 
 /* The placement text of a tensor of `rows` rows of which dp rank r holds
@@ -459,7 +557,9 @@ static erase_status_t parts_written(void *ctx, erase_status_t st)
 
 /* ---- writing ----------------------------------------------------------------- */
 
-static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+/* Write the checkpoint of position pos (collective). Errors: a failed
+ * write (shared by every rank: ck->failed_alike), ERASE_ERR_COMM. */
+static erase_status_t write_checkpoint(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 {
     const train_options_t *o = ck->e.o;
     const erase_world_t *w = ck->e.w;
@@ -588,11 +688,13 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     ck->count++;
     ck->seconds += sec;
     ck->bytes += (double)rep.bytes;
+    ck->last_bytes = rep.bytes;
     ck->last_step = pos->step;
     ck->last_epoch = cur.epoch;
     ck->last_samples = cur.samples;
     if (w->rank == 0) {
         snprintf(ck->last_path, sizeof ck->last_path, "%s", rep.path);
+        train_ckpt_set_notice(ck, -1);
         char parts[64] = "";
         if (w->pp_size > 1)
             snprintf(parts, sizeof parts, " and %d stage file%s (.stage<s>)", w->pp_size - 1,
@@ -614,6 +716,73 @@ static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
     return ERASE_OK;
 }
 
+/* Bytes a checkpoint of this run takes, about: the last one's, or before
+ * the first every tensor's data. */
+static int64_t checkpoint_bytes(const train_ckpt_t *ck)
+{
+    if (ck->last_bytes > 0)
+        return ck->last_bytes;
+    int64_t bytes = 0;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ck->n[g]; i++)
+            bytes += (int64_t)sizeof(float) * erase_ckpt_tensor_numel(&ck->t[g][i]);
+    return bytes;
+}
+
+/* Whether an error message tells of a full disk or quota (the system's
+ * text, as HDF5 and the checks quote it). */
+static int no_space(const char *why)
+{
+    return strstr(why, strerror(ENOSPC)) || strstr(why, strerror(EDQUOT));
+}
+
+/* A failed checkpoint of step `step`, every rank has it (failed_alike):
+ * a full disk or quota that HDF5 met (io/ found none before writing) is
+ * said as io/ says it, in one line naming the directory, the bytes needed
+ * and free (rank 0's view); then
+ * --checkpoint-failure stop returns the failure, continue warns (rank 0:
+ * which checkpoint --resume auto takes now) and returns ERASE_OK. The
+ * partial file is gone already (erase_ckpt_write_part removes it). */
+static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_status_t st)
+{
+    const train_options_t *o = ck->e.o;
+    char why[MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", erase_error_reason());
+    if (no_space(why) && !strstr(why, " bytes are free there (")) { /* HDF5's own (io/checkpoint.h) */
+        struct statvfs fs;
+        char free_text[64] = "unknown";
+        if (statvfs(o->checkpoint_dir, &fs) == 0)
+            snprintf(free_text, sizeof free_text, "%llu", (unsigned long long)fs.f_bavail * fs.f_frsize);
+        st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: it needs about %lld bytes, %s bytes are "
+                         "free there (%s)", o->checkpoint_dir, (long long)step, (long long)checkpoint_bytes(ck),
+                         free_text, strstr(why, strerror(EDQUOT)) ? strerror(EDQUOT) : strerror(ENOSPC));
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+    }
+    if (strcmp(o->checkpoint_failure, "continue") || st != ERASE_ERR_IO)
+        return st;
+    ck->failed_alike = 0;
+    ck->failures++;
+    ck->failed_step = step;
+    if (ck->e.w->rank == 0) {
+        printf("%swarn   %s (--checkpoint-failure continue: no checkpoint of step %lld, the partial file removed; "
+               "trying again at the next checkpoint; --resume auto takes %s)\n", ck->e.tty ? "\r\033[K" : "", why,
+               (long long)step, ck->last_path[0] ? ck->last_path : "none: no checkpoint yet");
+        fflush(stdout);
+        if (getenv("ERASE_DEBUG_CKPT_FAILED_STOP")) /* a test frees space, then sends SIGCONT */
+            raise(SIGSTOP);
+    }
+    return ERASE_OK;
+}
+
+static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
+{
+    train_ckpt_set_notice(ck, pos->step);
+    erase_status_t st = write_checkpoint(ck, pos);
+    if (st != ERASE_OK)
+        train_ckpt_set_notice(ck, -1);
+    return st == ERASE_OK || !ck->failed_alike ? st : checkpoint_failed(ck, pos->step, st);
+}
+
 /* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1, after
  * `step` (once). */
 static void kill_hook(train_ckpt_t *ck, int64_t step)
@@ -625,7 +794,7 @@ static void kill_hook(train_ckpt_t *ck, int64_t step)
     }
 }
 
-/* Collective: whether any rank got SIGTERM/SIGUSR1. */
+/* Collective: whether any rank got SIGTERM/SIGINT/SIGUSR1. */
 static erase_status_t agree_on_signal(train_ckpt_t *ck, int32_t *any)
 {
     int32_t flag = atomic_load(&pending_signal);
@@ -682,6 +851,8 @@ erase_status_t train_ckpt_final(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
         return ERASE_OK;
     erase_reader_cursor_t cur = erase_reader_cursor(ck->e.train);
     if (ck->last_step == pos->step && ck->last_epoch == cur.epoch && ck->last_samples == cur.samples)
+        return ERASE_OK;
+    if (ck->failures && ck->failed_step == pos->step) /* not written just now (continue): warned already */
         return ERASE_OK;
     ERASE_CHECK(save(ck, pos));
     return ERASE_OK;

@@ -46,13 +46,35 @@
  * --resume or --init-from: each stage's dp rank 0 reads its blocks of it
  * (erase_ckpt_load_part).
  *
- * Signals. With --checkpoint-dir, SIGTERM and SIGUSR1 only set a flag
- * (sigaction, from the start of main); after every step the ranks all-reduce (max) the flag on the
- * host stream, so all stop after the same step, write a checkpoint and
- * leave the loop (erase-train then exits 0). Slurm signals every task
- * itself (srun, `--signal`); Open MPI's mpirun forwards SIGUSR1 as is, but
- * on SIGTERM it forwards it and SIGKILLs the ranks shortly after, and exits
- * non-zero itself: under mpirun, send SIGUSR1.
+ * Signals. With --checkpoint-dir, SIGTERM, SIGINT and SIGUSR1 only set a
+ * flag (sigaction, from the start of main); after every step the ranks
+ * all-reduce (max) the flag on the host stream, so all stop after the same
+ * step, write a checkpoint and leave the loop (erase-train then exits 0).
+ * Slurm signals every task itself (srun, `--signal`); Open MPI's mpirun
+ * forwards SIGUSR1 as is, but on SIGTERM or SIGINT (Ctrl-C) it sends the
+ * ranks SIGCONT, SIGTERM T seconds later and SIGKILL T seconds after that
+ * (T = --mca odls_base_sigkill_timeout, 1 by default), and exits non-zero
+ * itself: under mpirun, send SIGUSR1, or give the ranks time. A terminal's
+ * Ctrl-C to a run without mpirun, or to ranks in its process group, is
+ * SIGINT to the ranks themselves.
+ * Since the launcher may kill the ranks before the checkpoint is written,
+ * rank 0 says at once, when the first SIGTERM or SIGINT comes (from the
+ * handler, on stderr), what --resume auto takes until erase-train says
+ * "stopped by":
+ * "erase-train: SIGTERM: writing a checkpoint after this step, then
+ * stopping; until erase-train says "stopped by", none is written and
+ * --resume auto takes D/ckpt-40.h5 (mpirun kills the ranks 1 s after its
+ * SIGTERM, Slurm after KillWait: ...)". (A larger odls_base_sigkill_timeout delays mpirun's
+ * SIGTERM as much, and chatty ranks were seen to stall meanwhile: SIGUSR1
+ * is the way to stop a run under mpirun.) A temporary file a killed
+ * writer left is removed at the next start (io/checkpoint.h,
+ * erase_ckpt_remove_temps), under the directory's lock.
+ *
+ * The directory's lock (apps/train/checkpoint_lock.h): rank 0 holds
+ * DIR/.lock from set-up to the end of the run; ERASE_CKPT_LOCK_STALE_S
+ * (heartbeat age after which a lock is stale, default 300) and
+ * ERASE_CKPT_LOCK_WAIT_S (how long a requeued Slurm job waits for its
+ * previous allocation, default 120) tune it.
  *
  * Test hooks (environment): ERASE_DEBUG_RAISE_AT_START=1 makes every rank
  * send itself SIGUSR1 right after MPI start-up (erase-train.c);
@@ -66,7 +88,18 @@
  * write its rows of the sharded tables; ERASE_DEBUG_CKPT_AFTER_RESUME=1
  * makes a resumed run write the state it loaded, before its first step,
  * as the checkpoint of its step (train_ckpt_rewrite: what was loaded,
- * compared with what was read).
+ * compared with what was read);
+ * ERASE_DEBUG_CKPT_FAILED_STOP=1
+ * makes rank 0 stop itself (SIGSTOP) after the warning of a checkpoint
+ * not written (--checkpoint-failure continue), until a test that frees
+ * the space sends SIGCONT.
+ *
+ * A checkpoint that cannot be written (a full disk or quota: one line
+ * naming the directory, the bytes needed and free, io/checkpoint.h) ends
+ * the run with --checkpoint-failure stop (every rank returns the failure:
+ * status 1, no abort; the last good checkpoint stays), or with continue is
+ * a warning from rank 0 naming what --resume auto takes, and the run goes
+ * on to try again at the next checkpoint.
  */
 #ifndef ERASE_APPS_TRAIN_CHECKPOINT_H
 #define ERASE_APPS_TRAIN_CHECKPOINT_H
@@ -113,7 +146,7 @@ typedef struct train_ckpt train_ckpt_t;
  * 1, --resume and --init-from not both, --resume auto needs
  * --checkpoint-dir, --init-from-optimizer needs --init-from), name the
  * tensors (parameters and optimizer slots) and, with --checkpoint-dir,
- * install the SIGTERM/SIGUSR1 handlers. Local (no collective).
+ * install the SIGTERM/SIGINT/SIGUSR1 handlers. Local (no collective).
  * Errors: ERASE_ERR_INVALID naming the option, ERASE_ERR_NOMEM.
  */
 erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out);
@@ -124,16 +157,23 @@ void train_ckpt_destroy(train_ckpt_t *ck);
 
 /*
  * With --checkpoint-dir, at the start of main (before MPI start-up): catch
- * SIGTERM and SIGUSR1 from now on, so that a signal during start-up (a job
- * pre-empted as it starts) stops the run after its first step with a
- * checkpoint instead of killing the rank. Errors: ERASE_ERR_IO.
+ * SIGTERM, SIGINT and SIGUSR1 from now on, so that a signal during
+ * start-up (a job pre-empted as it starts, a Ctrl-C) stops the run after
+ * its first step with a checkpoint instead of killing the rank. rank0: this
+ * process is rank 0 of the job (the launcher's rank, or none): it says at
+ * once, on stderr, when the first signal comes, what --resume auto takes
+ * should the run be killed before its checkpoint is written (here: the
+ * newest checkpoint file in checkpoint_dir). Errors: ERASE_ERR_IO.
  */
-erase_status_t train_ckpt_catch_signals(void);
+erase_status_t train_ckpt_catch_signals(const char *checkpoint_dir, int rank0);
 
 /*
  * Set-up, collective over the world (call on every rank, after the
  * network, optimizer and reader exist and before the first step): rank 0
- * creates --checkpoint-dir (one level) and checks that it can write there;
+ * creates --checkpoint-dir (one level), checks that it can write there and
+ * takes its lock (apps/train/checkpoint_lock.h; held until
+ * train_ckpt_destroy: another run's directory is refused, ERASE_ERR_STATE
+ * and train_ckpt_failed_alike 2) before it renames or writes anything;
  * then --resume / --init-from: rank 0 picks the checkpoint (auto: the newest
  * ckpt-*.h5, whatever DIR/latest names; a damaged one is skipped with a message naming it), checks
  * that the model (tensor names and shapes), the optimizer state and the
@@ -151,18 +191,23 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
 /* 1 when a failure that ck's collective functions returned was shared by
  * every rank (rank R's status and message given to all: "--resume (rank
  * R): ..."), so every rank returns it and the job can end without an
- * abort; 0 otherwise (a failure of one rank alone, or of the collectives
- * themselves). */
+ * abort; 2 for such a failure that is a usage error (--checkpoint-dir in
+ * use by another run); 0 otherwise (a failure of one rank alone, or of the
+ * collectives themselves). The value is the exit status erase-train
+ * gives. */
 int train_ckpt_failed_alike(const train_ckpt_t *ck);
 
 /*
  * After a step (collective over the world, every rank, every step): with
- * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGUSR1 (or
+ * --checkpoint-dir, agree on whether any rank got SIGTERM/SIGINT/SIGUSR1 (or
  * take train_ckpt_poll's agreement, when it preceded) and write a
  * checkpoint when one did or when the step is a multiple of
  * --checkpoint-every. *stop is the signal number when the run must stop
- * (the checkpoint is written), else 0. Without --checkpoint-dir: nothing.
- * Errors: a failed write (on every rank), ERASE_ERR_COMM (replicas differ).
+ * (the checkpoint is written, or with --checkpoint-failure continue was
+ * tried), else 0. Without --checkpoint-dir: nothing.
+ * Errors: a failed write (on every rank; with --checkpoint-failure
+ * continue a failed write of the file is a warning instead), ERASE_ERR_COMM
+ * (replicas differ).
  */
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
 
@@ -174,7 +219,7 @@ int train_ckpt_due(const train_ckpt_t *ck, int64_t step);
  * Before the host enqueues a step while step `step` (numbered from 1, as
  * after_step's) is still in flight (collective over the world, like
  * after_step, and called by every rank at the same steps): agree now on
- * whether any rank got SIGTERM/SIGUSR1; after_step(step) then takes this
+ * whether any rank got SIGTERM/SIGINT/SIGUSR1; after_step(step) then takes this
  * agreement instead of making its own (one agreement per step). *stop:
  * 1 when one did (the caller then enqueues nothing more, and after_step
  * writes the checkpoint and stops), else 0. Runs the test hook
@@ -205,7 +250,11 @@ void train_ckpt_set_metrics(train_ckpt_t *ck, FILE *metrics);
 void train_ckpt_stats(const train_ckpt_t *ck, int *count, double *seconds, double *bytes);
 const char *train_ckpt_last_path(const train_ckpt_t *ck);
 
-/* Name of a signal number ("SIGTERM", "SIGUSR1"). */
+/* The step of the last checkpoint this run wrote or resumed from (-1:
+ * none; NULL ck: -1). */
+int64_t train_ckpt_last_step(const train_ckpt_t *ck);
+
+/* Name of a signal number ("SIGTERM", "SIGINT", "SIGUSR1"). */
 const char *train_ckpt_signal_name(int sig);
 
 #endif

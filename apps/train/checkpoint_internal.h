@@ -8,6 +8,7 @@
 #define ERASE_APPS_TRAIN_CHECKPOINT_INTERNAL_H
 
 #include "apps/train/checkpoint.h"
+#include "apps/train/checkpoint_lock.h"
 
 #include "io/checkpoint.h"
 
@@ -19,7 +20,9 @@
 struct train_ckpt {
     train_ckpt_env_t e;
     int enabled;                      /* --checkpoint-dir given */
-    int failed_alike;                 /* share_status returned a failure: every rank has it */
+    int failed_alike;                 /* share_status returned a failure: every rank has it (2: a usage
+                                       * error, the directory in use by another run) */
+    train_ckpt_lock_t *lock;          /* rank 0: --checkpoint-dir's lock, held from restore to destroy */
     erase_ckpt_tensor_t *t[2];        /* params, optimizer slots: host data */
     float **dev[2];                   /* their device memory when it is not host memory, else NULL */
     int *block[2];                    /* their blocks */
@@ -30,12 +33,15 @@ struct train_ckpt {
     char schedule[512], layout[2048];
     /* signals */
     int handlers;
-    struct sigaction old_term, old_usr1;
+    struct sigaction old_handlers[3]; /* SIGTERM, SIGINT, SIGUSR1's before train_ckpt_create */
     /* the last checkpoint written */
     int64_t last_step, last_epoch, last_samples;
     char last_path[ERASE_CKPT_PATH_MAX];
     int count;
     double seconds, bytes;
+    int64_t last_bytes;               /* the last checkpoint's bytes (0: none yet) */
+    int failures;                     /* checkpoints not written (--checkpoint-failure continue) */
+    int64_t failed_step;              /* the step of the last of them */
     FILE *metrics;
     /* test hooks */
     int64_t kill_step;
@@ -48,6 +54,13 @@ struct train_ckpt {
     char temp[ERASE_CKPT_PATH_MAX];   /* the checkpoint being written: its temporary file */
     FILE *sample_log;
 };
+
+/* Rank 0 (nothing on the others): what the handler says at once when a
+ * signal comes names what --resume auto takes now: the last checkpoint
+ * this run wrote or resumed from, else the newest in --checkpoint-dir;
+ * with `writing` >= 0, the checkpoint of that step first, if its write
+ * (under way) ends. */
+void train_ckpt_set_notice(const train_ckpt_t *ck, int64_t writing);
 
 /* Copy group g's tensors (0: parameters, 1: optimizer slots) of this
  * rank's stage from device memory to their host copies (to_host) or back,

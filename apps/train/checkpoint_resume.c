@@ -365,11 +365,22 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
-        else if (!o->resume[0] && !o->init_from[0])
-            st = supersede_newer(dir, 0);
+        else if ((st = train_ckpt_lock_take(dir, &ck->lock)) == ERASE_OK) {
+            int temps = erase_ckpt_remove_temps(dir); /* the lock is held: no one writes them */
+            if (temps)
+                printf("note   --checkpoint-dir %s: removed %d temporary file%s of a checkpoint that an interrupted "
+                       "run did not finish (.ckpt-*.tmp)\n", dir, temps, temps == 1 ? "" : "s");
+            if (!o->resume[0] && !o->init_from[0])
+                st = supersede_newer(dir, 0);
+        }
+    }
+    if (ck->enabled && (st = train_ckpt_share_status(ck, st, "--checkpoint-dir")) != ERASE_OK) {
+        if (st == ERASE_ERR_STATE && ck->failed_alike) /* the directory is another run's: a usage error */
+            ck->failed_alike = 2;
+        return st;
     }
     if (ck->enabled)
-        ERASE_CHECK(train_ckpt_share_status(ck, st, "--checkpoint-dir"));
+        train_ckpt_set_notice(ck, -1); /* what a signal's notice names from now: the directory's, as set aside */
     if (!ck->enabled && !o->resume[0] && !o->init_from[0])
         return ERASE_OK;
     ERASE_CHECK(train_ckpt_find_sharding(ck));
@@ -437,7 +448,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     pos->samples_seen = hdr[5];
     *resumed = 1;
     ck->last_step = pos->step; /* a final checkpoint of the same position is not rewritten */
-    snprintf(ck->last_path, sizeof ck->last_path, "%s", path); /* rank 0's: the checkpoint resumed */
+    snprintf(ck->last_path, sizeof ck->last_path, "%s", path); /* rank 0's: what --resume auto takes now */
+    train_ckpt_set_notice(ck, -1);
     ck->last_epoch = hdr[3];
     ck->last_samples = hdr[4];
     return ERASE_OK;

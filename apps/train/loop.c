@@ -199,7 +199,7 @@ static erase_status_t finish_step(run_t *r)
     TRY(run_log_progress(r, 0));
     if (o->eval_every > 0 && r->step % o->eval_every == 0)
         TRY(run_evaluate(r));
-    /* every N steps and on SIGTERM/SIGUSR1 (all ranks agree): a checkpoint */
+    /* every N steps and on SIGTERM/SIGINT/SIGUSR1 (all ranks agree): a checkpoint */
     TRY(train_ckpt_after_step(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }, &r->stopped));
     return ERASE_OK;
 }

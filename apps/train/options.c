@@ -100,9 +100,12 @@ static const opt_def_t defs[] = {
     { "metrics", S(metrics), "", "JSON-lines metrics file: one object per log interval, evaluation, checkpoint and summary, each with the time and samples so far", NULL, NO_BOUNDS },
     { "trace", S(trace), "", "Chrome trace-event JSON of the first --trace-steps steps after warm-up", NULL, NO_BOUNDS },
     { "trace-steps", I(trace_steps), "5", "steps to trace", NULL, FROM_TO(1, INT64_MAX) },
-    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGUSR1, then exit 0 (empty: none); with --pp, one file per stage (ckpt-N.h5.stage<s>), paci drained first", NULL, NO_BOUNDS },
+    { "checkpoint-dir", S(checkpoint_dir), "", "write checkpoints (io/checkpoint.h) here; also on SIGTERM/SIGINT/SIGUSR1, then exit 0 (empty: none); with --pp, one file per stage (ckpt-N.h5.stage<s>), paci drained first", NULL, NO_BOUNDS },
     { "checkpoint-every", I(checkpoint_every), "0", "steps between checkpoints (0: only at the end and on a signal)", NULL, FROM_TO(0, INT64_MAX) },
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
+    { "checkpoint-failure", S(checkpoint_failure), "stop", "a checkpoint that cannot be written (disk full, quota): "
+      "stop (exit 1; the last good checkpoint stays) | continue (warn, remove the partial file, try again at the "
+      "next checkpoint)", "stop|continue", NO_BOUNDS },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a "
       "checkpoint file or a checkpoint directory; its model (a --model or --cuts that changes it is refused) and the "
       "training options of its run not given here are taken", NULL, NO_BOUNDS },

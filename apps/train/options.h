@@ -58,6 +58,7 @@ typedef struct {
     char checkpoint_dir[1024];  /* "" : no checkpoints */
     int64_t checkpoint_every;   /* steps; 0: at the end and on signals only */
     int64_t keep_checkpoints;   /* K newest kept */
+    char checkpoint_failure[16]; /* stop | continue: when a checkpoint cannot be written */
     char resume[1024];          /* "", auto, or a checkpoint file (or directory) */
     char init_from[1024];       /* warm start: a checkpoint file (or directory) */
     int init_from_optimizer;    /* with init_from: also the optimizer state */

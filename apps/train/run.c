@@ -172,7 +172,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         st = train_ckpt_create(&ce, &r.ckpt);
     if (st == ERASE_OK && (st = train_ckpt_restore(r.ckpt, &pos, &resumed)) != ERASE_OK &&
         train_ckpt_failed_alike(r.ckpt))
-        *alike = 1; /* every rank has it (a checkpoint that does not fit, damaged, missing): no abort */
+        *alike = train_ckpt_failed_alike(r.ckpt); /* every rank has it (a checkpoint that does not fit, damaged,
+                                                   * missing; the directory another run's): no abort */
     if (st == ERASE_OK && resumed) {
         r.step = r.first_step = pos.step;
         r.epoch = pos.epoch;
@@ -209,11 +210,18 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     if (st == ERASE_OK && !r.stopped && !o->eval_only && !done)
         run_summary(&r);
     if (st == ERASE_OK && r.stopped && r.root) {
-        printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
-               r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
-               train_ckpt_last_path(r.ckpt));
+        if (train_ckpt_last_step(r.ckpt) == r.step)
+            printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
+                   r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
+                   train_ckpt_last_path(r.ckpt));
+        else /* --checkpoint-failure continue, and it failed */
+            printf("%serase-train: stopped by %s after step %lld; no checkpoint of it was written: --resume auto "
+                   "takes %s\n", r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
+                   train_ckpt_last_path(r.ckpt)[0] ? train_ckpt_last_path(r.ckpt) : "none (step 0)");
         fflush(stdout);
     }
+    if (st != ERASE_OK && !*alike) /* a checkpoint that every rank failed to write (--checkpoint-failure stop) */
+        *alike = train_ckpt_failed_alike(r.ckpt);
     if (st != ERASE_OK)
         erase_error_trail(__FILE__, __LINE__);
     else if (r.sched || r.pipe)

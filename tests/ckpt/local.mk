@@ -35,6 +35,12 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
 # a checkpoint's model and run options taken on resume, other models refused in one line, a
 # data-parallel checkpoint into pipeline stages, a finished run resumed (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-resume-model.sh
+# a run owns its --checkpoint-dir: a second run refused, kill -9 take-over, a requeue waits (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
+# a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
+# Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-interrupt.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

@@ -150,16 +150,17 @@ tap $? "--resume ckpt-4.h5 beside ckpt-8/12: set aside with their stage files, w
 [ $i = 0 ] || show "$dir/inspect-sup.out"
 
 # ---- stage 1 cannot write its file (its temporary name is a directory):
-# every rank fails naming stage 1's file, and stage 0's, written, is not
-# published (ckpt-<step>.h5 is renamed only when every stage succeeded)
+# every rank fails naming stage 1's file (rank 0 says it, in one line, no
+# abort: issue 32), and stage 0's, written, is not published
+# (ckpt-<step>.h5 is renamed only when every stage succeeded)
 F=$dir/fail
 mkdir -p "$F/.ckpt-4.h5.stage1.tmp"
 out=$dir/fail.out
 ptrain ctr 2 --schedule 1f1b --checkpoint-dir "$F"
-[ $rc != 0 ] && [ "$(grep -c ": writing the checkpoint (rank 1): $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 1 ] &&
-    [ "$(grep -c ": $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 2 ] &&
+[ $rc = 1 ] && [ "$(grep -c "^erase-train: writing the checkpoint (rank 1): $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 1 ] &&
+    [ "$(grep -c ": $F/.ckpt-4.h5.stage1.tmp: cannot create: " "$out")" = 1 ] && ! grep -q MPI_ABORT "$out" &&
     [ "$(LC_ALL=C ls -A "$F" | tr '\n' ' ')" = ".ckpt-4.h5.stage1.tmp " ]
-tap $? "stage 1's write fails: both ranks stop naming its file, stage 0's file is not published (status $rc; left: $(LC_ALL=C ls -A "$F" | tr '\n' ' '))"
+tap $? "stage 1's write fails: both ranks stop, rank 0 naming its file in one line, stage 0's file is not published (status $rc; left: $(LC_ALL=C ls -A "$F" | tr '\n' ' '))"
 [ $rc != 0 ] || show "$out"
 
 # ---- SIGUSR1 on stage 1's rank after step 6 under paci (periodic
