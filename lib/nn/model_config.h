@@ -53,6 +53,9 @@
 #define ERASE_CTR_FIELDS 26       /* categorical features */
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
+/* gpt layers: a layer is a block, so the blocks' bound; the parser and the
+ * writer (erase_model_config_format) both take it from here */
+#define ERASE_MAX_GPT_LAYERS ERASE_MAX_BLOCKS
 
 typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1, ERASE_MODEL_GPT = 2 } erase_model_kind_t;
 

@@ -456,6 +456,19 @@ static void test_round_trip(void **state)
     round_trip(&g, "gpt, no cuts, untied head");
     erase_model_config_format(&g, text, sizeof text);
     assert_non_null(strstr(text, "  cuts = \"none\";\n  local_loss_weight = 0.25;\n  tie_head = false;\n"));
+
+    /* issue 32: every layer count the parser takes is written too (17-32
+     * layers stopped a run at its first checkpoint: the writer's bound was
+     * 16), with all cuts and none */
+    for (int layers = 1; layers <= ERASE_MAX_GPT_LAYERS; layers++) {
+        char body[128];
+        snprintf(body, sizeof body, "model = \"gpt\"; gpt: { layers = %d; heads = 2; width = 8; };", layers);
+        erase_model_config_t p;
+        MUST(erase_model_config_parse(body, "gpt.cfg", &p));
+        round_trip(&p, "gpt, every layer count");
+        p.cut_mask = (uint32_t)((((uint64_t)1 << layers) - 1) & ~(uint64_t)1); /* boundaries 1..layers-1 */
+        round_trip(&p, "gpt, every layer count, all cuts");
+    }
 }
 
 static void test_format_limits(void **state)
