@@ -42,6 +42,7 @@
 #include "io/h5_util.h"
 #include "io/synth.h"
 #include "io/tok_shard.h"
+#include "lib/core/fs.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -78,8 +79,10 @@ static void print_planted(const char *input)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", input, ERASE_SYNTH_PLANTED_NAME);
-    if (access(path, R_OK) != 0)
+    if (access(path, R_OK) != 0 || erase_file_check_regular(path) != ERASE_OK) {
+        erase_error_clear();
         return;
+    }
     erase_h5_enter();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     double ne = NAN, bias = NAN;

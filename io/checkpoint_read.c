@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lib/core/checked.h"
+#include "lib/core/fs.h"
 
 struct erase_ckpt {
     char *path;
@@ -584,6 +585,12 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
     for (int r = 0; st == ERASE_OK && rank_cursors && r < ck->nranks; r++) {
         ck->ranks[r].epoch = rank_cursors[2 * r];
         ck->ranks[r].samples = rank_cursors[2 * r + 1];
+        if (ck->ranks[r].epoch < 0 || ck->ranks[r].epoch > ERASE_CKPT_STEP_MAX || ck->ranks[r].samples < 0 ||
+            ck->ranks[r].samples > ERASE_CKPT_SAMPLES_MAX) /* the bounds of /meta epoch and samples_seen */
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /data/rank_cursors: rank %d's cursor (epoch %" PRId64
+                             ", sample %" PRId64 "): expected an epoch in [0, %" PRId64 "] and a sample in [0, %"
+                             PRId64 "]", ck->path, r, ck->ranks[r].epoch, ck->ranks[r].samples, ERASE_CKPT_STEP_MAX,
+                             ERASE_CKPT_SAMPLES_MAX);
     }
     free(rank_cursors);
     /* the ranges first, so that a value out of range is named; then whether
@@ -693,6 +700,7 @@ erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t *
 static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out)
 {
     *out = NULL;
+    ERASE_CHECK(erase_file_check_regular(path)); /* H5Fopen would wait on a FIFO */
     if (access(path, R_OK) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     erase_ckpt_t *ck = calloc(1, sizeof *ck);

@@ -174,6 +174,8 @@ erase_status_t erase_h5_rows_append(hid_t d, const char *path, const erase_h5_ro
 
 erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file)
 {
+    *file = -1;
+    ERASE_CHECK(erase_file_check_regular(path)); /* H5Fopen would wait on a FIFO */
     *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file >= 0)
         return ERASE_OK;
@@ -245,8 +247,10 @@ erase_status_t erase_h5_rows_check_format(hid_t file, const char *path, const ch
 
 int erase_h5_rows_probe(const char *path, const char *format)
 {
-    if (access(path, R_OK) != 0)
+    if (access(path, R_OK) != 0 || erase_file_check_regular(path) != ERASE_OK) {
+        erase_error_clear();
         return 0;
+    }
     char got[64] = "";
     erase_h5_enter();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

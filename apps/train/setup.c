@@ -73,7 +73,7 @@ static erase_status_t model_from_checkpoint(run_t *r)
         if (f > 0 && f < 1)
             r->eval_fraction = f;
     }
-    erase_status_t st = m->model ? erase_model_config_parse(m->model, r->ckpt_path, &r->cfg)
+    erase_status_t st = m->model ? erase_model_config_parse_embedded(m->model, r->ckpt_path, &r->cfg)
                                  : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
     erase_ckpt_close(ck);
     return st;

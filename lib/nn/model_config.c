@@ -523,14 +523,17 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
     return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
 }
 
-erase_status_t erase_model_config_parse(const char *text, const char *name,
-                                        erase_model_config_t *cfg)
+/* Parse model text; `embedded`: text stored in a file, which includes nothing. */
+static erase_status_t parse_text(const char *text, const char *name, bool embedded, erase_model_config_t *cfg)
 {
     if (!text || !cfg)
         return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", text ? "cfg" : "text");
     if (!name)
         name = "<string>";
-    TRY(erase_config_text_check(text, strlen(text), name));
+    if (embedded)
+        TRY(erase_config_text_check_embedded(text, strlen(text), name));
+    else
+        TRY(erase_config_text_check(text, strlen(text), name));
     config_t lc;
     config_init(&lc);
     erase_status_t status;
@@ -546,6 +549,16 @@ erase_status_t erase_model_config_parse(const char *text, const char *name,
     }
     config_destroy(&lc);
     return status;
+}
+
+erase_status_t erase_model_config_parse(const char *text, const char *name, erase_model_config_t *cfg)
+{
+    return parse_text(text, name, false, cfg);
+}
+
+erase_status_t erase_model_config_parse_embedded(const char *text, const char *name, erase_model_config_t *cfg)
+{
+    return parse_text(text, name, true, cfg);
 }
 
 erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg)

@@ -135,6 +135,15 @@ erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int
 erase_status_t erase_model_config_parse(const char *text, const char *name,
                                         erase_model_config_t *cfg);
 
+/*
+ * Parse model text stored inside a file (a checkpoint's /meta model;
+ * `name`: that file's path): as erase_model_config_parse, but the text
+ * reads no other file: @include anywhere in it is ERASE_ERR_FORMAT
+ * "D/ckpt-4.h5:3: @include: includes are not allowed in embedded text (it
+ * would read a file of its own choosing)" (lib/core/config_text.h).
+ */
+erase_status_t erase_model_config_parse_embedded(const char *text, const char *name, erase_model_config_t *cfg);
+
 /* Read and parse a model file. Errors: ERASE_ERR_IO (cannot read: the
  * message names the path and the reason), ERASE_ERR_FORMAT as above and
  * for a NUL byte (path:line). */

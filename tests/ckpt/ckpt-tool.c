@@ -20,7 +20,9 @@
  *                                /meta/pp_size=2: another layout;
  *                                /optim/lr=nan); --fix-sum also rewrites
  *                                meta_fnv1a64 to match (the file must be
- *                                valid before)
+ *                                valid before); OBJECT/ATTR@TEXTFILE sets
+ *                                a string attribute to the file's text
+ *                                (/meta/model@forged.cfg)
  *   ckpt-tool rows-equal A B TENSOR  print how many rows of TENSOR
  *                                ("params/input/emb/0") are bitwise equal in A and B
  *
@@ -205,11 +207,34 @@ static int set_attrs(int argc, char **argv)
     const char *path = argv[0];
     int fix = argc > 1 && !strcmp(argv[1], "--fix-sum"), n = 0;
     ckpt_attr_t attrs[16] = { { 0 } };
-    char objects[16][16];
+    char objects[16][16], texts[16][4096];
     for (int i = 1 + fix; i < argc; i++, n++) {
         char *slash = strrchr(argv[i], '/'), *eq = strchr(argv[i], '='), *end = NULL;
+        char *at = strchr(argv[i], '@');
+        if (at && (!eq || eq > at)) { /* OBJECT/ATTR@FILE: the last '/' before '@' */
+            *at = '\0';
+            slash = strrchr(argv[i], '/');
+            *at = '@';
+        } else {
+            at = NULL;
+        }
+        if (at && slash && n < 16 && slash != argv[i] && (size_t)(slash - argv[i]) < 16) { /* a string from a file */
+            FILE *f = fopen(at + 1, "r");
+            size_t len = f ? fread(texts[n], 1, sizeof texts[n] - 1, f) : 0;
+            if (f)
+                fclose(f);
+            if (!f || len == 0) {
+                fprintf(stderr, "ckpt-tool set: %s: cannot read '%s'\n", argv[i], at + 1);
+                return 2;
+            }
+            texts[n][len] = '\0';
+            snprintf(objects[n], sizeof objects[n], "%.*s", (int)(slash - argv[i]), argv[i]);
+            *at = '\0';
+            attrs[n] = (ckpt_attr_t){ .object = objects[n], .attr = slash + 1, .text = texts[n] };
+            continue;
+        }
         if (n == 16 || !slash || !eq || eq < slash || slash == argv[i] || (size_t)(slash - argv[i]) >= 16) {
-            fprintf(stderr, "ckpt-tool set: '%s': expected /meta/ATTR=VALUE or /optim/ATTR=VALUE (at most 16)\n",
+            fprintf(stderr, "ckpt-tool set: '%s': expected /meta/ATTR=VALUE, /optim/ATTR=VALUE or /meta/ATTR@TEXTFILE (at most 16)\n",
                     argv[i]);
             return 2;
         }

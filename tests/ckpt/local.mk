@@ -32,6 +32,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
 # sharded tables: rows written by their owners (parallel HDF5), resume reshards (issue 19)
 CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
+# forged and odd files: gpt layer bound, FIFOs, attribute bounds, @include in checkpoints (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-forged.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 
