@@ -123,7 +123,10 @@ typedef enum { ERASE_CKPT_PARAMS = 0, ERASE_CKPT_OPTIM = 1 } erase_ckpt_group_t;
  * '/', no empty component). dims[0..ndim) (ndim 1 or 2) in elements. `data`
  * is host memory of dims[0] * dims[1 if ndim 2] floats: the source when
  * writing, the loaded values (owned by the checkpoint) when reading.
- * `meaning` is a one-line description stored as an attribute (may be NULL).
+ * `meaning` is a one-line description stored as an attribute (may be NULL);
+ * read back, the file's (owned by the checkpoint; "" if it has none), so
+ * that a checkpoint written from another's tensors (erase-inspect merge)
+ * keeps it.
  */
 typedef struct {
     char name[ERASE_CKPT_NAME_MAX];
@@ -436,6 +439,15 @@ const erase_ckpt_rank_t *erase_ckpt_rank(const erase_ckpt_t *ck, int r);
  */
 erase_status_t erase_ckpt_load(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
                                int n, const char *what);
+
+/*
+ * The check erase_ckpt_load makes first, alone (erase-inspect ckpt runs
+ * it as the loaders do): group g of the checkpoint holds exactly the
+ * tensors of `want` (names, ndim, dims; data unused), else
+ * ERASE_ERR_INVALID with the message above. Nothing is read.
+ */
+erase_status_t erase_ckpt_check_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g,
+                                        const erase_ckpt_tensor_t *want, int n, const char *what);
 
 /*
  * The sum of squares (in double, element by element in order) of tensor i

@@ -84,7 +84,7 @@ static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     char line[4096 + 64];
-    int lineno = 0, listed = 0;
+    int lineno = 0, listed = 0, first = l->count; /* this index's entries: from `first` on */
     erase_status_t st = ERASE_OK;
     while (st == ERASE_OK && fgets(line, sizeof line, f)) {
         lineno++;
@@ -108,6 +108,14 @@ static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s is %s, expected a regular file", path, lineno, name, kind);
             break;
         }
+        for (int i = first; i < l->count; i++)
+            if (!strcmp(l->paths[i], shard)) { /* it would be read twice an epoch */
+                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s is listed a second time (a shard is listed once)", path,
+                                 lineno, name);
+                break;
+            }
+        if (st != ERASE_OK)
+            break;
         st = list_add(l, shard, (int64_t)rows);
         listed++;
     }

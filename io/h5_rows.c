@@ -13,7 +13,13 @@ erase_status_t erase_h5_rows_open(hid_t file, const char *path, const erase_h5_r
                                   hid_t *out)
 {
     *out = -1;
-    if (H5Lexists(file, spec->name, H5P_DEFAULT) <= 0)
+    int exists = erase_h5_exists(file, spec->name);
+    if (exists < 0) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: the file is damaged (HDF5 cannot look the name up: %s)",
+                           path, spec->name, erase_h5_detail(detail, sizeof detail));
+    }
+    if (exists == 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: missing", path, spec->name);
     hid_t o = H5Oopen(file, spec->name, H5P_DEFAULT);
     int is_dataset = o >= 0 && H5Iget_type(o) == H5I_DATASET;

@@ -13,7 +13,9 @@
  *                                none other; each Bi's step, cursor and
  *                                clock equal to A's.
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
- *                                bytes in the file (a damaged checkpoint)
+ *                                bytes in the file (a damaged checkpoint);
+ *                                of a GROUP: a bit of its object header
+ *                                (HDF5 cannot look names up in it)
  *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
  *   ckpt-tool set FILE [--fix-sum] OBJECT/ATTR=VALUE...  overwrite
  *                                attributes of /meta or /optim (e.g.
@@ -165,7 +167,12 @@ static int damage(const char *path, const char *dataset, int flip)
     haddr_t off = HADDR_UNDEF;
     hsize_t size = 0;
     int ok = f >= 0;
-    if (ok && flip) {
+    H5O_info_t info;
+    if (ok && flip && H5Oget_info_by_name2(f, dataset, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 &&
+        info.type == H5O_TYPE_GROUP) { /* a byte of the group's object header (checksummed) */
+        off = info.addr;
+        size = 32;
+    } else if (ok && flip) {
         hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
         if (d >= 0) {
             off = H5Dget_offset(d);
