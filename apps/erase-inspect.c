@@ -346,11 +346,13 @@ static void usage_ckpt(FILE *f)
                "  one erase-train --resume DIR takes, whatever DIR/latest names; damaged ones\n"
                "  are named and skipped). Validates it (format, every dataset and the /meta\n"
                "  and /optim attributes with their FNV-1a 64 checksums, the attributes'\n"
-               "  ranges, as erase-train does) and prints step, samples, epoch and data\n"
-               "  cursor, world/dp/pp sizes, schedule, optimizer clock, the model file, the\n"
-               "  run options, the tables' placement (--embeddings), and every tensor with its\n"
-               "  shape and L2 norm (a sharded table's or its state's: also which ranks wrote\n"
-               "  its rows, e.g. \"table-wise on rank 3 of 4\").\n");
+               "  ranges, as erase-train does; the model file against the tensors of each\n"
+               "  stage, as erase-train, erase-score and erase-sample load them) and prints\n"
+               "  step, samples, epoch and data cursor, world/dp/pp sizes, schedule,\n"
+               "  optimizer clock, the model file, the run options, the tables' placement\n"
+               "  (--embeddings), and every tensor with its shape and L2 norm (a sharded\n"
+               "  table's or its state's: also which ranks wrote its rows, e.g. \"table-wise\n"
+               "  on rank 3 of 4\").\n");
 }
 
 static void print_indented(const char *text)

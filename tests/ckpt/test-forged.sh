@@ -20,7 +20,7 @@ need apps/erase-score
 : "${srcdir:=.}"
 setup_data
 setup_gpt "$dir/gpt.cfg" 'cuts = "none";'
-echo "1..20"
+echo "1..21"
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -105,6 +105,18 @@ rc=$?
 expect 1 "$dir/err" "erase-inspect ckpt: error: $want"
 tap $? "erase-inspect ckpt: the same line (status $rc)"
 tap_report "$dir/err"
+# at the bound: loaded, but a step more would pass it: refused before the
+# first step (it failed at the first checkpoint, after the work)
+mkdir "$dir/edge"
+cp "$D/ckpt-2.h5" "$dir/edge/"
+tests/ckpt/ckpt-tool set "$dir/edge/ckpt-2.h5" --fix-sum /meta/samples_seen=4611686018427387904 >/dev/null
+out=$dir/edge.out
+train 2 --global-batch 64 --steps 3 --checkpoint-every 1 --checkpoint-dir "$dir/edge" --resume auto
+edge="1 step of global batch 64 after 4611686018427387904 samples seen would count more than"
+edge="$edge 4611686018427387904 samples, the most a checkpoint holds"
+[ $rc != 0 ] && [ $rc != 124 ] && [ ! -e "$dir/edge/ckpt-3.h5" ] && grep -qF "$edge" "$out"
+tap $? "--resume of a checkpoint at the samples_seen bound: refused before the first step (status $rc)"
+[ $rc != 0 ] || tap_report "$out"
 
 # ---- 17: model text stored in a checkpoint includes nothing
 tests/apps/sample-tool "$dir/gpt.cfg" "$dir/g" >/dev/null
