@@ -399,9 +399,9 @@ static int print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const cha
  * 0 holds blocks 0-1, stage 1 holds blocks 2-2"); -1 when it names none. */
 static int layout_stage_blocks(const char *layout, int s, int *first, int *last)
 {
-    int at, a, b, n;
+    int at, a, b;
     for (const char *p = layout; p && (p = strstr(p, "stage ")); p += 6)
-        if (sscanf(p, "stage %d holds blocks %d-%d%n", &at, &a, &b, &n) == 3 && at == s) {
+        if (sscanf(p, "stage %d holds blocks %d-%d", &at, &a, &b) == 3 && at == s) {
             *first = a;
             *last = b;
             return 0;
@@ -575,17 +575,6 @@ static void usage_merge(FILE *f)
                "  OUT is an error unless --force.\n");
 }
 
-/* Where the blocks of a pipeline layout end: the last "stage s holds blocks
- * a-b"'s b, or -1. */
-static int layout_last_block(const char *layout)
-{
-    int s, a, b = -1, n;
-    for (const char *p = layout; p && (p = strstr(p, "stage ")); p += 6)
-        if (sscanf(p, "stage %d holds blocks %d-%d%n", &s, &a, &b, &n) == 3)
-            p += n - 6;
-    return b;
-}
-
 static int cmd_merge(int argc, char **argv)
 {
     int force = argc > 1 && !strcmp(argv[1], "--force");
@@ -634,7 +623,9 @@ static int cmd_merge(int argc, char **argv)
     }
     erase_ckpt_tensor_t *params = rc ? NULL : malloc(sizeof *params * ((size_t)np + (size_t)no + 1));
     erase_ckpt_rank_t *ranks = rc ? NULL : malloc(sizeof *ranks * (size_t)m->dp_size);
-    int last = layout_last_block(m->pp_layout);
+    int first, last; /* where the blocks end: the last stage's last block */
+    if (layout_stage_blocks(m->pp_layout, P - 1, &first, &last) != 0)
+        last = -1;
     if (rc == 0 && (!params || !ranks)) {
         fprintf(stderr, "erase-inspect merge: error: out of memory\n");
         rc = 1;
