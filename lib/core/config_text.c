@@ -237,7 +237,9 @@ erase_status_t erase_config_text_check_embedded(const char *text, size_t len, co
 static erase_status_t read_whole(const char *path, const char *what, char **text, size_t *len)
 {
     *text = NULL;
-    ERASE_CHECK(erase_file_check_regular(path)); /* fopen would wait on a FIFO */
+    const char *kind = erase_path_not_regular(path); /* fopen would wait on a FIFO */
+    if (kind)
+        return ERASE_ERROR(ERASE_ERR_IO, "cannot read %s %s: it is %s, expected a regular file", what, path, kind);
     FILE *f = fopen(path, "rb");
     if (!f)
         return ERASE_ERROR(ERASE_ERR_IO, "cannot read %s %s: %s", what, path, strerror(errno));

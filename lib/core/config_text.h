@@ -45,8 +45,10 @@ erase_status_t erase_config_text_check_embedded(const char *text, size_t len, co
  * Read the libconfig file `path` whole into *text (malloc'ed, NUL-terminated;
  * the caller frees it) and check it with erase_config_text_check. `what`
  * names the file in read errors ("model file": "cannot read model file
- * PATH: why"). Errors: ERASE_ERR_IO, ERASE_ERR_FORMAT, ERASE_ERR_NOMEM;
- * *text is NULL then.
+ * PATH: why"; a FIFO, a device or a directory is refused before it is
+ * opened: "cannot read model file PATH: it is a FIFO, expected a regular
+ * file"). Errors: ERASE_ERR_IO, ERASE_ERR_FORMAT, ERASE_ERR_NOMEM; *text is
+ * NULL then.
  */
 erase_status_t erase_config_file_read(const char *path, const char *what, char **text);
 

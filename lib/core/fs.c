@@ -61,10 +61,15 @@ const char *erase_mode_not_regular(mode_t mode)
            : S_ISSOCK(mode) ? "a socket" : "not a regular file";
 }
 
-erase_status_t erase_file_check_regular(const char *path)
+const char *erase_path_not_regular(const char *path)
 {
     struct stat sb;
-    const char *kind = stat(path, &sb) == 0 ? erase_mode_not_regular(sb.st_mode) : NULL;
+    return stat(path, &sb) == 0 ? erase_mode_not_regular(sb.st_mode) : NULL;
+}
+
+erase_status_t erase_file_check_regular(const char *path)
+{
+    const char *kind = erase_path_not_regular(path);
     if (kind)
         return ERASE_ERROR(ERASE_ERR_IO, "%s is %s, expected a regular file", path, kind);
     return ERASE_OK;

@@ -27,6 +27,9 @@ void erase_remove_tree(const char *dir);
  * device", "a socket" or "not a regular file"; NULL for a regular file. */
 const char *erase_mode_not_regular(mode_t mode);
 
+/* The same of the file at `path`; NULL also when stat() fails. */
+const char *erase_path_not_regular(const char *path);
+
 /*
  * The one check before a file is opened to be read (HDF5 shards and
  * checkpoints, IDX, token and model files): `path`, if it exists, must be

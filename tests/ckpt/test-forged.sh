@@ -4,7 +4,8 @@
 # under timeout: 124 means it waited):
 #   14  a gpt model of 17-32 layers trains through its first checkpoint;
 #   15  a FIFO where a file is read (erase-convert mnist, erase-inspect,
-#       erase-sample, erase-score, --init-from, --resume auto's scan);
+#       erase-sample, erase-score, --init-from, --model, --resume auto's
+#       scan);
 #   16  a checkpoint whose /meta samples_seen is INT64_MAX;
 #   17  a checkpoint whose model text has @include (erase-sample,
 #       --eval-only): embedded text includes nothing;
@@ -20,7 +21,7 @@ need apps/erase-score
 : "${srcdir:=.}"
 setup_data
 setup_gpt "$dir/gpt.cfg" 'cuts = "none";'
-echo "1..21"
+echo "1..22"
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -76,6 +77,16 @@ out=$dir/init.out
 train 2 --steps 2 --init-from "$F"
 [ $rc != 0 ] && [ $rc != 124 ] && has "$out" "erase-train: --init-from $F: $F is a FIFO, expected a regular file"
 tap $? "erase-train --init-from FIFO under mpirun -np 2: refused (status $rc), the file named"
+[ $rc != 0 ] || tap_report "$out"
+
+mkfifo "$dir/model.fifo"
+out=$dir/model-fifo.out
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --model "$dir/model.fifo" \
+    --device cpu --quiet --steps 2 >"$out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] &&
+    has "$out" "erase-train: cannot read model file $dir/model.fifo: it is a FIFO, expected a regular file"
+tap $? "erase-train --model FIFO under mpirun -np 2: refused (status $rc), the file named"
 [ $rc != 0 ] || tap_report "$out"
 
 D=$dir/ck

@@ -639,7 +639,7 @@ static void test_load(void **state)
     print_message("load: a directory is ERASE_ERR_IO too\n");
     assert_int_equal(erase_model_config_load("/", &c), ERASE_ERR_IO);
     print_message("  %s\n", erase_error_message());
-    assert_non_null(strstr(erase_error_message(), "/ is a directory, expected a regular file"));
+    assert_non_null(strstr(erase_error_message(), "cannot read model file /: it is a directory, expected a regular file"));
 
     print_message("load: a file reads like parse, and messages name the path\n");
     char path[] = "/tmp/test-model-config-XXXXXX";
