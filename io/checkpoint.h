@@ -478,7 +478,8 @@ erase_status_t erase_ckpt_candidates(const char *dir, char ***paths, int *n);
 void erase_ckpt_candidates_free(char **paths, int n);
 
 /* Told about a candidate that cannot be opened: its path and why (the
- * reason of erase_ckpt_open, without the leading "<path>: "). */
+ * reason of erase_ckpt_open, without the leading "<path>: "; "<path> is a
+ * FIFO, ..." reads "it is a FIFO, ..."). */
 typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why);
 
 /*

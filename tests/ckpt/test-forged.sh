@@ -96,7 +96,7 @@ mkfifo "$D/ckpt-4.h5"
 out=$dir/auto.out
 train 2 --global-batch 64 --steps 3 --checkpoint-every 2 --checkpoint-dir "$D" --resume auto
 [ $rc = 0 ] && [ -f "$D/ckpt-3.h5" ] &&
-    has "$out" "erase-train: checkpoint $D/ckpt-4.h5 is damaged, skipping it: $D/ckpt-4.h5 is a FIFO, expected a regular file" &&
+    has "$out" "erase-train: checkpoint $D/ckpt-4.h5 is damaged, skipping it: it is a FIFO, expected a regular file" &&
     grep -q "^resume .*$D/ckpt-2.h5" "$out"
 tap $? "--resume auto under mpirun -np 2 skips a FIFO named ckpt-4.h5, resumes from ckpt-2.h5 (status $rc)"
 [ $rc = 0 ] || tap_report "$out"
