@@ -30,7 +30,8 @@
  *                                    of pp 1 (every stage's tensors)
  *
  * Every shard is validated as the reader validates it and read completely;
- * a checkpoint is validated as a resume validates it (every checksum).
+ * a checkpoint is validated as a resume validates it (every checksum, and
+ * its model file against each stage's tensors, as the loaders check).
  * Exit status: 0, 1 failed (or damaged), 2 usage.
  */
 #include "config.h"
