@@ -30,7 +30,8 @@
  *                                    of pp 1 (every stage's tensors)
  *
  * Every shard is validated as the reader validates it and read completely;
- * a checkpoint is validated as a resume validates it (every checksum).
+ * a checkpoint is validated as a resume validates it (every checksum, and
+ * its model file against each stage's tensors, as the loaders check).
  * Exit status: 0, 1 failed (or damaged), 2 usage.
  */
 #include "config.h"
@@ -43,8 +44,13 @@
 #include "io/h5_util.h"
 #include "io/synth.h"
 #include "io/tok_shard.h"
+#include "lib/core/fs.h"
+#include "lib/device/device.h"
+#include "lib/nn/model_config.h"
+#include "lib/nn/network.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +85,10 @@ static void print_planted(const char *input)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", input, ERASE_SYNTH_PLANTED_NAME);
-    if (access(path, R_OK) != 0)
+    if (access(path, R_OK) != 0 || erase_file_check_regular(path) != ERASE_OK) {
+        erase_error_clear();
         return;
+    }
     erase_h5_enter();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     double ne = NAN, bias = NAN;
@@ -366,11 +374,13 @@ static void usage_ckpt(FILE *f)
                "  one erase-train --resume DIR takes, whatever DIR/latest names; damaged ones\n"
                "  are named and skipped). Validates it (format, every dataset and the /meta\n"
                "  and /optim attributes with their FNV-1a 64 checksums, the attributes'\n"
-               "  ranges, as erase-train does) and prints step, samples, epoch and data\n"
-               "  cursor, world/dp/pp sizes, schedule, optimizer clock, the model file, the\n"
-               "  run options, the tables' placement (--embeddings), and every tensor with its\n"
-               "  shape and L2 norm (a sharded table's or its state's: also which ranks wrote\n"
-               "  its rows, e.g. \"table-wise on rank 3 of 4\").\n");
+               "  ranges, as erase-train does; the model file against the tensors of each\n"
+               "  stage, as erase-train, erase-score and erase-sample load them) and prints\n"
+               "  step, samples, epoch and data cursor, world/dp/pp sizes, schedule,\n"
+               "  optimizer clock, the model file, the run options, the tables' placement\n"
+               "  (--embeddings), and every tensor with its shape and L2 norm (a sharded\n"
+               "  table's or its state's: also which ranks wrote its rows, e.g. \"table-wise\n"
+               "  on rank 3 of 4\").\n");
 }
 
 static void print_indented(const char *text)
@@ -413,6 +423,103 @@ static int print_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const cha
     return 0;
 }
 
+/* Blocks [*first, *last] of stage s in a pipeline layout ("2 stages: stage
+ * 0 holds blocks 0-1, stage 1 holds blocks 2-2"); -1 when it names none. */
+static int layout_stage_blocks(const char *layout, int s, int *first, int *last)
+{
+    int at, a, b;
+    for (const char *p = layout; p && (p = strstr(p, "stage ")); p += 6)
+        if (sscanf(p, "stage %d holds blocks %d-%d", &at, &a, &b) == 3 && at == s) {
+            *first = a;
+            *last = b;
+            return 0;
+        }
+    return -1;
+}
+
+/* The stage s of a stage file's name ("D/ckpt-8.h5.stage2": 2), else 0. */
+static int stage_of_name(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    char *end;
+    long s = dot && !strncmp(dot, ".stage", 6) ? strtol(dot + 6, &end, 10) : 0;
+    return s > 0 && s < INT_MAX && *end == '\0' ? (int)s : 0;
+}
+
+/* The parameters of blocks [first, last] of `net` into want (names and
+ * shapes: what a stage's loader asks of its file); their count. */
+static int stage_params(erase_network_t *net, int first, int last, erase_ckpt_tensor_t *want)
+{
+    int n, k = 0;
+    erase_param_t *p = erase_network_params(net, &n);
+    for (int i = 0; i < n; i++) {
+        if (p[i].block < first || p[i].block > last)
+            continue;
+        memset(&want[k], 0, sizeof want[k]);
+        snprintf(want[k].name, sizeof want[k].name, "%s", p[i].name);
+        want[k].ndim = p[i].ndim;
+        want[k].dims[0] = p[i].rows;
+        want[k].dims[1] = p[i].ndim == 2 ? p[i].cols : 1;
+        k++;
+    }
+    return k;
+}
+
+/*
+ * The loaders' own checks of a checkpoint that opened (erase-train
+ * --resume/--init-from, erase-score, erase-sample): its model text parses
+ * as embedded text and builds a network (CPU, batch 1) whose parameters of
+ * each stage's blocks (pp_layout) are that stage's file's /params, names
+ * and shapes (erase_ckpt_check_tensors: the loaders' message). A stage
+ * file copied from another stage and model text that does not match the
+ * tensors fail here as they fail there; a stage file opened alone
+ * ("D/ckpt-8.h5.stage1") is checked as its stage's. Returns ERASE_OK or
+ * the error.
+ */
+static erase_status_t check_as_loaders(erase_ckpt_t *ck)
+{
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    const char *path = erase_ckpt_path(ck);
+    if (!m->model)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", path);
+    erase_model_config_t cfg;
+    ERASE_CHECK(erase_model_config_parse_embedded(m->model, path, &cfg));
+    erase_device_options_t dopt = erase_device_options_default();
+    dopt.kind = ERASE_DEVICE_CPU;
+    dopt.blas_threads = 1;
+    erase_device_t *dev = NULL;
+    erase_network_t *net = NULL;
+    erase_ckpt_tensor_t *want = NULL;
+    erase_status_t st = erase_device_open(&dopt, &dev);
+    if (st == ERASE_OK)
+        st = erase_network_create(dev, &cfg, 1, &net);
+    int n = 0;
+    if (st == ERASE_OK) {
+        erase_network_params(net, &n);
+        if (!(want = calloc((size_t)n + 1, sizeof *want)))
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for %d tensors", path, n);
+    }
+    int alone = stage_of_name(path);
+    for (int s = alone; st == ERASE_OK && s < (alone ? alone + 1 : m->pp_size); s++) {
+        int first = 0, last = erase_model_config_blocks(&cfg) - 1;
+        if (m->pp_size > 1 && layout_stage_blocks(m->pp_layout, s, &first, &last) != 0) {
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta pp_layout '%s' names no blocks of stage %d", path,
+                             m->pp_layout, s);
+            break;
+        }
+        erase_ckpt_t *part = ck;
+        if (s > 0 && !alone && (st = erase_ckpt_open_stage(path, s, &part)) != ERASE_OK)
+            break;
+        st = erase_ckpt_check_tensors(part, ERASE_CKPT_PARAMS, want, stage_params(net, first, last, want), "the model");
+        if (part != ck)
+            erase_ckpt_close(part);
+    }
+    free(want);
+    erase_network_destroy(net);
+    erase_device_close(dev);
+    return st;
+}
+
 /* A damaged checkpoint passed over in a checkpoint directory. */
 static void skipped_checkpoint(void *ctx, const char *path, const char *why)
 {
@@ -448,6 +555,10 @@ static int cmd_ckpt(int argc, char **argv)
         path = erase_ckpt_path(ck);
     } else if (erase_ckpt_open_flags(path, ERASE_CKPT_OPEN_LAZY_ROWS, &ck) != ERASE_OK) {
         return failed("ckpt"); /* sharded tables: read and verified row by row below, never whole */
+    }
+    if (check_as_loaders(ck) != ERASE_OK) {
+        erase_ckpt_close(ck);
+        return failed("ckpt");
     }
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     printf("checkpoint %s: format %s, written by %s at %s; %s\n", path, ERASE_CKPT_FORMAT, m->version, m->created,
@@ -496,17 +607,6 @@ static void usage_merge(FILE *f)
                "  --eval-only, --init-from and --resume (without --pp), erase-score and\n"
                "  erase-sample take. OUT is written as .OUT.tmp, fsynced and renamed; an existing\n"
                "  OUT is an error unless --force.\n");
-}
-
-/* Where the blocks of a pipeline layout end: the last "stage s holds blocks
- * a-b"'s b, or -1. */
-static int layout_last_block(const char *layout)
-{
-    int s, a, b = -1, n;
-    for (const char *p = layout; p && (p = strstr(p, "stage ")); p += 6)
-        if (sscanf(p, "stage %d holds blocks %d-%d%n", &s, &a, &b, &n) == 3)
-            p += n - 6;
-    return b;
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -562,7 +662,9 @@ static int cmd_merge(int argc, char **argv)
     }
     erase_ckpt_tensor_t *params = rc ? NULL : malloc(sizeof *params * ((size_t)np + (size_t)no + 1));
     erase_ckpt_rank_t *ranks = rc ? NULL : malloc(sizeof *ranks * (size_t)m->dp_size);
-    int last = layout_last_block(m->pp_layout);
+    int first, last; /* where the blocks end: the last stage's last block */
+    if (layout_stage_blocks(m->pp_layout, P - 1, &first, &last) != 0)
+        last = -1;
     if (rc == 0 && (!params || !ranks)) {
         fprintf(stderr, "erase-inspect merge: error: out of memory\n");
         rc = 1;

@@ -419,7 +419,7 @@ int main(int argc, char **argv)
     int status;
     if (erase_ckpt_need_whole(ck) != ERASE_OK) {
         status = failed();
-    } else if (!m->model || erase_model_config_parse(m->model, erase_ckpt_path(ck), &cfg) != ERASE_OK) {
+    } else if (!m->model || erase_model_config_parse_embedded(m->model, erase_ckpt_path(ck), &cfg) != ERASE_OK) {
         if (!m->model)
             ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", erase_ckpt_path(ck));
         status = failed();

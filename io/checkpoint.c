@@ -90,18 +90,18 @@ erase_status_t ckpt_int_in_range(const char *path, const char *attr, int64_t v, 
 erase_status_t erase_ckpt_meta_check(const char *path, const erase_ckpt_meta_t *m)
 {
     ERASE_CHECK(ckpt_int_in_range(path, "/meta step", m->step, 0, ERASE_CKPT_STEP_MAX));
-    ERASE_CHECK(ckpt_int_in_range(path, "/meta samples_seen", m->samples_seen, 0, INT64_MAX));
+    ERASE_CHECK(ckpt_int_in_range(path, "/meta samples_seen", m->samples_seen, 0, ERASE_CKPT_SAMPLES_MAX));
     if (m->step == 0 && m->samples_seen != 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta samples_seen = %" PRId64 ": expected 0 at step 0",
                            path, m->samples_seen);
     if (m->samples_seen < m->step)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta samples_seen = %" PRId64 ": expected an integer "
                            ">= step %" PRId64 " (a step takes at least one sample)", path, m->samples_seen, m->step);
-    ERASE_CHECK(ckpt_int_in_range(path, "/meta epoch", m->epoch, 0, INT64_MAX));
+    ERASE_CHECK(ckpt_int_in_range(path, "/meta epoch", m->epoch, 0, ERASE_CKPT_STEP_MAX));
     if (m->epoch_samples < 0 || m->epoch_samples > m->samples_seen)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /data/cursor: samples of the epoch %" PRId64 ": expected "
                            "an integer in [0, samples_seen %" PRId64 "]", path, m->epoch_samples, m->samples_seen);
-    ERASE_CHECK(ckpt_int_in_range(path, "/meta global_batch", m->global_batch, 1, INT64_MAX));
+    ERASE_CHECK(ckpt_int_in_range(path, "/meta global_batch", m->global_batch, 1, ERASE_CKPT_BATCH_MAX));
     ERASE_CHECK(ckpt_int_in_range(path, "/meta world_size", m->world_size, 1, ERASE_CKPT_RANKS_MAX));
     ERASE_CHECK(ckpt_int_in_range(path, "/meta dp_size", m->dp_size, 1, ERASE_CKPT_RANKS_MAX));
     ERASE_CHECK(ckpt_int_in_range(path, "/meta pp_size", m->pp_size, 1, ERASE_CKPT_RANKS_MAX));

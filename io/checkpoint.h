@@ -123,7 +123,10 @@ typedef enum { ERASE_CKPT_PARAMS = 0, ERASE_CKPT_OPTIM = 1 } erase_ckpt_group_t;
  * '/', no empty component). dims[0..ndim) (ndim 1 or 2) in elements. `data`
  * is host memory of dims[0] * dims[1 if ndim 2] floats: the source when
  * writing, the loaded values (owned by the checkpoint) when reading.
- * `meaning` is a one-line description stored as an attribute (may be NULL).
+ * `meaning` is a one-line description stored as an attribute (may be NULL);
+ * read back, the file's (owned by the checkpoint; "" if it has none), so
+ * that a checkpoint written from another's tensors (erase-inspect merge)
+ * keeps it.
  */
 typedef struct {
     char name[ERASE_CKPT_NAME_MAX];
@@ -186,14 +189,23 @@ typedef struct {
 #define ERASE_CKPT_STEP_MAX ((int64_t)1 << 40)
 /* The largest world size a checkpoint may hold (also the /rng/<rank> bound). */
 #define ERASE_CKPT_RANKS_MAX 1000000
+/* The largest global batch a checkpoint may hold: 2^31 samples a step. */
+#define ERASE_CKPT_BATCH_MAX ((int64_t)1 << 31)
+/* The largest samples_seen (and a rank's data cursor) a checkpoint may
+ * hold: 2^62, so that a run resumed from it adds a global batch a step
+ * for 2^31 steps of the largest batch before int64 would overflow. An
+ * epoch takes at least one step: epochs are bounded by ERASE_CKPT_STEP_MAX. */
+#define ERASE_CKPT_SAMPLES_MAX ((int64_t)1 << 62)
 
 /*
  * Range checks of a checkpoint's meta data (erase_ckpt_open runs them on
  * every file it loads, so erase-train --resume / --init-from and
  * erase-inspect ckpt refuse the same files; erase_ckpt_write on what it is
- * given): step and clock_step in [0, ERASE_CKPT_STEP_MAX]; samples_seen
- * >= step (a step takes at least one sample), 0 at step 0; epoch >= 0;
- * epoch_samples in [0, samples_seen]; global_batch >= 1; world_size,
+ * given), with or without meta_fnv1a64: step and clock_step in [0,
+ * ERASE_CKPT_STEP_MAX]; samples_seen in [step, ERASE_CKPT_SAMPLES_MAX] (a
+ * step takes at least one sample), 0 at step 0; epoch in [0,
+ * ERASE_CKPT_STEP_MAX]; epoch_samples in [0, samples_seen]; global_batch
+ * in [1, ERASE_CKPT_BATCH_MAX]; world_size,
  * dp_size and pp_size in [1, ERASE_CKPT_RANKS_MAX] with world_size =
  * dp_size x pp_size; clock_lr finite and >= 0 (a cosine schedule ends at 0).
  * `path` names the file in the message. Errors: ERASE_ERR_FORMAT naming
@@ -348,7 +360,10 @@ typedef struct erase_ckpt erase_ckpt_t;
  * file), ERASE_ERR_FORMAT (not a checkpoint or damaged: the message names
  * the file and what is wrong, e.g. "D/ckpt-40.h5: dataset
  * /params/emb/3: checksum 0x... does not match the stored 0x..."),
- * ERASE_ERR_NOMEM. A pipeline checkpoint (meta pp_size > 1) also needs
+ * ERASE_ERR_NOMEM; a path that is not a regular file (a FIFO, a device)
+ * is refused before HDF5 opens it: ERASE_ERR_IO "D/ckpt-4.h5 is a
+ * FIFO, expected a regular file" (erase_ckpt_open_newest skips it as
+ * damaged). A pipeline checkpoint (meta pp_size > 1) also needs
  * every stage file (see above): one missing, damaged or of another step is
  * ERASE_ERR_FORMAT "D/ckpt-40.h5: stage 1 of 2: <why, naming the file>";
  * the tensors loaded are stage 0's. A stage file named as such
@@ -438,6 +453,15 @@ erase_status_t erase_ckpt_load_part(const erase_ckpt_t *ck, erase_ckpt_group_t g
                                     int n, const char *what);
 
 /*
+ * The check erase_ckpt_load makes first, alone (erase-inspect ckpt runs
+ * it as the loaders do): group g of the checkpoint holds exactly the
+ * tensors of `want` (names, ndim, dims; data unused), else
+ * ERASE_ERR_INVALID with the message above. Nothing is read.
+ */
+erase_status_t erase_ckpt_check_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g,
+                                        const erase_ckpt_tensor_t *want, int n, const char *what);
+
+/*
  * The sum of squares (in double, element by element in order) of tensor i
  * of group g into *out: from memory when loaded, else (a sharded tensor
  * opened with ERASE_CKPT_OPEN_LAZY_ROWS) read from the file 1 MiB of rows
@@ -476,7 +500,8 @@ void erase_ckpt_candidates_free(char **paths, int n);
 int erase_ckpt_remove_temps(const char *dir);
 
 /* Told about a candidate that cannot be opened: its path and why (the
- * reason of erase_ckpt_open, without the leading "<path>: "). */
+ * reason of erase_ckpt_open, without the leading "<path>: "; "<path> is a
+ * FIFO, ..." reads "it is a FIFO, ..."). */
 typedef void (*erase_ckpt_skip_fn)(void *ctx, const char *path, const char *why);
 
 /*

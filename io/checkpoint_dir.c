@@ -271,8 +271,13 @@ erase_status_t erase_ckpt_open_newest_flags(const char *dir, int flags, erase_ck
             break; /* opened, or a failure that is not this file's */
         const char *why = erase_error_reason();
         size_t len = strlen(paths[i]);
+        char it[1024];
         if (!strncmp(why, paths[i], len) && !strncmp(why + len, ": ", 2))
             why += len + 2; /* the message names the file already */
+        else if (!strncmp(why, paths[i], len) && !strncmp(why + len, " is ", 4)) {
+            snprintf(it, sizeof it, "it%s", why + len); /* "it is a FIFO, expected a regular file" */
+            why = it;
+        }
         if (skipped)
             skipped(ctx, paths[i], why);
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lib/core/checked.h"
+#include "lib/core/fs.h"
 
 struct erase_ckpt {
     char *path;
@@ -29,6 +30,7 @@ struct erase_ckpt {
         uint64_t sum;                  /* the whole dataset's fnv1a64 (not row-checksummed) */
         int rows;                      /* row-checksummed: written sharded (/row_fnv1a64/...) */
         char *sharding;                /* its `sharding` attribute (row-checksummed), owned */
+        char *meaning;                 /* its `meaning` attribute ("" if none), owned */
     } *info[2];
     erase_ckpt_rank_t *ranks;
     int nranks;
@@ -69,6 +71,7 @@ void erase_ckpt_close(erase_ckpt_t *ck)
         for (int i = 0; i < ck->n[g]; i++) {
             free(ck->t[g][i].data);
             free(ck->info[g][i].sharding);
+            free(ck->info[g][i].meaning);
         }
         free(ck->t[g]);
         free(ck->info[g]);
@@ -113,8 +116,8 @@ static int read_scalar_attr(hid_t loc, const char *name, hid_t mem_type, void *v
 /* The /index text (malloc'ed) or NULL; the lock is held. */
 static char *read_index(hid_t file)
 {
-    if (H5Lexists(file, "/index", H5P_DEFAULT) <= 0)
-        return NULL;
+    if (erase_h5_exists(file, "/index") <= 0)
+        return NULL; /* a damaged file: HDF5's reason kept */
     hid_t d = H5Dopen2(file, "/index", H5P_DEFAULT);
     if (d < 0)
         return NULL;
@@ -142,8 +145,8 @@ static char *read_index(hid_t file)
     return out;
 }
 
-/* Append a tensor (data may be NULL: not loaded); `info`'s sharding
- * becomes the checkpoint's (freed with it) even on failure. */
+/* Append a tensor (data may be NULL: not loaded); `info`'s sharding and
+ * meaning become the checkpoint's (freed with it) even on failure. */
 static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int ndim, const int64_t *dims,
                                  float *data, tensor_info_t info)
 {
@@ -157,6 +160,7 @@ static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int 
             ck->info[g] = more;
         if (!grown || !more) {
             free(info.sharding);
+            free(info.meaning);
             return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
         }
         ck->cap[g] = cap;
@@ -170,6 +174,7 @@ static erase_status_t add_tensor(erase_ckpt_t *ck, int g, const char *name, int 
     t->dims[1] = ndim == 2 ? dims[1] : 1;
     t->data = data;
     t->sharding = info.sharding;
+    t->meaning = info.meaning;
     return ERASE_OK;
 }
 
@@ -211,7 +216,13 @@ static erase_status_t open_checked(const erase_ckpt_t *ck, hid_t file, const cha
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /index: dataset %s has type %s (float32, int64 or uint64 "
                            "expected)", ck->path, path, type);
     }
-    if (H5Lexists(file, path, H5P_DEFAULT) <= 0) {
+    int exists = erase_h5_exists(file, path);
+    if (exists < 0) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: the file is damaged (HDF5 cannot look the name up: "
+                           "%s)", ck->path, path, erase_h5_detail(detail, sizeof detail));
+    }
+    if (exists == 0) {
         H5Eclear2(H5E_DEFAULT);
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s is missing (listed in /index)", ck->path, path);
     }
@@ -373,14 +384,15 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
     return st;
 }
 
-/* A row-checksummed (sharded) dataset's `sharding` attribute (malloc'ed;
- * "" when missing), or NULL when out of memory; the lock is held. */
-static char *read_sharding(hid_t file, const char *path)
+/* A dataset's string attribute `name` (a row-checksummed dataset's
+ * `sharding`, a tensor's `meaning`; malloc'ed; "" when missing), or NULL
+ * when out of memory; the lock is held. */
+static char *read_dataset_text(hid_t file, const char *path, const char *name)
 {
     char *text = NULL;
     hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
-    if (d >= 0 && H5Aexists(d, "sharding") > 0)
-        text = read_string_attr(d, "sharding");
+    if (d >= 0 && H5Aexists(d, name) > 0)
+        text = read_string_attr(d, name);
     if (d >= 0)
         H5Dclose(d);
     return text ? text : strdup("");
@@ -417,8 +429,11 @@ static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_
     if (tensor) {
         int g = path[1] == 'p' ? ERASE_CKPT_PARAMS : ERASE_CKPT_OPTIM;
         tensor_info_t info = { .sum = (uint64_t)sum, .rows = rows };
-        if (rows && !(info.sharding = read_sharding(file, path)))
+        if ((rows && !(info.sharding = read_dataset_text(file, path, "sharding"))) ||
+            !(info.meaning = read_dataset_text(file, path, "meaning"))) {
+            free(info.sharding);
             return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", ck->path);
+        }
         erase_status_t st = add_tensor(ck, g, path + (g == ERASE_CKPT_PARAMS ? 8 : 7), ndim, dims, NULL, info);
         int i = ck->n[g] - 1;
         hid_t d, mem_type, c;
@@ -490,11 +505,24 @@ static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_
     return st;
 }
 
+/* Group `name` is there: "missing", or the file damaged when HDF5 cannot
+ * look it up; the lock is held. */
+static erase_status_t need_group(const erase_ckpt_t *ck, hid_t file, const char *name)
+{
+    int exists = erase_h5_exists(file, name);
+    char detail[256];
+    if (exists < 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group %s: the file is damaged (HDF5 cannot look the name up: %s)",
+                           ck->path, name, erase_h5_detail(detail, sizeof detail));
+    if (exists == 0)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group %s is missing", ck->path, name);
+    return ERASE_OK;
+}
+
 /* /meta's attributes into ck->meta; the lock is held. */
 static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
 {
-    if (H5Lexists(file, "/meta", H5P_DEFAULT) <= 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /meta is missing", ck->path);
+    ERASE_CHECK(need_group(ck, file, "/meta"));
     hid_t g = H5Gopen2(file, "/meta", H5P_DEFAULT);
     if (g < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /meta: cannot open", ck->path);
@@ -529,8 +557,7 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
     m->pp_layout = ck->text[0], m->schedule = ck->text[1], m->dense_optimizer = ck->text[2];
     m->embedding_optimizer = ck->text[3], m->model = ck->text[4], m->options = ck->text[5];
     m->version = ck->text[6], m->created = ck->text[7], m->embeddings = ck->text[8];
-    if (H5Lexists(file, "/optim", H5P_DEFAULT) <= 0)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: group /optim is missing", ck->path);
+    ERASE_CHECK(need_group(ck, file, "/optim"));
     hid_t o = H5Gopen2(file, "/optim", H5P_DEFAULT);
     if (o < 0 || read_scalar_attr(o, "step", H5T_NATIVE_INT64, &m->clock_step) != 0 ||
         read_scalar_attr(o, "lr", H5T_NATIVE_FLOAT, &m->clock_lr) != 0)
@@ -584,6 +611,12 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
     for (int r = 0; st == ERASE_OK && rank_cursors && r < ck->nranks; r++) {
         ck->ranks[r].epoch = rank_cursors[2 * r];
         ck->ranks[r].samples = rank_cursors[2 * r + 1];
+        if (ck->ranks[r].epoch < 0 || ck->ranks[r].epoch > ERASE_CKPT_STEP_MAX || ck->ranks[r].samples < 0 ||
+            ck->ranks[r].samples > ERASE_CKPT_SAMPLES_MAX) /* the bounds of /meta epoch and samples_seen */
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /data/rank_cursors: rank %d's cursor (epoch %" PRId64
+                             ", sample %" PRId64 "): expected an epoch in [0, %" PRId64 "] and a sample in [0, %"
+                             PRId64 "]", ck->path, r, ck->ranks[r].epoch, ck->ranks[r].samples, ERASE_CKPT_STEP_MAX,
+                             ERASE_CKPT_SAMPLES_MAX);
     }
     free(rank_cursors);
     /* the ranges first, so that a value out of range is named; then whether
@@ -693,6 +726,7 @@ erase_status_t erase_ckpt_open_stage(const char *path, int stage, erase_ckpt_t *
 static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out)
 {
     *out = NULL;
+    ERASE_CHECK(erase_file_check_regular(path)); /* H5Fopen would wait on a FIFO */
     if (access(path, R_OK) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     erase_ckpt_t *ck = calloc(1, sizeof *ck);
@@ -761,10 +795,11 @@ erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t
     return st;
 }
 
-/* erase_ckpt_load (whole: the checkpoint holds no other tensor of g) and
- * erase_ckpt_load_part. */
-static erase_status_t load_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
-                                   int n, const char *what, int whole)
+/* The tensors of group g against `want` (names and shapes): with `whole`,
+ * the group holds no other tensor either. ERASE_ERR_INVALID listing the
+ * first differences. Nothing is read. */
+static erase_status_t check_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, const erase_ckpt_tensor_t *want,
+                                    int n, const char *what, int whole)
 {
     enum { LISTED = 10 };
     const char *group = g == ERASE_CKPT_PARAMS ? "params" : "optim";
@@ -803,6 +838,22 @@ static erase_status_t load_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g,
         return st;
     }
     free(msg);
+    return ERASE_OK;
+}
+
+erase_status_t erase_ckpt_check_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g,
+                                        const erase_ckpt_tensor_t *want, int n, const char *what)
+{
+    return check_tensors(ck, g, want, n, what, 1);
+}
+
+/* erase_ckpt_load (whole: the checkpoint holds no other tensor of g) and
+ * erase_ckpt_load_part. */
+static erase_status_t load_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g, erase_ckpt_tensor_t *want,
+                                   int n, const char *what, int whole)
+{
+    ERASE_CHECK(check_tensors(ck, g, want, n, what, whole));
+    const char *group = g == ERASE_CKPT_PARAMS ? "params" : "optim";
     for (int i = 0; i < n; i++) { /* the rows asked for: all, or a sharded tensor's */
         const erase_ckpt_tensor_t *t = erase_ckpt_find(ck, g, want[i].name);
         int64_t row0 = want[i].sharding ? want[i].row0 : 0, rows = want[i].sharding ? want[i].held : t->dims[0];

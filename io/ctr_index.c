@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/core/fs.h"
+
 erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, const int64_t *rows,
                                      int count)
 {
@@ -68,23 +70,11 @@ static void show(char *out, size_t size, const char *line)
     out[n] = '\0';
 }
 
-/* What a file of this mode is, when it is not a regular file (opening a
- * FIFO or a device to read it would wait forever or read nothing). */
-static const char *not_regular(mode_t mode)
-{
-    return S_ISREG(mode) ? NULL : S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
-           : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-           : S_ISSOCK(mode) ? "a socket" : "not a regular file";
-}
-
 static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
-    struct stat sb;
-    const char *kind = stat(path, &sb) == 0 ? not_regular(sb.st_mode) : NULL;
-    if (kind)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s is %s, expected a regular file", path, kind);
+    ERASE_CHECK(erase_file_check_regular(path));
     FILE *f = fopen(path, "r");
     if (!f) {
         if (errno == ENOENT)
@@ -94,7 +84,7 @@ static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     char line[4096 + 64];
-    int lineno = 0, listed = 0;
+    int lineno = 0, listed = 0, first = l->count; /* this index's entries: from `first` on */
     erase_status_t st = ERASE_OK;
     while (st == ERASE_OK && fgets(line, sizeof line, f)) {
         lineno++;
@@ -112,10 +102,20 @@ static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
         char shard[8192];
         snprintf(shard, sizeof shard, "%s/%s", dir, name);
         /* a missing shard is named when it is opened */
-        if (stat(shard, &sb) == 0 && (kind = not_regular(sb.st_mode)) != NULL) {
+        struct stat sb;
+        const char *kind = stat(shard, &sb) == 0 ? erase_mode_not_regular(sb.st_mode) : NULL;
+        if (kind) {
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s is %s, expected a regular file", path, lineno, name, kind);
             break;
         }
+        for (int i = first; i < l->count; i++)
+            if (!strcmp(l->paths[i], shard)) { /* it would be read twice an epoch */
+                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: %s is listed a second time (a shard is listed once)", path,
+                                 lineno, name);
+                break;
+            }
+        if (st != ERASE_OK)
+            break;
         st = list_add(l, shard, (int64_t)rows);
         listed++;
     }
@@ -140,7 +140,7 @@ erase_status_t erase_ctr_list_resolve(const char *const *inputs, int n, erase_ct
             st = read_index(inputs[i], list);
         else if (!S_ISREG(sb.st_mode))
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s is %s, expected a shard file or a dataset directory", inputs[i],
-                             not_regular(sb.st_mode));
+                             erase_mode_not_regular(sb.st_mode));
         else
             st = list_add(list, inputs[i], -1);
     }

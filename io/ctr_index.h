@@ -37,9 +37,12 @@ erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, 
  * Resolve `n` inputs, each a shard file or a directory with an index.txt,
  * into one list (inputs concatenated in the order given). Errors:
  *   ERASE_ERR_IO      "D: cannot open: No such file or directory"
+ *                     "D/index.txt is a FIFO, expected a regular file"
  *   ERASE_ERR_FORMAT  "D: no index.txt: not a dataset written by erase-convert (or not complete)"
  *                     "D/index.txt:3: expected 'FILE ROWS', got 'x'"
  *                     "D/index.txt: lists no shards"
+ *                     "D/index.txt:4: part-1.h5 is listed a second time (a shard is listed once)"
+ *                     (it would be read twice an epoch)
  *                     "D/index.txt:2: part-1.h5 is a FIFO, expected a regular file"
  *                     (a FIFO, a directory or a device would hang or read
  *                     nothing; a symbolic link is followed)

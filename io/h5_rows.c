@@ -13,7 +13,13 @@ erase_status_t erase_h5_rows_open(hid_t file, const char *path, const erase_h5_r
                                   hid_t *out)
 {
     *out = -1;
-    if (H5Lexists(file, spec->name, H5P_DEFAULT) <= 0)
+    int exists = erase_h5_exists(file, spec->name);
+    if (exists < 0) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: the file is damaged (HDF5 cannot look the name up: %s)",
+                           path, spec->name, erase_h5_detail(detail, sizeof detail));
+    }
+    if (exists == 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: missing", path, spec->name);
     hid_t o = H5Oopen(file, spec->name, H5P_DEFAULT);
     int is_dataset = o >= 0 && H5Iget_type(o) == H5I_DATASET;
@@ -174,6 +180,8 @@ erase_status_t erase_h5_rows_append(hid_t d, const char *path, const erase_h5_ro
 
 erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file)
 {
+    *file = -1;
+    ERASE_CHECK(erase_file_check_regular(path)); /* H5Fopen would wait on a FIFO */
     *file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (*file >= 0)
         return ERASE_OK;
@@ -245,8 +253,10 @@ erase_status_t erase_h5_rows_check_format(hid_t file, const char *path, const ch
 
 int erase_h5_rows_probe(const char *path, const char *format)
 {
-    if (access(path, R_OK) != 0)
+    if (access(path, R_OK) != 0 || erase_file_check_regular(path) != ERASE_OK) {
+        erase_error_clear();
         return 0;
+    }
     char got[64] = "";
     erase_h5_enter();
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

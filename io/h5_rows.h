@@ -74,7 +74,9 @@ erase_status_t erase_h5_rows_append(hid_t d, const char *path, const erase_h5_ro
 /*
  * Open the HDF5 file of a shard read-only into *file (default, non-MPI
  * file access: every rank may open the same file). Errors: ERASE_ERR_FORMAT
- * "F: not an HDF5 file or damaged (truncated?): <HDF5's reason>".
+ * "F: not an HDF5 file or damaged (truncated?): <HDF5's reason>"; ERASE_ERR_IO
+ * "F is a FIFO, expected a regular file" (erase_file_check_regular, before
+ * HDF5 opens it; *file is -1).
  */
 erase_status_t erase_h5_rows_open_file(const char *path, hid_t *file);
 

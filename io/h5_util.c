@@ -10,8 +10,21 @@ static H5E_auto2_t saved_func;
 static void *saved_data;
 static char remembered[512]; /* erase_h5_remember(); guarded by h5_lock */
 
+/* HDF5's printing of its error stack off for good, not only between
+ * enter and leave: with it on when HDF5 shuts down (at exit, or in
+ * MPI_Finalize) after a group header of a damaged file failed its
+ * checksum, HDF5 1.10 cannot free its free lists and prints "HDF5:
+ * infinite loop closing library" and a line of 100 codes under the one
+ * line that named the file. Errors reach users through erase_status_t. */
+static void silence_for_good(void)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
 void erase_h5_enter(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, silence_for_good);
     pthread_mutex_lock(&h5_lock);
     H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -68,6 +81,28 @@ void erase_h5_remember(void)
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, detail_walk, &d);
     if (d.found)
         snprintf(remembered, sizeof remembered, "%s", text);
+}
+
+int erase_h5_exists(hid_t loc, const char *path)
+{
+    char prefix[1024];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof prefix)
+        return n == 0 ? 0 : -1;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && path[i] != '/')
+            continue;
+        memcpy(prefix, path, i);
+        prefix[i] = '\0';
+        htri_t r = H5Lexists(loc, prefix, H5P_DEFAULT);
+        if (r < 0) {
+            erase_h5_remember();
+            return -1;
+        }
+        if (r == 0)
+            return 0;
+    }
+    return 1;
 }
 
 const char *erase_h5_type_name(hid_t type, char *text, size_t size)

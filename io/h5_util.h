@@ -6,8 +6,9 @@
  * other readers or writers may run in the same process. Every sequence of
  * HDF5 calls in io/ is therefore bracketed by erase_h5_enter() and
  * erase_h5_leave(): one process-wide lock, and HDF5's automatic printing of
- * its error stack switched off for the duration (errors are reported through
- * erase_status_t instead, with the innermost HDF5 message attached). Code
+ * its error stack switched off (for good after the first call: io/h5_util.c
+ * says why; errors are reported through erase_status_t instead, with the
+ * innermost HDF5 message attached). Code
  * outside io/ that calls HDF5 while an io/ reader runs must take the same
  * lock.
  */
@@ -20,8 +21,9 @@
 
 #include "lib/core/status.h"
 
-/* Take the process-wide HDF5 lock and silence HDF5's error printing. Not
- * recursive: a thread must call erase_h5_leave() before entering again. */
+/* Take the process-wide HDF5 lock and silence HDF5's error printing (the
+ * first call: for good, io/h5_util.c says why). Not recursive: a thread
+ * must call erase_h5_leave() before entering again. */
 void erase_h5_enter(void);
 
 /* Restore HDF5's error printing and release the lock. */
@@ -43,6 +45,17 @@ const char *erase_h5_detail(char *text, size_t size);
  * attribute helpers below do it themselves. Call with the lock held.
  */
 void erase_h5_remember(void);
+
+/*
+ * Whether the object at `path` (absolute, "/params/h0/attn/c_attn/weight",
+ * or relative to `loc`) exists: 1; 0 when it, or a group on the way, is
+ * missing; -1 when HDF5 cannot look a name up: the file is damaged (a
+ * group's header fails its checksum), with HDF5's reason kept for
+ * erase_h5_detail(). (H5Lexists alone fails alike for a missing group on
+ * the way and for a damaged one, so each group is asked in turn.) Call with
+ * the lock held.
+ */
+int erase_h5_exists(hid_t loc, const char *path);
 
 /* Name of an HDF5 datatype for messages: "uint8", "int32", "float32",
  * "float64", "string", "compound", ... Call with the lock held. */

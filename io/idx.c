@@ -7,6 +7,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/core/fs.h"
+
 /* zlib's message without the "path: " it puts in front. */
 static const char *gz_reason(const char *path, const char *msg)
 {
@@ -48,6 +50,7 @@ erase_status_t erase_idx_read(const char *path, uint32_t want_magic, erase_idx_t
                            want_magic);
     const char *what = images ? "images" : "labels";
     int64_t header = images ? 16 : 8;
+    ERASE_CHECK(erase_file_check_regular(path)); /* gzopen would wait on a FIFO */
     errno = 0;
     gzFile gz = gzopen(path, "rb");
     if (!gz)

@@ -32,6 +32,8 @@ typedef struct {
  * (ERASE_IDX_LABELS_MAGIC) whole. Errors, each naming the file F:
  *   ERASE_ERR_IO      "F: cannot open: No such file or directory"
  *                     "F: gzip: <zlib's reason>"
+ *                     "F is a FIFO, expected a regular file" (or a device, a directory:
+ *                     refused before it is opened, lib/core/fs.h)
  *   ERASE_ERR_FORMAT  "F: not an IDX image file: magic 0x00000801, expected 0x00000803 (uint8, 3 dimensions)"
  *                     "F: not an IDX label file: magic ..., expected 0x00000801 (uint8, 1 dimension)"
  *                     "F: short file: 10 bytes, expected a 16-byte header"

@@ -1,6 +1,7 @@
 #include "io/tok_convert.h"
 
 #include "io/ctr_dataset_write.h"
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -35,8 +36,7 @@ static erase_status_t open_sized(const char *path, FILE **f, int64_t *bytes)
     *f = NULL;
     if (stat(path, &sb) != 0)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a regular file", path);
+    ERASE_CHECK(erase_file_check_regular(path));
     *f = fopen(path, "rb");
     if (!*f)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));

@@ -6,6 +6,8 @@
  */
 #include "apps/train/run_state.h"
 
+#include "io/checkpoint.h"
+#include "lib/core/checked.h"
 #include "lib/core/timer.h"
 
 #include <stdio.h>
@@ -207,7 +209,15 @@ static erase_status_t finish_step(run_t *r)
 erase_status_t run_train_loop(run_t *r)
 {
     const train_options_t *o = r->o;
-    int64_t left = r->total_steps - r->first_step;
+    int64_t left = r->total_steps - r->first_step, more, end;
+    /* the samples seen at the end still fit a checkpoint (a resumed run
+     * starts from its checkpoint's count): refused before the first step,
+     * not at the first checkpoint */
+    if (left > 0 && (!erase_mul_i64(left, r->global_batch, &more) || !erase_add_i64(r->samples_seen, more, &end) ||
+                     end > ERASE_CKPT_SAMPLES_MAX))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%lld step%s of global batch %lld after %lld samples seen would count "
+                           "more than %lld samples, the most a checkpoint holds", (long long)left, left == 1 ? "" : "s",
+                           (long long)r->global_batch, (long long)r->samples_seen, (long long)ERASE_CKPT_SAMPLES_MAX);
     r->warmup = r->first_step + (left >= 20 ? 5 : left / 4);
     /* a run shorter than the warm-up and --trace-steps traces what it has */
     r->trace_from = r->warmup;

@@ -75,7 +75,7 @@ static erase_status_t model_from_checkpoint(run_t *r)
         if (f > 0 && f < 1)
             r->eval_fraction = f;
     }
-    erase_status_t st = m->model ? erase_model_config_parse(m->model, r->ckpt_path, &r->cfg)
+    erase_status_t st = m->model ? erase_model_config_parse_embedded(m->model, r->ckpt_path, &r->cfg)
                                  : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
     erase_ckpt_close(ck);
     return st;
@@ -128,7 +128,7 @@ erase_status_t run_setup_model(run_t *r, int *usage)
         TRY(model_from_checkpoint(r));
         from = r->ckpt_path;
     } else if (r->origin && r->origin->model) {
-        TRY(erase_model_config_parse(r->origin->model, r->origin->path, &r->cfg));
+        TRY(erase_model_config_parse_embedded(r->origin->model, r->origin->path, &r->cfg));
         from = r->origin->path;
     } else if (erase_model_config_kind(o->model, &kind))
         r->cfg = erase_model_config_default(kind);

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/core/fs.h"
+
 /* libconfig 1.5 stops at 10 nested @include files. */
 #define MAX_DEPTH 10
 
@@ -109,7 +111,8 @@ static erase_status_t include(const char *t, size_t len, size_t i, const char *n
     if (S_ISDIR(sb.st_mode))
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: @include \"%s\": is a directory", name, line, path);
     if (!S_ISREG(sb.st_mode))
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: @include \"%s\": not a regular file", name, line, path);
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%d: @include \"%s\": is %s, expected a regular file", name, line,
+                           path, erase_mode_not_regular(sb.st_mode));
     if (depth + 1 >= MAX_DEPTH)
         return ERASE_OK; /* libconfig says the nesting is too deep */
     char *text;
@@ -217,10 +220,26 @@ erase_status_t erase_config_text_check(const char *text, size_t len, const char 
     return check(text, len, name, 0);
 }
 
+erase_status_t erase_config_text_check_embedded(const char *text, size_t len, const char *name)
+{
+    if (!text || !name)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "config text check: NULL %s", text ? "name" : "text");
+    for (size_t i = 0, line = 1; i + 8 <= len; i++) {
+        if (!memcmp(text + i, "@include", 8))
+            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%zu: @include: includes are not allowed in embedded text (it "
+                               "would read a file of its own choosing)", name, line);
+        line += text[i] == '\n';
+    }
+    return check(text, len, name, 0);
+}
+
 /* The whole file, NUL-terminated (len excludes the terminator). */
 static erase_status_t read_whole(const char *path, const char *what, char **text, size_t *len)
 {
     *text = NULL;
+    const char *kind = erase_path_not_regular(path); /* fopen would wait on a FIFO */
+    if (kind)
+        return ERASE_ERROR(ERASE_ERR_IO, "cannot read %s %s: it is %s, expected a regular file", what, path, kind);
     FILE *f = fopen(path, "rb");
     if (!f)
         return ERASE_ERROR(ERASE_ERR_IO, "cannot read %s %s: %s", what, path, strerror(errno));

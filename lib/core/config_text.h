@@ -32,11 +32,23 @@
 erase_status_t erase_config_text_check(const char *text, size_t len, const char *name);
 
 /*
+ * The same for text embedded in a file (a checkpoint's model text), which
+ * reads no other file: "@include" anywhere in it (strings and comments
+ * too: nothing is left to how libconfig scans it) is refused before any
+ * file is touched, "D/ckpt-4.h5:3: @include: includes are not allowed in
+ * embedded text (it would read a file of its own choosing)". Errors:
+ * ERASE_ERR_FORMAT, ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_config_text_check_embedded(const char *text, size_t len, const char *name);
+
+/*
  * Read the libconfig file `path` whole into *text (malloc'ed, NUL-terminated;
  * the caller frees it) and check it with erase_config_text_check. `what`
  * names the file in read errors ("model file": "cannot read model file
- * PATH: why"). Errors: ERASE_ERR_IO, ERASE_ERR_FORMAT, ERASE_ERR_NOMEM;
- * *text is NULL then.
+ * PATH: why"; a FIFO, a device or a directory is refused before it is
+ * opened: "cannot read model file PATH: it is a FIFO, expected a regular
+ * file"). Errors: ERASE_ERR_IO, ERASE_ERR_FORMAT, ERASE_ERR_NOMEM; *text is
+ * NULL then.
  */
 erase_status_t erase_config_file_read(const char *path, const char *what, char **text);
 

@@ -53,3 +53,24 @@ void erase_remove_tree(const char *dir)
         closedir(d);
     rmdir(dir);
 }
+
+const char *erase_mode_not_regular(mode_t mode)
+{
+    return S_ISREG(mode) ? NULL : S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+           : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+const char *erase_path_not_regular(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? erase_mode_not_regular(sb.st_mode) : NULL;
+}
+
+erase_status_t erase_file_check_regular(const char *path)
+{
+    const char *kind = erase_path_not_regular(path);
+    if (kind)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s is %s, expected a regular file", path, kind);
+    return ERASE_OK;
+}

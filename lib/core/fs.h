@@ -6,6 +6,10 @@
 #ifndef ERASE_CORE_FS_H
 #define ERASE_CORE_FS_H
 
+#include <sys/types.h>
+
+#include "lib/core/status.h"
+
 /* fsync a file (directory = 0) or a directory (1) by path. Returns 0, or
  * -1 with errno set. */
 int erase_fsync_path(const char *path, int directory);
@@ -17,5 +21,25 @@ int erase_fsync_parent(const char *path);
 /* Remove `dir` and everything below it (symbolic links are removed, not
  * followed); best effort: what cannot be removed stays. */
 void erase_remove_tree(const char *dir);
+
+/* What a file of `mode` (struct stat's st_mode) is when it is not a
+ * regular file: "a directory", "a FIFO", "a character device", "a block
+ * device", "a socket" or "not a regular file"; NULL for a regular file. */
+const char *erase_mode_not_regular(mode_t mode);
+
+/* The same of the file at `path`; NULL also when stat() fails. */
+const char *erase_path_not_regular(const char *path);
+
+/*
+ * The one check before a file is opened to be read (HDF5 shards and
+ * checkpoints, IDX, token and model files): `path`, if it exists, must be
+ * a regular file. Opening a FIFO with no writer blocks in open() (and
+ * SIGTERM does not end the wait), a device reads forever or nothing, a
+ * directory is no file. Returns ERASE_OK for a regular file, and when
+ * stat() fails (the open that follows names that error: a missing file is
+ * its caller's message); else ERASE_ERR_IO, one line naming the path
+ * and what it is: "D/ckpt-4.h5 is a FIFO, expected a regular file".
+ */
+erase_status_t erase_file_check_regular(const char *path);
 
 #endif

@@ -464,7 +464,7 @@ static erase_status_t parse_gpt(const char *name, config_setting_t *g, erase_mod
     static const char *const keys[] = { "layers", "heads", "width", "context", "vocab", "cuts",
                                         "local_loss_weight", "tie_head", NULL };
     TRY(check_keys(name, g, "gpt", keys));
-    TRY(read_int(name, g, "gpt", "layers", 1, ERASE_MAX_BLOCKS, true, &cfg->gpt.layers));
+    TRY(read_int(name, g, "gpt", "layers", 1, ERASE_MAX_GPT_LAYERS, true, &cfg->gpt.layers));
     TRY(read_int(name, g, "gpt", "heads", 1, INT_MAX, false, &cfg->gpt.heads));
     TRY(read_int(name, g, "gpt", "width", 1, INT_MAX, false, &cfg->gpt.width));
     TRY(read_int(name, g, "gpt", "context", 1, INT_MAX, false, &cfg->gpt.context));
@@ -523,14 +523,17 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
     return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
 }
 
-erase_status_t erase_model_config_parse(const char *text, const char *name,
-                                        erase_model_config_t *cfg)
+/* Parse model text; `embedded`: text stored in a file, which includes nothing. */
+static erase_status_t parse_text(const char *text, const char *name, bool embedded, erase_model_config_t *cfg)
 {
     if (!text || !cfg)
         return ERASE_ERROR(ERASE_ERR_INVALID, "model config: NULL %s", text ? "cfg" : "text");
     if (!name)
         name = "<string>";
-    TRY(erase_config_text_check(text, strlen(text), name));
+    if (embedded)
+        TRY(erase_config_text_check_embedded(text, strlen(text), name));
+    else
+        TRY(erase_config_text_check(text, strlen(text), name));
     config_t lc;
     config_init(&lc);
     erase_status_t status;
@@ -546,6 +549,16 @@ erase_status_t erase_model_config_parse(const char *text, const char *name,
     }
     config_destroy(&lc);
     return status;
+}
+
+erase_status_t erase_model_config_parse(const char *text, const char *name, erase_model_config_t *cfg)
+{
+    return parse_text(text, name, false, cfg);
+}
+
+erase_status_t erase_model_config_parse_embedded(const char *text, const char *name, erase_model_config_t *cfg)
+{
+    return parse_text(text, name, true, cfg);
 }
 
 erase_status_t erase_model_config_load(const char *path, erase_model_config_t *cfg)
@@ -634,7 +647,8 @@ static bool formattable(const erase_model_config_t *cfg)
         return false;
     int layers = cfg->kind == ERASE_MODEL_CTR ? cfg->ctr.bottom_layers
                  : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : cfg->gpt.layers;
-    if (layers < 1 || layers > ERASE_MAX_LAYERS)
+    int most = cfg->kind == ERASE_MODEL_GPT ? ERASE_MAX_GPT_LAYERS : ERASE_MAX_LAYERS; /* the parser's */
+    if (layers < 1 || layers > most)
         return false;
     int blocks = erase_model_config_blocks(cfg);
     if (blocks < 1 || blocks > ERASE_MAX_BLOCKS || (cfg->cut_mask & ~all_cuts(blocks)) != 0)

@@ -53,6 +53,9 @@
 #define ERASE_CTR_FIELDS 26       /* categorical features */
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
+/* gpt layers: a layer is a block, so the blocks' bound; the parser and the
+ * writer (erase_model_config_format) both take it from here */
+#define ERASE_MAX_GPT_LAYERS ERASE_MAX_BLOCKS
 
 typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1, ERASE_MODEL_GPT = 2 } erase_model_kind_t;
 
@@ -131,6 +134,15 @@ erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int
  */
 erase_status_t erase_model_config_parse(const char *text, const char *name,
                                         erase_model_config_t *cfg);
+
+/*
+ * Parse model text stored inside a file (a checkpoint's /meta model;
+ * `name`: that file's path): as erase_model_config_parse, but the text
+ * reads no other file: @include anywhere in it is ERASE_ERR_FORMAT
+ * "D/ckpt-4.h5:3: @include: includes are not allowed in embedded text (it
+ * would read a file of its own choosing)" (lib/core/config_text.h).
+ */
+erase_status_t erase_model_config_parse_embedded(const char *text, const char *name, erase_model_config_t *cfg);
 
 /* Read and parse a model file. Errors: ERASE_ERR_IO (cannot read: the
  * message names the path and the reason), ERASE_ERR_FORMAT as above and

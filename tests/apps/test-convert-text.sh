@@ -76,7 +76,7 @@ mkfifo "$dir/fifo"
 timeout -k 2 20 apps/erase-convert tokens "$dir/fifo" -o "$dir/tok4" >/dev/null 2>"$dir/err"
 rc=$?
 expect 1 "$dir/err" \
-    "erase-convert tokens: error: $dir/fifo: not a regular file" \
+    "erase-convert tokens: error: $dir/fifo is a FIFO, expected a regular file" \
     "erase-convert tokens: no dataset written to $dir/tok4" && [ ! -e "$dir/tok4" ]
 tap $? "erase-convert tokens of a FIFO: status $rc at once (124: it waited), not a regular file"
 tap_report "$dir/err"

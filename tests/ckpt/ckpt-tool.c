@@ -13,14 +13,18 @@
  *                                none other; each Bi's step, cursor and
  *                                clock equal to A's.
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
- *                                bytes in the file (a damaged checkpoint)
+ *                                bytes in the file (a damaged checkpoint);
+ *                                of a GROUP: a bit of its object header
+ *                                (HDF5 cannot look names up in it)
  *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
  *   ckpt-tool set FILE [--fix-sum] OBJECT/ATTR=VALUE...  overwrite
  *                                attributes of /meta or /optim (e.g.
  *                                /meta/pp_size=2: another layout;
  *                                /optim/lr=nan); --fix-sum also rewrites
  *                                meta_fnv1a64 to match (the file must be
- *                                valid before)
+ *                                valid before); OBJECT/ATTR@TEXTFILE sets
+ *                                a string attribute to the file's text
+ *                                (/meta/model@forged.cfg)
  *   ckpt-tool rows-equal A B TENSOR  print how many rows of TENSOR
  *                                ("params/input/emb/0") are bitwise equal in A and B
  *
@@ -163,7 +167,12 @@ static int damage(const char *path, const char *dataset, int flip)
     haddr_t off = HADDR_UNDEF;
     hsize_t size = 0;
     int ok = f >= 0;
-    if (ok && flip) {
+    H5O_info_t info;
+    if (ok && flip && H5Oget_info_by_name2(f, dataset, &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 &&
+        info.type == H5O_TYPE_GROUP) { /* a byte of the group's object header (checksummed) */
+        off = info.addr;
+        size = 32;
+    } else if (ok && flip) {
         hid_t d = H5Dopen2(f, dataset, H5P_DEFAULT);
         if (d >= 0) {
             off = H5Dget_offset(d);
@@ -205,11 +214,34 @@ static int set_attrs(int argc, char **argv)
     const char *path = argv[0];
     int fix = argc > 1 && !strcmp(argv[1], "--fix-sum"), n = 0;
     ckpt_attr_t attrs[16] = { { 0 } };
-    char objects[16][16];
+    char objects[16][16], texts[16][4096];
     for (int i = 1 + fix; i < argc; i++, n++) {
         char *slash = strrchr(argv[i], '/'), *eq = strchr(argv[i], '='), *end = NULL;
+        char *at = strchr(argv[i], '@');
+        if (at && (!eq || eq > at)) { /* OBJECT/ATTR@FILE: the last '/' before '@' */
+            *at = '\0';
+            slash = strrchr(argv[i], '/');
+            *at = '@';
+        } else {
+            at = NULL;
+        }
+        if (at && slash && n < 16 && slash != argv[i] && (size_t)(slash - argv[i]) < 16) { /* a string from a file */
+            FILE *f = fopen(at + 1, "r");
+            size_t len = f ? fread(texts[n], 1, sizeof texts[n] - 1, f) : 0;
+            if (f)
+                fclose(f);
+            if (!f || len == 0) {
+                fprintf(stderr, "ckpt-tool set: %s: cannot read '%s'\n", argv[i], at + 1);
+                return 2;
+            }
+            texts[n][len] = '\0';
+            snprintf(objects[n], sizeof objects[n], "%.*s", (int)(slash - argv[i]), argv[i]);
+            *at = '\0';
+            attrs[n] = (ckpt_attr_t){ .object = objects[n], .attr = slash + 1, .text = texts[n] };
+            continue;
+        }
         if (n == 16 || !slash || !eq || eq < slash || slash == argv[i] || (size_t)(slash - argv[i]) >= 16) {
-            fprintf(stderr, "ckpt-tool set: '%s': expected /meta/ATTR=VALUE or /optim/ATTR=VALUE (at most 16)\n",
+            fprintf(stderr, "ckpt-tool set: '%s': expected /meta/ATTR=VALUE, /optim/ATTR=VALUE or /meta/ATTR@TEXTFILE (at most 16)\n",
                     argv[i]);
             return 2;
         }

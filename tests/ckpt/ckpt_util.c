@@ -20,6 +20,8 @@ static int set_field(erase_ckpt_meta_t *m, const ckpt_attr_t *a)
     else if (!strcmp(a->attr, "world_size")) m->world_size = (int)a->v;
     else if (!strcmp(a->attr, "dp_size")) m->dp_size = (int)a->v;
     else if (!strcmp(a->attr, "pp_size")) m->pp_size = (int)a->v;
+    else if (!strcmp(a->attr, "model") && a->text) m->model = a->text;
+    else if (!strcmp(a->attr, "options") && a->text) m->options = a->text;
     else return -1;
     return 0;
 }
@@ -50,7 +52,10 @@ int ckpt_set_attrs(const char *path, const ckpt_attr_t *attrs, int n, int fix, c
         hid_t o = H5Oopen(f, attrs[i].object, H5P_DEFAULT);
         hid_t a = o >= 0 ? H5Aopen(o, attrs[i].attr, H5P_DEFAULT) : -1;
         int lr = !strcmp(attrs[i].attr, "lr");
-        ok = a >= 0 && H5Awrite(a, lr ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, lr ? (const void *)&attrs[i].lr
+        if (attrs[i].text) /* replaced: another length is another type */
+            ok = a >= 0 && H5Aclose(a) >= 0 && (a = -1, erase_h5_attr_write_string(o, attrs[i].attr, attrs[i].text) == 0);
+        else
+            ok = a >= 0 && H5Awrite(a, lr ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, lr ? (const void *)&attrs[i].lr
                                                                                   : (const void *)&attrs[i].v) >= 0;
         if (!ok)
             snprintf(why, size, "%s: cannot set %s %s", path, attrs[i].object, attrs[i].attr);

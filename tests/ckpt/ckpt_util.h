@@ -10,11 +10,13 @@
 #include <stdint.h>
 
 /* One attribute: object "/meta" or "/optim", its name, the new value
- * (`lr` for /optim lr, `v` for the integer attributes). */
+ * (`lr` for /optim lr, `text` for a string attribute such as /meta model,
+ * `v` for the integer attributes). */
 typedef struct {
     const char *object, *attr;
     int64_t v;
     float lr;
+    const char *text;
 } ckpt_attr_t;
 
 /*

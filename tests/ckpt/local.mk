@@ -41,6 +41,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
 # Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-interrupt.sh
+# forged and odd files: gpt layer bound, FIFOs, attribute bounds, @include in checkpoints (issue 32)
+CKPT_TEST_DRIVERS += tests/ckpt/test-forged.sh
 TESTS += $(CKPT_TEST_DRIVERS)
 EXTRA_DIST += $(CKPT_TEST_DRIVERS) tests/ckpt/ckpt.sh tests/ckpt/soak.sh
 

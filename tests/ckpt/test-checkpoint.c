@@ -308,6 +308,16 @@ static void set_huge_shape(const char *file, const char *path, hsize_t rows, hsi
 
 /* A checkpoint of step 10 in scratch/sub: its path in good, and the path
  * of a copy to damage, sub/bad.h5, in bad (both 4096 bytes). */
+/* Remove the attribute meta_fnv1a64 (an older erase's checkpoint). */
+static void drop_meta_sum(const char *path)
+{
+    erase_h5_enter();
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(H5Adelete(f, "meta_fnv1a64") >= 0);
+    H5Fclose(f);
+    erase_h5_leave();
+}
+
 static void good_and_bad(const char *sub, char *good, char *bad)
 {
     const char *dir = io_path(scratch, sub);
@@ -412,6 +422,13 @@ static void test_meta_attributes(void **unused)
         { "/meta", "samples_seen", 321, 0, 0, "the attributes of /meta and /optim: checksum " },
         { "/meta", "epoch", -1, 0, 1, "attribute /meta epoch = -1: expected an integer >= 0" },
         { "/meta", "global_batch", 0, 0, 1, "attribute /meta global_batch = 0: expected an integer >= 1" },
+        /* issue 32: INT64_MAX overflowed erase-train's sample count (UBSan) */
+        { "/meta", "samples_seen", INT64_MAX, 0, 1,
+          "attribute /meta samples_seen = 9223372036854775807: expected an integer <= 4611686018427387904" },
+        { "/meta", "epoch", INT64_MAX, 0, 1,
+          "attribute /meta epoch = 9223372036854775807: expected an integer <= 1099511627776" },
+        { "/meta", "global_batch", INT64_MAX, 0, 1,
+          "attribute /meta global_batch = 9223372036854775807: expected an integer <= 2147483648" },
         { "/meta", "dp_size", 0, 0, 1, "attribute /meta dp_size = 0: expected an integer >= 1" },
         { "/meta", "dp_size", (int64_t)1 << 32, 0, 0, "attribute /meta dp_size = 4294967296: expected an integer <= 1000000" },
         { "/meta", "world_size", 3, 0, 1, "attribute /meta world_size = 3: expected dp_size x pp_size = 2 x 1" },
@@ -423,13 +440,13 @@ static void test_meta_attributes(void **unused)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         copy_file(good, bad);
-        set_attr(bad, &(ckpt_attr_t){ cases[i].object, cases[i].attr, cases[i].v, cases[i].lr }, cases[i].fix);
+        set_attr(bad, &(ckpt_attr_t){ cases[i].object, cases[i].attr, cases[i].v, cases[i].lr, NULL }, cases[i].fix);
         printf("# %s %s%s\n", cases[i].object, cases[i].attr, cases[i].fix ? " (checksum fixed up)" : "");
         expect_damage(bad, cases[i].why);
     }
     /* in range with the checksum fixed up: accepted (so the fix-up above is right) */
     copy_file(good, bad);
-    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", 11, 0 }, 1);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", 11, 0, NULL }, 1);
     erase_ckpt_t *ck;
     MUST(erase_ckpt_open(bad, &ck));
     assert_int_equal(erase_ckpt_meta(ck)->step, 11);
@@ -437,19 +454,28 @@ static void test_meta_attributes(void **unused)
     /* no checksum of the attributes (an older erase's checkpoint): loaded,
      * range-checked only, and said so; out of range still refused */
     copy_file(good, bad);
-    erase_h5_enter();
-    hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(H5Adelete(f, "meta_fnv1a64") >= 0);
-    H5Fclose(f);
-    erase_h5_leave();
+    drop_meta_sum(bad);
     MUST(erase_ckpt_open(bad, &ck));
     assert_int_equal(erase_ckpt_attributes_summed(ck), 0);
     erase_ckpt_close(ck);
     MUST(erase_ckpt_open(good, &ck));
     assert_int_equal(erase_ckpt_attributes_summed(ck), 1);
     erase_ckpt_close(ck);
-    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", -5, 0 }, 0);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", -5, 0, NULL }, 0);
     expect_damage(bad, "attribute /meta step = -5: expected an integer >= 0");
+    /* issue 32: the bounds hold on this path too */
+    static const char *const unsummed[][2] = {
+        { "samples_seen", "attribute /meta samples_seen = 9223372036854775807: expected an integer <= 4611686018427387904" },
+        { "epoch", "attribute /meta epoch = 9223372036854775807: expected an integer <= 1099511627776" },
+        { "global_batch", "attribute /meta global_batch = 9223372036854775807: expected an integer <= 2147483648" },
+    };
+    for (size_t i = 0; i < sizeof unsummed / sizeof unsummed[0]; i++) {
+        copy_file(good, bad);
+        drop_meta_sum(bad);
+        set_attr(bad, &(ckpt_attr_t){ "/meta", unsummed[i][0], INT64_MAX, 0, NULL }, 0);
+        printf("# /meta %s, no meta_fnv1a64\n", unsummed[i][0]);
+        expect_damage(bad, unsummed[i][1]);
+    }
 
     /* the canonical text the checksum covers (io/checkpoint.h) */
     state_t s;
