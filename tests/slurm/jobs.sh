@@ -129,8 +129,8 @@ check_summary() {
 }
 
 # submit NAME SBATCH [sbatch options] -- [erase-train options]: the job id;
-# output in $dir/NAME.out, checkpoints in $dir/NAME.ckpt; the run file is
-# $run if set, else $dir/tiny.run.
+# output in $dir/NAME.out, checkpoints in $ckpt if set, else
+# $dir/NAME.ckpt; the run file is $run if set, else $dir/tiny.run.
 submit() {
     local name=$1 job=$2 sb=()
     shift 2
@@ -143,7 +143,7 @@ submit() {
     # crashed rank) go under this test's directory.
     OMPI_MCA_mpi_yield_when_idle=1 TMPDIR=$dir/tmp OMPI_MCA_btl_vader_backing_directory=$dir/shm \
         ERASE_TOP=$src ERASE_BUILD=$build ERASE_DATA=$dir/data ERASE_RUN=${run:-$dir/tiny.run} \
-        ERASE_CHECKPOINT_DIR=$dir/$name.ckpt \
+        ERASE_CHECKPOINT_DIR=${ckpt:-$dir/$name.ckpt} \
         cluster_cmd timeout 30 sbatch --parsable --chdir="$dir" --output="$dir/$name.out" --job-name="$name" \
         "${sb[@]}" "$src/jobs/$job" "$@"
 }

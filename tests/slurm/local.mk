@@ -5,7 +5,10 @@
 # minutes): they test the job scripts and Slurm's plumbing; erase-train's
 # threads, signals and ranks run under ThreadSanitizer in tests/ckpt
 # (test-kill-resume, SIGUSR1 in test-pipeline) and tests/sched.
-SLURM_TEST_DRIVERS = tests/slurm/test-sbatch.sh tests/slurm/test-sbatch-multinode.sh
+# test-sbatch-lock.sh: a --checkpoint-dir's lock through Slurm: a requeue
+# waits for its previous allocation, a second job is refused (issue 32)
+SLURM_TEST_DRIVERS = tests/slurm/test-sbatch.sh tests/slurm/test-sbatch-multinode.sh \
+	tests/slurm/test-sbatch-lock.sh
 if !ERASE_TSAN
 TESTS += $(SLURM_TEST_DRIVERS)
 endif
