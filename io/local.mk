@@ -16,6 +16,7 @@ io_liberase_io_a_SOURCES = \
 	io/tok_shard_write.c io/tok_shard_write.h \
 	io/tok_reader.c io/tok_reader.h \
 	io/tok_convert.c io/tok_convert.h \
+	io/tokenizer.h \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
