@@ -51,3 +51,9 @@ bin_PROGRAMS += apps/erase-sample
 apps_erase_sample_SOURCES = apps/erase-sample.c $(CLI_ARGS_SOURCES)
 apps_erase_sample_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_sample_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+
+# erase-tokenizer: BPE tokenizers compatible with nanochat's (train, encode, decode, info; issue 33)
+bin_PROGRAMS += apps/erase-tokenizer
+apps_erase_tokenizer_SOURCES = apps/erase-tokenizer.c $(CLI_ARGS_SOURCES)
+apps_erase_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_tokenizer_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
