@@ -182,7 +182,7 @@ static int parse_coding(const char *cmd, int argc, char **argv, const char **pat
             *threads = atoi(optarg);
             break;
         case 'h':
-            printf("usage: %s --tokenizer TOKENIZER [FILE]   (FILE or stdin: -)\n"
+            printf("usage: %s --tokenizer TOKENIZER [FILE]   (FILE or stdin: -; encode: FILE... a line each)\n"
                    "  encode: the ids of the text, one line, a space between; --specials: the special\n"
                    "  tokens' names in the text become their ids; --threads N: encode on N threads\n"
                    "  decode: the bytes of whitespace-separated ids\n",
@@ -195,9 +195,9 @@ static int parse_coding(const char *cmd, int argc, char **argv, const char **pat
     if (!*path)
         return usage_error(cmd, "--tokenizer TOKENIZER is required");
     if (optind < argc)
-        *input = argv[optind++];
-    if (optind < argc)
-        return cli_unexpected(tool, argv[optind]);
+        *input = argv[optind];
+    if (optind + 1 < argc && strcmp(cmd, "encode"))
+        return cli_unexpected(tool, argv[optind + 1]);
     return 0;
 }
 
@@ -210,20 +210,25 @@ static int cmd_encode(int argc, char **argv)
     erase_tokenizer_t *tok;
     if (erase_tokenizer_load(path, &tok) != ERASE_OK)
         return failed("encode");
-    uint8_t *text;
-    size_t n;
-    erase_token_ids_t ids = {0};
-    if (slurp("encode", input, &text, &n)) {
-        erase_tokenizer_free(tok);
-        return 1;
+    /* FILE... (optind: the first; none: stdin): one line of ids per file */
+    int first = optind, files = optind < argc ? argc - optind : 1;
+    for (int f = 0; rc == 0 && f < files; f++) {
+        const char *name = first < argc ? argv[first + f] : input;
+        uint8_t *text;
+        size_t n;
+        erase_token_ids_t ids = {0};
+        if (slurp("encode", name, &text, &n)) {
+            rc = 1;
+            break;
+        }
+        rc = erase_tokenizer_encode(tok, text, n, flags, threads, &ids) == ERASE_OK ? 0 : failed("encode");
+        for (size_t i = 0; rc == 0 && i < ids.count; i++)
+            printf(i ? " %u" : "%u", ids.ids[i]);
+        if (rc == 0)
+            printf("\n");
+        erase_token_ids_free(&ids);
+        free(text);
     }
-    rc = erase_tokenizer_encode(tok, text, n, flags, threads, &ids) == ERASE_OK ? 0 : failed("encode");
-    for (size_t i = 0; rc == 0 && i < ids.count; i++)
-        printf(i ? " %u" : "%u", ids.ids[i]);
-    if (rc == 0)
-        printf("\n");
-    erase_token_ids_free(&ids);
-    free(text);
     erase_tokenizer_free(tok);
     return rc;
 }
