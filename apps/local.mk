@@ -26,6 +26,8 @@ apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 apps_erase_bench_SOURCES += apps/bench/bench_pipeline.c
 # erase-bench scale: the cost model of data-parallel steps (issue 18)
 apps_erase_bench_SOURCES += apps/bench/bench_scale.c
+# erase-bench tokenizer: BPE training and encoding vs rustbpe and tiktoken (issue 33)
+apps_erase_bench_SOURCES += apps/bench/bench_tokenizer.c
 apps_erase_bench_SOURCES += $(CLI_ARGS_SOURCES)
 
 # erase-train: the main job; erase-score: predictions of a checkpoint, by
