@@ -26,6 +26,102 @@ static uint32_t pair_rank(const erase_tokenizer_t *tok, uint32_t left, uint32_t 
     return erase_u64_map_get(&tok->by_pair, (uint64_t)left << 32 | right);
 }
 
+/* Pieces longer than this merge through a heap (n log n) instead of
+ * scanning for the lowest rank at every merge (n^2). */
+#define LONG_PIECE 128
+
+typedef struct {
+    uint32_t id, rank;    /* its token; the rank of it and the next part merged */
+    int64_t prev, next;   /* -1: none */
+    uint32_t version;     /* bumped whenever rank changes; UINT32_MAX: merged away */
+} part_t;
+
+typedef struct {
+    uint32_t rank, version;
+    uint64_t at; /* the part's index: its first byte, so the leftmost sorts first */
+} merge_t;
+
+static int merge_before(const merge_t *a, const merge_t *b)
+{
+    return a->rank != b->rank ? a->rank < b->rank : a->at < b->at;
+}
+
+static void merge_push(merge_t *heap, size_t *count, merge_t m)
+{
+    size_t i = (*count)++;
+    while (i > 0 && merge_before(&m, &heap[(i - 1) / 2])) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = m;
+}
+
+static merge_t merge_pop(merge_t *heap, size_t *count)
+{
+    merge_t top = heap[0], last = heap[--*count];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *count)
+            break;
+        if (c + 1 < *count && merge_before(&heap[c + 1], &heap[c]))
+            c++;
+        if (!merge_before(&heap[c], &last))
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (*count)
+        heap[i] = last;
+    return top;
+}
+
+/* Set part i's rank with its next part and queue it. */
+static void requeue(const erase_tokenizer_t *tok, part_t *parts, int64_t i, merge_t *heap, size_t *count)
+{
+    part_t *a = &parts[i];
+    a->rank = a->next < 0 ? ERASE_NO_RANK : pair_rank(tok, a->id, parts[a->next].id);
+    a->version++;
+    if (a->rank != ERASE_NO_RANK)
+        merge_push(heap, count, (merge_t){a->rank, a->version, (uint64_t)i});
+}
+
+/* encode_piece's merging for a long piece: the same order (the lowest
+ * rank, then the leftmost), the candidates in a heap. */
+static erase_status_t merge_long(const erase_tokenizer_t *tok, const uint8_t *p, size_t n, erase_token_ids_t *out)
+{
+    part_t *parts = malloc(n * sizeof *parts);
+    merge_t *heap = malloc(3 * n * sizeof *heap); /* n at first, 2 more per merge, n - 1 merges at most */
+    if (!parts || !heap) {
+        free(parts), free(heap);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "encode: out of memory (a piece of %zu bytes)", n);
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        parts[i] = (part_t){p[i], ERASE_NO_RANK, (int64_t)i - 1, i + 1 < n ? (int64_t)i + 1 : -1, 0};
+    for (size_t i = 0; i + 1 < n; i++)
+        requeue(tok, parts, (int64_t)i, heap, &count);
+    while (count) {
+        merge_t m = merge_pop(heap, &count);
+        part_t *a = &parts[m.at];
+        if (a->version != m.version)
+            continue; /* stale: merged away or its rank changed since */
+        int64_t gone = a->next;
+        a->id = a->rank;
+        a->next = parts[gone].next;
+        if (a->next >= 0)
+            parts[a->next].prev = (int64_t)m.at;
+        parts[gone].version = UINT32_MAX;
+        requeue(tok, parts, (int64_t)m.at, heap, &count);
+        if (a->prev >= 0)
+            requeue(tok, parts, a->prev, heap, &count);
+    }
+    for (int64_t i = 0; i >= 0; i = parts[i].next)
+        out->ids[out->count++] = parts[i].id;
+    free(parts), free(heap);
+    return ERASE_OK;
+}
+
 /* One piece (n >= 1 bytes) into out->ids (room for n ids reserved):
  * the lowest-ranked adjacent pair merged first, the leftmost on ties. */
 static erase_status_t encode_piece(const erase_tokenizer_t *tok, const uint8_t *p, size_t n, erase_token_ids_t *out)
@@ -35,9 +131,9 @@ static erase_status_t encode_piece(const erase_tokenizer_t *tok, const uint8_t *
         out->ids[out->count++] = whole;
         return ERASE_OK;
     }
-    uint32_t stack[2 * 128], *parts = stack;
-    if (n > 128 && !(parts = malloc(2 * n * sizeof *parts)))
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "encode: out of memory (a piece of %zu bytes)", n);
+    if (n > LONG_PIECE)
+        return merge_long(tok, p, n, out);
+    uint32_t stack[2 * LONG_PIECE], *parts = stack;
     uint32_t *ranks = parts + n; /* ranks[i]: the rank of parts[i] + parts[i+1] */
     size_t m = n;
     for (size_t i = 0; i < n; i++)
@@ -64,8 +160,6 @@ static erase_status_t encode_piece(const erase_tokenizer_t *tok, const uint8_t *
     }
     memcpy(out->ids + out->count, parts, m * sizeof *parts);
     out->count += m;
-    if (parts != stack)
-        free(parts);
     return ERASE_OK;
 }
 

@@ -12,7 +12,7 @@
 need apps/erase-tokenizer
 venv_need rustbpe tiktoken
 workdir
-echo "1..18"
+echo "1..21"
 for run in "512 nanochat 1" "4096 nanochat 2" "512 gpt4 3"; do
     set -- $run
     "$venv_python" "${srcdir:-.}/tests/io/tokenizer_compat.py" apps/erase-tokenizer \

@@ -109,6 +109,10 @@ sample = ("Hello world, caf\u00e9 na\u00efve \u00c9COLE \u4f60\u597d\u4e16\u754c
           "  two  spaces\tand\ttabs   \n\n\n\r\n \r\n\t\n   trailing   \u00a0nbsp\u2003em\u3000ideo\u2028ls\n"
           "(parens) [brackets] {braces} <angle> \"quotes\" ...ellipsis --dashes-- @#$%^&*\n    ")
 compare("unicode, whitespace runs, digits, contractions", [sample, sample.strip(), " " * 7, "\n" * 5, "a\n\n b"])
+words = re.findall(r"[a-z]+", held_out.lower())
+compare("long pieces (letters, CJK, punctuation, spaces: merged by the heap)",
+        ["".join(words[:3000]), "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000)),
+         "-=" * 2000 + "-" * 1001, " " * 3000 + "x", "\n" * 2000, "".join(words[:500]).upper() + "'s"])
 compare("special tokens", ["<|bos|>" + held_out[:2000] + "<|user_start|>hi<|user_end|><|assistant_start|>"
                            "12345<|assistant_end|><|python_start|>x=1<|python_end|><|output_start|>1<|output_end|>",
                            "<|bos|><|bos|> <|bos|>\n<|bos"], specials=True)
