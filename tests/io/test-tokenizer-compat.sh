@@ -8,7 +8,7 @@
 # held-out text, unicode, whitespace runs, digits, special tokens and
 # seeded random strings (tests/io/tokenizer_compat.py).
 . "$(dirname "$0")/../comm/mpi.sh"
-. "${srcdir:-.}/tests/venv.sh"
+. "$(dirname "$0")/../venv.sh"
 need apps/erase-tokenizer
 venv_need rustbpe tiktoken
 workdir

@@ -6,7 +6,8 @@
  * UTF-8 of every length, bytes that are not UTF-8, special token names),
  * with and without special tokens, and the pre-tokenizer's pieces cover
  * each string exactly; bytes that are not UTF-8 stay their byte tokens; 2
- * threads give the ids of 1 thread on the whole text; the file saved and
+ * threads give the ids of 1 thread on the whole text, and training on 1
+ * and 3 threads the same tokenizer; the file saved and
  * loaded has the same identity and the same ids; special tokens only when
  * asked; the byte count of ids; the vocab limits refused with exact text.
  * (The equality with rustbpe and tiktoken: test-tokenizer-compat.sh.)
@@ -169,6 +170,17 @@ static void test_threads(void **state)
     free(narrow);
     erase_token_ids_free(&one);
     erase_token_ids_free(&two);
+    /* training: 1 and 3 threads counting the pieces make the same tokenizer */
+    erase_tokenizer_train_options_t o = erase_tokenizer_train_options_default();
+    erase_tokenizer_t *a, *b;
+    o.vocab = 512, o.threads = 1;
+    MUST(erase_tokenizer_train_buffer(text, text_bytes, &o, &a));
+    o.threads = 3;
+    MUST(erase_tokenizer_train_buffer(text, text_bytes, &o, &b));
+    assert_true(erase_tokenizer_identity(a) == erase_tokenizer_identity(tok));
+    assert_true(erase_tokenizer_identity(b) == erase_tokenizer_identity(tok));
+    erase_tokenizer_free(a);
+    erase_tokenizer_free(b);
 }
 
 static void test_save_load(void **state)
