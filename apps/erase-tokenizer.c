@@ -154,6 +154,10 @@ static int cmd_train(int argc, char **argv)
         printf("%s: vocab %" PRId64 " (256 bytes, %" PRId64 " merges, %d special tokens), identity %s, %.2f s\n", out,
                erase_tokenizer_vocab(tok), erase_tokenizer_merges(tok), ERASE_TOKENIZER_SPECIALS, hex,
                erase_now_s() - t0);
+    if (erase_tokenizer_vocab(tok) < o.vocab)
+        fprintf(stderr, "erase-tokenizer train: note: the text gave %" PRId64 " merges of the %" PRId64
+                        " asked (no pair left to merge): vocab %" PRId64 "\n",
+                erase_tokenizer_merges(tok), o.vocab - ERASE_TOKENIZER_MIN_VOCAB, erase_tokenizer_vocab(tok));
     erase_tokenizer_free(tok);
     return 0;
 }

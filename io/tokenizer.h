@@ -164,6 +164,15 @@ int64_t erase_tokenizer_count_bytes(const erase_tokenizer_t *tok, const uint32_t
 erase_status_t erase_tokenizer_encode(const erase_tokenizer_t *tok, const uint8_t *text, size_t n, int flags,
                                       int threads, erase_token_ids_t *out);
 
+/*
+ * Where text[0..n) may be cut into chunks that encode separately to the ids
+ * of the whole (for encoding a stream chunk by chunk): the first offset >=
+ * from just after a newline followed by an ASCII letter (a piece always
+ * ends there and no special token name straddles it); n if none, which is
+ * a safe end only at the end of the input.
+ */
+size_t erase_tokenizer_chunk_end(const uint8_t *text, size_t n, size_t from);
+
 /* The same into uint16 ids (vocab <= 65536): *out is malloc'ed, *count set. */
 erase_status_t erase_tokenizer_encode16(const erase_tokenizer_t *tok, const uint8_t *text, size_t n, int flags,
                                         int threads, uint16_t **out, size_t *count);

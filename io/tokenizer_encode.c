@@ -269,6 +269,11 @@ erase_status_t erase_tokenizer_encode(const erase_tokenizer_t *tok, const uint8_
     return st;
 }
 
+size_t erase_tokenizer_chunk_end(const uint8_t *text, size_t n, size_t from)
+{
+    return erase_pretokenize_safe_cut(text, n, from);
+}
+
 erase_status_t erase_tokenizer_encode16(const erase_tokenizer_t *tok, const uint8_t *text, size_t n, int flags,
                                         int threads, uint16_t **out, size_t *count)
 {

@@ -6,7 +6,8 @@
  * UTF-8 of every length, bytes that are not UTF-8, special token names),
  * with and without special tokens, and the pre-tokenizer's pieces cover
  * each string exactly; bytes that are not UTF-8 stay their byte tokens; 2
- * threads give the ids of 1 thread on the whole text, and training on 1
+ * threads and chunks cut at erase_tokenizer_chunk_end give the ids of 1
+ * thread on the whole text, and training on 1
  * and 3 threads the same tokenizer; the file saved and
  * loaded has the same identity and the same ids; special tokens only when
  * asked; the byte count of ids; the vocab limits refused with exact text.
@@ -161,6 +162,18 @@ static void test_threads(void **state)
     assert_true(one.count > 0 && one.count < text_bytes);
     assert_int_equal(one.count, two.count);
     assert_memory_equal(one.ids, two.ids, one.count * sizeof *one.ids);
+    /* chunks cut by erase_tokenizer_chunk_end encode to the same ids */
+    erase_token_ids_t chunked = {0};
+    size_t cuts = 0;
+    for (size_t from = 0; from < text_bytes; cuts++) {
+        size_t end = erase_tokenizer_chunk_end(text, text_bytes, from + 1000 < text_bytes ? from + 1000 : text_bytes);
+        MUST(erase_tokenizer_encode(tok, text + from, end - from, 0, 1, &chunked));
+        from = end;
+    }
+    assert_true(cuts > 100);
+    assert_int_equal(chunked.count, one.count);
+    assert_memory_equal(chunked.ids, one.ids, one.count * sizeof *one.ids);
+    erase_token_ids_free(&chunked);
     uint16_t *narrow;
     size_t count;
     MUST(erase_tokenizer_encode16(tok, text, text_bytes, 0, 2, &narrow, &count));
