@@ -15,9 +15,10 @@
  * on load): GPT-4's (cl100k's) with numbers in runs of 1..K digits, K in
  * {1, 2, 3}; K = 3 is GPT-4's (ERASE_SPLIT_PATTERN_GPT4), K = 2 nanochat's
  * SPLIT_PATTERN (ERASE_SPLIT_PATTERN_NANOCHAT, the default). The splitter is
- * our own code (io/pretokenize.h): letters \p{L}, numbers \p{N} from Unicode
- * 15.0's UnicodeData.txt (io/unicode_classes.c, made by
- * io/gen_unicode_classes.py), \s = Unicode White_Space. Bytes that are not
+ * our own code (io/pretokenize.h): letters \p{L}, numbers \p{N} of Unicode
+ * 16.0, the regex crate's in tiktoken 0.14 and rustbpe 0.1.0
+ * (io/unicode_classes.c, made by io/gen_unicode_classes.py), \s = Unicode
+ * White_Space. Bytes that are not
  * UTF-8 are each one "other" character (neither letter, number nor space):
  * any bytes encode, and decode(encode(x)) == x for every x.
  *

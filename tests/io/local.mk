@@ -52,4 +52,4 @@ EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh te
 # erase's BPE tokenizer against rustbpe's merges and tiktoken's ids, in a venv made by
 # tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
 TESTS += tests/io/test-tokenizer-compat.sh
-EXTRA_DIST += tests/io/test-tokenizer-compat.sh tests/io/tokenizer_compat.py tests/venv.sh
+EXTRA_DIST += tests/io/test-tokenizer-compat.sh tests/io/tokenizer_compat.py tests/io/tokenizer_classes.py tests/venv.sh
