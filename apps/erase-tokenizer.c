@@ -198,6 +198,8 @@ static int parse_coding(const char *cmd, int argc, char **argv, const char **pat
     }
     if (!*path)
         return usage_error(cmd, "--tokenizer TOKENIZER is required");
+    if (strcmp(cmd, "encode") && (*flags || *threads != 1))
+        return usage_error(cmd, "--specials and --threads are options of encode (decode does nothing with them)");
     if (optind < argc)
         *input = argv[optind];
     if (optind + 1 < argc && strcmp(cmd, "encode"))

@@ -4,12 +4,13 @@
 # merge, a token that is no merge, a vocab above what uint16 shards hold,
 # is refused by one line naming the file and the fault (status 1) and
 # nothing is written (encode prints no ids); train refuses --vocab above
-# 65536 (status 2) and a missing text, writing no tokenizer file; bytes
+# 65536 (status 2) and a missing text, writing no tokenizer file; decode
+# refuses encode's options (status 2); bytes
 # that are not UTF-8 go through encode and decode unchanged.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-tokenizer
 workdir
-echo "1..10"
+echo "1..11"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 tool=apps/erase-tokenizer
 
@@ -80,4 +81,11 @@ $tool encode --tokenizer "$dir/good.tok" "$dir/bytes.bin" >"$dir/ids" 2>"$dir/er
     $tool decode --tokenizer "$dir/good.tok" "$dir/ids" >"$dir/back.bin" 2>>"$dir/err" &&
     cmp -s "$dir/bytes.bin" "$dir/back.bin" && grep -qw 255 "$dir/ids"
 tap $? "bytes that are not UTF-8: encode then decode gives them back (0xff its byte token)"
+tap_report "$dir/err"
+
+$tool decode --tokenizer "$dir/good.tok" --specials "$dir/ids" >"$dir/out" 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-tokenizer decode: --specials and --threads are options of encode (decode does nothing with them)" &&
+    [ ! -s "$dir/out" ]
+tap $? "decode --specials: status $rc, an option that would do nothing refused"
 tap_report "$dir/err"
