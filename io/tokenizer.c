@@ -451,6 +451,7 @@ erase_status_t erase_tokenizer_save(const erase_tokenizer_t *tok, const char *pa
         st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     } else {
         int bad = fwrite(text, 1, n, f) != n;
+        bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
         bad |= fclose(f) != 0;
         if (bad || rename(tmp, path) != 0) {
             st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write: %s", path, strerror(errno));

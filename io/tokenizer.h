@@ -126,8 +126,9 @@ erase_status_t erase_tokenizer_train_buffer(const uint8_t *text, size_t bytes,
  */
 erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out);
 
-/* Write the tokenizer file to PATH atomically (a temporary file renamed; on
- * failure nothing is left at PATH). Errors: ERASE_ERR_IO naming PATH. */
+/* Write the tokenizer file to PATH atomically (a temporary file, synced,
+ * renamed; on failure nothing is left at PATH and no temporary file).
+ * Errors: ERASE_ERR_IO "PATH: cannot write: <reason>"; ERASE_ERR_NOMEM. */
 erase_status_t erase_tokenizer_save(const erase_tokenizer_t *tok, const char *path);
 
 void erase_tokenizer_free(erase_tokenizer_t *tok);
@@ -160,7 +161,8 @@ int64_t erase_tokenizer_count_bytes(const erase_tokenizer_t *tok, const uint32_t
  * Encode n bytes of text (any bytes), appending the ids to *out (grown as
  * needed). threads > 1 splits the text at piece boundaries (a newline
  * before a letter) and encodes the parts at once: the same ids as one
- * thread. Errors: ERASE_ERR_NOMEM (out keeps what it had).
+ * thread (a text under 64 KiB: one thread). Errors: ERASE_ERR_NOMEM (out
+ * may then hold some of the ids after what it had: discard them).
  */
 erase_status_t erase_tokenizer_encode(const erase_tokenizer_t *tok, const uint8_t *text, size_t n, int flags,
                                       int threads, erase_token_ids_t *out);
