@@ -22,6 +22,7 @@ static const struct {
     { "data", bench_data, "converter lines/s and CTR reader samples/s on one core (compressed and not)" },
     { "pipeline", bench_pipeline, "--simulate: gpipe, 1f1b, paci replayed from stage times: throughput, bubble, drift; P <= 64" },
     { "scale", bench_scale, "cost model: step time, early-backward gain, efficiency on N nodes x G ranks (alpha-beta links)" },
+    { "tokenizer", bench_tokenizer, "BPE training time and encoding MB/s (1, 2 threads); vs rustbpe and tiktoken (--reference)" },
     { "subnormal", bench_subnormal, "samples/s early vs late as a model memorizes a batch (ERASE_FTZ=0: no flush-to-zero)" },
 };
 

@@ -26,6 +26,8 @@ apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 apps_erase_bench_SOURCES += apps/bench/bench_pipeline.c
 # erase-bench scale: the cost model of data-parallel steps (issue 18)
 apps_erase_bench_SOURCES += apps/bench/bench_scale.c
+# erase-bench tokenizer: BPE training and encoding vs rustbpe and tiktoken (issue 33)
+apps_erase_bench_SOURCES += apps/bench/bench_tokenizer.c
 apps_erase_bench_SOURCES += $(CLI_ARGS_SOURCES)
 
 # erase-train: the main job; erase-score: predictions of a checkpoint, by
@@ -52,3 +54,9 @@ bin_PROGRAMS += apps/erase-sample
 apps_erase_sample_SOURCES = apps/erase-sample.c $(CLI_ARGS_SOURCES)
 apps_erase_sample_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_sample_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+
+# erase-tokenizer: BPE tokenizers compatible with nanochat's (train, encode, decode, info; issue 33)
+bin_PROGRAMS += apps/erase-tokenizer
+apps_erase_tokenizer_SOURCES = apps/erase-tokenizer.c $(CLI_ARGS_SOURCES)
+apps_erase_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_tokenizer_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

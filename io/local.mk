@@ -16,6 +16,8 @@ io_liberase_io_a_SOURCES = \
 	io/tok_shard_write.c io/tok_shard_write.h \
 	io/tok_reader.c io/tok_reader.h \
 	io/tok_convert.c io/tok_convert.h \
+	io/tokenizer.h io/tokenizer.c io/tokenizer_internal.h io/tokenizer_train.c io/tokenizer_encode.c \
+	io/pretokenize.h io/pretokenize.c io/unicode_classes.c \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
@@ -31,6 +33,8 @@ io_liberase_io_a_SOURCES = \
 	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
 	io/checkpoint_write.c io/checkpoint_read.c
 EXTRA_DIST += io/README.md
+# The generator of io/unicode_classes.c (the pre-tokenizer's Unicode classes; issue 33)
+EXTRA_DIST += io/gen_unicode_classes.py
 
 # What a program using io/ links, before $(ERASE_LIBS).
 ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS)

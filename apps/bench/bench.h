@@ -17,6 +17,7 @@ int bench_schedules(int argc, char **argv);
 int bench_subnormal(int argc, char **argv);
 int bench_pipeline(int argc, char **argv);
 int bench_scale(int argc, char **argv);
+int bench_tokenizer(int argc, char **argv);
 
 /* "cpu" / "cuda" (a --device value) -> *kind; -1 for anything else. */
 int bench_parse_device(const char *text, erase_device_kind_t *kind);

@@ -25,6 +25,10 @@ APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
 # erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
+# erase-tokenizer: bad tokenizer files refused by one line each, nothing written; non-UTF-8 round trip (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-tokenizer-errors.sh
+# erase-bench tokenizer: the table's rows and spreads, with the rustbpe/tiktoken reference when its venv is there (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-bench-tokenizer.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic

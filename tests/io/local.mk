@@ -1,6 +1,6 @@
 # tests/io: Criteo conversion, CTR shards and the reader (CTR, classification and token-window rows), synthetic data, MNIST (make check).
 if HAVE_CMOCKA
-IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct tests/io/test-tok
+IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct tests/io/test-tok tests/io/test-tokenizer
 check_PROGRAMS += $(IO_TESTS)
 TESTS += $(IO_TESTS)
 IO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) -DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
@@ -34,6 +34,11 @@ tests_io_test_tok_SOURCES = tests/io/test-tok.c tests/io/io_util.c tests/io/io_u
 tests_io_test_tok_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_io_test_tok_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_tok_LDADD = $(IO_TEST_LIBS)
+# The BPE tokenizer: round trips of fuzzed bytes, threads, the file, special tokens (issue 33)
+tests_io_test_tokenizer_SOURCES = tests/io/test-tokenizer.c tests/io/io_util.c tests/io/io_util.h
+tests_io_test_tokenizer_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_tokenizer_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_tokenizer_LDADD = $(IO_TEST_LIBS)
 endif
 
 # The reader in a real MPI job (CTR rows on 3 ranks, classification rows
@@ -44,3 +49,7 @@ tests_io_test_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_io_test_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh
 EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh tests/io/reader-mpi.sh
+# erase's BPE tokenizer against rustbpe's merges and tiktoken's ids, in a venv made by
+# tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
+TESTS += tests/io/test-tokenizer-compat.sh
+EXTRA_DIST += tests/io/test-tokenizer-compat.sh tests/io/tokenizer_compat.py tests/io/tokenizer_classes.py tests/venv.sh
