@@ -4,6 +4,7 @@
 #include "lib/core/timer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +23,9 @@ erase_tok_convert_options_t erase_tok_convert_options_default(void)
                                       .write = erase_tok_write_options_default(),
                                       .force = 0,
                                       .raw = 0,
-                                      .cancel = NULL };
+                                      .cancel = NULL,
+                                      .tokenizer = NULL,
+                                      .threads = 2 };
     return o;
 }
 
@@ -106,6 +109,115 @@ static erase_status_t start(const erase_tok_convert_options_t *o, erase_tok_conv
     return ERASE_OK;
 }
 
+/* A file read whole: *text malloc'ed, *n its bytes. */
+static erase_status_t read_file(const char *path, uint8_t **text, int64_t *n)
+{
+    FILE *f;
+    *text = NULL;
+    ERASE_CHECK(open_sized(path, &f, n));
+    erase_status_t st = ERASE_OK;
+    if ((uint64_t)*n > SIZE_MAX - 1 || !(*text = malloc((size_t)*n + 1)))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for its %" PRId64 " bytes", path, *n);
+    if (st == ERASE_OK)
+        st = read_exact(f, path, *text, (size_t)*n);
+    fclose(f);
+    if (st != ERASE_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
+}
+
+/* Append to *all (grown) the BOS token and then the ids of one file, a document. */
+static erase_status_t encode_document(const char *path, const erase_tok_convert_options_t *o, uint16_t **all,
+                                      size_t *count, size_t *cap)
+{
+    uint8_t *text;
+    int64_t n;
+    ERASE_CHECK(read_file(path, &text, &n));
+    uint16_t *ids = NULL;
+    size_t k = 0;
+    erase_status_t st = erase_tokenizer_encode16(o->tokenizer, text, (size_t)n, 0, o->threads, &ids, &k);
+    free(text);
+    if (st == ERASE_OK && *count + k + 1 > *cap) {
+        size_t want = 2 * (*count + k + 1);
+        uint16_t *p = realloc(*all, sizeof *p * want);
+        if (!p)
+            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for its %zu tokens", path, k);
+        else
+            *all = p, *cap = want;
+    }
+    if (st == ERASE_OK) {
+        (*all)[(*count)++] = (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>");
+        memcpy(*all + *count, ids, sizeof *ids * k);
+        *count += k;
+    }
+    free(ids);
+    return st;
+}
+
+/* Text through a BPE tokenizer: every file encoded (a document: <|bos|>
+ * first), the last round(f * tokens) tokens to OUT/eval. */
+static erase_status_t convert_text_bpe(const char *const *files, int n, const erase_tok_convert_options_t *o,
+                                       erase_tok_convert_summary_t *s)
+{
+    uint16_t *all = NULL;
+    size_t count = 0, cap = 0;
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < n && st == ERASE_OK && (st = interrupted(o)) == ERASE_OK; i++) {
+        st = encode_document(files[i], o, &all, &count, &cap);
+        s->files += st == ERASE_OK;
+    }
+    int64_t eval = (int64_t)llround(o->eval_fraction * (double)count), train = (int64_t)count - eval;
+    if (st == ERASE_OK && train < 1)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "the inputs' %zu tokens leave no training tokens with "
+                         "--val-fraction %g (%lld for evaluation)", count, o->eval_fraction, (long long)eval);
+    char train_dir[4096], eval_dir[4096];
+    snprintf(train_dir, sizeof train_dir, "%s/train", o->out_dir);
+    snprintf(eval_dir, sizeof eval_dir, "%s/eval", o->out_dir);
+    int made_out = 0;
+    if (st == ERASE_OK) {
+        made_out = mkdir(o->out_dir, 0777) == 0;
+        if (!made_out && errno != EEXIST)
+            st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", o->out_dir, strerror(errno));
+    }
+    erase_tok_write_options_t wo = o->write;
+    wo.byte_level = 0;
+    wo.tokenizer = o->tokenizer;
+    int64_t vocab = erase_tokenizer_vocab(o->tokenizer);
+    erase_tok_dataset_writer_t *wt = NULL, *we = NULL;
+    if (st == ERASE_OK)
+        st = erase_tok_dataset_writer_open(train_dir, vocab, o->shard_tokens, &wo, o->force, &wt);
+    if (st == ERASE_OK && eval > 0)
+        st = erase_tok_dataset_writer_open(eval_dir, vocab, o->shard_tokens, &wo, o->force, &we);
+    /* the source of each token: the file it came from (the tokens of file i follow those of file i-1) */
+    size_t at = 0;
+    for (int i = 0; i < n && st == ERASE_OK && at < count; i++) {
+        size_t end = at + 1; /* its <|bos|> */
+        while (end < count && all[end] != (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>"))
+            end++;
+        for (size_t from = at; st == ERASE_OK && from < end;) {
+            size_t to = from < (size_t)train && end > (size_t)train ? (size_t)train : end;
+            st = erase_tok_dataset_writer_append(from < (size_t)train ? wt : we, (int64_t)(to - from), all + from,
+                                                 files[i]);
+            from = to;
+        }
+        at = end;
+    }
+    s->tokens = (int64_t)count;
+    if (st == ERASE_OK)
+        st = interrupted(o);
+    if (st == ERASE_OK)
+        st = commit_both(we, wt, eval_dir);
+    fill_summary(s, wt, we);
+    erase_tok_dataset_writer_free(we);
+    erase_tok_dataset_writer_free(wt);
+    if (st != ERASE_OK && made_out)
+        rmdir(o->out_dir);
+    free(all);
+    return st;
+}
+
 erase_status_t erase_tok_convert_text(const char *const *files, int n, const erase_tok_convert_options_t *o,
                                       erase_tok_convert_summary_t *summary)
 {
@@ -114,6 +226,13 @@ erase_status_t erase_tok_convert_text(const char *const *files, int n, const era
     ERASE_CHECK(start(o, summary, &local, &s, &t0));
     if (!(o->eval_fraction >= 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "eval fraction %g: expected 0 <= f < 1", o->eval_fraction);
+    if (o->tokenizer) {
+        erase_status_t st = convert_text_bpe(files, n, o, s);
+        if (st != ERASE_OK)
+            erase_error_trail(__FILE__, __LINE__);
+        s->seconds = erase_now_s() - t0;
+        return st;
+    }
     /* the sizes first: the split is at a byte of the concatenation */
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
