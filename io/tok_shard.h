@@ -8,6 +8,11 @@
  *                    count = N                (int64, tokens in /tokens)
  *                    bytes                    (int64, bytes of source text the N tokens encode;
  *                                              byte-level text: = N; absent for imported tokens)
+ *                    tokenizer                (string, 16 hex digits: the identity of the BPE
+ *                                              tokenizer (io/tokenizer.h) that made the tokens;
+ *                                              absent: byte-level text or imported tokens)
+ *                    tokenizer_file           (string, that tokenizer's file text, docs/tokenizer.md;
+ *                                              with tokenizer only)
  *                    source                   (string, the source files, one per line)
  *                    converter                (string, e.g. "erase 0.1.0")
  *                    description              (string, this schema in words)
@@ -39,6 +44,7 @@ typedef struct erase_tok_shard erase_tok_shard_t;
  *                     "F: attribute count: expected an integer >= 0"
  *                     "F: attribute vocab: expected an integer in 1..65536"
  *                     "F: attribute bytes: expected an integer >= 0 (or no attribute)"
+ *                     "F: attribute tokenizer: expected 16 hex digits (or no attribute)"
  *                     "F: dataset /tokens: expected shape [1000] (rows = 1000), got [999]"
  *                     "F: dataset /tokens: expected uint16, got float32"
  *   ERASE_ERR_NOMEM
@@ -58,6 +64,15 @@ const char *erase_tok_shard_path(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_count(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_vocab(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_bytes(const erase_tok_shard_t *shard);
+
+/* The tokenizer's identity (16 hex digits), "" when the shard has none. */
+const char *erase_tok_shard_tokenizer(const erase_tok_shard_t *shard);
+
+/* Its file text into *text (malloc'ed; NULL when the shard has no
+ * tokenizer). Errors: ERASE_ERR_FORMAT "F: attribute tokenizer_file:
+ * missing (a shard with a tokenizer carries its file)", ERASE_ERR_IO. Not
+ * thread-safe for one shard. */
+erase_status_t erase_tok_shard_tokenizer_file(erase_tok_shard_t *shard, char **text);
 
 /* Chunk length along N (0: not chunked); 1 if compressed (deflate); 1 if
  * its chunks carry Fletcher32 checksums. */
