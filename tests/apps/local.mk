@@ -29,6 +29,8 @@ APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
 APPS_TEST_DRIVERS += tests/apps/test-tokenizer-errors.sh
 # erase-bench tokenizer: the table's rows and spreads, with the rustbpe/tiktoken reference when its venv is there (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-bench-tokenizer.sh
+# erase-convert text --tokenizer: BPE shards with <|bos|> per document, their tokenizer attributes (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-convert-bpe.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
