@@ -31,6 +31,8 @@ APPS_TEST_DRIVERS += tests/apps/test-tokenizer-errors.sh
 APPS_TEST_DRIVERS += tests/apps/test-bench-tokenizer.sh
 # erase-convert text --tokenizer: BPE shards with <|bos|> per document, their tokenizer attributes (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-convert-bpe.sh
+# erase-train/erase-sample on BPE shards, 2 ranks: tokenizer refusals, bits per byte, decoding (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-train-bpe.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
