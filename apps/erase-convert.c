@@ -4,7 +4,7 @@
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
- *   erase-convert text   FILE... -o DIR [options]   text -> byte-level token shards (DIR/train, DIR/eval)
+ *   erase-convert text   FILE... -o DIR [options]   text -> byte-level (or --tokenizer: BPE) token shards (DIR/train, DIR/eval)
  *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT (--raw) token files -> token shards
  *
  * criteo and synth write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and
