@@ -13,7 +13,7 @@
  * token; the last round(eval_fraction * N) of the N tokens go to OUT/eval.
  * Every shard records vocab = the tokenizer's, bytes = the text bytes of
  * its tokens (<|bos|> counts none), tokenizer = its identity and
- * tokenizer_file = its file text (io/tok_shard_write.h): the data, and the
+ * the dataset /tokenizer_file = its file text (io/tok_shard_write.h): the data, and the
  * checkpoints trained on it, carry what decodes them.
  *
  * tokens: pre-tokenized files into OUT (one dataset, no split), in either

@@ -1,7 +1,7 @@
 /*
  * The tokenizer of token data (issue 33): which BPE tokenizer made the
  * shards of a dataset (their `tokenizer` attribute, io/tok_shard.h), the
- * same for every shard, and its file text (`tokenizer_file`), which
+ * same for every shard, and its file text (/tokenizer_file), which
  * erase-train copies into its checkpoints so that erase-sample decodes
  * with it and later runs refuse data of another tokenizer.
  */

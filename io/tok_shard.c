@@ -93,15 +93,31 @@ const char *erase_tok_shard_tokenizer(const erase_tok_shard_t *s) { return s->to
 
 erase_status_t erase_tok_shard_tokenizer_file(erase_tok_shard_t *s, char **text)
 {
-    int rc;
+    *text = NULL;
+    if (!s->tokenizer[0])
+        return ERASE_OK;
     erase_h5_enter();
-    *text = s->tokenizer[0] ? erase_h5_attr_read_string_alloc(s->file, "tokenizer_file", &rc) : NULL;
+    int missing = H5Lexists(s->file, "/tokenizer_file", H5P_DEFAULT) <= 0, ok = 0;
+    hid_t d = missing ? -1 : H5Dopen2(s->file, "/tokenizer_file", H5P_DEFAULT);
+    hid_t space = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t n = 0;
+    if (space >= 0 && H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, &n, NULL) == 1 &&
+        n < ((hsize_t)1 << 30) && (*text = malloc((size_t)n + 1)) != NULL) {
+        ok = H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, *text) >= 0 && !memchr(*text, 0, (size_t)n);
+        (*text)[n] = '\0';
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (d >= 0)
+        H5Dclose(d);
     erase_h5_leave();
-    if (s->tokenizer[0] && !*text)
-        return ERASE_ERROR(rc == 1 ? ERASE_ERR_FORMAT : ERASE_ERR_IO,
-                           "%s: attribute tokenizer_file: %s (a shard with a tokenizer carries its file)", s->path,
-                           rc == 1 ? "missing" : "not a string or unreadable");
-    return ERASE_OK;
+    if (ok)
+        return ERASE_OK;
+    free(*text);
+    *text = NULL;
+    return ERASE_ERROR(missing ? ERASE_ERR_FORMAT : ERASE_ERR_IO,
+                       "%s: dataset /tokenizer_file: %s (a shard with a tokenizer carries its file)", s->path,
+                       missing ? "missing" : "not uint8 text [n] or unreadable");
 }
 
 void erase_tok_shard_attr_text(erase_tok_shard_t *s, const char *name, char *text, int size)

@@ -11,12 +11,13 @@
  *                    tokenizer                (string, 16 hex digits: the identity of the BPE
  *                                              tokenizer (io/tokenizer.h) that made the tokens;
  *                                              absent: byte-level text or imported tokens)
- *                    tokenizer_file           (string, that tokenizer's file text, docs/tokenizer.md;
- *                                              with tokenizer only)
  *                    source                   (string, the source files, one per line)
  *                    converter                (string, e.g. "erase 0.1.0")
  *                    description              (string, this schema in words)
  *   /tokens  uint16 [N]  the token ids, each < V
+ *   /tokenizer_file  uint8 [n]  with `tokenizer` only: the tokenizer file's
+ *                    text (docs/tokenizer.md; a dataset: attributes hold at
+ *                    most 64 KiB here, a vocab of 65536 takes about 1 MB)
  * /tokens is chunked along N (65,536 tokens by default), optionally
  * compressed (shuffle + deflate level 1), and every chunk carries a
  * Fletcher32 checksum (HDF5's filter, verified on every read), as CTR and
@@ -69,7 +70,7 @@ int64_t erase_tok_shard_bytes(const erase_tok_shard_t *shard);
 const char *erase_tok_shard_tokenizer(const erase_tok_shard_t *shard);
 
 /* Its file text into *text (malloc'ed; NULL when the shard has no
- * tokenizer). Errors: ERASE_ERR_FORMAT "F: attribute tokenizer_file:
+ * tokenizer). Errors: ERASE_ERR_FORMAT "F: dataset /tokenizer_file:
  * missing (a shard with a tokenizer carries its file)", ERASE_ERR_IO. Not
  * thread-safe for one shard. */
 erase_status_t erase_tok_shard_tokenizer_file(erase_tok_shard_t *shard, char **text);

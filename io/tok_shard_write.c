@@ -31,7 +31,7 @@ static const char description[] =
     "erase token shard (format erase-tok-1). /tokens uint16 [count]: one stream of token ids, each < vocab "
     "(byte-level text: the bytes). Attributes: vocab, count, bytes (bytes of source text the tokens encode; "
     "absent for imported tokens), source (one file per line), converter; BPE text also tokenizer (its identity, "
-    "16 hex digits) and tokenizer_file (the tokenizer file's text, docs/tokenizer.md).";
+    "16 hex digits) and the dataset /tokenizer_file (uint8, the tokenizer file's text, docs/tokenizer.md).";
 
 erase_tok_write_options_t erase_tok_write_options_default(void)
 {
@@ -58,6 +58,23 @@ static erase_status_t begin_shard(erase_tok_dataset_writer_t *w)
     return erase_h5_shards_begin(&w->set, &s->h, &tokens_spec, &file_type, 1, &layout);
 }
 
+/* The dataset /tokenizer_file: uint8 [n], the tokenizer file's text (a
+ * dataset, not an attribute: attributes of this file format hold at most
+ * 64 KiB, a tokenizer of vocab 65536 takes about 1 MB). 0 or -1. */
+static int write_tokenizer_file(hid_t f, const char *text)
+{
+    hsize_t n = strlen(text);
+    hid_t space = H5Screate_simple(1, &n, NULL);
+    hid_t d = space < 0 ? -1 : H5Dcreate2(f, "/tokenizer_file", H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                          H5P_DEFAULT);
+    int rc = d < 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0 ? -1 : 0;
+    if (d >= 0)
+        H5Dclose(d);
+    if (space >= 0)
+        H5Sclose(space);
+    return rc;
+}
+
 /* Attributes, format last; the lock is held. Returns the failing name or NULL. */
 static const char *write_attributes(const erase_tok_dataset_writer_t *w, const shard_t *s)
 {
@@ -71,7 +88,7 @@ static const char *write_attributes(const erase_tok_dataset_writer_t *w, const s
     if (w->o.tokenizer) {
         if (erase_h5_attr_write_int64(f, "bytes", s->bytes)) return "bytes";
         if (erase_h5_attr_write_string(f, "tokenizer", w->identity)) return "tokenizer";
-        if (erase_h5_attr_write_string(f, "tokenizer_file", w->tokenizer_file)) return "tokenizer_file";
+        if (write_tokenizer_file(f, w->tokenizer_file)) return "tokenizer_file";
     }
     if (erase_h5_attr_write_string(f, "source", s->source ? s->source : "")) return "source";
     if (erase_h5_attr_write_string(f, "converter", converter)) return "converter";

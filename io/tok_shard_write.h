@@ -25,7 +25,7 @@ typedef struct {
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
     const erase_tokenizer_t *tokenizer; /* BPE text (io/tokenizer.h): every shard gets bytes = the text bytes of
                             * its tokens (erase_tokenizer_count_bytes), tokenizer = its identity (16 hex
-                            * digits) and tokenizer_file = its file text; NULL (default): none */
+                            * digits) and the dataset /tokenizer_file = its file text; NULL (default): none */
 } erase_tok_write_options_t;
 
 typedef struct erase_tok_dataset_writer erase_tok_dataset_writer_t;

@@ -127,7 +127,7 @@ erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out);
 
 /* The same from the file's text text[n] (e.g. kept in a token shard or a
  * checkpoint); `name` stands for the file in the errors (e.g.
- * "CKPT: attribute tokenizer_file"). */
+ * "CKPT: /meta tokenizer"). */
 erase_status_t erase_tokenizer_load_text(const char *name, const char *text, size_t n, erase_tokenizer_t **out);
 
 /* The canonical file text (what erase_tokenizer_save writes; its FNV-1a 64
