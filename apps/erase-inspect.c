@@ -42,6 +42,7 @@
 #include "io/ctr_stats.h"
 #include "io/h5_util.h"
 #include "io/synth.h"
+#include "io/tok_data_tokenizer.h"
 #include "io/tok_shard.h"
 
 #include <inttypes.h>
@@ -478,6 +479,11 @@ static int cmd_ckpt(int argc, char **argv)
                m->embeddings);
     else
         printf("  embeddings  replicated\n");
+    if (m->tokenizer && *m->tokenizer) {
+        char id[17];
+        erase_tok_tokenizer_identity_of(m->tokenizer, id);
+        printf("  tokenizer   %s (BPE, its file kept: erase-sample decodes with it)\n", id);
+    }
     for (int r = 0; r < erase_ckpt_ranks(ck); r++) {
         const erase_ckpt_rank_t *s = erase_ckpt_rank(ck, r);
         printf("  rank %-6d rng {%" PRIu64 ", %" PRIu64 "}, cursor (epoch %" PRId64 ", sample %" PRId64 ")\n", r,

@@ -17,6 +17,7 @@ need apps/erase-train
 need apps/erase-convert
 need apps/erase-tokenizer
 need apps/erase-sample
+need apps/erase-inspect
 workdir
 echo "1..9"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
@@ -50,8 +51,10 @@ refused() { [ $rc = 2 ] && grep -q -x -F -e "$1" "$dir/out"; }
 
 train 2 --model "$dir/m.cfg" --train "$dir/dA/train" --eval "$dir/dA/eval" --steps 2 --global-batch 4 \
     --checkpoint-dir "$dir/ck"
-[ $rc = 0 ] && [ -f "$dir/ck/ckpt-2.h5" ] && [ ${#idA} = 16 ] && [ ${#idB} = 16 ] && [ "$idA" != "$idB" ]
-tap $? "2 ranks train on tokenizer A's shards: ckpt-2.h5 (A $idA, B $idB)"
+[ $rc = 0 ] && [ -f "$dir/ck/ckpt-2.h5" ] && [ ${#idA} = 16 ] && [ ${#idB} = 16 ] && [ "$idA" != "$idB" ] &&
+    apps/erase-inspect ckpt "$dir/ck" >>"$dir/out" 2>&1 &&
+    grep -qx "  tokenizer   $idA (BPE, its file kept: erase-sample decodes with it)" "$dir/out"
+tap $? "2 ranks train on tokenizer A's shards: ckpt-2.h5 keeps A (A $idA, B $idB)"
 [ $rc = 0 ] || tap_report "$dir/out"
 
 train 2 --train "$dir/dB/train" --resume "$dir/ck" --checkpoint-dir "$dir/ck" --steps 4
