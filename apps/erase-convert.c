@@ -519,6 +519,9 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         }
         o.tokenizer = tokenizer;
     }
+    const char *block = getenv("ERASE_DEBUG_TEXT_BLOCK"); /* tests: blocks of this many bytes */
+    if (block && atoll(block) >= 1)
+        o.text_block = atoll(block);
     o.cancel = &cancelled;
     catch_signals();
     erase_tok_convert_summary_t s;

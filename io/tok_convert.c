@@ -25,7 +25,8 @@ erase_tok_convert_options_t erase_tok_convert_options_default(void)
                                       .raw = 0,
                                       .cancel = NULL,
                                       .tokenizer = NULL,
-                                      .threads = 2 };
+                                      .threads = 2,
+                                      .text_block = (int64_t)16 << 20 };
     return o;
 }
 
@@ -109,50 +110,68 @@ static erase_status_t start(const erase_tok_convert_options_t *o, erase_tok_conv
     return ERASE_OK;
 }
 
-/* A file read whole: *text malloc'ed, *n its bytes. */
-static erase_status_t read_file(const char *path, uint8_t **text, int64_t *n)
+/* Append ids[k] to *all (grown). */
+static erase_status_t append_ids(const char *path, const uint16_t *ids, size_t k, uint16_t **all, size_t *count,
+                                 size_t *cap)
 {
-    FILE *f;
-    *text = NULL;
-    ERASE_CHECK(open_sized(path, &f, n));
-    erase_status_t st = ERASE_OK;
-    if ((uint64_t)*n > SIZE_MAX - 1 || !(*text = malloc((size_t)*n + 1)))
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for its %" PRId64 " bytes", path, *n);
-    if (st == ERASE_OK)
-        st = read_exact(f, path, *text, (size_t)*n);
-    fclose(f);
-    if (st != ERASE_OK) {
-        free(*text);
-        *text = NULL;
+    if (*count + k > *cap) {
+        size_t want = 2 * (*count + k);
+        uint16_t *p = realloc(*all, sizeof *p * want);
+        if (!p)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %zu tokens", path, *count + k);
+        *all = p, *cap = want;
     }
-    return st;
+    memcpy(*all + *count, ids, sizeof *ids * k);
+    *count += k;
+    return ERASE_OK;
 }
 
-/* Append to *all (grown) the BOS token and then the ids of one file, a document. */
+/*
+ * Append to *all (grown) the <|bos|> token and then the ids of one file, a
+ * document, read in blocks of o->text_block bytes: each block is cut where
+ * erase_tokenizer_chunk_end says a piece always ends (the ids of the parts
+ * are the ids of the whole), encoded on o->threads, the rest carried into
+ * the next block (a block with no such place grows).
+ */
 static erase_status_t encode_document(const char *path, const erase_tok_convert_options_t *o, uint16_t **all,
                                       size_t *count, size_t *cap)
 {
-    uint8_t *text;
-    int64_t n;
-    ERASE_CHECK(read_file(path, &text, &n));
-    uint16_t *ids = NULL;
-    size_t k = 0;
-    erase_status_t st = erase_tokenizer_encode16(o->tokenizer, text, (size_t)n, 0, o->threads, &ids, &k);
-    free(text);
-    if (st == ERASE_OK && *count + k + 1 > *cap) {
-        size_t want = 2 * (*count + k + 1);
-        uint16_t *p = realloc(*all, sizeof *p * want);
-        if (!p)
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for its %zu tokens", path, k);
-        else
-            *all = p, *cap = want;
+    FILE *f;
+    int64_t left;
+    ERASE_CHECK(open_sized(path, &f, &left));
+    const uint16_t bos = (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>");
+    erase_status_t st = append_ids(path, &bos, 1, all, count, cap);
+    size_t size = o->text_block >= 1 ? (size_t)o->text_block : 1, have = 0;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for a block of %zu bytes", path, size);
+    while (st == ERASE_OK && (left > 0 || have > 0) && (st = interrupted(o)) == ERASE_OK) {
+        if (have == size) { /* no place to cut in the whole block: a bigger one */
+            uint8_t *p = realloc(buf, 2 * size);
+            if (!p) {
+                st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for a block of %zu bytes", path, 2 * size);
+                break;
+            }
+            buf = p, size *= 2;
+        }
+        size_t k = (uint64_t)left < size - have ? (size_t)left : size - have;
+        if ((st = read_exact(f, path, buf + have, k)) != ERASE_OK)
+            break;
+        have += k, left -= (int64_t)k;
+        size_t end = left == 0 ? have : erase_tokenizer_chunk_end(buf, have, have - have / 8);
+        if (end == have && left > 0)
+            continue; /* read more */
+        uint16_t *ids = NULL;
+        size_t n = 0;
+        st = erase_tokenizer_encode16(o->tokenizer, buf, end, 0, o->threads, &ids, &n);
+        if (st == ERASE_OK)
+            st = append_ids(path, ids, n, all, count, cap);
+        free(ids);
+        memmove(buf, buf + end, have - end);
+        have -= end;
     }
-    if (st == ERASE_OK) {
-        (*all)[(*count)++] = (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>");
-        memcpy(*all + *count, ids, sizeof *ids * k);
-        *count += k;
-    }
-    free(ids);
+    free(buf);
+    fclose(f);
     return st;
 }
 

@@ -14,7 +14,7 @@ need apps/erase-convert
 need apps/erase-tokenizer
 need apps/erase-inspect
 workdir
-echo "1..7"
+echo "1..8"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 printf 'hello world\n' >"$dir/a.txt"
 printf 'the end\n' >"$dir/b.txt"
@@ -92,4 +92,24 @@ big=$(wc -c <"$dir/big")
 bid=$(apps/erase-tokenizer info "$dir/big" | sed -n 's/.*identity \([0-9a-f]*\)$/\1/p')
 [ $rc = 0 ] && [ "$big" -gt 65536 ] && grep -qx "  tokenizer $bid (BPE; its file in every shard)" "$dir/out"
 tap $? "a tokenizer file of $big bytes (> 64 KiB) goes into the shards"
+tap_report "$dir/out"
+
+# blocks of 1000 bytes (ERASE_DEBUG_TEXT_BLOCK), cut where erase_tokenizer_chunk_end
+# says, and a line of 5000 letters with no such place (its block grows):
+# the ids erase-tokenizer encode gives the files whole
+awk 'BEGIN { for (i = 0; i < 5000; i++) printf "a"; print "" }' >"$dir/long.txt"
+head -c 30000 "$text" >"$dir/part.txt"
+ERASE_DEBUG_TEXT_BLOCK=1000 apps/erase-convert text "$dir/part.txt" "$dir/long.txt" --tokenizer "$dir/tok" \
+    --val-fraction 0 -o "$dir/blocks" >"$dir/out" 2>&1
+rc=$?
+want=$(apps/erase-tokenizer encode --tokenizer "$dir/tok" "$dir/part.txt" "$dir/long.txt" |
+    awk '{ printf "291 %s ", $0 }' | tr -s ' ' '\n' | grep -v '^$')
+if [ $rc = 0 ] && command -v h5dump >/dev/null 2>&1; then
+    h5dump -d /tokens -y -w 0 -o "$dir/col" "$dir/blocks/train/part-00000.h5" >/dev/null
+    [ "$(tr -d ' \n' <"$dir/col" | tr ',' '\n')" = "$want" ]
+    tap $? "blocks of 1000 bytes and a block grown past 5000 letters: the ids of the whole files"
+else
+    [ $rc = 0 ] && grep -qx "  $dir/blocks/train  $(echo "$want" | wc -l) tokens, 1 shard" "$dir/out"
+    tap $? "blocks of 1000 bytes and a block grown past 5000 letters: as many tokens as the whole files"
+fi
 tap_report "$dir/out"
