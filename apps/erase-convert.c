@@ -13,7 +13,8 @@
  * looks valid is left by a failed or interrupted run; --force replaces an
  * old dataset only once the new one is written), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
  * 128 + the signal number when SIGINT (130), SIGTERM (143) or SIGHUP (129)
- * stopped it (after the same cleanup as a failure).
+ * stopped it (after the same cleanup as a failure). ERASE_DEBUG_TEXT_BLOCK=N
+ * (tests): text --tokenizer reads and encodes blocks of N bytes, not 16 MiB.
  */
 #include "config.h"
 #include "apps/cli_args.h"
