@@ -4,7 +4,7 @@
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
- *   erase-convert text   FILE... -o DIR [options]   text -> byte-level token shards (DIR/train, DIR/eval)
+ *   erase-convert text   FILE... -o DIR [options]   text -> byte-level (or --tokenizer: BPE) token shards (DIR/train, DIR/eval)
  *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT (--raw) token files -> token shards
  *
  * criteo and synth write DIR/part-NNNNN.h5 (schema in io/ctr_shard.h) and
@@ -13,7 +13,8 @@
  * looks valid is left by a failed or interrupted run; --force replaces an
  * old dataset only once the new one is written), then print a summary. Exit status: 0 done, 1 failed, 2 usage,
  * 128 + the signal number when SIGINT (130), SIGTERM (143) or SIGHUP (129)
- * stopped it (after the same cleanup as a failure).
+ * stopped it (after the same cleanup as a failure). ERASE_DEBUG_TEXT_BLOCK=N
+ * (tests): text --tokenizer reads and encodes blocks of N bytes, not 16 MiB.
  */
 #include "config.h"
 #include "apps/cli_args.h"
@@ -21,6 +22,7 @@
 #include "io/mnist_convert.h"
 #include "io/synth.h"
 #include "io/tok_convert.h"
+#include "io/tokenizer.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -418,6 +420,9 @@ static void usage_text(FILE *f)
             "  --chunk-tokens N      HDF5 chunk length (default 65536)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --force               replace datasets already in DIR/train, DIR/eval (once written)\n"
+            "  --tokenizer FILE      BPE tokens of this tokenizer (erase-tokenizer train): each\n"
+            "                        FILE is a document, <|bos|> first; the last 10%% of the tokens\n"
+            "                        go to DIR/eval; the shards carry the tokenizer (docs/tokenizer.md)\n"
             "  -q, --quiet           no progress lines (as the other commands; text prints none)\n");
 }
 
@@ -455,8 +460,9 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         { "chunk-tokens", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "force", no_argument, 0, 'F' },              { "help", no_argument, 0, 'h' },
         { "quiet", no_argument, 0, 'q' },              { "raw", no_argument, 0, 'R' },
-        { 0, 0, 0, 0 },
+        { "tokenizer", required_argument, 0, 'T' },    { 0, 0, 0, 0 },
     };
+    const char *tokenizer_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
@@ -489,6 +495,11 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
                 return cli_leftover_error(tool, "--raw", 0, NULL); /* tokens' only */
             o.raw = 1;
             break;
+        case 'T':
+            if (!text)
+                return cli_leftover_error(tool, "--tokenizer", 0, NULL); /* text's only */
+            tokenizer_path = optarg;
+            break;
         case 'h': usage_cmd(stdout); return 0;
         default: return cli_option_error(tool, c, argv, opts);
         }
@@ -499,12 +510,27 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
         usage_cmd(stderr);
         return 2;
     }
+    erase_tokenizer_t *tokenizer = NULL;
+    if (tokenizer_path) {
+        erase_status_t st = erase_tokenizer_load(tokenizer_path, &tokenizer);
+        if (st != ERASE_OK) {
+            int rc = failed(cmd, st);
+            not_written(cmd, o.out_dir, o.force, "");
+            return rc;
+        }
+        o.tokenizer = tokenizer;
+    }
+    const char *block = getenv("ERASE_DEBUG_TEXT_BLOCK"); /* tests: blocks of this many bytes */
+    if (block && atoll(block) >= 1)
+        o.text_block = atoll(block);
     o.cancel = &cancelled;
     catch_signals();
     erase_tok_convert_summary_t s;
     const char *const *files = (const char *const *)argv + optind;
     erase_status_t st = text ? erase_tok_convert_text(files, argc - optind, &o, &s)
                              : erase_tok_convert_tokens(files, argc - optind, &o, &s);
+    erase_tokenizer_free(tokenizer);
+    o.tokenizer = NULL;
     if (st != ERASE_OK) {
         int rc = failed(cmd, st);
         not_written(cmd, o.out_dir, o.force, "");

@@ -43,6 +43,7 @@
 #include "io/ctr_stats.h"
 #include "io/h5_util.h"
 #include "io/synth.h"
+#include "io/tok_data_tokenizer.h"
 #include "io/tok_shard.h"
 #include "lib/core/fs.h"
 #include "lib/device/device.h"
@@ -198,7 +199,8 @@ static int data_cls(const erase_ctr_list_t *list)
 }
 
 /* Token shards: per shard tokens, vocab, bytes, layout, provenance; for all
- * tokens the ids used, the largest and the bytes per token. Every token is
+ * tokens the ids used, the largest, the bytes per token and the BPE
+ * tokenizer's identity (when the shards have one). Every token is
  * read (checksums and the vocab checked). */
 static int data_tok(const erase_ctr_list_t *list)
 {
@@ -206,7 +208,8 @@ static int data_tok(const erase_ctr_list_t *list)
     uint8_t *used = calloc(ERASE_TOK_MAX_VOCAB, 1);
     int rc = buf && used ? 0 : 1;
     int64_t tokens = 0, bytes = 0, vocab = 0, distinct = 0;
-    int unknown_bytes = 0, max_id = -1;
+    int unknown_bytes = 0, max_id = -1, mixed = 0;
+    char tokenizer[17] = "";
     printf("%-40s %10s %6s %10s %7s %-18s %s\n", "shard", "tokens", "vocab", "bytes", "chunk", "filters",
            "converter; sources");
     for (int i = 0; rc == 0 && i < list->count; i++) {
@@ -216,8 +219,11 @@ static int data_tok(const erase_ctr_list_t *list)
             break;
         }
         int64_t n = erase_tok_shard_count(sh), b = erase_tok_shard_bytes(sh);
-        if (i == 0)
+        if (i == 0) {
             vocab = erase_tok_shard_vocab(sh);
+            snprintf(tokenizer, sizeof tokenizer, "%s", erase_tok_shard_tokenizer(sh));
+        }
+        mixed |= strcmp(erase_tok_shard_tokenizer(sh), tokenizer) != 0;
         if (erase_tok_shard_vocab(sh) != vocab) {
             fprintf(stderr, "erase-inspect data: error: %s has vocab %" PRId64 ", %s has %" PRId64 "\n",
                     list->paths[i], erase_tok_shard_vocab(sh), list->paths[0], vocab);
@@ -262,6 +268,10 @@ static int data_tok(const erase_ctr_list_t *list)
             printf("  bytes: unknown (imported tokens): no bits per byte\n");
         else
             printf("  bytes %" PRId64 " (%.4f per token)\n", bytes, tokens ? (double)bytes / (double)tokens : 0.0);
+        if (mixed)
+            printf("  tokenizer: mixed (erase-train refuses these shards together)\n");
+        else if (tokenizer[0])
+            printf("  tokenizer %s (BPE; its file in every shard)\n", tokenizer);
     }
     free(buf);
     free(used);
@@ -580,6 +590,11 @@ static int cmd_ckpt(int argc, char **argv)
                m->embeddings);
     else
         printf("  embeddings  replicated\n");
+    if (m->tokenizer && *m->tokenizer) {
+        char id[17];
+        erase_tok_tokenizer_identity_of(m->tokenizer, id);
+        printf("  tokenizer   %s (BPE, its file kept: erase-sample decodes with it)\n", id);
+    }
     for (int r = 0; r < erase_ckpt_ranks(ck); r++) {
         const erase_ckpt_rank_t *s = erase_ckpt_rank(ck, r);
         printf("  rank %-6d rng {%" PRIu64 ", %" PRIu64 "}, cursor (epoch %" PRId64 ", sample %" PRId64 ")\n", r,

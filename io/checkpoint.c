@@ -73,6 +73,11 @@ uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
         h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.embeddings=%zu:", len));
         h = ckpt_fnv_add(ckpt_fnv_add(h, m->embeddings, len), "\n", 1);
     }
+    if (m->tokenizer && *m->tokenizer) { /* likewise */
+        size_t len = strlen(m->tokenizer);
+        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.tokenizer=%zu:", len));
+        h = ckpt_fnv_add(ckpt_fnv_add(h, m->tokenizer, len), "\n", 1);
+    }
     return h;
 }
 

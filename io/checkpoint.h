@@ -16,7 +16,9 @@
  *                          (the model file text), options (the run options
  *                          text), version (library), created (UTC), and
  *                          embeddings (the tables' placement kind: table,
- *                          row or auto) when tables were written sharded
+ *                          row or auto) when tables were written sharded,
+ *                          and tokenizer (the BPE tokenizer file text of
+ *                          the lm data, docs/tokenizer.md) when it had one
  *   /params/<block>/<path> float32 [rows, cols] or [rows]: the parameters
  *                          (docs/models.md names), written once; always
  *                          the whole tensor, also of a sharded table
@@ -179,6 +181,8 @@ typedef struct {
     const char *options;        /* run options text */
     const char *embeddings;     /* the tables' placement kind (erase-train --embeddings: table, row, auto);
                                  * NULL or "" when written by a run without sharded tables (replicated) */
+    const char *tokenizer;      /* the lm data's tokenizer file text (io/tok_data_tokenizer.h); NULL or "" when
+                                 * its data had none (byte-level text, imported tokens, other tasks) */
     const char *version;        /* library that wrote it ("erase 0.1.0"); ignored when writing */
     const char *created;        /* UTC time of writing; ignored when writing */
 } erase_ckpt_meta_t;

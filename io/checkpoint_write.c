@@ -220,6 +220,8 @@ static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
     else if (erase_h5_attr_write_string(g, "created", ckpt_nz(m->created))) bad = "created";
     else if (m->embeddings && *m->embeddings && erase_h5_attr_write_string(g, "embeddings", m->embeddings))
         bad = "embeddings";
+    else if (m->tokenizer && *m->tokenizer && erase_h5_attr_write_string(g, "tokenizer", m->tokenizer))
+        bad = "tokenizer";
     H5Gclose(g);
     return bad;
 }

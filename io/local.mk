@@ -15,6 +15,7 @@ io_liberase_io_a_SOURCES = \
 	io/tok_shard.c io/tok_shard.h \
 	io/tok_shard_write.c io/tok_shard_write.h \
 	io/tok_reader.c io/tok_reader.h \
+	io/tok_data_tokenizer.c io/tok_data_tokenizer.h \
 	io/tok_convert.c io/tok_convert.h \
 	io/tokenizer.h io/tokenizer.c io/tokenizer_internal.h io/tokenizer_train.c io/tokenizer_encode.c \
 	io/pretokenize.h io/pretokenize.c io/unicode_classes.c \

@@ -5,6 +5,7 @@
 #include "lib/core/timer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,7 +24,10 @@ erase_tok_convert_options_t erase_tok_convert_options_default(void)
                                       .write = erase_tok_write_options_default(),
                                       .force = 0,
                                       .raw = 0,
-                                      .cancel = NULL };
+                                      .cancel = NULL,
+                                      .tokenizer = NULL,
+                                      .threads = 2,
+                                      .text_block = (int64_t)16 << 20 };
     return o;
 }
 
@@ -106,6 +110,133 @@ static erase_status_t start(const erase_tok_convert_options_t *o, erase_tok_conv
     return ERASE_OK;
 }
 
+/* Append ids[k] to *all (grown). */
+static erase_status_t append_ids(const char *path, const uint16_t *ids, size_t k, uint16_t **all, size_t *count,
+                                 size_t *cap)
+{
+    if (*count + k > *cap) {
+        size_t want = 2 * (*count + k);
+        uint16_t *p = realloc(*all, sizeof *p * want);
+        if (!p)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for %zu tokens", path, *count + k);
+        *all = p, *cap = want;
+    }
+    memcpy(*all + *count, ids, sizeof *ids * k);
+    *count += k;
+    return ERASE_OK;
+}
+
+/*
+ * Append to *all (grown) the <|bos|> token and then the ids of one file, a
+ * document, read in blocks of o->text_block bytes: each block is cut where
+ * erase_tokenizer_chunk_end says a piece always ends (the ids of the parts
+ * are the ids of the whole), encoded on o->threads, the rest carried into
+ * the next block (a block with no such place grows).
+ */
+static erase_status_t encode_document(const char *path, const erase_tok_convert_options_t *o, uint16_t **all,
+                                      size_t *count, size_t *cap)
+{
+    FILE *f;
+    int64_t left;
+    ERASE_CHECK(open_sized(path, &f, &left));
+    const uint16_t bos = (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>");
+    erase_status_t st = append_ids(path, &bos, 1, all, count, cap);
+    size_t size = o->text_block >= 1 ? (size_t)o->text_block : 1, have = 0;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for a block of %zu bytes", path, size);
+    while (st == ERASE_OK && (left > 0 || have > 0) && (st = interrupted(o)) == ERASE_OK) {
+        if (have == size) { /* no place to cut in the whole block: a bigger one */
+            uint8_t *p = realloc(buf, 2 * size);
+            if (!p) {
+                st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for a block of %zu bytes", path, 2 * size);
+                break;
+            }
+            buf = p, size *= 2;
+        }
+        size_t k = (uint64_t)left < size - have ? (size_t)left : size - have;
+        if ((st = read_exact(f, path, buf + have, k)) != ERASE_OK)
+            break;
+        have += k, left -= (int64_t)k;
+        size_t end = left == 0 ? have : erase_tokenizer_chunk_end(buf, have, have - have / 8);
+        if (end == have && left > 0)
+            continue; /* read more */
+        uint16_t *ids = NULL;
+        size_t n = 0;
+        st = erase_tokenizer_encode16(o->tokenizer, buf, end, 0, o->threads, &ids, &n);
+        if (st == ERASE_OK)
+            st = append_ids(path, ids, n, all, count, cap);
+        free(ids);
+        memmove(buf, buf + end, have - end);
+        have -= end;
+    }
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+/* Text through a BPE tokenizer: every file encoded (a document: <|bos|>
+ * first), the last round(f * tokens) tokens to OUT/eval. */
+static erase_status_t convert_text_bpe(const char *const *files, int n, const erase_tok_convert_options_t *o,
+                                       erase_tok_convert_summary_t *s)
+{
+    uint16_t *all = NULL;
+    size_t count = 0, cap = 0;
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < n && st == ERASE_OK && (st = interrupted(o)) == ERASE_OK; i++) {
+        st = encode_document(files[i], o, &all, &count, &cap);
+        s->files += st == ERASE_OK;
+    }
+    int64_t eval = (int64_t)llround(o->eval_fraction * (double)count), train = (int64_t)count - eval;
+    if (st == ERASE_OK && train < 1)
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "the inputs' %zu tokens leave no training tokens with "
+                         "--val-fraction %g (%lld for evaluation)", count, o->eval_fraction, (long long)eval);
+    char train_dir[4096], eval_dir[4096];
+    snprintf(train_dir, sizeof train_dir, "%s/train", o->out_dir);
+    snprintf(eval_dir, sizeof eval_dir, "%s/eval", o->out_dir);
+    int made_out = 0;
+    if (st == ERASE_OK) {
+        made_out = mkdir(o->out_dir, 0777) == 0;
+        if (!made_out && errno != EEXIST)
+            st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", o->out_dir, strerror(errno));
+    }
+    erase_tok_write_options_t wo = o->write;
+    wo.byte_level = 0;
+    wo.tokenizer = o->tokenizer;
+    int64_t vocab = erase_tokenizer_vocab(o->tokenizer);
+    erase_tok_dataset_writer_t *wt = NULL, *we = NULL;
+    if (st == ERASE_OK)
+        st = erase_tok_dataset_writer_open(train_dir, vocab, o->shard_tokens, &wo, o->force, &wt);
+    if (st == ERASE_OK && eval > 0)
+        st = erase_tok_dataset_writer_open(eval_dir, vocab, o->shard_tokens, &wo, o->force, &we);
+    /* the source of each token: the file it came from (the tokens of file i follow those of file i-1) */
+    size_t at = 0;
+    for (int i = 0; i < n && st == ERASE_OK && at < count; i++) {
+        size_t end = at + 1; /* its <|bos|> */
+        while (end < count && all[end] != (uint16_t)erase_tokenizer_special(o->tokenizer, "<|bos|>"))
+            end++;
+        for (size_t from = at; st == ERASE_OK && from < end;) {
+            size_t to = from < (size_t)train && end > (size_t)train ? (size_t)train : end;
+            st = erase_tok_dataset_writer_append(from < (size_t)train ? wt : we, (int64_t)(to - from), all + from,
+                                                 files[i]);
+            from = to;
+        }
+        at = end;
+    }
+    s->tokens = (int64_t)count;
+    if (st == ERASE_OK)
+        st = interrupted(o);
+    if (st == ERASE_OK)
+        st = commit_both(we, wt, eval_dir);
+    fill_summary(s, wt, we);
+    erase_tok_dataset_writer_free(we);
+    erase_tok_dataset_writer_free(wt);
+    if (st != ERASE_OK && made_out)
+        rmdir(o->out_dir);
+    free(all);
+    return st;
+}
+
 erase_status_t erase_tok_convert_text(const char *const *files, int n, const erase_tok_convert_options_t *o,
                                       erase_tok_convert_summary_t *summary)
 {
@@ -114,6 +245,13 @@ erase_status_t erase_tok_convert_text(const char *const *files, int n, const era
     ERASE_CHECK(start(o, summary, &local, &s, &t0));
     if (!(o->eval_fraction >= 0 && o->eval_fraction < 1))
         return ERASE_ERROR(ERASE_ERR_INVALID, "eval fraction %g: expected 0 <= f < 1", o->eval_fraction);
+    if (o->tokenizer) {
+        erase_status_t st = convert_text_bpe(files, n, o, s);
+        if (st != ERASE_OK)
+            erase_error_trail(__FILE__, __LINE__);
+        s->seconds = erase_now_s() - t0;
+        return st;
+    }
     /* the sizes first: the split is at a byte of the concatenation */
     int64_t total = 0;
     for (int i = 0; i < n; i++) {

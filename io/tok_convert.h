@@ -8,6 +8,15 @@
  * the others to OUT/train, each a dataset with its own index.txt (like
  * erase-convert mnist): train with --train OUT/train --eval OUT/eval.
  * Every shard records bytes = count.
+ * With a tokenizer (io/tokenizer.h, erase-tokenizer train): each input
+ * file is a document: a <|bos|> token, then its text encoded in blocks of
+ * text_block bytes cut where the ids of the parts are those of the whole
+ * (erase_tokenizer_chunk_end), each on `threads` threads; the last
+ * round(eval_fraction * N) of the N tokens go to OUT/eval. Every shard
+ * records vocab = the tokenizer's, bytes = the text bytes of its tokens
+ * (<|bos|> counts none), tokenizer = its identity and the dataset
+ * /tokenizer_file = its file text (io/tok_shard_write.h): the data, and the
+ * checkpoints trained on it, carry what decodes them.
  *
  * tokens: pre-tokenized files into OUT (one dataset, no split), in either
  *   llm.c's format: a header of 256 little-endian int32 (magic 20240520,
@@ -49,6 +58,10 @@ typedef struct {
     int force;                        /* 1: replace datasets already in the output */
     int raw;                          /* tokens: 1: a file without llm.c's magic is raw uint16 (default 0: refused) */
     const volatile sig_atomic_t *cancel; /* if set and *cancel != 0: stop, clean up, ERASE_ERR_STATE */
+    const erase_tokenizer_t *tokenizer; /* text: BPE tokens (below); NULL (default): byte-level */
+    int threads;                     /* text with a tokenizer: encoding threads (default 2) */
+    int64_t text_block;              /* text with a tokenizer: bytes read and encoded at once, cut where
+                                      * erase_tokenizer_chunk_end says (default 16 MiB; >= 1) */
 } erase_tok_convert_options_t;
 
 typedef struct {

@@ -64,7 +64,10 @@ static void tok_layout(const void *shard, erase_row_layout_t *l)
 {
     const tok_rows_t *t = shard;
     int64_t count = erase_tok_shard_count(t->shard), bytes = erase_tok_shard_bytes(t->shard);
-    int64_t per_mtoken = bytes < 0 || count == 0 ? 0 : (int64_t)llround(1e6 * (double)bytes / (double)count);
+    /* BPE shards (a tokenizer): 0, their ratios differ; the lm task counts each token's bytes */
+    int64_t per_mtoken = bytes < 0 || count == 0 || erase_tok_shard_tokenizer(t->shard)[0]
+                             ? 0
+                             : (int64_t)llround(1e6 * (double)bytes / (double)count);
     *l = (erase_row_layout_t){
         .nfields = 1,
         .field = { [ERASE_TOK_FIELD_TOKENS] = { "tokens", sizeof(int32_t), t->T + 1 } },

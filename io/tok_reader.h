@@ -20,7 +20,9 @@
  * Parameters every shard must agree on: "vocab" = V, and
  * "bytes_per_mtoken": the bytes of source text per million tokens,
  * round(1e6 * bytes / count) (byte-level text: 1,000,000), 0 when the
- * shards have no `bytes` attribute (imported tokens).
+ * shards have no `bytes` attribute (imported tokens) or have a tokenizer
+ * (BPE text: each shard's ratio differs; the lm task counts the bytes of
+ * each token evaluated, io/tok_data_tokenizer.h).
  */
 #ifndef ERASE_IO_TOK_READER_H
 #define ERASE_IO_TOK_READER_H

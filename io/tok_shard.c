@@ -15,6 +15,7 @@ struct erase_tok_shard {
     hid_t file, d; /* /tokens */
     int64_t count, vocab, bytes, chunk_tokens;
     int compressed, checksummed;
+    char tokenizer[17]; /* the `tokenizer` attribute; "" when absent */
 };
 
 static const erase_h5_rows_spec_t tokens_spec = { "/tokens", 1, 1, H5T_INTEGER, H5T_SGN_NONE, 2, "uint16" };
@@ -35,6 +36,14 @@ static erase_status_t validate(void *shard)
     else if (rc != 0 || s->bytes < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute bytes: expected an integer >= 0 (or no attribute)",
                            s->path);
+    char id[64];
+    rc = erase_h5_attr_read_string(s->file, "tokenizer", id, sizeof id);
+    size_t len = rc == 0 ? strlen(id) : 0;
+    if (rc < 0 || (rc == 0 && (len != 16 || strspn(id, "0123456789abcdef") != 16)))
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute tokenizer: expected 16 hex digits (or no attribute)",
+                           s->path);
+    if (rc == 0)
+        memcpy(s->tokenizer, id, 17);
     ERASE_CHECK(erase_h5_rows_open(s->file, s->path, &tokens_spec, s->count, &s->d));
     erase_h5_rows_layout(s->d, &s->chunk_tokens, &s->compressed, &s->checksummed);
     return ERASE_OK;
@@ -79,6 +88,37 @@ int64_t erase_tok_shard_bytes(const erase_tok_shard_t *s) { return s->bytes; }
 int64_t erase_tok_shard_chunk_tokens(const erase_tok_shard_t *s) { return s->chunk_tokens; }
 int erase_tok_shard_compressed(const erase_tok_shard_t *s) { return s->compressed; }
 int erase_tok_shard_checksummed(const erase_tok_shard_t *s) { return s->checksummed; }
+
+const char *erase_tok_shard_tokenizer(const erase_tok_shard_t *s) { return s->tokenizer; }
+
+erase_status_t erase_tok_shard_tokenizer_file(erase_tok_shard_t *s, char **text)
+{
+    *text = NULL;
+    if (!s->tokenizer[0])
+        return ERASE_OK;
+    erase_h5_enter();
+    int missing = H5Lexists(s->file, "/tokenizer_file", H5P_DEFAULT) <= 0, ok = 0;
+    hid_t d = missing ? -1 : H5Dopen2(s->file, "/tokenizer_file", H5P_DEFAULT);
+    hid_t space = d < 0 ? -1 : H5Dget_space(d);
+    hsize_t n = 0;
+    if (space >= 0 && H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, &n, NULL) == 1 &&
+        n < ((hsize_t)1 << 30) && (*text = malloc((size_t)n + 1)) != NULL) {
+        ok = H5Dread(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, *text) >= 0 && !memchr(*text, 0, (size_t)n);
+        (*text)[n] = '\0';
+    }
+    if (space >= 0)
+        H5Sclose(space);
+    if (d >= 0)
+        H5Dclose(d);
+    erase_h5_leave();
+    if (ok)
+        return ERASE_OK;
+    free(*text);
+    *text = NULL;
+    return ERASE_ERROR(missing ? ERASE_ERR_FORMAT : ERASE_ERR_IO,
+                       "%s: dataset /tokenizer_file: %s (a shard with a tokenizer carries its file)", s->path,
+                       missing ? "missing" : "not uint8 text [n] or unreadable");
+}
 
 void erase_tok_shard_attr_text(erase_tok_shard_t *s, const char *name, char *text, int size)
 {

@@ -8,10 +8,16 @@
  *                    count = N                (int64, tokens in /tokens)
  *                    bytes                    (int64, bytes of source text the N tokens encode;
  *                                              byte-level text: = N; absent for imported tokens)
+ *                    tokenizer                (string, 16 hex digits: the identity of the BPE
+ *                                              tokenizer (io/tokenizer.h) that made the tokens;
+ *                                              absent: byte-level text or imported tokens)
  *                    source                   (string, the source files, one per line)
  *                    converter                (string, e.g. "erase 0.1.0")
  *                    description              (string, this schema in words)
  *   /tokens  uint16 [N]  the token ids, each < V
+ *   /tokenizer_file  uint8 [n]  with `tokenizer` only: the tokenizer file's
+ *                    text (docs/tokenizer.md; a dataset: attributes hold at
+ *                    most 64 KiB here, a vocab of 65536 takes about 1 MB)
  * /tokens is chunked along N (65,536 tokens by default), optionally
  * compressed (shuffle + deflate level 1), and every chunk carries a
  * Fletcher32 checksum (HDF5's filter, verified on every read), as CTR and
@@ -39,6 +45,7 @@ typedef struct erase_tok_shard erase_tok_shard_t;
  *                     "F: attribute count: expected an integer >= 0"
  *                     "F: attribute vocab: expected an integer in 1..65536"
  *                     "F: attribute bytes: expected an integer >= 0 (or no attribute)"
+ *                     "F: attribute tokenizer: expected 16 hex digits (or no attribute)"
  *                     "F: dataset /tokens: expected shape [1000] (rows = 1000), got [999]"
  *                     "F: dataset /tokens: expected uint16, got float32"
  *   ERASE_ERR_NOMEM
@@ -58,6 +65,15 @@ const char *erase_tok_shard_path(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_count(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_vocab(const erase_tok_shard_t *shard);
 int64_t erase_tok_shard_bytes(const erase_tok_shard_t *shard);
+
+/* The tokenizer's identity (16 hex digits), "" when the shard has none. */
+const char *erase_tok_shard_tokenizer(const erase_tok_shard_t *shard);
+
+/* Its file text into *text (malloc'ed; NULL when the shard has no
+ * tokenizer). Errors: ERASE_ERR_FORMAT "F: dataset /tokenizer_file:
+ * missing (a shard with a tokenizer carries its file)", ERASE_ERR_IO. Not
+ * thread-safe for one shard. */
+erase_status_t erase_tok_shard_tokenizer_file(erase_tok_shard_t *shard, char **text);
 
 /* Chunk length along N (0: not chunked); 1 if compressed (deflate); 1 if
  * its chunks carry Fletcher32 checksums. */

@@ -14,12 +14,15 @@
 typedef struct {
     erase_h5_shard_t h; /* rows = tokens */
     char *source;       /* the source files, one per line */
+    int64_t bytes;      /* with a tokenizer: the text bytes its tokens stand for */
 } shard_t;
 
 struct erase_tok_dataset_writer {
     erase_h5_shards_t set;
     int64_t vocab, shard_tokens, tokens;
     erase_tok_write_options_t o;
+    char identity[17];  /* with a tokenizer: its identity, hex */
+    char *tokenizer_file; /* with a tokenizer: its file text */
 };
 
 static const erase_h5_rows_spec_t tokens_spec = { "/tokens", 1, 1, H5T_INTEGER, H5T_SGN_NONE, 2, "uint16" };
@@ -27,11 +30,13 @@ static const erase_h5_rows_spec_t tokens_spec = { "/tokens", 1, 1, H5T_INTEGER, 
 static const char description[] =
     "erase token shard (format erase-tok-1). /tokens uint16 [count]: one stream of token ids, each < vocab "
     "(byte-level text: the bytes). Attributes: vocab, count, bytes (bytes of source text the tokens encode; "
-    "absent for imported tokens), source (one file per line), converter.";
+    "absent for imported tokens), source (one file per line), converter; BPE text also tokenizer (its identity, "
+    "16 hex digits) and the dataset /tokenizer_file (uint8, the tokenizer file's text, docs/tokenizer.md).";
 
 erase_tok_write_options_t erase_tok_write_options_default(void)
 {
-    erase_tok_write_options_t o = { .chunk_tokens = 65536, .compress = 1, .byte_level = 0, .converter = NULL };
+    erase_tok_write_options_t o = { .chunk_tokens = 65536, .compress = 1, .byte_level = 0, .converter = NULL,
+                                    .tokenizer = NULL };
     return o;
 }
 
@@ -53,6 +58,23 @@ static erase_status_t begin_shard(erase_tok_dataset_writer_t *w)
     return erase_h5_shards_begin(&w->set, &s->h, &tokens_spec, &file_type, 1, &layout);
 }
 
+/* The dataset /tokenizer_file: uint8 [n], the tokenizer file's text (a
+ * dataset, not an attribute: attributes of this file format hold at most
+ * 64 KiB, a tokenizer of vocab 65536 takes about 1 MB). 0 or -1. */
+static int write_tokenizer_file(hid_t f, const char *text)
+{
+    hsize_t n = strlen(text);
+    hid_t space = H5Screate_simple(1, &n, NULL);
+    hid_t d = space < 0 ? -1 : H5Dcreate2(f, "/tokenizer_file", H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                          H5P_DEFAULT);
+    int rc = d < 0 || H5Dwrite(d, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, text) < 0 ? -1 : 0;
+    if (d >= 0)
+        H5Dclose(d);
+    if (space >= 0)
+        H5Sclose(space);
+    return rc;
+}
+
 /* Attributes, format last; the lock is held. Returns the failing name or NULL. */
 static const char *write_attributes(const erase_tok_dataset_writer_t *w, const shard_t *s)
 {
@@ -63,6 +85,11 @@ static const char *write_attributes(const erase_tok_dataset_writer_t *w, const s
     if (erase_h5_attr_write_array(f, "vocab", H5T_NATIVE_UINT32, &vocab, 1)) return "vocab";
     if (erase_h5_attr_write_int64(f, "count", s->h.rows)) return "count";
     if (w->o.byte_level && erase_h5_attr_write_int64(f, "bytes", s->h.rows)) return "bytes";
+    if (w->o.tokenizer) {
+        if (erase_h5_attr_write_int64(f, "bytes", s->bytes)) return "bytes";
+        if (erase_h5_attr_write_string(f, "tokenizer", w->identity)) return "tokenizer";
+        if (write_tokenizer_file(f, w->tokenizer_file)) return "tokenizer_file";
+    }
     if (erase_h5_attr_write_string(f, "source", s->source ? s->source : "")) return "source";
     if (erase_h5_attr_write_string(f, "converter", converter)) return "converter";
     if (erase_h5_attr_write_string(f, "description", description)) return "description";
@@ -122,11 +149,33 @@ erase_status_t erase_tok_dataset_writer_open(const char *dir, int64_t vocab, int
     }
     w->vocab = vocab;
     w->shard_tokens = shard_tokens;
+    if (o.tokenizer) {
+        size_t n;
+        erase_tokenizer_identity_hex(o.tokenizer, w->identity);
+        if (!(w->tokenizer_file = erase_tokenizer_text(o.tokenizer, &n))) {
+            erase_tok_dataset_writer_free(w);
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", dir);
+        }
+    }
     w->o = o;
     if (w->o.chunk_tokens > shard_tokens) /* no chunk larger than a shard */
         w->o.chunk_tokens = shard_tokens;
     *out = w;
     return ERASE_OK;
+}
+
+/* The text bytes tokens[n] stand for (special tokens none; ids < vocab, checked). */
+static int64_t text_bytes(const erase_tokenizer_t *tok, const uint16_t *tokens, int64_t n)
+{
+    uint32_t ids[4096];
+    int64_t bytes = 0;
+    for (int64_t at = 0; at < n; at += 4096) {
+        size_t k = n - at < 4096 ? (size_t)(n - at) : 4096;
+        for (size_t i = 0; i < k; i++)
+            ids[i] = tokens[at + (int64_t)i];
+        bytes += erase_tokenizer_count_bytes(tok, ids, k);
+    }
+    return bytes;
 }
 
 erase_status_t erase_tok_dataset_writer_append(erase_tok_dataset_writer_t *w, int64_t n, const uint16_t *tokens,
@@ -153,6 +202,8 @@ erase_status_t erase_tok_dataset_writer_append(erase_tok_dataset_writer_t *w, in
             erase_h5_rows_append(s->h.d[0], s->h.temp, &tokens_spec, H5T_NATIVE_UINT16, s->h.rows, k, tokens);
         erase_h5_leave();
         ERASE_CHECK(st);
+        if (w->o.tokenizer)
+            s->bytes += text_bytes(w->o.tokenizer, tokens, k);
         s->h.rows += k;
         w->tokens += k;
         n -= k;
@@ -179,5 +230,6 @@ void erase_tok_dataset_writer_free(erase_tok_dataset_writer_t *w)
     if (!w)
         return;
     erase_h5_shards_free(&w->set);
+    free(w->tokenizer_file);
     free(w);
 }

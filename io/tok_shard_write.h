@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "io/tok_shard.h"
+#include "io/tokenizer.h"
 #include "lib/core/status.h"
 
 typedef struct {
@@ -22,6 +23,9 @@ typedef struct {
     int byte_level;        /* 1: each token is one byte of source text: every shard gets bytes = count;
                             * 0 (default): no `bytes` attribute (imported tokens) */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
+    const erase_tokenizer_t *tokenizer; /* BPE text (io/tokenizer.h): every shard gets bytes = the text bytes of
+                            * its tokens (erase_tokenizer_count_bytes), tokenizer = its identity (16 hex
+                            * digits) and the dataset /tokenizer_file = its file text; NULL (default): none */
 } erase_tok_write_options_t;
 
 typedef struct erase_tok_dataset_writer erase_tok_dataset_writer_t;

@@ -320,12 +320,11 @@ static char *next_line(char *text, size_t n, size_t *pos, int *complete)
 
 #define BAD(...) (st = ERASE_ERROR(ERASE_ERR_FORMAT, __VA_ARGS__))
 
-erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out)
+/* Parse the file text text[n] (malloc'ed, NUL-terminated; freed here) read
+ * from `path` (the name in the errors). */
+static erase_status_t parse_text(const char *path, char *text, size_t n, erase_tokenizer_t **out)
 {
-    *out = NULL;
-    char *text = NULL;
-    size_t n = 0, pos = 0;
-    ERASE_CHECK(read_all(path, &text, &n));
+    size_t pos = 0;
     erase_status_t st = ERASE_OK;
     uint32_t *offset = NULL;
     uint8_t *bytes = NULL;
@@ -430,6 +429,31 @@ done:
     free(bytes);
     free(text);
     return st;
+}
+
+erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t n = 0;
+    ERASE_CHECK(read_all(path, &text, &n));
+    return parse_text(path, text, n, out);
+}
+
+erase_status_t erase_tokenizer_load_text(const char *name, const char *text, size_t n, erase_tokenizer_t **out)
+{
+    *out = NULL;
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", name);
+    memcpy(copy, text, n);
+    copy[n] = '\0';
+    return parse_text(name, copy, n, out);
+}
+
+char *erase_tokenizer_text(const erase_tokenizer_t *tok, size_t *n)
+{
+    return canonical_text(tok, n);
 }
 
 erase_status_t erase_tokenizer_save(const erase_tokenizer_t *tok, const char *path)

@@ -126,6 +126,16 @@ erase_status_t erase_tokenizer_train_buffer(const uint8_t *text, size_t bytes,
  */
 erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out);
 
+/* The same from the file's text text[n] (e.g. kept in a token shard or a
+ * checkpoint); `name` stands for the file in the errors (e.g.
+ * "CKPT: /meta tokenizer"). */
+erase_status_t erase_tokenizer_load_text(const char *name, const char *text, size_t n, erase_tokenizer_t **out);
+
+/* The canonical file text (what erase_tokenizer_save writes; its FNV-1a 64
+ * is the identity), malloc'ed and NUL-terminated, *n its length; NULL when
+ * out of memory. */
+char *erase_tokenizer_text(const erase_tokenizer_t *tok, size_t *n);
+
 /* Write the tokenizer file to PATH atomically (a temporary file, synced,
  * renamed; on failure nothing is left at PATH and no temporary file).
  * Errors: ERASE_ERR_IO "PATH: cannot write: <reason>"; ERASE_ERR_NOMEM. */

@@ -122,6 +122,7 @@ typedef struct {
     erase_optimizer_t *opt;
     erase_reader_t *train;            /* the training data (cursor) */
     int64_t global_batch;             /* samples per step over all ranks */
+    const char *tokenizer;            /* lm: the data's tokenizer file text, kept in every checkpoint; NULL: none */
     int tty;                          /* rank 0 redraws a progress line: clear it before printing */
     /* a pipeline (NULL without): stage s holds blocks [stage_first[s],
      * stage_first[s + 1]) (pp_size + 1 entries); the stage executor,

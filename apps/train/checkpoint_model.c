@@ -51,6 +51,8 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
     snprintf(origin->path, sizeof origin->path, "%s", erase_ckpt_path(ck));
     if (m->model && !(origin->model = strdup(m->model)))
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its model text", origin->path);
+    if (st == ERASE_OK && m->tokenizer && *m->tokenizer && !(origin->tokenizer = strdup(m->tokenizer)))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its tokenizer", origin->path);
     char taken[2048] = "";
     static const char *const model_option[] = { "model", NULL }; /* the name its run gave the model */
     if (st == ERASE_OK && m->model && m->options)
@@ -99,7 +101,9 @@ erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_optio
 void train_ckpt_origin_free(train_ckpt_origin_t *origin)
 {
     free(origin->model);
+    free(origin->tokenizer);
     origin->model = NULL;
+    origin->tokenizer = NULL;
     origin->path[0] = '\0';
 }
 

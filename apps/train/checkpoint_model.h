@@ -20,6 +20,7 @@
 typedef struct {
     char path[ERASE_CKPT_PATH_MAX]; /* the checkpoint read; "" when none */
     char *model;                    /* its model text (malloc), NULL when none */
+    char *tokenizer;                /* its lm data's tokenizer file text (malloc), NULL when none */
 } train_ckpt_origin_t;
 
 /*

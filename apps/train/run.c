@@ -164,6 +164,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     /* checkpoints: --resume / --init-from load here, before the first step */
     train_ckpt_env_t ce = { .o = o, .w = w, .host = r.host, .cfg = &r.cfg, .net = r.net, .opt = r.opt,
                             .train = r.train, .global_batch = r.global_batch, .tty = r.tty,
+                            .tokenizer = r.tokenizer.file,
                             .stage_first = r.pipe ? r.stages.first : NULL, .pipe = r.pipe,
                             .total_steps = &r.total_steps };
     train_ckpt_pos_t pos;
@@ -243,6 +244,8 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     if (r.task && r.task->destroy)
         r.task->destroy(r.ts);
     erase_network_destroy(r.net);
+    erase_tok_data_tokenizer_free(&r.tokenizer);
+    free(r.ckpt_tokenizer);
     erase_reader_close(r.train);
     erase_reader_close(r.eval);
     free(r.outputs);

@@ -13,6 +13,7 @@
 #include "apps/train/batch_ring.h"
 #include "apps/train/checkpoint.h"
 #include "apps/train/checkpoint_model.h"
+#include "io/tok_data_tokenizer.h"
 #include "apps/train/embeddings.h"
 #include "apps/train/options.h"
 #include "apps/train/pipeline.h"
@@ -110,6 +111,8 @@ typedef struct {
     /* evaluation only (--eval-only, erase-score): the checkpoint evaluated */
     char ckpt_path[1024];
     int64_t ckpt_step;
+    char *ckpt_tokenizer;            /* its lm data's tokenizer file text (malloc), NULL when none */
+    erase_tok_data_tokenizer_t tokenizer; /* lm: the training data's tokenizer (io/tok_data_tokenizer.h) */
     double eval_fraction;            /* of --train held out (--eval-only: the checkpoint's run's) */
     const train_score_hooks_t *score; /* erase-score's, or NULL */
     /* --resume / --init-from: the checkpoint's model read before set-up

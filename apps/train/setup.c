@@ -7,6 +7,7 @@
 #include "apps/train/run_state.h"
 
 #include "io/checkpoint.h"
+#include "io/tok_reader.h"
 #include "lib/core/checked.h"
 #include "lib/core/stats.h"
 
@@ -77,6 +78,8 @@ static erase_status_t model_from_checkpoint(run_t *r)
     }
     erase_status_t st = m->model ? erase_model_config_parse_embedded(m->model, r->ckpt_path, &r->cfg)
                                  : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
+    if (st == ERASE_OK && m->tokenizer && *m->tokenizer && !(r->ckpt_tokenizer = strdup(m->tokenizer)))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its tokenizer", r->ckpt_path);
     erase_ckpt_close(ck);
     return st;
 }
@@ -261,6 +264,51 @@ erase_status_t run_batch_sizes(run_t *r)
     return ERASE_OK;
 }
 
+/*
+ * Token data: the tokenizer of the training data into r->tokenizer (its
+ * shards agree), the same as the evaluation data's and as the checkpoint's
+ * the run starts from or evaluates (--resume, --init-from, --eval-only).
+ */
+static erase_status_t check_tokenizers(run_t *r, const char *train_list, const char *const *train_in, int n_train,
+                                       const char *const *eval_in, int n_eval)
+{
+    const train_options_t *o = r->o;
+    const char *train_opt = o->train[0] ? "train" : "eval";
+    char why[2048], a[80], b[80];
+    if (erase_tok_data_tokenizer(train_in, n_train, &r->tokenizer) != ERASE_OK) {
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", train_opt, train_list, why);
+    }
+    if (o->eval[0] && o->train[0]) {
+        erase_tok_data_tokenizer_t e;
+        if (erase_tok_data_tokenizer(eval_in, n_eval, &e) != ERASE_OK) {
+            snprintf(why, sizeof why, "%s", erase_error_reason());
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s", o->eval, why);
+        }
+        erase_status_t st = ERASE_OK;
+        if (strcmp(e.identity, r->tokenizer.identity) != 0)
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s (%s), the training data's is %s (%s): evaluate on "
+                             "data of the same tokenizer", o->eval, erase_tok_tokenizer_name(e.identity, a, sizeof a),
+                             e.path, erase_tok_tokenizer_name(r->tokenizer.identity, b, sizeof b),
+                             r->tokenizer.path);
+        erase_tok_data_tokenizer_free(&e);
+        TRY(st);
+    }
+    /* the checkpoint's: read before set-up (--resume, --init-from) or evaluated (--eval-only) */
+    const char *path = o->eval_only ? r->ckpt_path : r->origin && r->origin->path[0] ? r->origin->path : NULL;
+    if (!path || !path[0])
+        return ERASE_OK;
+    char had[17];
+    erase_tok_tokenizer_identity_of(o->eval_only ? r->ckpt_tokenizer : r->origin->tokenizer, had);
+    if (!strcmp(had, r->tokenizer.identity))
+        return ERASE_OK;
+    const char *opt = o->resume[0] ? "resume" : "init-from";
+    return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: the checkpoint %s was trained on %s, the data (%s) has %s: "
+                       "use shards converted with the checkpoint's tokenizer (erase-convert text --tokenizer)",
+                       opt, o->resume[0] ? o->resume : o->init_from, path, erase_tok_tokenizer_name(had, a, sizeof a),
+                       r->tokenizer.path, erase_tok_tokenizer_name(r->tokenizer.identity, b, sizeof b));
+}
+
 erase_status_t run_open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -307,6 +355,8 @@ erase_status_t run_open_readers(run_t *r)
         return ERASE_ERROR(st, "--%s %s: %s", o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train,
                            why);
     }
+    if (erase_tok_rows_is(rows))
+        TRY(check_tokenizers(r, train_list, train_in, n_train, eval_in, n_eval));
     TRY(r->task->check(r->train, &r->cfg));
     /* separate evaluation data too, before any step: not at the first evaluation, hours in */
     if (o->eval[0] && r->task->check(r->eval, &r->cfg) != ERASE_OK) {
@@ -490,6 +540,8 @@ erase_status_t run_setup_training(run_t *r)
     TRY(r->task->create(r->dev, &r->cfg, r->rank_batch, &r->ts));
     if (r->task->data)
         r->task->data(r->ts, r->train, r->eval);
+    if (r->task->tokenizer)
+        TRY(r->task->tokenizer(r->ts, r->tokenizer.file));
     erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &r->width);
     size_t bytes;
     if (!erase_bytes(sizeof(float), (size_t)r->rank_batch, (size_t)r->width, &bytes) ||

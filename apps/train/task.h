@@ -76,6 +76,11 @@ typedef struct train_task {
      * need (lm: the bytes per token of each, for bits per byte); either
      * reader may be NULL. NULL allowed. */
     void (*data)(void *state, const erase_reader_t *train, const erase_reader_t *eval);
+    /* After data: the data's tokenizer file text (lm on BPE shards,
+     * io/tok_data_tokenizer.h; NULL: none): bits per byte from the bytes
+     * each evaluated token stands for. Errors: the file's (damaged).
+     * NULL allowed. */
+    erase_status_t (*tokenizer)(void *state, const char *file);
     /* Enqueue on `s` the copy of reader batch b (its size <= rank_batch)
      * into the fixed device buffers, and set *out to them. The reader
      * reuses b's memory at its next call: callers synchronize s first. */

@@ -10,10 +10,13 @@
  * double, summed in the whole + fraction fixed point of lib/nn/metrics.h)
  * and add up alike on any number of ranks. Printed: loss (mean
  * cross-entropy per token, nats), perplexity = exp(loss) and bits per
- * byte = loss / ln 2 x tokens / bytes, with the bytes per token of the
- * shards' `bytes` attributes (byte-level text: 1, so bits per byte =
- * loss / ln 2); data without a byte count (imported tokens) has no bits
- * per byte (left out of the lines and the metrics file).
+ * byte = loss / ln 2 x tokens / bytes. BPE data (a tokenizer in its
+ * shards, io/tok_data_tokenizer.h): bytes = the text bytes of the very
+ * target tokens evaluated (each id's decoded length; <|bos|> none), an
+ * int64 word summed over ranks with the metrics; otherwise the
+ * bytes per token of the shards' `bytes` attributes (byte-level text: 1,
+ * so bits per byte = loss / ln 2); data without either (imported tokens)
+ * has no bits per byte (left out of the lines and the metrics file).
  * No scores (erase-score refuses the task): a window has no single label,
  * and the score hook gets no task state to cut z [n, T * vocab] into its
  * T positions; erase-train --eval-only gives the evaluation's metrics.
@@ -22,12 +25,20 @@
 
 #include "apps/train/json.h"
 #include "io/tok_reader.h"
+#include "io/tokenizer.h"
 #include "lib/core/checked.h"
 #include "lib/nn/metrics_cls.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The metrics' sums and the text bytes of the targets added (BPE data):
+ * int64 words, all summed over ranks. */
+typedef struct {
+    erase_cls_metrics_t m;
+    int64_t bytes;
+} lm_sums_t;
 
 typedef struct {
     erase_device_t *dev;
@@ -37,8 +48,11 @@ typedef struct {
     int32_t *stage[2];           /* host staging of the inputs and targets [rank_batch, T] */
     int32_t *targets;            /* host targets [rank_batch, T] for add() */
     double bytes_per_token[2];   /* of the train and the eval data; NaN: unknown */
-    erase_cls_metrics_t window, eval;
+    int32_t *token_bytes;        /* [tokenizer vocab]: the text bytes of each id (BPE data); NULL: none */
+    int64_t token_ids;           /* entries of token_bytes */
+    lm_sums_t window, eval;
     erase_cls_summary_t window_sum, last_eval;
+    int64_t window_bytes, eval_bytes; /* the bytes of the summarized targets (BPE data) */
 } lm_t;
 
 static void lm_rows_for(const erase_model_config_t *cfg, erase_row_format_t *out)
@@ -61,6 +75,7 @@ static void lm_destroy(void *state)
     for (int i = 0; i < 2; i++)
         erase_host_free(t->dev, t->stage[i]);
     free(t->targets);
+    free(t->token_bytes);
     free(t);
 }
 
@@ -101,6 +116,27 @@ static void lm_data(void *state, const erase_reader_t *train, const erase_reader
     }
 }
 
+/* BPE data: the byte length of each token id, from its tokenizer's file. */
+static erase_status_t lm_tokenizer(void *state, const char *file)
+{
+    lm_t *t = state;
+    if (!file)
+        return ERASE_OK;
+    erase_tokenizer_t *tok;
+    ERASE_CHECK(erase_tokenizer_load_text("the data's tokenizer_file", file, strlen(file), &tok));
+    t->token_ids = erase_tokenizer_vocab(tok);
+    if (!(t->token_bytes = malloc(sizeof *t->token_bytes * (size_t)t->token_ids))) {
+        erase_tokenizer_free(tok);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the tokenizer's byte counts");
+    }
+    for (int64_t id = 0; id < t->token_ids; id++) {
+        uint32_t one = (uint32_t)id;
+        t->token_bytes[id] = (int32_t)erase_tokenizer_count_bytes(tok, &one, 1);
+    }
+    erase_tokenizer_free(tok);
+    return ERASE_OK;
+}
+
 /* Windows w [n, T+1] -> the inputs [n, T] (positions 0..T-1) and/or the targets [n, T] (1..T). */
 static void split_windows(const int32_t *w, int64_t n, int T, int32_t *inputs, int32_t *targets)
 {
@@ -128,7 +164,9 @@ static erase_status_t lm_load(void *state, erase_stream_t *s, const erase_reader
 static void lm_clear(void *state, train_task_part_t part)
 {
     lm_t *t = state;
-    erase_cls_metrics_clear(part == TRAIN_TASK_WINDOW ? &t->window : &t->eval);
+    lm_sums_t *sums = part == TRAIN_TASK_WINDOW ? &t->window : &t->eval;
+    erase_cls_metrics_clear(&sums->m);
+    sums->bytes = 0;
 }
 
 /* z [n, T * vocab]: the logits of every position of every window. */
@@ -136,25 +174,32 @@ static void lm_add(void *state, train_task_part_t part, const float *z, int widt
 {
     lm_t *t = state;
     (void)width; /* T * vocab */
+    lm_sums_t *sums = part == TRAIN_TASK_WINDOW ? &t->window : &t->eval;
+    const int n = (int)(b->size * t->T);
     split_windows(b->field[ERASE_TOK_FIELD_TOKENS], b->size, t->T, NULL, t->targets);
-    erase_cls_metrics_add(part == TRAIN_TASK_WINDOW ? &t->window : &t->eval, z, t->targets,
-                          (int)(b->size * t->T), t->vocab, 1);
+    erase_cls_metrics_add(&sums->m, z, t->targets, n, t->vocab, 1);
+    for (int i = 0; t->token_bytes && i < n; i++)
+        sums->bytes += t->targets[i] >= 0 && t->targets[i] < t->token_ids ? t->token_bytes[t->targets[i]] : 0;
 }
 
 static int64_t *lm_sums(void *state, train_task_part_t part, size_t *words)
 {
     lm_t *t = state;
-    *words = ERASE_CLS_METRICS_WORDS;
+    _Static_assert(sizeof(lm_sums_t) == sizeof(int64_t) * (ERASE_CLS_METRICS_WORDS + 1), "int64 words only");
+    *words = ERASE_CLS_METRICS_WORDS + 1;
     return part == TRAIN_TASK_WINDOW ? (int64_t *)&t->window : (int64_t *)&t->eval;
 }
 
 static void lm_summarize(void *state, train_task_part_t part)
 {
     lm_t *t = state;
-    if (part == TRAIN_TASK_WINDOW)
-        t->window_sum = erase_cls_metrics_summary(&t->window);
-    else
-        t->last_eval = erase_cls_metrics_summary(&t->eval);
+    if (part == TRAIN_TASK_WINDOW) {
+        t->window_sum = erase_cls_metrics_summary(&t->window.m);
+        t->window_bytes = t->window.bytes;
+    } else {
+        t->last_eval = erase_cls_metrics_summary(&t->eval.m);
+        t->eval_bytes = t->eval.bytes;
+    }
 }
 
 /* Windows (samples) and those with a non-finite logit: the counts are of
@@ -162,13 +207,25 @@ static void lm_summarize(void *state, train_task_part_t part)
 static train_task_counts_t lm_window_counts(const void *state)
 {
     const lm_t *t = state;
-    return (train_task_counts_t){ t->window.samples / t->T, (t->window.nonfinite + t->T - 1) / t->T };
+    return (train_task_counts_t){ t->window.m.samples / t->T, (t->window.m.nonfinite + t->T - 1) / t->T };
 }
 
-/* loss / ln 2 x tokens / bytes: NaN without a byte count or a loss. */
-static double bits_per_byte(double loss, double bytes_per_token)
+/* loss / ln 2 x tokens / bytes of the summarized window (part 0) or
+ * evaluation (part 1): with a tokenizer the bytes of the targets counted,
+ * else the data's bytes per token; NaN without a byte count or a loss. */
+static double bits_per_byte(const lm_t *t, int part, double loss)
 {
-    return loss / log(2.0) / bytes_per_token;
+    if (!t->token_bytes)
+        return loss / log(2.0) / t->bytes_per_token[part];
+    const erase_cls_summary_t *s = part ? &t->last_eval : &t->window_sum;
+    int64_t bytes = part ? t->eval_bytes : t->window_bytes;
+    return bytes > 0 ? loss / log(2.0) * ((double)s->samples / (double)bytes) : NAN;
+}
+
+/* 1 when the data has a byte count (part 0: train, 1: eval). */
+static int has_bytes(const lm_t *t, int part)
+{
+    return t->token_bytes || !isnan(t->bytes_per_token[part]);
 }
 
 /* Why the loss of s is undefined, as a phrase about `set` in buf, or NULL. */
@@ -199,7 +256,7 @@ static void lm_window_text(const void *state, const char *sep, char *buf, size_t
         return;
     }
     int n = snprintf(buf, size, "loss %.4f%s perplexity %.3f", w->loss, sep, exp(w->loss));
-    double bpb = bits_per_byte(w->loss, t->bytes_per_token[0]);
+    double bpb = bits_per_byte(t, 0, w->loss);
     if (!isnan(bpb) && n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, "%s bits/byte %.4f", sep, bpb);
 }
@@ -210,8 +267,8 @@ static void lm_window_json(const void *state, FILE *f, int all_skipped)
     double loss = all_skipped ? NAN : t->window_sum.loss;
     char v[3][48];
     fprintf(f, ",\"loss\":%s,\"perplexity\":%s", json_number(v[0], "%.6f", loss), json_number(v[1], "%.6f", exp(loss)));
-    if (!isnan(t->bytes_per_token[0]))
-        fprintf(f, ",\"bits_per_byte\":%s", json_number(v[2], "%.6f", bits_per_byte(loss, t->bytes_per_token[0])));
+    if (has_bytes(t, 0))
+        fprintf(f, ",\"bits_per_byte\":%s", json_number(v[2], "%.6f", bits_per_byte(t, 0, loss)));
 }
 
 /* "loss 1.4700  perplexity 4.349  bits per byte 2.1208  (111456 tokens, 1741 windows)" */
@@ -222,8 +279,8 @@ static void lm_eval_print(const void *state, FILE *f)
     char why[128];
     if (!undefined_reason(e, "the evaluation set", why)) {
         fprintf(f, "loss %.4f  perplexity %.3f", e->loss, exp(e->loss));
-        if (!isnan(t->bytes_per_token[1]))
-            fprintf(f, "  bits per byte %.4f", bits_per_byte(e->loss, t->bytes_per_token[1]));
+        if (has_bytes(t, 1))
+            fprintf(f, "  bits per byte %.4f", bits_per_byte(t, 1, e->loss));
     } else {
         fprintf(f, "loss undefined: %s", why);
     }
@@ -241,8 +298,8 @@ static void lm_eval_json(const void *state, FILE *f)
     fprintf(f, ",\"eval_samples\":%lld,\"eval_tokens\":%lld,\"nonfinite\":%lld,\"loss\":%s,\"perplexity\":%s",
             (long long)(e->samples / t->T), (long long)e->samples, (long long)e->nonfinite,
             json_number(v[0], "%.6f", e->loss), json_number(v[1], "%.6f", exp(e->loss)));
-    if (!isnan(t->bytes_per_token[1]))
-        fprintf(f, ",\"bits_per_byte\":%s", json_number(v[2], "%.6f", bits_per_byte(e->loss, t->bytes_per_token[1])));
+    if (has_bytes(t, 1))
+        fprintf(f, ",\"bits_per_byte\":%s", json_number(v[2], "%.6f", bits_per_byte(t, 1, e->loss)));
     if (undefined_reason(e, "the evaluation set", why)) {
         fputs(",\"undefined\":", f);
         json_string(f, why);
@@ -260,6 +317,7 @@ const train_task_t train_task_lm = {
     .create = lm_create,
     .destroy = lm_destroy,
     .data = lm_data,
+    .tokenizer = lm_tokenizer,
     .load = lm_load,
     .clear = lm_clear,
     .add = lm_add,

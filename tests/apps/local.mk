@@ -29,6 +29,12 @@ APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
 APPS_TEST_DRIVERS += tests/apps/test-tokenizer-errors.sh
 # erase-bench tokenizer: the table's rows and spreads, with the rustbpe/tiktoken reference when its venv is there (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-bench-tokenizer.sh
+# erase-convert text --tokenizer: BPE shards with <|bos|> per document, their tokenizer attributes (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-convert-bpe.sh
+# erase-train/erase-sample on BPE shards, 2 ranks: tokenizer refusals, bits per byte, decoding (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-train-bpe.sh
+# jobs/shakespeare --tokenizer bpe:300: tokenizer, conversion, training and a decoded sample in one line (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare-bpe.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic

@@ -87,7 +87,7 @@ tap_report "$dir/ids"
 
 apps/erase-sample "$dir/v300" --prompt "hi" -q >/dev/null 2>"$dir/err"
 rc=$?
-expect 2 "$dir/err" "erase-sample: --prompt: the model's vocabulary has 300 tokens, not the 256 bytes of a byte-level model: give token ids with --prompt-tokens (erase has no BPE tokenizer)"
+expect 2 "$dir/err" "erase-sample: --prompt: the model's vocabulary has 300 tokens, not the 256 bytes of a byte-level model: give token ids with --prompt-tokens (or its BPE tokenizer with --tokenizer FILE)"
 tap $? "vocab 300 and --prompt: status $rc, says to give token ids"
 
 apps/erase-sample "$dir/missing.h5" -q >/dev/null 2>"$dir/err"
