@@ -19,7 +19,12 @@
 # --trace, a global batch larger than the data, --device cuda without a
 # GPU: one line from rank 0, status 2), options that would do nothing
 # (--schedule without --pp refused, --blas-threads beyond the rank's cores
-# noted) and a job script's usage error without mpirun's banners.
+# noted) and a job script's usage error without mpirun's banners; the
+# review of issue 32: a FIFO as --metrics or --trace, a missing or invalid
+# --model file, one shard listed twice, a global batch below a pipeline's
+# default micro-batches, a --checkpoint-dir that cannot be created (status
+# 2, naming the option), erase-score on an lm checkpoint and with missing
+# DATA, and notes for --momentum, --side-streams and --trace-steps unused.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
