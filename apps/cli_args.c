@@ -54,3 +54,14 @@ int cli_unexpected(const char *tool, const char *arg)
     fprintf(stderr, "%s: unexpected argument '%s'\n", tool, arg);
     return 2;
 }
+
+int cli_missing(const char *tool, const char *what, int got, const char *synopsis)
+{
+    char count[32];
+    if (got > 1)
+        snprintf(count, sizeof count, "%d arguments", got);
+    else
+        snprintf(count, sizeof count, "%s", got ? "one argument" : "none");
+    fprintf(stderr, "%s: expected %s, got %s: %s (--help lists the options)\n", tool, what, count, synopsis);
+    return 2;
+}

@@ -32,4 +32,8 @@ int cli_leftover_error(const char *tool, const char *arg, int last, const char *
 /* "TOOL: unexpected argument 'ARG'". Returns 2. */
 int cli_unexpected(const char *tool, const char *arg);
 
+/* Too few arguments (`got` of them): "TOOL: expected WHAT, got none|one
+ * argument|N arguments: SYNOPSIS (--help lists the options)". Returns 2. */
+int cli_missing(const char *tool, const char *what, int got, const char *synopsis);
+
 #endif

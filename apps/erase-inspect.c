@@ -545,11 +545,10 @@ static int cmd_ckpt(int argc, char **argv)
     }
     const char *path;
     int n;
-    if (operands("ckpt", argc, argv, NULL, NULL, 1, &path, &n) || n == 0) {
-        if (argc < 2)
-            usage_ckpt(stderr);
+    if (operands("ckpt", argc, argv, NULL, NULL, 1, &path, &n))
         return 2;
-    }
+    if (n == 0)
+        return cli_missing("erase-inspect ckpt", "a checkpoint file or directory", n, "erase-inspect ckpt FILE|DIR");
     erase_ckpt_t *ck;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -632,11 +631,11 @@ static int cmd_merge(int argc, char **argv)
     }
     const char *ops[2];
     int force = 0, n, bad = operands("merge", argc, argv, "--force", &force, 2, ops, &n);
-    if (bad || n < 2) {
-        if (!bad)
-            usage_merge(stderr);
+    if (bad)
         return 2;
-    }
+    if (n < 2)
+        return cli_missing("erase-inspect merge", "a pipeline checkpoint and the output file", n,
+                           "erase-inspect merge [--force] CKPT OUT");
     const char *path = ops[0], *out = ops[1];
     erase_ckpt_t *ck[256] = { NULL };
     if (erase_ckpt_open(path, &ck[0]) != ERASE_OK)

@@ -151,10 +151,6 @@ static erase_status_t score_begin(void *ctx, const train_score_env_t *env)
 {
     score_t *s = ctx;
     s->env = *env;
-    if (!env->task->score)
-        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,
-                           "erase-score: the %s task has no per-sample prediction; erase-train --eval-only "
-                           "evaluates it", env->task->name);
     s->pw = env->task->score_width(env->width);
     int ranks = env->w->size;
     if (!(s->counts = calloc((size_t)ranks, sizeof *s->counts)) ||

@@ -126,13 +126,62 @@ static erase_status_t read_index(const char *dir, erase_ctr_list_t *l)
     return ERASE_OK;
 }
 
+/* Where entry j of the list was listed, for messages: the file as given,
+ * or "D/NAME (D/index.txt)"; `from`: the first entry of each input. */
+static void place(const erase_ctr_list_t *l, int j, const char *const *inputs, const int *from, int n, char *out,
+                  size_t size)
+{
+    int k = n - 1;
+    while (k > 0 && from[k] > j)
+        k--;
+    if (l->rows[j] < 0)
+        snprintf(out, size, "%s", l->paths[j]);
+    else
+        snprintf(out, size, "%s (%s/%s)", l->paths[j], inputs[k], ERASE_CTR_INDEX_NAME);
+}
+
+/* A shard file listed twice (it would be read twice an epoch), whatever
+ * the spelling: another path to it, a symbolic link, a directory given
+ * twice; compared by device and inode (a missing file is named when it is
+ * opened). */
+static erase_status_t check_listed_once(const erase_ctr_list_t *l, const char *const *inputs, const int *from, int n)
+{
+    struct stat *ids = calloc((size_t)l->count, sizeof *ids);
+    char *found = calloc((size_t)l->count, 1);
+    if (!ids || !found) {
+        free(ids);
+        free(found);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for a list of %d shards", l->count);
+    }
+    erase_status_t st = ERASE_OK;
+    for (int j = 0; j < l->count && st == ERASE_OK; j++) {
+        found[j] = stat(l->paths[j], &ids[j]) == 0;
+        for (int i = 0; found[j] && i < j; i++)
+            if (found[i] && ids[i].st_dev == ids[j].st_dev && ids[i].st_ino == ids[j].st_ino) {
+                char first[8300], second[8300];
+                place(l, i, inputs, from, n, first, sizeof first);
+                place(l, j, inputs, from, n, second, sizeof second);
+                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s and %s are the same shard file: a shard is listed once "
+                                 "(it would be read twice an epoch)", first, second);
+                break;
+            }
+    }
+    free(ids);
+    free(found);
+    return st;
+}
+
 erase_status_t erase_ctr_list_resolve(const char *const *inputs, int n, erase_ctr_list_t *list)
 {
     memset(list, 0, sizeof *list);
     if (n < 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "no data files or directories given");
+    int *from = calloc((size_t)n, sizeof *from); /* the first entry of each input */
+    if (!from)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for a list of %d inputs", n);
     erase_status_t st = ERASE_OK;
     for (int i = 0; i < n && st == ERASE_OK; i++) {
+        from[i] = list->count;
         struct stat sb;
         if (stat(inputs[i], &sb) != 0)
             st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", inputs[i], strerror(errno));
@@ -144,6 +193,9 @@ erase_status_t erase_ctr_list_resolve(const char *const *inputs, int n, erase_ct
         else
             st = list_add(list, inputs[i], -1);
     }
+    if (st == ERASE_OK)
+        st = check_listed_once(list, inputs, from, n);
+    free(from);
     if (st != ERASE_OK) {
         erase_ctr_list_free(list);
         erase_error_trail(__FILE__, __LINE__);

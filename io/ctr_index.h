@@ -47,6 +47,11 @@ erase_status_t erase_ctr_index_write(const char *dir, const char *const *names, 
  *                     (a FIFO, a directory or a device would hang or read
  *                     nothing; a symbolic link is followed)
  *                     "F is a FIFO, expected a shard file or a dataset directory"
+ *                     "D/part-0.h5 (D/index.txt) and D/part-0.h5 are the same shard file:
+ *                     a shard is listed once (it would be read twice an epoch)" (one
+ *                     file by device and inode: a directory given twice, a file
+ *                     and its directory, a symbolic link in an index)
+ *   ERASE_ERR_NOMEM
  *   ERASE_ERR_INVALID no inputs
  * On success the caller frees the list with erase_ctr_list_free.
  */

@@ -360,11 +360,11 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
         const char *dir = o->checkpoint_dir;
         struct stat sb;
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
         else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: not a directory", dir);
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
-            st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
         else if ((st = train_ckpt_lock_take(dir, &ck->lock)) == ERASE_OK) {
             int temps = erase_ckpt_remove_temps(dir); /* the lock is held: no one writes them */
             if (temps)
@@ -375,7 +375,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
         }
     }
     if (ck->enabled && (st = train_ckpt_share_status(ck, st, "--checkpoint-dir")) != ERASE_OK) {
-        if (st == ERASE_ERR_STATE && ck->failed_alike) /* the directory is another run's: a usage error */
+        /* the directory another run's (STATE), or one this run cannot use (INVALID): a usage error */
+        if ((st == ERASE_ERR_STATE || st == ERASE_ERR_INVALID) && ck->failed_alike)
             ck->failed_alike = 2;
         return st;
     }

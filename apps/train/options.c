@@ -384,8 +384,8 @@ static erase_status_t check_together(const train_options_t *o)
     int pipeline = train_options_pipeline(o);
     const char *schedule = train_options_schedule(o); /* the one a message names: auto's choice */
     if (!pipeline && (o->micro_batches || strcmp(o->stages, "even")))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, "
-                           "paci or local)", o->micro_batches ? "--micro-batches" : "--stages");
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, "
+                           "paci or local chooses its schedule)", o->micro_batches ? "--micro-batches" : "--stages");
     if (o->pp > 1 && !strcmp(o->schedule, "none"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld with --schedule none: stages need a pipeline schedule "
                            "(gpipe, 1f1b, paci or local)", (long long)o->pp);

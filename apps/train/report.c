@@ -53,6 +53,19 @@ static void print_blas_note(const run_t *r)
                "runs\n", (long long)asked, used, used == 1 ? "" : "s");
 }
 
+/* Notes for options given that this run does not use (issue 32): each
+ * names the option and the setting that makes it unused. */
+static void print_unused_notes(const train_options_t *o)
+{
+    if (train_options_given(o, "momentum") && strcmp(o->optimizer, "sgd"))
+        printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's)\n", o->momentum, o->optimizer);
+    if (o->side_streams != 1 && !strcmp(o->early_backward, "off"))
+        printf("note   --side-streams %lld: unused with --early-backward off (side streams run early block "
+               "backwards)\n", (long long)o->side_streams);
+    if (train_options_given(o, "trace-steps") && !o->trace[0])
+        printf("note   --trace-steps %lld: unused without --trace FILE\n", (long long)o->trace_steps);
+}
+
 void run_print_start(const run_t *r)
 {
     const train_options_t *o = r->o;
@@ -70,6 +83,7 @@ void run_print_start(const run_t *r)
     printf("erase-%s: %d rank%s on %s\n  device %s\n", r->score ? "score" : "train", w->size, w->size == 1 ? "" : "s",
            where, dev);
     print_blas_note(r);
+    print_unused_notes(o);
     if (o->eval_only)
         printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
                o->eval[0] ? "" : " (held out of --train)");

@@ -132,6 +132,12 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     r.tty = r.root && isatty(STDOUT_FILENO) && train_launcher_rank() < 0 && !o->quiet;
     if (st == ERASE_OK)
         st = run_setup_model(&r, &usage);
+    if (st == ERASE_OK && hooks && !r.task->score) { /* before any data or parameter is loaded */
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: the %s task (the %s model) has no per-sample prediction; "
+                         "erase-train --eval-only evaluates it", o->init_from, r.task->name,
+                         erase_model_config_name(&r.cfg));
+        usage = 1;
+    }
     if (st == ERASE_OK && (st = run_batch_sizes(&r)) != ERASE_OK)
         usage = 1; /* the batch against the number of ranks: alike on every rank */
     st = run_agree_on_model(&r, st, usage, alike);
@@ -151,7 +157,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         st = run_open_readers(&r);
         if (st == ERASE_OK)
             st = run_check_outputs(&r);
-        snprintf(what, sizeof what, "open the data (--%s %s) or the output files", o->train[0] ? "train" : "eval",
+        snprintf(what, sizeof what, "open the data (%s %s) or the output files", run_data_option(&r, !o->train[0]),
                  o->train[0] ? o->train : o->eval);
         st = run_agree_setup(&r, st, st != ERASE_ERR_NOMEM, what, alike);
     }

@@ -155,6 +155,10 @@ erase_status_t run_setup_model(run_t *r, int *usage);
  * micro-batches hold at least one sample of the smallest share. */
 erase_status_t run_batch_sizes(run_t *r);
 
+/* How messages name the data: "--train", "--eval" (eval nonzero), or
+ * erase-score's positional "DATA". */
+const char *run_data_option(const run_t *r, int eval);
+
 /* The training and evaluation readers of the task's row format (their
  * batches in staging memory), the data checked against the model. */
 erase_status_t run_open_readers(run_t *r);

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/tok_reader.h"
 #include "lib/core/checked.h"
+#include "lib/core/fs.h"
 #include "lib/core/stats.h"
 
 #include <errno.h>
@@ -126,6 +127,7 @@ erase_status_t run_setup_model(run_t *r, int *usage)
 {
     const train_options_t *o = r->o;
     erase_model_kind_t kind;
+    erase_status_t st;
     const char *from = NULL; /* the checkpoint whose model this is */
     if (o->eval_only) {
         TRY(model_from_checkpoint(r));
@@ -135,8 +137,14 @@ erase_status_t run_setup_model(run_t *r, int *usage)
         from = r->origin->path;
     } else if (erase_model_config_kind(o->model, &kind))
         r->cfg = erase_model_config_default(kind);
-    else
-        TRY(erase_model_config_load(o->model, &r->cfg));
+    else if ((st = erase_model_config_load(o->model, &r->cfg)) != ERASE_OK) {
+        *usage = st != ERASE_ERR_NOMEM; /* the file the user named: unreadable, or a value it cannot take */
+        char why[2048];
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        if (!strncmp(why, o->model, strlen(o->model))) /* "FILE:LINE: key: ..." names the file already */
+            return st;
+        return ERASE_ERROR(st, "--model %s: %s", o->model, why); /* "cannot read model file FILE: why" */
+    }
     *usage = 1;
     if (from)
         TRY(check_asked_model(r, from));
@@ -202,7 +210,7 @@ static erase_status_t split_inputs(const char *opt, const char *text, char *buf,
         if (comma)
             *comma = 0;
         if (!*p)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: an empty name in the list (expected DIR[,DIR...])",
+            return ERASE_ERROR(ERASE_ERR_INVALID, "%s %s: an empty name in the list (expected DIR[,DIR...])",
                                opt, text);
         items[(*n)++] = p;
         if (!comma)
@@ -256,6 +264,12 @@ erase_status_t run_batch_sizes(run_t *r)
     const train_options_t *o = r->o;
     TRY(batch_shares(r));
     int64_t least = r->global_batch / r->w->dp_size, M = train_options_micro_batches(o);
+    if (train_options_pipeline(o) && M > least && !o->micro_batches) /* the default: one per stage */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %lld: %lld sample%s per data-parallel rank, fewer than the "
+                           "pipeline's %lld micro-batches (--micro-batches not given: one per stage of --pp %lld); "
+                           "a micro-batch holds at least one: give a larger batch or fewer --micro-batches",
+                           o->global_batch ? "global-batch" : "batch", (long long)(o->global_batch ? o->global_batch
+                           : o->batch), (long long)least, least == 1 ? "" : "s", (long long)M, (long long)o->pp);
     if (train_options_pipeline(o) && M > least)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--micro-batches %lld: more than the %lld samples of a data-parallel "
                            "rank's share of each global batch (%lld over %d rank%s): a micro-batch holds at least "
@@ -309,6 +323,11 @@ static erase_status_t check_tokenizers(run_t *r, const char *train_list, const c
                        r->tokenizer.path, erase_tok_tokenizer_name(r->tokenizer.identity, b, sizeof b));
 }
 
+const char *run_data_option(const run_t *r, int eval)
+{
+    return r->score ? "DATA" : eval ? "--eval" : "--train";
+}
+
 erase_status_t run_open_readers(run_t *r)
 {
     const train_options_t *o = r->o;
@@ -326,9 +345,9 @@ erase_status_t run_open_readers(run_t *r)
     const char *train_list = o->train[0] ? o->train : o->eval; /* --eval-only may have no --train */
     const char *train_in[MAX_INPUTS], *eval_in[MAX_INPUTS];
     int n_train, n_eval;
-    TRY(split_inputs("train", train_list, train_buf, sizeof train_buf, train_in, &n_train));
-    TRY(split_inputs(o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train, eval_buf, sizeof eval_buf,
-                     eval_in, &n_eval));
+    TRY(split_inputs(run_data_option(r, !o->train[0]), train_list, train_buf, sizeof train_buf, train_in, &n_train));
+    TRY(split_inputs(run_data_option(r, o->eval[0] != 0), o->eval[0] ? o->eval : o->train, eval_buf,
+                     sizeof eval_buf, eval_in, &n_eval));
     if (!o->eval[0]) {
         ro.part = ERASE_READER_PART_TRAIN;
         ro.eval_fraction = r->eval_fraction;
@@ -344,7 +363,7 @@ erase_status_t run_open_readers(run_t *r)
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         if (!strncmp(why, "global batch ", 13)) /* the reader's "global batch G is larger than the N samples" */
             batch_text(r, batch, sizeof batch);
-        return ERASE_ERROR(st, "--%s %s: %s%s", o->train[0] ? "train" : "eval", train_list, why, batch);
+        return ERASE_ERROR(st, "%s %s: %s%s", run_data_option(r, !o->train[0]), train_list, why, batch);
     }
     erase_reader_options_t eo = ro;
     eo.shuffle = 0;
@@ -352,7 +371,7 @@ erase_status_t run_open_readers(run_t *r)
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
     if ((st = erase_reader_open(rows, eval_in, n_eval, &eo, &r->eval)) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
-        return ERASE_ERROR(st, "--%s %s: %s", o->eval[0] ? "eval" : "train", o->eval[0] ? o->eval : o->train,
+        return ERASE_ERROR(st, "%s %s: %s", run_data_option(r, o->eval[0] != 0), o->eval[0] ? o->eval : o->train,
                            why);
     }
     if (erase_tok_rows_is(rows))
@@ -361,7 +380,7 @@ erase_status_t run_open_readers(run_t *r)
     /* separate evaluation data too, before any step: not at the first evaluation, hours in */
     if (o->eval[0] && r->task->check(r->eval, &r->cfg) != ERASE_OK) {
         snprintf(why, sizeof why, "%s", erase_error_reason());
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval %s: %s", o->eval, why);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s %s: %s", run_data_option(r, 1), o->eval, why);
     }
     return ERASE_OK;
 }
@@ -371,6 +390,9 @@ static erase_status_t check_writable(const char *opt, const char *path)
 {
     struct stat sb;
     int existed = stat(path, &sb) == 0;
+    if (existed && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode)) /* a FIFO would block open(); /dev/null is fine */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: is %s, expected a regular file", opt, path,
+                           erase_mode_not_regular(sb.st_mode));
     FILE *f = fopen(path, "a");
     if (!f)
         return ERASE_ERROR(ERASE_ERR_IO, "--%s %s: cannot write: %s", opt, path, strerror(errno));

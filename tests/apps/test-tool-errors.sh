@@ -16,7 +16,7 @@ need apps/erase-bench
 need apps/erase-score
 need apps/erase-sample
 workdir
-echo "1..21"
+echo "1..22"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -225,4 +225,22 @@ erase-bench pipeline --simulate=1|erase-bench pipeline: option --simulate takes 
 erase-bench streams extra|erase-bench streams: unexpected argument 'extra'
 EOF
 tap $ok "erase-convert, erase-inspect, erase-score, erase-sample, erase-bench: an unknown option, a missing value, an unexpected argument: status 2, one line naming it"
+# erase-inspect ckpt and merge with too few arguments (issue 32): one line
+# like the other tools, not the whole usage
+ok=0
+while IFS='|' read -r args want; do
+    # shellcheck disable=SC2086 # $args: the words of the command
+    apps/$args >"$dir/out" 2>"$dir/err"
+    rc=$?
+    if [ $rc != 2 ] || [ "$(cat "$dir/err")" != "$want" ] || [ -s "$dir/out" ]; then
+        ok=1
+        echo "# apps/$args: status $rc, expected 2 and: $want"
+        tap_report "$dir/err"
+    fi
+done <<EOF
+erase-inspect ckpt|erase-inspect ckpt: expected a checkpoint file or directory, got none: erase-inspect ckpt FILE|DIR (--help lists the options)
+erase-inspect merge|erase-inspect merge: expected a pipeline checkpoint and the output file, got none: erase-inspect merge [--force] CKPT OUT (--help lists the options)
+erase-inspect merge --force $dir/junk.h5|erase-inspect merge: expected a pipeline checkpoint and the output file, got one argument: erase-inspect merge [--force] CKPT OUT (--help lists the options)
+EOF
+tap $ok "erase-inspect ckpt, merge with too few arguments: status 2, one line saying what is expected"
 exit 0

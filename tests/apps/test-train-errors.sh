@@ -19,13 +19,19 @@
 # --trace, a global batch larger than the data, --device cuda without a
 # GPU: one line from rank 0, status 2), options that would do nothing
 # (--schedule without --pp refused, --blas-threads beyond the rank's cores
-# noted) and a job script's usage error without mpirun's banners.
+# noted) and a job script's usage error without mpirun's banners; the
+# review of issue 32: a FIFO as --metrics or --trace, a missing or invalid
+# --model file, one shard listed twice, a global batch below a pipeline's
+# default micro-batches, a --checkpoint-dir that cannot be created (status
+# 2, naming the option), erase-score on an lm checkpoint and with missing
+# DATA, and notes for --momentum, --side-streams and --trace-steps unused.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
+need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..102"
+echo "1..114"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -152,10 +158,10 @@ run_file incdir.run "batch = 64;\n@include \"$dir\"\n" "incdir.run:2: @include \
 mkdir -p "$dir/conf"
 printf 'model = "m.model";\n' >"$dir/conf/rel.run"
 printf 'model = "ctr";\nctr: { embedding_dim = 0; };\n' >"$dir/conf/m.model"
-expect 1 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 0" \
+expect 2 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 0" \
     --config "$dir/conf/rel.run" --train "$dir/data" --batch 16
 tap $? "model = \"m.model\" in conf/rel.run reads conf/m.model (status $rc)"
-[ $rc = 1 ] || tap_report "$dir/out"
+[ $rc = 2 ] || tap_report "$dir/out"
 
 for v in inf 1e10 nan 0; do
     ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
@@ -207,13 +213,14 @@ tap $ok "--cuts 7 for a 7-block model under mpirun -np 2: one line from rank 0, 
 [ $ok = 0 ] || tap_report "$dir/err"
 
 # a bad model file, read alike by every rank after MPI start-up: one line
-# from rank 0 naming file:line, status 1, no MPI_ABORT banner, no call chain
+# from rank 0 naming file:line, status 2 (a usage error, as a run file's;
+# 1 before issue 32's review), no MPI_ABORT banner, no call chain
 printf 'model = "ctr";\nctr: { table_rows = 4294967303L; };\n' >"$dir/wide.model"
 ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/none" \
     --model "$dir/wide.model" --quiet >"$dir/out" 2>"$dir/err"
 rc=$?
 own_lines "$dir/err" >"$dir/err.own"
-[ $rc = 1 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
+[ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" &&
     [ "$(cat "$dir/err.own")" = "erase-train: $dir/wide.model:2: ctr.table_rows: expected an integer in 2..4294967295, got 4294967303" ]
 ok=$?
 tap $ok "a model file's table_rows = 4294967303L under mpirun -np 2: one line from rank 0, status $rc, no abort"
@@ -270,6 +277,84 @@ ok=$?
 tap $ok "a missing --train with ERASE_VERBOSE=1 under mpirun -np 2: the line carries the call chain (status $rc)"
 [ $ok = 0 ] || tap_report "$dir/err"
 
+# the review of issue 32: more user errors after MPI start-up, one line
+# from rank 0, status 2: --metrics and --trace naming a FIFO (open() waited
+# for a reader), a --model file missing or with a value it cannot take
+# (status 1 before), one shard listed twice (by device and inode: a
+# directory given twice, a shard and its directory, a symbolic link in an
+# index.txt; each was read twice an epoch), a global batch smaller than a
+# pipeline's default micro-batches (it blamed --micro-batches, not given)
+mkfifo "$dir/fifo"
+printf 'model = "gpt";\ngpt: { layers = 2; heads = 3; width = 32; context = 8; vocab = 256; };\n' >"$dir/bad.cfg"
+mkdir "$dir/linked"
+ln -s ../data/part-00000.h5 "$dir/linked/a.h5"
+ln -s a.h5 "$dir/linked/b.h5"
+printf 'a.h5 2000\nb.h5 2000\n' >"$dir/linked/index.txt"
+same="are the same shard file: a shard is listed once (it would be read twice an epoch)"
+while IFS='|' read -r what text args; do
+    # shellcheck disable=SC2086 # $args: the words of the options
+    mpi_one_line "erase-train: $text" $args
+    ok=$?
+    tap $ok "$what under mpirun -np 2: one line from rank 0 naming it, status $rc, no abort"
+    [ $ok = 0 ] || tap_report "$dir/err"
+done <<EOF
+a FIFO as --metrics|--metrics $dir/fifo: is a FIFO, expected a regular file|--train $dir/data --metrics $dir/fifo
+a FIFO as --trace|--trace $dir/fifo: is a FIFO, expected a regular file|--train $dir/data --trace $dir/fifo
+a missing --model file|--model $dir/none.cfg: cannot read model file $dir/none.cfg: No such file or directory|--train $dir/data --model $dir/none.cfg
+a --model file's invalid value|$dir/bad.cfg:2: gpt.width: 32 is not a multiple of heads (3)|--train $dir/data --model $dir/bad.cfg
+--train D,D|--train $dir/data,$dir/data: $dir/data/part-00000.h5 ($dir/data/index.txt) and $dir/data/part-00000.h5 ($dir/data/index.txt) $same|--train $dir/data,$dir/data
+--train D/part-00000.h5,D|--train $dir/data/part-00000.h5,$dir/data: $dir/data/part-00000.h5 and $dir/data/part-00000.h5 ($dir/data/index.txt) $same|--train $dir/data/part-00000.h5,$dir/data
+a symbolic link in index.txt to a shard listed|--train $dir/linked: $dir/linked/a.h5 ($dir/linked/index.txt) and $dir/linked/b.h5 ($dir/linked/index.txt) $same|--train $dir/linked
+--global-batch 1 --pp 2 (micro-batches not given)|--global-batch 1: 1 sample per data-parallel rank, fewer than the pipeline's 2 micro-batches (--micro-batches not given: one per stage of --pp 2); a micro-batch holds at least one: give a larger batch or fewer --micro-batches|--train $dir/data --global-batch 1 --pp 2 --schedule local
+EOF
+# a --checkpoint-dir that cannot be created: one line naming it, status 2
+# (1 before); it is found after the start-up lines, before the first step
+ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --quiet \
+    --checkpoint-dir "$dir/none/ckpt" </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+own_lines "$dir/err" >"$dir/err.own"
+[ $rc = 2 ] && ! grep -q MPI_ABORT "$dir/err" && ! grep -q '^step' "$dir/out" &&
+    [ "$(cat "$dir/err.own")" = "erase-train: --checkpoint-dir $dir/none/ckpt: cannot create it: No such file or directory" ]
+ok=$?
+tap $ok "a --checkpoint-dir that cannot be created under mpirun -np 2: one line naming it, status $rc, no abort"
+[ $ok = 0 ] || tap_report "$dir/err"
+# erase-score: an lm checkpoint (no per-sample prediction) refused before
+# any data or parameter is loaded (it ended through MPI_Abort); its data
+# argument named DATA, not --eval (an option it does not have)
+printf 'model = "gpt";\ngpt: { layers = 1; heads = 1; width = 8; context = 8; vocab = 256; };\n' >"$dir/lm.cfg"
+awk 'BEGIN { for (i = 0; i < 300; i++) print "to be or not to be, line " i }' >"$dir/lm.txt"
+apps/erase-convert text "$dir/lm.txt" -o "$dir/lm" >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --model "$dir/lm.cfg" --train "$dir/lm/train" \
+    --eval "$dir/lm/eval" --batch 4 --steps 1 --checkpoint-dir "$dir/lmck" --quiet </dev/null >"$dir/lm.out" 2>&1 ||
+    tap_report "$dir/lm.out"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --batch 16 --steps 1 \
+    --checkpoint-dir "$dir/ctrck" --quiet </dev/null >"$dir/ctr.out" 2>&1 || tap_report "$dir/ctr.out"
+for case in "$dir/lmck/ckpt-1.h5 $dir/lm/eval|$dir/lmck/ckpt-1.h5: the lm task (the gpt model) has no per-sample prediction; erase-train --eval-only evaluates it" \
+    "$dir/ctrck/ckpt-1.h5 $dir/none|DATA $dir/none: $dir/none: cannot open: No such file or directory"; do
+    args=${case%%|*} text=${case#*|}
+    # shellcheck disable=SC2086 # args are words
+    ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-score $args -o "$dir/scores.h5" \
+        </dev/null >"$dir/out" 2>"$dir/err"
+    rc=$?
+    own_lines "$dir/err" >"$dir/err.own"
+    [ $rc = 2 ] && [ ! -s "$dir/out" ] && ! grep -q MPI_ABORT "$dir/err" && [ ! -e "$dir/scores.h5" ] &&
+        [ "$(cat "$dir/err.own")" = "erase-score: $text" ]
+    ok=$?
+    tap $ok "erase-score $args under mpirun -np 2: one line from rank 0, status $rc, no abort: $text"
+    [ $ok = 0 ] || tap_report "$dir/err"
+done
+# options that do nothing here are noted (rank 0, once each)
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --batch 16 --steps 1 --quiet \
+    --momentum 0.5 --side-streams 3 --early-backward off --trace-steps 9 </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+grep '^note' "$dir/out" >"$dir/notes"
+printf '%s\n' "note   --momentum 0.5: unused with --optimizer adamw (momentum is sgd's)" \
+    "note   --side-streams 3: unused with --early-backward off (side streams run early block backwards)" \
+    "note   --trace-steps 9: unused without --trace FILE" | cmp -s - "$dir/notes" && [ $rc = 0 ]
+ok=$?
+tap $ok "--momentum with adamw, --side-streams with --early-backward off, --trace-steps without --trace: one note each (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+
 # pipelines: options that cannot go together (usage errors before MPI
 # start-up), and stages the model cannot take (after it: one line from
 # rank 0 under mpirun, status 2, no abort); --schedule local's (its stage
@@ -279,8 +364,8 @@ for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a p
     "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe, 1f1b and local update once per step)" \
     "--schedule 1f1b --accumulate 2|--accumulate 2: only with --schedule paci" \
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
-    "--micro-batches 4|--micro-batches: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
-    "--stages 0,3|--stages: only with a pipeline (--pp > 1, or --schedule gpipe, 1f1b, paci or local)" \
+    "--micro-batches 4|--micro-batches: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
+    "--stages 0,3|--stages: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
     "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
     "--schedule 1f1b --early-backward async|--early-backward async with --schedule 1f1b: inside a pipeline stage early backward is on (graph, the default) or off; blocking and async are modes of the data-parallel scheduler" \

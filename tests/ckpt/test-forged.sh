@@ -86,7 +86,7 @@ timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data"
     --device cpu --quiet --steps 2 >"$out" 2>&1
 rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] &&
-    has "$out" "erase-train: cannot read model file $dir/model.fifo: it is a FIFO, expected a regular file"
+    has "$out" "erase-train: --model $dir/model.fifo: cannot read model file $dir/model.fifo: it is a FIFO, expected a regular file"
 tap $? "erase-train --model FIFO under mpirun -np 2: refused (status $rc), the file named"
 [ $rc != 0 ] || tap_report "$out"
 

@@ -268,9 +268,9 @@ tap $? "--resume on smaller data: refused (status $rc), the cursor and the data 
 [ $rc = 1 ] || show "$out"
 out=$dir/notdir.out
 train 1 --batch 12 --steps 3 --checkpoint-dir "$R/ckpt-40.h5"
-[ $rc = 1 ] && grep -q -F -e "--checkpoint-dir $R/ckpt-40.h5: not a directory" "$out"
-tap $? "--checkpoint-dir naming a file: refused (status $rc) as not a directory"
-[ $rc = 1 ] || show "$out"
+[ $rc = 2 ] && grep -q -F -e "--checkpoint-dir $R/ckpt-40.h5: not a directory" "$out"
+tap $? "--checkpoint-dir naming a file: a usage error (status $rc), not a directory"
+[ $rc = 2 ] || show "$out"
 
 # ---- erase-inspect ckpt
 apps/erase-inspect ckpt "$R/ckpt-40.h5" >"$dir/inspect.out" 2>&1
