@@ -208,7 +208,8 @@ int train_ckpt_failed_alike(const train_ckpt_t *ck);
  * tried), else 0. Without --checkpoint-dir: nothing.
  * Errors: a failed write (on every rank; with --checkpoint-failure
  * continue a failed write of the file is a warning instead), ERASE_ERR_COMM
- * (replicas differ).
+ * (replicas differ), ERASE_ERR_STATE (every rank: this run's lock was taken
+ * over or removed; nothing written).
  */
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
 
