@@ -71,8 +71,10 @@
  * erase_ckpt_remove_temps), under the directory's lock.
  *
  * The directory's lock (apps/train/checkpoint_lock.h): rank 0 holds
- * DIR/.lock from set-up to the end of the run; ERASE_CKPT_LOCK_STALE_S
- * (heartbeat age after which a lock is stale, default 300) and
+ * DIR/.lock from set-up to the end of the run, and checks it before
+ * every checkpoint: a run whose lock was taken over or removed writes
+ * nothing more and stops (status 1); ERASE_CKPT_LOCK_STALE_S (heartbeat
+ * age after which another host's lock is stale, default 300) and
  * ERASE_CKPT_LOCK_WAIT_S (how long a requeued Slurm job waits for its
  * previous allocation, default 120) tune it.
  *

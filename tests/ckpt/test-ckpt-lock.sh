@@ -25,13 +25,15 @@
 #   - a run whose lock is replaced behind its back (the test rewrites .lock
 #     while rank 0 is paused) stops at its next checkpoint with one line,
 #     status 1, leaving every file of the directory as it was;
-#   - an empty .lock is refused as such while fresh, taken over once stale.
+#   - an empty .lock is refused as such while fresh, taken over once stale;
+#   - a lock whose pid now runs another process (its start time is not the
+#     record's pid_start: the pid was reused) is taken over with a note.
 # The Slurm job id is given to the ranks (mpirun -x) rather than through a
 # real requeue; tests/slurm/test-sbatch.sh requeues real jobs (scontrol
 # requeue) with --checkpoint-dir and --resume auto.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..22"
+echo "1..23"
 ARGS="--batch 16 --steps 24 --checkpoint-every 4 --keep-checkpoints 3"
 host=$(hostname)
 
@@ -291,4 +293,19 @@ ERASE_CKPT_LOCK_STALE_S=600 train 2 $ARGS --checkpoint-dir "$E"
 [ $rc = 0 ] && grep -q -E "^note   --checkpoint-dir $E: took over the lock of a run that is gone \($E/\.lock: an empty lock record \(a run that died while taking it\?\): its heartbeat stopped (69[0-9]|7[0-9][0-9]) s ago, more than ERASE_CKPT_LOCK_STALE_S=600\)$" "$out"
 ok=$?
 tap $ok "an empty .lock older than ERASE_CKPT_LOCK_STALE_S is taken over with a note (status $rc)"
+[ $ok = 0 ] || show "$out"
+
+# ---- a reused pid: alive, but not the owner ------------------------------------------
+U=$dir/reused
+mkdir -p "$U"
+sleep 60 &
+other=$!
+printf 'erase-train checkpoint directory lock\nhost %s\npid %s\npid_start 1\nslurm_job_id -\nslurm_step_id -\nstarted 2026-01-01T00:00:00Z\n' \
+    "$host" "$other" >"$U/.lock"
+out=$dir/u.out
+train 2 $ARGS --checkpoint-dir "$U"
+kill "$other"; wait "$other" 2>/dev/null
+[ $rc = 0 ] && grep -q -E "^note   --checkpoint-dir $U: took over the lock of a run that is gone \(erase-train pid $other on host $host, started 2026-01-01T00:00:00Z: pid $other is now another process \(started at tick [0-9]+, the owner at 1\)\)$" "$out"
+ok=$?
+tap $ok "a lock whose pid was reused by another process (start time not pid_start) is taken over with a note (status $rc)"
 [ $ok = 0 ] || show "$out"
