@@ -399,6 +399,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     if (ck->e.w->rank == 0) {
         st = pick(ck, &action, hdr, path);
         hdr[1] = action;
+        if (st == ERASE_OK && ck->enabled && action != 0 && ck->lock) /* still this run's: rename nothing else */
+            st = train_ckpt_lock_check(ck->lock, o->checkpoint_dir);
         if (st == ERASE_OK && ck->enabled && action != 0)
             st = supersede_newer(o->checkpoint_dir, action == 1 ? hdr[2] : 0);
     }
