@@ -124,6 +124,16 @@ erase_status_t train_ckpt_catch_signals(const char *checkpoint_dir, int rank0)
     return catch_signals(NULL);
 }
 
+int train_ckpt_pending_signal(void)
+{
+    return atomic_load(&pending_signal);
+}
+
+void train_ckpt_quiet_signals(int quiet)
+{
+    atomic_store(&noticed, quiet);
+}
+
 const char *train_ckpt_signal_name(int sig)
 {
     static char other[32];
@@ -309,7 +319,7 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
         char *end;
         ck->kill_step = strtoll(kill, &end, 10);
         ck->kill_rank = *end == ':' ? (int)strtol(end + 1, &end, 10) : env->w->size - 1;
-        ck->kill_sig = !strcmp(end, ":usr1") ? SIGUSR1 : SIGKILL;
+        ck->kill_sig = !strcmp(end, ":usr1") ? SIGUSR1 : !strcmp(end, ":stop") ? SIGSTOP : SIGKILL;
     }
     const char *log = getenv("ERASE_DEBUG_SAMPLE_LOG");
     if (st == ERASE_OK && log && *log) {
@@ -382,6 +392,16 @@ int64_t train_ckpt_last_step(const train_ckpt_t *ck)
 }
 
 /* checkpoint_internal.h */
+int train_ckpt_failures(const train_ckpt_t *ck)
+{
+    return ck ? ck->failures : 0;
+}
+
+int train_ckpt_unsaved(const train_ckpt_t *ck, int64_t step)
+{
+    return ck && ck->failures && ck->failed_step == step && ck->last_step != step;
+}
+
 void train_ckpt_set_notice(const train_ckpt_t *ck, int64_t writing)
 {
     if (ck->e.w->rank != 0)
@@ -777,15 +797,18 @@ static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_st
 
 static erase_status_t save(train_ckpt_t *ck, const train_ckpt_pos_t *pos)
 {
+    /* a run whose lock was taken over or removed writes nothing more (every rank stops) */
+    erase_status_t st = ck->lock ? train_ckpt_lock_check(ck->lock, ck->e.o->checkpoint_dir) : ERASE_OK;
+    ERASE_CHECK(train_ckpt_share_status(ck, st, "--checkpoint-dir"));
     train_ckpt_set_notice(ck, pos->step);
-    erase_status_t st = write_checkpoint(ck, pos);
+    st = write_checkpoint(ck, pos);
     if (st != ERASE_OK)
         train_ckpt_set_notice(ck, -1);
     return st == ERASE_OK || !ck->failed_alike ? st : checkpoint_failed(ck, pos->step, st);
 }
 
-/* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, or its SIGUSR1, after
- * `step` (once). */
+/* ERASE_DEBUG_KILL_AT_STEP: a test's sudden death, its SIGUSR1 or its
+ * SIGSTOP, after `step` (once). */
 static void kill_hook(train_ckpt_t *ck, int64_t step)
 {
     if (ck->kill_step >= 0 && step == ck->kill_step && ck->e.w->rank == ck->kill_rank) {

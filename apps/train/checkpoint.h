@@ -71,8 +71,10 @@
  * erase_ckpt_remove_temps), under the directory's lock.
  *
  * The directory's lock (apps/train/checkpoint_lock.h): rank 0 holds
- * DIR/.lock from set-up to the end of the run; ERASE_CKPT_LOCK_STALE_S
- * (heartbeat age after which a lock is stale, default 300) and
+ * DIR/.lock from set-up to the end of the run, and checks it before
+ * every checkpoint: a run whose lock was taken over or removed writes
+ * nothing more and stops (status 1); ERASE_CKPT_LOCK_STALE_S (heartbeat
+ * age after which another host's lock is stale, default 300) and
  * ERASE_CKPT_LOCK_WAIT_S (how long a requeued Slurm job waits for its
  * previous allocation, default 120) tune it.
  *
@@ -80,7 +82,8 @@
  * send itself SIGUSR1 right after MPI start-up (erase-train.c);
  * ERASE_DEBUG_KILL_AT_STEP=N[:R[:usr1]] makes world rank
  * R (default: the last rank) SIGKILL itself right after step N (with
- * ":usr1", send itself SIGUSR1 there instead: a stop at a chosen step);
+ * ":usr1", send itself SIGUSR1 there instead: a stop at a chosen step;
+ * with ":stop", SIGSTOP: paused there until the test sends SIGCONT);
  * ERASE_DEBUG_SAMPLE_LOG=PREFIX makes every rank append "epoch position
  * row_id" for every training sample it takes to PREFIX.<rank>;
  * ERASE_DEBUG_CKPT_SLEEP_MS (io/checkpoint.h) pauses inside the write;
@@ -208,7 +211,8 @@ int train_ckpt_failed_alike(const train_ckpt_t *ck);
  * tried), else 0. Without --checkpoint-dir: nothing.
  * Errors: a failed write (on every rank; with --checkpoint-failure
  * continue a failed write of the file is a warning instead), ERASE_ERR_COMM
- * (replicas differ).
+ * (replicas differ), ERASE_ERR_STATE (every rank: this run's lock was taken
+ * over or removed; nothing written).
  */
 erase_status_t train_ckpt_after_step(train_ckpt_t *ck, const train_ckpt_pos_t *pos, int *stop);
 
@@ -255,7 +259,21 @@ const char *train_ckpt_last_path(const train_ckpt_t *ck);
  * none; NULL ck: -1). */
 int64_t train_ckpt_last_step(const train_ckpt_t *ck);
 
+/* Checkpoints of this run that failed (--checkpoint-failure continue), 0
+ * for NULL ck; whether the one of `step` (the run's end) is among them:
+ * then the end state is not saved. */
+int train_ckpt_failures(const train_ckpt_t *ck);
+int train_ckpt_unsaved(const train_ckpt_t *ck, int64_t step);
+
 /* Name of a signal number ("SIGTERM", "SIGINT", "SIGUSR1"). */
 const char *train_ckpt_signal_name(int sig);
+
+/* The SIGTERM, SIGINT or SIGUSR1 caught (train_ckpt_catch_signals) and
+ * not yet acted on, else 0: what ends a wait before the first step. */
+int train_ckpt_pending_signal(void);
+
+/* quiet 1: a signal from now says nothing on its own (the wait for the
+ * checkpoint directory's lock says why it stops); 0: it says it again. */
+void train_ckpt_quiet_signals(int quiet);
 
 #endif

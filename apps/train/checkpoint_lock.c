@@ -17,6 +17,7 @@
 
 #define LOCK_PATH_MAX 4096
 #define RECORD_MAX 1024
+#define RECORD_HEADER "erase-train checkpoint directory lock" /* a record's first line */
 #define HEARTBEAT_S 10          /* the owner refreshes the lock's mtime this often */
 #define HEARTBEAT_STILL_S 30    /* a requeue's old owner on another host: gone when its heartbeat is this still */
 #define STALE_S_DEFAULT 300     /* ERASE_CKPT_LOCK_STALE_S */
@@ -66,10 +67,21 @@ static void record_field(const char *record, const char *key, char *out, size_t 
     snprintf(out, size, "?");
 }
 
+/* Whether text is a lock record (its first line RECORD_HEADER). */
+static int is_record(const char *text)
+{
+    return !strncmp(text, RECORD_HEADER "\n", strlen(RECORD_HEADER) + 1);
+}
+
 /* The owner a record names, for messages: "erase-train pid P on host H,
  * Slurm job J step S, started T" (the Slurm part only when it has one). */
-static void owner_text(const char *record, char *out, size_t size)
+static void owner_text(const char *path, const char *record, char *out, size_t size)
 {
+    if (!is_record(record)) {
+        snprintf(out, size, "%s: %s", path, record[0] ? "not a lock record (a file of another program?)"
+                 : "an empty lock record (a run that died while taking it?)");
+        return;
+    }
     char host[256], pid[32], job[64], step[64], started[64];
     record_field(record, "host", host, sizeof host);
     record_field(record, "pid", pid, sizeof pid);
@@ -80,20 +92,6 @@ static void owner_text(const char *record, char *out, size_t size)
     if (strcmp(job, "-") && strcmp(job, "?"))
         snprintf(slurm, sizeof slurm, ", Slurm job %s step %s", job, step);
     snprintf(out, size, "erase-train pid %s on host %s%s, started %s", pid, host, slurm, started);
-}
-
-/* This process's record (checkpoint_lock.h). */
-static void make_record(char *out, size_t size, const char *host)
-{
-    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
-    time_t t = time(NULL);
-    struct tm tm;
-    char started[64];
-    gmtime_r(&t, &tm);
-    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(out, size, "erase-train checkpoint directory lock\nhost %s\npid %ld\nslurm_job_id %s\n"
-             "slurm_step_id %s\nstarted %s\n", host, (long)getpid(), job && *job ? job : "-",
-             step && *step ? step : "-", started);
 }
 
 /* Read the record at path into out (NUL-terminated) and its stat into *sb:
@@ -114,23 +112,72 @@ static int read_record(const char *path, char *out, size_t size, struct stat *sb
     return 0;
 }
 
-/* Whether process pid runs on this host (EPERM: it does, as another user;
- * a zombie, ended but not yet reaped, does not). */
-static int pid_running(const char *pid)
+/* The start time of process pid on this host (field 22 of /proc/PID/stat,
+ * clock ticks since boot) into out, "?" when it cannot be read; its state
+ * letter into *state ('?' then). */
+static void proc_start(long pid, char *out, size_t size, char *state)
 {
-    char *end;
-    long p = strtol(pid, &end, 10);
-    if (*end || p <= 0 || (kill((pid_t)p, 0) != 0 && errno != EPERM))
-        return 0;
-    char path[64], stat[256];
-    snprintf(path, sizeof path, "/proc/%ld/stat", p);
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     FILE *f = fopen(path, "r");
     size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
     if (f)
         fclose(f);
     stat[n] = '\0';
-    const char *paren = strrchr(stat, ')'); /* "pid (comm) state ..." */
-    return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+    snprintf(out, size, "?");
+    *state = '?';
+    const char *p = strrchr(stat, ')'); /* "pid (comm) state ppid ...": comm may hold spaces */
+    if (!p || p[1] != ' ')
+        return;
+    *state = p[2];
+    p += 2;
+    for (int field = 3; field < 22 && p; field++) {
+        p = strchr(p, ' ');
+        p = p ? p + 1 : NULL;
+    }
+    if (p)
+        snprintf(out, size, "%.*s", (int)strcspn(p, " \n"), p);
+}
+
+/* Whether the owner pid (started at `start`: its /proc start time, "?" in
+ * a record that has none) runs on this host: EPERM means it does, as
+ * another user; a stopped process does; a zombie, ended but not yet
+ * reaped, does not, nor a pid reused by a process started at another
+ * time. why: the reason when it does not. */
+static int owner_running(const char *pid, const char *start, char *why, size_t size)
+{
+    char *end;
+    long p = strtol(pid, &end, 10);
+    char now[32], state;
+    if (*end || p <= 0 || (kill((pid_t)p, 0) != 0 && errno != EPERM)) {
+        snprintf(why, size, "pid %s is not running on this host", pid);
+        return 0;
+    }
+    proc_start(p, now, sizeof now, &state);
+    if (state == 'Z') {
+        snprintf(why, size, "pid %s is not running on this host", pid);
+        return 0;
+    }
+    if (strcmp(start, "?") && strcmp(now, "?") && strcmp(start, now)) {
+        snprintf(why, size, "pid %s is now another process (started at tick %s, the owner at %s)", pid, now, start);
+        return 0;
+    }
+    return 1;
+}
+
+/* This process's record (checkpoint_lock.h). */
+static void make_record(char *out, size_t size, const char *host)
+{
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    time_t t = time(NULL);
+    struct tm tm;
+    char started[64], start[32], state;
+    gmtime_r(&t, &tm);
+    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    proc_start((long)getpid(), start, sizeof start, &state);
+    snprintf(out, size, RECORD_HEADER "\nhost %s\npid %ld\npid_start %s\nslurm_job_id %s\n"
+             "slurm_step_id %s\nstarted %s\n", host, (long)getpid(), start, job && *job ? job : "-",
+             step && *step ? step : "-", started);
 }
 
 typedef enum { OWNER_LIVE, OWNER_GONE, OWNER_SAME_JOB } owner_state_t;
@@ -140,16 +187,16 @@ typedef enum { OWNER_LIVE, OWNER_GONE, OWNER_SAME_JOB } owner_state_t;
  * why: the reason when it is gone. */
 static owner_state_t judge(const char *record, double age, double still, const char *host, char *why, size_t size)
 {
-    char ohost[256], pid[32], job[64];
+    char ohost[256], pid[32], start[32], job[64];
     record_field(record, "host", ohost, sizeof ohost);
     record_field(record, "pid", pid, sizeof pid);
+    record_field(record, "pid_start", start, sizeof start);
     record_field(record, "slurm_job_id", job, sizeof job);
     long stale_s = env_seconds("ERASE_CKPT_LOCK_STALE_S", STALE_S_DEFAULT);
-    if (!strcmp(ohost, host) && !pid_running(pid)) {
-        snprintf(why, size, "pid %s is not running on this host", pid);
+    /* on this host the pid decides (a stopped run lives): the heartbeat only for another host's */
+    if (!strcmp(ohost, host) && !owner_running(pid, start, why, size))
         return OWNER_GONE;
-    }
-    if (age > (double)stale_s) {
+    if (strcmp(ohost, host) && age > (double)stale_s) {
         snprintf(why, size, "its heartbeat stopped %.0f s ago, more than ERASE_CKPT_LOCK_STALE_S=%ld", age, stale_s);
         return OWNER_GONE;
     }
@@ -214,7 +261,8 @@ static void *heartbeat(void *arg)
         else if (!warned) {
             warned = 1;
             fprintf(stderr, "erase-train: warning: %s no longer names this run: another run took the checkpoint "
-                    "directory over\n", l->path);
+                    "directory over; this run writes nothing there from now and stops at its next checkpoint\n",
+                    l->path);
         }
     }
     pthread_mutex_unlock(&l->mu);
@@ -236,7 +284,7 @@ static int try_link(const train_ckpt_lock_t *l)
 }
 
 /* The loop of train_ckpt_lock_take once this process's record exists. */
-static erase_status_t acquire(train_ckpt_lock_t *l, const char *dir, const char *host)
+static erase_status_t acquire(train_ckpt_lock_t *l, const char *dir, const char *host, int (*interrupted)(void))
 {
     long wait_s = env_seconds("ERASE_CKPT_LOCK_WAIT_S", WAIT_S_DEFAULT);
     double waiting_since = 0, still_since = 0;
@@ -255,7 +303,7 @@ static erase_status_t acquire(train_ckpt_lock_t *l, const char *dir, const char 
             return ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: cannot read the lock %s: %s", dir, l->path,
                                strerror(errno));
         }
-        owner_text(record, owner, sizeof owner);
+        owner_text(l->path, record, owner, sizeof owner);
         double t = now_s(), age = t - ((double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec);
         if (sb.st_mtim.tv_sec != last_mtime.tv_sec || sb.st_mtim.tv_nsec != last_mtime.tv_nsec) {
             last_mtime = sb.st_mtim;
@@ -274,6 +322,10 @@ static erase_status_t acquire(train_ckpt_lock_t *l, const char *dir, const char 
             }
             continue;
         }
+        if (s == OWNER_LIVE && !is_record(record))
+            return ERASE_ERROR(ERASE_ERR_STATE, "--checkpoint-dir %s: %s, written %.0f s ago: taken over once older "
+                               "than ERASE_CKPT_LOCK_STALE_S=%ld s; remove it if no run uses the directory", dir,
+                               owner, age, env_seconds("ERASE_CKPT_LOCK_STALE_S", STALE_S_DEFAULT));
         if (s == OWNER_LIVE)
             return ERASE_ERROR(ERASE_ERR_STATE, "--checkpoint-dir %s: in use by another run (%s; lock %s): give "
                                "each run its own directory, or remove the lock if that run is gone", dir, owner,
@@ -288,12 +340,17 @@ static erase_status_t acquire(train_ckpt_lock_t *l, const char *dir, const char 
             return ERASE_ERROR(ERASE_ERR_STATE, "--checkpoint-dir %s: still in use after %ld s by this Slurm job's "
                                "previous allocation (%s; lock %s): end its ranks, or raise ERASE_CKPT_LOCK_WAIT_S",
                                dir, wait_s, owner, l->path);
+        int sig = interrupted ? interrupted() : 0;
+        if (sig)
+            return ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: %s while waiting for this Slurm job's previous "
+                               "allocation (%s): stopped without taking the lock; nothing written", dir,
+                               sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM", owner);
         struct timespec pause = { 0, 250 * 1000 * 1000 };
-        nanosleep(&pause, NULL);
+        nanosleep(&pause, NULL); /* a signal ends it early (EINTR) */
     }
 }
 
-erase_status_t train_ckpt_lock_take(const char *dir, train_ckpt_lock_t **out)
+erase_status_t train_ckpt_lock_take(const char *dir, int (*interrupted)(void), train_ckpt_lock_t **out)
 {
     *out = NULL;
     char host[256];
@@ -318,7 +375,7 @@ erase_status_t train_ckpt_lock_take(const char *dir, train_ckpt_lock_t **out)
     if (fd >= 0)
         close(fd);
     if (st == ERASE_OK)
-        st = acquire(l, dir, host);
+        st = acquire(l, dir, host, interrupted);
     if (st != ERASE_OK) {
         unlink(l->own);
         free(l);
@@ -341,6 +398,21 @@ erase_status_t train_ckpt_lock_take(const char *dir, train_ckpt_lock_t **out)
                            strerror(e));
     }
     return ERASE_OK;
+}
+
+erase_status_t train_ckpt_lock_check(const train_ckpt_lock_t *l, const char *dir)
+{
+    char now[RECORD_MAX], owner[512];
+    struct stat sb;
+    if (read_record(l->path, now, sizeof now, &sb) == 0 && !strcmp(now, l->record))
+        return ERASE_OK;
+    if (errno == ENOENT)
+        return ERASE_ERROR(ERASE_ERR_STATE, "--checkpoint-dir %s: this run's lock %s was removed: stopping without "
+                           "writing; the directory may be another run's now (give each run its own directory)", dir,
+                           l->path);
+    owner_text(l->path, now, owner, sizeof owner);
+    return ERASE_ERROR(ERASE_ERR_STATE, "--checkpoint-dir %s: this run's lock was taken over by %s: stopping without "
+                       "writing; the directory is that run's now (give each run its own directory)", dir, owner);
 }
 
 void train_ckpt_lock_release(train_ckpt_lock_t *l)

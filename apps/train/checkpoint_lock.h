@@ -18,6 +18,7 @@
  *     erase-train checkpoint directory lock
  *     host <hostname>
  *     pid <pid>
+ *     pid_start <its start time: field 22 of /proc/<pid>/stat, clock ticks>
  *     slurm_job_id <SLURM_JOB_ID, or ->
  *     slurm_step_id <SLURM_STEP_ID, or ->
  *     started <UTC time, YYYY-MM-DDTHH:MM:SSZ>
@@ -26,9 +27,12 @@
  *
  * A lock that exists is
  *   - stale, and taken over with a note, when its owner ran on this host and
- *     its pid is not running, or its heartbeat is older than
+ *     its pid is not running (a stopped process runs; a pid whose start
+ *     time is not pid_start is another process: the pid was reused), or,
+ *     for an owner on another host, its heartbeat is older than
  *     ERASE_CKPT_LOCK_STALE_S seconds (default 300: generous, for clocks of
- *     hosts that differ);
+ *     hosts that differ); an empty record or one that is not a record is
+ *     judged by its mtime alone;
  *   - this Slurm job's own, left by the allocation before a requeue (same
  *     SLURM_JOB_ID, another process): waited for, at most
  *     ERASE_CKPT_LOCK_WAIT_S seconds (default 120), until its owner ends
@@ -51,12 +55,24 @@ typedef struct train_ckpt_lock train_ckpt_lock_t;
  * Take DIR/.lock for this process (one rank of the run: rank 0), waiting
  * as above for a requeued Slurm job's previous allocation, and start the
  * heartbeat thread. Prints a "note   ..." line on stdout when it takes a
- * stale lock over or waits. Errors: ERASE_ERR_STATE when another run holds
+ * stale lock over or waits. interrupted (may be NULL): polled while it
+ * waits, the signal number that ends the wait (ERASE_ERR_IO, "... SIGTERM
+ * while waiting ...: stopped without taking the lock"), else 0. Errors: ERASE_ERR_STATE when another run holds
  * the directory ("--checkpoint-dir DIR: in use by another run (erase-train
  * pid P on host H, ...)"), ERASE_ERR_IO (the directory cannot be written,
  * the thread cannot start), ERASE_ERR_NOMEM.
  */
-erase_status_t train_ckpt_lock_take(const char *dir, train_ckpt_lock_t **out);
+erase_status_t train_ckpt_lock_take(const char *dir, int (*interrupted)(void), train_ckpt_lock_t **out);
+
+/*
+ * Whether DIR/.lock still names this process: ERASE_OK, else
+ * ERASE_ERR_STATE ("--checkpoint-dir DIR: this run's lock was taken over
+ * by erase-train pid P on host H, ...: stopping without writing; ..." or
+ * "... this run's lock DIR/.lock was removed: ..."). The run calls it
+ * before it writes, renames or removes anything in DIR, and stops when
+ * it fails.
+ */
+erase_status_t train_ckpt_lock_check(const train_ckpt_lock_t *lock, const char *dir);
 
 /* Stop the heartbeat and remove DIR/.lock if it still names this process;
  * free. NULL is allowed. */

@@ -365,7 +365,12 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
             st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: not a directory", dir);
         else if (access(dir, W_OK | X_OK) != 0)
             st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: cannot write there: %s", dir, strerror(errno));
-        else if ((st = train_ckpt_lock_take(dir, &ck->lock)) == ERASE_OK) {
+        else {
+            train_ckpt_quiet_signals(1); /* a signal while it waits: the wait says why it stops */
+            st = train_ckpt_lock_take(dir, train_ckpt_pending_signal, &ck->lock);
+            train_ckpt_quiet_signals(0);
+        }
+        if (st == ERASE_OK) {
             int temps = erase_ckpt_remove_temps(dir); /* the lock is held: no one writes them */
             if (temps)
                 printf("note   --checkpoint-dir %s: removed %d temporary file%s of a checkpoint that an interrupted "
@@ -395,6 +400,8 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
     if (ck->e.w->rank == 0) {
         st = pick(ck, &action, hdr, path);
         hdr[1] = action;
+        if (st == ERASE_OK && ck->enabled && action != 0 && ck->lock) /* still this run's: rename nothing else */
+            st = train_ckpt_lock_check(ck->lock, o->checkpoint_dir);
         if (st == ERASE_OK && ck->enabled && action != 0)
             st = supersede_newer(o->checkpoint_dir, action == 1 ? hdr[2] : 0);
     }

@@ -105,7 +105,7 @@ static const opt_def_t defs[] = {
     { "keep-checkpoints", I(keep_checkpoints), "3", "keep the newest K checkpoints in --checkpoint-dir", NULL, FROM_TO(1, INT_MAX) },
     { "checkpoint-failure", S(checkpoint_failure), "stop", "a checkpoint that cannot be written (disk full, quota): "
       "stop (exit 1; the last good checkpoint stays) | continue (warn, remove the partial file, try again at the "
-      "next checkpoint)", "stop|continue", NO_BOUNDS },
+      "next checkpoint; exit 1 if the last one, at the end, failed)", "stop|continue", NO_BOUNDS },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a "
       "checkpoint file or a checkpoint directory; its model (a --model or --cuts that changes it is refused) and the "
       "training options of its run not given here are taken", NULL, NO_BOUNDS },

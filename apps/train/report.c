@@ -411,10 +411,16 @@ void run_summary(run_t *r)
     train_ckpt_stats(r->ckpt, &ckpts, &ckpt_s, &ckpt_bytes);
     if (r->first_step > 0)
         printf("  resumed    at step %lld\n", (long long)r->first_step);
+    int failed = train_ckpt_failures(r->ckpt);
+    char failed_text[80] = "";
+    if (failed)
+        snprintf(failed_text, sizeof failed_text, ", %d failed (--checkpoint-failure continue)", failed);
     if (ckpts)
-        printf("  checkpoint %d written, %.3f s each (%.0f MB/s), %.1f%% of training time; last %s\n", ckpts,
-               ckpt_s / ckpts, ckpt_s > 0 ? ckpt_bytes / ckpt_s / 1e6 : 0, total_s > 0 ? 100 * ckpt_s / total_s : 0,
-               train_ckpt_last_path(r->ckpt));
+        printf("  checkpoint %d written%s, %.3f s each (%.0f MB/s), %.1f%% of training time; last %s\n", ckpts,
+               failed_text, ckpt_s / ckpts, ckpt_s > 0 ? ckpt_bytes / ckpt_s / 1e6 : 0,
+               total_s > 0 ? 100 * ckpt_s / total_s : 0, train_ckpt_last_path(r->ckpt));
+    else if (failed)
+        printf("  checkpoint 0 written%s\n", failed_text);
     if (r->metrics) {
         json_line_start(r->metrics, "summary", r->step, r->samples_seen);
         fprintf(r->metrics, ",\"qps_p50\":%.1f,\"qps_p90\":%.1f", p50, p90);

@@ -217,15 +217,22 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     if (st == ERASE_OK && !r.stopped && !o->eval_only && !done)
         run_summary(&r);
     if (st == ERASE_OK && r.stopped && r.root) {
-        if (train_ckpt_last_step(r.ckpt) == r.step)
+        if (!train_ckpt_unsaved(r.ckpt, r.step))
             printf("%serase-train: stopped by %s after step %lld; checkpoint %s (continue with --resume auto)\n",
                    r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
                    train_ckpt_last_path(r.ckpt));
-        else /* --checkpoint-failure continue, and it failed */
-            printf("%serase-train: stopped by %s after step %lld; no checkpoint of it was written: --resume auto "
-                   "takes %s\n", r.tty ? "\r\033[K" : "", train_ckpt_signal_name(r.stopped), (long long)r.step,
-                   train_ckpt_last_path(r.ckpt)[0] ? train_ckpt_last_path(r.ckpt) : "none (step 0)");
         fflush(stdout);
+    }
+    /* --checkpoint-failure continue, and the end's checkpoint failed: said, status 1 */
+    if (st == ERASE_OK && !o->eval_only && !done && train_ckpt_unsaved(r.ckpt, r.step)) {
+        char stopped[64] = "";
+        if (r.stopped)
+            snprintf(stopped, sizeof stopped, ", stopped by %s", train_ckpt_signal_name(r.stopped));
+        st = ERASE_ERROR(ERASE_ERR_IO, "--checkpoint-dir %s: the end state (step %lld%s) is not saved: its checkpoint "
+                         "failed (--checkpoint-failure continue); --resume auto takes %s", o->checkpoint_dir,
+                         (long long)r.step, stopped,
+                         train_ckpt_last_path(r.ckpt)[0] ? train_ckpt_last_path(r.ckpt) : "none (step 0)");
+        *alike = 1; /* every rank knows it */
     }
     if (st != ERASE_OK && !*alike) /* a checkpoint that every rank failed to write (--checkpoint-failure stop) */
         *alike = train_ckpt_failed_alike(r.ckpt);

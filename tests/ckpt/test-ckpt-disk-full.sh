@@ -11,7 +11,13 @@
 #   - --checkpoint-failure continue: a warning naming what --resume auto
 #     takes, the partial file removed; once the filler is removed (rank 0
 #     waits, stopped, for it: ERASE_DEBUG_CKPT_FAILED_STOP), the next
-#     checkpoint is written and the run finishes with status 0.
+#     checkpoint is written and the run finishes with status 0;
+#   - --checkpoint-failure continue whose end state cannot be saved (the
+#     filler back; to step 22: step 20's checkpoint and the final one of
+#     step 22 fail): status 1, one line saying the end state is not saved
+#     and that --resume auto takes ckpt-16.h5; the summary counts the
+#     failed checkpoints; stopped by SIGUSR1 after step 18, whose
+#     checkpoint fails, the same line names the signal.
 . "$(dirname "$0")/ckpt.sh"
 [ "$(id -u)" = 0 ] || skip "not root: cannot mount a small tmpfs to fill"
 setup_data
@@ -19,7 +25,7 @@ M=$dir/small
 mkdir -p "$M"
 mount -t tmpfs -o size=1m tmpfs "$M" 2>"$dir/mount.err" || skip "cannot mount a tmpfs here: $(head -1 "$dir/mount.err")"
 if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then trap 'umount "$M"' EXIT; else trap 'umount "$M"; rm -rf "$dir"' EXIT; fi
-echo "1..7"
+echo "1..10"
 D=$M/ck
 
 # own_lines FILE: FILE without Open MPI's banners (between dashed lines),
@@ -86,3 +92,33 @@ tap $ok "with the space back, the next checkpoint (ckpt-16.h5) is written and th
 [ $ok = 0 ] || show "$out"
 apps/erase-inspect ckpt "$D/ckpt-16.h5" >"$dir/inspect16.out" 2>&1
 tap $? "ckpt-16.h5 validates"
+
+fill
+out=$dir/unsaved.out err=$dir/unsaved.err
+ERASE_VERBOSE=-1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" \
+    --model "$dir/model.cfg" --device cpu --quiet --batch 16 --steps 22 --checkpoint-every 4 --checkpoint-dir "$D" \
+    --resume auto --checkpoint-failure continue >"$out" 2>"$err"
+rc=$?
+own_lines "$err" >"$err.own"
+want="erase-train: --checkpoint-dir $D: the end state (step 22) is not saved: its checkpoint failed (--checkpoint-failure continue); --resume auto takes $D/ckpt-16.h5"
+[ $rc = 1 ] && [ "$(cat "$err.own")" = "$want" ] && [ "$(grep -c '^warn ' "$out")" = 2 ] &&
+    [ "$(cat "$D/latest")" = ckpt-16.h5 ] && no_temp && ! grep -q MPI_ABORT "$err"
+ok=$?
+tap $ok "--checkpoint-failure continue, the end's checkpoint failed: one line naming what --resume auto takes, status $rc"
+[ $ok = 0 ] || { echo "# want: $want"; show "$err"; show "$out"; }
+grep -q -x '  checkpoint 0 written, 2 failed (--checkpoint-failure continue)' "$out"
+ok=$?
+tap $ok "the summary counts the failed checkpoints"
+[ $ok = 0 ] || show "$out"
+
+out=$dir/signal.out err=$dir/signal.err
+ERASE_DEBUG_KILL_AT_STEP=18:0:usr1 ERASE_VERBOSE=-1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train \
+    --train "$dir/data" --model "$dir/model.cfg" --device cpu --quiet --batch 16 --steps 22 --checkpoint-every 4 \
+    --checkpoint-dir "$D" --resume auto --checkpoint-failure continue >"$out" 2>"$err"
+rc=$?
+own_lines "$err" >"$err.own"
+want="erase-train: --checkpoint-dir $D: the end state (step 18, stopped by SIGUSR1) is not saved: its checkpoint failed (--checkpoint-failure continue); --resume auto takes $D/ckpt-16.h5"
+[ $rc = 1 ] && [ "$(cat "$err.own")" = "$want" ] && ! grep -q 'stopped by' "$out" && [ "$(cat "$D/latest")" = ckpt-16.h5 ]
+ok=$?
+tap $ok "stopped by SIGUSR1, its checkpoint failed (continue): one line naming the signal and what --resume auto takes, status $rc"
+[ $ok = 0 ] || { echo "# want: $want"; show "$err"; show "$out"; }
