@@ -16,7 +16,7 @@ setup_data # ctr data in $dir/data, $dir/model.cfg: 3 blocks, 2 cuts
 setup_gpt "$dir/gpt.cfg" "cuts = [1];" # 2 blocks, 1 cut (its LM head untied)
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # no cuts: a 1f1b pipeline
 sed 's/width = 32/width = 64/' "$dir/gpt.cfg" >"$dir/gpt64.cfg"
-echo "1..12"
+echo "1..13"
 
 # run2 ARGS...: erase-train on 2 ranks; output in $out, status in $rc
 run2() {
@@ -136,3 +136,21 @@ ls -l "$dir/res" >"$dir/after"
     ! grep -q "erase-train summary\|s of steps\|QPS" "$out" && cmp -s "$dir/before" "$dir/after" && [ ! -s "$dir/done.jsonl" ]
 tap $? "--resume auto of a finished run: one line, nothing to do, no summary, nothing written (status $rc)"
 [ $rc = 0 ] || show "$out"
+
+# ---- review finding 8: a resume after a kill (ckpt-6 removed) whose
+# global batch comes from the checkpoint (its run gave --batch 8) notes no
+# --batch or --global-batch as changed
+K=$dir/killed
+out=$dir/killed.out
+run2 --train "$dir/data" --model "$dir/model.cfg" --batch 8 --steps 6 --checkpoint-every 3 --checkpoint-dir "$K"
+mv "$K/ckpt-6.h5" "$dir/killed-ckpt-6.h5"
+out=$dir/killed-res.out
+run2 --train "$dir/data" --checkpoint-dir "$K" --resume auto
+tests/ckpt/ckpt-tool compare "$dir/killed-ckpt-6.h5" "$K/ckpt-6.h5" >"$dir/cmp-killed.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] &&
+    says "note   taken from the run of $K/ckpt-3.h5 (not given here): steps 6; checkpoint-every 3; global-batch 16" &&
+    ! grep -q "^note   options that differ\|batch 8 -> \|global_batch 0 -> " "$out"
+tap $? "--resume auto after a kill, the run gave --batch 8: the global batch taken, no option noted as changed, ckpt-6 bitwise (status $rc, compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/cmp-killed.out"
