@@ -19,6 +19,9 @@ typedef enum { T_STRING, T_INT, T_DOUBLE, T_FLAG } opt_type_t;
 /* Bounds of a numeric option's value (flags of opt_def_t.bounds). */
 enum { LO = 1, LO_OPEN = 2, HI = 4, HI_OPEN = 8 };
 
+/* train_options_t.given: where an option was set */
+enum { GIVEN_IN_RUN_FILE = 1, GIVEN_ON_COMMAND_LINE = 2 };
+
 typedef struct {
     const char *name;           /* command line, with '-' (run file: '_') */
     opt_type_t type;
@@ -332,7 +335,7 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
         }
         st = set_value(o, d, text, where);
         if (st == ERASE_OK)
-            o->given[d - defs] = 1;
+            o->given[d - defs] = GIVEN_IN_RUN_FILE;
         if (st == ERASE_OK)
             st = batch_given(o, d, where, file_batch);
         if (st == ERASE_OK && !strcmp(d->name, "model"))
@@ -468,7 +471,7 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
             negated = 1;
         if (!d)
             return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s (erase-train --help lists them)", name);
-        o->given[d - defs] = 1;
+        o->given[d - defs] = GIVEN_ON_COMMAND_LINE;
         if (d->type == T_FLAG) {
             ERASE_CHECK(set_value(o, d, value ? value : negated ? "0" : "1", ""));
             continue;
@@ -561,6 +564,21 @@ int train_options_given(const train_options_t *o, const char *name)
 {
     const opt_def_t *d = find(name);
     return d && o->given[d - defs];
+}
+
+int train_options_given_on_command_line(const train_options_t *o, const char *name)
+{
+    const opt_def_t *d = find(name);
+    return d && o->given[d - defs] == GIVEN_ON_COMMAND_LINE;
+}
+
+void train_options_forget(train_options_t *o, const char *name)
+{
+    const opt_def_t *d = find(name);
+    if (!d)
+        return;
+    (void)set_value(o, d, d->def ? d->def : "", ""); /* a default is a valid value */
+    o->given[d - defs] = 0;
 }
 
 erase_status_t train_options_adopt(train_options_t *o, const char *text, const char *const *names, char *taken,

@@ -98,24 +98,42 @@ static erase_status_t pipeline_model(run_t *r)
 }
 
 /* A run whose model is its checkpoint's (`path`): the model --model and
- * --cuts ask for, when given, must be the same (train_ckpt_model_same). */
+ * --cuts ask for, when given on the command line, must be the same
+ * (train_ckpt_model_same); given by the run file alone, they yield to the
+ * checkpoint's on --resume and --eval-only with a note
+ * (train_ckpt_model_yield). */
 static erase_status_t check_asked_model(const run_t *r, const char *path)
 {
     const train_options_t *o = r->o;
-    int model = train_options_given(o, "model"), cuts = o->cuts[0] != 0;
+    const train_ckpt_origin_t *origin = r->origin;
+    const char *model = NULL, *cuts = NULL;
+    int yield;
+    if (origin && (origin->file_model[0] || origin->file_cuts[0])) { /* --resume: set aside for the checkpoint's */
+        model = origin->file_model[0] ? origin->file_model : NULL;
+        cuts = origin->file_cuts[0] ? origin->file_cuts : NULL;
+        yield = 1;
+    } else {
+        model = train_options_given(o, "model") ? o->model : NULL;
+        cuts = o->cuts[0] ? o->cuts : NULL;
+        yield = o->eval_only && !train_options_given_on_command_line(o, "model") &&
+                !train_options_given_on_command_line(o, "cuts");
+    }
     if (!model && !cuts)
         return ERASE_OK;
     erase_model_config_t asked = r->cfg;
     erase_model_kind_t kind;
-    if (model && erase_model_config_kind(o->model, &kind))
+    if (model && erase_model_config_kind(model, &kind))
         asked = erase_model_config_default(kind);
     else if (model)
-        TRY(erase_model_config_load(o->model, &asked));
+        TRY(erase_model_config_load(model, &asked));
     if (cuts)
-        TRY(parse_cuts(o->cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
+        TRY(parse_cuts(cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
     char given[2300];
-    snprintf(given, sizeof given, "%s%s%s%s%s", model ? "--model " : "", model ? o->model : "",
-             model && cuts ? " " : "", cuts ? "--cuts " : "", cuts ? o->cuts : "");
+    snprintf(given, sizeof given, "%s%s%s%s%s", model ? (yield ? "model " : "--model ") : "", model ? model : "",
+             model && cuts ? " " : "", cuts ? (yield ? "cuts " : "--cuts ") : "", cuts ? cuts : "");
+    if (yield)
+        return train_ckpt_model_yield(&r->cfg, &asked, given, path, r->root,
+                                      o->eval_only ? "evaluating" : "resuming");
     return train_ckpt_model_same(&r->cfg, &asked, given, path);
 }
 

@@ -10,13 +10,17 @@
 # bitwise the checkpoint (parameters, optimizer state, clock, cursor), for
 # ctr under 1f1b and gpt under local, and --init-from starts a pipeline
 # from it; resuming a finished run says there is nothing to do (status 0,
-# no summary).
+# no summary). The review of issue 32: a resume after a kill notes no
+# --batch change when the global batch came from the checkpoint (finding
+# 8); a model named by the run file alone yields to the checkpoint's on
+# --resume and --eval-only with a note, one on the command line is still
+# refused (finding 3).
 . "$(dirname "$0")/ckpt.sh"
 setup_data # ctr data in $dir/data, $dir/model.cfg: 3 blocks, 2 cuts
 setup_gpt "$dir/gpt.cfg" "cuts = [1];" # 2 blocks, 1 cut (its LM head untied)
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # no cuts: a 1f1b pipeline
 sed 's/width = 32/width = 64/' "$dir/gpt.cfg" >"$dir/gpt64.cfg"
-echo "1..13"
+echo "1..16"
 
 # run2 ARGS...: erase-train on 2 ranks; output in $out, status in $rc
 run2() {
@@ -154,3 +158,34 @@ c=$?
 tap $? "--resume auto after a kill, the run gave --batch 8: the global batch taken, no option noted as changed, ckpt-6 bitwise (status $rc, compare $c)"
 [ $rc = 0 ] || show "$out"
 [ $c = 0 ] || show "$dir/cmp-killed.out"
+
+# ---- review finding 3: a model named by the run file alone yields to the
+# checkpoint's on --resume and --eval-only (a note); on the command line it
+# is still refused (jobs/shakespeare's pattern: its run file names the
+# model, a run gave --model on the command line)
+printf 'model = "gpt.cfg";\n' >"$dir/gpt.run"
+R=$dir/runfile
+out=$dir/runfile.out
+run2 --config "$dir/gpt.run" --model "$dir/gpt64.cfg" --train "$dir/text/train" --global-batch 16 --steps 3 \
+    --checkpoint-dir "$R"
+out=$dir/runfile-line.out
+run2 --config "$dir/gpt.run" --model "$dir/gpt.cfg" --train "$dir/text/train" --checkpoint-dir "$R" --resume auto \
+    --steps 6
+[ $rc = 2 ] && [ ! -f "$R/ckpt-6.h5" ] &&
+    says "erase-train: --model $dir/gpt.cfg: the checkpoint is gpt, 2 blocks, 1 cut, width = 64; this run asks for gpt, 2 blocks, 1 cut, width = 32 ($R/ckpt-3.h5; $take)"
+tap $? "--resume auto with the run file's model also on the command line: refused naming both (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+out=$dir/runfile-res.out
+run2 --config "$dir/gpt.run" --train "$dir/text/train" --checkpoint-dir "$R" --resume auto --steps 6
+[ $rc = 0 ] && [ -f "$R/ckpt-6.h5" ] && grep -q "^resume from $R/ckpt-3.h5: step 3, " "$out" &&
+    says "note   the run file's model $dir/gpt.cfg differs from the checkpoint's ($R/ckpt-3.h5 is gpt, 2 blocks, 1 cut, width = 64; the run file's gpt, 2 blocks, 1 cut, width = 32): resuming the checkpoint's"
+tap $? "--resume auto with the model named by the run file alone: the checkpoint's model, with a note (status $rc)"
+[ $rc = 0 ] || show "$out"
+
+out=$dir/runfile-eval.out
+run2 --config "$dir/gpt.run" --eval "$dir/text/eval" --eval-only --init-from "$R/ckpt-6.h5"
+[ $rc = 0 ] &&
+    says "note   the run file's model $dir/gpt.cfg differs from the checkpoint's ($R/ckpt-6.h5 is gpt, 2 blocks, 1 cut, width = 64; the run file's gpt, 2 blocks, 1 cut, width = 32): evaluating the checkpoint's"
+tap $? "--eval-only with the model named by the run file alone: the checkpoint's model, with a note (status $rc)"
+[ $rc = 0 ] || show "$out"
