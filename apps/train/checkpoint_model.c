@@ -104,6 +104,41 @@ erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_optio
                        o->resume[0] ? "resume" : "init-from", o->resume[0] ? o->resume : o->init_from);
 }
 
+erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size)
+{
+    static const char *const layout_options[] = { "pp", "schedule", "stages", "micro-batches", "accumulate", NULL };
+    from[0] = '\0';
+    if (!o->resume[0] || o->eval_only)
+        return ERASE_OK;
+    erase_ckpt_t *ck;
+    open_named(o, &ck);
+    if (!ck)
+        return ERASE_OK;
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    erase_status_t st = ERASE_OK;
+    char taken[1024] = "";
+    if (m->pp_size > 1 && m->options) {
+        for (int i = 0; layout_options[i]; i++) /* a run file's setting yields to the checkpoint's */
+            if (train_options_given(o, layout_options[i]) &&
+                !train_options_given_on_command_line(o, layout_options[i]))
+                train_options_forget(o, layout_options[i]);
+        if (train_options_adopt(o, m->options, layout_options, taken, sizeof taken) != ERASE_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s: %s", o->resume, why);
+        }
+    }
+    if (st == ERASE_OK && taken[0]) {
+        snprintf(from, size, "%s", erase_ckpt_path(ck));
+        if (root) {
+            printf("note   the pipeline layout taken from %s (not given here): %s\n", from, taken);
+            fflush(stdout);
+        }
+    }
+    erase_ckpt_close(ck);
+    return st;
+}
+
 void train_ckpt_origin_free(train_ckpt_origin_t *origin)
 {
     free(origin->model);

@@ -61,6 +61,20 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
 erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_options_t *o,
                                        train_ckpt_origin_t *origin);
 
+/*
+ * Before MPI start-up (the world's --pp is fixed there): with --resume
+ * (not --eval-only), when the checkpoint that the restore will pick is a
+ * pipeline checkpoint, set in *o its run's --pp, --schedule, --stages,
+ * --micro-batches and --accumulate that the command line does not give (a
+ * run file's yield), and `root` prints "note   the pipeline layout taken
+ * from PATH (not given here): pp 2; schedule local". `from` (size bytes)
+ * gets the checkpoint's path when anything changed, else "". No checkpoint
+ * (yet), one that does not open, or a whole (data-parallel) one leaves *o
+ * as it is. Errors: ERASE_ERR_INVALID (train_options_adopt: the settings
+ * cannot be used together), naming --resume.
+ */
+erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size);
+
 void train_ckpt_origin_free(train_ckpt_origin_t *origin);
 
 /*

@@ -20,7 +20,7 @@ setup_data # ctr data in $dir/data, $dir/model.cfg: 3 blocks, 2 cuts
 setup_gpt "$dir/gpt.cfg" "cuts = [1];" # 2 blocks, 1 cut (its LM head untied)
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # no cuts: a 1f1b pipeline
 sed 's/width = 32/width = 64/' "$dir/gpt.cfg" >"$dir/gpt64.cfg"
-echo "1..16"
+echo "1..18"
 
 # run2 ARGS...: erase-train on 2 ranks; output in $out, status in $rc
 run2() {
@@ -189,3 +189,31 @@ run2 --config "$dir/gpt.run" --eval "$dir/text/eval" --eval-only --init-from "$R
     says "note   the run file's model $dir/gpt.cfg differs from the checkpoint's ($R/ckpt-6.h5 is gpt, 2 blocks, 1 cut, width = 64; the run file's gpt, 2 blocks, 1 cut, width = 32): evaluating the checkpoint's"
 tap $? "--eval-only with the model named by the run file alone: the checkpoint's model, with a note (status $rc)"
 [ $rc = 0 ] || show "$out"
+
+# ---- review finding 4: a pipeline checkpoint resumed with --resume auto
+# alone takes its --pp and --schedule (a note) and ends bitwise as the
+# uninterrupted run; the ranks are checked against the --pp taken
+P1=$dir/pp-local
+out=$dir/pp-local.out
+run2 --train "$dir/data" --model "$dir/model.cfg" --global-batch 24 --steps 8 --checkpoint-every 4 --pp 2 \
+    --schedule local --checkpoint-dir "$P1"
+mkdir "$dir/pp-res"
+cp "$P1/ckpt-4.h5" "$P1/ckpt-4.h5.stage1" "$dir/pp-res/"
+out=$dir/pp-res.out
+run2 --train "$dir/data" --checkpoint-dir "$dir/pp-res" --resume auto
+tests/ckpt/ckpt-tool compare "$P1/ckpt-8.h5" "$dir/pp-res/ckpt-8.h5" >"$dir/cmp-pp-res.out" 2>&1 &&
+    tests/ckpt/ckpt-tool compare "$P1/ckpt-8.h5.stage1" "$dir/pp-res/ckpt-8.h5.stage1" >>"$dir/cmp-pp-res.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $dir/pp-res/ckpt-4.h5: step 4, " "$out" &&
+    says "note   the pipeline layout taken from $dir/pp-res/ckpt-4.h5 (not given here): pp 2; schedule local"
+tap $? "--resume auto of a --pp 2 --schedule local checkpoint with no layout options: the checkpoint's layout, ckpt-8 bitwise the uninterrupted run's (status $rc, compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/cmp-pp-res.out"
+
+out=$dir/pp-ranks.out
+ERASE_CHECK_OPTIONS=3 apps/erase-train --train "$dir/data" --checkpoint-dir "$dir/pp-res" --resume auto >"$out" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$out")" = 1 ] &&
+    says "erase-train: --pp 2 (taken from the checkpoint $dir/pp-res/ckpt-8.h5): this job has 3 ranks, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)"
+tap $? "--resume auto of a --pp 2 checkpoint for a job of 3 ranks: one line naming the --pp taken (status $rc)"
+[ $rc = 2 ] || show "$out"
