@@ -14,13 +14,16 @@
 # --batch change when the global batch came from the checkpoint (finding
 # 8); a model named by the run file alone yields to the checkpoint's on
 # --resume and --eval-only with a note, one on the command line is still
-# refused (finding 3).
+# refused (finding 3); a pipeline checkpoint resumed with --resume auto
+# alone takes its layout (--pp, --schedule) and ends bitwise as the
+# uninterrupted run, and a layout error on a checkpoint's model advises
+# what that model allows (finding 4).
 . "$(dirname "$0")/ckpt.sh"
 setup_data # ctr data in $dir/data, $dir/model.cfg: 3 blocks, 2 cuts
 setup_gpt "$dir/gpt.cfg" "cuts = [1];" # 2 blocks, 1 cut (its LM head untied)
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # no cuts: a 1f1b pipeline
 sed 's/width = 32/width = 64/' "$dir/gpt.cfg" >"$dir/gpt64.cfg"
-echo "1..18"
+echo "1..20"
 
 # run2 ARGS...: erase-train on 2 ranks; output in $out, status in $rc
 run2() {
@@ -216,4 +219,24 @@ rc=$?
 [ $rc = 2 ] && [ "$(wc -l <"$out")" = 1 ] &&
     says "erase-train: --pp 2 (taken from the checkpoint $dir/pp-res/ckpt-8.h5): this job has 3 ranks, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)"
 tap $? "--resume auto of a --pp 2 checkpoint for a job of 3 ranks: one line naming the --pp taken (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+# ---- review finding 4: a layout error from a checkpoint's model advises
+# what that model allows, not a change of the model (--cuts, tie_head)
+out=$dir/pp-advice.out
+run2 --train "$dir/data" --init-from "$P1/ckpt-8.h5" --pp 2
+[ $rc = 2 ] &&
+    says "erase-train: --pp 2: the model of $P1/ckpt-8.h5 has 0 attached boundaries (stage boundaries carry the gradient): --pp at most 1, or --schedule local (at most 3 stages)"
+tap $? "--init-from a ctr checkpoint of 2 cuts --pp 2 (1f1b): the advice keeps its model (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+sed '/cuts = \[1\];/d' "$dir/gpt.cfg" >"$dir/gpt-tied.cfg" # no cuts: its LM head tied
+out=$dir/tied.out
+run2 --train "$dir/text/train" --model "$dir/gpt-tied.cfg" --global-batch 16 --steps 1 --checkpoint-dir "$dir/tied"
+out=$dir/tied-pp.out
+run2 --train "$dir/text/train" --init-from "$dir/tied/ckpt-1.h5" --pp 2
+[ $rc = 2 ] &&
+    says "erase-train: --pp 2: the gpt model of $dir/tied/ckpt-1.h5 ties its LM head to h0/wte, which would join stage 0 and stage 1: this checkpoint's model trains without --pp" &&
+    ! grep -q "tie_head" "$out"
+tap $? "--init-from a tied gpt checkpoint --pp 2: the advice keeps its model (status $rc)"
 [ $rc = 2 ] || show "$out"
