@@ -110,13 +110,14 @@ static const opt_def_t defs[] = {
       "stop (exit 1; the last good checkpoint stays) | continue (warn, remove the partial file, try again at the "
       "next checkpoint)", "stop|continue", NO_BOUNDS },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a "
-      "checkpoint file or a checkpoint directory; its model (a --model or --cuts that changes it is refused) and the "
-      "training options of its run not given here are taken", NULL, NO_BOUNDS },
+      "checkpoint file or a checkpoint directory; its model (a --model or --cuts on the command line that changes "
+      "it is refused; a run file's yields), the training options of its run not given here and a pipeline "
+      "checkpoint's --pp, --schedule, --stages, --micro-batches and --accumulate not on the command line are taken", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint "
       "directory), its model (a --model or --cuts that changes it is refused) and the training options of its run not "
       "given here; a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
-      "without training: the model is the checkpoint's (a --model or --cuts that changes it is refused), --epochs ignored", NULL, NO_BOUNDS },
+      "without training: the model is the checkpoint's (a --model or --cuts on the command line that changes it is refused; a run file's yields), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
