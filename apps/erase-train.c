@@ -6,6 +6,7 @@
  * Exit status: 0 done, 1 failed (the whole job is brought down), 2 usage.
  */
 #include "apps/train/checkpoint.h"
+#include "apps/train/checkpoint_model.h"
 #include "apps/train/options.h"
 #include "apps/train/run.h"
 
@@ -44,14 +45,20 @@ int main(int argc, char **argv)
     }
     if (st != ERASE_OK)
         return error_once(train_launcher_rank(), 2);
+    /* --resume of a pipeline checkpoint: its layout, unless given */
+    char layout_from[ERASE_CKPT_PATH_MAX];
+    if (train_ckpt_layout_adopt(&o, !check && train_launcher_rank() <= 0, layout_from, sizeof layout_from) !=
+        ERASE_OK)
+        return error_once(train_launcher_rank(), 2);
     /* --pp that does not divide the ranks: a usage error, before MPI */
     int ranks = check ? atoi(check) : train_launcher_size();
     if (ranks < 1)
         ranks = 1;
     if (ranks % o.pp) {
-        ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld: this job has %d rank%s, not a multiple of the %lld stages "
-                    "(ranks = data-parallel replicas x --pp)", (long long)o.pp, ranks, ranks == 1 ? "" : "s",
-                    (long long)o.pp);
+        ERASE_ERROR(ERASE_ERR_INVALID, "--pp %lld%s%s%s: this job has %d rank%s, not a multiple of the %lld stages "
+                    "(ranks = data-parallel replicas x --pp)", (long long)o.pp,
+                    layout_from[0] ? " (taken from the checkpoint " : "", layout_from, layout_from[0] ? ")" : "",
+                    ranks, ranks == 1 ? "" : "s", (long long)o.pp);
         return error_once(train_launcher_rank(), 2);
     }
     if (check)

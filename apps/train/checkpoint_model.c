@@ -54,6 +54,14 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
     if (st == ERASE_OK && m->tokenizer && *m->tokenizer && !(origin->tokenizer = strdup(m->tokenizer)))
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its tokenizer", origin->path);
     char taken[2048] = "";
+    if (st == ERASE_OK && m->model && o->resume[0] && !train_options_given_on_command_line(o, "model") &&
+        !train_options_given_on_command_line(o, "cuts")) { /* the run file's model yields to the checkpoint's */
+        if (train_options_given(o, "model"))
+            snprintf(origin->file_model, sizeof origin->file_model, "%s", o->model);
+        snprintf(origin->file_cuts, sizeof origin->file_cuts, "%s", o->cuts);
+        train_options_forget(o, "model");
+        train_options_forget(o, "cuts");
+    }
     static const char *const model_option[] = { "model", NULL }; /* the name its run gave the model */
     if (st == ERASE_OK && m->model && m->options)
         st = train_options_adopt(o, m->options, model_option, NULL, 0);
@@ -98,6 +106,41 @@ erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_optio
                        o->resume[0] ? "resume" : "init-from", o->resume[0] ? o->resume : o->init_from);
 }
 
+erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size)
+{
+    static const char *const layout_options[] = { "pp", "schedule", "stages", "micro-batches", "accumulate", NULL };
+    from[0] = '\0';
+    if (!o->resume[0] || o->eval_only)
+        return ERASE_OK;
+    erase_ckpt_t *ck;
+    open_named(o, &ck);
+    if (!ck)
+        return ERASE_OK;
+    const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
+    erase_status_t st = ERASE_OK;
+    char taken[1024] = "";
+    if (m->pp_size > 1 && m->options) {
+        for (int i = 0; layout_options[i]; i++) /* a run file's setting yields to the checkpoint's */
+            if (train_options_given(o, layout_options[i]) &&
+                !train_options_given_on_command_line(o, layout_options[i]))
+                train_options_forget(o, layout_options[i]);
+        if (train_options_adopt(o, m->options, layout_options, taken, sizeof taken) != ERASE_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+            st = ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s: %s", o->resume, why);
+        }
+    }
+    if (st == ERASE_OK && taken[0]) {
+        snprintf(from, size, "%s", erase_ckpt_path(ck));
+        if (root) {
+            printf("note   the pipeline layout taken from %s (not given here): %s\n", from, taken);
+            fflush(stdout);
+        }
+    }
+    erase_ckpt_close(ck);
+    return st;
+}
+
 void train_ckpt_origin_free(train_ckpt_origin_t *origin)
 {
     free(origin->model);
@@ -127,22 +170,26 @@ static void setting_at(const char *text, const char *at, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)n, at);
 }
 
-erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const erase_model_config_t *asked,
-                                     const char *given, const char *path)
+/* Whether models a and b differ (the seed aside: the run's --seed sets
+ * it): *differ, and when they do, each described in was and is (kind,
+ * blocks and cuts; the kind alone for `is` when the kinds differ; else
+ * the first model-file setting that differs). Errors: ERASE_ERR_NOMEM. */
+static erase_status_t compare(erase_model_config_t a, erase_model_config_t b, const char *path, int *differ,
+                              char *was, char *is, size_t size)
 {
     enum { TEXT = 1 << 16 };
-    erase_model_config_t a = *had, b = *asked;
-    a.seed = b.seed = 0; /* the run's --seed sets it */
+    a.seed = b.seed = 0;
     char *ta = malloc(TEXT), *tb = malloc(TEXT);
     erase_status_t st = ERASE_OK;
+    *differ = 0;
     if (!ta || !tb || erase_model_config_format(&a, ta, TEXT) < 0 || erase_model_config_format(&b, tb, TEXT) < 0)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory to compare the models", path);
     else if (strcmp(ta, tb)) {
-        char was[256], is[256];
-        describe(&a, was, sizeof was);
-        describe(&b, is, sizeof is);
+        *differ = 1;
+        describe(&a, was, size);
+        describe(&b, is, size);
         if (a.kind != b.kind)
-            snprintf(is, sizeof is, "%s", erase_model_config_name(&b));
+            snprintf(is, size, "%s", erase_model_config_name(&b));
         else if (!strcmp(was, is)) { /* the first setting that differs */
             size_t i = 0;
             while (ta[i] && ta[i] == tb[i])
@@ -151,14 +198,38 @@ erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const eras
             setting_at(ta, ta + i, sa, sizeof sa);
             setting_at(tb, tb + i, sb, sizeof sb);
             size_t used = strlen(was);
-            snprintf(was + used, sizeof was - used, ", %s", sa);
+            snprintf(was + used, size - used, ", %s", sa);
             used = strlen(is);
-            snprintf(is + used, sizeof is - used, ", %s", sb);
+            snprintf(is + used, size - used, ", %s", sb);
         }
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "%s: the checkpoint is %s; this run asks for %s (%s; without --model "
-                         "and --cuts the run takes the checkpoint's model)", given, was, is, path);
     }
     free(ta);
     free(tb);
     return st;
+}
+
+erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const erase_model_config_t *asked,
+                                     const char *given, const char *path)
+{
+    char was[256], is[256];
+    int differ;
+    ERASE_CHECK(compare(*had, *asked, path, &differ, was, is, sizeof was));
+    if (!differ)
+        return ERASE_OK;
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the checkpoint is %s; this run asks for %s (%s; without --model "
+                       "and --cuts the run takes the checkpoint's model)", given, was, is, path);
+}
+
+erase_status_t train_ckpt_model_yield(const erase_model_config_t *had, const erase_model_config_t *asked,
+                                      const char *given, const char *path, int root, const char *doing)
+{
+    char was[256], is[256];
+    int differ;
+    ERASE_CHECK(compare(*had, *asked, path, &differ, was, is, sizeof was));
+    if (differ && root) {
+        printf("note   the run file's %s differs from the checkpoint's (%s is %s; the run file's %s): %s the "
+               "checkpoint's\n", given, path, was, is, doing);
+        fflush(stdout);
+    }
+    return ERASE_OK;
 }

@@ -21,6 +21,11 @@ typedef struct {
     char path[ERASE_CKPT_PATH_MAX]; /* the checkpoint read; "" when none */
     char *model;                    /* its model text (malloc), NULL when none */
     char *tokenizer;                /* its lm data's tokenizer file text (malloc), NULL when none */
+    /* --resume: the run file's --model and --cuts, set aside for the
+     * checkpoint's model ("" when the run file gave none, or the command
+     * line gave --model or --cuts) */
+    char file_model[sizeof(((train_options_t *)0)->model)];
+    char file_cuts[sizeof(((train_options_t *)0)->cuts)];
 } train_ckpt_origin_t;
 
 /*
@@ -31,7 +36,11 @@ typedef struct {
  * (train_options_adopt: --model's name, the optimizer and its learning
  * rates and schedule, the steps and epochs, the seed, shuffling,
  * --eval-fraction, the evaluation and checkpoint intervals) and, when
- * neither --batch nor --global-batch is given, its global batch. `root`
+ * neither --batch nor --global-batch is given, its global batch. With
+ * --resume, a --model or --cuts that only the run file gives (none on the
+ * command line) yields to the checkpoint's model: kept in
+ * origin->file_model and file_cuts and taken out of *o (the setup notes
+ * when it differs: train_ckpt_model_yield). `root`
  * prints a note of the options taken that change. No checkpoint yet
  * (--resume auto), or one that does not open, leaves *origin empty and *o
  * as it is: the restore names the cause. The caller checks that every
@@ -53,6 +62,20 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
 erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_options_t *o,
                                        train_ckpt_origin_t *origin);
 
+/*
+ * Before MPI start-up (the world's --pp is fixed there): with --resume
+ * (not --eval-only), when the checkpoint that the restore will pick is a
+ * pipeline checkpoint, set in *o its run's --pp, --schedule, --stages,
+ * --micro-batches and --accumulate that the command line does not give (a
+ * run file's yield), and `root` prints "note   the pipeline layout taken
+ * from PATH (not given here): pp 2; schedule local". `from` (size bytes)
+ * gets the checkpoint's path when anything changed, else "". No checkpoint
+ * (yet), one that does not open, or a whole (data-parallel) one leaves *o
+ * as it is. Errors: ERASE_ERR_INVALID (train_options_adopt: the settings
+ * cannot be used together), naming --resume.
+ */
+erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size);
+
 void train_ckpt_origin_free(train_ckpt_origin_t *origin);
 
 /*
@@ -66,5 +89,17 @@ void train_ckpt_origin_free(train_ckpt_origin_t *origin);
  */
 erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const erase_model_config_t *asked,
                                      const char *given, const char *path);
+
+/*
+ * The model `asked` of a run file (described by `given`, e.g. "model
+ * jobs/gpt-shakespeare.cfg") that yields to `had`, the model of checkpoint
+ * `path` (--resume or --eval-only without --model and --cuts on the
+ * command line): when they differ, `root` prints "note   the run file's
+ * model X differs from the checkpoint's (PATH is gpt, 2 blocks, 0 cuts;
+ * the run file's gpt, 6 blocks, 0 cuts): resuming the checkpoint's"
+ * (`doing`: "resuming", "evaluating"). Errors: ERASE_ERR_NOMEM.
+ */
+erase_status_t train_ckpt_model_yield(const erase_model_config_t *had, const erase_model_config_t *asked,
+                                      const char *given, const char *path, int root, const char *doing);
 
 #endif

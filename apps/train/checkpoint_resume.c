@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 /* Print the options that differ between the checkpoint's run and this one
- * (all but --resume and --init-from*). */
-static void note_option_changes(const char *old_text, const train_options_t *o)
+ * (all but --resume and --init-from*; --batch and --global-batch only when
+ * the global batch they make differs: same_batch 0). */
+static void note_option_changes(const char *old_text, const train_options_t *o, int same_batch)
 {
     char *now = NULL, *changes = NULL;
     size_t len = 0, clen = 0;
@@ -34,7 +35,9 @@ static void note_option_changes(const char *old_text, const train_options_t *o)
         const char *eq = strstr(line, " = ");
         if (eq && (size_t)(eq - line) < sizeof name) {
             snprintf(name, sizeof name, "%.*s", (int)(eq - line), line);
-            if (strcmp(name, "resume") && strncmp(name, "init_from", 9) && train_options_value(now, name, is, sizeof is) == 0) {
+            int batch = !strcmp(name, "batch") || !strcmp(name, "global_batch");
+            if (strcmp(name, "resume") && strncmp(name, "init_from", 9) && !(batch && same_batch) &&
+                train_options_value(now, name, is, sizeof is) == 0) {
                 if (train_options_value(old_text, name, was, sizeof was) != 0)
                     snprintf(was, sizeof was, "(not set)");
                 if (strcmp(was, is))
@@ -248,7 +251,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
             if (m->global_batch != ck->e.global_batch)
                 printf("note   global batch %lld, the checkpoint's run had %lld: steps now take %lld samples\n",
                        (long long)ck->e.global_batch, (long long)m->global_batch, (long long)ck->e.global_batch);
-            note_option_changes(m->options, o);
+            note_option_changes(m->options, o, m->global_batch == ck->e.global_batch);
         }
         if (!erase_ckpt_attributes_summed(f))
             printf("note   %s has no checksum of its /meta and /optim attributes (written by %s, before "

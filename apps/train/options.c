@@ -19,6 +19,9 @@ typedef enum { T_STRING, T_INT, T_DOUBLE, T_FLAG } opt_type_t;
 /* Bounds of a numeric option's value (flags of opt_def_t.bounds). */
 enum { LO = 1, LO_OPEN = 2, HI = 4, HI_OPEN = 8 };
 
+/* train_options_t.given: where an option was set */
+enum { GIVEN_IN_RUN_FILE = 1, GIVEN_ON_COMMAND_LINE = 2 };
+
 typedef struct {
     const char *name;           /* command line, with '-' (run file: '_') */
     opt_type_t type;
@@ -107,13 +110,14 @@ static const opt_def_t defs[] = {
       "stop (exit 1; the last good checkpoint stays) | continue (warn, remove the partial file, try again at the "
       "next checkpoint; exit 1 if the last one, at the end, failed)", "stop|continue", NO_BOUNDS },
     { "resume", S(resume), "", "continue a run: auto (the newest usable checkpoint of --checkpoint-dir, if any), a "
-      "checkpoint file or a checkpoint directory; its model (a --model or --cuts that changes it is refused) and the "
-      "training options of its run not given here are taken", NULL, NO_BOUNDS },
+      "checkpoint file or a checkpoint directory; its model (a --model or --cuts on the command line that changes "
+      "it is refused; a run file's yields), the training options of its run not given here and a pipeline "
+      "checkpoint's --pp, --schedule, --stages, --micro-batches and --accumulate not on the command line are taken", NULL, NO_BOUNDS },
     { "init-from", S(init_from), "", "start a new run (step 0) from a checkpoint's parameters (a file or a checkpoint "
       "directory), its model (a --model or --cuts that changes it is refused) and the training options of its run not "
       "given here; a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
-      "without training: the model is the checkpoint's (a --model or --cuts that changes it is refused), --epochs ignored", NULL, NO_BOUNDS },
+      "without training: the model is the checkpoint's (a --model or --cuts on the command line that changes it is refused; a run file's yields), --epochs ignored", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
@@ -332,7 +336,7 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
         }
         st = set_value(o, d, text, where);
         if (st == ERASE_OK)
-            o->given[d - defs] = 1;
+            o->given[d - defs] = GIVEN_IN_RUN_FILE;
         if (st == ERASE_OK)
             st = batch_given(o, d, where, file_batch);
         if (st == ERASE_OK && !strcmp(d->name, "model"))
@@ -468,7 +472,7 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
             negated = 1;
         if (!d)
             return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s (erase-train --help lists them)", name);
-        o->given[d - defs] = 1;
+        o->given[d - defs] = GIVEN_ON_COMMAND_LINE;
         if (d->type == T_FLAG) {
             ERASE_CHECK(set_value(o, d, value ? value : negated ? "0" : "1", ""));
             continue;
@@ -561,6 +565,21 @@ int train_options_given(const train_options_t *o, const char *name)
 {
     const opt_def_t *d = find(name);
     return d && o->given[d - defs];
+}
+
+int train_options_given_on_command_line(const train_options_t *o, const char *name)
+{
+    const opt_def_t *d = find(name);
+    return d && o->given[d - defs] == GIVEN_ON_COMMAND_LINE;
+}
+
+void train_options_forget(train_options_t *o, const char *name)
+{
+    const opt_def_t *d = find(name);
+    if (!d)
+        return;
+    (void)set_value(o, d, d->def ? d->def : "", ""); /* a default is a valid value */
+    o->given[d - defs] = 0;
 }
 
 erase_status_t train_options_adopt(train_options_t *o, const char *text, const char *const *names, char *taken,

@@ -71,8 +71,8 @@ typedef struct {
     int check_collectives;
     double watchdog;            /* seconds */
     int quiet;
-    /* given[i]: option i of the table set by the command line or the run
-     * file (train_options_given), not by its default */
+    /* given[i]: option i of the table set by the run file (1) or the
+     * command line (2) (train_options_given), not by its default (0) */
     unsigned char given[64];
 } train_options_t;
 
@@ -113,6 +113,11 @@ void train_options_print(const train_options_t *o, FILE *f);
  * was set by the command line or the run file; 0 for its default or an
  * unknown name. */
 int train_options_given(const train_options_t *o, const char *name);
+/* Whether option `name` was set by the command line (not the run file). */
+int train_options_given_on_command_line(const train_options_t *o, const char *name);
+/* Option `name` back to its default, as if not given (a run file's value
+ * that yields to a checkpoint's: apps/train/checkpoint_model.h). */
+void train_options_forget(train_options_t *o, const char *name);
 
 /*
  * Take the values of the options `names` (NULL-terminated, as on the

@@ -125,15 +125,20 @@ static erase_status_t check_boundaries(const erase_model_config_t *cfg, const tr
     return ERASE_OK;
 }
 
+int train_pipeline_max_stages(const erase_model_config_t *cfg, int local)
+{
+    int B = erase_model_config_blocks(cfg), most = 1;
+    for (int b = 1; b < B; b++)
+        most += local ? (int)(cfg->cut_mask >> b & 1u) : !(cfg->cut_mask >> b & 1u);
+    return most;
+}
+
 erase_status_t train_pipeline_stages(const char *spec, const erase_model_config_t *cfg, int P, int local,
                                      train_stages_t *out)
 {
     memset(out, 0, sizeof *out);
-    int B = erase_model_config_blocks(cfg), attached = 1, cuts = 1;
-    for (int b = 1; b < B; b++) {
-        attached += !(cfg->cut_mask >> b & 1u);
-        cuts += cfg->cut_mask >> b & 1u;
-    }
+    int B = erase_model_config_blocks(cfg), attached = train_pipeline_max_stages(cfg, 0),
+        cuts = train_pipeline_max_stages(cfg, 1);
     out->P = P;
     out->local = local;
     if (P > B)

@@ -25,6 +25,11 @@ typedef struct {
                                          * inside a stage needs one; set by erase-train's set-up) */
 } train_stages_t;
 
+/* The most stages `cfg`'s model (its cuts applied) splits into: 1 + its
+ * attached block boundaries, or with `local` (--schedule local) 1 + its
+ * cuts. */
+int train_pipeline_max_stages(const erase_model_config_t *cfg, int local);
+
 /*
  * The stages of `cfg`'s model (its cuts applied) over P stages as
  * --stages says: "even" (first[s] = floor(s B / P)), a list of each

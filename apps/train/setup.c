@@ -86,40 +86,74 @@ static erase_status_t model_from_checkpoint(run_t *r)
 }
 
 /* What a pipeline needs of the model, found alike on every rank: an
- * untied gpt head, stages at attached boundaries. */
-static erase_status_t pipeline_model(run_t *r)
+ * untied gpt head, stages at attached boundaries. `from`: the checkpoint
+ * whose model this is (NULL: none), whose model the advice keeps. */
+static erase_status_t pipeline_model(run_t *r, const char *from)
 {
-    int tied = 0, P = r->w->pp_size;
+    int tied = 0, P = r->w->pp_size, local = !strcmp(train_options_schedule(r->o), "local");
     if (r->cfg.kind == ERASE_MODEL_GPT)
         TRY(erase_model_config_tied_head(&r->cfg, &tied));
+    if (tied && P > 1 && from)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model of %s ties its LM head to h0/wte, which "
+                           "would join stage 0 and stage %d: this checkpoint's model trains without --pp", P, from,
+                           P - 1);
     if (tied && P > 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d: the gpt model's LM head is tied to h0/wte, which would "
                            "join stage 0 and stage %d; set tie_head = false in the model file (docs/models.md; e.g. "
                            "jobs/gpt-shakespeare-pp.cfg)",
                            P, P - 1);
-    return train_pipeline_stages(r->o->stages, &r->cfg, P, !strcmp(train_options_schedule(r->o), "local"),
-                                 &r->stages);
+    int most = train_pipeline_max_stages(&r->cfg, local), other = train_pipeline_max_stages(&r->cfg, !local);
+    if (from && P > most) { /* the advice of train_pipeline_stages would change the model (--cuts) */
+        char instead[96] = "";
+        if (other >= P)
+            snprintf(instead, sizeof instead, ", or %s (at most %d stages)",
+                     local ? "--schedule 1f1b" : "--schedule local", other);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--pp %d%s: the model of %s has %d %s: --pp at most %d%s", P,
+                           local ? " --schedule local" : "", from, most - 1,
+                           local ? "cuts (stage boundaries of local parallelism are cuts)"
+                                 : "attached boundaries (stage boundaries carry the gradient)",
+                           most, instead);
+    }
+    return train_pipeline_stages(r->o->stages, &r->cfg, P, local, &r->stages);
 }
 
 /* A run whose model is its checkpoint's (`path`): the model --model and
- * --cuts ask for, when given, must be the same (train_ckpt_model_same). */
+ * --cuts ask for, when given on the command line, must be the same
+ * (train_ckpt_model_same); given by the run file alone, they yield to the
+ * checkpoint's on --resume and --eval-only with a note
+ * (train_ckpt_model_yield). */
 static erase_status_t check_asked_model(const run_t *r, const char *path)
 {
     const train_options_t *o = r->o;
-    int model = train_options_given(o, "model"), cuts = o->cuts[0] != 0;
+    const train_ckpt_origin_t *origin = r->origin;
+    const char *model = NULL, *cuts = NULL;
+    int yield;
+    if (origin && (origin->file_model[0] || origin->file_cuts[0])) { /* --resume: set aside for the checkpoint's */
+        model = origin->file_model[0] ? origin->file_model : NULL;
+        cuts = origin->file_cuts[0] ? origin->file_cuts : NULL;
+        yield = 1;
+    } else {
+        model = train_options_given(o, "model") ? o->model : NULL;
+        cuts = o->cuts[0] ? o->cuts : NULL;
+        yield = o->eval_only && !train_options_given_on_command_line(o, "model") &&
+                !train_options_given_on_command_line(o, "cuts");
+    }
     if (!model && !cuts)
         return ERASE_OK;
     erase_model_config_t asked = r->cfg;
     erase_model_kind_t kind;
-    if (model && erase_model_config_kind(o->model, &kind))
+    if (model && erase_model_config_kind(model, &kind))
         asked = erase_model_config_default(kind);
     else if (model)
-        TRY(erase_model_config_load(o->model, &asked));
+        TRY(erase_model_config_load(model, &asked));
     if (cuts)
-        TRY(parse_cuts(o->cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
+        TRY(parse_cuts(cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
     char given[2300];
-    snprintf(given, sizeof given, "%s%s%s%s%s", model ? "--model " : "", model ? o->model : "",
-             model && cuts ? " " : "", cuts ? "--cuts " : "", cuts ? o->cuts : "");
+    snprintf(given, sizeof given, "%s%s%s%s%s", model ? (yield ? "model " : "--model ") : "", model ? model : "",
+             model && cuts ? " " : "", cuts ? (yield ? "cuts " : "--cuts ") : "", cuts ? cuts : "");
+    if (yield)
+        return train_ckpt_model_yield(&r->cfg, &asked, given, path, r->root,
+                                      o->eval_only ? "evaluating" : "resuming");
     return train_ckpt_model_same(&r->cfg, &asked, given, path);
 }
 
@@ -156,7 +190,7 @@ erase_status_t run_setup_model(run_t *r, int *usage)
     if (o->cuts[0] && !from)
         TRY(parse_cuts(o->cuts, erase_model_config_blocks(&r->cfg), &r->cfg.cut_mask));
     if (train_options_pipeline(o))
-        TRY(pipeline_model(r));
+        TRY(pipeline_model(r, from));
     *usage = 0;
     r->cfg.seed = (uint64_t)o->seed;
     return ERASE_OK;

@@ -10,13 +10,20 @@
 # bitwise the checkpoint (parameters, optimizer state, clock, cursor), for
 # ctr under 1f1b and gpt under local, and --init-from starts a pipeline
 # from it; resuming a finished run says there is nothing to do (status 0,
-# no summary).
+# no summary). The review of issue 32: a resume after a kill notes no
+# --batch change when the global batch came from the checkpoint (finding
+# 8); a model named by the run file alone yields to the checkpoint's on
+# --resume and --eval-only with a note, one on the command line is still
+# refused (finding 3); a pipeline checkpoint resumed with --resume auto
+# alone takes its layout (--pp, --schedule) and ends bitwise as the
+# uninterrupted run, and a layout error on a checkpoint's model advises
+# what that model allows (finding 4).
 . "$(dirname "$0")/ckpt.sh"
 setup_data # ctr data in $dir/data, $dir/model.cfg: 3 blocks, 2 cuts
 setup_gpt "$dir/gpt.cfg" "cuts = [1];" # 2 blocks, 1 cut (its LM head untied)
 sed 's/cuts = "all"/cuts = "none"/' "$dir/model.cfg" >"$dir/ctr.cfg" # no cuts: a 1f1b pipeline
 sed 's/width = 32/width = 64/' "$dir/gpt.cfg" >"$dir/gpt64.cfg"
-echo "1..12"
+echo "1..20"
 
 # run2 ARGS...: erase-train on 2 ranks; output in $out, status in $rc
 run2() {
@@ -136,3 +143,100 @@ ls -l "$dir/res" >"$dir/after"
     ! grep -q "erase-train summary\|s of steps\|QPS" "$out" && cmp -s "$dir/before" "$dir/after" && [ ! -s "$dir/done.jsonl" ]
 tap $? "--resume auto of a finished run: one line, nothing to do, no summary, nothing written (status $rc)"
 [ $rc = 0 ] || show "$out"
+
+# ---- review finding 8: a resume after a kill (ckpt-6 removed) whose
+# global batch comes from the checkpoint (its run gave --batch 8) notes no
+# --batch or --global-batch as changed
+K=$dir/killed
+out=$dir/killed.out
+run2 --train "$dir/data" --model "$dir/model.cfg" --batch 8 --steps 6 --checkpoint-every 3 --checkpoint-dir "$K"
+mv "$K/ckpt-6.h5" "$dir/killed-ckpt-6.h5"
+out=$dir/killed-res.out
+run2 --train "$dir/data" --checkpoint-dir "$K" --resume auto
+tests/ckpt/ckpt-tool compare "$dir/killed-ckpt-6.h5" "$K/ckpt-6.h5" >"$dir/cmp-killed.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] &&
+    says "note   taken from the run of $K/ckpt-3.h5 (not given here): steps 6; checkpoint-every 3; global-batch 16" &&
+    ! grep -q "^note   options that differ\|batch 8 -> \|global_batch 0 -> " "$out"
+tap $? "--resume auto after a kill, the run gave --batch 8: the global batch taken, no option noted as changed, ckpt-6 bitwise (status $rc, compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/cmp-killed.out"
+
+# ---- review finding 3: a model named by the run file alone yields to the
+# checkpoint's on --resume and --eval-only (a note); on the command line it
+# is still refused (jobs/shakespeare's pattern: its run file names the
+# model, a run gave --model on the command line)
+printf 'model = "gpt.cfg";\n' >"$dir/gpt.run"
+R=$dir/runfile
+out=$dir/runfile.out
+run2 --config "$dir/gpt.run" --model "$dir/gpt64.cfg" --train "$dir/text/train" --global-batch 16 --steps 3 \
+    --checkpoint-dir "$R"
+out=$dir/runfile-line.out
+run2 --config "$dir/gpt.run" --model "$dir/gpt.cfg" --train "$dir/text/train" --checkpoint-dir "$R" --resume auto \
+    --steps 6
+[ $rc = 2 ] && [ ! -f "$R/ckpt-6.h5" ] &&
+    says "erase-train: --model $dir/gpt.cfg: the checkpoint is gpt, 2 blocks, 1 cut, width = 64; this run asks for gpt, 2 blocks, 1 cut, width = 32 ($R/ckpt-3.h5; $take)"
+tap $? "--resume auto with the run file's model also on the command line: refused naming both (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+out=$dir/runfile-res.out
+run2 --config "$dir/gpt.run" --train "$dir/text/train" --checkpoint-dir "$R" --resume auto --steps 6
+[ $rc = 0 ] && [ -f "$R/ckpt-6.h5" ] && grep -q "^resume from $R/ckpt-3.h5: step 3, " "$out" &&
+    says "note   the run file's model $dir/gpt.cfg differs from the checkpoint's ($R/ckpt-3.h5 is gpt, 2 blocks, 1 cut, width = 64; the run file's gpt, 2 blocks, 1 cut, width = 32): resuming the checkpoint's"
+tap $? "--resume auto with the model named by the run file alone: the checkpoint's model, with a note (status $rc)"
+[ $rc = 0 ] || show "$out"
+
+out=$dir/runfile-eval.out
+run2 --config "$dir/gpt.run" --eval "$dir/text/eval" --eval-only --init-from "$R/ckpt-6.h5"
+[ $rc = 0 ] &&
+    says "note   the run file's model $dir/gpt.cfg differs from the checkpoint's ($R/ckpt-6.h5 is gpt, 2 blocks, 1 cut, width = 64; the run file's gpt, 2 blocks, 1 cut, width = 32): evaluating the checkpoint's"
+tap $? "--eval-only with the model named by the run file alone: the checkpoint's model, with a note (status $rc)"
+[ $rc = 0 ] || show "$out"
+
+# ---- review finding 4: a pipeline checkpoint resumed with --resume auto
+# alone takes its --pp and --schedule (a note) and ends bitwise as the
+# uninterrupted run; the ranks are checked against the --pp taken
+P1=$dir/pp-local
+out=$dir/pp-local.out
+run2 --train "$dir/data" --model "$dir/model.cfg" --global-batch 24 --steps 8 --checkpoint-every 4 --pp 2 \
+    --schedule local --checkpoint-dir "$P1"
+mkdir "$dir/pp-res"
+cp "$P1/ckpt-4.h5" "$P1/ckpt-4.h5.stage1" "$dir/pp-res/"
+out=$dir/pp-res.out
+run2 --train "$dir/data" --checkpoint-dir "$dir/pp-res" --resume auto
+tests/ckpt/ckpt-tool compare "$P1/ckpt-8.h5" "$dir/pp-res/ckpt-8.h5" >"$dir/cmp-pp-res.out" 2>&1 &&
+    tests/ckpt/ckpt-tool compare "$P1/ckpt-8.h5.stage1" "$dir/pp-res/ckpt-8.h5.stage1" >>"$dir/cmp-pp-res.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] && grep -q "^resume from $dir/pp-res/ckpt-4.h5: step 4, " "$out" &&
+    says "note   the pipeline layout taken from $dir/pp-res/ckpt-4.h5 (not given here): pp 2; schedule local"
+tap $? "--resume auto of a --pp 2 --schedule local checkpoint with no layout options: the checkpoint's layout, ckpt-8 bitwise the uninterrupted run's (status $rc, compare $c)"
+[ $rc = 0 ] || show "$out"
+[ $c = 0 ] || show "$dir/cmp-pp-res.out"
+
+out=$dir/pp-ranks.out
+ERASE_CHECK_OPTIONS=3 apps/erase-train --train "$dir/data" --checkpoint-dir "$dir/pp-res" --resume auto >"$out" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$out")" = 1 ] &&
+    says "erase-train: --pp 2 (taken from the checkpoint $dir/pp-res/ckpt-8.h5): this job has 3 ranks, not a multiple of the 2 stages (ranks = data-parallel replicas x --pp)"
+tap $? "--resume auto of a --pp 2 checkpoint for a job of 3 ranks: one line naming the --pp taken (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+# ---- review finding 4: a layout error from a checkpoint's model advises
+# what that model allows, not a change of the model (--cuts, tie_head)
+out=$dir/pp-advice.out
+run2 --train "$dir/data" --init-from "$P1/ckpt-8.h5" --pp 2
+[ $rc = 2 ] &&
+    says "erase-train: --pp 2: the model of $P1/ckpt-8.h5 has 0 attached boundaries (stage boundaries carry the gradient): --pp at most 1, or --schedule local (at most 3 stages)"
+tap $? "--init-from a ctr checkpoint of 2 cuts --pp 2 (1f1b): the advice keeps its model (status $rc)"
+[ $rc = 2 ] || show "$out"
+
+sed '/cuts = \[1\];/d' "$dir/gpt.cfg" >"$dir/gpt-tied.cfg" # no cuts: its LM head tied
+out=$dir/tied.out
+run2 --train "$dir/text/train" --model "$dir/gpt-tied.cfg" --global-batch 16 --steps 1 --checkpoint-dir "$dir/tied"
+out=$dir/tied-pp.out
+run2 --train "$dir/text/train" --init-from "$dir/tied/ckpt-1.h5" --pp 2
+[ $rc = 2 ] &&
+    says "erase-train: --pp 2: the gpt model of $dir/tied/ckpt-1.h5 ties its LM head to h0/wte, which would join stage 0 and stage 1: this checkpoint's model trains without --pp" &&
+    ! grep -q "tie_head" "$out"
+tap $? "--init-from a tied gpt checkpoint --pp 2: the advice keeps its model (status $rc)"
+[ $rc = 2 ] || show "$out"
