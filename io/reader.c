@@ -72,7 +72,8 @@ struct erase_reader {
     int64_t pool_blocks;   /* K: blocks per pool, at most nblocks */
     pool_cache_t pool;
     uint64_t stamp; /* LRU clock of the open shards */
-    void *scratch[ERASE_READER_MAX_FIELDS]; /* [max_local] raw rows read in file order (no shuffle) */
+    void *scratch[ERASE_READER_MAX_FIELDS]; /* [max_local] raw rows of a batch part: read in file order
+                                             * (no shuffle) or gathered from the pool */
 
     /* the ring of batches between the producer and the caller */
     slot_t *slots;
@@ -366,7 +367,7 @@ static erase_status_t alloc_buffers(erase_reader_t *r)
                                " blocks of %" PRId64 " rows)",
                                cap, r->pool_blocks, r->o.block_rows);
     }
-    if (!r->o.shuffle && !alloc_rows(r->scratch, r->raw_bytes, nraw, L))
+    if (!alloc_rows(r->scratch, r->raw_bytes, nraw, L))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
     r->nslots = r->o.prefetch + 1;
     r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
@@ -476,6 +477,25 @@ static erase_status_t pool_rows(erase_reader_t *r, int64_t pool, int64_t epoch, 
     return ERASE_OK;
 }
 
+/* Copy the raw rows index[0..count) of pool `p` into r->scratch (count <=
+ * max_local), prefetching rows ahead: the rows of a large pool are spread
+ * over more memory than the caches hold, and independent copies let the
+ * misses overlap, where decoding them in place waited for each in turn. */
+static void gather_rows(erase_reader_t *r, const pool_cache_t *p, const uint32_t *index, int64_t count)
+{
+    enum { AHEAD = 16 };
+    for (int a = 0; a < r->layout.nraw; a++) {
+        const size_t rb = r->raw_bytes[a];
+        const char *from = p->raw[a];
+        char *to = r->scratch[a];
+        for (int64_t t = 0; t < count; t++) {
+            if (t + AHEAD < count)
+                __builtin_prefetch(from + (size_t)index[t + AHEAD] * rb);
+            memcpy(to + (size_t)t * rb, from + (size_t)index[t] * rb, rb);
+        }
+    }
+}
+
 /* Fill `s` with epoch positions [lo, hi) of epoch `epoch`. */
 static erase_status_t fill_rows(erase_reader_t *r, slot_t *s, int64_t epoch, int64_t lo, int64_t hi)
 {
@@ -493,7 +513,8 @@ static erase_status_t fill_rows(erase_reader_t *r, slot_t *s, int64_t epoch, int
             ERASE_CHECK(pool_rows(r, pool, epoch, &p));
             off = pos - r->prefix[pool * r->pool_blocks];
             take = p->rows - off < hi - pos ? p->rows - off : hi - pos;
-            r->fmt->decode(&r->layout, (const void *const *)p->raw, p->perm + off, take, to);
+            gather_rows(r, p, p->perm + off, take);
+            r->fmt->decode(&r->layout, (const void *const *)r->scratch, NULL, take, to);
             for (int64_t t = 0; t < take; t++)
                 s->row_id[i + t] = p->row_id[p->perm[off + t]];
         } else {

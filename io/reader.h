@@ -80,7 +80,9 @@
  * Cost of shuffling: the reading thread reads (and decompresses) a pool
  * whole, once, when a batch part first touches it, and holds it (one pool:
  * K * block_rows raw rows in memory, e.g. 40 MB of CTR rows with the
- * defaults); it decodes only the rows of this rank's part. Every row is
+ * defaults); for a batch part it gathers the part's rows (prefetching
+ * ahead, so that the cache misses of a pool larger than the caches overlap)
+ * and decodes only those. Every row is
  * read once per epoch on every rank: a rank's part of a mixed batch has
  * rows in every block of the pool, so D ranks each read all the data (before
  * pools, with blocks of at most G/D rows, each read about 1/D of it).
