@@ -25,6 +25,8 @@ APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
 # erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
+# erase-train --shuffle-pool: its range, all blocks = the default, resumed from a pool-1 checkpoint (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic
