@@ -78,17 +78,17 @@
  * again.
  *
  * Cost of shuffling: the reading thread reads (and decompresses) a pool
- * whole, once, when a batch part first touches it, and holds it (one pool:
- * K * block_rows raw rows in memory, e.g. 40 MB of CTR rows with the
- * defaults); for a batch part it gathers the part's rows (prefetching
- * ahead, so that the cache misses of a pool larger than the caches overlap)
- * and decodes only those. Every row is
- * read once per epoch on every rank: a rank's part of a mixed batch has
- * rows in every block of the pool, so D ranks each read all the data (before
- * pools, with blocks of at most G/D rows, each read about 1/D of it).
- * Measured with erase-bench data (bench/RESULTS.md, 2026-12-05).
+ * whole, once, when a batch part first touches it, and holds it: one pool,
+ * K * block_rows raw rows (40 MB of CTR rows with the defaults). For a
+ * batch part it gathers the part's rows from the pool, prefetching ahead
+ * (the misses of a pool larger than the caches overlap), and decodes only
+ * those. Every rank reads every row once per epoch: a rank's part of a
+ * mixed batch has rows in every block of the pool, so D ranks each read
+ * all the data (before pools, with blocks of at most G/D rows, each read
+ * about 1/D of it). Measured with erase-bench data --pool and
+ * bench/reader-pools.sh (bench/RESULTS.md, 2026-12-05).
  *
- * A row format reads rows as stored (a block read whole for shuffling is
+ * A row format reads rows as stored (a pool read whole for shuffling is
  * held as stored) and decodes only the rows a batch delivers.
  *
  * Windows (the lm task: io/tok_reader.h). A token shard (erase-tok-1:
