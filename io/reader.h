@@ -22,8 +22,10 @@
  * (seed, e, the pool's first block); both are Fisher-Yates shuffles driven
  * by SplitMix64. So a batch's rows are a uniform draw from K blocks spread
  * over every shard and region of the data, and with K >= the number of
- * blocks the epoch is a uniform shuffle of all rows (the default K, 256
- * blocks of 1,024 rows, covers 262,144 rows: every dataset up to that size).
+ * blocks the epoch is a uniform shuffle of all rows (the default K, 64
+ * blocks of 1,024 rows, covers 65,536 rows: every dataset up to that size;
+ * 64 rather than more because a pool larger than the caches slows the
+ * gather, bench/RESULTS.md 2026-12-05).
  * K = 1 is the order before pools (blocks permuted, rows permuted inside
  * each block): each batch from one or two 1,024-row passages, which
  * trained a language model much worse (bench/RESULTS.md, 2026-12-05).
@@ -79,7 +81,7 @@
  *
  * Cost of shuffling: the reading thread reads (and decompresses) a pool
  * whole, once, when a batch part first touches it, and holds it: one pool,
- * K * block_rows raw rows (40 MB of CTR rows with the defaults). For a
+ * K * block_rows raw rows (10 MB of CTR rows with the defaults). For a
  * batch part it gathers the part's rows from the pool, prefetching ahead
  * (the misses of a pool larger than the caches overlap), and decodes only
  * those. Every rank reads every row once per epoch: a rank's part of a
@@ -115,7 +117,7 @@
 
 #define ERASE_READER_MAX_FIELDS 4 /* arrays a batch delivers */
 #define ERASE_READER_MAX_PARAMS 4 /* per-shard parameters every shard must agree on */
-#define ERASE_READER_POOL_BLOCKS 256 /* default blocks of a shuffle pool (262,144 rows of 1024-row blocks) */
+#define ERASE_READER_POOL_BLOCKS 64 /* default blocks of a shuffle pool (65,536 rows of 1024-row blocks) */
 
 typedef struct erase_reader erase_reader_t;
 
@@ -242,7 +244,7 @@ typedef struct {
     erase_row_layout_t layout; /* the fields of a batch; the parameters all shards share */
 } erase_reader_info_t;
 
-/* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks in pools of 256,
+/* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks in pools of 64,
  * prefetch 2, drop_last, every row. */
 erase_reader_options_t erase_reader_options_default(void);
 

@@ -3,7 +3,7 @@
 # 64 KiB of tinyshakespeare (3,686 training windows of 17 tokens: 4 blocks
 # of 1,024): a pool size out of range is a usage error naming the option
 # and the range; pools of 4 blocks (all of them) train exactly as the
-# default of 256 (one pool either way: the same uniform shuffle), pools of 1
+# default of 64 (one pool either way: the same uniform shuffle), pools of 1
 # block (the order before pools) otherwise; a run resumed from a checkpoint
 # of a --shuffle-pool 1 run takes its pool size (noted) and continues with
 # the losses of the run that was not interrupted.
@@ -36,7 +36,7 @@ tap $? "--shuffle-pool 0: status $rc, one line naming the option and its range"
 train default --steps 6
 train all --steps 6 --shuffle-pool 4
 [ $rc = 0 ] && [ "$(losses "$dir/default.out" | wc -l)" = 6 ] && [ "$(losses "$dir/all.out")" = "$(losses "$dir/default.out")" ]
-tap $? "--shuffle-pool 4 (all 4 blocks) trains as the default 256: the same 6 losses ($(losses "$dir/all.out" | tail -1))"
+tap $? "--shuffle-pool 4 (all 4 blocks) trains as the default 64: the same 6 losses ($(losses "$dir/all.out" | tail -1))"
 [ $rc = 0 ] || tap_report "$dir/all.err"
 
 train old --steps 6 --shuffle-pool 1

@@ -370,7 +370,8 @@ static void test_cursor(void **state)
         erase_reader_close(r);
     }
     print_message("cursor (0, 7680) saved and restored (same reader, new reader with prefetch 0, rank 0 of 1 "
-                  "and 1 of 2; pools of 256 and of 3 blocks): the same %d results across the end of epoch 0\n",
+                  "and 1 of 2; the default pools and pools of 3 blocks): the same %d results across the end of "
+                  "epoch 0\n",
                   ITEMS);
 }
 
