@@ -234,8 +234,8 @@ int bench_data(int argc, char **argv)
     printf("\n# reader (shuffled in blocks of %" PRId64 " rows, pools of %" PRId64 " blocks, global batch %" PRId64
            "), samples/s of one rank; goal >= 10 x %.0f = %.0f\n",
            chunk, pool, batch, step_qps, 10 * step_qps);
-    printf("%-10s %9s %4s %12s %10s %10s %8s %12s\n", "shards", "prefetch", "dp", "samples/s", "x step", "waited", "goal",
-           "per CPU s");
+    printf("%-10s %9s %4s %12s %10s %10s %8s %12s\n", "shards", "prefetch", "dp", "samples/s", "x step", "waited",
+           "goal", "per CPU s");
     const char *outs[2] = { out_plain, out_z }, *names[2] = { "none", "deflate" };
     int prefetches[2] = { 0, 2 }, dps[2] = { 1, 4 };
     for (int i = 0; i < 2; i++)
