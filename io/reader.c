@@ -356,7 +356,7 @@ static erase_status_t alloc_buffers(erase_reader_t *r)
     const int nf = r->layout.nfields, nraw = r->layout.nraw;
     pool_cache_t *p = &r->pool;
     p->pool = -1;
-    r->pool_blocks = r->o.pool_blocks < r->nblocks ? r->o.pool_blocks : r->nblocks;
+    r->pool_blocks = r->o.pool_blocks < r->nblocks ? r->o.pool_blocks : r->nblocks > 0 ? r->nblocks : 1;
     if (r->o.shuffle) {
         /* a pool holds at most K blocks of at most block_rows rows, and at most the part */
         int64_t cap = r->pool_blocks * r->o.block_rows < r->samples ? r->pool_blocks * r->o.block_rows : r->samples;
