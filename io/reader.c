@@ -22,14 +22,16 @@ typedef struct {
     int64_t begin, count; /* rows [begin, begin + count) of the shard */
 } block_t;
 
-/* A block read whole (shuffled reading), with its row permutation. */
+/* A pool read whole (shuffled reading): the rows of its blocks in the
+ * order of the epoch's places, their row ids, and their permutation. */
 typedef struct {
-    int64_t block;  /* block index, -1: empty */
-    int64_t epoch;  /* epoch of `perm` */
-    void *raw[ERASE_READER_MAX_FIELDS]; /* [block_rows, width] each, as stored */
-    uint32_t *perm;
-    uint64_t used;  /* LRU stamp */
-} cached_block_t;
+    int64_t pool;   /* pool index in the epoch, -1: empty */
+    int64_t epoch;  /* epoch of the pool */
+    int64_t rows;   /* rows held */
+    void *raw[ERASE_READER_MAX_FIELDS]; /* [capacity, width] each, as stored */
+    int64_t *row_id; /* [capacity]: row id of each row held */
+    uint32_t *perm;  /* [capacity]: the pool's row at each of its positions */
+} pool_cache_t;
 
 typedef struct {
     void *field[ERASE_READER_MAX_FIELDS]; /* [max_local, width] each */
@@ -67,9 +69,11 @@ struct erase_reader {
     int64_t order_epoch; /* epoch of order/prefix, -1: none */
     int64_t *order;      /* [nblocks]: block visited at each place of the epoch */
     int64_t *prefix;     /* [nblocks + 1]: epoch position where each place starts */
-    cached_block_t cache[2];
-    uint64_t stamp;
-    void *scratch[ERASE_READER_MAX_FIELDS]; /* [max_local] raw rows read in file order (no shuffle) */
+    int64_t pool_blocks;   /* K: blocks per pool, at most nblocks */
+    pool_cache_t pool;
+    uint64_t stamp; /* LRU clock of the open shards */
+    void *scratch[ERASE_READER_MAX_FIELDS]; /* [max_local] raw rows of a batch part: read in file order
+                                             * (no shuffle) or gathered from the pool */
 
     /* the ring of batches between the producer and the caller */
     slot_t *slots;
@@ -96,6 +100,7 @@ erase_reader_options_t erase_reader_options_default(void)
     o.dp_size = 1;
     o.shuffle = 1;
     o.block_rows = 1024;
+    o.pool_blocks = ERASE_READER_POOL_BLOCKS;
     o.prefetch = 2;
     o.drop_last = 1;
     o.part = ERASE_READER_PART_ALL;
@@ -121,6 +126,11 @@ static erase_status_t check_options(const erase_reader_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "prefetch must be in 0..%d, got %d", MAX_PREFETCH, o->prefetch);
     if (o->block_rows < 1 || o->block_rows > (1 << 30))
         return ERASE_ERROR(ERASE_ERR_INVALID, "block_rows must be in 1..2^30, got %" PRId64, o->block_rows);
+    if (o->pool_blocks < 1 || o->pool_blocks > (INT64_C(1) << 31) / o->block_rows)
+        return ERASE_ERROR(ERASE_ERR_INVALID,
+                           "pool_blocks must be in 1..%" PRId64 " (at most 2^31 rows in a pool of %" PRId64
+                           "-row blocks), got %" PRId64,
+                           (INT64_C(1) << 31) / o->block_rows, o->block_rows, o->pool_blocks);
     if (o->part != ERASE_READER_PART_ALL && o->part != ERASE_READER_PART_TRAIN && o->part != ERASE_READER_PART_EVAL)
         return ERASE_ERROR(ERASE_ERR_INVALID, "part must be all, train or eval, got %d", (int)o->part);
     if (o->eval_shards < 0)
@@ -339,20 +349,25 @@ static int alloc_rows(void **p, const size_t *row_bytes, int n, int64_t rows)
     return 1;
 }
 
-/* The shuffle caches or scratch rows, and the prefetch + 1 batch slots. */
+/* The shuffle pool or scratch rows, and the prefetch + 1 batch slots. */
 static erase_status_t alloc_buffers(erase_reader_t *r)
 {
-    int64_t B = r->o.block_rows, L = r->max_local > 0 ? r->max_local : 1;
+    int64_t L = r->max_local > 0 ? r->max_local : 1;
     const int nf = r->layout.nfields, nraw = r->layout.nraw;
-    for (int c = 0; c < 2; c++) {
-        cached_block_t *k = &r->cache[c];
-        k->block = -1;
-        if (!r->o.shuffle)
-            continue;
-        if (!(k->perm = malloc(sizeof(uint32_t) * (size_t)B)) || !alloc_rows(k->raw, r->raw_bytes, nraw, B))
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %" PRId64 "-row blocks", B);
+    pool_cache_t *p = &r->pool;
+    p->pool = -1;
+    r->pool_blocks = r->o.pool_blocks < r->nblocks ? r->o.pool_blocks : r->nblocks > 0 ? r->nblocks : 1;
+    if (r->o.shuffle) {
+        /* a pool holds at most K blocks of at most block_rows rows, and at most the part */
+        int64_t cap = r->pool_blocks * r->o.block_rows < r->samples ? r->pool_blocks * r->o.block_rows : r->samples;
+        if (!(p->perm = malloc(sizeof(uint32_t) * (size_t)cap)) ||
+            !(p->row_id = malloc(sizeof(int64_t) * (size_t)cap)) || !alloc_rows(p->raw, r->raw_bytes, nraw, cap))
+            return ERASE_ERROR(ERASE_ERR_NOMEM,
+                               "out of memory for a shuffle pool of %" PRId64 " rows (%" PRId64
+                               " blocks of %" PRId64 " rows)",
+                               cap, r->pool_blocks, r->o.block_rows);
     }
-    if (!r->o.shuffle && !alloc_rows(r->scratch, r->raw_bytes, nraw, L))
+    if (!alloc_rows(r->scratch, r->raw_bytes, nraw, L))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
     r->nslots = r->o.prefetch + 1;
     r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
@@ -421,38 +436,64 @@ static int64_t place_of(const erase_reader_t *r, int64_t pos)
     return lo;
 }
 
-/* A whole block in the cache, with its row permutation for `epoch`. */
-static erase_status_t cached_block(erase_reader_t *r, int64_t block, int64_t epoch, cached_block_t **out)
+/* Pool `pool` of `epoch` (the blocks at places [pool*K, pool*K + K) of
+ * the epoch's order, K = pool_blocks) read whole, with its row
+ * permutation: a Fisher-Yates shuffle of its rows drawn from (seed, epoch,
+ * the pool's first block), so that with K = 1 each block's rows are
+ * permuted as a block's were before pools. */
+static erase_status_t pool_rows(erase_reader_t *r, int64_t pool, int64_t epoch, pool_cache_t **out)
 {
-    cached_block_t *k = NULL;
-    for (int c = 0; c < 2; c++)
-        if (r->cache[c].block == block)
-            k = &r->cache[c];
-    const block_t *b = &r->blocks[block];
-    if (!k) {
-        k = r->cache[0].used <= r->cache[1].used ? &r->cache[0] : &r->cache[1];
-        k->block = -1;
-        void *h;
-        ERASE_CHECK(shard_handle(r, b->shard, &h));
-        ERASE_CHECK(r->fmt->read(h, b->begin, b->count, k->raw));
-        k->block = block;
-        k->epoch = -1;
-    }
-    if (k->epoch != epoch) {
-        for (int64_t i = 0; i < b->count; i++)
-            k->perm[i] = (uint32_t)i;
-        uint64_t st = stream_state(r->o.seed, (uint64_t)epoch, (uint64_t)block);
-        for (int64_t i = b->count - 1; i > 0; i--) {
-            int64_t j = (int64_t)below(&st, (uint64_t)i + 1);
-            uint32_t t = k->perm[i];
-            k->perm[i] = k->perm[j];
-            k->perm[j] = t;
+    pool_cache_t *p = &r->pool;
+    if (p->pool != pool || p->epoch != epoch) {
+        p->pool = -1;
+        int64_t first = pool * r->pool_blocks;
+        int64_t last = first + r->pool_blocks < r->nblocks ? first + r->pool_blocks : r->nblocks;
+        int64_t at = 0;
+        for (int64_t place = first; place < last; place++) {
+            const block_t *b = &r->blocks[r->order[place]];
+            void *h, *to[ERASE_READER_MAX_FIELDS] = { 0 };
+            for (int a = 0; a < r->layout.nraw; a++)
+                to[a] = (char *)p->raw[a] + (size_t)at * r->raw_bytes[a];
+            ERASE_CHECK(shard_handle(r, b->shard, &h));
+            ERASE_CHECK(r->fmt->read(h, b->begin, b->count, to));
+            for (int64_t i = 0; i < b->count; i++)
+                p->row_id[at + i] = r->base[b->shard] + b->begin + i;
+            at += b->count;
         }
-        k->epoch = epoch;
+        for (int64_t i = 0; i < at; i++)
+            p->perm[i] = (uint32_t)i;
+        uint64_t st = stream_state(r->o.seed, (uint64_t)epoch, (uint64_t)r->order[first]);
+        for (int64_t i = at - 1; i > 0; i--) {
+            int64_t j = (int64_t)below(&st, (uint64_t)i + 1);
+            uint32_t t = p->perm[i];
+            p->perm[i] = p->perm[j];
+            p->perm[j] = t;
+        }
+        p->rows = at;
+        p->pool = pool;
+        p->epoch = epoch;
     }
-    k->used = ++r->stamp;
-    *out = k;
+    *out = p;
     return ERASE_OK;
+}
+
+/* Copy the raw rows index[0..count) of pool `p` into r->scratch (count <=
+ * max_local), prefetching rows ahead: the rows of a large pool are spread
+ * over more memory than the caches hold, and independent copies let the
+ * misses overlap, where decoding them in place waited for each in turn. */
+static void gather_rows(erase_reader_t *r, const pool_cache_t *p, const uint32_t *index, int64_t count)
+{
+    enum { AHEAD = 16 };
+    for (int a = 0; a < r->layout.nraw; a++) {
+        const size_t rb = r->raw_bytes[a];
+        const char *from = p->raw[a];
+        char *to = r->scratch[a];
+        for (int64_t t = 0; t < count; t++) {
+            if (t + AHEAD < count)
+                __builtin_prefetch(from + (size_t)index[t + AHEAD] * rb);
+            memcpy(to + (size_t)t * rb, from + (size_t)index[t] * rb, rb);
+        }
+    }
 }
 
 /* Fill `s` with epoch positions [lo, hi) of epoch `epoch`. */
@@ -461,28 +502,31 @@ static erase_status_t fill_rows(erase_reader_t *r, slot_t *s, int64_t epoch, int
     ensure_order(r, epoch);
     const int nf = r->layout.nfields;
     int64_t i = 0, pos = lo;
-    for (int64_t place = lo < hi ? place_of(r, lo) : 0; pos < hi; place++) {
-        int64_t block = r->order[place];
-        const block_t *b = &r->blocks[block];
-        int64_t off = pos - r->prefix[place];
-        int64_t take = b->count - off < hi - pos ? b->count - off : hi - pos;
-        int64_t base = r->base[b->shard] + b->begin;
+    while (pos < hi) {
+        int64_t place = place_of(r, pos), take, off;
         void *to[ERASE_READER_MAX_FIELDS] = { 0 };
         for (int f = 0; f < nf; f++)
             to[f] = (char *)s->field[f] + (size_t)i * r->row_bytes[f];
         if (r->o.shuffle) {
-            cached_block_t *k;
-            ERASE_CHECK(cached_block(r, block, epoch, &k));
-            r->fmt->decode(&r->layout, (const void *const *)k->raw, k->perm + off, take, to);
+            int64_t pool = place / r->pool_blocks;
+            pool_cache_t *p;
+            ERASE_CHECK(pool_rows(r, pool, epoch, &p));
+            off = pos - r->prefix[pool * r->pool_blocks];
+            take = p->rows - off < hi - pos ? p->rows - off : hi - pos;
+            gather_rows(r, p, p->perm + off, take);
+            r->fmt->decode(&r->layout, (const void *const *)r->scratch, NULL, take, to);
             for (int64_t t = 0; t < take; t++)
-                s->row_id[i + t] = base + k->perm[off + t];
+                s->row_id[i + t] = p->row_id[p->perm[off + t]];
         } else {
+            const block_t *b = &r->blocks[r->order[place]];
+            off = pos - r->prefix[place];
+            take = b->count - off < hi - pos ? b->count - off : hi - pos;
             void *h;
             ERASE_CHECK(shard_handle(r, b->shard, &h));
             ERASE_CHECK(r->fmt->read(h, b->begin + off, take, r->scratch));
             r->fmt->decode(&r->layout, (const void *const *)r->scratch, NULL, take, to);
             for (int64_t t = 0; t < take; t++)
-                s->row_id[i + t] = base + off + t;
+                s->row_id[i + t] = r->base[b->shard] + b->begin + off + t;
         }
         i += take;
         pos += take;
@@ -636,11 +680,10 @@ void erase_reader_close(erase_reader_t *r)
     free(r->blocks);
     free(r->order);
     free(r->prefix);
-    for (int c = 0; c < 2; c++) {
-        for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
-            free(r->cache[c].raw[f]);
-        free(r->cache[c].perm);
-    }
+    for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
+        free(r->pool.raw[f]);
+    free(r->pool.perm);
+    free(r->pool.row_id);
     for (int f = 0; f < ERASE_READER_MAX_FIELDS; f++)
         free(r->scratch[f]);
     for (int s = 0; r->slots && s < r->nslots; s++) {

@@ -16,10 +16,21 @@
  * intersected with the selected rows. Without shuffling, the epoch's order
  * is the rows in file order (shards concatenated in index order). With
  * shuffling, epoch e visits the blocks in a permutation drawn from (seed,
- * e) and the rows of each block in a permutation drawn from (seed, e,
- * block); both are Fisher-Yates shuffles driven by SplitMix64. The order
- * depends only on the files, seed, epoch, block_rows and the split: never
- * on dp_size, dp_rank, prefetch or timing.
+ * e); the visited blocks are grouped into pools of K = pool_blocks
+ * consecutive places (the last pool may have fewer), and the rows of each
+ * pool, all its blocks' rows together, come in a permutation drawn from
+ * (seed, e, the pool's first block); both are Fisher-Yates shuffles driven
+ * by SplitMix64. So a batch's rows are a uniform draw from K blocks spread
+ * over every shard and region of the data, and with K >= the number of
+ * blocks the epoch is a uniform shuffle of all rows (the default K, 64
+ * blocks of 1,024 rows, covers 65,536 rows: every dataset up to that size;
+ * 64 rather than more because a pool larger than the caches slows the
+ * gather, bench/RESULTS.md 2026-12-05).
+ * K = 1 is the order before pools (blocks permuted, rows permuted inside
+ * each block): each batch from one or two 1,024-row passages, which
+ * trained a language model much worse (bench/RESULTS.md, 2026-12-05).
+ * The order depends only on the files, seed, epoch, block_rows,
+ * pool_blocks and the split: never on dp_size, dp_rank, prefetch or timing.
  *
  * Steps. Step k of an epoch covers the positions [k*G, k*G + m) of the
  * epoch's order (G = global_batch, m = G, or less for the last batch).
@@ -68,16 +79,18 @@
  * than the process has file descriptors; a shard reopened is validated
  * again.
  *
- * Cost of shuffling: a rank reads (and decompresses) every block its part
- * of a batch touches, whole. With blocks of at most G/D rows the ranks
- * share the reading (a part covers about G/(D*block_rows) + 1 blocks);
- * with blocks much larger than G/D every rank reads nearly all the data.
- * Measured (erase-bench data --chunk, compressed shards, G 4096, rank 0 of
- * 4): 1.1 M samples/s with 1024-row blocks, 0.25-0.5 M with 8192. Small
- * blocks also draw each batch from more places in the files. Hence the
- * default of 1024, the writer's default chunk length.
+ * Cost of shuffling: the reading thread reads (and decompresses) a pool
+ * whole, once, when a batch part first touches it, and holds it: one pool,
+ * K * block_rows raw rows (10 MB of CTR rows with the defaults). For a
+ * batch part it gathers the part's rows from the pool, prefetching ahead
+ * (the misses of a pool larger than the caches overlap), and decodes only
+ * those. Every rank reads every row once per epoch: a rank's part of a
+ * mixed batch has rows in every block of the pool, so D ranks each read
+ * all the data (before pools, with blocks of at most G/D rows, each read
+ * about 1/D of it). Measured with erase-bench data --pool and
+ * bench/reader-pools.sh (bench/RESULTS.md, 2026-12-05).
  *
- * A row format reads rows as stored (a block read whole for shuffling is
+ * A row format reads rows as stored (a pool read whole for shuffling is
  * held as stored) and decodes only the rows a batch delivers.
  *
  * Windows (the lm task: io/tok_reader.h). A token shard (erase-tok-1:
@@ -104,6 +117,7 @@
 
 #define ERASE_READER_MAX_FIELDS 4 /* arrays a batch delivers */
 #define ERASE_READER_MAX_PARAMS 4 /* per-shard parameters every shard must agree on */
+#define ERASE_READER_POOL_BLOCKS 64 /* default blocks of a shuffle pool (65,536 rows of 1024-row blocks) */
 
 typedef struct erase_reader erase_reader_t;
 
@@ -138,7 +152,7 @@ typedef struct {
  *
  * Rows are read in two steps: read() copies rows [a, b) of a shard as
  * stored into the raw arrays, decode() turns chosen raw rows into the
- * fields a batch delivers. The reader reads whole shuffle blocks but
+ * fields a batch delivers. The reader reads whole shuffle pools but
  * decodes only the rows of its own part of a batch, so with D ranks each
  * rank decodes 1/D of what it reads (CTR: log1p per delivered row).
  */
@@ -179,8 +193,10 @@ typedef struct {
     int dp_rank;          /* this rank, 0 <= dp_rank < dp_size */
     int dp_size;          /* D: data-parallel ranks (>= 1) */
     uint64_t seed;        /* shuffle seed */
-    int shuffle;          /* 1: shuffle blocks and rows within blocks every epoch; 0: file order */
-    int64_t block_rows;   /* shuffle granularity in rows (default 1024, the writer's chunk) */
+    int shuffle;          /* 1: shuffle blocks, then the rows of each pool of blocks, every epoch; 0: file order */
+    int64_t block_rows;   /* rows of a block, the unit of reading (default 1024, the writer's chunk) */
+    int64_t pool_blocks;  /* K: blocks whose rows are shuffled together (default ERASE_READER_POOL_BLOCKS);
+                           * K * block_rows rows are held in memory; K * block_rows <= 2^31 */
     int prefetch;         /* batches decoded ahead by the background thread (0..64; default 2) */
     int drop_last;        /* 1: drop the last partial global batch (training); 0: keep it */
     erase_reader_part_t part;
@@ -228,7 +244,7 @@ typedef struct {
     erase_row_layout_t layout; /* the fields of a batch; the parameters all shards share */
 } erase_reader_info_t;
 
-/* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks,
+/* Defaults: G = 1024 on 1 rank, seed 0, shuffled, 1024-row blocks in pools of 64,
  * prefetch 2, drop_last, every row. */
 erase_reader_options_t erase_reader_options_default(void);
 

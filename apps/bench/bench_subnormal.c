@@ -54,14 +54,6 @@ static void grad_shares(erase_device_t *dev, erase_network_t *net, double *subno
     *zero = total ? (double)zeros / total : 0;
 }
 
-/* CPU seconds of the process so far (every thread). */
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-bench subnormal [--model ctr|mlp] [--batch N] [--steps N] [--window N]\n"
@@ -150,11 +142,11 @@ int bench_subnormal(int argc, char **argv)
     printf("%8s %12s %14s %12s %9s\n", "step", "main_loss", "samples/s_p50", "grad_subnorm", "grad_zero");
     int report = (WARMUP + steps) / 10;
     for (int i = 0; i < WARMUP + steps; i++) {
-        double t0 = erase_now_s(), c0 = cpu_seconds();
+        double t0 = erase_now_s(), c0 = erase_cpu_s();
         ERASE_MUST(erase_train_step_serial(net, opt, s, &data));
         ERASE_MUST(erase_stream_synchronize(s));
         qps[i] = batch / (erase_now_s() - t0);
-        cpu[i] = batch / (cpu_seconds() - c0);
+        cpu[i] = batch / (erase_cpu_s() - c0);
         if ((i + 1) % report == 0) {
             double sub, zero;
             ERASE_MUST(erase_network_read_losses(net, losses));

@@ -17,7 +17,7 @@
 static const char *const training_options[] = {
     "eval-fraction", "epochs", "steps", "optimizer", "lr", "momentum", "weight-decay", "grad-clip",
     "embedding-optimizer", "embedding-lr", "warmup-steps", "lr-decay", "eval-every", "checkpoint-every",
-    "keep-checkpoints", "seed", "shuffle", "nonfinite", NULL
+    "keep-checkpoints", "seed", "shuffle", "shuffle-pool", "nonfinite", NULL
 };
 
 /* The checkpoint --resume or --init-from names, opened (tensors unread)
@@ -72,6 +72,15 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
             st = ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->resume[0] ? "resume" : "init-from",
                              o->resume[0] ? o->resume : o->init_from, why);
         }
+    }
+    char pool[32];
+    if (st == ERASE_OK && m->options && !train_options_given(o, "shuffle-pool") &&
+        train_options_value(m->options, "shuffle_pool", pool, sizeof pool) != 0 && o->shuffle_pool != 1) {
+        /* a run from before shuffle pools: its order is that of pools of one block */
+        size_t used = strlen(taken);
+        snprintf(taken + used, sizeof taken - used, "%sshuffle-pool 1 (a checkpoint from before shuffle pools)",
+                 used ? "; " : "");
+        o->shuffle_pool = 1;
     }
     if (st == ERASE_OK && !train_options_given(o, "batch") &&
         !train_options_given(o, "global-batch") && m->global_batch > 0 && m->global_batch != o->global_batch) {

@@ -123,6 +123,9 @@ static const opt_def_t defs[] = {
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
     { "seed", I(seed), "1", "seed of initialisation and data shuffling", NULL, FROM_TO(INT64_MIN, INT64_MAX) },
     { "shuffle", F(shuffle), "1", "shuffle the training data every epoch (--no-shuffle: file order)", NULL, NO_BOUNDS },
+    { "shuffle-pool", I(shuffle_pool), "64", "blocks of 1024 rows (windows for lm) shuffled together: each batch is drawn from N "
+      "blocks spread over all the data (N >= the data's blocks: a uniform shuffle of every row; 1: the order before "
+      "pools); N x 1024 rows held in memory per rank", NULL, FROM_TO(1, 2097152) },
     { "nonfinite", S(nonfinite), "stop", "a step with a NaN or infinite gradient: stop (every rank, with a message) | skip it (needs --update end or --early-backward off)", "stop|skip", NO_BOUNDS },
     { "check-collectives", F(check_collectives), "0", "debug: compare every step's collectives across ranks", NULL, NO_BOUNDS },
     { "watchdog", D(watchdog), "600", "seconds a collective may take before the job is aborted", NULL, ABOVE_TO(0, ERASE_WATCHDOG_MAX_SECONDS) },

@@ -67,6 +67,7 @@ typedef struct {
     char gemm[8];               /* fp32 | tf32 | bf16 (erase_gemm_precision_t) */
     int64_t seed;
     int shuffle;
+    int64_t shuffle_pool;       /* blocks whose rows are shuffled together (erase_reader_options_t.pool_blocks) */
     char nonfinite[8];          /* stop | skip: a step with a NaN or infinite gradient */
     int check_collectives;
     double watchdog;            /* seconds */

@@ -371,6 +371,7 @@ erase_status_t run_open_readers(run_t *r)
     ro.dp_size = r->w->dp_size;
     ro.seed = (uint64_t)o->seed;
     ro.shuffle = o->shuffle;
+    ro.pool_blocks = o->shuffle_pool;
     ro.drop_last = !o->eval_only; /* evaluation only takes no step from it */
     ro.batch_alloc = staging_alloc;
     ro.batch_free = staging_free;

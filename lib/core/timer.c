@@ -15,6 +15,13 @@ double erase_now_s(void)
     return (double)erase_now_ns() * 1e-9;
 }
 
+double erase_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 double erase_unix_time_s(void)
 {
     struct timespec t;

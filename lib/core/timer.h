@@ -10,6 +10,10 @@ int64_t erase_now_ns(void);
 /* Seconds of CLOCK_MONOTONIC as a double. */
 double erase_now_s(void);
 
+/* CPU seconds of the process so far (every thread; CLOCK_PROCESS_CPUTIME_ID):
+ * what a measurement costs whatever else shares the machine. */
+double erase_cpu_s(void);
+
 /* Seconds since the Unix epoch (CLOCK_REALTIME, with its fraction): the
  * time of day a log record was written, not for measuring durations. */
 double erase_unix_time_s(void);

@@ -35,6 +35,8 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-bpe.sh
 APPS_TEST_DRIVERS += tests/apps/test-train-bpe.sh
 # jobs/shakespeare --tokenizer bpe:300: tokenizer, conversion, training and a decoded sample in one line (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare-bpe.sh
+# erase-train --shuffle-pool: its range, all blocks = the default, resumed from a pool-1 checkpoint (issue 33)
+APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic

@@ -6,6 +6,8 @@
  * last-partial-batch policy (dropped in training; split, possibly 0 rows,
  * in evaluation), each epoch a permutation, shuffled differently per
  * epoch; the cursor saved and restored continuing the exact sequence;
+ * shuffle pools (issue 33): batches mixing K blocks, one pool a uniform
+ * shuffle of every row, pools of 1 block the order before pools;
  * train/eval splits by fraction and by shard; shards that are truncated,
  * not HDF5, of another schema or damaged rejected with messages naming the
  * file and dataset; bad values in an uncompressed shard (a label not 0/1,
@@ -125,6 +127,7 @@ typedef struct {
     double eval_fraction;
     int eval_shards;
     int64_t samples, steps;  /* expected per epoch */
+    int64_t pool;            /* pool_blocks (0: the default) */
 } rank_case_t;
 
 static void run_ranks(const rank_case_t *c, int epochs)
@@ -138,6 +141,8 @@ static void run_ranks(const rank_case_t *c, int epochs)
             o.part = c->part;
             o.eval_fraction = c->eval_fraction;
             o.eval_shards = c->eval_shards;
+            if (c->pool)
+                o.pool_blocks = c->pool;
             o.prefetch = (r + D) % 3; /* 0, 1 and 2 mixed */
             rd[D][r] = open_reader(data, &o);
             erase_reader_info_t info = erase_reader_info(rd[D][r]);
@@ -225,17 +230,22 @@ static void run_ranks(const rank_case_t *c, int epochs)
 
 static void test_ranks_drop_last(void **state)
 {
-    rank_case_t c = { "train, drop last", 1000, 1, 1, ERASE_READER_PART_ALL, 0, 0, ROWS, 9 };
+    rank_case_t c = { "train, drop last", 1000, 1, 1, ERASE_READER_PART_ALL, 0, 0, ROWS, 9, 0 };
     run_ranks(&c, 2);
-    rank_case_t small = { "train by shard, G 7", 7, 1, 1, ERASE_READER_PART_TRAIN, 0, 1, 9000, 1285 };
+    rank_case_t small = { "train by shard, G 7", 7, 1, 1, ERASE_READER_PART_TRAIN, 0, 1, 9000, 1285, 0 };
     run_ranks(&small, 2);
+    /* pools of 3 blocks (1500 rows): batches of 1000 straddle pools */
+    rank_case_t pools = { "train, pools of 3 blocks", 1000, 1, 1, ERASE_READER_PART_ALL, 0, 0, ROWS, 9, 3 };
+    run_ranks(&pools, 2);
+    rank_case_t one = { "train, pools of 1 block, G 7", 7, 1, 1, ERASE_READER_PART_ALL, 0, 0, ROWS, 1428, 1 };
+    run_ranks(&one, 2);
 }
 
 static void test_ranks_keep_last(void **state)
 {
-    rank_case_t c = { "all, keep last", 333, 1, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 31 };
+    rank_case_t c = { "all, keep last", 333, 1, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 31, 0 };
     run_ranks(&c, 2);
-    rank_case_t plain = { "file order, keep last", 64, 0, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 157 };
+    rank_case_t plain = { "file order, keep last", 64, 0, 0, ERASE_READER_PART_ALL, 0, 0, ROWS, 157, 0 };
     run_ranks(&plain, 2);
 }
 
@@ -243,7 +253,7 @@ static void test_ranks_keep_last(void **state)
  * 3 and 4 ranks some ranks get none and still take the step. */
 static void test_last_batch_split(void **state)
 {
-    rank_case_t c = { "eval 20%, keep last", 666, 1, 0, ERASE_READER_PART_EVAL, 0.2, 0, 2000, 4 };
+    rank_case_t c = { "eval 20%, keep last", 666, 1, 0, ERASE_READER_PART_EVAL, 0.2, 0, 2000, 4, 0 };
     run_ranks(&c, 2);
     const int64_t want[5][4] = { { 0 }, { 2 }, { 1, 1 }, { 0, 1, 1 }, { 0, 1, 0, 1 } };
     for (int D = 1; D <= 4; D++)
@@ -314,9 +324,11 @@ static void test_cursor(void **state)
 {
     const int64_t G = 256; /* 39 steps per epoch */
     enum { ITEMS = 45 };   /* steps 30..38 of epoch 0, its end, steps 0..34 of epoch 1 */
-    for (int D = 1; D <= 2; D++) {
-        int rank = D - 1;
-        erase_reader_options_t o = opts(G, rank, D);
+    for (int D = 1; D <= 4; D++) { /* 3, 4: pools of 3 blocks (1500 rows), the cursor inside one */
+        int rank = (D - 1) % 2, size = (D - 1) % 2 + 1;
+        erase_reader_options_t o = opts(G, rank, size);
+        if (D > 2)
+            o.pool_blocks = 3;
         erase_reader_t *r = open_reader(data, &o);
         erase_ctr_batch_t b;
         for (int k = 0; k < 30; k++)
@@ -324,7 +336,7 @@ static void test_cursor(void **state)
         erase_reader_cursor_t saved = erase_reader_cursor(r);
         assert_int_equal(saved.epoch, 0);
         assert_int_equal(saved.samples, 30 * G);
-        int64_t per = G / D;
+        int64_t per = G / size;
         int64_t *want = collect(r, ITEMS, per); /* crosses the end of epoch 0 */
         MUST(erase_reader_seek(r, saved));
         int64_t *again = collect(r, ITEMS, per);
@@ -358,7 +370,118 @@ static void test_cursor(void **state)
         erase_reader_close(r);
     }
     print_message("cursor (0, 7680) saved and restored (same reader, new reader with prefetch 0, rank 0 of 1 "
-                  "and 1 of 2): the same %d results across the end of epoch 0\n", ITEMS);
+                  "and 1 of 2; the default pools and pools of 3 blocks): the same %d results across the end of "
+                  "epoch 0\n",
+                  ITEMS);
+}
+
+/* ---- shuffle pools ------------------------------------------------------------- */
+
+/* The block (0..19) of row id `id`: shards of 3000 rows cut into blocks of 500. */
+static int block_of(int64_t id)
+{
+    return (int)(id / 3000 * 6 + id % 3000 / 500);
+}
+
+/* Epoch `epoch` of a 1-rank reader with pools of `pool` blocks, batches of
+ * G = 100 (last kept): its row ids in order into ids[ROWS], each row once;
+ * the fewest and the mean distinct blocks of a full batch. */
+static void pool_epoch(int64_t pool, int epoch, int64_t *ids, int *fewest, double *mean)
+{
+    erase_reader_options_t o = opts(100, 0, 1);
+    o.pool_blocks = pool;
+    o.drop_last = 0;
+    erase_reader_t *r = open_reader(data, &o);
+    MUST(erase_reader_seek(r, (erase_reader_cursor_t){ epoch, 0 }));
+    char *seen = calloc(ROWS, 1);
+    assert_non_null(seen);
+    int64_t n = 0, batches = 0, blocks_total = 0;
+    *fewest = 20;
+    for (;;) {
+        erase_ctr_batch_t b;
+        MUST(erase_ctr_reader_next(r, &b));
+        if (b.end_of_epoch)
+            break;
+        int hit[20] = { 0 }, distinct = 0;
+        for (int64_t i = 0; i < b.size; i++) {
+            int64_t id = b.row_id[i];
+            assert_true(id >= 0 && id < ROWS && !seen[id]);
+            seen[id] = 1;
+            ids[n++] = id;
+            distinct += !hit[block_of(id)]++;
+        }
+        if (b.size == 100) {
+            *fewest = distinct < *fewest ? distinct : *fewest;
+            blocks_total += distinct;
+            batches++;
+        }
+    }
+    assert_int_equal(n, ROWS);
+    *mean = (double)blocks_total / (double)batches;
+    free(seen);
+    erase_reader_close(r);
+}
+
+/* The most positions between the first and the last row of one block in
+ * the epoch order ids[ROWS]. */
+static int64_t block_span(const int64_t *ids)
+{
+    int64_t first[20], last[20], most = 0;
+    for (int k = 0; k < 20; k++)
+        first[k] = -1;
+    for (int64_t i = 0; i < ROWS; i++) {
+        int k = block_of(ids[i]);
+        if (first[k] < 0)
+            first[k] = i;
+        last[k] = i;
+    }
+    for (int k = 0; k < 20; k++)
+        most = last[k] - first[k] > most ? last[k] - first[k] : most;
+    return most;
+}
+
+/* The order of the pools (issue 33): batches of 100 rows of 9999 in 20
+ * blocks of 500 (the last 499). Pools of 1 block: every block's rows
+ * together (a batch from 1 or 2 blocks); of 3: a block's rows within 1500
+ * positions, a batch from 2 blocks at least (the last pool has 2) and 2.5
+ * to 4 on average (batches straddle pools); of 20 or more: one
+ * pool, a uniform shuffle of all rows, the same for 20 and 256, every batch
+ * from at least 15 of the 20 blocks; every row once per epoch, and epoch 1
+ * in another order than epoch 0. */
+static void test_pools(void **state)
+{
+    int64_t *ids = malloc(sizeof(int64_t) * ROWS), *all = malloc(sizeof(int64_t) * ROWS);
+    int64_t *next = malloc(sizeof(int64_t) * ROWS);
+    assert_true(ids && all && next);
+    int fewest, fewest3;
+    double mean1, mean3, mean20, mean;
+    pool_epoch(1, 0, ids, &fewest, &mean1);
+    assert_true(fewest >= 1);
+    int64_t span1 = block_span(ids), blocks_of_run1 = 0;
+    for (int64_t i = 1; i < ROWS; i++)
+        blocks_of_run1 += block_of(ids[i]) != block_of(ids[i - 1]);
+    assert_int_equal(blocks_of_run1, 19); /* 20 runs: each block's rows together */
+    assert_true(span1 <= 499);
+    pool_epoch(3, 0, ids, &fewest3, &mean3);
+    assert_true(block_span(ids) <= 1499); /* a block's rows within its pool of at most 1500 */
+    assert_true(fewest3 >= 2);            /* the last pool has 2 blocks (20 = 6 x 3 + 2) */
+    pool_epoch(20, 0, all, &fewest, &mean20);
+    pool_epoch(256, 0, ids, &fewest, &mean);
+    assert_memory_equal(ids, all, sizeof(int64_t) * ROWS); /* K >= the blocks: one pool, the same order */
+    assert_true(fewest >= 15);
+    assert_true(mean1 < 2 && mean3 > 2.5 && mean3 < 4 && mean > 18);
+    pool_epoch(256, 1, next, &fewest, &mean);
+    int64_t moved = 0;
+    for (int64_t i = 0; i < ROWS; i++)
+        moved += next[i] != all[i];
+    assert_true(moved > ROWS / 2);
+    print_message("pools of 1, 3, 20, 256 blocks: distinct blocks of a batch of 100, mean %.2f, %.2f (fewest %d), "
+                  "%.2f, %.2f (20 and 256: the same order; the fewest %d of 20); epoch 1: %lld of %d positions "
+                  "moved\n",
+                  mean1, mean3, fewest3, mean20, mean, fewest, (long long)moved, ROWS);
+    free(ids);
+    free(all);
+    free(next);
 }
 
 /* ---- splits --------------------------------------------------------------------- */
@@ -999,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_ranks_keep_last),
         cmocka_unit_test(test_last_batch_split),
         cmocka_unit_test(test_cursor),
+        cmocka_unit_test(test_pools),
         cmocka_unit_test(test_splits),
         cmocka_unit_test(test_rejected_files),
         cmocka_unit_test(test_damaged_chunk),

@@ -9,7 +9,9 @@
  *
  *   test-reader-mpi ctr|classify DATA_DIR ROWS GLOBAL_BATCH BLOCK_ROWS
  *   test-reader-mpi lm DATA_DIR WINDOWS GLOBAL_BATCH BLOCK_ROWS CONTEXT
- * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h)
+ * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h). The
+ * environment variable POOL_BLOCKS sets the shuffle pools' blocks (default:
+ * the reader's).
  */
 #include <inttypes.h>
 #include <mpi.h>
@@ -30,6 +32,8 @@ static erase_reader_t *open_reader(const erase_row_format_t *fmt, const char *di
     o.dp_size = size;
     o.seed = 5;
     o.block_rows = block;
+    if (getenv("POOL_BLOCKS"))
+        o.pool_blocks = strtoll(getenv("POOL_BLOCKS"), NULL, 10);
     o.drop_last = 0;
     const char *in[1] = { dir };
     erase_reader_t *r;
