@@ -9,6 +9,7 @@
 
 #include "io/pretokenize.h"
 #include "io/tokenizer_internal.h"
+#include "lib/core/fs.h"
 
 const char ERASE_SPLIT_PATTERN_GPT4[] = "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,3}| "
                                         "?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+";
@@ -270,37 +271,6 @@ fail:
 
 /* ---- the file ---- */
 
-static erase_status_t read_all(const char *path, char **text, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
-        }
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap)
-            break;
-        char *bigger = realloc(buf, 2 * cap + 1);
-        if (!bigger)
-            free(buf);
-        buf = bigger, cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *text = buf, *n = len;
-    return ERASE_OK;
-}
-
 /* The next line of text at *pos (without its '\n'), NUL-terminated in
  * place; NULL at the end. *complete: 0 when it had no newline. */
 static char *next_line(char *text, size_t n, size_t *pos, int *complete)
@@ -436,7 +406,7 @@ erase_status_t erase_tokenizer_load(const char *path, erase_tokenizer_t **out)
     *out = NULL;
     char *text = NULL;
     size_t n = 0;
-    ERASE_CHECK(read_all(path, &text, &n));
+    ERASE_CHECK(erase_file_read_all(path, &text, &n));
     return parse_text(path, text, n, out);
 }
 

@@ -9,6 +9,7 @@
 #include "io/pretokenize.h"
 #include "io/tokenizer.h"
 #include "io/tokenizer_internal.h"
+#include "lib/core/fs.h"
 
 erase_tokenizer_train_options_t erase_tokenizer_train_options_default(void)
 {
@@ -483,34 +484,6 @@ erase_status_t erase_tokenizer_train_buffer(const uint8_t *text, size_t bytes,
     return st;
 }
 
-static erase_status_t read_file(const char *path, uint8_t **text, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap)
-            break;
-        uint8_t *bigger = realloc(buf, 2 * cap);
-        if (!bigger)
-            free(buf);
-        buf = bigger, cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: read error", path);
-    }
-    *text = buf, *n = len;
-    return ERASE_OK;
-}
-
 erase_status_t erase_tokenizer_train(const char *const *files, int n, const erase_tokenizer_train_options_t *options,
                                      erase_tokenizer_t **out)
 {
@@ -520,14 +493,14 @@ erase_status_t erase_tokenizer_train(const char *const *files, int n, const eras
     piece_table_t pieces = {0};
     erase_status_t st = ERASE_OK;
     for (int i = 0; i < n && st == ERASE_OK; i++) {
-        uint8_t *text = NULL;
+        char *text = NULL;
         size_t bytes = 0;
-        st = read_file(files[i], &text, &bytes);
+        st = erase_file_read_all(files[i], &text, &bytes);
         if (st != ERASE_OK)
             break;
         if (options->progress)
             fprintf(options->progress, "tokenizer: counting the pieces of %s (%zu bytes)\n", files[i], bytes);
-        st = count_pieces(text, bytes, digits, thread_count(options), &pieces);
+        st = count_pieces((const uint8_t *)text, bytes, digits, thread_count(options), &pieces);
         free(text);
     }
     if (st == ERASE_OK)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -72,5 +73,35 @@ erase_status_t erase_file_check_regular(const char *path)
     const char *kind = erase_path_not_regular(path);
     if (kind)
         return ERASE_ERROR(ERASE_ERR_IO, "%s is %s, expected a regular file", path, kind);
+    return ERASE_OK;
+}
+
+erase_status_t erase_file_read_all(const char *path, char **data, size_t *n)
+{
+    ERASE_CHECK(erase_file_check_regular(path));
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = (size_t)1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len, f);
+        if (len < cap)
+            break;
+        char *bigger = cap <= (SIZE_MAX - 1) / 2 ? realloc(buf, 2 * cap + 1) : NULL;
+        if (!bigger)
+            free(buf);
+        buf = bigger, cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
+    if (bad) {
+        free(buf);
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *data = buf, *n = len;
     return ERASE_OK;
 }

@@ -42,4 +42,14 @@ const char *erase_path_not_regular(const char *path);
  */
 erase_status_t erase_file_check_regular(const char *path);
 
+/*
+ * The whole file at `path` (a regular file: erase_file_check_regular
+ * first) into *data (malloc'ed, n bytes plus a NUL after them, so a text
+ * file is a C string; the caller frees it) and *n. Errors, naming the path:
+ * ERASE_ERR_IO "PATH: cannot open: <reason>", "PATH: read error" or that
+ * check's line; ERASE_ERR_NOMEM "PATH: out of memory" (also for a file
+ * larger than memory can address). On an error *data is untouched.
+ */
+erase_status_t erase_file_read_all(const char *path, char **data, size_t *n);
+
 #endif

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-tokenizer
 workdir
-echo "1..11"
+echo "1..12"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 tool=apps/erase-tokenizer
 
@@ -88,4 +88,17 @@ rc=$?
 expect 2 "$dir/err" "erase-tokenizer decode: --specials and --threads are options of encode (decode does nothing with them)" &&
     [ ! -s "$dir/out" ]
 tap $? "decode --specials: status $rc, an option that would do nothing refused"
+tap_report "$dir/err"
+
+# a FIFO for the tokenizer file or the training text: refused before open()
+# (which would wait for a writer), nothing written
+mkfifo "$dir/fifo.tok"
+timeout -k 5 30 $tool info "$dir/fifo.tok" >"$dir/out" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-tokenizer info: error: $dir/fifo.tok is a FIFO, expected a regular file" &&
+    timeout -k 5 30 $tool train -q "$dir/fifo.tok" --vocab 300 -o "$dir/fifo-out.tok" >"$dir/out" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-tokenizer train: error: $dir/fifo.tok is a FIFO, expected a regular file" &&
+    [ ! -e "$dir/fifo-out.tok" ]
+tap $? "a FIFO as the tokenizer file and as the text to train on: status $rc, one line, no hang, nothing written"
 tap_report "$dir/err"
