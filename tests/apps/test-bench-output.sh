@@ -66,11 +66,13 @@ rc=$?
         # the ratio of the unrounded medians: within a rounding of the printed one
         { x = substr($14, 1, length($14) - 1) - $6 / 1000 }
         $14 !~ /x$/ || x > 0.0051 || x < -0.0051 { bad = 1 }
-        # MFUs from the printed (rounded) figures: within the last digit
-        { mfu = 100 * 45696 * $6 / ($4 * peak * 1e9); d = substr($9, 1, length($9) - 1) - mfu }
-        $5 > $6 || $6 > $7 || $9 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
-        { mfu = 100 * 45696 * 1000 / ($4 * peak * 1e9); d = substr($13, 1, length($13) - 1) - mfu }
-        $13 !~ /%$/ || d > 0.1 || d < -0.1 { bad = 1 }
+        # MFUs from the printed (rounded) figures: within the last digit of
+        # the MFU and the error of the peak printed to 0.1 GFLOP/s (a loaded
+        # machine measures a low peak, and so a high MFU)
+        { mfu = 100 * 45696 * $6 / ($4 * peak * 1e9); d = substr($9, 1, length($9) - 1) - mfu; tol = 0.1 + mfu * 0.05 / peak }
+        $5 > $6 || $6 > $7 || $9 !~ /%$/ || d > tol || d < -tol { bad = 1 }
+        { mfu = 100 * 45696 * 1000 / ($4 * peak * 1e9); d = substr($13, 1, length($13) - 1) - mfu; tol = 0.1 + mfu * 0.05 / peak }
+        $13 !~ /%$/ || d > tol || d < -tol { bad = 1 }
         END { exit bad }' peak="$(sed -n 's/^# peak: SGEMM 1024^3 on 1 thread \([0-9.]*\) GFLOP\/s .*/\1/p' "$dir/gpt")"
 tap $? "erase-bench model --model gpt --torch: tokens/s min <= median <= max, MFU, PyTorch's min, median, max, MFU and the ratio (status $rc)"
 tap_report "$dir/gpt"; [ $rc = 0 ] || tap_report "$dir/gpt.err"
