@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The options a run takes from its checkpoint's run when not given: what
  * its training was (not its data, layout, device or output). */
@@ -37,6 +38,35 @@ static void open_named(const train_options_t *o, erase_ckpt_t **ck)
         erase_error_clear();
         *ck = NULL;
     }
+}
+
+/* Whether what --resume names holds a pipeline checkpoint, told by its
+ * stage files (ckpt-N.h5.stage1) alone: the layout is read before MPI
+ * starts, and a data-parallel checkpoint, the common case, then touches no
+ * HDF5 before MPI_Init. */
+static int names_pipeline(const train_options_t *o)
+{
+    const char *want = strcmp(o->resume, "auto") ? o->resume : o->checkpoint_dir;
+    char stage[ERASE_CKPT_PATH_MAX + 16];
+    struct stat sb;
+    if (stat(want, &sb) != 0)
+        return 0;
+    if (!S_ISDIR(sb.st_mode)) {
+        snprintf(stage, sizeof stage, "%s.stage1", want);
+        return access(stage, F_OK) == 0;
+    }
+    char **paths;
+    int n, found = 0;
+    if (erase_ckpt_candidates(want, &paths, &n) != ERASE_OK) {
+        erase_error_clear();
+        return 0;
+    }
+    for (int i = 0; i < n && !found; i++) {
+        snprintf(stage, sizeof stage, "%s.stage1", paths[i]);
+        found = access(stage, F_OK) == 0;
+    }
+    erase_ckpt_candidates_free(paths, n);
+    return found;
 }
 
 erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_origin_t *origin)
@@ -119,7 +149,7 @@ erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from,
 {
     static const char *const layout_options[] = { "pp", "schedule", "stages", "micro-batches", "accumulate", NULL };
     from[0] = '\0';
-    if (!o->resume[0] || o->eval_only)
+    if (!o->resume[0] || o->eval_only || !names_pipeline(o))
         return ERASE_OK;
     erase_ckpt_t *ck;
     open_named(o, &ck);

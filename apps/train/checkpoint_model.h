@@ -71,8 +71,10 @@ erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_optio
  * from PATH (not given here): pp 2; schedule local". `from` (size bytes)
  * gets the checkpoint's path when anything changed, else "". No checkpoint
  * (yet), one that does not open, or a whole (data-parallel) one leaves *o
- * as it is. Errors: ERASE_ERR_INVALID (train_options_adopt: the settings
- * cannot be used together), naming --resume.
+ * as it is; only a checkpoint with stage files (ckpt-N.h5.stage1) is
+ * opened, so that a data-parallel resume touches no HDF5 before MPI_Init.
+ * Errors: ERASE_ERR_INVALID (train_options_adopt: the settings cannot be
+ * used together), naming --resume.
  */
 erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size);
 
