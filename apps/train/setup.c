@@ -539,7 +539,7 @@ erase_status_t run_setup_training(run_t *r)
     static const char *const timing[] = { "early", "end" };
     static const char *const dense_opt[] = { "sgd", "adamw" };
     static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
-    static const char *const decay[] = { "constant", "cosine" };
+    static const char *const decay[] = { "constant", "cosine", "wsd" };
     static const char *const modes[] = { "off", "blocking", "async", "graph" };
     int mode, reduce, update, dense, emb, dec;
     TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
@@ -547,7 +547,7 @@ erase_status_t run_setup_training(run_t *r)
     TRY(parse_choice("update", o->update, timing, 2, &update));
     TRY(parse_choice("optimizer", o->optimizer, dense_opt, 2, &dense));
     TRY(parse_choice("embedding-optimizer", o->embedding_optimizer, emb_opt, 2, &emb));
-    TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
+    TRY(parse_choice("lr-decay", o->lr_decay, decay, 3, &dec));
 
     erase_reader_info_t info = erase_reader_info(r->train);
     r->total_steps = o->steps;
@@ -581,9 +581,13 @@ erase_status_t run_setup_training(run_t *r)
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
     oc.schedule.base = o->lr;
     oc.schedule.warmup_steps = optimizer_steps(o, o->warmup_steps);
-    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : ERASE_LR_COSINE;
-    oc.schedule.total_steps = optimizer_steps(o, r->total_steps);
-    oc.schedule.min = 0;
+    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : dec == 1 ? ERASE_LR_COSINE : ERASE_LR_WSD;
+    oc.schedule.min = dec == 2 ? o->final_lr_fraction * o->lr : o->min_lr;
+    oc.schedule.warmdown_fraction = dec == 2 ? o->warmdown_fraction : 0;
+    erase_lr_schedule_set_total(&oc.schedule, optimizer_steps(o, r->total_steps));
+    oc.beta1 = (float)o->beta1;
+    oc.beta2 = (float)o->beta2;
+    oc.eps = (float)o->eps;
     oc.embedding_lr = o->embedding_lr;
     oc.momentum = (float)o->momentum;
     oc.weight_decay = (float)o->weight_decay;

@@ -16,7 +16,7 @@ struct erase_optimizer {
 
 void erase_optimizer_set_total_steps(erase_optimizer_t *opt, int64_t total_steps)
 {
-    opt->cfg.schedule.total_steps = total_steps;
+    erase_lr_schedule_set_total(&opt->cfg.schedule, total_steps);
 }
 
 erase_optim_config_t erase_optim_config_default(void)
