@@ -6,7 +6,8 @@
 # TensorBoard keeps them; compared exactly after rounding) and wall times
 # as the records, and no other tag. Runs of 2 ranks: ctr on synthetic
 # data, classify on 600 MNIST images, lm on 100 kB of text with a 1-block
-# gpt, converted after the run; a ctr run followed live (--follow --pid:
+# gpt, converted after the run (and the train records' mean step time,
+# seconds_per_step, agrees with their qps); a ctr run followed live (--follow --pid:
 # the follower starts before the metrics file exists and ends with the
 # run); a file written by hand in pieces (--follow: an unfinished line is
 # left until its newline comes, and the follower stops by itself after the
@@ -19,7 +20,7 @@ need apps/erase-convert
 . "${srcdir:-.}/tests/venv.sh"
 venv_need tensorboard tensorboardX
 workdir
-echo "1..10"
+echo "1..11"
 tb=${srcdir:-.}/jobs/tensorboard
 
 # train NAME ARGS...: erase-train ARGS on 2 ranks, metrics in $dir/NAME.jsonl
@@ -97,9 +98,9 @@ printf 'model = "gpt";\nseed = 3;\ngpt: { layers = 1; heads = 2; width = 16; con
 train lm --model "$dir/gpt.cfg" --train "$dir/text/train" --eval "$dir/text/eval" --global-batch 8
 
 # after the run: every task
-for task in "ctr|train/loss train/ne train/qps train/lr train/block_losses/6 eval/ne eval/auc checkpoint/seconds summary/qps_p50" \
-    "classify|train/loss train/accuracy train/qps train/lr eval/loss eval/accuracy summary/accuracy" \
-    "lm|train/loss train/tokens_per_s train/lr eval/loss eval/perplexity eval/bits_per_byte summary/tokens_per_s_p50"; do
+for task in "ctr|train/loss train/ne train/qps train/seconds_per_step train/lr train/block_losses/6 eval/ne eval/auc checkpoint/seconds summary/qps_p50" \
+    "classify|train/loss train/accuracy train/qps train/seconds_per_step train/lr eval/loss eval/accuracy summary/accuracy" \
+    "lm|train/loss train/tokens_per_s train/seconds_per_step train/lr eval/loss eval/perplexity eval/bits_per_byte summary/tokens_per_s_p50"; do
     name=${task%%|*} tags=${task#*|}
     "$venv_python" "$tb" "$dir/$name.jsonl" "$dir/tb-$name" >"$dir/out" 2>&1
     rc=$?
@@ -112,6 +113,18 @@ for task in "ctr|train/loss train/ne train/qps train/lr train/block_losses/6 eva
     tap_report "$dir/check.out"
     [ $rc = 0 ] || tap_report "$dir/out"
 done
+
+# the train records' seconds_per_step: the window's seconds over its 2
+# steps, whose samples over them are the qps (within the rounding of both)
+"$venv_python" - "$dir/ctr.jsonl" >"$dir/out" 2>&1 <<'EOF'
+import json, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "train"]
+bad = [r for r in rows if abs(r["window_samples"] / (2 * r["seconds_per_step"]) - r["qps"]) > 0.01 * r["qps"] + 0.1]
+print("%d train records, %d off: %s" % (len(rows), len(bad), bad))
+sys.exit(1 if bad or len(rows) != 3 else 0)
+EOF
+tap $? "train records' seconds_per_step x 2 steps = window_samples / qps: $(head -c 40 "$dir/out")"
+tap_report "$dir/out"
 
 # live: the follower waits for the metrics file of a run under mpirun -np 2
 # that starts only once the follower's event file exists, and ends with it
