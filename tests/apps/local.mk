@@ -80,3 +80,4 @@ EXTRA_DIST += tests/apps/test-sample.sh
 # jobs/tensorboard: every task's metrics read back by TensorBoard's EventAccumulator, after a run and live (issue 37)
 TESTS += tests/apps/test-tensorboard.sh
 EXTRA_DIST += tests/apps/test-tensorboard.sh
+EXTRA_DIST += tests/apps/metrics-runs.sh

@@ -15,6 +15,7 @@
 # file:line), a line without a step, a LOGDIR that cannot be made, a
 # missing file (status 1), usage errors (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
+. "$(dirname "$0")/metrics-runs.sh"
 need apps/erase-train
 need apps/erase-convert
 . "${srcdir:-.}/tests/venv.sh"
@@ -22,13 +23,6 @@ venv_need tensorboard tensorboardX
 workdir
 echo "1..11"
 tb=${srcdir:-.}/jobs/tensorboard
-
-# train NAME ARGS...: erase-train ARGS on 2 ranks, metrics in $dir/NAME.jsonl
-train() {
-    name=$1; shift
-    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train "$@" --steps 6 --log-every 2 --eval-every 3 \
-        --metrics "$dir/$name.jsonl" --quiet >"$dir/$name.out" 2>&1 || tap_report "$dir/$name.out"
-}
 
 # what the JSONL says against what TensorBoard reads from LOGDIR; the tags
 # named after the files must be among them (the task's metrics)
@@ -86,16 +80,7 @@ same() {
     return $check_rc
 }
 
-apps/erase-convert synth -q -o "$dir/ctr" --rows 4000 >/dev/null 2>&1
-train ctr --train "$dir/ctr" --eval-fraction 0.2 --batch 32 --checkpoint-dir "$dir/ckpt"
-apps/erase-convert mnist -q "${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz" \
-    "${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz" -o "$dir/mnist" --split 600,200 >/dev/null 2>&1
-train classify --model "${srcdir:-.}/jobs/mnist-mlp.cfg" --train "$dir/mnist/train" --eval "$dir/mnist/eval" --batch 16
-head -c 100000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
-apps/erase-convert text -q -o "$dir/text" "$dir/text.txt" >/dev/null 2>&1
-printf 'model = "gpt";\nseed = 3;\ngpt: { layers = 1; heads = 2; width = 16; context = 32; vocab = 256; };\n' \
-    >"$dir/gpt.cfg"
-train lm --model "$dir/gpt.cfg" --train "$dir/text/train" --eval "$dir/text/eval" --global-batch 8
+metrics_runs --checkpoint-dir "$dir/ckpt"
 
 # after the run: every task
 for task in "ctr|train/loss train/ne train/qps train/seconds_per_step train/lr train/block_losses/6 eval/ne eval/auc checkpoint/seconds summary/qps_p50" \
