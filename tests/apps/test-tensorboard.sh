@@ -13,7 +13,8 @@
 # left until its newline comes, and the follower stops by itself after the
 # summary record); bad input: a malformed line (one line naming
 # file:line), a line without a step, a LOGDIR that cannot be made, a
-# missing file (status 1), usage errors (status 2).
+# missing file, a followed process that ended without writing it (status
+# 1), usage errors (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
 . "$(dirname "$0")/metrics-runs.sh"
 need apps/erase-train
@@ -21,7 +22,7 @@ need apps/erase-convert
 . "${srcdir:-.}/tests/venv.sh"
 venv_need tensorboard tensorboardX
 workdir
-echo "1..11"
+echo "1..12"
 tb=${srcdir:-.}/jobs/tensorboard
 
 # what the JSONL says against what TensorBoard reads from LOGDIR; the tags
@@ -187,6 +188,14 @@ tap_report "$dir/out"
 fails 1 "jobs/tensorboard: $dir/none.jsonl: cannot read: No such file or directory" "$dir/none.jsonl" "$dir/tb-none" &&
     ! ls "$dir/tb-none" 2>/dev/null | grep -q tfevents
 tap $? "a missing metrics file (without --follow): status $rc, one line, no event file"
+tap_report "$dir/out"
+
+sh -c 'exit 0' &
+ended=$!
+wait $ended
+fails 1 "jobs/tensorboard: $dir/none.jsonl: not written: process $ended has ended" "$dir/none.jsonl" "$dir/tb-none" \
+    --follow --pid $ended
+tap $? "--follow --pid of a process that ended without writing the file: status $rc, one line"
 tap_report "$dir/out"
 
 fails 2 "jobs/tensorboard: --pid 1: only with --follow (jobs/tensorboard --help tells the usage)" \
