@@ -138,11 +138,9 @@ tap_report "$dir/follow.out"
 fed=$dir/fed.jsonl
 timeout -k 5 120 "$venv_python" "$tb" "$fed" "$dir/tb-fed" --follow --poll 0.1 >"$dir/fed.out" 2>&1 &
 fed_pid=$!
-read_40() { # the follower's read position in $fed is 40 (the follower: timeout's child)
-    for pid in $fed_pid $(cat "/proc/$fed_pid/task/$fed_pid/children" 2>/dev/null); do
-        for fd in /proc/"$pid"/fd/*; do
-            [ "$(readlink "$fd")" = "$fed" ] && sed -n 's/^pos:[[:space:]]*//p' "/proc/$pid/fdinfo/${fd##*/}"
-        done
+read_40() { # the follower (timeout's child) has $fed open at position 40
+    for fd in $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$fed" 2>/dev/null); do
+        sed -n 's/^pos:[[:space:]]*//p' "${fd%/fd/*}/fdinfo/${fd##*/}"
     done 2>/dev/null | grep -q -x 40
 }
 head -n 1 "$dir/ctr.jsonl" | head -c 40 >"$fed.tmp" && mv "$fed.tmp" "$fed"
