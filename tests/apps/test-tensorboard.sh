@@ -7,9 +7,9 @@
 # as the records, and no other tag. Runs of 2 ranks: ctr on synthetic
 # data, classify on 600 MNIST images, lm on 100 kB of text with a 1-block
 # gpt, converted after the run (and the train records' mean step time,
-# seconds_per_step, agrees with their qps); a ctr run followed live (--follow --pid:
-# the follower starts before the metrics file exists and ends with the
-# run); a file written by hand in pieces (--follow: an unfinished line is
+# seconds_per_step, agrees with their qps); a ctr run followed live
+# (--follow --pid: the follower starts before the metrics file exists and
+# ends with the run); a file written by hand in pieces (--follow: an unfinished line is
 # left until its newline comes, and the follower stops by itself after the
 # summary record); bad input: a malformed line (one line naming
 # file:line), a line without a step, a LOGDIR that cannot be made, a
