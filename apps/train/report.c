@@ -243,7 +243,8 @@ erase_status_t run_log_progress(run_t *r, int force)
         for (int b = 0; b < erase_network_blocks(r->net); b++) /* null: not trained in the window */
             fprintf(r->metrics, "%s%s", b ? "," : "",
                     r->block.steps[b] > 0 ? json_number(v, "%.6f", r->block.loss[b] / r->block.steps[b]) : "null");
-        fprintf(r->metrics, "]}\n");
+        /* the window's mean step time (TensorBoard's step time, issue 37) */
+        fprintf(r->metrics, "],\"seconds_per_step\":%.6f}\n", sec / (double)r->window_steps);
         fflush(r->metrics);
     }
     r->task->clear(r->ts, TRAIN_TASK_WINDOW);

@@ -76,3 +76,8 @@ tests_apps_sample_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS
 tests_apps_sample_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 TESTS += tests/apps/test-sample.sh
 EXTRA_DIST += tests/apps/test-sample.sh
+
+# jobs/tensorboard: every task's metrics read back by TensorBoard's EventAccumulator, after a run and live (issue 37)
+TESTS += tests/apps/test-tensorboard.sh
+EXTRA_DIST += tests/apps/test-tensorboard.sh
+EXTRA_DIST += tests/apps/metrics-runs.sh
