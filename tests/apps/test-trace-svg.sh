@@ -26,6 +26,7 @@ check() {
     python3 - "$svg" "$1" "$2" <<'PY'
 import importlib.machinery, json, re, sys
 import xml.etree.ElementTree as ET
+sys.dont_write_bytecode = True  # no jobs/__pycache__ in the source tree
 tool = importlib.machinery.SourceFileLoader("trace_svg", sys.argv[1]).load_module()
 events = json.load(open(sys.argv[2]))
 root = ET.parse(sys.argv[3]).getroot()  # well-formed XML, or an exception
