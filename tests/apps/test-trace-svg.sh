@@ -149,12 +149,14 @@ tap $? "a synthetic trace: each box's label the longest that fits its 200, 40, 1
 tap_report "$dir/svg.out"; tap_report "$dir/diff"; tap_report "$dir/check"
 
 # a pipeline: rank 0 holds stage 1, rank 1 stage 0; its group comes first;
-# the k-th range of a kind on a rank is micro-batch k ("forward 0", "F1");
+# the k-th range of a kind on a rank is micro-batch k ("forward 0", "F1"),
+# of a kind with n ranges per forward k // n (two early backwards, E0 E0);
 # 500 us over 500 px (labels' column 197 px: 10 + 179 for "rank 1 · stage
 # 0 · grad_out" + 8)
 cat >"$dir/pipe.json" <<'JSON'
 [{"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},
 {"name":"thread_name","ph":"M","pid":0,"tid":3,"args":{"name":"grad_in"}},
+{"name":"thread_name","ph":"M","pid":0,"tid":5,"args":{"name":"side"}},
 {"name":"process_labels","ph":"M","pid":0,"args":{"labels":"stage 1"}},
 {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"compute"}},
 {"name":"thread_name","ph":"M","pid":1,"tid":4,"args":{"name":"grad_out"}},
@@ -165,6 +167,10 @@ cat >"$dir/pipe.json" <<'JSON'
 {"name":"backward","ph":"X","pid":0,"tid":0,"ts":143,"dur":100},
 {"name":"recv gradient","ph":"X","pid":0,"tid":3,"ts":0,"dur":300},
 {"name":"update","ph":"X","pid":0,"tid":0,"ts":243,"dur":50},
+{"name":"backward (early)","ph":"X","pid":0,"tid":5,"ts":0,"dur":60},
+{"name":"backward (early)","ph":"X","pid":0,"tid":5,"ts":60,"dur":60},
+{"name":"backward (early)","ph":"X","pid":0,"tid":5,"ts":120,"dur":60},
+{"name":"backward (early)","ph":"X","pid":0,"tid":5,"ts":180,"dur":60},
 {"name":"forward","ph":"X","pid":1,"tid":0,"ts":300,"dur":30},
 {"name":"backward","ph":"X","pid":1,"tid":0,"ts":330,"dur":30},
 {"name":"send gradient","ph":"X","pid":1,"tid":4,"ts":360,"dur":5},
@@ -179,6 +185,10 @@ rank 0 · stage 1 · compute: backward of micro-batch 0|B
 rank 0 · stage 1 · compute: backward of micro-batch 1|backward 1
 rank 0 · stage 1 · grad_in: recv gradient of micro-batch 0|recv gradient 0
 rank 0 · stage 1 · compute: update|update
+rank 0 · stage 1 · side: backward (early) of micro-batch 0|E0
+rank 0 · stage 1 · side: backward (early) of micro-batch 0|E0
+rank 0 · stage 1 · side: backward (early) of micro-batch 1|E1
+rank 0 · stage 1 · side: backward (early) of micro-batch 1|E1
 rank 1 · stage 0 · compute: forward of micro-batch 0|F0
 rank 1 · stage 0 · compute: backward of micro-batch 0|B0
 rank 1 · stage 0 · grad_out: send gradient of micro-batch 0|
@@ -191,9 +201,10 @@ for t in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}text"
     if t.get("class") == "lane":
         print(t.text)
 PY
-printf '%s\n' "rank 1 · stage 0 · compute" "rank 1 · stage 0 · grad_out" "rank 0 · stage 1 · compute" "rank 0 · stage 1 · grad_in" >"$dir/lanes.expected"
+printf '%s\n' "rank 1 · stage 0 · compute" "rank 1 · stage 0 · grad_out" "rank 0 · stage 1 · compute" "rank 0 · stage 1 · grad_in" \
+    "rank 0 · stage 1 · side" >"$dir/lanes.expected"
 [ $rc = 0 ] && diff "$dir/expected" "$dir/labels" >"$dir/diff" 2>&1 && diff "$dir/lanes.expected" "$dir/lanes" >>"$dir/diff" 2>&1
-tap $? "a synthetic pipeline: lanes \"rank r · stage s · stream\" grouped by rank, stage 0 first; boxes numbered by micro-batch, the label the longest that fits"
+tap $? "a synthetic pipeline: lanes \"rank r · stage s · stream\" grouped by rank, stage 0 first; boxes numbered by micro-batch (2 early backwards each), the label the longest that fits"
 tap_report "$dir/svg.out"; tap_report "$dir/diff"
 
 # real traces: 3 steps of ctr on 1 rank, early backward async; 3 steps of
