@@ -95,12 +95,17 @@ for t in titles:
     m = re.match(r".*: (send|recv) (activation|gradient) of micro-batch (\d+), ([\d.]+) ms from ([\d.]+) ms$", t)
     if m:
         (sent if m.group(1) == "send" else recvd)[(m.group(2), int(m.group(3)))] = (float(m.group(5)), float(m.group(5)) + float(m.group(4)))
-last = {kind: max(k for d, k in recvd if d == kind) for kind, _ in recvd}
+last = {kind: max([k for d, k in sent if d == kind] or [-1]) for kind, _ in recvd}
 for key, (r0, r1) in recvd.items():
-    if key not in sent and key[1] == last[key[0]]:
-        continue  # the last send may be in flight when the trace is written, and left out of it
+    if key not in sent and key[1] > last[key[0]]:
+        continue  # the last sends may be in flight when the trace is written, and left out of it
     if key not in sent or r1 < sent[key][0]:
         bad.append("%s of micro-batch %d received by %.3f ms, sent from %s" % (key[0], key[1], r1, sent.get(key)))
+if bad:  # what the trace held, to tell a drawing fault from a trace's
+    count = {}
+    for e in ranges:
+        count["%d %s" % (e["pid"], e["name"])] = count.get("%d %s" % (e["pid"], e["name"]), 0) + 1
+    bad.append("ranges by rank and name: %s" % ", ".join("%s %d" % kv for kv in sorted(count.items())))
 for line in bad:
     print(line)
 print("ok: %d boxes, %d lanes, %d ticks, %d numbered messages, %d labels" % (len(drawn), len(got), len(ticks), len(recvd), sum(g.find(ns + "text") is not None for g in drawn)) if not bad else "%d faults" % len(bad))
@@ -151,8 +156,9 @@ tap_report "$dir/svg.out"; tap_report "$dir/diff"; tap_report "$dir/check"
 # a pipeline: rank 0 holds stage 1, rank 1 stage 0; its group comes first;
 # the k-th range of a kind on a rank is micro-batch k ("forward 0", "F1"),
 # of a kind with n ranges per forward k // n (two early backwards, E0 E0);
-# 500 us over 500 px (labels' column 197 px: 10 + 179 for "rank 1 · stage
-# 0 · grad_out" + 8)
+# a range more than n per forward that began before the origin (0) is the
+# step before's, unnumbered; 550 us over 550 px (labels' column 197 px:
+# 10 + 179 for "rank 1 · stage 0 · grad_out" + 8)
 cat >"$dir/pipe.json" <<'JSON'
 [{"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},
 {"name":"thread_name","ph":"M","pid":0,"tid":3,"args":{"name":"grad_in"}},
@@ -174,9 +180,11 @@ cat >"$dir/pipe.json" <<'JSON'
 {"name":"forward","ph":"X","pid":1,"tid":0,"ts":300,"dur":30},
 {"name":"backward","ph":"X","pid":1,"tid":0,"ts":330,"dur":30},
 {"name":"send gradient","ph":"X","pid":1,"tid":4,"ts":360,"dur":5},
-{"name":"update","ph":"X","pid":1,"tid":0,"ts":400,"dur":100}]
+{"name":"update","ph":"X","pid":1,"tid":0,"ts":400,"dur":100},
+{"name":"recv gradient","ph":"X","pid":0,"tid":3,"ts":-50,"dur":30},
+{"name":"recv gradient","ph":"X","pid":0,"tid":3,"ts":300,"dur":10}]
 JSON
-python3 "$svg" "$dir/pipe.json" "$dir/pipe.svg" --width 707 >"$dir/svg.out" 2>&1 && labels "$dir/pipe.svg" | sed 's/, [0-9.]* ms from [0-9.]* ms|/|/' >"$dir/labels" 2>&1
+python3 "$svg" "$dir/pipe.json" "$dir/pipe.svg" --width 757 >"$dir/svg.out" 2>&1 && labels "$dir/pipe.svg" | sed 's/, [0-9.]* ms from -*[0-9.]* ms|/|/' >"$dir/labels" 2>&1
 rc=$?
 cat >"$dir/expected" <<'EOF2'
 rank 0 · stage 1 · compute: forward of micro-batch 0|forward 0
@@ -193,6 +201,8 @@ rank 1 · stage 0 · compute: forward of micro-batch 0|F0
 rank 1 · stage 0 · compute: backward of micro-batch 0|B0
 rank 1 · stage 0 · grad_out: send gradient of micro-batch 0|
 rank 1 · stage 0 · compute: update|update
+rank 0 · stage 1 · grad_in: recv gradient|rG
+rank 0 · stage 1 · grad_in: recv gradient of micro-batch 1|
 EOF2
 python3 - "$dir/pipe.svg" >"$dir/lanes" <<'PY'
 import sys
@@ -204,7 +214,7 @@ PY
 printf '%s\n' "rank 1 · stage 0 · compute" "rank 1 · stage 0 · grad_out" "rank 0 · stage 1 · compute" "rank 0 · stage 1 · grad_in" \
     "rank 0 · stage 1 · side" >"$dir/lanes.expected"
 [ $rc = 0 ] && diff "$dir/expected" "$dir/labels" >"$dir/diff" 2>&1 && diff "$dir/lanes.expected" "$dir/lanes" >>"$dir/diff" 2>&1
-tap $? "a synthetic pipeline: lanes \"rank r · stage s · stream\" grouped by rank, stage 0 first; boxes numbered by micro-batch (2 early backwards each), the label the longest that fits"
+tap $? "a synthetic pipeline: lanes \"rank r · stage s · stream\" grouped by rank, stage 0 first; boxes numbered by micro-batch (2 early backwards each; a receive before the origin not), the label the longest that fits"
 tap_report "$dir/svg.out"; tap_report "$dir/diff"
 
 # real traces: 3 steps of ctr on 1 rank, early backward async; 3 steps of
