@@ -270,6 +270,13 @@ erase_status_t run_write_trace(run_t *r, int64_t t0_ns)
     for (int k = 0; k < streams; k++)
         names[k] = r->pipe ? erase_pipe_stream_name(k) : erase_sched_stream_name(r->sched, k);
     erase_trace_write_events(mem, rec, n, r->w->rank, names, streams, t0_ns, r->w->rank == 0);
+    if (r->pipe) { /* the rank's stage, as Chrome's process label and order (jobs/trace-svg's lane groups) */
+        erase_pipe_stats_t ps;
+        erase_pipe_stats(r->pipe, &ps);
+        fprintf(mem, ",\n{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"labels\":\"stage %d\"}}"
+                     ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+                r->w->rank, ps.stage, r->w->rank, ps.stage);
+    }
     fclose(mem);
     erase_trace_overlap_t ov = erase_trace_overlap(rec, n);
     free(rec);

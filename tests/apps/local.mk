@@ -9,7 +9,7 @@ APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
 # erase-convert text / tokens and erase-inspect data of token shards (issue 15)
 APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
-# jobs/trace-svg: boxes labelled with their block and pass, a legend (issue 15)
+# jobs/trace-svg: axis in ms, lanes by rank and stage, step boundaries, legend, labels that fit (issues 15, 37)
 APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 # erase-bench pipeline --simulate: exact tables from given times (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
