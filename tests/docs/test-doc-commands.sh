@@ -7,9 +7,10 @@
 # file's blocks share a scratch directory of their own, set up as a
 # checkout (data/, jobs/, bench/, tests/ of the source tree, _build of this
 # build) with the build's programs on the PATH, so a page's first blocks
-# make the _data its later blocks use. Then, per file, every relative link
-# [text](target) must name an existing file and, with #anchor, a heading of
-# it. The blocks and links are read by tests/docs/doc_blocks.py.
+# make the _data its later blocks use. Then, per file (and in jobs/README.md
+# and bench/RESULTS.md), every relative link [text](target) must name an
+# existing file and, with #anchor, a heading of it. The blocks and links
+# are read by tests/docs/doc_blocks.py.
 . "$(dirname "$0")/../comm/mpi.sh"
 for program in erase-train erase-convert erase-inspect erase-score erase-sample erase-bench erase-tokenizer; do
     need "apps/$program"
@@ -24,8 +25,9 @@ cd "$top" || exit 99
 files="README.md $(ls docs/*.md)"
 # shellcheck disable=SC2086 # the file names have no spaces
 python3 tests/docs/doc_blocks.py blocks "$dir/blocks" $files >"$dir/list" || exit 99
-count_files=$(echo "$files" | wc -w)
-echo "1..$(($(wc -l <"$dir/list") + count_files))"
+# Links are checked in these files and in the other markdown a user reads.
+link_files="$files jobs/README.md bench/RESULTS.md"
+echo "1..$(($(wc -l <"$dir/list") + $(echo "$link_files" | wc -w)))"
 
 # Commands are written for a workstation: mpirun -np 4 on 2 cores, as root in CI.
 PATH="$build/apps:$PATH"
@@ -48,9 +50,11 @@ while IFS="$tab" read -r k where what; do
     case $what in
     run)
         s=$(scratch "${where%%:*}")
+        t0=$(date +%s)
         (cd "$s" && timeout -k 5 300 sh -e "$dir/blocks/$k.sh") </dev/null >"$dir/out.$k" 2>&1
         rc=$?
         tap $rc "$where: the block runs"
+        echo "# $(($(date +%s) - t0)) s"
         if [ $rc != 0 ]; then
             echo "# exit status $rc (124: past 300 s); the block:"
             sed 's/^/#   /' "$dir/blocks/$k.sh"
@@ -68,7 +72,7 @@ while IFS="$tab" read -r k where what; do
     esac
 done <"$dir/list"
 
-for f in $files; do
+for f in $link_files; do
     python3 tests/docs/doc_blocks.py links "$f" >"$dir/links" 2>&1
     rc=$?
     [ $rc = 0 ] && [ ! -s "$dir/links" ]
