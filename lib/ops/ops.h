@@ -377,6 +377,40 @@ erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const f
                                   float beta1, float beta2, float eps, float weight_decay);
 
 /*
+ * Muon (Keller Jordan, "Muon: an optimizer for hidden layers in neural
+ * networks", 2024, kellerjordan.github.io/posts/muon; the form of
+ * nanochat's nanochat/muon.py, 2025) on one matrix w [rows, cols] (rows =
+ * outputs, cols = inputs: PyTorch's Linear weight) with gradient g:
+ *   buf = lerp(buf, g, 1 - momentum)            momentum buffer [rows, cols]
+ *   u   = lerp(g, buf, momentum)                Nesterov (g is not written)
+ *   X   = u, or u^T when rows > cols            (k x n, k = min, n = max)
+ *   X  /= ||X||_F + 1e-7
+ *   5 times: A = X X^T; B = b A + c A A; X = a X + B X
+ *            with (a, b, c) = (3.4445, -4.7750, 2.0315)
+ *   w  -= lr * lr_mult * sqrt(max(1, rows / cols)) * X (transposed back)
+ * in single precision throughout (nanochat iterates in bfloat16), lerp as
+ * PyTorch's torch.lerp. lr from the clock; nothing when clock->nonfinite.
+ * work: erase_muon_work_floats(rows, cols) floats of device memory that no
+ * other op uses while this one runs. Errors: ERASE_ERR_INVALID (a shape
+ * below 1x1 or over INT_MAX elements, momentum outside [0, 1), no buffer
+ * or work).
+ */
+erase_status_t erase_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w, const float *g,
+                                 float *buf, float *work, const erase_optim_clock_t *clock, float lr_mult,
+                                 float momentum);
+
+/* Floats of scratch erase_muon_update needs for a [rows, cols] matrix:
+ * 2 k n + 2 k k + 1 with k = min(rows, cols), n = max(rows, cols). */
+size_t erase_muon_work_floats(int64_t rows, int64_t cols);
+
+/* The Newton-Schulz quintic's coefficients and step count (nanochat's
+ * zeropower_via_newtonschulz5), for the backends. */
+#define ERASE_MUON_NS_A 3.4445f
+#define ERASE_MUON_NS_B (-4.7750f)
+#define ERASE_MUON_NS_C 2.0315f
+#define ERASE_MUON_NS_STEPS 5
+
+/*
  * Row-wise Adagrad on the rows of a sparse gradient (as torchrec's
  * EXACT_ROWWISE_ADAGRAD): for each touched row r with gradient g[dim],
  * acc[r] += mean(g^2); table[r] -= lr * lr_mult * g / (sqrt(acc[r]) + eps).
