@@ -72,8 +72,8 @@ static erase_status_t check_muon(erase_network_t *net, const erase_optim_config_
     for (int i = 0; i < n; i++)
         hidden += erase_optim_muon_updates(&params[i]);
     if (!hidden)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: muon needs a hidden layer's weight matrix; the model "
-                           "has none");
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer muon: the model has no hidden layer's weight matrix for "
+                           "Muon (embeddings, heads and 1-d parameters take AdamW): use adamw or sgd");
     return ERASE_OK;
 }
 

@@ -67,5 +67,5 @@ tap $? "--min-lr above --lr: refused (status $rc)"
 [ $rc = 2 ] || show "$out"
 refused "--warmdown-fraction: only with --lr-decay wsd (this run's is cosine)" --warmdown-fraction 0.3
 tap $? "--warmdown-fraction with cosine: refused (status $rc)"
-refused "--beta2: only with --optimizer adamw (this run's is sgd)" --optimizer sgd --beta2 0.95
+refused "--beta2: only with --optimizer adamw or muon (this run's is sgd)" --optimizer sgd --beta2 0.95
 tap $? "--beta2 with sgd: refused (status $rc)"

@@ -144,6 +144,33 @@ static void test_gpt_roles(void **state)
     erase_network_destroy(net);
 }
 
+/* A network whose matrices are all embeddings or heads: Muon refused in
+ * one line. */
+static void test_no_hidden_matrix(void **state)
+{
+    (void)state;
+    erase_model_config_t cfg;
+    MUST(erase_model_config_parse("model = \"mlp\"; mlp: { inputs = 3; hidden = [4]; classes = 2; };", "flat",
+                                  &cfg));
+    erase_network_t *net;
+    MUST(erase_network_create(dev, &cfg, 1, &net));
+    int n;
+    erase_param_t *p = erase_network_params(net, &n);
+    for (int i = 0; i < n; i++)
+        if (p[i].role == ERASE_ROLE_HIDDEN)
+            p[i].role = ERASE_ROLE_EMBEDDING; /* as a model without hidden layers would declare */
+    erase_optim_config_t oc = erase_optim_config_default();
+    oc.dense = ERASE_OPTIM_MUON;
+    erase_optimizer_t *opt = NULL;
+    assert_int_equal(erase_optimizer_create(net, &oc, &opt), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), "optimizer muon: the model has no hidden layer's weight matrix for "
+                                              "Muon (embeddings, heads and 1-d parameters take AdamW): use adamw "
+                                              "or sgd");
+    assert_null(opt);
+    erase_error_clear();
+    erase_network_destroy(net);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -166,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity),
         cmocka_unit_test(test_gpt_roles),
+        cmocka_unit_test(test_no_hidden_matrix),
     };
     return cmocka_run_group_tests_name("muon", tests, setup, teardown);
 }
