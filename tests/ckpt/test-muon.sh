@@ -6,10 +6,11 @@
 # every rank holds the same parameters; a run resumed from a checkpoint
 # ends bitwise equal to the uninterrupted one, taking the Muon options
 # from it; the groups' slots are named in the checkpoint; a gpt pipeline
-# (--pp 2) trains with it and resumes bitwise; options refused, naming the option.
+# (--pp 2) trains with it and resumes bitwise; --schedule local holds the
+# one-rank run's tensors bitwise; options refused, naming the option.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..11"
+echo "1..12"
 
 MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --unembedding-lr 0.003 --vector-lr 0.005"
 ARGS="--steps 12 --global-batch 24 --checkpoint-every 4 --keep-checkpoints 3 $MUON"
@@ -128,3 +129,21 @@ c=$?
 [ $rc = 0 ] && [ $c = 0 ]
 tap $? "the pipeline resumed from ckpt-4.h5 and its stage file: ckpt-12.h5 and stage file bitwise equal (status $rc)"
 [ $rc = 0 ] && [ $c = 0 ] || show "$out"
+
+# ---- local parallelism: stages begin at cuts; each stage's Muon updates its
+# own blocks, so the two stage files hold the one-rank run's tensors bitwise
+# (as tests/ckpt/test-pipeline-local.sh shows for adamw)
+sed 's/cuts = \[1\];/cuts = [1]; tie_head = false;/' "$dir/model.cfg" >"$dir/gpt.cfg"
+out=$dir/one.out
+# shellcheck disable=SC2086
+ptrain gpt 1 --pp 1 --schedule none --micro-batches 0 --checkpoint-dir "$dir/one" $MUON
+orc=$rc
+out=$dir/local.out
+# shellcheck disable=SC2086
+ptrain gpt 2 --schedule local --micro-batches 1 --checkpoint-dir "$dir/local" $MUON
+tests/ckpt/ckpt-tool compare "$dir/one/ckpt-12.h5" "$dir/local/ckpt-12.h5" "$dir/local/ckpt-12.h5.stage1" \
+    >"$dir/cmp-local.out" 2>&1
+c=$?
+[ $orc = 0 ] && [ $rc = 0 ] && [ $c = 0 ]
+tap $? "gpt, muon, --pp 2 --schedule local: the stage files hold the one-rank run's tensors bitwise (status $orc, $rc; compare $c)"
+[ $c = 0 ] || { show "$out"; show "$dir/cmp-local.out"; }
