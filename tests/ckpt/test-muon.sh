@@ -69,12 +69,6 @@ tap $? "resumed from ckpt-4.h5 without the options: Muon's taken from it, ckpt-1
 [ $rc = 0 ] && [ $c = 0 ] || { show "$out"; show "$dir/cmp-resumed.out"; }
 
 # ---- refused, naming the option (usage status 2)
-refused() {
-    want=$1; shift
-    out=$dir/refused.out
-    train 1 --steps 2 "$@"
-    [ $rc = 2 ] && grep -q -F "erase-train: $want" "$out"
-}
 refused "--muon-momentum: only with --optimizer muon (this run's is adamw)" --muon-momentum 0.9
 tap $? "--muon-momentum with adamw: refused (status $rc)"
 [ $rc = 2 ] || show "$out"
