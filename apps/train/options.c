@@ -87,6 +87,8 @@ static const opt_def_t defs[] = {
     { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up (muon: of the hidden matrices, "
       "nanochat's matrix_lr)", NULL, LR_RANGE },
     { "muon-momentum", D(muon_momentum), "0.95", "muon: momentum (Nesterov)", NULL, FROM_BELOW(0, 1) },
+    { "muon-momentum-warmup", I(muon_momentum_warmup), "0", "muon: steps over which the momentum rises linearly "
+      "from 0.85 to --muon-momentum (nanochat: 300); 0: none", NULL, FROM_TO(0, INT64_MAX) },
     { "embedding-matrix-lr", D(embedding_matrix_lr), "0.2", "muon: AdamW rate of embedding matrices (gpt's wte, "
       "wpe; nanochat's embedding_lr), following the schedule as --lr does", NULL, LR_RANGE },
     { "unembedding-lr", D(unembedding_lr), "0.004", "muon: AdamW rate of heads (nanochat's unembedding_lr), "
@@ -470,8 +472,8 @@ static erase_status_t check_together(const train_options_t *o)
         if (train_options_given(o, adamw_option[i]) && !strcmp(o->optimizer, "sgd"))
             return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer adamw or muon (this run's is %s)",
                                adamw_option[i], o->optimizer);
-    static const char *const muon_option[] = { "muon-momentum", "embedding-matrix-lr", "unembedding-lr",
-                                               "vector-lr" };
+    static const char *const muon_option[] = { "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr",
+                                               "unembedding-lr", "vector-lr" };
     for (size_t i = 0; i < sizeof muon_option / sizeof muon_option[0]; i++)
         if (train_options_given(o, muon_option[i]) && strcmp(o->optimizer, "muon"))
             return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer muon (this run's is %s)",

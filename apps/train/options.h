@@ -45,6 +45,7 @@ typedef struct {
     double momentum;
     double beta1, beta2, eps;   /* adamw (and muon's AdamW groups) */
     double muon_momentum;       /* muon */
+    int64_t muon_momentum_warmup; /* muon: steps of the momentum warm-up from 0.85 (0: none) */
     double embedding_matrix_lr, unembedding_lr, vector_lr; /* muon: its AdamW groups' rates */
     double weight_decay;
     double grad_clip;           /* max norm of each sub-graph's dense gradient; 0: off */

@@ -591,6 +591,7 @@ erase_status_t run_setup_training(run_t *r)
     oc.embedding_lr = o->embedding_lr;
     oc.momentum = (float)o->momentum;
     oc.muon_momentum = (float)o->muon_momentum;
+    oc.muon_momentum_warmup = optimizer_steps(o, o->muon_momentum_warmup);
     oc.embedding_matrix_lr = o->embedding_matrix_lr;
     oc.unembedding_lr = o->unembedding_lr;
     oc.vector_lr = o->vector_lr;

@@ -58,9 +58,10 @@ static erase_status_t zeros(erase_device_t *dev, size_t n, float **out)
  * a network with at least one hidden matrix. */
 static erase_status_t check_muon(erase_network_t *net, const erase_optim_config_t *cfg)
 {
-    if (!(cfg->muon_momentum >= 0 && cfg->muon_momentum < 1))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: muon momentum %g is not in [0, 1)",
-                           (double)cfg->muon_momentum);
+    if (!(cfg->muon_momentum >= 0 && cfg->muon_momentum < 1) || cfg->muon_momentum_warmup < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "optimizer: muon momentum %g is not in [0, 1) or its warm-up of "
+                           "%lld steps is negative", (double)cfg->muon_momentum,
+                           (long long)cfg->muon_momentum_warmup);
     const double lrs[] = { cfg->embedding_matrix_lr, cfg->unembedding_lr, cfg->vector_lr };
     for (size_t i = 0; i < sizeof lrs / sizeof lrs[0]; i++)
         if (!(lrs[i] > 0 && lrs[i] <= FLT_MAX))
@@ -220,7 +221,8 @@ erase_status_t erase_optimizer_update_block(erase_optimizer_t *opt, int b, erase
                                                     emb_mult));
         } else if (c->dense == ERASE_OPTIM_MUON && erase_optim_muon_updates(p)) {
             ERASE_CHECK(erase_muon_update(s, p->rows, p->cols, p->value, p->grad, p->state[0],
-                                          opt->muon_work[b], opt->clock, 1.0f, c->muon_momentum));
+                                          opt->muon_work[b], opt->clock, 1.0f, c->muon_momentum,
+                                          c->muon_momentum_warmup));
         } else if (c->dense == ERASE_OPTIM_ADAMW || c->dense == ERASE_OPTIM_MUON) {
             float mult = c->dense == ERASE_OPTIM_MUON ? muon_adamw_mult(c, p) : 1.0f;
             ERASE_CHECK(erase_adamw_update(s, (size_t)erase_param_numel(p), p->value, p->grad,

@@ -53,6 +53,8 @@ typedef struct {
     float momentum;                 /* SGD */
     float beta1, beta2, eps;        /* AdamW (and Muon's AdamW groups) */
     float muon_momentum;            /* Muon's momentum, in [0, 1) */
+    int64_t muon_momentum_warmup;   /* steps of nanochat's momentum warm-up from 0.85 (0: none;
+                                     * erase_muon_momentum_at in lib/ops/ops.h) */
     double embedding_matrix_lr;     /* Muon: AdamW rate of dense embedding matrices (follows the schedule) */
     double unembedding_lr;          /* Muon: AdamW rate of heads (follows the schedule) */
     double vector_lr;               /* Muon: AdamW rate of 1-D parameters (follows the schedule) */

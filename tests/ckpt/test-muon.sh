@@ -12,7 +12,7 @@
 setup_data
 echo "1..12"
 
-MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --unembedding-lr 0.003 --vector-lr 0.005"
+MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --muon-momentum-warmup 6 --unembedding-lr 0.003 --vector-lr 0.005"
 ARGS="--steps 12 --global-batch 24 --checkpoint-every 4 --keep-checkpoints 3 $MUON"
 
 # ---- ctr: the four modes on 2 ranks, bitwise equal
@@ -64,7 +64,7 @@ train 2 --steps 12 --global-batch 24 --checkpoint-every 4 --checkpoint-dir "$dir
 tests/ckpt/ckpt-tool compare "$dir/graph/ckpt-12.h5" "$dir/resumed/ckpt-12.h5" >"$dir/cmp-resumed.out" 2>&1
 c=$?
 [ $rc = 0 ] && [ $c = 0 ] &&
-    grep -q '^note   taken from the run of .*optimizer muon; lr 0.02; .*muon-momentum 0.9; unembedding-lr 0.003; vector-lr 0.005' "$out"
+    grep -q '^note   taken from the run of .*optimizer muon; lr 0.02; .*muon-momentum 0.9; muon-momentum-warmup 6; unembedding-lr 0.003; vector-lr 0.005' "$out"
 tap $? "resumed from ckpt-4.h5 without the options: Muon's taken from it, ckpt-12.h5 bitwise equal (status $rc, compare $c)"
 [ $rc = 0 ] && [ $c = 0 ] || { show "$out"; show "$dir/cmp-resumed.out"; }
 

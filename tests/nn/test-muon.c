@@ -4,8 +4,8 @@
  * tests/data/reference/muon.h5 (tests/reference/make_muon_reference.py:
  * nanochat's Muon in single precision for the hidden matrices, one wide
  * [6, 10] and one tall [12, 6], torch.optim.AdamW for the heads and
- * biases, each group at its own rate): every parameter and momentum
- * buffer within 1e-5. Also: the roles the models declare, and the
+ * biases, each group at its own rate; the momentum warmed up over 2 steps):
+ * every parameter and momentum buffer within 1e-5. Also: the roles the models declare, and the
  * refusal of a network without a hidden matrix.
  */
 #include <math.h>
@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "lib/nn/optim.h"
+#include "lib/ops/ops.h"
 #include "tests/nn/h5ref.h"
 
 #define MUST(call) assert_int_equal((call), ERASE_OK)
@@ -67,6 +68,8 @@ static void test_parity(void **state)
     oc.schedule.base = h5ref_attr_double(f, "lr");
     oc.schedule.decay = ERASE_LR_CONSTANT;
     oc.muon_momentum = (float)h5ref_attr_double(f, "momentum");
+    oc.muon_momentum_warmup = h5ref_attr_long(f, "momentum_warmup");
+    assert_int_equal(oc.muon_momentum_warmup, 2); /* momenta 0.85, 0.90, 0.95 */
     oc.unembedding_lr = h5ref_attr_double(f, "unembedding_lr");
     oc.vector_lr = h5ref_attr_double(f, "vector_lr");
     oc.beta1 = (float)h5ref_attr_double(f, "beta1");
@@ -112,6 +115,28 @@ static void test_parity(void **state)
     erase_network_destroy(net);
     free(model_file);
     H5Fclose(f);
+}
+
+/* nanochat's scripts/base_train.py get_muon_momentum, transcribed (it
+ * 0-based, 300 steps from 0.85 to 0.95). */
+static double nanochat_muon_momentum(int64_t it)
+{
+    double frac = it / 300.0 < 1 ? it / 300.0 : 1;
+    return (1 - frac) * 0.85 + frac * 0.95;
+}
+
+/* The momentum warm-up (--muon-momentum-warmup) against nanochat's at
+ * every step 1..400, and none without it. */
+static void test_momentum_warmup(void **state)
+{
+    (void)state;
+    for (int64_t step = 1; step <= 400; step++) {
+        double got = erase_muon_momentum_at(0.95f, 300, step), want = nanochat_muon_momentum(step - 1);
+        if (!(fabs(got - want) <= 1e-7))
+            fail_msg("step %lld: momentum %.9g, nanochat's %.9g", (long long)step, got, want);
+        assert_true(erase_muon_momentum_at(0.9f, 0, step) == 0.9f);
+    }
+    assert_true(erase_muon_momentum_at(0.95f, 300, 1) == 0.85f && erase_muon_momentum_at(0.95f, 300, 301) == 0.95f);
 }
 
 /* The roles gpt declares: wte and wpe embeddings, the untied lm_head a
@@ -193,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity),
         cmocka_unit_test(test_gpt_roles),
+        cmocka_unit_test(test_momentum_warmup),
         cmocka_unit_test(test_no_hidden_matrix),
     };
     return cmocka_run_group_tests_name("muon", tests, setup, teardown);

@@ -886,7 +886,7 @@ static void muon_body(void *p)
     muon_ctx_t *c = p;
     for (int k = 0; k < 2; k++)
         MUST(erase_muon_update(S, c->rows[k], c->cols[k], P(c->w[k]), P(c->g[k]), P(c->buf[k]), P(c->work),
-                               P(c->clock), 0.5f, 0.95f));
+                               P(c->clock), 0.5f, 0.95f, 5 * k));
 }
 
 /* Muon (issue 34) on a wide [20, 33] and a tall [70, 24] matrix from a

@@ -12,7 +12,9 @@ runs the Newton-Schulz iteration in bfloat16): per 2-D hidden weight W
     5 x: A = X X^T; B = b A + c A A; X = a X + B X   (a, b, c) = (3.4445, -4.7750, 2.0315)
     W -= lr * sqrt(max(1, out / in)) * X (transposed back)
 and torch.optim.AdamW for the other parameters in groups, each at its own
-rate: heads at unembedding_lr, 1-D parameters (biases) at vector_lr.
+rate: heads at unembedding_lr, 1-D parameters (biases) at vector_lr. The
+momentum of step it (0-based) rises as nanochat's base_train.py
+get_muon_momentum does, over momentum_warmup steps: 0.85, 0.90, 0.95.
 
 The model: an mlp (docs/models.md) of 10 inputs, hidden [6, 12], 3 classes:
 layer0/fc/weight [6, 10] is a wide hidden matrix, layer1/fc/weight [12, 6]
@@ -25,7 +27,8 @@ Rerun from the repository root (needs torch, numpy, h5py):
 Deterministic (seeded numpy RNG, one torch thread, no HDF5 timestamps).
 
 File layout (float32 datasets):
-  attributes   model_file, lr, momentum, unembedding_lr, vector_lr, beta1, beta2, eps, steps
+  attributes   model_file, lr, momentum, momentum_warmup, unembedding_lr, vector_lr, beta1, beta2, eps,
+               steps
   /params/<name>           the parameters before the first step
   /grad/<step>/<name>      the gradient of step 1..steps
   /after/<name>            the parameters after the last step
@@ -42,6 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 OUT = os.path.join(ROOT, "tests", "data", "reference", "muon.h5")
 NS = (3.4445, -4.7750, 2.0315)
 LR, MOMENTUM, UNEMBEDDING_LR, VECTOR_LR = 0.02, 0.95, 0.003, 0.005
+MOMENTUM_WARMUP = 2  # steps: nanochat's get_muon_momentum over 2 steps instead of 300
 BETAS, EPS, STEPS = (0.8, 0.95), 1e-10, 3
 INPUTS, HIDDEN, CLASSES = 10, (6, 12), 3
 MODEL = ('model = "mlp";\nseed = 1;\nmlp: {\n  inputs = %d;\n  hidden = [%d, %d];\n  classes = %d;\n'
@@ -82,6 +86,8 @@ def main():
     adamw = torch.optim.AdamW(groups, betas=BETAS, eps=EPS, weight_decay=0.0)
     buf = {n: torch.zeros_like(P[n]) for n in hidden}
     for step in range(STEPS):
+        frac = min(step / MOMENTUM_WARMUP, 1)
+        momentum = (1 - frac) * 0.85 + frac * MOMENTUM
         for n, _, _ in spec:
             P[n].grad = torch.tensor(grads[step][n])
         adamw.step()
@@ -89,8 +95,8 @@ def main():
             for n in hidden:
                 w = P[n]
                 g = w.grad.clone()
-                buf[n].lerp_(g, 1 - MOMENTUM)
-                u = g.lerp_(buf[n], MOMENTUM)
+                buf[n].lerp_(g, 1 - momentum)
+                u = g.lerp_(buf[n], momentum)
                 w.add_(orthogonalize(u), alpha=-LR * max(1, w.size(0) / w.size(1)) ** 0.5)
 
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
@@ -103,6 +109,7 @@ def main():
                        ("vector_lr", VECTOR_LR), ("beta1", BETAS[0]), ("beta2", BETAS[1]), ("eps", EPS)):
             f.attrs[key] = np.float64(v)
         f.attrs["steps"] = np.int32(STEPS)
+        f.attrs["momentum_warmup"] = np.int32(MOMENTUM_WARMUP)
         f.attrs["model_file"] = np.bytes_(MODEL.encode("ascii"))
         f.attrs["generator"] = np.bytes_(("tests/reference/make_muon_reference.py, torch %s"
                                           % torch.__version__).encode("ascii"))

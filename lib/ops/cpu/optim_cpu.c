@@ -104,6 +104,7 @@ typedef struct {
     const float *g;
     const erase_optim_clock_t *clock;
     float lr_mult, momentum;
+    int64_t momentum_warmup;
 } muon_args_t;
 
 /* torch.lerp(a, b, t): a + t (b - a) for t < 0.5, else b - (b - a)(1 - t). */
@@ -123,7 +124,7 @@ ERASE_SIMD_CLONES static erase_status_t muon_k(const void *p)
     const int k = (int)(tall ? a->cols : a->rows), n = (int)(tall ? a->rows : a->cols);
     const size_t kn = (size_t)k * n;
     float *x = a->work, *x2 = x + kn, *am = x2 + kn, *bm = am + (size_t)k * k;
-    const float mu = a->momentum;
+    const float mu = erase_muon_momentum_at(a->momentum, a->momentum_warmup, a->clock->step);
     for (size_t i = 0; i < kn; i++) {
         a->buf[i] = lerp(a->buf[i], a->g[i], 1.0f - mu);
         float u = lerp(a->g[i], a->buf[i], mu);
@@ -276,10 +277,12 @@ erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, con
 
 erase_status_t erase_cpu_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w,
                                      const float *g, float *buf, float *work,
-                                     const erase_optim_clock_t *clock, float lr_mult, float momentum)
+                                     const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                     int64_t momentum_warmup)
 {
     muon_args_t a = { .rows = rows, .cols = cols, .w = w, .g = g, .buf = buf, .work = work,
-                      .clock = clock, .lr_mult = lr_mult, .momentum = momentum };
+                      .clock = clock, .lr_mult = lr_mult, .momentum = momentum,
+                      .momentum_warmup = momentum_warmup };
     LAUNCH(s, muon_k, a);
 }
 

@@ -137,10 +137,11 @@ __device__ inline float muon_lerp(float a, float b, float t)
  * on a non-finite step (the rest of the update is then skipped too). */
 __global__ void muon_momentum_kernel(size_t n, int64_t cols, int64_t wide, int tall, float *buf,
                                      const float *g, float *x, const erase_optim_clock_t *clock,
-                                     float mu)
+                                     float momentum, int64_t warmup)
 {
     if (clock->nonfinite)
         return;
+    float mu = erase_muon_momentum_at(momentum, warmup, clock->step);
     ERASE_CUDA_GRID_LOOP(i, n)
     {
         buf[i] = muon_lerp(buf[i], g[i], 1.0f - mu);
@@ -277,14 +278,14 @@ extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n
 extern "C" erase_status_t erase_cuda_op_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w,
                                                     const float *g, float *buf, float *work,
                                                     const erase_optim_clock_t *clock, float lr_mult,
-                                                    float momentum)
+                                                    float momentum, int64_t momentum_warmup)
 {
     int tall = rows > cols;
     int k = (int)(tall ? cols : rows), n = (int)(tall ? rows : cols);
     size_t kn = (size_t)k * n, kk = (size_t)k * k;
     float *x = work, *x2 = x + kn, *am = x2 + kn, *bm = am + kk, *sumsq = bm + kk;
     ERASE_CHECK(erase_cuda_launch_n(s, "muon momentum", muon_momentum_kernel, kn, cols, (int64_t)n, tall, buf,
-                                    g, x, clock, momentum));
+                                    g, x, clock, momentum, momentum_warmup));
     ERASE_CHECK(erase_memset_async(s, sumsq, 0, sizeof *sumsq));
     ERASE_CHECK(erase_cuda_op_sum_squares(s, kn, x, sumsq));
     ERASE_CHECK(erase_cuda_launch_n(s, "muon normalize", muon_normalize_kernel, kn, x, (const float *)sumsq));
