@@ -22,7 +22,7 @@ a tall one, the heads [3, 6] and [3, 12] and the biases take AdamW.
 
 Rerun from the repository root (needs torch, numpy, h5py):
 
-    /work/venv-torch/bin/python tests/reference/make_muon_reference.py
+    python3 tests/reference/make_muon_reference.py
 
 Deterministic (seeded numpy RNG, one torch thread, no HDF5 timestamps).
 
