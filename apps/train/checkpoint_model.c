@@ -17,6 +17,7 @@
  * its training was (not its data, layout, device or output). */
 static const char *const training_options[] = {
     "eval-fraction", "epochs", "steps", "optimizer", "lr", "momentum", "beta1", "beta2", "eps", "weight-decay",
+    "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr", "unembedding-lr", "vector-lr",
     "grad-clip", "embedding-optimizer", "embedding-lr", "warmup-steps", "lr-decay", "min-lr", "warmdown-fraction",
     "final-lr-fraction", "eval-every", "checkpoint-every",
     "keep-checkpoints", "seed", "shuffle", "shuffle-pool", "nonfinite", NULL

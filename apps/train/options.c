@@ -81,8 +81,20 @@ static const opt_def_t defs[] = {
       FROM_TO(0, INT64_MAX) },
     { "epochs", I(epochs), "1", "epochs over the training data", NULL, FROM_TO(1, INT_MAX) },
     { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
-    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
-    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, LR_RANGE },
+    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd | muon (Muon for hidden weight matrices, "
+      "AdamW for embedding matrices, heads and 1-d parameters, as nanochat; docs/muon.md)", "adamw|sgd|muon",
+      NO_BOUNDS },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up (muon: of the hidden matrices, "
+      "nanochat's matrix_lr)", NULL, LR_RANGE },
+    { "muon-momentum", D(muon_momentum), "0.95", "muon: momentum (Nesterov)", NULL, FROM_BELOW(0, 1) },
+    { "muon-momentum-warmup", I(muon_momentum_warmup), "0", "muon: steps over which the momentum rises linearly "
+      "from 0.85 to --muon-momentum (nanochat: 300); 0: none", NULL, FROM_TO(0, INT64_MAX) },
+    { "embedding-matrix-lr", D(embedding_matrix_lr), "0.2", "muon: AdamW rate of embedding matrices (gpt's wte, "
+      "wpe; nanochat's embedding_lr), following the schedule as --lr does", NULL, LR_RANGE },
+    { "unembedding-lr", D(unembedding_lr), "0.004", "muon: AdamW rate of heads (nanochat's unembedding_lr), "
+      "following the schedule as --lr does", NULL, LR_RANGE },
+    { "vector-lr", D(vector_lr), "0.004", "muon: AdamW rate of 1-d parameters (biases, norm gains), following "
+      "the schedule as --lr does", NULL, LR_RANGE },
     { "momentum", D(momentum), "0.9", "sgd momentum", NULL, FROM_BELOW(0, 1) },
     { "beta1", D(beta1), "0.9", "adamw: decay rate of the gradient's running mean", NULL, FROM_BELOW(0, 1) },
     { "beta2", D(beta2), "0.999", "adamw: decay rate of the squared gradient's running mean", NULL, FROM_BELOW(0, 1) },
@@ -457,9 +469,15 @@ static erase_status_t check_together(const train_options_t *o)
                                decay_option[i].name, decay_option[i].decay, o->lr_decay);
     static const char *const adamw_option[] = { "beta1", "beta2", "eps" };
     for (size_t i = 0; i < sizeof adamw_option / sizeof adamw_option[0]; i++)
-        if (train_options_given(o, adamw_option[i]) && strcmp(o->optimizer, "adamw"))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer adamw (this run's is %s)",
+        if (train_options_given(o, adamw_option[i]) && !strcmp(o->optimizer, "sgd"))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer adamw or muon (this run's is %s)",
                                adamw_option[i], o->optimizer);
+    static const char *const muon_option[] = { "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr",
+                                               "unembedding-lr", "vector-lr" };
+    for (size_t i = 0; i < sizeof muon_option / sizeof muon_option[0]; i++)
+        if (train_options_given(o, muon_option[i]) && strcmp(o->optimizer, "muon"))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer muon (this run's is %s)",
+                               muon_option[i], o->optimizer);
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     if (pipeline && o->pp == 1) /* it would train as data parallel with early backward off */

@@ -40,10 +40,13 @@ typedef struct {
     int64_t global_batch;       /* samples per step over all ranks; 0: batch x ranks */
     int64_t epochs;
     int64_t steps;              /* 0: epochs decide */
-    char optimizer[16];         /* adamw | sgd */
+    char optimizer[16];         /* adamw | sgd | muon */
     double lr;
     double momentum;
-    double beta1, beta2, eps;   /* adamw */
+    double beta1, beta2, eps;   /* adamw (and muon's AdamW groups) */
+    double muon_momentum;       /* muon */
+    int64_t muon_momentum_warmup; /* muon: steps of the momentum warm-up from 0.85 (0: none) */
+    double embedding_matrix_lr, unembedding_lr, vector_lr; /* muon: its AdamW groups' rates */
     double weight_decay;
     double grad_clip;           /* max norm of each sub-graph's dense gradient; 0: off */
     char embedding_optimizer[24]; /* rowwise_adagrad | sgd */

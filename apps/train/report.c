@@ -58,7 +58,8 @@ static void print_blas_note(const run_t *r)
 static void print_unused_notes(const train_options_t *o)
 {
     if (train_options_given(o, "momentum") && strcmp(o->optimizer, "sgd"))
-        printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's)\n", o->momentum, o->optimizer);
+        printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's%s)\n", o->momentum, o->optimizer,
+               strcmp(o->optimizer, "muon") ? "" : "; muon's is --muon-momentum");
     if (o->side_streams != 1 && !strcmp(o->early_backward, "off"))
         printf("note   --side-streams %lld: unused with --early-backward off (side streams run early block "
                "backwards)\n", (long long)o->side_streams);

@@ -56,16 +56,10 @@ tap $? "resumed from ckpt-6.h5 without the betas: they come from the checkpoint,
 [ $rc = 0 ] && [ $c = 0 ] || { show "$out"; show "$dir/cmp-resumed.out"; }
 
 # ---- settings refused, naming the option (usage status 2)
-refused() {
-    want=$1; shift
-    out=$dir/refused.out
-    train 1 --steps 2 "$@"
-    [ $rc = 2 ] && grep -q -F "erase-train: $want" "$out"
-}
 refused "--min-lr 0.1 above --lr 0.01: cosine decays from --lr to --min-lr" --lr 0.01 --min-lr 0.1
 tap $? "--min-lr above --lr: refused (status $rc)"
 [ $rc = 2 ] || show "$out"
 refused "--warmdown-fraction: only with --lr-decay wsd (this run's is cosine)" --warmdown-fraction 0.3
 tap $? "--warmdown-fraction with cosine: refused (status $rc)"
-refused "--beta2: only with --optimizer adamw (this run's is sgd)" --optimizer sgd --beta2 0.95
+refused "--beta2: only with --optimizer adamw or muon (this run's is sgd)" --optimizer sgd --beta2 0.95
 tap $? "--beta2 with sgd: refused (status $rc)"
