@@ -39,6 +39,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-resume-model.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
 # --lr-decay wsd as nanochat, cosine to --min-lr, AdamW --beta1 --beta2 --eps taken on resume (issue 34)
 CKPT_TEST_DRIVERS += tests/ckpt/test-lr-schedule.sh
+# --accumulate for data parallelism: the large batch within 1e-6, every mode and a resume bitwise (issue 34)
+CKPT_TEST_DRIVERS += tests/ckpt/test-accumulate.sh
 # a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
 # Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)
