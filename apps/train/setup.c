@@ -408,6 +408,9 @@ erase_status_t run_open_readers(run_t *r)
         return ERASE_ERROR(st, "%s %s: %s%s", run_data_option(r, !o->train[0]), train_list, why, batch);
     }
     erase_reader_options_t eo = ro;
+    int64_t A = o->eval_only ? 1 : train_options_micro_steps(o);
+    if (A > 1) /* the network holds one micro-batch per rank: evaluations take as many */
+        eo.global_batch = (r->rank_batch + A - 1) / A * r->w->dp_size;
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
@@ -575,15 +578,21 @@ erase_status_t run_setup_training(run_t *r)
     if (fill >= 1 && fill < r->rank_batch)
         r->rank_batch = fill;
     /* a pipeline's slots hold one micro-batch, ceil(rank batch / M); its
-     * network (the optimizer's parameters) evaluates a rank batch at once */
+     * network (the optimizer's parameters) evaluates a rank batch at once.
+     * Data parallel --accumulate A: the network holds one micro-batch,
+     * ceil(rank batch / A), and at least an evaluation batch (their
+     * reader's, run_open_readers) */
     int pipeline = train_options_pipeline(o);
-    int64_t M = train_options_micro_batches(o);
+    int64_t M = train_options_micro_batches(o), A = o->eval_only ? 1 : train_options_micro_steps(o);
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
+    int64_t net_batch = A > 1 ? (r->rank_batch + A - 1) / A : r->rank_batch;
+    if (A > 1 && eval_fill > net_batch)
+        net_batch = eval_fill < r->rank_batch ? eval_fill : r->rank_batch;
     if (r->emb.tables) /* sharded tables: this rank's rows only */
         TRY(erase_network_create_placed(r->dev, &r->cfg, (int)r->rank_batch, r->emb.plan, r->emb.tables,
                                         erase_comm_rank(erase_emb_comm()), &r->net));
     else
-        TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
+        TRY(erase_network_create(r->dev, &r->cfg, (int)net_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;

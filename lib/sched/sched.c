@@ -14,6 +14,7 @@
 #include "lib/sched/reduce.h"
 #include "lib/sched/trace.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,9 +311,9 @@ erase_status_t erase_sched_step(erase_sched_t *sc, const erase_batch_t *batch)
     int A = sc->accumulate, n = batch->size;
     if (A == 1)
         ERASE_CHECK(micro_step(sc, batch, 0, 0, n, eager));
-    else if (n < A || n > erase_network_max_batch(sc->net))
+    else if (n < A || n > A * sc->micro_size)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: a step of %d samples in %d micro-steps (expected %d to %d)",
-                           n, A, A, erase_network_max_batch(sc->net));
+                           n, A, A, A * sc->micro_size);
     for (int m = 0; A > 1 && m < A; m++) {
         /* micro-batch m: samples [floor(m n / A), floor((m+1) n / A)), its
          * loss scaled by its share of the step's mean */
@@ -392,28 +393,28 @@ void erase_sched_print_plan(const erase_sched_t *sc, FILE *out)
 
 /* ---- life cycle ------------------------------------------------------------ */
 
-/* --accumulate A > 1: the replica of micro-batches of ceil(max_batch / A)
- * samples that runs the micro-steps, the accumulator of their gradients,
- * the step's losses and head outputs. */
+/* --accumulate A > 1: the replica of micro-batches of the network's
+ * max_batch samples that runs the micro-steps, the accumulator of their
+ * gradients, the step's losses and head outputs (of up to A micro-batches). */
 static erase_status_t accumulate_create(erase_sched_t *sc, int blocks)
 {
-    int A = sc->accumulate, max = erase_network_max_batch(sc->net);
-    sc->micro_size = (max + A - 1) / A;
+    int A = sc->accumulate;
+    sc->micro_size = erase_network_max_batch(sc->net);
     if (A == 1)
         return ERASE_OK;
     if (sc->o.shard)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: accumulating %d micro-steps with sharded embedding tables "
                            "(their lookups are the network's own, not a replica's: not built)", A);
-    if (A > max)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d micro-steps of a step of at most %d samples (a "
-                           "micro-batch holds at least one)", A, max);
+    if ((int64_t)A * sc->micro_size > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d micro-steps of %d samples: more than %d in a step", A,
+                           sc->micro_size, INT_MAX);
     ERASE_CHECK(erase_network_create_replica(sc->net, sc->micro_size, &sc->micro_net));
     ERASE_CHECK(sched_accum_create(sc->net, 0, blocks, A, sc->micro_size, &sc->accum));
     erase_network_head_output(sc->net, blocks - 1, &sc->out_width);
     ERASE_CHECK(erase_malloc(sc->dev, sizeof(float) * (size_t)blocks, (void **)&sc->losses));
     size_t bytes;
-    if (!erase_bytes(sizeof(float), max, sc->out_width, &bytes))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: head outputs of %d samples overflow", max);
+    if (!erase_bytes(sizeof(float), (int64_t)A * sc->micro_size, sc->out_width, &bytes))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: head outputs of %d x %d samples overflow", A, sc->micro_size);
     ERASE_CHECK(erase_malloc(sc->dev, bytes ? bytes : 1, (void **)&sc->outputs));
     return ERASE_OK;
 }

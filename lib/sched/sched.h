@@ -52,10 +52,11 @@ typedef struct {
     struct erase_embed_shard *shard; /* sharded embedding tables (lib/sched/embed_shard.h), whose
                                  * gradients go to their owners over dp; NULL: replicated */
     int accumulate;             /* A >= 1 micro-steps per optimizer step (0: 1), each a
-                                 * forward and backward of ceil(max_batch / A) samples on a
-                                 * replica of the network, their gradients summed (the loss
-                                 * a mean over the step's samples); the reduction, clipping,
-                                 * update and clock follow the last. Not with `shard` */
+                                 * forward and backward of up to the network's max_batch
+                                 * samples on a replica of it, their gradients summed (the
+                                 * loss a mean over the step's samples); the reduction,
+                                 * clipping, update and clock follow the last. Not with
+                                 * `shard` */
     int trace;                  /* mark every op's range and enable the device's trace log
                                  * (262,144 records) for erase_sched_trace_collect; on a
                                  * CUDA device the ranges are always marked (NVTX: block
@@ -95,7 +96,7 @@ void erase_sched_destroy(erase_sched_t *sched);
  * or per the data loader's events). In graph mode every step must pass the
  * same buffers as the first (ERASE_ERR_INVALID otherwise: the graph holds
  * their addresses). With accumulate A > 1, micro-step m takes samples
- * [floor(m n / A), floor((m+1) n / A)) of the batch's n (A <= n <= the
+ * [floor(m n / A), floor((m+1) n / A)) of the batch's n (A <= n <= A x the
  * network's max_batch, else ERASE_ERR_INVALID), its loss scaled by its
  * share of n (1 / A for equal shares: exact, a power of two when A is).
  */
