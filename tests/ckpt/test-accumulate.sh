@@ -23,7 +23,7 @@ setup_data
 ctr_model "$dir/ctr.cfg"
 setup_gpt "$dir/gpt.cfg" "cuts = [1];"
 setup_mnist "$dir/mlp.cfg"
-echo "1..11"
+echo "1..12"
 
 # run MODEL NP ARGS...: 6 steps of MODEL (ctr, gpt, mlp) on NP ranks, one
 # BLAS thread per stream (the same GEMM kernels in every run); $out, $rc
@@ -94,6 +94,17 @@ c=$?
 [ $r1 = 0 ] && [ $rc = 0 ] && [ $c = 0 ]
 tap $? "ctr on 2 ranks, --accumulate 2: resumed from step 4, ckpt-8.h5 bitwise equal to the uninterrupted run (status $r1 $rc, compare $c)"
 [ $c = 0 ] || { show "$out"; show "$dir/cmp-resumed.out"; }
+
+# the same resume without --batch and --accumulate: both taken from the
+# checkpoint's run, the same micro-steps, bitwise the same end
+mkdir "$dir/taken" && cp "$dir/whole/ckpt-4.h5" "$dir/taken/"
+out=$dir/taken.out
+train 2 --steps 8 --checkpoint-every 4 --keep-checkpoints 3 --checkpoint-dir "$dir/taken" --resume auto
+tests/ckpt/ckpt-tool compare "$dir/whole/ckpt-8.h5" "$dir/taken/ckpt-8.h5" >"$dir/cmp-taken.out" 2>&1
+c=$?
+[ $rc = 0 ] && [ $c = 0 ] && grep -q "^note   taken from the run of .*: .*accumulate 2; global-batch 24$" "$out"
+tap $? "resumed without --batch and --accumulate: taken from the checkpoint, ckpt-8.h5 bitwise equal (status $rc, compare $c)"
+[ $rc = 0 ] && [ $c = 0 ] || { show "$out"; show "$dir/cmp-taken.out"; }
 
 # ---- --nonfinite skip counts optimizer steps (the first step makes the
 # embeddings overflow): each later step skipped once, the windows of 2
