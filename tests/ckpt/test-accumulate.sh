@@ -38,16 +38,20 @@ run() {
 
 # ---- (a) --accumulate 4 --batch B against --batch 4B
 for case in "ctr 1 8" "ctr 2 8" "gpt 1 2" "gpt 2 2" "mlp 1 8"; do
+    # shellcheck disable=SC2086 # the case's words
     set -- $case
     model=$1 np=$2 b=$3 name=$1-np$2
     out=$dir/$name-acc.out
     sgd="--optimizer sgd --embedding-optimizer sgd"
+    # shellcheck disable=SC2086 # $sgd: options
     run "$model" "$np" $sgd --batch "$b" --accumulate 4 --checkpoint-dir "$dir/$name-acc" --metrics "$dir/$name.jsonl"
     r1=$rc
     out=$dir/$name-big.out
+    # shellcheck disable=SC2086
     run "$model" "$np" $sgd --batch $((4 * b)) --checkpoint-dir "$dir/$name-big"
     r2=$rc
     out=$dir/$name-small.out
+    # shellcheck disable=SC2086
     run "$model" "$np" $sgd --batch "$b" --checkpoint-dir "$dir/$name-small"
     r3=$rc
     tests/ckpt/ckpt-tool compare --within 1e-6 "$dir/$name-acc/ckpt-6.h5" "$dir/$name-big/ckpt-6.h5" >"$dir/$name.cmp" 2>&1
@@ -84,10 +88,12 @@ for mode in $bad; do show "$dir/mode-$mode.cmp"; done
 # ---- (c) resume at an optimizer-step boundary: bitwise the whole run
 ARGS="--steps 8 --batch 6 --accumulate 2 --checkpoint-every 4 --keep-checkpoints 3"
 out=$dir/whole.out
+# shellcheck disable=SC2086 # $ARGS: options
 train 2 $ARGS --checkpoint-dir "$dir/whole"
 r1=$rc
 mkdir "$dir/resumed" && cp "$dir/whole/ckpt-4.h5" "$dir/resumed/"
 out=$dir/resumed.out
+# shellcheck disable=SC2086
 train 2 $ARGS --checkpoint-dir "$dir/resumed" --resume auto
 tests/ckpt/ckpt-tool compare "$dir/whole/ckpt-8.h5" "$dir/resumed/ckpt-8.h5" >"$dir/cmp-resumed.out" 2>&1
 c=$?
