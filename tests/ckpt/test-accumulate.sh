@@ -14,10 +14,12 @@
 # but with --batch B must be further away. (a) trains with SGD: AdamW's
 # division by sqrt(v) turns a 1-ulp difference of a gradient element near
 # 0 into a different step (1.9e-6 relative after 6 steps of ctr), which
-# says nothing about the sums. Bitwise, as for every step
-# without accumulation: (b) the four --early-backward modes (equal
-# --blas-threads), with clipping; (c) a resumed run. (d) settings that
-# cannot accumulate are refused in one line with status 2.
+# says nothing about the sums. Bitwise, as for every step without
+# accumulation: (b) the four --early-backward modes (equal --blas-threads),
+# with clipping, reducing and updating early or at the end; (c) a resumed
+# run, with and without the options given again. --nonfinite skip counts
+# optimizer steps. (d) Settings that cannot accumulate are refused in one
+# line with status 2.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
 ctr_model "$dir/ctr.cfg"
@@ -71,18 +73,23 @@ done
 # ---- (b) every early-backward mode: bitwise the same parameters, with
 # clipping, on 2 ranks, gpt with a cut (its first block's backward
 # overlaps the second's forward)
-for mode in off blocking async graph; do
+# (graph-end: graph mode with --reduce end --update end)
+for mode in off blocking async graph graph-end; do
     out=$dir/mode-$mode.out
-    run gpt 2 --batch 2 --accumulate 3 --grad-clip 0.05 --early-backward "$mode" --checkpoint-dir "$dir/mode-$mode"
+    case $mode in
+    *-end) set -- --early-backward "${mode%-end}" --reduce end --update end ;;
+    *) set -- --early-backward "$mode" ;;
+    esac
+    run gpt 2 --batch 2 --accumulate 3 --grad-clip 0.05 "$@" --checkpoint-dir "$dir/mode-$mode"
     echo "$rc" >"$dir/mode-$mode.rc"
 done
 bad=""
-for mode in blocking async graph; do
+for mode in blocking async graph graph-end; do
     tests/ckpt/ckpt-tool compare "$dir/mode-off/ckpt-6.h5" "$dir/mode-$mode/ckpt-6.h5" >"$dir/mode-$mode.cmp" 2>&1 ||
         bad="$bad $mode"
 done
-[ "$(cat "$dir"/mode-*.rc | tr -d '\n')" = 0000 ] && [ -z "$bad" ]
-tap $? "--accumulate 3 --grad-clip: off, blocking, async and graph bitwise equal on 2 ranks (different:${bad:- none})"
+[ "$(cat "$dir"/mode-*.rc | tr -d '\n')" = 00000 ] && [ -z "$bad" ]
+tap $? "--accumulate 3 --grad-clip: off, blocking, async, graph and graph with --reduce end --update end bitwise equal on 2 ranks (different:${bad:- none})"
 for mode in $bad; do show "$dir/mode-$mode.cmp"; done
 
 # ---- (c) resume at an optimizer-step boundary: bitwise the whole run
