@@ -260,7 +260,8 @@ static erase_status_t issue_plan(erase_sched_t *sc, const erase_batch_t *batch, 
 static int same_batch(const erase_batch_t *a, const erase_batch_t *b)
 {
     return a->size == b->size && a->dense == b->dense && a->sparse == b->sparse &&
-           a->label == b->label && a->features == b->features && a->classes == b->classes;
+           a->label == b->label && a->features == b->features && a->classes == b->classes &&
+           a->tokens == b->tokens && a->targets == b->targets;
 }
 
 /* Enqueue micro-step m (samples [first, first + batch->size) of a step of
