@@ -58,7 +58,7 @@ lib_liberase_a_SOURCES += lib/nn/batch.c
 lib_liberase_a_SOURCES += \
 	lib/ops/cpu/sparse_cpu.c lib/ops/cpu/shard_cpu.c \
 	lib/sched/sched.c lib/sched/sched.h \
-	lib/sched/plan.c lib/sched/plan.h \
+	lib/sched/plan.c lib/sched/plan.h lib/sched/grad_accum.c lib/sched/grad_accum.h \
 	lib/sched/reduce.c lib/sched/reduce.h lib/sched/embed_shard.c lib/sched/embed_shard.h \
 	lib/sched/trace.c lib/sched/trace.h \
 	lib/sched/scale.c lib/sched/scale.h

@@ -307,6 +307,9 @@ erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out
     snprintf(ck->schedule, sizeof ck->schedule, "early_backward %s, reduce %s, update %s, side_streams %lld, "
              "global batch %lld over %d ranks", o->early_backward, o->reduce, o->update, (long long)o->side_streams,
              (long long)env->global_batch, env->w->dp_size);
+    if (train_options_micro_steps(o) > 1) /* data parallel --accumulate */
+        snprintf(ck->schedule + strlen(ck->schedule), sizeof ck->schedule - strlen(ck->schedule),
+                 " in %lld micro-steps per rank", (long long)train_options_micro_steps(o));
     if (env->stage_first) /* the pipeline: schedule, M, a, as run (auto and 0 resolved) */
         snprintf(ck->schedule + strlen(ck->schedule), sizeof ck->schedule - strlen(ck->schedule),
                  "; pipeline %s, %lld micro-batches, accumulate %lld", train_options_schedule(o),

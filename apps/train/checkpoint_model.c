@@ -105,6 +105,19 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
                              o->resume[0] ? o->resume : o->init_from, why);
         }
     }
+    /* data parallel: the micro-steps of its optimizer steps (a pipeline's
+     * --accumulate is its layout's, train_ckpt_layout_adopt) */
+    static const char *const micro_steps_option[] = { "accumulate", NULL };
+    char micro[64] = "";
+    if (st == ERASE_OK && m->options && m->pp_size <= 1 && !train_options_pipeline(o) &&
+        train_options_adopt(o, m->options, micro_steps_option, micro, sizeof micro) != ERASE_OK) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "--%s %s: %s", o->resume[0] ? "resume" : "init-from",
+                         o->resume[0] ? o->resume : o->init_from, why);
+    }
+    if (micro[0])
+        snprintf(taken + strlen(taken), sizeof taken - strlen(taken), "%s%s", taken[0] ? "; " : "", micro);
     char pool[32];
     if (st == ERASE_OK && m->options && !train_options_given(o, "shuffle-pool") &&
         train_options_value(m->options, "shuffle_pool", pool, sizeof pool) != 0 && o->shuffle_pool != 1) {

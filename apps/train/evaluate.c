@@ -15,10 +15,11 @@ erase_status_t run_load_batch(run_t *r, const erase_reader_batch_t *b)
     return r->task->load(r->ts, run_main_stream(r), b, &r->batch);
 }
 
-erase_status_t run_read_outputs(run_t *r, int n)
+erase_status_t run_read_outputs(run_t *r, int n, int step)
 {
     int width;
-    const float *z = erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &width);
+    const float *z = step ? erase_sched_head_output(r->sched, &width)
+                          : erase_network_head_output(r->net, erase_network_blocks(r->net) - 1, &width);
     erase_stream_t *s = run_main_stream(r);
     TRY(erase_memcpy_async(s, r->outputs, z, (size_t)n * (size_t)width * sizeof(float)));
     TRY(erase_stream_synchronize(s));
@@ -63,7 +64,7 @@ erase_status_t run_evaluate(run_t *r)
             st = erase_network_forward_predict(r->net, s, &none);
         }
         if (b.size > 0 && st == ERASE_OK && !r->pipe)
-            st = run_read_outputs(r, (int)b.size);
+            st = run_read_outputs(r, (int)b.size, 0);
         if (b.size > 0 && st == ERASE_OK && run_has_outputs(r))
             r->task->add(r->ts, TRAIN_TASK_EVAL, r->outputs, r->width, &b);
         if (r->score && st == ERASE_OK) /* collective: every global batch, an empty share too */

@@ -21,7 +21,7 @@
  * stream's wall). */
 static erase_status_t read_losses(run_t *r, float *losses)
 {
-    return r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_network_read_losses(r->net, losses);
+    return r->pipe ? erase_pipe_read_losses(r->pipe, losses) : erase_sched_read_losses(r->sched, losses);
 }
 
 /* A step whose gradients were not finite updated nothing (lib/sched);
@@ -178,7 +178,7 @@ static erase_status_t finish_step(run_t *r)
     r->window_global += b->global_size;
     TRY(check_nonfinite(r));
     if (!r->pipe)
-        TRY(run_read_outputs(r, (int)b->size));
+        TRY(run_read_outputs(r, (int)b->size, 1));
     const erase_reader_batch_t *scored = b; /* the batch the outputs are of */
     if (r->behind) {
         TRY(train_batch_ring_push(r->behind, b));

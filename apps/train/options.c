@@ -71,16 +71,19 @@ static const opt_def_t defs[] = {
     { "micro-batches", I(micro_batches), "0", "pipeline micro-batches per global batch (0: --pp)", NULL,
       FROM_TO(0, 65536) },
     { "accumulate", I(accumulate), "0", "paci: backwards each stage accumulates per optimizer step "
-      "(0: --micro-batches); drift at stage s <= ceil((P-1-s)/a)", NULL, FROM_TO(0, 65536) },
+      "(0: --micro-batches); drift at stage s <= ceil((P-1-s)/a). Data parallel (no pipeline): micro-steps "
+      "of --batch per optimizer step, gradients summed (global batch = accumulate x batch x ranks; --steps, "
+      "--log-every and --checkpoint-every count optimizer steps; docs/accumulate.md); 0: 1", NULL,
+      FROM_TO(0, 65536) },
     { "stages", S(stages), "even", "pipeline stage boundaries: even | auto (balanced by measured block times) | "
       "the first block of each stage, e.g. 0,3", NULL, NO_BOUNDS },
     { "cuts", S(cuts), "", "override the model's cuts: all | none | boundaries like 1,3", NULL, NO_BOUNDS },
-    { "batch", I(batch), "256", "samples per rank per step (global batch = batch x data-parallel ranks: ranks / --pp)", NULL, FROM_TO(1, INT_MAX) },
+    { "batch", I(batch), "256", "samples per rank per step, or per micro-step with --accumulate (global batch = batch x data-parallel ranks: ranks / --pp)", NULL, FROM_TO(1, INT_MAX) },
     { "global-batch", I(global_batch), "0", "samples per step over all ranks, instead of --batch: the same on any "
       "number of ranks (rank r of D takes [floor(rN/D), floor((r+1)N/D))); 0: --batch x ranks", NULL,
       FROM_TO(0, INT64_MAX) },
     { "epochs", I(epochs), "1", "epochs over the training data", NULL, FROM_TO(1, INT_MAX) },
-    { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
+    { "steps", I(steps), "0", "stop after this many (optimizer) steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
     { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd | muon (Muon for hidden weight matrices, "
       "AdamW for embedding matrices, heads and 1-d parameters, as nanochat; docs/muon.md)", "adamw|sgd|muon",
       NO_BOUNDS },
@@ -393,6 +396,11 @@ int64_t train_options_accumulate(const train_options_t *o)
     return !strcmp(o->schedule, "paci") && o->accumulate ? o->accumulate : train_options_micro_batches(o);
 }
 
+int64_t train_options_micro_steps(const train_options_t *o)
+{
+    return !train_options_pipeline(o) && o->accumulate > 1 ? o->accumulate : 1;
+}
+
 /* Settings that parse one by one but cannot be used as given, each naming
  * its options (usage errors, found before MPI start-up). */
 static erase_status_t check_together(const train_options_t *o)
@@ -439,9 +447,10 @@ static erase_status_t check_together(const train_options_t *o)
                            "the data-parallel scheduler; a pipeline stage's executor has its own order "
                            "(docs/pipelines.md)", strcmp(o->reduce, "early") ? "reduce end"
                            : strcmp(o->update, "early") ? "update end" : "side-streams", schedule);
-    if (!strcmp(o->schedule, "paci") ? 0 : o->accumulate)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: only with --schedule paci (gpipe, 1f1b "
-                           "and local update once per step)", (long long)o->accumulate);
+    if (pipeline && strcmp(schedule, "paci") && o->accumulate)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld with --schedule %s: gpipe, 1f1b and local update "
+                           "once per step over their --micro-batches (--accumulate: paci's backwards per update, or "
+                           "data-parallel micro-steps without a pipeline)", (long long)o->accumulate, schedule);
     /* a block's early update would apply before a later block's gradient
      * of the same step is found non-finite: that step could not be skipped */
     if (!strcmp(o->nonfinite, "skip") && strcmp(o->update, "end") && strcmp(o->early_backward, "off"))
@@ -452,6 +461,10 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s with a pipeline (--pp %lld, --schedule %s): sharded "
                            "tables with pipelines are not built yet; drop --pp and --schedule, or use --embeddings "
                            "replicated", o->embeddings, (long long)o->pp, schedule);
+    if (sharded && !pipeline && o->accumulate > 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld with --embeddings %s: micro-steps over sharded "
+                           "tables are not built; use --embeddings replicated, or one step of the whole batch",
+                           (long long)o->accumulate, o->embeddings);
     if (o->resume[0] && o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s and --init-from %s: give one (resume continues a run, "
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);

@@ -98,6 +98,9 @@ int train_options_pipeline(const train_options_t *o);
  * 1f1b: M). */
 int64_t train_options_micro_batches(const train_options_t *o);
 int64_t train_options_accumulate(const train_options_t *o);
+/* Data parallel (no pipeline): the micro-steps of --batch per optimizer
+ * step, --accumulate (0: 1); a pipeline: 1. */
+int64_t train_options_micro_steps(const train_options_t *o);
 
 /*
  * Parse argv (and the run file it names with --config, read first), then

@@ -361,9 +361,13 @@ void run_summary(run_t *r)
         cuts += erase_network_is_cut(r->net, b);
     double wait = erase_reader_wait_seconds(r->train);
     printf("%s\nerase-train summary\n", r->tty ? "\r\033[K" : "");
-    printf("  model      %s, %d blocks, %d cut%s; %d rank%s (%s), global batch %.0f\n",
-           erase_model_config_name(&r->cfg), blocks, cuts, cuts == 1 ? "" : "s", r->w->size,
-           r->w->size == 1 ? "" : "s", r->pipe ? "pipeline" : "data parallel", global);
+    int64_t micro_steps = train_options_micro_steps(o);
+    printf("  model      %s, %d blocks, %d cut%s; %d rank%s (%s), global batch %.0f", erase_model_config_name(&r->cfg),
+           blocks, cuts, cuts == 1 ? "" : "s", r->w->size, r->w->size == 1 ? "" : "s",
+           r->pipe ? "pipeline" : "data parallel", global);
+    if (micro_steps > 1) /* --accumulate: the optimizer step's micro-steps on each rank */
+        printf(" in %lld micro-steps per rank", (long long)micro_steps);
+    printf("\n");
     if (r->pipe) {
         if (stages)
             train_pipeline_print(stages, &r->pipe_o, &r->stages, r->w, r->metrics, r->step, r->samples_seen);

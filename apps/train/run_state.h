@@ -226,8 +226,11 @@ erase_status_t run_check_outputs(const run_t *r);
  * for the next batch, so the copy has run by then. */
 erase_status_t run_load_batch(run_t *r, const erase_reader_batch_t *b);
 
-/* Host copy of the last block's head output [n, width] (after the stream finished). */
-erase_status_t run_read_outputs(run_t *r, int n);
+/* Host copy of the last block's head output [n, width] (after the stream
+ * finished): of the training step just finished when `step` (the
+ * scheduler's: with --accumulate gathered over its micro-steps), else of
+ * the network's last forward (evaluation). */
+erase_status_t run_read_outputs(run_t *r, int n, int step);
 
 /* Sum the task's metric words of `part` over the data-parallel ranks, in
  * place, and summarize them. */

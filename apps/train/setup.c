@@ -263,12 +263,13 @@ static erase_status_t split_inputs(const char *opt, const char *text, char *buf,
 static erase_status_t batch_shares(run_t *r)
 {
     const train_options_t *o = r->o;
-    int64_t d = r->w->dp_size;
-    if (o->global_batch == 0) {
-        if (!erase_mul_i64(o->batch, d, &r->global_batch))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x %lld ranks: the global batch is more than %lld",
-                               (long long)o->batch, (long long)d, (long long)INT64_MAX);
-        r->rank_batch = o->batch;
+    int64_t d = r->w->dp_size, A = train_options_micro_steps(o);
+    if (o->global_batch == 0) { /* --accumulate A: A micro-batches of --batch per rank */
+        if (!erase_mul_i64(o->batch, A, &r->rank_batch) || r->rank_batch > INT_MAX ||
+            !erase_mul_i64(r->rank_batch, d, &r->global_batch))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--batch %lld x --accumulate %lld x %lld ranks: the global batch "
+                               "is more than %lld, or a rank's more than %d", (long long)o->batch, (long long)A,
+                               (long long)d, (long long)INT64_MAX, INT_MAX);
         return ERASE_OK;
     }
     r->global_batch = o->global_batch;
@@ -298,6 +299,12 @@ erase_status_t run_batch_sizes(run_t *r)
     const train_options_t *o = r->o;
     TRY(batch_shares(r));
     int64_t least = r->global_batch / r->w->dp_size, M = train_options_micro_batches(o);
+    int64_t A = train_options_micro_steps(o);
+    if (A > least)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--accumulate %lld: more micro-steps than the %lld samples of a "
+                           "data-parallel rank's share of each global batch (%lld over %d rank%s): a micro-batch "
+                           "holds at least one", (long long)A, (long long)least, (long long)r->global_batch,
+                           r->w->dp_size, r->w->dp_size == 1 ? "" : "s");
     if (train_options_pipeline(o) && M > least && !o->micro_batches) /* the default: one per stage */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--%s %lld: %lld sample%s per data-parallel rank, fewer than the "
                            "pipeline's %lld micro-batches (--micro-batches not given: one per stage of --pp %lld); "
@@ -401,6 +408,9 @@ erase_status_t run_open_readers(run_t *r)
         return ERASE_ERROR(st, "%s %s: %s%s", run_data_option(r, !o->train[0]), train_list, why, batch);
     }
     erase_reader_options_t eo = ro;
+    int64_t A = o->eval_only ? 1 : train_options_micro_steps(o);
+    if (A > 1) /* the network holds one micro-batch per rank: evaluations take as many */
+        eo.global_batch = (r->rank_batch + A - 1) / A * r->w->dp_size;
     eo.shuffle = 0;
     eo.drop_last = 0;
     eo.part = o->eval[0] ? ERASE_READER_PART_ALL : ERASE_READER_PART_EVAL;
@@ -489,6 +499,7 @@ static erase_status_t setup_sched(run_t *r, int mode, int reduce, int update)
     so.blas_threads = (int)o->blas_threads;
     so.dp = erase_dp_comm();
     so.trace = o->trace[0] != 0;
+    so.accumulate = o->eval_only ? 1 : (int)train_options_micro_steps(o);
     if (r->emb.tables) {
         TRY(erase_embed_shard_create(r->net, erase_emb_comm(), r->emb.plan, r->emb.tables, &r->shard));
         so.shard = r->shard;
@@ -567,15 +578,21 @@ erase_status_t run_setup_training(run_t *r)
     if (fill >= 1 && fill < r->rank_batch)
         r->rank_batch = fill;
     /* a pipeline's slots hold one micro-batch, ceil(rank batch / M); its
-     * network (the optimizer's parameters) evaluates a rank batch at once */
+     * network (the optimizer's parameters) evaluates a rank batch at once.
+     * Data parallel --accumulate A: the network holds one micro-batch,
+     * ceil(rank batch / A), and at least an evaluation batch (their
+     * reader's, run_open_readers) */
     int pipeline = train_options_pipeline(o);
-    int64_t M = train_options_micro_batches(o);
+    int64_t M = train_options_micro_batches(o), A = o->eval_only ? 1 : train_options_micro_steps(o);
     int micro = (int)(pipeline ? (r->rank_batch + M - 1) / M : r->rank_batch);
+    int64_t net_batch = A > 1 ? (r->rank_batch + A - 1) / A : r->rank_batch;
+    if (A > 1 && eval_fill > net_batch)
+        net_batch = eval_fill < r->rank_batch ? eval_fill : r->rank_batch;
     if (r->emb.tables) /* sharded tables: this rank's rows only */
         TRY(erase_network_create_placed(r->dev, &r->cfg, (int)r->rank_batch, r->emb.plan, r->emb.tables,
                                         erase_comm_rank(erase_emb_comm()), &r->net));
     else
-        TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
+        TRY(erase_network_create(r->dev, &r->cfg, (int)net_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
     oc.dense = dense == 0 ? ERASE_OPTIM_SGD : dense == 1 ? ERASE_OPTIM_ADAMW : ERASE_OPTIM_MUON;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;

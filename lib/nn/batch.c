@@ -1,6 +1,7 @@
 /*
  * Batches as device arrays: which fields a model reads and their widths,
- * buffers for a batch and sample-range copies (pipelines' micro-batches).
+ * buffers for a batch, sample-range copies (pipelines' micro-batches) and
+ * views (the data-parallel scheduler's --accumulate micro-batches).
  */
 #include "lib/nn/network.h"
 
@@ -71,22 +72,44 @@ void erase_network_batch_free(erase_network_t *net, erase_batch_t *batch)
     memset(batch, 0, sizeof *batch);
 }
 
-erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s, const erase_batch_t *src,
-                                        int first, int count, erase_batch_t *dst)
+/* Samples [first, first + count) of src: a range inside it, every field
+ * the model reads present. */
+static erase_status_t check_range(const erase_batch_t *src, int first, int count, const field_t *f, int n)
 {
     if (first < 0 || count < 0 || first > src->size - count)
         return ERASE_ERROR(ERASE_ERR_INVALID, "batch: samples [%d, %d) of a batch of %d", first, first + count,
                            src->size);
+    for (int i = 0; i < n; i++)
+        if (!CFIELD(src, f[i]))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "batch: the source has no field at offset %zu", f[i].offset);
+    return ERASE_OK;
+}
+
+erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s, const erase_batch_t *src,
+                                        int first, int count, erase_batch_t *dst)
+{
     field_t f[3];
     int n = fields(erase_network_config(net), f);
+    ERASE_CHECK(check_range(src, first, count, f, n));
     for (int i = 0; i < n; i++) {
-        const char *from = CFIELD(src, f[i]);
-        if (!from)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "batch: the source has no field at offset %zu", f[i].offset);
         size_t row = f[i].elem * (size_t)f[i].width;
         if (count)
-            ERASE_CHECK(erase_memcpy_async(s, FIELD(dst, f[i]), from + row * (size_t)first, row * (size_t)count));
+            ERASE_CHECK(erase_memcpy_async(s, FIELD(dst, f[i]), (const char *)CFIELD(src, f[i]) + row * (size_t)first,
+                                           row * (size_t)count));
     }
+    dst->size = count;
+    return ERASE_OK;
+}
+
+erase_status_t erase_network_batch_view(const erase_network_t *net, const erase_batch_t *src, int first, int count,
+                                        erase_batch_t *dst)
+{
+    field_t f[3];
+    int n = fields(erase_network_config(net), f);
+    ERASE_CHECK(check_range(src, first, count, f, n));
+    memset(dst, 0, sizeof *dst);
+    for (int i = 0; i < n; i++)
+        FIELD(dst, f[i]) = (void *)((const char *)CFIELD(src, f[i]) + f[i].elem * (size_t)f[i].width * (size_t)first);
     dst->size = count;
     return ERASE_OK;
 }

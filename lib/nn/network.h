@@ -132,6 +132,11 @@ void erase_network_batch_free(erase_network_t *net, erase_batch_t *batch);
  * model reads missing in src), those of erase_memcpy_async. */
 erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s, const erase_batch_t *src,
                                         int first, int count, erase_batch_t *dst);
+/* Samples [first, first + count) of src as a batch whose field pointers
+ * point into src's buffers (no copy; valid while src's are); dst->size =
+ * count. Errors: ERASE_ERR_INVALID (as erase_network_batch_copy). */
+erase_status_t erase_network_batch_view(const erase_network_t *net, const erase_batch_t *src, int first, int count,
+                                        erase_batch_t *dst);
 
 /*
  * Scale the gradient of every block's weighted loss by `scale` in the

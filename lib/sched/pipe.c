@@ -57,23 +57,6 @@ static erase_status_t check_options(const erase_network_t *net, const erase_pipe
     return ERASE_OK;
 }
 
-/* Packs for block b's embedding tables' rows of W micro-batches. */
-static erase_status_t sparse_setup(erase_pipe_t *p, int b)
-{
-    sparse_acc_t *a = &p->sparse[b];
-    TRY(sched_block_tables(p->net, b, &a->first, &a->tables, &a->dim));
-    if (a->tables == 0)
-        return ERASE_OK;
-    size_t slots = (size_t)p->accumulate * (size_t)a->tables, rows, vals;
-    if (!erase_bytes(1, (int64_t)slots, p->o.micro_size, &rows) || !erase_bytes(rows, 1, a->dim, &vals))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: embedding rows of %d micro-batches overflow", p->accumulate);
-    TRY(erase_malloc(p->dev, sizeof(int) * slots, (void **)&a->counts));
-    TRY(erase_malloc(p->dev, sizeof(uint32_t) * rows, (void **)&a->rows));
-    TRY(erase_malloc(p->dev, sizeof(float) * vals, (void **)&a->values));
-    TRY(erase_memset_sync(p->dev, a->counts, 0, sizeof(int) * slots));
-    return ERASE_OK;
-}
-
 static erase_status_t slot_create(erase_pipe_t *p, slot_t *sl)
 {
     sl->micro = -1;
@@ -203,19 +186,8 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
     /* the network's gradients accumulate the micro-batches': zero, and room
      * for the embedding rows of W micro-batches */
     int64_t rows64 = (int64_t)p->accumulate * o->micro_size;
-    if (st == ERASE_OK && rows64 > INT_MAX)
-        st = ERASE_ERROR(ERASE_ERR_INVALID, "pipeline: %d micro-batches of %d samples: too many rows", p->accumulate,
-                         o->micro_size);
     if (st == ERASE_OK)
-        st = erase_network_reserve_sparse_rows(net, (int)rows64);
-    for (int b = o->first; st == ERASE_OK && b < o->last; b++) {
-        size_t n;
-        float *g = erase_network_block_grads(net, b, &n);
-        if (n)
-            st = erase_memset_sync(p->dev, g, 0, sizeof(float) * n);
-        if (st == ERASE_OK)
-            st = sparse_setup(p, b);
-    }
+        st = sched_accum_create(net, o->first, o->last, p->accumulate, o->micro_size, &p->accum);
     if (st == ERASE_OK && erase_comm_size(o->dp) > 1)
         st = sched_reduce_create(net, o->dp, (int)rows64, &p->reduce);
     if (st == ERASE_OK)
@@ -251,11 +223,7 @@ void erase_pipe_destroy(erase_pipe_t *p)
         erase_stream_destroy(streams[i]);
     if (p->eval_batch.size)
         erase_network_batch_free(p->net, &p->eval_batch);
-    for (int b = 0; b < ERASE_MAX_BLOCKS; b++) {
-        erase_free(p->dev, p->sparse[b].counts);
-        erase_free(p->dev, p->sparse[b].rows);
-        erase_free(p->dev, p->sparse[b].values);
-    }
+    sched_accum_destroy(p->accum);
     for (int i = 0; i < p->ntev; i++)
         erase_event_destroy(p->tev[i]);
     free(p->tev);
@@ -282,7 +250,6 @@ static erase_status_t mark(erase_pipe_t *p, erase_stream_t *s, const char *label
     return p->o.trace ? erase_stream_mark(s, label, begin) : ERASE_OK;
 }
 
-static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index, int b0, int b1, erase_stream_t *s);
 
 /*
  * The ERASE method inside a stage: the backward of segment [b0, b1) of
@@ -302,7 +269,7 @@ static erase_status_t early_backward(erase_pipe_t *p, slot_t *sl, int64_t micro,
     TRY(mark(p, p->side, "backward (early)", 1));
     for (int b = b1 - 1; b >= b0; b--)
         TRY(erase_network_backward_block(r, b, p->side, &sl->batch));
-    TRY(accumulate(p, sl, (int)(micro % p->accumulate), b0, b1, p->side));
+    TRY(sched_accum_add(p->accum, sl->net, (int)(micro % p->accumulate), b0, b1, p->side));
     TRY(mark(p, p->side, "backward (early)", 0));
     TRY(pipe_mark_time_on(p, p->side, PIPE_BACKWARD, &p->open_side));
     TRY(erase_event_record(sl->early_done, p->side));
@@ -431,37 +398,6 @@ static erase_status_t forward(erase_pipe_t *p, int64_t micro, const erase_batch_
     return ERASE_OK;
 }
 
-/* On stream s: add slot sl's gradients of blocks [b0, b1) into the
- * network's; their embedding rows into region `region_index` (< W) of the
- * packs: the micro-batch's place in its update's window, m mod W (the
- * windows are M micro-batches of a step, or paci's a backwards in order). */
-static erase_status_t accumulate(erase_pipe_t *p, slot_t *sl, int region_index, int b0, int b1, erase_stream_t *s)
-{
-    int np;
-    erase_param_t *rp = erase_network_params(sl->net, &np);
-    for (int b = b0; b < b1; b++) {
-        size_t n;
-        const float *g = erase_network_block_grads(sl->net, b, &n);
-        if (n)
-            TRY(erase_axpy(s, n, 1.0f, g, erase_network_block_grads(p->net, b, &n)));
-        sparse_acc_t *a = &p->sparse[b];
-        if (a->tables == 0)
-            continue;
-        const int *counts[ERASE_FIELDS_MAX];
-        const uint32_t *rows[ERASE_FIELDS_MAX];
-        const float *values[ERASE_FIELDS_MAX];
-        for (int t = 0; t < a->tables; t++) {
-            counts[t] = rp[a->first + t].grad_count;
-            rows[t] = rp[a->first + t].grad_rows;
-            values[t] = rp[a->first + t].grad_values;
-        }
-        size_t region = (size_t)region_index * (size_t)a->tables, cap = (size_t)p->o.micro_size;
-        TRY(erase_sparse_pack(s, a->tables, p->o.micro_size, a->dim, counts, rows, values,
-                              a->counts + region, a->rows + region * cap, a->values + region * cap * (size_t)a->dim));
-    }
-    return ERASE_OK;
-}
-
 static erase_status_t backward(erase_pipe_t *p, int64_t micro)
 {
     slot_t *sl = &p->slots[micro % p->K];
@@ -502,7 +438,7 @@ static erase_status_t backward(erase_pipe_t *p, int64_t micro)
     TRY(mark(p, p->compute, "backward", 1));
     for (int b = p->o.last - 1; b >= p->tail; b--)
         TRY(erase_network_backward_block(r, b, p->compute, &sl->batch));
-    TRY(accumulate(p, sl, region, p->tail, p->o.last, p->compute));
+    TRY(sched_accum_add(p->accum, sl->net, region, p->tail, p->o.last, p->compute));
     TRY(mark(p, p->compute, "backward", 0));
     TRY(pipe_mark_time(p, PIPE_BACKWARD));
     if (sl->early) /* the slot is free once its early backwards are done too */
@@ -532,36 +468,15 @@ static erase_status_t update(erase_pipe_t *p)
         TRY(erase_event_record(p->send_free[p->cur % 2], p->act_out));
     TRY(pipe_mark_time(p, PIPE_UPDATE));
     TRY(mark(p, p->compute, "update", 1));
-    int np;
-    erase_param_t *params = erase_network_params(p->net, &np);
-    for (int b = p->o.first; b < p->o.last; b++) {
-        sparse_acc_t *a = &p->sparse[b];
-        if (a->tables == 0)
-            continue;
-        int *counts[ERASE_FIELDS_MAX];
-        uint32_t *rows[ERASE_FIELDS_MAX];
-        float *values[ERASE_FIELDS_MAX];
-        for (int t = 0; t < a->tables; t++) {
-            counts[t] = params[a->first + t].grad_count;
-            rows[t] = params[a->first + t].grad_rows;
-            values[t] = params[a->first + t].grad_values;
-        }
-        /* regions past the window's micro-batches hold count 0 */
-        TRY(erase_sparse_merge(p->compute, p->accumulate, a->tables, p->o.micro_size, a->dim, 1.0f, a->counts, a->rows,
-                               a->values, counts, rows, values));
-        TRY(erase_memset_async(p->compute, a->counts, 0, sizeof(int) * (size_t)p->accumulate * (size_t)a->tables));
-    }
+    for (int b = p->o.first; b < p->o.last; b++)
+        TRY(sched_accum_merge(p->accum, b, p->compute));
     TRY(erase_optimizer_begin_step(p->opt, p->compute));
     for (int b = p->o.first; b < p->o.last; b++)
         TRY(sched_reduce_and_check(p->reduce, p->net, p->opt, b, p->compute));
     for (int b = p->o.first; b < p->o.last; b++)
         TRY(erase_optimizer_update_block(p->opt, b, p->compute));
-    for (int b = p->o.first; b < p->o.last; b++) {
-        size_t n;
-        float *g = erase_network_block_grads(p->net, b, &n);
-        if (n)
-            TRY(erase_memset_async(p->compute, g, 0, sizeof(float) * n));
-    }
+    for (int b = p->o.first; b < p->o.last; b++)
+        TRY(sched_accum_zero(p->accum, b, p->compute));
     TRY(mark(p, p->compute, "update", 0));
     TRY(pipe_mark_time(p, PIPE_UPDATE));
     p->updates++;

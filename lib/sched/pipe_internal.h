@@ -9,6 +9,7 @@
 #define ERASE_SCHED_PIPE_INTERNAL_H
 
 #include "lib/sched/pipe.h"
+#include "lib/sched/grad_accum.h"
 #include "lib/sched/reduce.h"
 
 enum { TAG_ACTIVATION = 1, TAG_GRADIENT = 2, TAG_PREDICT = 3, TAG_VERSION = 4 };
@@ -38,15 +39,6 @@ typedef struct {
     int samples;                    /* the samples this stage trained in it */
     int spans;                      /* its timing pairs: the first of tev after the older step's */
 } pipe_step_t;
-
-/* Embedding rows of one block, packed per micro-batch until the update
- * merges them (erase_sparse_pack / erase_sparse_merge). */
-typedef struct {
-    int tables, first, dim;
-    int *counts;                    /* [W][tables] */
-    uint32_t *rows;                 /* [W][tables * micro_size] */
-    float *values;                  /* [W][tables * micro_size * dim] */
-} sparse_acc_t;
 
 struct erase_pipe {
     erase_network_t *net;
@@ -95,7 +87,7 @@ struct erase_pipe {
     pipe_step_t steps[2];           /* steps in flight: issued - waited of them (<= 2) */
     int64_t issued, waited;         /* steps enqueued and waited for, since erase_pipe_create */
     const pipe_step_t *last;        /* the last step waited for (its losses, samples) */
-    sparse_acc_t sparse[ERASE_MAX_BLOCKS];
+    sched_accum_t *accum;           /* the micro-batches' gradients (grad_accum.h) */
     int window;                     /* micro-batches accumulated since the last UPDATE */
     int64_t updates;
     erase_batch_t eval_batch;       /* erase_pipe_predict's piece */

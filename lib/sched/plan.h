@@ -19,6 +19,9 @@ typedef enum {
     PLAN_REDUCE,     /* block gradient all-reduce (data parallel) and finiteness check */
     PLAN_CLIP,       /* gradient-norm clipping of sub-graph [block, last] */
     PLAN_UPDATE,     /* block optimizer update */
+    PLAN_ACCUMULATE, /* --accumulate: add the micro-batch's block gradients into the step's */
+    PLAN_MERGE,      /* --accumulate: merge the step's packed embedding rows of the block */
+    PLAN_ZERO,       /* --accumulate: zero the block's summed gradients after its update */
     PLAN_RECORD,     /* record event `event` on the stream */
     PLAN_WAIT        /* the stream waits on event `event` */
 } plan_kind_t;
@@ -44,6 +47,13 @@ typedef struct {
     int count;
 } plan_events_t;
 
+/* Which step a plan runs (--accumulate A: A micro-steps per optimizer step). */
+typedef enum {
+    PLAN_STEP_WHOLE = 0, /* no accumulation: forward, backward, reduce, update */
+    PLAN_STEP_MICRO,     /* micro-step 0 .. A-2: forward, backward, accumulate (no clock, reduce, update) */
+    PLAN_STEP_LAST       /* micro-step A-1: also merge, then the step's reduce, clip, update and zeroing */
+} plan_step_t;
+
 typedef struct {
     plan_op_t *ops;
     int nops, cap;
@@ -56,10 +66,17 @@ typedef struct {
  * and the options' mode, reduce and update timing and side streams. With
  * `clip`, each sub-graph (a maximal run of attached blocks) gets one CLIP
  * op on the stream of its updates, after all its blocks' reductions and
- * before any of their updates. Errors: ERASE_ERR_NOMEM.
+ * before any of their updates. With accumulation (`step` MICRO or LAST)
+ * each block's backward is followed, on its stream, by its ACCUMULATE
+ * (LAST: and MERGE) before the event its reduction waits for; a MICRO
+ * plan records the block's `updated` event there (its next forward may
+ * overwrite what the backward read), a LAST plan zeroes the block's sums
+ * right after its update. Every plan has the same events, so that the
+ * cross-step waits of one name the records of another.
+ * Errors: ERASE_ERR_NOMEM.
  */
 erase_status_t plan_build(plan_t *plan, int blocks, const int *cut, int clip,
-                          const erase_sched_options_t *o);
+                          const erase_sched_options_t *o, plan_step_t step);
 void plan_free(plan_t *plan);
 
 /* One line per op, for logs and tests ("  3 main    forward    sub1";

@@ -51,6 +51,12 @@ typedef struct {
     erase_comm_t *dp;           /* data-parallel group; NULL or size 1: no reduction */
     struct erase_embed_shard *shard; /* sharded embedding tables (lib/sched/embed_shard.h), whose
                                  * gradients go to their owners over dp; NULL: replicated */
+    int accumulate;             /* A >= 1 micro-steps per optimizer step (0: 1), each a
+                                 * forward and backward of up to the network's max_batch
+                                 * samples on a replica of it, their gradients summed (the
+                                 * loss a mean over the step's samples); the reduction,
+                                 * clipping, update and clock follow the last. Not with
+                                 * `shard` */
     int trace;                  /* mark every op's range and enable the device's trace log
                                  * (262,144 records) for erase_sched_trace_collect; on a
                                  * CUDA device the ranges are always marked (NVTX: block
@@ -89,7 +95,10 @@ void erase_sched_destroy(erase_sched_t *sched);
  * unchanged until the step's ops that read it ran: erase_sched_synchronize,
  * or per the data loader's events). In graph mode every step must pass the
  * same buffers as the first (ERASE_ERR_INVALID otherwise: the graph holds
- * their addresses).
+ * their addresses). With accumulate A > 1, micro-step m takes samples
+ * [floor(m n / A), floor((m+1) n / A)) of the batch's n (A <= n <= A x the
+ * network's max_batch, else ERASE_ERR_INVALID), its loss scaled by its
+ * share of n (1 / A for equal shares: exact, a power of two when A is).
  */
 erase_status_t erase_sched_step(erase_sched_t *sched, const erase_batch_t *batch);
 
@@ -109,6 +118,16 @@ erase_status_t erase_sched_synchronize(erase_sched_t *sched);
  * step and go on, or stop with a clear message.
  */
 int erase_sched_nonfinite_block(erase_sched_t *sched);
+
+/* After erase_sched_synchronize: the last step's per-block mean losses
+ * [blocks] into host memory `out` (with accumulation the mean over its
+ * micro-batches, each weighted by its share of the samples). Errors:
+ * those of erase_memcpy_sync. */
+erase_status_t erase_sched_read_losses(erase_sched_t *sc, float *out);
+
+/* The last step's head outputs of the last block [step samples, *width]
+ * (device memory; the network's own without accumulation). */
+const float *erase_sched_head_output(erase_sched_t *sc, int *width);
 
 /* The main stream (forwards); e.g. to order data copies before a step. */
 erase_stream_t *erase_sched_main_stream(erase_sched_t *sched);
@@ -136,7 +155,9 @@ int erase_sched_streams(const erase_sched_t *sched);
 erase_status_t erase_sched_reduce_bytes(erase_network_t *net, int b, int capacity, double *dense, double *gathered,
                                         int *gathers);
 
-/* Print the step plan (one op per line). */
+/* Print the step plan (one op per line); with accumulation the plan of
+ * micro-steps 0 .. A-2 under "micro-steps 0 .. A-2:", then the last's
+ * under "micro-step A-1:". */
 void erase_sched_print_plan(const erase_sched_t *sched, FILE *out);
 
 #endif

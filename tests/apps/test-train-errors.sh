@@ -361,8 +361,8 @@ tap $ok "--momentum with adamw, --side-streams with --early-backward off, --trac
 # boundaries are cuts, it does not clip, it updates once per step) under
 # mpirun, found before MPI start-up or after it alike
 for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a pipeline schedule (gpipe, 1f1b, paci or local)" \
-    "--accumulate 2|--accumulate 2: only with --schedule paci (gpipe, 1f1b and local update once per step)" \
-    "--schedule 1f1b --accumulate 2|--accumulate 2: only with --schedule paci" \
+    "--pp 2 --schedule gpipe --accumulate 2|--accumulate 2 with --schedule gpipe: gpipe, 1f1b and local update once per step over their --micro-batches (--accumulate: paci's backwards per update, or data-parallel micro-steps without a pipeline)" \
+    "--schedule 1f1b --accumulate 2|--accumulate 2 with --schedule 1f1b: gpipe, 1f1b and local update once per step" \
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
     "--micro-batches 4|--micro-batches: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
     "--stages 0,3|--stages: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
@@ -388,7 +388,7 @@ for case in "--stages 0,9 --cuts none|erase-train: --stages 0,9: expected even, 
     "--schedule local --stages 0,3 --cuts 4|erase-train: --stages: stage 1 begins at block 3, not at a cut: a stage boundary of --schedule local must be a cut (only activations cross it); choose other stages (--stages auto picks cuts) or --cuts" \
     "--schedule local --cuts none|erase-train: --pp 2 --schedule local: the model has 0 cuts (stage boundaries of local parallelism are cuts); use fewer stages or more --cuts" \
     "--schedule local --grad-clip 1|erase-train: --grad-clip with --schedule local: the stage executor does not clip (each sub-graph's norm would be its stage's own; not built); clip without a pipeline" \
-    "--schedule local --accumulate 2|erase-train: --accumulate 2: only with --schedule paci (gpipe, 1f1b and local update once per step)"; do
+    "--schedule local --accumulate 2|erase-train: --accumulate 2 with --schedule local: gpipe, 1f1b and local update once per step over their --micro-batches (--accumulate: paci's backwards per update, or data-parallel micro-steps without a pipeline)"; do
     args=${case%%|*} text=${case#*|}
     # shellcheck disable=SC2086 # args are words
     ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --pp 2 $args \

@@ -12,6 +12,13 @@
  *                                of A in exactly one Bi, bitwise equal,
  *                                none other; each Bi's step, cursor and
  *                                clock equal to A's.
+ *   ckpt-tool compare --within REL A B  the same, but each /params and
+ *                                /optim tensor need only be within REL of
+ *                                B's relative to its largest magnitude:
+ *                                max |a - b| <= REL x max(|a|, |b|) over
+ *                                the tensor (runs whose summation order
+ *                                differs); prints each tensor's worst
+ *                                relative difference that is not 0
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
  *                                bytes in the file (a damaged checkpoint);
  *                                of a GROUP: a bit of its object header
@@ -36,6 +43,7 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +70,24 @@ static const erase_ckpt_tensor_t *find_in(erase_ckpt_t *const *b, int n, erase_c
     return y;
 }
 
+/* The largest |x - y| of k elements relative to the largest |x| or |y|
+ * (0 when both are all zeros). */
+static double relative_difference(const float *x, const float *y, size_t k)
+{
+    double diff = 0, scale = 0;
+    for (size_t e = 0; e < k; e++) {
+        double d = fabs((double)x[e] - (double)y[e]), m = fmax(fabs((double)x[e]), fabs((double)y[e]));
+        diff = d > diff || d != d ? d : diff;
+        scale = m > scale ? m : scale;
+    }
+    return diff == 0 ? 0 : diff / scale;
+}
+
 /* Group g of a against the union of the n checkpoints b: every tensor of
- * a in exactly one of them with its shape and bytes, and no other. */
+ * a in exactly one of them with its shape and bytes (within > 0: within
+ * that relative difference), and no other. */
 static int compare_group(const erase_ckpt_t *a, erase_ckpt_t *const *b, int n, erase_ckpt_group_t g,
-                         const char *name)
+                         const char *name, double within)
 {
     int diffs = 0, same = 0, where;
     int64_t bytes = 0;
@@ -82,7 +104,10 @@ static int compare_group(const erase_ckpt_t *a, erase_ckpt_t *const *b, int n, e
             continue;
         }
         size_t k = (size_t)erase_ckpt_tensor_numel(x);
-        if (memcmp(x->data, y->data, k * sizeof(float)) != 0) {
+        double rel = within > 0 ? relative_difference(x->data, y->data, k) : 0;
+        if (within > 0 && rel > 0)
+            printf("  %s/%s: relative difference %.3g%s\n", name, x->name, rel, rel <= within ? "" : ", too large");
+        if (within > 0 ? !(rel <= within) : memcmp(x->data, y->data, k * sizeof(float)) != 0) {
             size_t e = 0;
             while (e < k && !memcmp(&x->data[e], &y->data[e], sizeof(float)))
                 e++;
@@ -101,14 +126,17 @@ static int compare_group(const erase_ckpt_t *a, erase_ckpt_t *const *b, int n, e
                        n == 1 ? "second" : "others");
                 diffs++;
             }
-    printf("  /%s: %d tensors bitwise equal (%" PRId64 " bytes), %d different\n", name, same, bytes, diffs);
+    if (within > 0)
+        printf("  /%s: %d tensors within %g (%" PRId64 " bytes), %d different\n", name, same, within, bytes, diffs);
+    else
+        printf("  /%s: %d tensors bitwise equal (%" PRId64 " bytes), %d different\n", name, same, bytes, diffs);
     return diffs;
 }
 
 /* compare A B1 .. Bn: A's tensors against the union of the B's (n = 1:
  * two checkpoints; n > 1: a one-rank checkpoint against a pipeline's
  * stage files), and A's step, cursor and clock against each B's. */
-static int compare(const char *pa, char **pb, int n)
+static int compare(const char *pa, char **pb, int n, double within)
 {
     erase_ckpt_t *a = NULL, *b[64] = { NULL };
     int rc = 0;
@@ -128,8 +156,8 @@ static int compare(const char *pa, char **pb, int n)
         for (int i = 0; i < n; i++)
             printf(" %s", pb[i]);
         printf("\n");
-        int diffs = compare_group(a, b, n, ERASE_CKPT_PARAMS, "params") +
-                    compare_group(a, b, n, ERASE_CKPT_OPTIM, "optim");
+        int diffs = compare_group(a, b, n, ERASE_CKPT_PARAMS, "params", within) +
+                    compare_group(a, b, n, ERASE_CKPT_OPTIM, "optim", within);
         const erase_ckpt_meta_t *x = erase_ckpt_meta(a);
         for (int i = 0; i < n; i++) {
             const erase_ckpt_meta_t *y = erase_ckpt_meta(b[i]);
@@ -299,11 +327,20 @@ int main(int argc, char **argv)
         return set_attrs(argc - 2, argv + 2);
     if (argc == 5 && !strcmp(argv[1], "rows-equal"))
         return rows_equal(argv[2], argv[3], argv[4]);
+    if (argc == 6 && !strcmp(argv[1], "compare") && !strcmp(argv[2], "--within")) {
+        char *end;
+        double within = strtod(argv[3], &end);
+        if (*end || !(within > 0)) {
+            fprintf(stderr, "ckpt-tool compare --within %s: expected a relative difference > 0\n", argv[3]);
+            return 2;
+        }
+        return compare(argv[4], argv + 5, 1, within);
+    }
     if (argc >= 4 && !strcmp(argv[1], "compare"))
-        return compare(argv[2], argv + 3, argc - 3);
+        return compare(argv[2], argv + 3, argc - 3, 0);
     if (argc == 4 && (!strcmp(argv[1], "flip") || !strcmp(argv[1], "unlink")))
         return damage(argv[2], argv[3], !strcmp(argv[1], "flip"));
-    fprintf(stderr, "usage: ckpt-tool compare A B... | flip FILE DATASET | unlink FILE DATASET |\n"
+    fprintf(stderr, "usage: ckpt-tool compare [--within REL] A B... | flip FILE DATASET | unlink FILE DATASET |\n"
                     "       set FILE [--fix-sum] OBJECT/ATTR=VALUE... | rows-equal A B TENSOR\n");
     return 2;
 }

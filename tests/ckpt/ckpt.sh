@@ -110,6 +110,17 @@ rank_pid() {
 # mpirun_pid: pid of mpirun of the background job.
 mpirun_pid() { pgrep -P "$job" | head -1; }
 
+# model_data MODEL: $data = the training data of MODEL: ctr $dir/data
+# (setup_data), gpt $dir/text/train (setup_gpt), mlp $dir/mnist/train
+# (setup_mnist).
+model_data() {
+    case $1 in
+    ctr) data="$dir/data" ;;
+    gpt) data="$dir/text/train" ;;
+    *) data="$dir/mnist/train" ;;
+    esac
+}
+
 # ptrain MODEL NP ARGS...: erase-train on NP ranks, --pp 2 unless ARGS say
 # otherwise (a one-rank run: --pp 1 --schedule none --micro-batches 0), the
 # model file $dir/MODEL.cfg on its data: ctr on $dir/data (setup_data), gpt
@@ -119,10 +130,11 @@ mpirun_pid() { pgrep -P "$job" | head -1; }
 # Output in $out, status $rc.
 ptrain() {
     model=$1 np=$2; shift 2
+    model_data "$model"
     case $model in
-    ctr) data="$dir/data" margs="--global-batch 24 --micro-batches 3" ;;
-    gpt) data="$dir/text/train" margs="--global-batch 16 --micro-batches 2 --optimizer adamw --lr 0.003" ;;
-    *) data="$dir/mnist/train" margs="--global-batch 48 --micro-batches 2 --optimizer adamw --lr 0.002" ;;
+    ctr) margs="--global-batch 24 --micro-batches 3" ;;
+    gpt) margs="--global-batch 16 --micro-batches 2 --optimizer adamw --lr 0.003" ;;
+    *) margs="--global-batch 48 --micro-batches 2 --optimizer adamw --lr 0.002" ;;
     esac
     # shellcheck disable=SC2086
     timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$data" --model "$dir/$model.cfg" \

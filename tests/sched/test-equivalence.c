@@ -156,7 +156,8 @@ static void test_clip_mlp(void **state)
 
 /* The plan of mlp with one cut (boundary 2: sub-graphs layer0..layer1 and
  * layer2), clipping on, as erase_sched_print_plan prints it. */
-static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase_timing_t update)
+static char *plan_text_accumulating(erase_early_backward_t mode, erase_timing_t reduce, erase_timing_t update,
+                                    int accumulate)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_MLP);
     cfg.cut_mask = 1u << 2;
@@ -169,6 +170,7 @@ static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase
     o.mode = mode;
     o.reduce = reduce;
     o.update = update;
+    o.accumulate = accumulate;
     assert_int_equal(erase_network_create(dev, &cfg, 8, &net), ERASE_OK);
     assert_int_equal(erase_optimizer_create(net, &ocfg, &opt), ERASE_OK);
     assert_int_equal(erase_sched_create(net, opt, &o, &sc), ERASE_OK);
@@ -189,6 +191,89 @@ static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase
         line += chars + (end != NULL);
     }
     return text;
+}
+
+static char *plan_text(erase_early_backward_t mode, erase_timing_t reduce, erase_timing_t update)
+{
+    return plan_text_accumulating(mode, reduce, update, 1);
+}
+
+/* --accumulate 3: micro-steps 0 and 1 forward, backward and add each
+ * block's gradients (no clock, reduction, clip or update); the last also
+ * merges each block's rows after its sum, then the step's reductions,
+ * clips and updates, each update followed by the zeroing of its sums. In
+ * an early mode a micro-step frees each block (its `updated` event) after
+ * its accumulation, and the last step's reduction waits for the event
+ * recorded after the merge. */
+static void test_accumulate_plan(void **state)
+{
+    static const char *const off =
+        "micro-steps 0 .. 1:\n"
+        "  0 main    forward    layer0\n"
+        "  1 main    forward    layer1\n"
+        "  2 main    forward    layer2\n"
+        "  3 main    backward   layer2\n"
+        "  4 main    accumulate layer2\n"
+        "  5 main    backward   layer1\n"
+        "  6 main    accumulate layer1\n"
+        "  7 main    backward   layer0\n"
+        "  8 main    accumulate layer0\n"
+        "micro-step 2:\n"
+        "  0 main    clock     \n"
+        "  1 main    forward    layer0\n"
+        "  2 main    forward    layer1\n"
+        "  3 main    forward    layer2\n"
+        "  4 main    backward   layer2\n"
+        "  5 main    accumulate layer2\n"
+        "  6 main    merge      layer2\n"
+        "  7 main    backward   layer1\n"
+        "  8 main    accumulate layer1\n"
+        "  9 main    merge      layer1\n"
+        " 10 main    backward   layer0\n"
+        " 11 main    accumulate layer0\n"
+        " 12 main    merge      layer0\n"
+        " 13 main    all-reduce layer2\n"
+        " 14 main    all-reduce layer1\n"
+        " 15 main    all-reduce layer0\n"
+        " 16 main    clip       layer0..layer1\n"
+        " 17 main    clip       layer2\n"
+        " 18 main    update     layer0\n"
+        " 19 main    zero       layer0\n"
+        " 20 main    update     layer1\n"
+        " 21 main    zero       layer1\n"
+        " 22 main    update     layer2\n"
+        " 23 main    zero       layer2\n";
+    char *text = plan_text_accumulating(ERASE_EB_OFF, ERASE_AT_EARLY, ERASE_AT_EARLY, 3);
+    assert_string_equal(text, off);
+    free(text);
+    /* events: backward_done 3 + b, updated 9 + b */
+    static const char *const micro =
+        "  9 side0   backward   layer1\n"
+        " 10 side0   accumulate layer1\n"
+        " 11 side0   record     event 4\n"
+        " 12 side0   record     event 10\n"
+        " 13 side0   backward   layer0\n";
+    static const char *const last =
+        " 10 side0   backward   layer1\n"
+        " 11 side0   accumulate layer1\n"
+        " 12 side0   merge      layer1\n"
+        " 13 side0   record     event 4\n";
+    static const char *const update =
+        " 25 comm    update     layer1\n"
+        " 26 comm    zero       layer1\n"
+        " 27 comm    record     event 10\n";
+    text = plan_text_accumulating(ERASE_EB_BLOCKING, ERASE_AT_EARLY, ERASE_AT_EARLY, 3);
+    const char *second = strstr(text, "micro-step 2:\n");
+    assert_non_null(second);
+    char *micro_steps = strndup(text, (size_t)(second - text));
+    assert_non_null(strstr(micro_steps, micro));
+    assert_null(strstr(micro_steps, "clock"));
+    assert_null(strstr(micro_steps, "all-reduce"));
+    assert_null(strstr(micro_steps, "update"));
+    assert_non_null(strstr(second, last));
+    assert_non_null(strstr(second, update));
+    free(micro_steps);
+    free(text);
 }
 
 static void test_clip_plan(void **state)
@@ -266,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_blas_threads),
         cmocka_unit_test(test_clip_plan),
+        cmocka_unit_test(test_accumulate_plan),
         cmocka_unit_test(test_clip_ctr),
         cmocka_unit_test(test_clip_mlp),
     };

@@ -1,0 +1,147 @@
+/* Gradient accumulation over micro-batches (grad_accum.h), moved out of
+ * the pipeline stage executor so that the data-parallel scheduler's
+ * --accumulate adds and merges gradients the same way. */
+#include "lib/sched/grad_accum.h"
+
+#include "lib/core/checked.h"
+#include "lib/ops/ops.h"
+#include "lib/sched/reduce.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+/* Embedding rows of one block, packed per micro-batch until the update
+ * merges them. */
+typedef struct {
+    int tables, first, dim;
+    int *counts;        /* [W][tables] */
+    uint32_t *rows;     /* [W][tables * micro_size] */
+    float *values;      /* [W][tables * micro_size * dim] */
+} sparse_acc_t;
+
+struct sched_accum {
+    erase_network_t *net;
+    erase_device_t *dev;
+    int windows, micro_size;
+    sparse_acc_t sparse[ERASE_MAX_BLOCKS];
+};
+
+static erase_status_t sparse_setup(sched_accum_t *a, int b)
+{
+    sparse_acc_t *sa = &a->sparse[b];
+    ERASE_CHECK(sched_block_tables(a->net, b, &sa->first, &sa->tables, &sa->dim));
+    if (sa->tables == 0)
+        return ERASE_OK;
+    size_t slots = (size_t)a->windows * (size_t)sa->tables, rows, vals;
+    if (!erase_bytes(1, (int64_t)slots, a->micro_size, &rows) || !erase_bytes(rows, 1, sa->dim, &vals))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: embedding rows of %d micro-batches overflow",
+                           a->windows);
+    ERASE_CHECK(erase_malloc(a->dev, sizeof(int) * slots, (void **)&sa->counts));
+    ERASE_CHECK(erase_malloc(a->dev, sizeof(uint32_t) * rows, (void **)&sa->rows));
+    ERASE_CHECK(erase_malloc(a->dev, sizeof(float) * vals, (void **)&sa->values));
+    ERASE_CHECK(erase_memset_sync(a->dev, sa->counts, 0, sizeof(int) * slots));
+    return ERASE_OK;
+}
+
+erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int windows, int micro_size,
+                                  sched_accum_t **out)
+{
+    if (windows < 1 || micro_size < 1 || first < 0 || last > erase_network_blocks(net) || first >= last)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d micro-batches of %d samples over blocks "
+                           "[%d, %d)", windows, micro_size, first, last);
+    int64_t rows = (int64_t)windows * micro_size;
+    if (rows > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d micro-batches of %d samples: too many rows",
+                           windows, micro_size);
+    sched_accum_t *a = calloc(1, sizeof *a);
+    if (!a)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "gradient accumulation: no memory");
+    a->net = net;
+    a->dev = erase_network_device(net);
+    a->windows = windows;
+    a->micro_size = micro_size;
+    erase_status_t st = erase_network_reserve_sparse_rows(net, (int)rows);
+    for (int b = first; st == ERASE_OK && b < last; b++) {
+        size_t n;
+        float *g = erase_network_block_grads(net, b, &n);
+        if (n)
+            st = erase_memset_sync(a->dev, g, 0, sizeof(float) * n);
+        if (st == ERASE_OK)
+            st = sparse_setup(a, b);
+    }
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        sched_accum_destroy(a);
+        return st;
+    }
+    *out = a;
+    return ERASE_OK;
+}
+
+void sched_accum_destroy(sched_accum_t *a)
+{
+    if (!a)
+        return;
+    for (int b = 0; b < ERASE_MAX_BLOCKS; b++) {
+        erase_free(a->dev, a->sparse[b].counts);
+        erase_free(a->dev, a->sparse[b].rows);
+        erase_free(a->dev, a->sparse[b].values);
+    }
+    free(a);
+}
+
+erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int region, int b0, int b1,
+                               erase_stream_t *s)
+{
+    int np;
+    erase_param_t *rp = erase_network_params(replica, &np);
+    for (int b = b0; b < b1; b++) {
+        size_t n;
+        const float *g = erase_network_block_grads(replica, b, &n);
+        if (n)
+            ERASE_CHECK(erase_axpy(s, n, 1.0f, g, erase_network_block_grads(a->net, b, &n)));
+        sparse_acc_t *sa = &a->sparse[b];
+        if (sa->tables == 0)
+            continue;
+        const int *counts[ERASE_FIELDS_MAX];
+        const uint32_t *rows[ERASE_FIELDS_MAX];
+        const float *values[ERASE_FIELDS_MAX];
+        for (int t = 0; t < sa->tables; t++) {
+            counts[t] = rp[sa->first + t].grad_count;
+            rows[t] = rp[sa->first + t].grad_rows;
+            values[t] = rp[sa->first + t].grad_values;
+        }
+        size_t at = (size_t)region * (size_t)sa->tables, cap = (size_t)a->micro_size;
+        ERASE_CHECK(erase_sparse_pack(s, sa->tables, a->micro_size, sa->dim, counts, rows, values, sa->counts + at,
+                                      sa->rows + at * cap, sa->values + at * cap * (size_t)sa->dim));
+    }
+    return ERASE_OK;
+}
+
+erase_status_t sched_accum_merge(sched_accum_t *a, int b, erase_stream_t *s)
+{
+    sparse_acc_t *sa = &a->sparse[b];
+    if (sa->tables == 0)
+        return ERASE_OK;
+    int np;
+    erase_param_t *params = erase_network_params(a->net, &np);
+    int *counts[ERASE_FIELDS_MAX];
+    uint32_t *rows[ERASE_FIELDS_MAX];
+    float *values[ERASE_FIELDS_MAX];
+    for (int t = 0; t < sa->tables; t++) {
+        counts[t] = params[sa->first + t].grad_count;
+        rows[t] = params[sa->first + t].grad_rows;
+        values[t] = params[sa->first + t].grad_values;
+    }
+    ERASE_CHECK(erase_sparse_merge(s, a->windows, sa->tables, a->micro_size, sa->dim, 1.0f, sa->counts, sa->rows,
+                                   sa->values, counts, rows, values));
+    ERASE_CHECK(erase_memset_async(s, sa->counts, 0, sizeof(int) * (size_t)a->windows * (size_t)sa->tables));
+    return ERASE_OK;
+}
+
+erase_status_t sched_accum_zero(sched_accum_t *a, int b, erase_stream_t *s)
+{
+    size_t n;
+    float *g = erase_network_block_grads(a->net, b, &n);
+    return n ? erase_memset_async(s, g, 0, sizeof(float) * n) : ERASE_OK;
+}
