@@ -60,3 +60,11 @@ bin_PROGRAMS += apps/erase-tokenizer
 apps_erase_tokenizer_SOURCES = apps/erase-tokenizer.c $(CLI_ARGS_SOURCES)
 apps_erase_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_tokenizer_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+
+# erase-export: a checkpoint's parameters as safetensors in erase's, Hugging Face GPT-2's or
+# PyTorch's names, from pipeline and sharded checkpoints as they are (issue 37)
+bin_PROGRAMS += apps/erase-export
+EXPORT_NAMES_SOURCES = apps/export_names.c apps/export_names.h
+apps_erase_export_SOURCES = apps/erase-export.c $(EXPORT_NAMES_SOURCES) $(CLI_ARGS_SOURCES)
+apps_erase_export_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_export_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

@@ -56,3 +56,6 @@ tests_ckpt_test_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPF
 tests_ckpt_test_checkpoint_CFLAGS = $(TEST_CFLAGS)
 tests_ckpt_test_checkpoint_LDADD = $(ERASE_IO_LIBS) $(TEST_LIBS)
 endif
+# erase-export: every format read back by the safetensors library, pipeline and sharded checkpoints as they are, bad input (issue 37)
+TESTS += tests/ckpt/test-export.sh
+EXTRA_DIST += tests/ckpt/test-export.sh tests/ckpt/export_check.py
