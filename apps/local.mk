@@ -37,6 +37,7 @@ TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/loop.c apps/train/report.c apps/train/checkpoint.c apps/train/checkpoint.h \
 	apps/train/checkpoint_internal.h apps/train/checkpoint_resume.c \
 	apps/train/checkpoint_model.c apps/train/checkpoint_model.h \
+	apps/train/checkpoint_import.c apps/export_names.c apps/export_names.h \
 	apps/train/checkpoint_lock.c apps/train/checkpoint_lock.h \
 	apps/train/pipeline.c apps/train/pipeline.h \
 	apps/train/batch_ring.c apps/train/batch_ring.h apps/train/embeddings.c apps/train/embeddings.h \

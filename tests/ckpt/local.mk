@@ -59,3 +59,6 @@ endif
 # erase-export: every format read back by the safetensors library, pipeline and sharded checkpoints as they are, bad input (issue 37)
 TESTS += tests/ckpt/test-export.sh
 EXTRA_DIST += tests/ckpt/test-export.sh tests/ckpt/export_check.py
+# erase-train --init-from FILE.safetensors: erase-export's and Hugging Face-named files, wrong files (issue 37)
+TESTS += tests/ckpt/test-import.sh
+EXTRA_DIST += tests/ckpt/test-import.sh tests/ckpt/import_make.py
