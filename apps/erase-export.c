@@ -5,7 +5,9 @@
  * The parameters of checkpoint CKPT (a file written by erase-train, or a
  * checkpoint directory: its newest usable one) as a safetensors file
  * (io/safetensors.h) in the names and layouts of the target
- * (apps/export_names.h, docs/export.md), with metadata: format, model
+ * (apps/export_names.h, docs/export.md), with metadata: format "pt" (the
+ * safetensors library's PyTorch convention, which transformers'
+ * from_pretrained asks for), erase_format (--format), model
  * (the model file text), step, tokenizer (the identity of the BPE
  * tokenizer of its data, when it had one), erase_version (the erase that
  * exports) and checkpoint_version (the erase that wrote CKPT): nothing of
@@ -60,7 +62,7 @@ static void usage(FILE *f)
             "                     nanochat: not in this build yet (the nanochat model, issue 34)\n"
             "  --force            replace an existing FILE\n"
             "  --quiet            no summary line on stderr\n"
-            "  metadata: format, model, step, tokenizer, erase_version, checkpoint_version\n"
+            "  metadata: format (pt), erase_format, model, step, tokenizer, erase_version, checkpoint_version\n"
             "  exit status 0 done, 1 failed, 2 usage\n");
 }
 
@@ -246,8 +248,9 @@ static erase_status_t export_checkpoint(const char *ckpt, const char *out, expor
     snprintf(step, sizeof step, "%" PRId64, m->step);
     if (m->tokenizer && m->tokenizer[0])
         erase_tok_tokenizer_identity_of(m->tokenizer, tok);
-    erase_st_meta_t meta[6] = {
-        { "format", export_format_name(f) },
+    erase_st_meta_t meta[7] = {
+        { "format", "pt" }, /* the safetensors library's torch convention: transformers' from_pretrained needs it */
+        { "erase_format", export_format_name(f) },
         { "model", m->model },
         { "step", step },
         { "erase_version", PACKAGE_NAME " " PACKAGE_VERSION },
@@ -255,7 +258,7 @@ static erase_status_t export_checkpoint(const char *ckpt, const char *out, expor
         { "tokenizer", tok },
     };
     erase_st_writer_t *w;
-    st = erase_st_writer_open(out, p.out, p.n, meta, tok[0] ? 6 : 5, &w);
+    st = erase_st_writer_open(out, p.out, p.n, meta, tok[0] ? 7 : 6, &w);
     for (int k = 0; k < p.n && st == ERASE_OK; k++)
         st = write_tensor(&p, k, w);
     if (st == ERASE_OK) {

@@ -4,7 +4,7 @@
  * by erase-export or elsewhere (Hugging Face transformers'
  * save_pretrained, a PyTorch state dict saved with the safetensors
  * library), in the names and layouts of apps/export_names.h, the table
- * erase-export writes by: the format is the file's metadata `format`
+ * erase-export writes by: the format is the file's metadata `erase_format`
  * (erase-export writes it), else --init-format.
  *
  * Every parameter of this run must be in the file under its name in that
@@ -46,7 +46,7 @@ erase_status_t train_ckpt_import_model(const char *path, char **model)
 /* The format of the file: its metadata's, else --init-format's. */
 static erase_status_t file_format(const erase_st_file_t *f, const train_options_t *o, export_format_t *fmt)
 {
-    const char *meta = erase_st_meta_get(f, "format"), *given = o->init_format;
+    const char *meta = erase_st_meta_get(f, "erase_format"), *given = o->init_format;
     if (meta && given[0] && strcmp(meta, given))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-format %s: the file %s says its format is %s", given,
                            erase_st_path(f), meta);

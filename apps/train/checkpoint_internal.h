@@ -57,7 +57,7 @@ struct train_ckpt {
 
 /* Rank 0: --init-from FILE.safetensors (apps/train/checkpoint_import.c):
  * this run's parameters (mine[0]) from the file, in its format's names and
- * layouts (apps/export_names.h; the file's metadata `format`, else
+ * layouts (apps/export_names.h; the file's metadata `erase_format`, else
  * --init-format). Data-parallel runs with replicated tables only.
  * Errors: ERASE_ERR_INVALID (one line naming the file and the tensor: a
  * name missing or not of this model, a dtype other than F32, another

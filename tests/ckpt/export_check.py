@@ -82,7 +82,7 @@ def main():
                 problems.append("%s: %s %s, expected float32 %s" % (name, a.dtype, a.shape, b.shape))
             elif not np.array_equal(a.view(np.uint32), np.ascontiguousarray(b).view(np.uint32)):
                 problems.append("%s: values differ" % name)
-    for key, value in (("format", fmt), ("step", str(step)), ("model", model)):
+    for key, value in (("format", "pt"), ("erase_format", fmt), ("step", str(step)), ("model", model)):
         if meta.get(key) != value:
             problems.append("metadata %s = %r, expected %r" % (key, meta.get(key), value))
     if problems:
