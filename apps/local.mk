@@ -69,3 +69,5 @@ EXPORT_NAMES_SOURCES = apps/export_names.c apps/export_names.h
 apps_erase_export_SOURCES = apps/erase-export.c $(EXPORT_NAMES_SOURCES) $(CLI_ARGS_SOURCES)
 apps_erase_export_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_export_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+# its manual and its check against transformers and PyTorch (outside make check)
+EXTRA_DIST += docs/export.md bench/compat-export.py
