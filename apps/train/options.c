@@ -1,4 +1,5 @@
 #include "apps/train/options.h"
+#include "apps/train/checkpoint_model.h"
 
 #include "lib/comm/comm.h"
 #include "lib/core/config_text.h"
@@ -439,6 +440,13 @@ static erase_status_t check_together(const train_options_t *o)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
+    int safetensors = o->init_from[0] && train_ckpt_is_safetensors(o->init_from); /* issue 37 */
+    if (o->init_format[0] && !safetensors)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-format %s: only with --init-from FILE.safetensors",
+                           o->init_format);
+    if (safetensors && o->eval_only)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only --init-from %s: evaluates checkpoints; a run started from "
+                           "the file (--steps 1 and --checkpoint-dir) makes one", o->init_from);
     if (pipeline && o->pp == 1) /* it would train as data parallel with early backward off */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--schedule %s without --pp: a pipeline needs 2 stages or more "
                            "(--pp P); one stage would only turn early backward off (data parallel: --schedule "

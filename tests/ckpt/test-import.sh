@@ -12,12 +12,14 @@
 # model has not, a format that does not fit: one line naming the tensor,
 # exit 1; a truncated file: exit 2 (refused before the run is built, its
 # model being read first); no checkpoint written (nothing trained).
+# --init-format with a checkpoint, --eval-only with a safetensors file:
+# usage errors.
 . "$(dirname "$0")/ckpt.sh"
 . "$(dirname "$0")/../venv.sh"
 need apps/erase-export
 venv_need safetensors numpy h5py
 setup_data
-echo "1..10"
+echo "1..12"
 out=$dir/train.out
 make_st="$venv_python ${srcdir:-.}/tests/ckpt/import_make.py"
 setup_gpt "$dir/gpt.cfg" ""
@@ -93,3 +95,12 @@ train 1 --global-batch 24 --steps 2 --checkpoint-dir "$dir/bad" --init-from "$di
     [ -z "$(ls "$dir/bad" 2>/dev/null | grep 'ckpt-')" ]
 tap $? "hf-gpt2 names for a ctr run: exit 1, one line, nothing trained (status $rc)"
 [ $? = 0 ] || tap_report "$out"
+
+# ---- usage errors (status 2)
+tune usage --init-from "$dir/base/ckpt-3.h5" --init-format hf-gpt2
+[ $rc = 2 ] && [ "$(grep '^erase-train: ' "$out")" = "erase-train: --init-format hf-gpt2: only with --init-from FILE.safetensors" ]
+tap $? "--init-format with a checkpoint: usage error (status $rc)"
+$G --init-from "$dir/gpt.safetensors" --eval-only >"$out" 2>&1
+rc=$?
+[ $rc = 2 ] && [ "$(grep '^erase-train: ' "$out")" = "erase-train: --eval-only --init-from $dir/gpt.safetensors: evaluates checkpoints; a run started from the file (--steps 1 and --checkpoint-dir) makes one" ]
+tap $? "--eval-only with a safetensors file: usage error (status $rc)"
