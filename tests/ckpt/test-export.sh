@@ -8,16 +8,18 @@
 # h5py), metadata included. The pipeline checkpoint exported as it is (its
 # stage files) is bitwise the export of its merge (erase-inspect merge),
 # and the sharded run's export bitwise the replicated run's (their states
-# are bitwise equal, tests/ckpt/test-shard-ckpt.sh). Bad input: a missing
+# are bitwise equal, tests/ckpt/test-shard-ckpt.sh). A gpt of BPE data
+# carries its tokenizer's identity in the metadata. Bad input: a missing
 # checkpoint, a ctr checkpoint for --format hf-gpt2, a gpt one for torch,
 # an output directory that does not exist, an existing output, --format
 # nanochat: one line each, the exit status, and nothing at -o.
 . "$(dirname "$0")/ckpt.sh"
 . "$(dirname "$0")/../venv.sh"
 need apps/erase-export
+need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..17"
+echo "1..18"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -83,6 +85,20 @@ timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/mnist
     tap_report "$out"
 export_ "$dir/mlp" -o "$dir/mlp.safetensors" --format torch
 checked torch "$dir/mlp.safetensors" "$dir/mlp/ckpt-3.h5"
+
+# ---- a gpt of BPE data: the tokenizer's identity in the metadata
+head -c 100000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/bpe.txt"
+apps/erase-tokenizer train "$dir/bpe.txt" --vocab 300 -o "$dir/tok" >"$dir/tok.out" 2>&1 || tap_report "$dir/tok.out"
+id=$(apps/erase-tokenizer info "$dir/tok" | sed -n 's/.*identity \([0-9a-f]*\)$/\1/p')
+apps/erase-convert text "$dir/bpe.txt" --tokenizer "$dir/tok" -o "$dir/bpe" >"$dir/tok.out" 2>&1 || tap_report "$dir/tok.out"
+printf 'model = "gpt";\ngpt: { layers = 1; heads = 2; width = 16; context = 16; vocab = 300; };\n' >"$dir/bpe.cfg"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/bpe/train" --model "$dir/bpe.cfg" \
+    --device cpu --quiet --global-batch 8 --steps 2 --checkpoint-every 2 --checkpoint-dir "$dir/bpe-ck" >"$out" 2>&1 ||
+    tap_report "$out"
+export_ "$dir/bpe-ck" -o "$dir/bpe.safetensors" --quiet
+got=$($venv_python -c 'import sys; from safetensors import safe_open; print(safe_open(sys.argv[1], "np").metadata().get("tokenizer"))' "$dir/bpe.safetensors" 2>&1)
+[ -n "$id" ] && [ "$got" = "$id" ]
+tap $? "a gpt of BPE data: metadata tokenizer = the tokenizer's identity ($got, erase-tokenizer info: $id)"
 
 # ---- bad input: one line, the status, nothing at -o
 # refused CASE STATUS LINE ARGS...: erase-export ARGS exits STATUS with exactly LINE and leaves no $dir/bad.safetensors
