@@ -12,14 +12,14 @@
 # carries its tokenizer's identity in the metadata. Bad input: a missing
 # checkpoint, a ctr checkpoint for --format hf-gpt2, a gpt one for torch,
 # an output directory that does not exist, an existing output, --format
-# nanochat: one line each, the exit status, and nothing at -o.
+# nanochat or foo: one line each, the exit status, and nothing at -o.
 . "$(dirname "$0")/ckpt.sh"
 . "$(dirname "$0")/../venv.sh"
 need apps/erase-export
 need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..18"
+echo "1..19"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -118,6 +118,7 @@ refused "a ctr checkpoint for --format hf-gpt2" 1 \
 refused "--format nanochat" 2 \
     "erase-export: --format nanochat: the nanochat model is not in this build yet (issue 34); --format erase exports any checkpoint in erase's names" \
     "$dir/gpt-tied" --format nanochat
+refused "--format foo" 2 "erase-export: --format foo: expected erase, hf-gpt2 or torch" "$dir/mlp" --format foo
 export_ "$dir/mlp" -o "$dir/no-such-dir/mlp.safetensors"
 [ $rc = 1 ] && [ "$(cat "$dir/export.out")" = "erase-export: $dir/no-such-dir/mlp.safetensors: cannot create: No such file or directory" ]
 tap $? "an output directory that does not exist: exit 1, one line naming the file (status $rc)"
