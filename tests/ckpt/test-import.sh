@@ -2,8 +2,9 @@
 # erase-train --init-from FILE.safetensors (issue 37; docs/export.md): a
 # tiny gpt trained 3 steps, then fine-tuned 2 steps from its checkpoint
 # (the reference), from its erase-export (hf-gpt2 names, the model taken
-# from the file's metadata) and from a file the safetensors library wrote
-# from numpy arrays in Hugging Face GPT2LMHeadModel's names and layouts
+# from the file's metadata; on 1 and on 2 ranks) and from a file the
+# safetensors library wrote from numpy arrays in Hugging Face
+# GPT2LMHeadModel's names and layouts
 # (tests/ckpt/import_make.py: Conv1D weights [in, out], an attention-mask
 # buffer, no metadata; --model and --init-format given): each run's
 # checkpoint bitwise the reference's (equal parameters before the first
@@ -19,7 +20,7 @@
 need apps/erase-export
 venv_need safetensors numpy h5py
 setup_data
-echo "1..12"
+echo "1..13"
 out=$dir/train.out
 make_st="$venv_python ${srcdir:-.}/tests/ckpt/import_make.py"
 setup_gpt "$dir/gpt.cfg" ""
@@ -44,6 +45,17 @@ tap $? "gpt from its erase-export (hf-gpt2, the model from the metadata): fine-t
 tune hf --init-from "$dir/hf.safetensors" --model "$dir/gpt.cfg" --init-format hf-gpt2
 tests/ckpt/ckpt-tool compare "$dir/ref/ckpt-2.h5" "$dir/hf/ckpt-2.h5" >"$dir/cmp.out" 2>&1
 tap $? "gpt from a file the safetensors library wrote in Hugging Face names and layouts: fine-tuned bitwise as from the checkpoint (status $rc)"
+# the same on 2 ranks: rank 0 imports, the others receive the parameters
+tune2() {
+    name=$1
+    shift
+    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 $G --steps 2 --checkpoint-every 2 --checkpoint-dir "$dir/$name" "$@" >"$out" 2>&1
+    rc=$?
+}
+tune2 ref2 --init-from "$dir/base/ckpt-3.h5"
+tune2 exported2 --init-from "$dir/gpt.safetensors"
+tests/ckpt/ckpt-tool compare "$dir/ref2/ckpt-2.h5" "$dir/exported2/ckpt-2.h5" >"$dir/cmp.out" 2>&1
+tap $? "gpt from its erase-export on 2 ranks: bitwise as from the checkpoint on 2 ranks (status $rc)"
 tune noformat --init-from "$dir/hf.safetensors" --model "$dir/gpt.cfg"
 [ $rc = 1 ] && [ "$(grep '^erase-train:' "$out" | tail -1)" = "erase-train: --init-from $dir/hf.safetensors: the file does not say its format (it was not written by erase-export): give --init-format erase|hf-gpt2|torch" ]
 tap $? "a file without metadata and no --init-format: refused naming the option (status $rc)"
