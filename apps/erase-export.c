@@ -18,11 +18,11 @@
  * and one with sharded tables are read as they are, no merge first: every
  * file is opened lazily (io/checkpoint.h ERASE_CKPT_OPEN_LAZY_ALL: format,
  * index and meta checked), then the tensors are read one at a time as they
- * are written, each verified against its checksum as it is read; a
- * sharded table's rows 1 MiB at a time (each row checked against its own
- * checksum), a whole tensor in one piece (its checksum covers the whole
- * dataset). So no more than one whole tensor (or 1 MiB of a table's rows)
- * is in memory at once.
+ * are written, 1 MiB of rows at a time (erase_ckpt_stream), each verified
+ * against its checksum (a sharded table's rows each against their own
+ * before they are written; a whole tensor's after its last block, a
+ * failure then leaving nothing published). Only a weight matrix that is
+ * transposed (hf-gpt2's Conv1D) is held whole, one at a time.
  *
  * Written to a temporary name beside FILE, fsynced and renamed: FILE is
  * never partly written, and a failure leaves nothing there. An existing
@@ -45,8 +45,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define ROW_BLOCK_BYTES (1 << 20) /* a sharded table's rows read at a time */
 
 static void usage(FILE *f)
 {
@@ -190,43 +188,54 @@ static erase_status_t plan_open(const char *path, export_format_t f, erase_model
     return st;
 }
 
-/* Write the data of tensor k of the plan: read (verified) and appended,
- * a sharded table row-block by row-block. */
+/* erase_ckpt_stream's ctx: where the rows go (put_rows: the file being
+ * written; gather_rows: a whole tensor), and the tensor's row width. */
+typedef struct {
+    erase_st_writer_t *w;
+    float *data;
+    int64_t cols;
+} rows_to_t;
+
+static erase_status_t put_rows(void *ctx, int64_t row0, int64_t n, const float *rows)
+{
+    (void)row0;
+    rows_to_t *to = ctx;
+    return erase_st_writer_put(to->w, rows, sizeof(float) * (size_t)(n * to->cols));
+}
+
+static erase_status_t gather_rows(void *ctx, int64_t row0, int64_t n, const float *rows)
+{
+    rows_to_t *to = ctx;
+    memcpy(to->data + row0 * to->cols, rows, sizeof(float) * (size_t)(n * to->cols));
+    return ERASE_OK;
+}
+
+/* Write the data of tensor k of the plan, read (verified) as it is
+ * appended; a transposed one (a weight matrix, not a table) whole. */
 static erase_status_t write_tensor(const export_plan_t *p, int k, erase_st_writer_t *w)
 {
     const erase_ckpt_t *ck = p->parts[p->src[k].part];
-    const erase_ckpt_tensor_t *t = erase_ckpt_tensor(ck, ERASE_CKPT_PARAMS, p->src[k].index);
+    int i = p->src[k].index;
+    const erase_ckpt_tensor_t *t = erase_ckpt_tensor(ck, ERASE_CKPT_PARAMS, i);
     int64_t rows = t->dims[0], cols = t->ndim == 2 ? t->dims[1] : 1;
-    int64_t block = t->sharding && p->src[k].action != EXPORT_TRANSPOSE
-                        ? (int64_t)(ROW_BLOCK_BYTES / (sizeof(float) * (size_t)(cols ? cols : 1)))
-                        : rows;
-    block = block < 1 ? 1 : block > rows ? rows : block;
-    float *buf = malloc(sizeof(float) * (size_t)((block ? block : 1) * (cols ? cols : 1)));
-    float *turned = p->src[k].action == EXPORT_TRANSPOSE ? malloc(sizeof(float) * (size_t)(rows * cols + 1)) : NULL;
-    if (!buf || (p->src[k].action == EXPORT_TRANSPOSE && !turned)) {
-        free(buf);
-        free(turned);
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: params/%s: out of memory", erase_ckpt_path(ck), t->name);
-    }
+    rows_to_t to = { .w = w, .cols = cols };
+    if (p->src[k].action != EXPORT_TRANSPOSE)
+        return erase_ckpt_stream(ck, ERASE_CKPT_PARAMS, i, put_rows, &to);
+    size_t bytes = sizeof(float) * (size_t)(rows * cols);
+    rows_to_t whole = { .data = malloc(bytes + 1), .cols = cols };
+    float *turned = malloc(bytes + 1);
     erase_status_t st = ERASE_OK;
-    for (int64_t at = 0; at < rows && st == ERASE_OK; at += block) {
-        int64_t n = rows - at < block ? rows - at : block;
-        erase_ckpt_tensor_t want = *t;
-        want.data = buf;
-        want.sharding = "export";
-        want.row0 = at;
-        want.held = n;
-        st = erase_ckpt_load_part(ck, ERASE_CKPT_PARAMS, &want, 1, "the model");
-        if (st == ERASE_OK && turned) { /* [rows, cols] -> [cols, rows]; block = rows here */
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t c = 0; c < cols; c++)
-                    turned[c * rows + r] = buf[r * cols + c];
-            st = erase_st_writer_put(w, turned, sizeof(float) * (size_t)(rows * cols));
-        } else if (st == ERASE_OK) {
-            st = erase_st_writer_put(w, buf, sizeof(float) * (size_t)(n * cols));
-        }
+    if (!whole.data || !turned)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: params/%s: out of memory", erase_ckpt_path(ck), t->name);
+    if (st == ERASE_OK)
+        st = erase_ckpt_stream(ck, ERASE_CKPT_PARAMS, i, gather_rows, &whole);
+    if (st == ERASE_OK) { /* [rows, cols] -> [cols, rows] */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                turned[c * rows + r] = whole.data[r * cols + c];
+        st = erase_st_writer_put(w, turned, bytes);
     }
-    free(buf);
+    free(whole.data);
     free(turned);
     return st;
 }

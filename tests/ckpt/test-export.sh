@@ -11,15 +11,15 @@
 # are bitwise equal, tests/ckpt/test-shard-ckpt.sh). A gpt of BPE data
 # carries its tokenizer's identity in the metadata. Bad input: a missing
 # checkpoint, a ctr checkpoint for --format hf-gpt2, a gpt one for torch,
-# an output directory that does not exist, an existing output, --format
-# nanochat or foo: one line each, the exit status, and nothing at -o.
+# a damaged tensor (whole or sharded rows), an output directory that does
+# not exist, an existing output, --format nanochat or foo: one line each, the exit status, and nothing at -o.
 . "$(dirname "$0")/ckpt.sh"
 . "$(dirname "$0")/../venv.sh"
 need apps/erase-export
 need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..19"
+echo "1..21"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -118,6 +118,20 @@ refused "a ctr checkpoint for --format hf-gpt2" 1 \
 refused "--format nanochat" 2 \
     "erase-export: --format nanochat: the nanochat model is not in this build yet (issue 34); --format erase exports any checkpoint in erase's names" \
     "$dir/gpt-tied" --format nanochat
+cp "$dir/ctr-replicated/ckpt-4.h5" "$dir/damaged.h5"
+tests/ckpt/ckpt-tool flip "$dir/damaged.h5" /params/input/emb/3 >/dev/null 2>&1
+export_ "$dir/damaged.h5" -o "$dir/bad.safetensors"
+[ $rc = 1 ] && grep -q "^erase-export: $dir/damaged.h5: dataset /params/input/emb/3: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" "$dir/export.out" &&
+    [ "$(wc -l <"$dir/export.out")" = 1 ] && [ ! -e "$dir/bad.safetensors" ] && [ -z "$(ls -A "$dir" | grep '\.tmp$')" ]
+tap $? "a damaged table (a whole-checksummed one, found after its rows were written): exit 1, one line naming the dataset, nothing at -o (status $rc)"
+[ $? = 0 ] || tap_report "$dir/export.out"
+cp "$dir/ctr-table/ckpt-4.h5" "$dir/damaged-rows.h5"
+tests/ckpt/ckpt-tool flip "$dir/damaged-rows.h5" /params/input/emb/3 >/dev/null 2>&1
+export_ "$dir/damaged-rows.h5" -o "$dir/bad.safetensors"
+[ $rc = 1 ] && grep -q "^erase-export: $dir/damaged-rows.h5: dataset /params/input/emb/3: row [0-9]*: checksum [0-9a-f]* does not match the stored [0-9a-f]* (damaged data)$" "$dir/export.out" &&
+    [ ! -e "$dir/bad.safetensors" ]
+tap $? "a damaged row of a sharded table: exit 1, one line naming the dataset and row, nothing at -o (status $rc)"
+[ $? = 0 ] || tap_report "$dir/export.out"
 refused "--format foo" 2 "erase-export: --format foo: expected erase, hf-gpt2 or torch" "$dir/mlp" --format foo
 export_ "$dir/mlp" -o "$dir/no-such-dir/mlp.safetensors"
 [ $rc = 1 ] && [ "$(cat "$dir/export.out")" = "erase-export: $dir/no-such-dir/mlp.safetensors: cannot create: No such file or directory" ]
