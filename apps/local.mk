@@ -37,6 +37,7 @@ TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/loop.c apps/train/report.c apps/train/checkpoint.c apps/train/checkpoint.h \
 	apps/train/checkpoint_internal.h apps/train/checkpoint_resume.c \
 	apps/train/checkpoint_model.c apps/train/checkpoint_model.h \
+	apps/train/checkpoint_import.c apps/export_names.c apps/export_names.h \
 	apps/train/checkpoint_lock.c apps/train/checkpoint_lock.h \
 	apps/train/pipeline.c apps/train/pipeline.h \
 	apps/train/batch_ring.c apps/train/batch_ring.h apps/train/embeddings.c apps/train/embeddings.h \
@@ -60,3 +61,13 @@ bin_PROGRAMS += apps/erase-tokenizer
 apps_erase_tokenizer_SOURCES = apps/erase-tokenizer.c $(CLI_ARGS_SOURCES)
 apps_erase_tokenizer_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_tokenizer_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+
+# erase-export: a checkpoint's parameters as safetensors in erase's, Hugging Face GPT-2's or
+# PyTorch's names, from pipeline and sharded checkpoints as they are (issue 37)
+bin_PROGRAMS += apps/erase-export
+EXPORT_NAMES_SOURCES = apps/export_names.c apps/export_names.h
+apps_erase_export_SOURCES = apps/erase-export.c $(EXPORT_NAMES_SOURCES) $(CLI_ARGS_SOURCES)
+apps_erase_export_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+apps_erase_export_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
+# its manual and its check against transformers and PyTorch (outside make check)
+EXTRA_DIST += docs/export.md bench/compat-export.py

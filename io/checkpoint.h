@@ -476,6 +476,25 @@ erase_status_t erase_ckpt_check_tensors(const erase_ckpt_t *ck, erase_ckpt_group
  */
 erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, double *out);
 
+/* Told the rows [row0, row0 + n) of a tensor being streamed (rows: n rows
+ * of the tensor's row width, valid during the call); a status other than
+ * ERASE_OK stops the stream with it. */
+typedef erase_status_t (*erase_ckpt_rows_fn)(void *ctx, int64_t row0, int64_t n, const float *rows);
+
+/*
+ * Every row of tensor i of group g, in order, to fn, a block of at most
+ * 1 MiB of rows at a time (one call for a tensor loaded at open), without
+ * holding the tensor in memory (erase-export writes tables larger than
+ * memory so). Verified as erase_ckpt_load verifies: a row-checksummed
+ * (sharded) tensor's rows before fn sees them; a whole-checksummed one
+ * after its last block, so a damaged tensor fails after fn saw its rows:
+ * the caller must not publish what it made of them then. fn is called
+ * with the process-wide HDF5 lock held (io/h5_util.h): it must not call
+ * HDF5. Errors: those of erase_ckpt_load's reads, fn's.
+ */
+erase_status_t erase_ckpt_stream(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, erase_ckpt_rows_fn fn,
+                                 void *ctx);
+
 /* ---- a checkpoint directory ---------------------------------------------------- */
 
 /*

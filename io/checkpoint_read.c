@@ -313,16 +313,18 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
 #define STREAM_BYTES ((size_t)1 << 20)
 
 /*
- * Rows [row0, row0 + n) of tensor i of group g (float32, in range) into
- * out, read from the open file and verified: a row-checksummed tensor's
- * rows against their /row_fnv1a64 checksums (only those rows are read), a
+ * Rows [row0, row0 + n) of tensor i of group g (float32, in range), read
+ * from the open file STREAM_BYTES at a time and passed to fn in order,
+ * verified: a row-checksummed tensor's rows against their /row_fnv1a64
+ * checksums before fn sees them (only those rows are read), a
  * whole-checksummed one by streaming the whole dataset through FNV-1a
- * (STREAM_BYTES at a time; only the rows asked for are kept). The lock is
- * held. Errors: ERASE_ERR_FORMAT naming the file, dataset (and row),
- * ERASE_ERR_NOMEM.
+ * (only the rows asked for go to fn), its checksum compared after the
+ * last block. The lock is held (fn must not call HDF5). Errors:
+ * ERASE_ERR_FORMAT naming the file, dataset (and row), ERASE_ERR_NOMEM,
+ * fn's.
  */
-static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
-                                float *out)
+static erase_status_t stream_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
+                                  erase_ckpt_rows_fn fn, void *ctx)
 {
     const erase_ckpt_tensor_t *t = &ck->t[g][i];
     const tensor_info_t *f = &ck->info[g][i];
@@ -337,35 +339,37 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
     erase_status_t st = ERASE_OK;
     const erase_h5_rows_spec_t rows_of = { .name = path, .rank = t->ndim, .cols = cols },
                                sums_of = { .name = sums_path, .rank = 1, .cols = 1 };
+    int64_t chunk = (int64_t)(STREAM_BYTES / (row ? row : 1));
+    chunk = chunk < 1 ? 1 : chunk;
+    float *buf = malloc(row * (size_t)chunk + 1);
+    uint64_t *sums = f->rows ? malloc(sizeof *sums * (size_t)chunk) : NULL;
+    if (!buf || (f->rows && !sums))
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, path);
     if (f->rows) {
         int64_t one[1] = { t->dims[0] };
         hid_t c = -1;
-        uint64_t *sums = malloc(sizeof *sums * (size_t)(n ? n : 1));
-        if (!sums)
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, sums_path);
         if (st == ERASE_OK)
             st = open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem);
-        if (st == ERASE_OK && n > 0)
-            st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, row0, n, out);
-        if (st == ERASE_OK && n > 0)
-            st = erase_h5_rows_read(c, ck->path, &sums_of, H5T_NATIVE_UINT64, row0, n, sums);
-        for (int64_t r = 0; st == ERASE_OK && r < n; r++) {
-            uint64_t h = erase_ckpt_fnv1a64(out + r * cols, row);
-            if (h != sums[r])
-                st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: row %" PRId64 ": checksum %016" PRIx64 " does "
-                                 "not match the stored %016" PRIx64 " (damaged data)", ck->path, path, row0 + r, h,
-                                 sums[r]);
+        for (int64_t at = row0; st == ERASE_OK && at < row0 + n; at += chunk) {
+            int64_t k = row0 + n - at < chunk ? row0 + n - at : chunk;
+            st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf);
+            if (st == ERASE_OK)
+                st = erase_h5_rows_read(c, ck->path, &sums_of, H5T_NATIVE_UINT64, at, k, sums);
+            for (int64_t r = 0; st == ERASE_OK && r < k; r++) {
+                uint64_t h = erase_ckpt_fnv1a64(buf + r * cols, row);
+                if (h != sums[r])
+                    st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: row %" PRId64 ": checksum %016" PRIx64 " does "
+                                     "not match the stored %016" PRIx64 " (damaged data)", ck->path, path, at + r, h,
+                                     sums[r]);
+            }
+            if (st == ERASE_OK)
+                st = fn(ctx, at, k, buf);
         }
         if (c >= 0)
             H5Dclose(c);
-        free(sums);
     } else {
-        int64_t chunk = (int64_t)(STREAM_BYTES / (row ? row : 1)), rows = t->dims[0];
-        chunk = chunk < 1 ? 1 : chunk;
-        float *buf = malloc(row * (size_t)chunk);
+        int64_t rows = t->dims[0];
         uint64_t h = erase_ckpt_fnv1a64("", 0);
-        if (!buf)
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, path);
         for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
             int64_t k = rows - at < chunk ? rows - at : chunk;
             if ((st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf)) != ERASE_OK)
@@ -373,15 +377,38 @@ static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i
             h = ckpt_fnv_add(h, buf, row * (size_t)k);
             int64_t a = at > row0 ? at : row0, b = at + k < row0 + n ? at + k : row0 + n;
             if (a < b)
-                memcpy(out + (a - row0) * cols, buf + (a - at) * cols, row * (size_t)(b - a));
+                st = fn(ctx, a, b - a, buf + (a - at) * cols);
         }
         if (st == ERASE_OK && h != f->sum)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
                              "stored %016" PRIx64 " (damaged data)", ck->path, path, h, f->sum);
-        free(buf);
     }
+    free(buf);
+    free(sums);
     H5Dclose(d);
     return st;
+}
+
+/* stream_rows' fn of read_rows: the rows into out (rows [row0, ...)). */
+typedef struct {
+    float *out;
+    int64_t row0, cols;
+} rows_into_t;
+
+static erase_status_t copy_rows(void *ctx, int64_t row0, int64_t n, const float *rows)
+{
+    const rows_into_t *c = ctx;
+    memcpy(c->out + (row0 - c->row0) * c->cols, rows, sizeof(float) * (size_t)(n * c->cols));
+    return ERASE_OK;
+}
+
+/* Rows [row0, row0 + n) of tensor i of group g into out, verified
+ * (stream_rows). The lock is held. Errors: those of stream_rows. */
+static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
+                                float *out)
+{
+    rows_into_t into = { out, row0, ckpt_row_elems(&ck->t[g][i]) };
+    return stream_rows(ck, file, g, i, row0, n, copy_rows, &into);
 }
 
 /* A dataset's string attribute `name` (a row-checksummed dataset's
@@ -904,4 +931,25 @@ erase_status_t erase_ckpt_load_part(const erase_ckpt_t *ck, erase_ckpt_group_t g
                                     int n, const char *what)
 {
     return load_tensors(ck, g, want, n, what, 0);
+}
+
+erase_status_t erase_ckpt_stream(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, erase_ckpt_rows_fn fn,
+                                 void *ctx)
+{
+    const erase_ckpt_tensor_t *t = &ck->t[g][i];
+    if (t->data)
+        return fn(ctx, 0, t->dims[0], t->data);
+    erase_h5_enter();
+    hid_t file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    erase_status_t st;
+    if (file < 0) {
+        char detail[256];
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s/%s: %s", ck->path,
+                         g == ERASE_CKPT_PARAMS ? "params" : "optim", t->name, erase_h5_detail(detail, sizeof detail));
+    } else {
+        st = stream_rows(ck, file, g, i, 0, t->dims[0], fn, ctx);
+        H5Fclose(file);
+    }
+    erase_h5_leave();
+    return st;
 }

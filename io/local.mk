@@ -33,6 +33,8 @@ io_liberase_io_a_SOURCES = \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
 	io/checkpoint_write.c io/checkpoint_read.c
+# safetensors files: erase-export's writer, --init-from's validating reader (issue 37)
+io_liberase_io_a_SOURCES += io/safetensors.c io/safetensors.h
 EXTRA_DIST += io/README.md
 # The generator of io/unicode_classes.c (the pre-tokenizer's Unicode classes; issue 33)
 EXTRA_DIST += io/gen_unicode_classes.py

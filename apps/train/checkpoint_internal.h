@@ -55,6 +55,15 @@ struct train_ckpt {
     FILE *sample_log;
 };
 
+/* Rank 0: --init-from FILE.safetensors (apps/train/checkpoint_import.c):
+ * this run's parameters (mine[0]) from the file, in its format's names and
+ * layouts (apps/export_names.h; the file's metadata `erase_format`, else
+ * --init-format). Data-parallel runs with replicated tables only.
+ * Errors: ERASE_ERR_INVALID (one line naming the file and the tensor: a
+ * name missing or not of this model, a dtype other than F32, another
+ * shape), those of erase_st_open (a damaged or truncated file). */
+erase_status_t train_ckpt_import(train_ckpt_t *ck, const char *path);
+
 /* Rank 0 (nothing on the others): what the handler says at once when a
  * signal comes names what --resume auto takes now: the last checkpoint
  * this run wrote or resumed from, else the newest in --checkpoint-dir;

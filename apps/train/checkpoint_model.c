@@ -74,6 +74,10 @@ static int names_pipeline(const train_options_t *o)
 erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_origin_t *origin)
 {
     memset(origin, 0, sizeof *origin);
+    if (!o->resume[0] && train_ckpt_is_safetensors(o->init_from)) { /* its model, if erase-export wrote it */
+        snprintf(origin->path, sizeof origin->path, "%s", o->init_from);
+        return train_ckpt_import_model(o->init_from, &origin->model); /* a file that does not open: refused now */
+    }
     erase_ckpt_t *ck;
     open_named(o, &ck);
     if (!ck)

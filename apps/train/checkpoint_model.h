@@ -44,8 +44,11 @@ typedef struct {
  * prints a note of the options taken that change. No checkpoint yet
  * (--resume auto), or one that does not open, leaves *origin empty and *o
  * as it is: the restore names the cause. The caller checks that every
- * rank read the same (train_ckpt_origin_agree). Errors: those of
- * train_options_adopt (usage errors naming the option), ERASE_ERR_NOMEM.
+ * rank read the same (train_ckpt_origin_agree). --init-from FILE.safetensors
+ * takes the model text of the file's metadata (erase-export writes it; none:
+ * --model builds the run) and no options. Errors: those of
+ * train_options_adopt (usage errors naming the option), ERASE_ERR_NOMEM;
+ * those of erase_st_open for a safetensors file that does not open.
  */
 erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_origin_t *origin);
 
@@ -79,6 +82,16 @@ erase_status_t train_ckpt_origin_agree(const train_options_t *given, train_optio
 erase_status_t train_ckpt_layout_adopt(train_options_t *o, int root, char *from, size_t size);
 
 void train_ckpt_origin_free(train_ckpt_origin_t *origin);
+
+/* 1 when `path` names a safetensors file (ends in ".safetensors"), which
+ * --init-from imports (apps/train/checkpoint_import.c) instead of opening
+ * a checkpoint. */
+int train_ckpt_is_safetensors(const char *path);
+
+/* The model text a safetensors file's metadata holds (erase-export writes
+ * it) into *model (malloc), NULL when it has none. Errors: those of
+ * erase_st_open, ERASE_ERR_NOMEM. */
+erase_status_t train_ckpt_import_model(const char *path, char **model);
 
 /*
  * The model `asked` (of the given --model and --cuts, described by

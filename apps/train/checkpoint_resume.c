@@ -8,6 +8,7 @@
  * apps/train/checkpoint.h describes who does what.
  */
 #include "apps/train/checkpoint_internal.h"
+#include "apps/train/checkpoint_model.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -172,6 +173,15 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
         struct stat sb;
         if (stat(want, &sb) == 0 && S_ISDIR(sb.st_mode))
             dir = want; /* a checkpoint directory: its newest usable checkpoint */
+    }
+    if (!resume && train_ckpt_is_safetensors(want)) { /* weights made by erase-export or elsewhere */
+        erase_status_t st = train_ckpt_import(ck, want);
+        if (st == ERASE_OK) {
+            *action = 2;
+            hdr[0] = 1;
+            snprintf(path, ERASE_CKPT_PATH_MAX, "%s", want);
+        }
+        return st;
     }
     erase_ckpt_t *f = NULL;
     erase_status_t st = ERASE_OK;

@@ -1,4 +1,5 @@
 #include "apps/train/options.h"
+#include "apps/train/checkpoint_model.h"
 
 #include "lib/comm/comm.h"
 #include "lib/core/config_text.h"
@@ -143,6 +144,8 @@ static const opt_def_t defs[] = {
       "given here; a data-parallel checkpoint loads into any --pp and --stages", NULL, NO_BOUNDS },
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
       "without training: the model is the checkpoint's (a --model or --cuts on the command line that changes it is refused; a run file's yields), --epochs ignored", NULL, NO_BOUNDS },
+    { "init-format", S(init_format), "", "with --init-from FILE.safetensors: the names of its tensors, erase | "
+      "hf-gpt2 | torch (docs/export.md; default: the format erase-export wrote in the file)", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },
@@ -493,6 +496,13 @@ static erase_status_t check_together(const train_options_t *o)
                                muon_option[i], o->optimizer);
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
+    int safetensors = o->init_from[0] && train_ckpt_is_safetensors(o->init_from); /* issue 37 */
+    if (o->init_format[0] && !safetensors)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-format %s: only with --init-from FILE.safetensors",
+                           o->init_format);
+    if (safetensors && o->eval_only)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only --init-from %s: evaluates checkpoints; a run started from "
+                           "the file (--steps 1 and --checkpoint-dir) makes one", o->init_from);
     if (pipeline && o->pp == 1) /* it would train as data parallel with early backward off */
         return ERASE_ERROR(ERASE_ERR_INVALID, "--schedule %s without --pp: a pipeline needs 2 stages or more "
                            "(--pp P); one stage would only turn early backward off (data parallel: --schedule "

@@ -69,6 +69,7 @@ typedef struct {
     char resume[1024];          /* "", auto, or a checkpoint file (or directory) */
     char init_from[1024];       /* warm start: a checkpoint file (or directory) */
     int init_from_optimizer;    /* with init_from: also the optimizer state */
+    char init_format[16];       /* init_from FILE.safetensors: its names (apps/export_names.h); "": its metadata's */
     int eval_only;              /* evaluate the checkpoint of init_from / resume, no training */
     char device[8];             /* cpu | cuda */
     char gemm[8];               /* fp32 | tf32 | bf16 (erase_gemm_precision_t) */

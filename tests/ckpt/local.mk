@@ -62,3 +62,14 @@ tests_ckpt_test_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPF
 tests_ckpt_test_checkpoint_CFLAGS = $(TEST_CFLAGS)
 tests_ckpt_test_checkpoint_LDADD = $(ERASE_IO_LIBS) $(TEST_LIBS)
 endif
+# erase-export: every format read back by the safetensors library, pipeline and sharded checkpoints as they are, bad input (issue 37)
+TESTS += tests/ckpt/test-export.sh
+EXTRA_DIST += tests/ckpt/test-export.sh tests/ckpt/export_check.py
+# erase-train --init-from FILE.safetensors: erase-export's and Hugging Face-named files, wrong files (issue 37)
+TESTS += tests/ckpt/test-import.sh
+EXTRA_DIST += tests/ckpt/test-import.sh tests/ckpt/import_make.py
+# a gpt checkpoint's logits on a prompt, for bench/compat-export.py (issue 37)
+check_PROGRAMS += tests/ckpt/gpt-logits
+tests_ckpt_gpt_logits_SOURCES = tests/ckpt/gpt-logits.c
+tests_ckpt_gpt_logits_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
+tests_ckpt_gpt_logits_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)

@@ -53,3 +53,12 @@ EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh te
 # tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
 TESTS += tests/io/test-tokenizer-compat.sh
 EXTRA_DIST += tests/io/test-tokenizer-compat.sh tests/io/tokenizer_compat.py tests/io/tokenizer_classes.py tests/venv.sh
+# safetensors files: round trip, the writer's refusals, malformed headers, truncation (issue 37)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/io/test-safetensors
+TESTS += tests/io/test-safetensors
+tests_io_test_safetensors_SOURCES = tests/io/test-safetensors.c
+tests_io_test_safetensors_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_safetensors_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_safetensors_LDADD = $(IO_TEST_LIBS)
+endif
