@@ -743,8 +743,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-inspect (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-inspect");
     }
     if (!strcmp(argv[1], "data"))
         return cmd_data(argc - 1, argv + 1);

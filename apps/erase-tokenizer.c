@@ -319,8 +319,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-tokenizer (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-tokenizer");
     }
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc - 1, argv + 1);
