@@ -1,7 +1,7 @@
 # Sourced by the jobs (jobs/job.sh, jobs/slurm-train.sh): erase_paths TOP
 # sets, for the jobs of TOP (erase's source tree, or the share folder of an
 # installed erase, $prefix/share/erase, which has the jobs and data
-# folders of the source tree but no configure.ac):
+# folders of the source tree but not jobs/setup: its programs are built):
 #   erase_installed   0 in a source tree, 1 installed (make install)
 #   erase_bin         the folder of the erase programs: in a source tree the
 #                     build's, $ERASE_BUILD/apps (default TOP/_build/apps);
@@ -14,7 +14,7 @@
 # shellcheck shell=bash
 erase_paths() {
     local top=$1
-    if [ -f "$top/configure.ac" ]; then
+    if [ -f "$top/jobs/setup" ]; then
         erase_installed=0
         erase_bin=${ERASE_BUILD:-$top/_build}/apps
         erase_data_root=${ERASE_DATA_ROOT:-$top/_data}
