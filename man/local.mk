@@ -1,7 +1,8 @@
 # man/: the programs' manual pages (issue 37), made by help2man from each
 # program's --help and --version (one source of truth: the option tables
 # the programs print) through man/help-for-man, with man/PROGRAM.h2m (NAME,
-# EXIT STATUS, EXAMPLES, FILES, SEE ALSO) and man/common.h2m (ENVIRONMENT).
+# EXIT STATUS, EXAMPLES, FILES, SEE ALSO) and man/common.h2m (the library's
+# ENVIRONMENT; SEE ALSO: docs/).
 # A new program: add man/PROGRAM.1 here and write man/PROGRAM.h2m.
 ERASE_MAN_PAGES = man/erase-train.1 man/erase-convert.1 man/erase-inspect.1 man/erase-score.1 \
 	man/erase-sample.1 man/erase-bench.1 man/erase-tokenizer.1
