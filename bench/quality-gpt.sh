@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tinyshakespeare table of the README ("Quality"): eval loss (nats per
+# The tinyshakespeare table of bench/RESULTS.md ("Quality"): eval loss (nats per
 # byte), perplexity and bits per byte, mean and spread over 3 seeds, of the
 # gpt model of nanoGPT's shakespeare-char size (jobs/gpt-shakespeare.cfg:
 # 6 layers, 6 heads, width 384, context 256, byte-level vocab 256) without

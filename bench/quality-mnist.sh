@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MNIST table of the README ("Quality"): evaluation accuracy, loss and
+# The MNIST table of bench/RESULTS.md ("Quality"): evaluation accuracy, loss and
 # top-5, mean and spread over 3 seeds, of the ERASE MLP (784-1024-1024-1024
 # -10; jobs/mnist.run: 3 epochs, global batch 128, AdamW, early backward
 # graph) with every layer detached (cuts all) and with plain backprop

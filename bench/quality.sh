@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Model quality tables of the README ("Quality"): evaluation NE and AUC,
+# Model quality tables of bench/RESULTS.md ("Quality"): evaluation NE and AUC,
 # mean and spread over 3 seeds, of plain backprop (no cuts, off), six cuts
 # with off and six cuts with graph, on
 #   1. the shipped Criteo sample (jobs/criteo-sample.run; the last 20% held out),

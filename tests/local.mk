@@ -61,3 +61,4 @@ include tests/ckpt/local.mk
 include tests/slurm/local.mk
 include tests/cluster/local.mk
 include tests/apps/local.mk
+include tests/docs/local.mk

@@ -198,7 +198,8 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
     const train_options_t *o = ck->e.o;
     int n, cap[2] = { 0, 0 };
     erase_param_t *p = erase_network_params(ck->e.net, &n);
-    int adamw = !strcmp(o->optimizer, "adamw"), adagrad = !strcmp(o->embedding_optimizer, "rowwise_adagrad");
+    int adamw = !strcmp(o->optimizer, "adamw"), muon = !strcmp(o->optimizer, "muon");
+    int adagrad = !strcmp(o->embedding_optimizer, "rowwise_adagrad");
     for (int i = 0; i < n; i++) {
         int emb = p[i].kind == ERASE_PARAM_EMBEDDING;
         ERASE_CHECK(add(ck, 0, &cap[0], p[i].block, p[i].name, p[i].ndim, p[i].rows, p[i].cols, p[i].row0,
@@ -224,7 +225,10 @@ static erase_status_t name_tensors(train_ckpt_t *ck)
             } else if (emb) {
                 return ERASE_ERROR(ERASE_ERR_INVALID, "checkpoint: %s has optimizer state the checkpoint does "
                                    "not know (embedding optimizer %s)", p[i].name, o->embedding_optimizer);
-            } else if (adamw) {
+            } else if (muon && erase_optim_muon_updates(&p[i])) {
+                slot = "muon_momentum_buffer";
+                meaning = "Muon momentum buffer (before the Nesterov step), shape of the parameter";
+            } else if (adamw || muon) {
                 slot = k == 0 ? "exp_avg" : "exp_avg_sq";
                 meaning = k == 0 ? "AdamW first moment (beta1-average of gradients), shape of the parameter"
                                  : "AdamW second moment (beta2-average of squared gradients), shape of the "

@@ -16,8 +16,10 @@
 /* The options a run takes from its checkpoint's run when not given: what
  * its training was (not its data, layout, device or output). */
 static const char *const training_options[] = {
-    "eval-fraction", "epochs", "steps", "optimizer", "lr", "momentum", "weight-decay", "grad-clip",
-    "embedding-optimizer", "embedding-lr", "warmup-steps", "lr-decay", "eval-every", "checkpoint-every",
+    "eval-fraction", "epochs", "steps", "optimizer", "lr", "momentum", "beta1", "beta2", "eps", "weight-decay",
+    "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr", "unembedding-lr", "vector-lr",
+    "grad-clip", "embedding-optimizer", "embedding-lr", "warmup-steps", "lr-decay", "min-lr", "warmdown-fraction",
+    "final-lr-fraction", "eval-every", "checkpoint-every",
     "keep-checkpoints", "seed", "shuffle", "shuffle-pool", "nonfinite", NULL
 };
 

@@ -81,9 +81,24 @@ static const opt_def_t defs[] = {
       FROM_TO(0, INT64_MAX) },
     { "epochs", I(epochs), "1", "epochs over the training data", NULL, FROM_TO(1, INT_MAX) },
     { "steps", I(steps), "0", "stop after this many steps (0: --epochs decides)", NULL, FROM_TO(0, INT64_MAX) },
-    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd", "adamw|sgd", NO_BOUNDS },
-    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up", NULL, LR_RANGE },
+    { "optimizer", S(optimizer), "adamw", "dense parameters: adamw | sgd | muon (Muon for hidden weight matrices, "
+      "AdamW for embedding matrices, heads and 1-d parameters, as nanochat; docs/muon.md)", "adamw|sgd|muon",
+      NO_BOUNDS },
+    { "lr", D(lr), "0.001", "learning rate of dense parameters after warm-up (muon: of the hidden matrices, "
+      "nanochat's matrix_lr)", NULL, LR_RANGE },
+    { "muon-momentum", D(muon_momentum), "0.95", "muon: momentum (Nesterov)", NULL, FROM_BELOW(0, 1) },
+    { "muon-momentum-warmup", I(muon_momentum_warmup), "0", "muon: steps over which the momentum rises linearly "
+      "from 0.85 to --muon-momentum (nanochat: 300); 0: none", NULL, FROM_TO(0, INT64_MAX) },
+    { "embedding-matrix-lr", D(embedding_matrix_lr), "0.2", "muon: AdamW rate of embedding matrices (gpt's wte, "
+      "wpe; nanochat's embedding_lr), following the schedule as --lr does", NULL, LR_RANGE },
+    { "unembedding-lr", D(unembedding_lr), "0.004", "muon: AdamW rate of heads (nanochat's unembedding_lr), "
+      "following the schedule as --lr does", NULL, LR_RANGE },
+    { "vector-lr", D(vector_lr), "0.004", "muon: AdamW rate of 1-d parameters (biases, norm gains), following "
+      "the schedule as --lr does", NULL, LR_RANGE },
     { "momentum", D(momentum), "0.9", "sgd momentum", NULL, FROM_BELOW(0, 1) },
+    { "beta1", D(beta1), "0.9", "adamw: decay rate of the gradient's running mean", NULL, FROM_BELOW(0, 1) },
+    { "beta2", D(beta2), "0.999", "adamw: decay rate of the squared gradient's running mean", NULL, FROM_BELOW(0, 1) },
+    { "eps", D(eps), "1e-8", "adamw: added to the root of the squared gradient's mean", NULL, ABOVE_TO(0, FLT_MAX) },
     { "weight-decay", D(weight_decay), "0", "weight decay of weight matrices (not biases or LayerNorm gains; decoupled for adamw)", NULL, FROM_TO(0, FLT_MAX) },
     { "grad-clip", D(grad_clip), "0", "clip the gradient norm of each sub-graph (blocks joined by attached "
       "boundaries; no cuts: the whole model) to this, as torch's clip_grad_norm_, after the all-reduce; "
@@ -97,7 +112,14 @@ static const opt_def_t defs[] = {
       "--schedule) yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
-    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to 0 at the last step) | constant", "cosine|constant", NO_BOUNDS },
+    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to --min-lr at the last step) | constant | wsd "
+      "(warm-up, stable, decay: constant, then linear to --final-lr-fraction x --lr over the last --warmdown-fraction "
+      "of the steps, as nanochat)", "cosine|constant|wsd", NO_BOUNDS },
+    { "min-lr", D(min_lr), "0", "cosine: the learning rate of the last step (nanoGPT's min_lr; at most --lr)", NULL, FROM_TO(0, FLT_MAX) },
+    { "warmdown-fraction", D(warmdown_fraction), "0.2", "wsd: share of the steps in the final warm-down (nanochat's "
+      "warmdown_ratio)", NULL, FROM_TO(0, 1) },
+    { "final-lr-fraction", D(final_lr_fraction), "0", "wsd: the learning rate at the end of the warm-down, a fraction "
+      "of --lr (nanochat's final_lr_frac)", NULL, FROM_TO(0, 1) },
     { "eval-every", I(eval_every), "0", "evaluate every N steps (0: at the end of every epoch)", NULL, FROM_TO(0, INT64_MAX) },
     { "log-every", I(log_every), "10", "steps between progress lines", NULL, FROM_TO(1, INT64_MAX) },
     { "metrics", S(metrics), "", "JSON-lines metrics file: one object per log interval, evaluation, checkpoint and summary, each with the time and samples so far", NULL, NO_BOUNDS },
@@ -435,6 +457,27 @@ static erase_status_t check_together(const train_options_t *o)
                            "--init-from starts a new one from its parameters)", o->resume, o->init_from);
     if (!strcmp(o->resume, "auto") && !o->checkpoint_dir[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--resume auto: needs --checkpoint-dir (where to look)");
+    if (o->min_lr > o->lr && !strcmp(o->lr_decay, "cosine"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--min-lr %g above --lr %g: cosine decays from --lr to --min-lr",
+                           o->min_lr, o->lr);
+    static const struct { const char *name, *decay; } decay_option[] = {
+        { "min-lr", "cosine" }, { "warmdown-fraction", "wsd" }, { "final-lr-fraction", "wsd" }
+    };
+    for (size_t i = 0; i < sizeof decay_option / sizeof decay_option[0]; i++)
+        if (train_options_given(o, decay_option[i].name) && strcmp(o->lr_decay, decay_option[i].decay))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --lr-decay %s (this run's is %s)",
+                               decay_option[i].name, decay_option[i].decay, o->lr_decay);
+    static const char *const adamw_option[] = { "beta1", "beta2", "eps" };
+    for (size_t i = 0; i < sizeof adamw_option / sizeof adamw_option[0]; i++)
+        if (train_options_given(o, adamw_option[i]) && !strcmp(o->optimizer, "sgd"))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer adamw or muon (this run's is %s)",
+                               adamw_option[i], o->optimizer);
+    static const char *const muon_option[] = { "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr",
+                                               "unembedding-lr", "vector-lr" };
+    for (size_t i = 0; i < sizeof muon_option / sizeof muon_option[0]; i++)
+        if (train_options_given(o, muon_option[i]) && strcmp(o->optimizer, "muon"))
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer muon (this run's is %s)",
+                               muon_option[i], o->optimizer);
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     if (pipeline && o->pp == 1) /* it would train as data parallel with early backward off */

@@ -40,16 +40,23 @@ typedef struct {
     int64_t global_batch;       /* samples per step over all ranks; 0: batch x ranks */
     int64_t epochs;
     int64_t steps;              /* 0: epochs decide */
-    char optimizer[16];         /* adamw | sgd */
+    char optimizer[16];         /* adamw | sgd | muon */
     double lr;
     double momentum;
+    double beta1, beta2, eps;   /* adamw (and muon's AdamW groups) */
+    double muon_momentum;       /* muon */
+    int64_t muon_momentum_warmup; /* muon: steps of the momentum warm-up from 0.85 (0: none) */
+    double embedding_matrix_lr, unembedding_lr, vector_lr; /* muon: its AdamW groups' rates */
     double weight_decay;
     double grad_clip;           /* max norm of each sub-graph's dense gradient; 0: off */
     char embedding_optimizer[24]; /* rowwise_adagrad | sgd */
     char embeddings[16];        /* replicated | table (row | auto: refused, not built yet) */
     double embedding_lr;
     int64_t warmup_steps;
-    char lr_decay[16];          /* constant | cosine */
+    char lr_decay[16];          /* constant | cosine | wsd */
+    double min_lr;              /* cosine: the rate at the last step */
+    double warmdown_fraction;   /* wsd: share of the steps in the final linear warm-down */
+    double final_lr_fraction;   /* wsd: the rate at the end of the warm-down / lr */
     int64_t eval_every;         /* steps; 0: at the end of every epoch */
     int64_t log_every;          /* steps between progress lines */
     char metrics[1024];         /* JSON-lines metrics file */
@@ -74,7 +81,7 @@ typedef struct {
     int quiet;
     /* given[i]: option i of the table set by the run file (1) or the
      * command line (2) (train_options_given), not by its default (0) */
-    unsigned char given[64];
+    unsigned char given[96];
 } train_options_t;
 
 /* Defaults of every option. */

@@ -58,7 +58,8 @@ static void print_blas_note(const run_t *r)
 static void print_unused_notes(const train_options_t *o)
 {
     if (train_options_given(o, "momentum") && strcmp(o->optimizer, "sgd"))
-        printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's)\n", o->momentum, o->optimizer);
+        printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's%s)\n", o->momentum, o->optimizer,
+               strcmp(o->optimizer, "muon") ? "" : "; muon's is --muon-momentum");
     if (o->side_streams != 1 && !strcmp(o->early_backward, "off"))
         printf("note   --side-streams %lld: unused with --early-backward off (side streams run early block "
                "backwards)\n", (long long)o->side_streams);
@@ -243,7 +244,8 @@ erase_status_t run_log_progress(run_t *r, int force)
         for (int b = 0; b < erase_network_blocks(r->net); b++) /* null: not trained in the window */
             fprintf(r->metrics, "%s%s", b ? "," : "",
                     r->block.steps[b] > 0 ? json_number(v, "%.6f", r->block.loss[b] / r->block.steps[b]) : "null");
-        fprintf(r->metrics, "]}\n");
+        /* the window's mean step time (TensorBoard's step time, issue 37) */
+        fprintf(r->metrics, "],\"seconds_per_step\":%.6f}\n", sec / (double)r->window_steps);
         fflush(r->metrics);
     }
     r->task->clear(r->ts, TRAIN_TASK_WINDOW);
@@ -269,6 +271,13 @@ erase_status_t run_write_trace(run_t *r, int64_t t0_ns)
     for (int k = 0; k < streams; k++)
         names[k] = r->pipe ? erase_pipe_stream_name(k) : erase_sched_stream_name(r->sched, k);
     erase_trace_write_events(mem, rec, n, r->w->rank, names, streams, t0_ns, r->w->rank == 0);
+    if (r->pipe) { /* the rank's stage, as Chrome's process label and order (jobs/trace-svg's lane groups) */
+        erase_pipe_stats_t ps;
+        erase_pipe_stats(r->pipe, &ps);
+        fprintf(mem, ",\n{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"labels\":\"stage %d\"}}"
+                     ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+                r->w->rank, ps.stage, r->w->rank, ps.stage);
+    }
     fclose(mem);
     erase_trace_overlap_t ov = erase_trace_overlap(rec, n);
     free(rec);

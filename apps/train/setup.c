@@ -537,17 +537,17 @@ erase_status_t run_setup_training(run_t *r)
 {
     const train_options_t *o = r->o;
     static const char *const timing[] = { "early", "end" };
-    static const char *const dense_opt[] = { "sgd", "adamw" };
+    static const char *const dense_opt[] = { "sgd", "adamw", "muon" };
     static const char *const emb_opt[] = { "sgd", "rowwise_adagrad" };
-    static const char *const decay[] = { "constant", "cosine" };
+    static const char *const decay[] = { "constant", "cosine", "wsd" };
     static const char *const modes[] = { "off", "blocking", "async", "graph" };
     int mode, reduce, update, dense, emb, dec;
     TRY(parse_choice("early-backward", o->early_backward, modes, 4, &mode));
     TRY(parse_choice("reduce", o->reduce, timing, 2, &reduce));
     TRY(parse_choice("update", o->update, timing, 2, &update));
-    TRY(parse_choice("optimizer", o->optimizer, dense_opt, 2, &dense));
+    TRY(parse_choice("optimizer", o->optimizer, dense_opt, 3, &dense));
     TRY(parse_choice("embedding-optimizer", o->embedding_optimizer, emb_opt, 2, &emb));
-    TRY(parse_choice("lr-decay", o->lr_decay, decay, 2, &dec));
+    TRY(parse_choice("lr-decay", o->lr_decay, decay, 3, &dec));
 
     erase_reader_info_t info = erase_reader_info(r->train);
     r->total_steps = o->steps;
@@ -577,15 +577,24 @@ erase_status_t run_setup_training(run_t *r)
     else
         TRY(erase_network_create(r->dev, &r->cfg, (int)r->rank_batch, &r->net));
     erase_optim_config_t oc = erase_optim_config_default();
-    oc.dense = dense == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ADAMW;
+    oc.dense = dense == 0 ? ERASE_OPTIM_SGD : dense == 1 ? ERASE_OPTIM_ADAMW : ERASE_OPTIM_MUON;
     oc.embedding = emb == 0 ? ERASE_OPTIM_SGD : ERASE_OPTIM_ROWWISE_ADAGRAD;
     oc.schedule.base = o->lr;
     oc.schedule.warmup_steps = optimizer_steps(o, o->warmup_steps);
-    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : ERASE_LR_COSINE;
-    oc.schedule.total_steps = optimizer_steps(o, r->total_steps);
-    oc.schedule.min = 0;
+    oc.schedule.decay = dec == 0 ? ERASE_LR_CONSTANT : dec == 1 ? ERASE_LR_COSINE : ERASE_LR_WSD;
+    oc.schedule.min = dec == 2 ? o->final_lr_fraction * o->lr : o->min_lr;
+    oc.schedule.warmdown_fraction = dec == 2 ? o->warmdown_fraction : 0;
+    erase_lr_schedule_set_total(&oc.schedule, optimizer_steps(o, r->total_steps));
+    oc.beta1 = (float)o->beta1;
+    oc.beta2 = (float)o->beta2;
+    oc.eps = (float)o->eps;
     oc.embedding_lr = o->embedding_lr;
     oc.momentum = (float)o->momentum;
+    oc.muon_momentum = (float)o->muon_momentum;
+    oc.muon_momentum_warmup = optimizer_steps(o, o->muon_momentum_warmup);
+    oc.embedding_matrix_lr = o->embedding_matrix_lr;
+    oc.unembedding_lr = o->unembedding_lr;
+    oc.vector_lr = o->vector_lr;
     oc.weight_decay = (float)o->weight_decay;
     oc.grad_clip = (float)o->grad_clip;
     TRY(erase_optimizer_create(r->net, &oc, &r->opt));

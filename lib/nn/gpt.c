@@ -88,23 +88,26 @@ static erase_status_t int_product(const char *what, int64_t a, int64_t b, int *o
     return ERASE_OK;
 }
 
-static erase_status_t add(erase_network_t *net, int b, const char *path, int64_t rows, int64_t cols, int *index)
+/* A dense parameter [rows, cols] of the given role (1-d when cols is 1). */
+static erase_status_t add(erase_network_t *net, int b, const char *path, erase_param_role_t role, int64_t rows,
+                          int64_t cols, int *index)
 {
-    ERASE_CHECK(erase_network_add_param(net, b, path, ERASE_PARAM_DENSE, rows, cols, cols == 1 ? 1 : 2, index));
+    ERASE_CHECK(erase_network_add_param(net, b, path, ERASE_PARAM_DENSE, role, rows, cols, cols == 1 ? 1 : 2,
+                                        index));
     return ERASE_OK;
 }
 
-/* "<prefix>/weight" [rows, cols] and "<prefix>/bias" [rows] (bias: NULL
- * index for none). */
-static erase_status_t add_linear(erase_network_t *net, int b, const char *prefix, int64_t out, int64_t in,
-                                 int *w, int *bias)
+/* "<prefix>/weight" [rows, cols] of the given role (hidden or head) and
+ * "<prefix>/bias" [rows] (bias: NULL index for none). */
+static erase_status_t add_linear(erase_network_t *net, int b, const char *prefix, erase_param_role_t role,
+                                 int64_t out, int64_t in, int *w, int *bias)
 {
     char path[48];
     snprintf(path, sizeof path, "%s/weight", prefix);
-    ERASE_CHECK(erase_network_add_param(net, b, path, ERASE_PARAM_DENSE, out, in, 2, w));
+    ERASE_CHECK(add(net, b, path, role, out, in, w));
     if (bias) {
         snprintf(path, sizeof path, "%s/bias", prefix);
-        ERASE_CHECK(add(net, b, path, out, 1, bias));
+        ERASE_CHECK(add(net, b, path, ERASE_ROLE_VECTOR, out, 1, bias));
     }
     return ERASE_OK;
 }
@@ -113,9 +116,9 @@ static erase_status_t add_layernorm(erase_network_t *net, int b, const char *pre
 {
     char path[48];
     snprintf(path, sizeof path, "%s/weight", prefix);
-    ERASE_CHECK(add(net, b, path, C, 1, w));
+    ERASE_CHECK(add(net, b, path, ERASE_ROLE_VECTOR, C, 1, w));
     snprintf(path, sizeof path, "%s/bias", prefix);
-    ERASE_CHECK(add(net, b, path, C, 1, bias));
+    ERASE_CHECK(add(net, b, path, ERASE_ROLE_VECTOR, C, 1, bias));
     return ERASE_OK;
 }
 
@@ -151,15 +154,15 @@ static erase_status_t gpt_build(erase_network_t *net)
         blk->in_width = k > 0 ? g->T * g->C : 0;
         blk->first_param = net->nparams;
         if (k == 0) {
-            ERASE_CHECK(add(net, 0, "wte", g->V, C, &g->wte));
-            ERASE_CHECK(add(net, 0, "wpe", g->T, C, &g->wpe));
+            ERASE_CHECK(add(net, 0, "wte", ERASE_ROLE_EMBEDDING, g->V, C, &g->wte));
+            ERASE_CHECK(add(net, 0, "wpe", ERASE_ROLE_EMBEDDING, g->T, C, &g->wpe));
         }
         ERASE_CHECK(add_layernorm(net, k, "ln_1", g->C, &L->ln1_w, &L->ln1_b));
-        ERASE_CHECK(add_linear(net, k, "attn/c_attn", 3 * C, C, &L->qkv_w, &L->qkv_b));
-        ERASE_CHECK(add_linear(net, k, "attn/c_proj", C, C, &L->aproj_w, &L->aproj_b));
+        ERASE_CHECK(add_linear(net, k, "attn/c_attn", ERASE_ROLE_HIDDEN, 3 * C, C, &L->qkv_w, &L->qkv_b));
+        ERASE_CHECK(add_linear(net, k, "attn/c_proj", ERASE_ROLE_HIDDEN, C, C, &L->aproj_w, &L->aproj_b));
         ERASE_CHECK(add_layernorm(net, k, "ln_2", g->C, &L->ln2_w, &L->ln2_b));
-        ERASE_CHECK(add_linear(net, k, "mlp/c_fc", 4 * C, C, &L->fc_w, &L->fc_b));
-        ERASE_CHECK(add_linear(net, k, "mlp/c_proj", C, 4 * C, &L->mproj_w, &L->mproj_b));
+        ERASE_CHECK(add_linear(net, k, "mlp/c_fc", ERASE_ROLE_HIDDEN, 4 * C, C, &L->fc_w, &L->fc_b));
+        ERASE_CHECK(add_linear(net, k, "mlp/c_proj", ERASE_ROLE_HIDDEN, C, 4 * C, &L->mproj_w, &L->mproj_b));
         L->lnf_w = L->lnf_b = L->head_w = -1;
         int last = k == net->nblocks - 1;
         L->has_head = last || erase_network_is_cut(net, k + 1);
@@ -169,7 +172,7 @@ static erase_status_t gpt_build(erase_network_t *net)
             if (last && g->tied)
                 L->head_w = g->wte;
             else
-                ERASE_CHECK(add_linear(net, k, "lm_head", g->V, C, &L->head_w, NULL));
+                ERASE_CHECK(add_linear(net, k, "lm_head", ERASE_ROLE_HEAD, g->V, C, &L->head_w, NULL));
         }
         blk->nparams = net->nparams - blk->first_param;
     }

@@ -18,8 +18,8 @@
 /* ---- construction ------------------------------------------------------- */
 
 erase_status_t erase_network_add_param(erase_network_t *net, int block, const char *path,
-                                       erase_param_kind_t kind, int64_t rows, int64_t cols, int ndim,
-                                       int *index)
+                                       erase_param_kind_t kind, erase_param_role_t role, int64_t rows,
+                                       int64_t cols, int ndim, int *index)
 {
     if (net->nparams == net->params_cap) {
         int cap = net->params_cap ? 2 * net->params_cap : 64;
@@ -33,6 +33,7 @@ erase_status_t erase_network_add_param(erase_network_t *net, int block, const ch
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s/%s", net->blocks[block].name, path);
     p->kind = kind;
+    p->role = role;
     p->block = block;
     p->rows = p->held = rows;
     p->cols = cols;

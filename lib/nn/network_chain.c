@@ -49,8 +49,10 @@ static chain_t *chain_of(const erase_network_t *net) { return net->model; }
 
 /* ---- construction ------------------------------------------------------- */
 
+/* A linear layer: "<path>/weight" [out, in] (a hidden matrix, or a head's
+ * weight when `head`) and "<path>/bias" [out]. */
 static erase_status_t add_dense(erase_network_t *net, int b, layer_t *l, const char *path, int in,
-                                int out, int relu)
+                                int out, int relu, int head)
 {
     char name[48];
     l->kind = LAYER_DENSE;
@@ -58,9 +60,10 @@ static erase_status_t add_dense(erase_network_t *net, int b, layer_t *l, const c
     l->out = out;
     l->relu = relu;
     snprintf(name, sizeof name, "%s/weight", path);
-    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, out, in, 2, &l->w));
+    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE,
+                                        head ? ERASE_ROLE_HEAD : ERASE_ROLE_HIDDEN, out, in, 2, &l->w));
     snprintf(name, sizeof name, "%s/bias", path);
-    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, out, 1, 1, &l->b));
+    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, ERASE_ROLE_VECTOR, out, 1, 1, &l->b));
     return ERASE_OK;
 }
 
@@ -85,7 +88,7 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
     for (int i = 0; i < c->ctr.bottom_layers; i++) {
         char path[32];
         snprintf(path, sizeof path, "bottom/%d", i);
-        ERASE_CHECK(add_dense(net, 0, &cin->layers[cin->nlayers++], path, width, c->ctr.bottom_mlp[i], 1));
+        ERASE_CHECK(add_dense(net, 0, &cin->layers[cin->nlayers++], path, width, c->ctr.bottom_mlp[i], 1, 0));
         width = c->ctr.bottom_mlp[i];
     }
     if (width != dim)
@@ -99,11 +102,12 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
         char path[32];
         int idx;
         snprintf(path, sizeof path, "emb/%d", f);
-        ERASE_CHECK(erase_network_add_param(net, 0, path, ERASE_PARAM_EMBEDDING, c->ctr.table_rows[f], dim, 2, &idx));
+        ERASE_CHECK(erase_network_add_param(net, 0, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
+                                            c->ctr.table_rows[f], dim, 2, &idx));
         if (f == 0)
             x->table0 = idx;
     }
-    ERASE_CHECK(add_dense(net, 0, &cin->head, "head", inter, 1, 0));
+    ERASE_CHECK(add_dense(net, 0, &cin->head, "head", inter, 1, 0, 1));
     in->nparams = net->nparams - in->first_param;
 
     width = inter;
@@ -114,9 +118,9 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
         blk->in_width = width;
         blk->first_param = net->nparams;
         int w = c->ctr.subarch_width;
-        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc0", width, w, 1));
-        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc1", w, w, 1));
-        ERASE_CHECK(add_dense(net, k, &cb->head, "head", w, 1, 0));
+        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc0", width, w, 1, 0));
+        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc1", w, w, 1, 0));
+        ERASE_CHECK(add_dense(net, k, &cb->head, "head", w, 1, 0, 1));
         blk->nparams = net->nparams - blk->first_param;
         width = w;
     }
@@ -135,8 +139,8 @@ static erase_status_t build_mlp(erase_network_t *net, chain_t *ch)
         blk->in_width = width;
         blk->first_param = net->nparams;
         int h = c->mlp.hidden[k];
-        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc", width, h, 1));
-        ERASE_CHECK(add_dense(net, k, &cb->head, "head", h, c->mlp.classes, 0));
+        ERASE_CHECK(add_dense(net, k, &cb->layers[cb->nlayers++], "fc", width, h, 1, 0));
+        ERASE_CHECK(add_dense(net, k, &cb->head, "head", h, c->mlp.classes, 0, 1));
         blk->nparams = net->nparams - blk->first_param;
         width = h;
     }

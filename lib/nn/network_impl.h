@@ -89,12 +89,15 @@ extern const erase_model_impl_t erase_model_gpt;
 /*
  * Add parameter "<block name>/<path>" of block `block` (blocks add theirs
  * in block order): [rows, cols] floats (a 1-d parameter: cols 1, ndim 1).
+ * `role`: what it is to the model (lib/nn/param.h: hidden matrix, embedding,
+ * head, vector), which optimizers with parameter groups (Muon) read; every
+ * model declares it (issue 34 added the argument for all models).
  * *index: its index in net->params (the array may move: keep indices, not
  * pointers, until build is done). Errors: ERASE_ERR_NOMEM.
  */
 erase_status_t erase_network_add_param(erase_network_t *net, int block, const char *path,
-                                       erase_param_kind_t kind, int64_t rows, int64_t cols, int ndim,
-                                       int *index);
+                                       erase_param_kind_t kind, erase_param_role_t role, int64_t rows,
+                                       int64_t cols, int ndim, int *index);
 
 /* How erase_network_init_param fills a parameter. */
 typedef enum {

@@ -1,6 +1,6 @@
 /*
  * Optimizers of a network: one rule for dense parameters (SGD with
- * momentum or AdamW) and one for embedding tables (row-wise Adagrad or
+ * momentum, AdamW, or Muon with AdamW for its other groups) and one for embedding tables (row-wise Adagrad or
  * plain SGD, on the rows a batch touched only), a learning-rate schedule,
  * and a step clock in device memory (see erase_optim_clock_t in
  * lib/ops/ops.h) so that a captured step graph replays correctly.
@@ -9,6 +9,17 @@
  * erase_optimizer_update_block for every block, in any order and on any
  * streams ordered after begin_step and after that block's backward (and,
  * with data parallelism, its gradient all-reduce).
+ *
+ * Muon (ERASE_OPTIM_MUON; erase_muon_update in lib/ops/ops.h) groups the
+ * dense parameters as nanochat's setup_optimizers does, by the role the
+ * model gave each (erase_param_t.role, lib/nn/param.h): the hidden layers'
+ * 2-D weights take Muon at the schedule's rate (nanochat's matrix_lr);
+ * embedding matrices (ERASE_ROLE_EMBEDDING, dense: gpt's wte and wpe),
+ * heads (ERASE_ROLE_HEAD) and 1-D parameters take AdamW (beta1, beta2,
+ * eps, weight_decay as configured) at embedding_matrix_lr, unembedding_lr
+ * and vector_lr, each scaled by the schedule as the Muon rate is.
+ * Embedding tables keep their own rule. Slots: Muon's momentum buffer in
+ * state[0]; AdamW's moments in state[0], state[1].
  *
  * Gradient-norm clipping (grad_clip > 0): torch.nn.utils.clip_grad_norm_
  * applied to the mean gradient (after the data-parallel all-reduce) of
@@ -30,16 +41,23 @@
 typedef enum {
     ERASE_OPTIM_SGD = 0,               /* dense or sparse */
     ERASE_OPTIM_ADAMW = 1,             /* dense */
-    ERASE_OPTIM_ROWWISE_ADAGRAD = 2    /* embedding tables */
+    ERASE_OPTIM_ROWWISE_ADAGRAD = 2,   /* embedding tables */
+    ERASE_OPTIM_MUON = 3               /* dense: Muon for hidden matrices, AdamW for the rest */
 } erase_optim_kind_t;
 
 typedef struct {
-    erase_optim_kind_t dense;       /* SGD or ADAMW */
+    erase_optim_kind_t dense;       /* SGD, ADAMW or MUON */
     erase_optim_kind_t embedding;   /* SGD or ROWWISE_ADAGRAD */
     erase_lr_schedule_t schedule;   /* learning rate of dense parameters */
     double embedding_lr;            /* embedding learning rate after warm-up (follows the schedule) */
     float momentum;                 /* SGD */
-    float beta1, beta2, eps;        /* AdamW */
+    float beta1, beta2, eps;        /* AdamW (and Muon's AdamW groups) */
+    float muon_momentum;            /* Muon's momentum, in [0, 1) */
+    int64_t muon_momentum_warmup;   /* steps of nanochat's momentum warm-up from 0.85 (0: none;
+                                     * erase_muon_momentum_at in lib/ops/ops.h) */
+    double embedding_matrix_lr;     /* Muon: AdamW rate of dense embedding matrices (follows the schedule) */
+    double unembedding_lr;          /* Muon: AdamW rate of heads (follows the schedule) */
+    double vector_lr;               /* Muon: AdamW rate of 1-D parameters (follows the schedule) */
     float weight_decay;             /* SGD (added to the gradient) and AdamW (decoupled), of
                                      * dense matrices only (ndim 2: weights, embedding matrices
                                      * of the gpt model), never of biases or LayerNorm gains;
@@ -51,15 +69,24 @@ typedef struct {
 
 /* AdamW lr 1e-3 (betas 0.9, 0.999, eps 1e-8, no weight decay) for dense
  * parameters, row-wise Adagrad lr 0.02 (eps 1e-8) for tables, constant,
- * no gradient clipping. */
+ * no gradient clipping; for Muon: momentum 0.95, AdamW rates 0.2
+ * (embedding matrices), 0.004 (heads), 0.004 (1-D), nanochat's
+ * embedding_lr and unembedding_lr before its (width / 768)^-0.5 scaling. */
 erase_optim_config_t erase_optim_config_default(void);
+
+/* Whether Muon updates p (a dense 2-D parameter of role ERASE_ROLE_HIDDEN)
+ * under ERASE_OPTIM_MUON; the other parameters take AdamW or, tables,
+ * the embedding rule. */
+int erase_optim_muon_updates(const erase_param_t *p);
 
 typedef struct erase_optimizer erase_optimizer_t;
 
-/* Allocate the state slots of every parameter (zeros) and the clock.
+/* Allocate the state slots of every parameter (zeros) and the clock (and,
+ * for Muon, each block's Newton-Schulz scratch).
  * Errors: ERASE_ERR_INVALID (a rule that does not apply, a learning rate
  * outside (0, FLT_MAX]: erase-train's --lr and --embedding-lr rule, a
- * grad_clip outside [0, FLT_MAX]), ERASE_ERR_NOMEM. */
+ * grad_clip outside [0, FLT_MAX], Muon on a network without a hidden
+ * matrix or with a momentum outside [0, 1)), ERASE_ERR_NOMEM. */
 erase_status_t erase_optimizer_create(erase_network_t *net, const erase_optim_config_t *cfg,
                                       erase_optimizer_t **out);
 void erase_optimizer_destroy(erase_optimizer_t *opt);

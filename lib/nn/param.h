@@ -15,9 +15,24 @@
 
 typedef enum { ERASE_PARAM_DENSE = 0, ERASE_PARAM_EMBEDDING = 1 } erase_param_kind_t;
 
+/*
+ * What a parameter is to the model, declared by the model when it adds the
+ * parameter (erase_network_add_param: every model sets it; an interface
+ * change of issue 34 for all models). Optimizers that treat groups apart
+ * read it (Muon, lib/nn/optim.h: hidden matrices take Muon, the other
+ * roles AdamW, as nanochat's setup_optimizers groups them), never the name.
+ */
+typedef enum {
+    ERASE_ROLE_HIDDEN = 0,    /* 2-D weight of a hidden layer ([out, in], PyTorch's convention) */
+    ERASE_ROLE_EMBEDDING = 1, /* embedding matrix (gpt's wte, wpe; a tied head is wte) or table */
+    ERASE_ROLE_HEAD = 2,      /* output projection to the logits or classes (a head's weight) */
+    ERASE_ROLE_VECTOR = 3     /* 1-D parameter: bias, norm gain */
+} erase_param_role_t;
+
 typedef struct {
     char name[ERASE_PARAM_NAME_MAX]; /* "<block>/<path>", docs/models.md */
     erase_param_kind_t kind;
+    erase_param_role_t role;         /* set by the model (see above) */
     int block;                       /* index of the owning block */
     int ndim;                        /* 1 (bias) or 2 ([rows, cols]) */
     int64_t rows, cols;              /* the whole parameter's shape; a 1-d parameter has cols == 1 */

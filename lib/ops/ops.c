@@ -422,6 +422,28 @@ erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const f
     DISPATCH(s, adamw_update, n, w, g, m, v, clock, lr_mult, beta1, beta2, eps, weight_decay);
 }
 
+size_t erase_muon_work_floats(int64_t rows, int64_t cols)
+{
+    size_t k = (size_t)(rows < cols ? rows : cols), n = (size_t)(rows < cols ? cols : rows);
+    return 2 * k * n + 2 * k * k + 1;
+}
+
+erase_status_t erase_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w, const float *g,
+                                 float *buf, float *work, const erase_optim_clock_t *clock, float lr_mult,
+                                 float momentum, int64_t momentum_warmup)
+{
+    if (rows < 1 || cols < 1 || rows > INT_MAX / cols)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "muon: a [%lld, %lld] matrix (each side >= 1, at most %d elements)",
+                           (long long)rows, (long long)cols, INT_MAX);
+    if (!(momentum >= 0 && momentum < 1))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "muon: momentum %g must be in [0, 1)", (double)momentum);
+    if (momentum_warmup < 0)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "muon: momentum warm-up of %lld steps", (long long)momentum_warmup);
+    if (!buf || !work)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "muon: needs a momentum buffer and scratch");
+    DISPATCH(s, muon_update, rows, cols, w, g, buf, work, clock, lr_mult, momentum, momentum_warmup);
+}
+
 erase_status_t erase_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,
                                             const uint32_t *grad_rows, const float *grad_values,
                                             const int *count, const erase_optim_clock_t *clock,

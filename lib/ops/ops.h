@@ -377,6 +377,54 @@ erase_status_t erase_adamw_update(erase_stream_t *s, size_t n, float *w, const f
                                   float beta1, float beta2, float eps, float weight_decay);
 
 /*
+ * Muon (Keller Jordan, "Muon: an optimizer for hidden layers in neural
+ * networks", 2024, kellerjordan.github.io/posts/muon; the form of
+ * nanochat's nanochat/muon.py, 2025) on one matrix w [rows, cols] (rows =
+ * outputs, cols = inputs: PyTorch's Linear weight) with gradient g:
+ *   buf = lerp(buf, g, 1 - momentum)            momentum buffer [rows, cols]
+ *   u   = lerp(g, buf, momentum)                Nesterov (g is not written)
+ *   X   = u, or u^T when rows > cols            (k x n, k = min, n = max)
+ *   X  /= ||X||_F + 1e-7
+ *   5 times: A = X X^T; B = b A + c A A; X = a X + B X
+ *            with (a, b, c) = (3.4445, -4.7750, 2.0315)
+ *   w  -= lr * lr_mult * sqrt(max(1, rows / cols)) * X (transposed back)
+ * in single precision throughout (nanochat iterates in bfloat16), lerp as
+ * PyTorch's torch.lerp. lr from the clock; nothing when clock->nonfinite.
+ * momentum_warmup > 0: the momentum of step t (the clock's) is
+ * erase_muon_momentum_at(momentum, momentum_warmup, t), nanochat's
+ * base_train.py warm-up from 0.85; 0: `momentum` throughout.
+ * work: erase_muon_work_floats(rows, cols) floats of device memory that no
+ * other op uses while this one runs. Errors: ERASE_ERR_INVALID (a shape
+ * below 1x1 or over INT_MAX elements, momentum outside [0, 1), a negative
+ * warm-up, no buffer or work).
+ */
+erase_status_t erase_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w, const float *g,
+                                 float *buf, float *work, const erase_optim_clock_t *clock, float lr_mult,
+                                 float momentum, int64_t momentum_warmup);
+
+/* Muon's momentum at step t (1-based) with a warm-up of w steps (nanochat's
+ * get_muon_momentum with it = t - 1 and 300 steps): (1 - f) 0.85 + f m with
+ * f = min((t - 1) / w, 1); m when w is 0. */
+ERASE_HD static inline float erase_muon_momentum_at(float m, int64_t w, int64_t t)
+{
+    if (w <= 0)
+        return m;
+    float f = t - 1 >= w ? 1.0f : (float)(t - 1) / (float)w;
+    return (1.0f - f) * 0.85f + f * m;
+}
+
+/* Floats of scratch erase_muon_update needs for a [rows, cols] matrix:
+ * 2 k n + 2 k k + 1 with k = min(rows, cols), n = max(rows, cols). */
+size_t erase_muon_work_floats(int64_t rows, int64_t cols);
+
+/* The Newton-Schulz quintic's coefficients and step count (nanochat's
+ * zeropower_via_newtonschulz5), for the backends. */
+#define ERASE_MUON_NS_A 3.4445f
+#define ERASE_MUON_NS_B (-4.7750f)
+#define ERASE_MUON_NS_C 2.0315f
+#define ERASE_MUON_NS_STEPS 5
+
+/*
  * Row-wise Adagrad on the rows of a sparse gradient (as torchrec's
  * EXACT_ROWWISE_ADAGRAD): for each touched row r with gradient g[dim],
  * acc[r] += mean(g^2); table[r] -= lr * lr_mult * g / (sqrt(acc[r]) + eps).

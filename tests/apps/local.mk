@@ -9,7 +9,7 @@ APPS_TEST_DRIVERS += tests/apps/test-inspect-distinct.sh
 APPS_TEST_DRIVERS += tests/apps/test-bench-feasibility.sh
 # erase-convert text / tokens and erase-inspect data of token shards (issue 15)
 APPS_TEST_DRIVERS += tests/apps/test-convert-text.sh
-# jobs/trace-svg: boxes labelled with their block and pass, a legend (issue 15)
+# jobs/trace-svg: axis in ms, lanes by rank and stage, step boundaries, legend, labels that fit (issues 15, 37)
 APPS_TEST_DRIVERS += tests/apps/test-trace-svg.sh
 # erase-bench pipeline --simulate: exact tables from given times (issue 16)
 APPS_TEST_DRIVERS += tests/apps/test-bench-pipeline.sh
@@ -81,3 +81,8 @@ tests_apps_sample_tool_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS
 tests_apps_sample_tool_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 TESTS += tests/apps/test-sample.sh
 EXTRA_DIST += tests/apps/test-sample.sh
+
+# jobs/tensorboard: every task's metrics read back by TensorBoard's EventAccumulator, after a run and live (issue 37)
+TESTS += tests/apps/test-tensorboard.sh
+EXTRA_DIST += tests/apps/test-tensorboard.sh
+EXTRA_DIST += tests/apps/metrics-runs.sh

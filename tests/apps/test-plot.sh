@@ -9,29 +9,14 @@
 # seen (lm: samples x the window's tokens), the last x read from the file;
 # then it draws all three into one PNG (skipped without matplotlib).
 . "$(dirname "$0")/../comm/mpi.sh"
+. "$(dirname "$0")/metrics-runs.sh"
 need apps/erase-train
 need apps/erase-convert
 [ -x /usr/bin/python3 ] || skip "no /usr/bin/python3 for jobs/plot"
 workdir
 echo "1..5"
 plot=${srcdir:-.}/jobs/plot
-
-# train NAME ARGS...: erase-train ARGS on 2 ranks, metrics in $dir/NAME.jsonl
-train() {
-    name=$1; shift
-    timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train "$@" --steps 6 --log-every 2 --eval-every 3 \
-        --metrics "$dir/$name.jsonl" --quiet >"$dir/$name.out" 2>&1 || { tap_report "$dir/$name.out"; }
-}
-apps/erase-convert synth -q -o "$dir/ctr" --rows 4000 >/dev/null 2>&1
-train ctr --train "$dir/ctr" --eval-fraction 0.2 --batch 32
-apps/erase-convert mnist -q "${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz" \
-    "${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz" -o "$dir/mnist" --split 600,200 >/dev/null 2>&1
-train classify --model "${srcdir:-.}/jobs/mnist-mlp.cfg" --train "$dir/mnist/train" --eval "$dir/mnist/eval" --batch 16
-head -c 100000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/text.txt"
-apps/erase-convert text -q -o "$dir/text" "$dir/text.txt" >/dev/null 2>&1
-printf 'model = "gpt";\nseed = 3;\ngpt: { layers = 1; heads = 2; width = 16; context = 32; vocab = 256; };\n' \
-    >"$dir/gpt.cfg"
-train lm --model "$dir/gpt.cfg" --train "$dir/text/train" --eval "$dir/text/eval" --global-batch 8
+metrics_runs
 
 # want NAME X TITLE|TYPE|KEY...: the --list lines jobs/plot should print for
 # NAME.jsonl: per panel, the records of TYPE holding KEY (counted here),

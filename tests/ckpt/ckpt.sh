@@ -158,6 +158,15 @@ lr_per_step() {
     grep '"type":"train"' "$1" | sed 's/.*"step":\([0-9]*\),.*"lr":\([^,]*\),.*/\1 \2/' | sort -n -u
 }
 
+# refused WANT ARGS...: a 2-step run of ARGS (train 1) exits with the usage
+# status 2 and prints "erase-train: WANT" (output in $out, status $rc).
+refused() {
+    want=$1; shift
+    out=$dir/refused.out
+    train 1 --steps 2 "$@"
+    [ $rc = 2 ] && grep -q -F "erase-train: $want" "$out"
+}
+
 # show FILE: a log in the TAP stream as comments.
 show() { sed 's/^/#   /' "$1"; }
 

@@ -37,6 +37,10 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-resume-model.sh
 # a run owns its --checkpoint-dir: a second run refused, kill -9 take-over, a requeue waits (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-lock.sh
+# --lr-decay wsd as nanochat, cosine to --min-lr, AdamW --beta1 --beta2 --eps taken on resume (issue 34)
+CKPT_TEST_DRIVERS += tests/ckpt/test-lr-schedule.sh
+# --optimizer muon: modes bitwise equal, replicas equal on 1/2/4 ranks, resume bitwise, --pp 2 (issue 34)
+CKPT_TEST_DRIVERS += tests/ckpt/test-muon.sh
 # a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
 # Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)

@@ -20,9 +20,10 @@ ARGS="--global-batch 24 --steps 18 --log-every 2 --eval-every 6 --warmup-steps 2
     --checkpoint-every 6 --keep-checkpoints 5"
 
 # lines METRICS: the train and eval lines of a metrics file without their
-# times and rates
+# times and rates (seconds_per_step: issue 37)
 lines() {
-    grep -E '"type":"(train|eval)"' "$1" | sed -E 's/"time":[^,]*,//; s/"qps":[^,]*,//; s/,"seconds":[^}]*//'
+    grep -E '"type":"(train|eval)"' "$1" |
+        sed -E 's/"time":[^,]*,//; s/"qps":[^,]*,//; s/,"seconds":[^}]*//; s/,"seconds_per_step":[^}]*//'
 }
 
 # seq3 KIND: the 4 -> 2 -> 3 sequence with --embeddings KIND in $dir/KIND

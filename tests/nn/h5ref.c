@@ -1,5 +1,6 @@
 #include "tests/nn/h5ref.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,17 @@ long h5ref_attr_long(hid_t file, const char *name)
         return -1;
     hid_t a = H5Aopen(file, name, H5P_DEFAULT);
     H5Aread(a, H5T_NATIVE_LONG, &v);
+    H5Aclose(a);
+    return v;
+}
+
+double h5ref_attr_double(hid_t file, const char *name)
+{
+    double v = NAN;
+    if (H5Aexists(file, name) <= 0)
+        return v;
+    hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    H5Aread(a, H5T_NATIVE_DOUBLE, &v);
     H5Aclose(a);
     return v;
 }

@@ -19,5 +19,7 @@ long h5ref_count(hid_t file, const char *path);
 /* A root attribute: a string (malloc'd; NULL if missing) or an int. */
 char *h5ref_attr_string(hid_t file, const char *name);
 long h5ref_attr_long(hid_t file, const char *name);
+/* A root attribute as a double (NaN if missing). */
+double h5ref_attr_double(hid_t file, const char *name);
 
 #endif

@@ -44,6 +44,19 @@ tests_nn_test_metrics_cls_CFLAGS = $(TEST_CFLAGS)
 tests_nn_test_metrics_cls_LDADD = $(TEST_LIBS)
 endif
 
+# Muon (issue 34): three steps against PyTorch (make_muon_reference.py)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/nn/test-muon
+TESTS += tests/nn/test-muon
+tests_nn_test_muon_SOURCES = tests/nn/test-muon.c tests/nn/h5ref.c tests/nn/h5ref.h
+tests_nn_test_muon_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) \
+	-DERASE_TEST_DATA='"$(abs_top_srcdir)/tests/data"'
+tests_nn_test_muon_CFLAGS = $(TEST_CFLAGS)
+tests_nn_test_muon_LDFLAGS = $(AM_LDFLAGS) $(HDF5_LDFLAGS) $(MPI_LDFLAGS)
+tests_nn_test_muon_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
+endif
+EXTRA_DIST += tests/data/reference/muon.h5 tests/reference/make_muon_reference.py
+
 # next-token sampling: temperature, top-k, seeds (erase-sample)
 if HAVE_CMOCKA
 check_PROGRAMS += tests/nn/test-sampler

@@ -33,6 +33,45 @@ static double rel(double got, double ref)
     return fabs(got - ref) / (fabs(ref) + 1e-6);
 }
 
+/* nanochat's scripts/base_train.py get_lr_multiplier, transcribed: `it`
+ * 0-based, warm-up and warm-down lengths already rounded. */
+static double nanochat_lr_multiplier(int64_t it, int64_t iterations, int64_t warmup, int64_t warmdown,
+                                     double final_lr_frac)
+{
+    if (it < warmup)
+        return (double)(it + 1) / (double)warmup;
+    if (it <= iterations - warmdown)
+        return 1.0;
+    double progress = (double)(iterations - it) / (double)warmdown;
+    return progress * 1.0 + (1 - progress) * final_lr_frac;
+}
+
+/* wsd against nanochat's multiplier at every step, warm-down lengths
+ * rounded half to even as Python's round (0.25 x 10 = 2.5 -> 2, 0.25 x 14
+ * = 3.5 -> 4), a total changed after creation (a resume with another
+ * batch) recomputing the warm-down. */
+static void test_schedule_wsd(void **state)
+{
+    (void)state;
+    const int64_t totals[] = { 20, 10, 14, 1 };
+    const int64_t warmdowns[] = { 5, 2, 4, 0 };
+    for (int k = 0; k < 4; k++) {
+        erase_lr_schedule_t s = { .base = 0.02, .warmup_steps = totals[k] > 3 ? 3 : 0, .decay = ERASE_LR_WSD,
+                                  .min = 0.1 * 0.02, .warmdown_fraction = 0.25 };
+        erase_lr_schedule_set_total(&s, 1000);
+        erase_lr_schedule_set_total(&s, totals[k]);
+        assert_int_equal(s.warmdown_steps, warmdowns[k]);
+        for (int64_t step = 1; step <= totals[k]; step++) {
+            double ref = 0.02 * nanochat_lr_multiplier(step - 1, totals[k], s.warmup_steps, s.warmdown_steps, 0.1);
+            assert_true(fabs(erase_lr_at(&s, step) - ref) <= 1e-17);
+        }
+    }
+    erase_lr_schedule_t s = { .base = 1, .decay = ERASE_LR_WSD, .warmdown_fraction = 0.5 };
+    erase_lr_schedule_set_total(&s, 4); /* stable 1, 1, 1; then 2/2 -> 1, 1/2 */
+    assert_true(erase_lr_at(&s, 2) == 1 && erase_lr_at(&s, 3) == 1 && erase_lr_at(&s, 4) == 0.5);
+    assert_true(erase_lr_at(&s, 5) == 0); /* past the end: the floor, never below */
+}
+
 static void test_schedule(void **state)
 {
     erase_lr_schedule_t s = { .base = 0.1, .warmup_steps = 4, .decay = ERASE_LR_COSINE,
@@ -519,6 +558,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schedule),
+        cmocka_unit_test(test_schedule_wsd),
         cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_sgd_momentum),
         cmocka_unit_test(test_rowwise_adagrad),

@@ -9,7 +9,8 @@
  * integer outputs (rows, counts), the embedding / merge gradients, the
  * token embedding's forward and gradients (both devices add in the same
  * order), the decode's key/value caches and a clip by a given norm agree
- * bitwise. The
+ * bitwise; Muon's update (its Newton-Schulz products through cuBLAS) within
+ * the fp32 bound. The
  * CUDA op runs twice and must give bitwise the same outputs (determinism).
  * A sparse pack over capacity, a token outside the vocabulary and the
  * sharded exchange's faults (a routed or split row whose owner has no
@@ -875,6 +876,46 @@ static void test_optim_nonfinite(void **state)
     optim_case(1);
 }
 
+typedef struct {
+    int64_t rows[2], cols[2];
+    pair_t *clock, *w[2], *g[2], *buf[2], *work;
+} muon_ctx_t;
+
+static void muon_body(void *p)
+{
+    muon_ctx_t *c = p;
+    for (int k = 0; k < 2; k++)
+        MUST(erase_muon_update(S, c->rows[k], c->cols[k], P(c->w[k]), P(c->g[k]), P(c->buf[k]), P(c->work),
+                               P(c->clock), 0.5f, 0.95f, 5 * k));
+}
+
+/* Muon (issue 34) on a wide [20, 33] and a tall [70, 24] matrix from a
+ * nonzero momentum buffer: weights and buffers within 1e-5 of the CPU's. */
+static void test_muon(void **state)
+{
+    NEED_GPU();
+    muon_ctx_t c = { .rows = { 20, 70 }, .cols = { 33, 24 } };
+    erase_optim_clock_t clk = { .step = 3, .lr = 0.02f, .nonfinite = 0 };
+    c.clock = pair_new(sizeof clk / 4, BITS, &clk, 0);
+    float *host[2][3];
+    size_t most = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t n = (size_t)(c.rows[k] * c.cols[k]);
+        host[k][0] = rand_f32(n, 140 + k, -1, 1);
+        host[k][1] = rand_f32(n, 142 + k, -1, 1);
+        host[k][2] = rand_f32(n, 144 + k, -0.1f, 0.1f);
+        c.w[k] = pair_new(n, F32, host[k][0], 1);
+        c.g[k] = pair_new(n, F32, host[k][1], 0);
+        c.buf[k] = pair_new(n, F32, host[k][2], 1);
+        size_t need = erase_muon_work_floats(c.rows[k], c.cols[k]);
+        most = need > most ? need : most;
+    }
+    c.work = pair_new(most, F32, NULL, 0);
+    run_both("muon", muon_body, &c);
+    for (int k = 0; k < 2; k++)
+        free(host[k][0]), free(host[k][1]), free(host[k][2]);
+}
+
 /* ---- the gpt model's ops -------------------------------------------------- */
 
 typedef struct {
@@ -1125,6 +1166,7 @@ int main(void)
         cmocka_unit_test_teardown(test_shard_faults, case_teardown),
         cmocka_unit_test_teardown(test_optim, case_teardown),
         cmocka_unit_test_teardown(test_optim_nonfinite, case_teardown),
+        cmocka_unit_test_teardown(test_muon, case_teardown),
         cmocka_unit_test_teardown(test_token_embedding, case_teardown),
         cmocka_unit_test_teardown(test_token_embedding_fault, case_teardown),
         cmocka_unit_test_teardown(test_attention, case_teardown),

@@ -476,6 +476,7 @@ const erase_ops_impl_t erase_ops_cpu = {
     .check_finite = erase_cpu_check_finite,
     .sgd_update = erase_cpu_sgd_update,
     .adamw_update = erase_cpu_adamw_update,
+    .muon_update = erase_cpu_muon_update,
     .rowwise_adagrad_update = erase_cpu_rowwise_adagrad_update,
     .sparse_sgd_update = erase_cpu_sparse_sgd_update,
     .sum_squares = erase_cpu_sum_squares,

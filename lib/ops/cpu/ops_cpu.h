@@ -47,6 +47,10 @@ erase_status_t erase_cpu_check_finite(erase_stream_t *s, const float *x, size_t 
 erase_status_t erase_cpu_sgd_update(erase_stream_t *s, size_t n, float *w, const float *g,
                                     float *buf, const erase_optim_clock_t *clock, float lr_mult,
                                     float momentum, float weight_decay);
+erase_status_t erase_cpu_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w,
+                                     const float *g, float *buf, float *work,
+                                     const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                     int64_t momentum_warmup);
 erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, const float *g,
                                       float *m, float *v, const erase_optim_clock_t *clock,
                                       float lr_mult, float beta1, float beta2, float eps,

@@ -98,6 +98,67 @@ static erase_status_t adamw_k(const void *p)
     return ERASE_OK;
 }
 
+typedef struct {
+    int64_t rows, cols;
+    float *w, *buf, *work;
+    const float *g;
+    const erase_optim_clock_t *clock;
+    float lr_mult, momentum;
+    int64_t momentum_warmup;
+} muon_args_t;
+
+/* torch.lerp(a, b, t): a + t (b - a) for t < 0.5, else b - (b - a)(1 - t). */
+static inline float lerp(float a, float b, float t)
+{
+    return t < 0.5f ? a + t * (b - a) : b - (b - a) * (1.0f - t);
+}
+
+/* erase_muon_update (lib/ops/ops.h). work: X [k, n], X2 [k, n], A [k, k],
+ * B [k, k]; X holds the update oriented wide (u, or u^T when rows > cols). */
+ERASE_SIMD_CLONES static erase_status_t muon_k(const void *p)
+{
+    const muon_args_t *a = p;
+    if (a->clock->nonfinite)
+        return ERASE_OK; /* a non-finite gradient somewhere: the step is skipped */
+    const int tall = a->rows > a->cols;
+    const int k = (int)(tall ? a->cols : a->rows), n = (int)(tall ? a->rows : a->cols);
+    const size_t kn = (size_t)k * n;
+    float *x = a->work, *x2 = x + kn, *am = x2 + kn, *bm = am + (size_t)k * k;
+    const float mu = erase_muon_momentum_at(a->momentum, a->momentum_warmup, a->clock->step);
+    for (size_t i = 0; i < kn; i++) {
+        a->buf[i] = lerp(a->buf[i], a->g[i], 1.0f - mu);
+        float u = lerp(a->g[i], a->buf[i], mu);
+        size_t r = i / (size_t)a->cols, c = i % (size_t)a->cols;
+        x[tall ? c * (size_t)n + r : i] = u;
+    }
+    double sq = 0;
+    for (size_t i = 0; i < kn; i++)
+        sq += (double)x[i] * x[i];
+    float denom = (float)sqrt(sq) + 1e-7f;
+    for (size_t i = 0; i < kn; i++)
+        x[i] /= denom;
+    for (int step = 0; step < ERASE_MUON_NS_STEPS; step++) {
+        /* A = X X^T; B = b A + c A A; X2 = a X + B X */
+        erase_cpu_gemm_f32(0, 1, k, k, n, 1.0f, x, n, x, n, 0.0f, am, k);
+        for (size_t i = 0; i < (size_t)k * k; i++)
+            bm[i] = ERASE_MUON_NS_B * am[i];
+        erase_cpu_gemm_f32(0, 0, k, k, k, ERASE_MUON_NS_C, am, k, am, k, 1.0f, bm, k);
+        for (size_t i = 0; i < kn; i++)
+            x2[i] = ERASE_MUON_NS_A * x[i];
+        erase_cpu_gemm_f32(0, 0, k, n, k, 1.0f, bm, k, x, n, 1.0f, x2, n);
+        float *t = x;
+        x = x2;
+        x2 = t;
+    }
+    float aspect = (float)a->rows / (float)a->cols;
+    float step = a->clock->lr * a->lr_mult * sqrtf(aspect > 1.0f ? aspect : 1.0f);
+    for (size_t i = 0; i < kn; i++) {
+        size_t r = i / (size_t)a->cols, c = i % (size_t)a->cols;
+        a->w[i] -= step * x[tall ? c * (size_t)n + r : i];
+    }
+    return ERASE_OK;
+}
+
 ERASE_SIMD_CLONES static erase_status_t adagrad_k(const void *p)
 {
     const optim_args_t *a = p;
@@ -212,6 +273,17 @@ erase_status_t erase_cpu_adamw_update(erase_stream_t *s, size_t n, float *w, con
                        .lr_mult = lr_mult, .beta1 = beta1, .beta2 = beta2, .eps = eps,
                        .wd = weight_decay };
     LAUNCH(s, adamw_k, a);
+}
+
+erase_status_t erase_cpu_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w,
+                                     const float *g, float *buf, float *work,
+                                     const erase_optim_clock_t *clock, float lr_mult, float momentum,
+                                     int64_t momentum_warmup)
+{
+    muon_args_t a = { .rows = rows, .cols = cols, .w = w, .g = g, .buf = buf, .work = work,
+                      .clock = clock, .lr_mult = lr_mult, .momentum = momentum,
+                      .momentum_warmup = momentum_warmup };
+    LAUNCH(s, muon_k, a);
 }
 
 erase_status_t erase_cpu_rowwise_adagrad_update(erase_stream_t *s, int dim, float *table, float *acc,

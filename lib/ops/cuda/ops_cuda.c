@@ -30,6 +30,7 @@ const erase_ops_impl_t erase_ops_cuda = {
     .check_finite = erase_cuda_op_check_finite,
     .sgd_update = erase_cuda_op_sgd_update,
     .adamw_update = erase_cuda_op_adamw_update,
+    .muon_update = erase_cuda_op_muon_update,
     .rowwise_adagrad_update = erase_cuda_op_rowwise_adagrad_update,
     .sparse_sgd_update = erase_cuda_op_sparse_sgd_update,
     .gelu_tanh_forward = erase_cuda_op_gelu_tanh_forward,

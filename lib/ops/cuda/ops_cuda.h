@@ -102,6 +102,9 @@ ERASE_CUDA_OP_DECLARE(sgd_update, erase_stream_t *s, size_t n, float *w, const f
 ERASE_CUDA_OP_DECLARE(adamw_update, erase_stream_t *s, size_t n, float *w, const float *g,
                       float *m, float *v, const erase_optim_clock_t *clock, float lr_mult,
                       float beta1, float beta2, float eps, float weight_decay)
+ERASE_CUDA_OP_DECLARE(muon_update, erase_stream_t *s, int64_t rows, int64_t cols, float *w,
+                      const float *g, float *buf, float *work, const erase_optim_clock_t *clock,
+                      float lr_mult, float momentum, int64_t momentum_warmup)
 ERASE_CUDA_OP_DECLARE(rowwise_adagrad_update, erase_stream_t *s, int dim, float *table,
                       float *acc, const uint32_t *grad_rows, const float *grad_values,
                       const int *count, const erase_optim_clock_t *clock, float lr_mult,

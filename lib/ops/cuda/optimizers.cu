@@ -7,7 +7,9 @@
  * (Loshchilov and Hutter, ICLR 2019) with bias corrections computed in
  * double and rounded to float, torchrec's exact row-wise Adagrad; the
  * sum of squares of gradient-norm clipping (double, a fixed-order
- * two-pass reduction: bitwise the same for equal inputs) and the clip.
+ * two-pass reduction: bitwise the same for equal inputs) and the clip;
+ * Muon (Keller Jordan's, as nanochat's muon.py) with its Newton-Schulz
+ * products through erase_sgemm (cuBLAS), in single precision.
  */
 #include "lib/ops/cuda/common.cuh"
 
@@ -124,6 +126,61 @@ __global__ void adamw_kernel(size_t n, float *w, const float *g, float *m, float
     }
 }
 
+/* torch.lerp(a, b, t), as the CPU kernel. */
+__device__ inline float muon_lerp(float a, float b, float t)
+{
+    return t < 0.5f ? a + t * (b - a) : b - (b - a) * (1.0f - t);
+}
+
+/* Muon's momentum and Nesterov step: buf = lerp(buf, g, 1 - mu); the
+ * update lerp(g, buf, mu) into x [k, n], transposed when tall. Nothing
+ * on a non-finite step (the rest of the update is then skipped too). */
+__global__ void muon_momentum_kernel(size_t n, int64_t cols, int64_t wide, int tall, float *buf,
+                                     const float *g, float *x, const erase_optim_clock_t *clock,
+                                     float momentum, int64_t warmup)
+{
+    if (clock->nonfinite)
+        return;
+    float mu = erase_muon_momentum_at(momentum, warmup, clock->step);
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        buf[i] = muon_lerp(buf[i], g[i], 1.0f - mu);
+        float u = muon_lerp(g[i], buf[i], mu);
+        size_t r = i / (size_t)cols, c = i % (size_t)cols;
+        x[tall ? c * (size_t)wide + r : i] = u;
+    }
+}
+
+/* x /= sqrt(*sumsq) + 1e-7 (the Frobenius norm, as the CPU kernel). */
+__global__ void muon_normalize_kernel(size_t n, float *x, const float *sumsq)
+{
+    float denom = (float)sqrt((double)*sumsq) + 1e-7f;
+    ERASE_CUDA_GRID_LOOP(i, n)
+    x[i] /= denom;
+}
+
+/* out = c * in. */
+__global__ void muon_scale_kernel(size_t n, float *out, const float *in, float c)
+{
+    ERASE_CUDA_GRID_LOOP(i, n)
+    out[i] = c * in[i];
+}
+
+/* w -= lr lr_mult sqrt(max(1, rows / cols)) x (x transposed back when tall). */
+__global__ void muon_apply_kernel(size_t n, int64_t rows, int64_t cols, int tall, float *w,
+                                  const float *x, const erase_optim_clock_t *clock, float lr_mult)
+{
+    if (clock->nonfinite)
+        return;
+    float aspect = (float)rows / (float)cols;
+    float step = clock->lr * lr_mult * sqrtf(aspect > 1.0f ? aspect : 1.0f);
+    ERASE_CUDA_GRID_LOOP(i, n)
+    {
+        size_t r = i / (size_t)cols, c = i % (size_t)cols;
+        w[i] -= step * x[tall ? c * (size_t)rows + r : i];
+    }
+}
+
 /* Row-wise Adagrad: one warp per gradient row (rows distinct, as
  * erase_embedding_backward and erase_sparse_merge give them). */
 __global__ void adagrad_kernel(int dim, float *table, float *acc, const uint32_t *grad_rows,
@@ -213,6 +270,38 @@ extern "C" erase_status_t erase_cuda_op_adamw_update(erase_stream_t *s, size_t n
                                                      float eps, float weight_decay)
 {
     ERASE_CHECK(erase_cuda_launch_n(s, "adamw update", adamw_kernel, n, w, g, m, v, clock, lr_mult, beta1, beta2, eps, weight_decay));
+    return ERASE_OK;
+}
+
+/* erase_muon_update (lib/ops/ops.h); work: X, X2 [k, n], A, B [k, k], then
+ * the sum of squares (one float). */
+extern "C" erase_status_t erase_cuda_op_muon_update(erase_stream_t *s, int64_t rows, int64_t cols, float *w,
+                                                    const float *g, float *buf, float *work,
+                                                    const erase_optim_clock_t *clock, float lr_mult,
+                                                    float momentum, int64_t momentum_warmup)
+{
+    int tall = rows > cols;
+    int k = (int)(tall ? cols : rows), n = (int)(tall ? rows : cols);
+    size_t kn = (size_t)k * n, kk = (size_t)k * k;
+    float *x = work, *x2 = x + kn, *am = x2 + kn, *bm = am + kk, *sumsq = bm + kk;
+    ERASE_CHECK(erase_cuda_launch_n(s, "muon momentum", muon_momentum_kernel, kn, cols, (int64_t)n, tall, buf,
+                                    g, x, clock, momentum, momentum_warmup));
+    ERASE_CHECK(erase_memset_async(s, sumsq, 0, sizeof *sumsq));
+    ERASE_CHECK(erase_cuda_op_sum_squares(s, kn, x, sumsq));
+    ERASE_CHECK(erase_cuda_launch_n(s, "muon normalize", muon_normalize_kernel, kn, x, (const float *)sumsq));
+    for (int step = 0; step < ERASE_MUON_NS_STEPS; step++) {
+        ERASE_CHECK(erase_sgemm(s, ERASE_NO_TRANS, ERASE_TRANS, k, k, n, 1.0f, x, n, x, n, 0.0f, am, k));
+        ERASE_CHECK(erase_cuda_launch_n(s, "muon B", muon_scale_kernel, kk, bm, (const float *)am, ERASE_MUON_NS_B));
+        ERASE_CHECK(erase_sgemm(s, ERASE_NO_TRANS, ERASE_NO_TRANS, k, k, k, ERASE_MUON_NS_C, am, k, am, k, 1.0f,
+                                bm, k));
+        ERASE_CHECK(erase_cuda_launch_n(s, "muon aX", muon_scale_kernel, kn, x2, (const float *)x, ERASE_MUON_NS_A));
+        ERASE_CHECK(erase_sgemm(s, ERASE_NO_TRANS, ERASE_NO_TRANS, k, n, k, 1.0f, bm, k, x, n, 1.0f, x2, n));
+        float *t = x;
+        x = x2;
+        x2 = t;
+    }
+    ERASE_CHECK(erase_cuda_launch_n(s, "muon update", muon_apply_kernel, kn, rows, cols, tall, w,
+                                    (const float *)x, clock, lr_mult));
     return ERASE_OK;
 }
 
