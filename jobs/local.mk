@@ -4,7 +4,7 @@
 # the jobs convert (data/, as in the source tree: the jobs find it, and the
 # programs, through jobs/paths.sh). jobs/setup, jobs/test and the package
 # lists belong to the source tree only.
-nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/plot jobs/trace-svg \
+nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/plot jobs/trace-svg jobs/tensorboard \
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch
 nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-train.sh \
 	jobs/criteo-sample.run jobs/mnist.run jobs/shakespeare.run jobs/mnist-mlp.cfg jobs/gpt-shakespeare.cfg \
