@@ -1,5 +1,7 @@
 #include "apps/cli_args.h"
 
+#include "config.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,4 +66,10 @@ int cli_missing(const char *tool, const char *what, int got, const char *synopsi
         snprintf(count, sizeof count, "%s", got ? "one argument" : "none");
     fprintf(stderr, "%s: expected %s, got %s: %s (--help lists the options)\n", tool, what, count, synopsis);
     return 2;
+}
+
+int cli_version(const char *tool)
+{
+    printf("%s (%s) %s\n", tool, PACKAGE_NAME, PACKAGE_VERSION);
+    return 0;
 }

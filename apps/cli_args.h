@@ -36,4 +36,8 @@ int cli_unexpected(const char *tool, const char *arg);
  * argument|N arguments: SYNOPSIS (--help lists the options)". Returns 2. */
 int cli_missing(const char *tool, const char *what, int got, const char *synopsis);
 
+/* --version: "TOOL (erase) VERSION" on stdout (the line help2man reads for
+ * the man pages, man/local.mk). Returns 0. */
+int cli_version(const char *tool);
+
 #endif

@@ -3,6 +3,7 @@
  * prints a table; ratios are measured within one run.
  */
 #include "apps/bench/bench.h"
+#include "apps/cli_args.h"
 
 #include "config.h"
 
@@ -40,8 +41,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-bench (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-bench");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))

@@ -558,8 +558,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-convert (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-convert");
     }
     if (!strcmp(argv[1], "criteo"))
         return cmd_criteo(argc - 1, argv + 1);

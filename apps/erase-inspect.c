@@ -617,10 +617,10 @@ static void usage_merge(FILE *f)
                "  stage files DIR/ckpt-<step>.h5.stage<s>, s = 1..P-1). Validates every file as a\n"
                "  resume does, checks they are one checkpoint (step, layout, model file, optimizer\n"
                "  clock) and writes OUT: one checkpoint file with every stage's parameters and\n"
-               "  optimizer state, the clock, the data cursor and pp 1, which erase-train\n"
-               "  --eval-only, --init-from and --resume (without --pp), erase-score and\n"
-               "  erase-sample take. OUT is written as .OUT.tmp, fsynced and renamed; an existing\n"
-               "  OUT is an error unless --force.\n");
+               "  optimizer state, the clock, the data cursor and pp 1: what erase-score, erase-sample\n"
+               "  and erase-train's --eval-only, --init-from and --resume (without --pp) take. OUT is\n"
+               "  written as .OUT.tmp, fsynced and renamed.\n"
+               "  --force   replace an existing OUT (without it, an existing OUT is an error)\n");
 }
 
 static int cmd_merge(int argc, char **argv)
@@ -743,8 +743,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-inspect (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-inspect");
     }
     if (!strcmp(argv[1], "data"))
         return cmd_data(argc - 1, argv + 1);

@@ -461,6 +461,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            return cli_version("erase-sample");
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o.quiet = 1;
         } else if (!strcmp(a, "--raw")) {

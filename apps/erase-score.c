@@ -79,8 +79,12 @@ static void usage(FILE *f)
                "  one prediction per sample of DATA (ctr: click probability; classify: class and probabilities)\n"
                "  by the model of checkpoint CKPT (a file or a checkpoint directory), in the data's order,\n"
                "  into one HDF5 file (or TSV); under mpirun each rank scores its share of each batch.\n"
-               "  --batch N   samples per rank per batch (default 1024)\n"
-               "  --force     replace an existing FILE\n");
+               "  -o, --output FILE   where the predictions go (written under a temporary name, then renamed)\n"
+               "  --format h5|tsv     HDF5 (default) or tab-separated text\n"
+               "  --batch N           samples per rank per batch (default 1024)\n"
+               "  --force             replace an existing FILE\n"
+               "  --device cpu|cuda   where the model runs (default cpu)\n"
+               "  -q, --quiet         no progress lines\n");
 }
 
 static erase_status_t h5_dataset(score_t *s, const char *name, hid_t type, int rank, hsize_t cols, hid_t *out)
@@ -382,6 +386,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            return cli_version("erase-score");
         } else if (!strcmp(a, "--force")) {
             force = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {

@@ -186,11 +186,19 @@ static int parse_coding(const char *cmd, int argc, char **argv, const char **pat
             *threads = atoi(optarg);
             break;
         case 'h':
-            printf("usage: %s --tokenizer TOKENIZER [FILE]   (FILE or stdin: -; encode: FILE... a line each)\n"
-                   "  encode: the ids of the text, one line, a space between; --specials: the special\n"
-                   "  tokens' names in the text become their ids; --threads N: encode on N threads\n"
-                   "  decode: the bytes of whitespace-separated ids\n",
-                   tool);
+            if (!strcmp(cmd, "encode"))
+                printf("usage: %s --tokenizer TOKENIZER [--specials] [--threads N] [FILE...]\n"
+                       "  The ids of the text of each FILE (none or -: stdin), a line for each, a space\n"
+                       "  between ids.\n"
+                       "  --tokenizer FILE      the tokenizer (erase-tokenizer train)\n"
+                       "  --specials            the special tokens' names in the text become their ids\n"
+                       "  --threads N           encode on N threads (default 1)\n",
+                       tool);
+            else
+                printf("usage: %s --tokenizer TOKENIZER [FILE]\n"
+                       "  The bytes of the whitespace-separated ids in FILE (none or -: stdin).\n"
+                       "  --tokenizer FILE      the tokenizer (erase-tokenizer train)\n",
+                       tool);
             return -1;
         default:
             return cli_option_error(tool, c, argv, opts);
@@ -283,7 +291,9 @@ static int cmd_info(int argc, char **argv)
 {
     if (argc != 2 || argv[1][0] == '-') {
         if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-            printf("usage: erase-tokenizer info TOKENIZER\n");
+            printf("usage: erase-tokenizer info TOKENIZER\n"
+                   "  What the tokenizer file holds (vocabulary size, merges, identity, pattern and\n"
+                   "  special tokens), once it is checked as every tool checks it.\n");
             return 0;
         }
         return argc < 2 ? usage_error("info", "no tokenizer file") : cli_unexpected("erase-tokenizer info", argv[argc - 1]);
@@ -319,8 +329,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("erase-tokenizer (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-        return 0;
+        return cli_version("erase-tokenizer");
     }
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc - 1, argv + 1);

@@ -5,6 +5,7 @@
  * schedules; evaluate; print QPS and the task's metrics.
  * Exit status: 0 done, 1 failed (the whole job is brought down), 2 usage.
  */
+#include "apps/cli_args.h"
 #include "apps/train/checkpoint.h"
 #include "apps/train/checkpoint_model.h"
 #include "apps/train/options.h"
@@ -39,8 +40,11 @@ int main(int argc, char **argv)
     const char *check = getenv("ERASE_CHECK_OPTIONS");
     erase_status_t st = train_options_parse(argc, argv, &o, &help);
     if (help) {
-        if (!check)
-            train_options_usage(stdout);
+        if (check)
+            return 0;
+        if (help == 2)
+            return cli_version("erase-train");
+        train_options_usage(stdout);
         return 0;
     }
     if (st != ERASE_OK)

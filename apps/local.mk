@@ -43,7 +43,7 @@ TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/batch_ring.c apps/train/batch_ring.h apps/train/embeddings.c apps/train/embeddings.h \
 	apps/train/task.h apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c apps/train/task_lm.c
 bin_PROGRAMS += apps/erase-train apps/erase-score
-apps_erase_train_SOURCES = apps/erase-train.c $(TRAIN_SOURCES)
+apps_erase_train_SOURCES = apps/erase-train.c $(TRAIN_SOURCES) $(CLI_ARGS_SOURCES)
 apps_erase_train_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_train_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_score_SOURCES = apps/erase-score.c $(TRAIN_SOURCES) $(CLI_ARGS_SOURCES)

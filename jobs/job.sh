@@ -1,10 +1,12 @@
 # Sourced (without arguments) by the workstation jobs (jobs/workstation,
-# jobs/mnist, jobs/shakespeare): sets top, build and ranks, takes the
+# jobs/mnist, jobs/shakespeare): sets top, build, bin (where the programs
+# are: jobs/paths.sh), data_root and ranks, takes the
 # launcher options below off the front of the job's arguments, sets erase up
 # if needed (jobs/setup: quick when done) and defines job_mpirun ARGS...
 # (mpirun with the flags a workstation needs, -np $ranks, and the hosts)
 # and job_convert NAME LOG CMD... (run a conversion once, quietly, its log
 # shown on failure).
+#   -h, --help         the job's comment (what it does, its options), exit 0
 #   --ranks N          ranks (default 2, or the slots of --hosts/--hostfile)
 #   --hosts LIST       mpirun --host LIST (node1:4,node2:4; a host without
 #                      :N has one slot): the ranks across several hosts
@@ -16,15 +18,21 @@
 # ERASE_MPIRUN replaces the launcher command (default: mpirun), e.g.
 # "tests/cluster/hosts.sh mpirun" for the namespace hosts of the tests.
 # ERASE_DATA_ROOT: where the jobs keep their data, checkpoints and metrics
-# ($data_root; default _data). ERASE_SKIP_SETUP=1: run the programs of
+# ($data_root; default _data of the source tree, or of the current folder
+# for an installed erase). ERASE_SKIP_SETUP=1: run the programs of
 # $ERASE_BUILD as they are, without jobs/setup (the tests, inside make check).
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ERASE_BUILD:-$top/_build}
-data_root=${ERASE_DATA_ROOT:-$top/_data}
+. "$top/jobs/paths.sh"
+erase_paths "$top" || exit 1
+bin=$erase_bin data_root=$erase_data_root
 job_usage() { echo "jobs/$(basename "$0"): $*" >&2; exit 2; }
 ranks='' hosts_args=() net_args=()
 while [ $# -gt 0 ]; do
     case $1 in
+        -h | --help) # the job's own comment at its top, without the '#'s
+            sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"
+            exit 0 ;;
         --ranks)
             ranks=${2:-}
             case $ranks in '' | *[!0-9]* | 0) job_usage "--ranks needs a number of ranks >= 1, got '$ranks'" ;; esac
@@ -57,7 +65,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$ranks" ] || ranks=${slots:-2}
-[ "${ERASE_SKIP_SETUP:-0}" = 1 ] || ERASE_BUILD="$build" "$top/jobs/setup"
+# an installed erase (make install) has no jobs/setup: its programs are built
+[ "${ERASE_SKIP_SETUP:-0}" = 1 ] || [ "$erase_installed" = 1 ] || ERASE_BUILD="$build" "$top/jobs/setup"
 
 mpi_flags=(--oversubscribe --bind-to none)
 if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi

@@ -26,7 +26,9 @@ fi
 # Where erase is built (erase-train, erase-convert). The jobs find the source
 # tree from ERASE_TOP or the directory sbatch was run in (SLURM_SUBMIT_DIR);
 # the build defaults to its _build (jobs/setup). On a cluster: a shared
-# filesystem path every node sees.
+# filesystem path every node sees. An installed erase (make install):
+# ERASE_TOP=PREFIX/share/erase, and the programs are those of PREFIX/bin
+# (jobs/paths.sh); ERASE_BUILD is not used then.
 : "${ERASE_BUILD:=$ERASE_TOP/_build}"
 export ERASE_BUILD
 

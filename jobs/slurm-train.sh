@@ -20,7 +20,8 @@
 #     continue).
 #
 # Parameters (environment, with defaults):
-#   ERASE_DATA             training shards (erase-convert)  [$ERASE_TOP/_data/criteo-sample,
+#   ERASE_DATA             training shards (erase-convert)  [$ERASE_TOP/_data/criteo-sample
+#                          (installed erase: ./_data/criteo-sample; ERASE_DATA_ROOT for _data),
 #                          converted from the shipped sample on first use]
 #   ERASE_EVAL             evaluation shards  [none: the run file's eval_fraction]
 #   ERASE_RUN              run file (--config)  [$ERASE_TOP/jobs/criteo-sample.run]
@@ -50,13 +51,16 @@ erase_job_forward() {
 erase_train_job() {
     : "${SLURM_JOB_ID:?erase_train_job: not in a Slurm job (submit with sbatch)}"
     local name=${SLURM_JOB_NAME:-erase}
-    local data=${ERASE_DATA:-$ERASE_TOP/_data/criteo-sample}
+    # the programs and the data root: of the source tree, or installed (jobs/paths.sh)
+    . "$ERASE_TOP/jobs/paths.sh"
+    erase_paths "$ERASE_TOP" || return 1
+    local data=${ERASE_DATA:-$erase_data_root/criteo-sample}
     local run=${ERASE_RUN:-$ERASE_TOP/jobs/criteo-sample.run}
     local ckdir=${ERASE_CHECKPOINT_DIR:-${SLURM_SUBMIT_DIR:-$PWD}/checkpoints/$name-$SLURM_JOB_ID}
     local every=${ERASE_CHECKPOINT_EVERY:-1000}
     local rpn=${ERASE_RANKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-1}}
     local nodes=${SLURM_JOB_NUM_NODES:-1}
-    local train=$ERASE_BUILD/apps/erase-train
+    local train=$erase_bin/erase-train
 
     # Signals from here on: remembered, and passed to the ranks once they run
     # (bash runs a trap between commands, and at once in `wait`).
@@ -64,11 +68,11 @@ erase_train_job() {
     trap 'erase_job_forward TERM' TERM
     trap 'erase_job_forward INT' INT
 
-    [ -x "$train" ] || { erase_job_say "no $train: build erase first (jobs/setup), or set ERASE_BUILD"; return 1; }
+    [ -x "$train" ] || { erase_job_say "no $train: build erase first (jobs/setup), or set ERASE_BUILD (or install it: make install)"; return 1; }
     if [ ! -f "$data/index.txt" ] && [ -z "${ERASE_DATA:-}" ]; then
         erase_job_say "converting the shipped Criteo sample to $data"
         mkdir -p "$(dirname "$data")"
-        "$ERASE_BUILD/apps/erase-convert" criteo --quiet --force -o "$data" \
+        "$erase_bin/erase-convert" criteo --quiet --force -o "$data" \
             "$ERASE_TOP/data/criteo/kaggle-train-first9999.tsv" >/dev/null
     fi
     [ -f "$data/index.txt" ] || { erase_job_say "no shards in $data (ERASE_DATA)"; return 1; }

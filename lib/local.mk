@@ -1,5 +1,29 @@
 # lib/: core (status, timing, rng, statistics) and the device layer.
-noinst_LIBRARIES += lib/liberase.a
+# make install: liberase.a, the headers of its public layers in
+# $(includedir)/erase (included as "lib/core/status.h", as in the tree) and
+# erase.pc (pkg-config --cflags --libs erase; issue 37, docs/install.md).
+lib_LIBRARIES = lib/liberase.a
+eraseincludedir = $(includedir)/erase
+nobase_eraseinclude_HEADERS = lib/core/status.h lib/core/timer.h lib/core/rng.h lib/core/stats.h \
+	lib/core/hd.h lib/core/lr_schedule.h lib/device/device.h lib/ops/ops.h lib/comm/comm.h \
+	lib/nn/network.h lib/nn/model_config.h lib/nn/batch.h lib/nn/param.h lib/nn/optim.h lib/nn/train_step.h \
+	lib/nn/metrics.h lib/nn/gpt.h lib/nn/sharding.h lib/sched/sched.h
+# erase.pc is written by make install from the prefix of that make install
+# (make install prefix=DIR after a build configured for another prefix),
+# its folders as ${prefix}/... where they are below it (pkg-config
+# --define-variable=prefix=D then finds a DESTDIR install).
+pkgconfigdir = $(libdir)/pkgconfig
+EXTRA_DIST += lib/erase.pc.in
+install-data-local:
+	$(MKDIR_P) '$(DESTDIR)$(pkgconfigdir)'
+	D='$$'; p='$(prefix)'; e='$(exec_prefix)'; \
+	rel() { echo "$$1" | $(SED) -e "s|^$$2/|$${D}{$$3}/|"; }; \
+	$(SED) -e "s|%prefix%|$$p|" -e "s|%exec_prefix%|`[ "$$e" = "$$p" ] && echo "$${D}{prefix}" || echo "$$e"`|" \
+		-e "s|%libdir%|`rel '$(libdir)' "$$e" exec_prefix`|" -e "s|%includedir%|`rel '$(includedir)' "$$p" prefix`|" \
+		-e 's|%PACKAGE_VERSION%|$(PACKAGE_VERSION)|' -e 's|%ERASE_PC_LIBS%|$(ERASE_PC_LIBS)|' \
+		$(srcdir)/lib/erase.pc.in >'$(DESTDIR)$(pkgconfigdir)/erase.pc'
+uninstall-local:
+	rm -f '$(DESTDIR)$(pkgconfigdir)/erase.pc'
 lib_liberase_a_SOURCES = \
 	lib/core/status.c lib/core/status.h \
 	lib/core/timer.c lib/core/timer.h \

@@ -520,6 +520,10 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
             *help = 1;
             return ERASE_OK;
         }
+        if (!strcmp(argv[i], "--version")) {
+            *help = 2;
+            return ERASE_OK;
+        }
         if (!strcmp(argv[i], "--config") && i + 1 < argc)
             ERASE_CHECK(read_run_file(argv[i + 1], o, file_batch));
         else if (!strncmp(argv[i], "--config=", 9))

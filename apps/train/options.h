@@ -111,7 +111,8 @@ int64_t train_options_micro_steps(const train_options_t *o);
  * ERASE_ERR_INVALID / ERASE_ERR_FORMAT with a message naming the option,
  * file and line (a value out of the option's range, a plain integer beyond
  * 32 bits, a NUL byte, @include of a directory), ERASE_ERR_IO (an
- * unreadable run file). *help is set when --help was given.
+ * unreadable run file). *help is set to 1 when --help was given, 2 for
+ * --version (the first of them; nothing else is read then).
  */
 erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, int *help);
 

@@ -37,6 +37,11 @@ APPS_TEST_DRIVERS += tests/apps/test-train-bpe.sh
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare-bpe.sh
 # erase-train --shuffle-pool: its range, all blocks = the default, resumed from a pool-1 checkpoint (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
+# the manual pages: every program's, the same options as its --help, lint-clean (issue 37)
+APPS_TEST_DRIVERS += tests/apps/test-man.sh
+# make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
+APPS_TEST_DRIVERS += tests/apps/test-install.sh
+EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
 # erase-bench subnormal's samples/s early vs late on one stream: arithmetic

@@ -130,9 +130,12 @@ check_summary() {
 
 # submit NAME SBATCH [sbatch options] -- [erase-train options]: the job id;
 # output in $dir/NAME.out, checkpoints in $ckpt if set, else
-# $dir/NAME.ckpt; the run file is $run if set, else $dir/tiny.run.
+# $dir/NAME.ckpt; the run file is $run if set, else $dir/tiny.run; the jobs
+# those of ERASE_TOP=$top if set (an installed erase's share folder, no
+# ERASE_BUILD: its own programs), else of the source tree and its build.
 submit() {
-    local name=$1 job=$2 sb=()
+    local name=$1 job=$2 sb=() erase_build=$build
+    [ -z "${top:-}" ] || erase_build=
     shift 2
     while [ $# -gt 0 ] && [ "$1" != -- ]; do sb+=("$1"); shift; done
     shift
@@ -142,10 +145,10 @@ submit() {
     # and shared-memory segments (/dev/shm by default, left behind by a
     # crashed rank) go under this test's directory.
     OMPI_MCA_mpi_yield_when_idle=1 TMPDIR=$dir/tmp OMPI_MCA_btl_vader_backing_directory=$dir/shm \
-        ERASE_TOP=$src ERASE_BUILD=$build ERASE_DATA=$dir/data ERASE_RUN=${run:-$dir/tiny.run} \
+        ERASE_TOP=${top:-$src} ERASE_BUILD=$erase_build ERASE_DATA=$dir/data ERASE_RUN=${run:-$dir/tiny.run} \
         ERASE_CHECKPOINT_DIR=${ckpt:-$dir/$name.ckpt} \
         cluster_cmd timeout 30 sbatch --parsable --chdir="$dir" --output="$dir/$name.out" --job-name="$name" \
-        "${sb[@]}" "$src/jobs/$job" "$@"
+        "${sb[@]}" "${top:-$src}/jobs/$job" "$@"
 }
 
 # Pre-emption: signal, checkpoint, requeue, resume, finish. Sized by no

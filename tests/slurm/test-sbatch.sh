@@ -11,6 +11,8 @@
 #      Slurm requeues it, as pre-emption does): checkpoint, resume, finish;
 #   4. jobs/train-multinode.sbatch on this one node, 4 ranks, launched with
 #      mpirun inside the allocation;
+#   5. an installed erase's train-1node.sbatch (make install DESTDIR=...;
+#      ERASE_TOP its share folder): it runs the installed programs (issue 37);
 # then stops every daemon it started. Prints TAP; skips where Slurm or munge
 # is not installed or not root. Every wait is bounded.
 # Run by make check from the top build directory (srcdir: the source tree).
@@ -26,7 +28,7 @@ slurm_require
 
 slurm_workdir erase-slurm
 
-echo "1..9"
+echo "1..10"
 
 # ---- the cluster ---------------------------------------------------------------
 if ! cluster_start "$dir/cluster"; then
@@ -38,7 +40,7 @@ if ! timeout 30 srun --mpi=pmix -n 1 true >"$dir/pmix.log" 2>&1; then
     show "$dir/pmix.log"
     cluster_stop
     echo "# srun --mpi=pmix does not start a task: Slurm's PMIx plugin needs libpmix-dev (jobs/debian-packages)"
-    for n in 2 3 4 5 6 7 8 9; do echo "ok $n # SKIP srun --mpi=pmix does not work here"; done
+    for n in 2 3 4 5 6 7 8 9 10; do echo "ok $n # SKIP srun --mpi=pmix does not work here"; done
     exit 0
 fi
 
@@ -55,6 +57,20 @@ if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && [
 qps=$(sed -n 's/^ *QPS *\(p50 [0-9]* *p90 [0-9]*\).*/\1/p' "$dir/plain.out")
 ne=$(sed -n 's/^ *eval *NE \([0-9.]*\).*/\1/p' "$dir/plain.out" | tail -1)
 tap $ok "train-1node.sbatch (2 ranks, srun --mpi=pmix) completes with the summary: QPS ${qps:-?}, NE ${ne:-?} ($(now_s "$t0") s)"
+
+# ---- an installed erase's job (make install; jobs/paths.sh) --------------------
+t0=$(date +%s%N)
+ok=1
+if make install DESTDIR="$dir/inst" prefix=/usr/local >"$dir/install.log" 2>&1; then
+    jid=$(top=$dir/inst/usr/local/share/erase submit installed train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1 \
+        -- --steps 20 --eval-every 20)
+    if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && check_summary "$dir/installed.out"
+    then ok=0; fi
+    [ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$dir/installed.out"; }
+else
+    show "$dir/install.log"
+fi
+tap $ok "an installed train-1node.sbatch (ERASE_TOP=PREFIX/share/erase) runs the installed programs to the summary ($(now_s "$t0") s)"
 
 # ---- pre-emption: signal, checkpoint, requeue, resume, finish (jobs.sh) ------
 preempt usr1 usr1 train-1node.sbatch --ntasks-per-node=2 --cpus-per-task=1
