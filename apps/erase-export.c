@@ -60,6 +60,7 @@ static void usage(FILE *f)
             "                     nanochat: not in this build yet (the nanochat model, issue 34)\n"
             "  --force            replace an existing FILE\n"
             "  --quiet            no summary line on stderr\n"
+            "  --version          print the version and exit\n"
             "  metadata: format (pt), erase_format, model, step, tokenizer, erase_version, checkpoint_version\n"
             "  exit status 0 done, 1 failed, 2 usage\n");
 }
@@ -296,6 +297,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            return cli_version("erase-export");
         } else if (!strcmp(a, "--force")) {
             force = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {

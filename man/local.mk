@@ -5,10 +5,8 @@
 # ENVIRONMENT; SEE ALSO: docs/).
 # A new program: add man/PROGRAM.1 here and write man/PROGRAM.h2m; the
 # program must print "PROGRAM (erase) VERSION" for --version (cli_version).
-# erase-export (i37-export): man/erase-export.h2m is written; add
-# man/erase-export.1 below once erase-export takes --version.
 ERASE_MAN_PAGES = man/erase-train.1 man/erase-convert.1 man/erase-inspect.1 man/erase-score.1 \
-	man/erase-sample.1 man/erase-bench.1 man/erase-tokenizer.1
+	man/erase-sample.1 man/erase-bench.1 man/erase-tokenizer.1 man/erase-export.1
 nodist_man_MANS = $(ERASE_MAN_PAGES)
 EXTRA_DIST += man/help-for-man man/common.h2m $(ERASE_MAN_PAGES:.1=.h2m)
 CLEANFILES += $(ERASE_MAN_PAGES)
