@@ -51,8 +51,9 @@ def blocks(path):
         i += 1
 
 
-def prose_lines(path):
-    """Yields (line number, text) of path outside fenced blocks, code spans cut."""
+def prose_lines(path, cut_spans=True):
+    """Yields (line number, text) of path outside fenced blocks, code spans cut
+    (or, with cut_spans false, kept: a heading's anchor keeps their text)."""
     inside = None
     for n, text in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
         m = FENCE.match(text)
@@ -65,13 +66,13 @@ def prose_lines(path):
             continue
         if text.startswith("    "):
             continue
-        yield n, CODE_SPAN.sub("", text)
+        yield n, CODE_SPAN.sub("", text) if cut_spans else text
 
 
 def anchors(path):
     """The #anchors of path's headings, GitHub's slugs (duplicates get -1, -2)."""
     seen, out = {}, set()
-    for _, text in prose_lines(path):
+    for _, text in prose_lines(path, cut_spans=False):
         m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", text)
         if not m:
             continue
