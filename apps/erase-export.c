@@ -57,7 +57,7 @@ static void usage(FILE *f)
             "                     hf-gpt2: Hugging Face GPT2LMHeadModel's names (Conv1D weights transposed;\n"
             "                     a gpt's local heads dropped), gpt only\n"
             "                     torch: PyTorch state-dict names of erase's blocks ('.' for '/'), ctr and mlp\n"
-            "                     nanochat: not in this build yet (the nanochat model, issue 34)\n"
+            "                     nanochat: refused until the nanochat model is built\n"
             "  --force            replace an existing FILE\n"
             "  --quiet            no summary line on stderr\n"
             "  --version          print the version and exit\n"
@@ -320,7 +320,7 @@ int main(int argc, char **argv)
         return usage_error("no output given: -o FILE.safetensors");
     export_format_t f;
     if (!strcmp(format, "nanochat"))
-        return usage_error("--format nanochat: the nanochat model is not in this build yet (issue 34); "
+        return usage_error("--format nanochat: the nanochat model is not built yet; "
                            "--format erase exports any checkpoint in erase's names");
     if (export_format_parse(format, &f) != 0)
         return usage_error("--format %s: expected erase, hf-gpt2 or torch", format);

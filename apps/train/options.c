@@ -56,7 +56,7 @@ static const opt_def_t defs[] = {
     { "eval", S(eval), "", "evaluation data (a list like --train); empty: the last --eval-fraction of --train "
       "in file order", NULL, NO_BOUNDS },
     { "eval-fraction", D(eval_fraction), "0.2", "share of --train held out for evaluation when --eval is empty", NULL, NO_BOUNDS },
-    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (README, Schedules)", "off|blocking|async|graph", NO_BOUNDS },
+    { "early-backward", S(early_backward), "graph", "off | blocking | async | graph (docs/pipelines.md)", "off|blocking|async|graph", NO_BOUNDS },
     { "reduce", S(reduce), "early", "per-block gradient all-reduce: early (after its backward) | end", "early|end", NO_BOUNDS },
     { "update", S(update), "early", "per-block optimizer update: early (when its gradients are ready) | end", "early|end", NO_BOUNDS },
     { "side-streams", I(side_streams), "1", "streams that run block backwards (early modes)", NULL, FROM_TO(1, ERASE_SCHED_MAX_SIDE_STREAMS) },

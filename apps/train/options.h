@@ -30,7 +30,7 @@ typedef struct {
     int64_t side_streams;
     int64_t blas_threads;       /* CPU: BLAS threads per stream; 0: cores / streams computing at once */
     char cuts[256];             /* "" (the model file's), all, none, or a list "1,3" */
-    /* pipelines (README, Pipelines; apps/train/pipeline.h) */
+    /* pipelines (docs/pipelines.md; apps/train/pipeline.h) */
     int64_t pp;                 /* pipeline stages P (world size = dp x P) */
     char schedule[8];           /* auto | none | gpipe | 1f1b | paci | local */
     int64_t micro_batches;      /* M per global batch; 0: P */

@@ -308,13 +308,13 @@ erase_status_t run_write_trace(run_t *r, int64_t t0_ns)
             st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write the trace: %s", r->o->trace, strerror(errno));
         } else {
             if (r->pipe)
-                printf("%strace  %s: %d ranks, each stage's compute, side and point-to-point streams; the "
+                printf("%strace  %s: %d rank%s, each stage's compute, side and point-to-point streams; the "
                        "bubble is the gap on compute (jobs/trace-svg draws it)\n", r->tty ? "\r\033[K" : "",
-                       r->o->trace, ranks);
+                       r->o->trace, ranks, ranks == 1 ? "" : "s");
             else
-                printf("%strace  %s: %d ranks, %.0f%% of backward time overlapped a forward on rank 0 "
+                printf("%strace  %s: %d rank%s, %.0f%% of backward time overlapped a forward on rank 0 "
                        "(jobs/trace-svg draws it)\n", r->tty ? "\r\033[K" : "", r->o->trace, ranks,
-                       100 * ov.overlap_fraction);
+                       ranks == 1 ? "" : "s", 100 * ov.overlap_fraction);
         }
     }
     free(all);

@@ -72,7 +72,7 @@ timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/data"
     >"$dir/out" 2>&1
 rc=$?
 [ $rc = 0 ] && [ "$(head -n 1 "$dir/t.json")" = "[" ] && [ "$(tail -n 1 "$dir/t.json")" = "]" ] && [ "$(grep -c '"ph":"X"' "$dir/t.json")" -gt 0 ] &&
-    grep -q "^trace  $dir/t.json: 1 ranks, " "$dir/out"
+    grep -q "^trace  $dir/t.json: 1 rank, " "$dir/out"
 tap $? "4 steps with --trace (warm-up 1 + 5 trace steps > 4): the trace of steps 2-4 is written (status $rc)"
 [ $rc = 0 ] || tap_report "$dir/out"
 

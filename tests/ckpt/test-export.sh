@@ -116,7 +116,7 @@ refused "a ctr checkpoint for --format hf-gpt2" 1 \
     "erase-export: $dir/ctr-table/ckpt-4.h5: --format hf-gpt2: the model is ctr; hf-gpt2 holds gpt models only (--format erase holds any)" \
     "$dir/ctr-table/ckpt-4.h5" --format hf-gpt2
 refused "--format nanochat" 2 \
-    "erase-export: --format nanochat: the nanochat model is not in this build yet (issue 34); --format erase exports any checkpoint in erase's names" \
+    "erase-export: --format nanochat: the nanochat model is not built yet; --format erase exports any checkpoint in erase's names" \
     "$dir/gpt-tied" --format nanochat
 cp "$dir/ctr-replicated/ckpt-4.h5" "$dir/damaged.h5"
 tests/ckpt/ckpt-tool flip "$dir/damaged.h5" /params/input/emb/3 >/dev/null 2>&1
