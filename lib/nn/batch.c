@@ -33,6 +33,10 @@ static int fields(const erase_model_config_t *cfg, field_t f[3])
         f[0] = (field_t){ offsetof(erase_batch_t, tokens), sizeof(int32_t), cfg->gpt.context };
         f[1] = (field_t){ offsetof(erase_batch_t, targets), sizeof(int32_t), cfg->gpt.context };
         return 2;
+    case ERASE_MODEL_NANOCHAT:
+        f[0] = (field_t){ offsetof(erase_batch_t, tokens), sizeof(int32_t), cfg->nanochat.context };
+        f[1] = (field_t){ offsetof(erase_batch_t, targets), sizeof(int32_t), cfg->nanochat.context };
+        return 2;
     }
     return 0;
 }

@@ -180,7 +180,9 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     net->max_batch = max_batch;
     net->shares = shares;
     net->emb_block = -1;
-    net->impl = cfg->kind == ERASE_MODEL_GPT ? &erase_model_gpt : &erase_model_chain;
+    net->impl = cfg->kind == ERASE_MODEL_GPT        ? &erase_model_gpt
+                : cfg->kind == ERASE_MODEL_NANOCHAT ? &erase_model_nanochat
+                                                    : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {
         for (int b = 0; b < net->nblocks; b++)

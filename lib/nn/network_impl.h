@@ -82,9 +82,10 @@ struct erase_network {
     int emb_block;
 };
 
-/* The models: ctr and mlp (network_chain.c), gpt (gpt.c). */
+/* The models: ctr and mlp (network_chain.c), gpt (gpt.c), nanochat (nanochat.c). */
 extern const erase_model_impl_t erase_model_chain;
 extern const erase_model_impl_t erase_model_gpt;
+extern const erase_model_impl_t erase_model_nanochat;
 
 /*
  * Add parameter "<block name>/<path>" of block `block` (blocks add theirs
