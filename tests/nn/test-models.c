@@ -3,7 +3,8 @@
  * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4), mlp
  * (all cuts, none) and gpt (no cuts: the LM head tied to wte; cuts at 1
  * and 2: every block a head of its own; no cuts with tie_head = false) on the weights and inputs of the reference files made
- * by tests/reference/make_reference.py. Also: with a cut, a block's
+ * by tests/reference/make_reference.py, and nanochat (grouped-query
+ * attention, cuts, T = 1) on those of make_nanochat_reference.py. Also: with a cut, a block's
  * gradients do not depend on later blocks (bitwise), and 100 training
  * steps are bitwise reproducible, and sizes too large to hold are an
  * error, not an overflow.
@@ -96,8 +97,9 @@ static void check_reference(const char *file)
     float *dense = NULL, *label = NULL, *features = NULL;
     uint32_t *sparse = NULL;
     int32_t *classes = NULL, *tokens = NULL, *targets = NULL;
-    if (cfg.kind == ERASE_MODEL_GPT) {
-        size_t nt = (size_t)batch * (size_t)cfg.gpt.context;
+    if (cfg.kind == ERASE_MODEL_GPT || cfg.kind == ERASE_MODEL_NANOCHAT) {
+        int T = cfg.kind == ERASE_MODEL_GPT ? cfg.gpt.context : cfg.nanochat.context;
+        size_t nt = (size_t)batch * (size_t)T;
         MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&tokens));
         MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&targets));
         assert_int_equal(h5ref_read(f, "/input/tokens", H5T_NATIVE_INT32, tokens, nt), 0);
@@ -213,6 +215,12 @@ static void test_mlp_cuts_all(void **state) { check_reference("mlp_cuts_all.h5")
 static void test_mlp_cuts_none(void **state) { check_reference("mlp_cuts_none.h5"); }
 static void test_gpt_cuts_none(void **state) { check_reference("gpt_cuts_none.h5"); }
 static void test_gpt_cuts_1_2(void **state) { check_reference("gpt_cuts_1_2.h5"); }
+/* nanochat (tests/reference/make_nanochat_reference.py): 4 query heads on
+ * 2 key/value heads without cuts; multi-head with every block its own
+ * head; one position (T = 1) on 1 key/value head with a cut at 2. */
+static void test_nanochat_gqa(void **state) { check_reference("nanochat_gqa.h5"); }
+static void test_nanochat_cuts_1_2(void **state) { check_reference("nanochat_cuts_1_2.h5"); }
+static void test_nanochat_t1(void **state) { check_reference("nanochat_t1.h5"); }
 
 /* tie_head = false without cuts: the last block has its own
  * h2/lm_head/weight, and h0/wte's gradient is the embedding's alone (a head
@@ -577,6 +585,9 @@ int main(void)
         cmocka_unit_test(test_gpt_cuts_none),
         cmocka_unit_test(test_gpt_cuts_1_2),
         cmocka_unit_test(test_gpt_untied),
+        cmocka_unit_test(test_nanochat_gqa),
+        cmocka_unit_test(test_nanochat_cuts_1_2),
+        cmocka_unit_test(test_nanochat_t1),
         cmocka_unit_test(test_gpt_decode),
         cmocka_unit_test(test_gpt_flops),
         cmocka_unit_test(test_cut_isolates_gradients),
