@@ -150,6 +150,17 @@ erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int
     return ERASE_OK;
 }
 
+const int *erase_model_config_context(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_GPT ? &cfg->gpt.context
+           : cfg->kind == ERASE_MODEL_NANOCHAT ? &cfg->nanochat.context : NULL;
+}
+
+int erase_model_config_vocab(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->kind == ERASE_MODEL_NANOCHAT ? cfg->nanochat.vocab : 0;
+}
+
 int erase_model_config_blocks(const erase_model_config_t *cfg)
 {
     if (cfg->kind == ERASE_MODEL_GPT)

@@ -142,6 +142,12 @@ int erase_model_config_kind(const char *name, erase_model_kind_t *kind);
  * for ctr, "classify" for mlp, "lm" for gpt. */
 const char *erase_model_config_task(const erase_model_config_t *cfg);
 
+/* A language model's (gpt, nanochat) context T, as a pointer into cfg
+ * (the token reader's row format keeps it), and its vocabulary; NULL and
+ * 0 for ctr and mlp. */
+const int *erase_model_config_context(const erase_model_config_t *cfg);
+int erase_model_config_vocab(const erase_model_config_t *cfg);
+
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);
 

@@ -74,8 +74,7 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
         else
             free(label);
     } else if (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT) {
-        int T = cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.context : cfg->nanochat.context;
-        int vocab = cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->nanochat.vocab;
+        int T = *erase_model_config_context(cfg), vocab = erase_model_config_vocab(cfg);
         size_t bytes = 0;
         int32_t *tokens = NULL, *targets = NULL;
         if (erase_bytes(sizeof(int32_t), size, T, &bytes)) {
