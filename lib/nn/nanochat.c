@@ -385,6 +385,116 @@ static erase_status_t nc_backward_block(erase_network_t *net, int b, erase_strea
     return ERASE_OK;
 }
 
+/* ---- generation: one position at a time against key/value caches ---------- */
+
+/*
+ * The decoder of `batch` sequences: per layer the keys (rotated and
+ * normed, as the forward's attention reads them) and values of the
+ * positions decoded so far, caches [batch, T, KV*hd], and one position's
+ * activations in the layer buffers' layout (rows = batch).
+ */
+typedef struct {
+    erase_network_t *net;
+    int batch;
+    float *kcache[ERASE_MAX_BLOCKS], *vcache[ERASE_MAX_BLOCKS];
+    float *x, *xn, *rstd, *q, *k, *v, *qn, *kn, *rstdq, *rstdk, *y, *fc, *xf, *logits, *scratch;
+} nc_decoder_t;
+
+static void nc_decoder_destroy(void *state)
+{
+    nc_decoder_t *d = state;
+    if (!d)
+        return;
+    erase_network_t *net = d->net;
+    for (int k = 0; k < ERASE_MAX_BLOCKS; k++) {
+        erase_free(net->dev, d->kcache[k]);
+        erase_free(net->dev, d->vcache[k]);
+    }
+    float *bufs[] = { d->x, d->xn, d->rstd, d->q, d->k, d->v, d->qn, d->kn, d->rstdq, d->rstdk, d->y, d->fc,
+                      d->xf, d->logits, d->scratch };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        erase_free(net->dev, bufs[i]);
+    free(d);
+}
+
+static erase_status_t nc_decoder_alloc(nc_decoder_t *d)
+{
+    erase_network_t *net = d->net;
+    const nanochat_t *m = nc_of(net);
+    int64_t B = d->batch, C = m->C, KW = (int64_t)m->KV * m->hd;
+    for (int k = 0; k < net->nblocks; k++) {
+        ERASE_NET_ALLOC(net, d->kcache[k], sizeof(float), B, (int64_t)m->T * KW);
+        ERASE_NET_ALLOC(net, d->vcache[k], sizeof(float), B, (int64_t)m->T * KW);
+    }
+    nc_buf_t bufs[] = { { &d->x, B, C },        { &d->xn, B, C },      { &d->rstd, B, 1 },  { &d->q, B, C },
+                        { &d->k, B, KW },       { &d->v, B, KW },      { &d->qn, B, C },    { &d->kn, B, KW },
+                        { &d->rstdq, B, m->H }, { &d->rstdk, B, m->KV }, { &d->y, B, C },   { &d->fc, B, 4 * C },
+                        { &d->xf, B, C },       { &d->logits, B, m->V }, { &d->scratch, B, (int64_t)m->H * m->T } };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        ERASE_NET_ALLOC(net, *bufs[i].buf, sizeof(float), bufs[i].rows, bufs[i].cols);
+    return ERASE_OK;
+}
+
+static erase_status_t nc_decoder_create(erase_network_t *net, int batch, void **out)
+{
+    nc_decoder_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "nanochat decoder: no memory");
+    d->net = net;
+    d->batch = batch;
+    erase_status_t st = nc_decoder_alloc(d);
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        nc_decoder_destroy(d);
+        return st;
+    }
+    *out = d;
+    return ERASE_OK;
+}
+
+/* Position t of every sequence: the forward of one row per sequence, the
+ * rotary angle of position t, attention against the caches. */
+static erase_status_t nc_decode_step(void *state, erase_stream_t *s, int t, const int32_t *tokens,
+                                     const float **logits)
+{
+    nc_decoder_t *d = state;
+    erase_network_t *net = d->net;
+    const nanochat_t *m = nc_of(net);
+    const erase_param_t *p = net->params;
+    int B = d->batch, C = m->C, KW = m->KV * m->hd;
+    size_t BC = (size_t)B * (size_t)C;
+    if (t < 0 || t >= m->T)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "nanochat decoder: position %d outside the context 0..%d", t, m->T - 1);
+    /* one position: the zero table's row 0 is the position table of T = 1 */
+    ERASE_CHECK(erase_token_embedding_forward(s, B, 1, C, m->V, tokens, p[m->wte].value, m->zero_pos, d->xf));
+    ERASE_CHECK(erase_rmsnorm_forward(s, B, C, NANOCHAT_NORM_EPS, d->xf, d->x, d->rstd));
+    for (int b = 0; b < net->nblocks; b++) {
+        ERASE_CHECK(erase_rmsnorm_forward(s, B, C, NANOCHAT_NORM_EPS, d->x, d->xn, d->rstd));
+        ERASE_CHECK(erase_linear_forward(s, B, C, C, d->xn, p[m->idx[b].c_q].value, NULL, d->q));
+        ERASE_CHECK(erase_linear_forward(s, B, C, KW, d->xn, p[m->idx[b].c_k].value, NULL, d->k));
+        ERASE_CHECK(erase_linear_forward(s, B, C, KW, d->xn, p[m->idx[b].c_v].value, NULL, d->v));
+        ERASE_CHECK(erase_rotary(s, B, 1, t, m->H, m->hd, NANOCHAT_ROTARY_BASE, 0, d->q, d->q));
+        ERASE_CHECK(erase_rotary(s, B, 1, t, m->KV, m->hd, NANOCHAT_ROTARY_BASE, 0, d->k, d->k));
+        ERASE_CHECK(erase_rmsnorm_forward(s, B * m->H, m->hd, NANOCHAT_NORM_EPS, d->q, d->qn, d->rstdq));
+        ERASE_CHECK(erase_rmsnorm_forward(s, B * m->KV, m->hd, NANOCHAT_NORM_EPS, d->k, d->kn, d->rstdk));
+        ERASE_CHECK(erase_gqa_attention_decode(s, B, t, m->T, m->H, m->KV, m->hd, d->qn, d->kn, d->v, d->kcache[b],
+                                               d->vcache[b], d->scratch, d->y));
+        ERASE_CHECK(erase_linear_forward(s, B, C, C, d->y, p[m->idx[b].c_proj].value, NULL, d->xn));
+        ERASE_CHECK(erase_axpy(s, BC, 1.0f, d->xn, d->x));
+        ERASE_CHECK(erase_rmsnorm_forward(s, B, C, NANOCHAT_NORM_EPS, d->x, d->xn, d->rstd));
+        ERASE_CHECK(erase_linear_forward(s, B, C, 4 * C, d->xn, p[m->idx[b].c_fc].value, NULL, d->fc));
+        ERASE_CHECK(erase_relu2_forward(s, BC * 4, d->fc, d->fc));
+        ERASE_CHECK(erase_linear_forward(s, B, 4 * C, C, d->fc, p[m->idx[b].mlp_proj].value, NULL, d->xn));
+        ERASE_CHECK(erase_axpy(s, BC, 1.0f, d->xn, d->x));
+    }
+    int last = net->nblocks - 1;
+    ERASE_CHECK(erase_rmsnorm_forward(s, B, C, NANOCHAT_NORM_EPS, d->x, d->xf, d->rstd));
+    ERASE_CHECK(erase_linear_forward(s, B, C, m->V, d->xf, p[m->idx[last].lm_head].value, NULL, d->logits));
+    ERASE_CHECK(erase_softcap_forward(s, (size_t)B * (size_t)m->V, m->softcap, d->logits, d->logits));
+    *logits = d->logits;
+    return ERASE_OK;
+}
+
 /* T x (6N + 12 L C T), N: every parameter but wte (nanochat's
  * estimate_flops). */
 static double nc_flops_per_sample(const erase_network_t *net)
@@ -407,4 +517,7 @@ const erase_model_impl_t erase_model_nanochat = {
     .head_output = nc_head_output,
     .flops_per_sample = nc_flops_per_sample,
     .destroy = nc_destroy,
+    .decoder_create = nc_decoder_create,
+    .decode_step = nc_decode_step,
+    .decoder_destroy = nc_decoder_destroy,
 };

@@ -25,7 +25,10 @@
  *   flops_per_sample
  *                  erase_network_flops_per_sample's count (NULL: not
  *                  counted, 0);
- *   destroy        free the model's state (the core frees the rest).
+ *   destroy        free the model's state (the core frees the rest);
+ *   decoder_create, decode_step, decoder_destroy
+ *                  generation one position at a time (network.h's
+ *                  erase_network_decoder_*; NULL for a model without it).
  */
 #ifndef ERASE_NN_NETWORK_IMPL_H
 #define ERASE_NN_NETWORK_IMPL_H
@@ -58,6 +61,12 @@ typedef struct {
     const float *(*head_output)(const erase_network_t *net, int b, int *width);
     double (*flops_per_sample)(const erase_network_t *net);
     void (*destroy)(erase_network_t *net);
+    /* generation with key/value caches (erase_network_decoder_create;
+     * NULL: the model has none): the decoder's state is the model's */
+    erase_status_t (*decoder_create)(erase_network_t *net, int batch, void **state);
+    erase_status_t (*decode_step)(void *state, erase_stream_t *s, int t, const int32_t *tokens,
+                                  const float **logits);
+    void (*decoder_destroy)(void *state);
 } erase_model_impl_t;
 
 struct erase_network {

@@ -383,6 +383,17 @@ erase_status_t erase_gqa_attention_backward(erase_stream_t *s, int batch, int T,
     DISPATCH(s, gqa_attention_backward, batch, T, heads, kv_heads, hd, q, k, v, att, dout, scratch, dq, dk, dv);
 }
 
+erase_status_t erase_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads, int kv_heads,
+                                          int hd, const float *q, const float *k, const float *v, float *kcache,
+                                          float *vcache, float *scratch, float *out)
+{
+    REQUIRE(gqa_shape_ok(batch, cache_len, heads, kv_heads, hd) && t >= 0 && t < cache_len,
+            "gqa attention decode: bad batch=%d t=%d cache_len=%d heads=%d kv_heads=%d hd=%d (heads a multiple of "
+            "kv_heads; 0 <= t < cache_len)", batch, t, cache_len, heads, kv_heads, hd);
+    REQUIRE(q && k && v && kcache && vcache && scratch && out, "gqa attention decode: NULL q, k, v, cache, scratch or out");
+    DISPATCH(s, gqa_attention_decode, batch, t, cache_len, heads, kv_heads, hd, q, k, v, kcache, vcache, scratch, out);
+}
+
 /* ---- gradient-norm clipping ---------------------------------------------------- */
 
 erase_status_t erase_sum_squares(erase_stream_t *s, size_t n, const float *x, float *acc)

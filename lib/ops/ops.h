@@ -274,6 +274,18 @@ erase_status_t erase_gqa_attention_backward(erase_stream_t *s, int batch, int T,
                                             const float *q, const float *k, const float *v, const float *att,
                                             const float *dout, float *scratch, float *dq, float *dk, float *dv);
 
+/*
+ * One new position t of each of `batch` sequences against a grouped-query
+ * key/value cache: q [batch, heads*hd], k and v [batch, kv_heads*hd] of
+ * the new position; k and v are first stored in row t of kcache and
+ * vcache [batch, cache_len, kv_heads*hd], then out [batch, heads*hd] is
+ * what erase_gqa_attention_forward gives at row t. scratch [batch, heads,
+ * cache_len] is overwritten. 0 <= t < cache_len.
+ */
+erase_status_t erase_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads, int kv_heads,
+                                          int hd, const float *q, const float *k, const float *v, float *kcache,
+                                          float *vcache, float *scratch, float *out);
+
 /* ---- gradient-norm clipping ------------------------------------------------ */
 
 /* *acc += sum of x[i]^2 for i < n (acc: one device float; its order of

@@ -133,6 +133,9 @@ typedef struct erase_ops_impl {
                                              int hd, const float *q, const float *k, const float *v,
                                              const float *att, const float *dout, float *scratch,
                                              float *dq, float *dk, float *dv);
+    erase_status_t (*gqa_attention_decode)(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                           int kv_heads, int hd, const float *q, const float *k, const float *v,
+                                           float *kcache, float *vcache, float *scratch, float *out);
     erase_status_t (*sum_squares)(erase_stream_t *s, size_t n, const float *x, float *acc);
     erase_status_t (*clip_by_norm)(erase_stream_t *s, size_t n, float *x, const float *sumsq,
                                    float max_norm);

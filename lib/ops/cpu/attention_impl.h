@@ -149,29 +149,41 @@ void SUF(erase_k_attention_backward)(int batch, int T, int heads, int dim, const
 }
 
 /*
- * Position t of each sequence against the caches: k and v of qkv [batch,
- * 3*dim] stored at row t of kcache / vcache [batch, cache_len, dim], then
- * per head the scores of rows 0..t into scratch [batch, heads, cache_len],
- * the softmax of the forward, out [batch, dim] = p V.
+ * GQA at position t of each sequence against the caches: k and v [batch,
+ * kv_heads*hd] stored at row t of kcache / vcache [batch, cache_len,
+ * kv_heads*hd], then per query head h the scores of rows 0..t of key/value
+ * head h / (heads/kv_heads) into scratch [batch, heads, cache_len], the
+ * softmax of the forward, out [batch, heads*hd] = p V. q [batch, heads*hd]
+ * and k, v have leading dimensions ldq and ldkv.
  */
+void SUF(erase_k_gqa_attention_decode)(int batch, int t, int cache_len, int heads, int kv_heads, int hd,
+                                       const REAL *q, int ldq, const REAL *k, const REAL *v, int ldkv,
+                                       REAL *kcache, REAL *vcache, REAL *scratch, REAL *out)
+{
+    const int kvw = kv_heads * hd, rep = heads / kv_heads;
+    const REAL scale = (REAL)(1.0 / sqrt((double)hd));
+    for (int b = 0; b < batch; b++) {
+        REAL *kc = kcache + (size_t)b * cache_len * kvw, *vc = vcache + (size_t)b * cache_len * kvw;
+        memcpy(kc + (size_t)t * kvw, k + (size_t)b * ldkv, sizeof(REAL) * (size_t)kvw);
+        memcpy(vc + (size_t)t * kvw, v + (size_t)b * ldkv, sizeof(REAL) * (size_t)kvw);
+        for (int h = 0; h < heads; h++) {
+            REAL *p = scratch + ((size_t)b * heads + h) * cache_len;
+            size_t kvo = (size_t)(h / rep) * hd;
+            GEMM(0, 1, 1, t + 1, hd, scale, q + (size_t)b * ldq + (size_t)h * hd, hd, kc + kvo, kvw, 0, p,
+                 t + 1);
+            SUF(attention_softmax_row)(p, t + 1, t + 1);
+            GEMM(0, 0, 1, hd, t + 1, 1, p, t + 1, vc + kvo, kvw, 0, out + (size_t)b * heads * hd + (size_t)h * hd,
+                 hd);
+        }
+    }
+}
+
+/* Position t against the caches, multi-head on packed qkv [batch, 3*dim]:
+ * the GQA decode with kv_heads = heads. */
 void SUF(erase_k_attention_decode)(int batch, int t, int cache_len, int heads, int dim,
                                    const REAL *qkv, REAL *kcache, REAL *vcache, REAL *scratch,
                                    REAL *out)
 {
-    const int hd = dim / heads;
-    const REAL scale = (REAL)(1.0 / sqrt((double)hd));
-    for (int b = 0; b < batch; b++) {
-        const REAL *x = qkv + (size_t)b * 3 * dim;
-        REAL *kc = kcache + (size_t)b * cache_len * dim, *vc = vcache + (size_t)b * cache_len * dim;
-        memcpy(kc + (size_t)t * dim, x + dim, sizeof(REAL) * (size_t)dim);
-        memcpy(vc + (size_t)t * dim, x + 2 * dim, sizeof(REAL) * (size_t)dim);
-        for (int h = 0; h < heads; h++) {
-            REAL *p = scratch + ((size_t)b * heads + h) * cache_len;
-            GEMM(0, 1, 1, t + 1, hd, scale, x + (size_t)h * hd, hd, kc + (size_t)h * hd, dim, 0, p,
-                 t + 1);
-            SUF(attention_softmax_row)(p, t + 1, t + 1);
-            GEMM(0, 0, 1, hd, t + 1, 1, p, t + 1, vc + (size_t)h * hd, dim, 0,
-                 out + (size_t)b * dim + (size_t)h * hd, hd);
-        }
-    }
+    SUF(erase_k_gqa_attention_decode)(batch, t, cache_len, heads, heads, dim / heads, qkv, 3 * dim, qkv + dim,
+                                      qkv + 2 * dim, 3 * dim, kcache, vcache, scratch, out);
 }

@@ -67,6 +67,10 @@
                                             const REAL *v, int ldv, const REAL *att,              \
                                             const REAL *dout, REAL *scratch, REAL *dq, REAL *dk,  \
                                             REAL *dv);                                            \
+    void erase_k_gqa_attention_decode_##S(int batch, int t, int cache_len, int heads, int kv_heads,  \
+                                          int hd, const REAL *q, int ldq, const REAL *k,           \
+                                          const REAL *v, int ldkv, REAL *kcache, REAL *vcache,     \
+                                          REAL *scratch, REAL *out);                               \
     void erase_k_attention_decode_##S(int batch, int t, int cache_len, int heads, int dim,      \
                                       const REAL *qkv, REAL *kcache, REAL *vcache,               \
                                       REAL *scratch, REAL *out);

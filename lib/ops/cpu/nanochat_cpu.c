@@ -180,9 +180,9 @@ erase_status_t erase_cpu_softcap_backward(erase_stream_t *s, size_t n, float cap
 /* ---- grouped-query attention ---------------------------------------------------------- */
 
 typedef struct {
-    int batch, T, heads, kv_heads, hd;
+    int batch, T, heads, kv_heads, hd, t;
     const float *q, *k, *v, *catt, *dout;
-    float *att, *out, *scratch, *dq, *dk, *dv;
+    float *att, *out, *scratch, *dq, *dk, *dv, *kcache, *vcache;
 } gqa_args_t;
 
 static erase_status_t gqa_fwd_k(const void *p)
@@ -220,4 +220,22 @@ erase_status_t erase_cpu_gqa_attention_backward(erase_stream_t *s, int batch, in
     gqa_args_t a = { .batch = batch, .T = T, .heads = heads, .kv_heads = kv_heads, .hd = hd, .q = q, .k = k,
                      .v = v, .catt = att, .dout = dout, .scratch = scratch, .dq = dq, .dk = dk, .dv = dv };
     LAUNCH(s, gqa_bwd_k, a);
+}
+
+/* T holds cache_len. */
+static erase_status_t gqa_decode_k(const void *p)
+{
+    const gqa_args_t *a = p;
+    erase_k_gqa_attention_decode_f32(a->batch, a->t, a->T, a->heads, a->kv_heads, a->hd, a->q, a->heads * a->hd,
+                                     a->k, a->v, a->kv_heads * a->hd, a->kcache, a->vcache, a->scratch, a->out);
+    return ERASE_OK;
+}
+
+erase_status_t erase_cpu_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                              int kv_heads, int hd, const float *q, const float *k, const float *v,
+                                              float *kcache, float *vcache, float *scratch, float *out)
+{
+    gqa_args_t a = { .batch = batch, .T = cache_len, .heads = heads, .kv_heads = kv_heads, .hd = hd, .t = t,
+                     .q = q, .k = k, .v = v, .kcache = kcache, .vcache = vcache, .scratch = scratch, .out = out };
+    LAUNCH(s, gqa_decode_k, a);
 }

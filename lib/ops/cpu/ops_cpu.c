@@ -475,6 +475,7 @@ const erase_ops_impl_t erase_ops_cpu = {
     .softcap_backward = erase_cpu_softcap_backward,
     .gqa_attention_forward = erase_cpu_gqa_attention_forward,
     .gqa_attention_backward = erase_cpu_gqa_attention_backward,
+    .gqa_attention_decode = erase_cpu_gqa_attention_decode,
     .axpy = cpu_axpy,
     .sparse_pack = erase_cpu_sparse_pack,
     .sparse_merge = erase_cpu_sparse_merge,

@@ -94,4 +94,8 @@ erase_status_t erase_cpu_softcap_backward(erase_stream_t *s, size_t n, float cap
 erase_status_t erase_cpu_gqa_attention_forward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd, const float *q, const float *k, const float *v, float *att, float *out);
 erase_status_t erase_cpu_gqa_attention_backward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd, const float *q, const float *k, const float *v, const float *att, const float *dout, float *scratch, float *dq, float *dk, float *dv);
 
+erase_status_t erase_cpu_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                              int kv_heads, int hd, const float *q, const float *k, const float *v,
+                                              float *kcache, float *vcache, float *scratch, float *out);
+
 #endif
