@@ -575,11 +575,7 @@ erase_status_t erase_gpt_decode_step(erase_gpt_decoder_t *d, erase_stream_t *s, 
 static double gpt_flops_per_sample(const erase_network_t *net)
 {
     const gpt_t *g = gpt_of(net);
-    double n = 0;
-    for (int i = 0; i < net->nparams; i++)
-        if (i != g->wpe)
-            n += (double)erase_param_numel(&net->params[i]);
-    return (double)g->T * (6.0 * n + 12.0 * net->nblocks * (double)g->C * g->T);
+    return erase_network_transformer_flops(net, g->wpe, g->T, g->C);
 }
 
 /* The decoder behind the model table (erase_network_decoder_*). */

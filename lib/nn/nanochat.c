@@ -500,11 +500,7 @@ static erase_status_t nc_decode_step(void *state, erase_stream_t *s, int t, cons
 static double nc_flops_per_sample(const erase_network_t *net)
 {
     const nanochat_t *m = nc_of(net);
-    double n = 0;
-    for (int i = 0; i < net->nparams; i++)
-        if (i != m->wte)
-            n += (double)erase_param_numel(&net->params[i]);
-    return (double)m->T * (6.0 * n + 12.0 * net->nblocks * (double)m->C * m->T);
+    return erase_network_transformer_flops(net, m->wte, m->T, m->C);
 }
 
 const erase_model_impl_t erase_model_nanochat = {

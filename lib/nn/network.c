@@ -484,3 +484,12 @@ void erase_network_decoder_destroy(erase_network_decoder_t *d)
     d->impl->decoder_destroy(d->state);
     free(d);
 }
+
+double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C)
+{
+    double n = 0;
+    for (int i = 0; i < net->nparams; i++)
+        if (i != skip)
+            n += (double)erase_param_numel(&net->params[i]);
+    return (double)T * (6.0 * n + 12.0 * net->nblocks * (double)C * T);
+}

@@ -124,6 +124,11 @@ typedef enum {
  */
 erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, erase_init_t how, double a);
 
+/* A transformer's training FLOPs per sample, T x (6N + 12 L C T) with N
+ * every parameter but the one of index `skip` (gpt: wpe; nanochat: wte)
+ * and L the blocks (nanoGPT's and nanochat's estimate, PaLM's appendix B). */
+double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C);
+
 /* Device memory for a x b elements of `elem` bytes; a size that does not
  * fit a size_t is ERASE_ERR_INVALID saying so. Errors: those of
  * erase_malloc. */

@@ -358,8 +358,16 @@ static void test_gpt_flops(void **state)
     check_flops(6, 384, 6, 256, 0, 71553024.0);
     /* a cut at 2: the last head's own [256, 128] weight, the local head's weight and LayerNorm */
     check_flops(4, 128, 4, 64, 1u << 2, 5349888.0 + 6.0 * (2 * 256 * 128 + 2 * 128));
-    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
+    /* nanochat's estimate_flops (no wte): 2 layers of width 32, 2 kv heads of 8, vocab 50, context 8:
+     * N = 2 x (1024 + 512 + 512 + 1024 + 4096 + 4096) + 1600 = 24128; 6N + 12 x 2 x 32 x 8 = 150912 */
+    erase_model_config_t nc;
+    MUST(erase_model_config_parse("model = \"nanochat\"; nanochat: { layers = 2; width = 32; heads = 4; kv_heads = 2;"
+                                  " context = 8; vocab = 50; };", "flops", &nc));
     erase_network_t *net;
+    assert_int_equal(erase_network_create(dev, &nc, 1, &net), ERASE_OK);
+    assert_true(erase_network_flops_per_sample(net) == 150912.0 * 8);
+    erase_network_destroy(net);
+    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
     assert_int_equal(erase_network_create(dev, &mlp, 1, &net), ERASE_OK);
     assert_true(erase_network_flops_per_sample(net) == 0); /* not counted */
     erase_network_destroy(net);
