@@ -6,13 +6,14 @@
 # 40 steps the loss has fallen by more than 1 nat, with AdamW and with
 # --optimizer muon (Muon for c_q/c_k/c_v/c_proj/c_fc, AdamW for wte and
 # lm_head); with cuts at 1 the local head of block 0 trains too; 2 ranks
-# give the 1-rank run's losses (data parallel); a bad model file is one
-# line.
+# give the 1-rank run's losses (data parallel), as do 2 pipeline stages
+# (--pp 2); the four --early-backward modes give the same losses with a
+# cut; a bad model file is one line.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
 need apps/erase-convert
 workdir
-echo "1..5"
+echo "1..7"
 head -c 40000 "${srcdir:-.}/data/text/tinyshakespeare.txt" >"$dir/t.txt"
 apps/erase-convert text "$dir/t.txt" -o "$dir/data" >"$dir/setup" 2>&1 || tap_report "$dir/setup"
 model() {
@@ -58,6 +59,20 @@ train 2 np2 --model "$dir/m.cfg" --lr 0.01
     [ "$(wc -l <"$dir/l1")" = 40 ] && cmp -s "$dir/l1" "$dir/l2"
 tap $? "2 ranks: the 1-rank run's 40 global losses, to the 6 digits printed"
 [ $rc = 0 ] || tap_report "$dir/np2.out"
+
+train 2 pp2 --model "$dir/m.cfg" --lr 0.01 --pp 2
+[ $rc = 0 ] && losses pp2 | cut -d' ' -f1 >"$dir/lp" && cmp -s "$dir/l1" "$dir/lp"
+tap $? "--pp 2 (1f1b, a layer per stage): the 1-rank run's 40 losses"
+[ $rc = 0 ] || tap_report "$dir/pp2.out"
+
+same=0
+for m in off blocking async graph; do
+    train 1 "eb-$m" --model "$dir/cuts.cfg" --lr 0.01 --blas-threads 1 --early-backward $m
+    losses "eb-$m" >"$dir/eb-$m.l"
+    [ $rc = 0 ] && [ "$(wc -l <"$dir/eb-$m.l")" = 40 ] && cmp -s "$dir/eb-off.l" "$dir/eb-$m.l" || same=1
+done
+[ $same = 0 ]
+tap $? "cuts = [1], --early-backward off, blocking, async, graph: the same 40 losses of both blocks"
 
 printf 'model = "nanochat";\nnanochat: { layers = 2; width = 32; heads = 4;\n  kv_heads = 3; };\n' >"$dir/bad.cfg"
 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/data/train" --model "$dir/bad.cfg" \
