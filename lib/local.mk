@@ -57,6 +57,9 @@ lib_liberase_a_SOURCES += \
 lib_liberase_a_SOURCES += \
 	lib/ops/cpu/attention_impl.h lib/ops/cpu/transformer_cpu.c
 
+# lib/ops: the nanochat model's CPU ops (issue 34).
+lib_liberase_a_SOURCES += lib/ops/cpu/nanochat_cpu.c
+
 # lib/nn: model files (libconfig).
 lib_liberase_a_SOURCES += \
 	lib/nn/model_config.c lib/nn/model_config.h
@@ -68,6 +71,7 @@ lib_liberase_a_SOURCES += \
 	lib/nn/batch.h lib/nn/param.h \
 	lib/nn/network.c lib/nn/network.h lib/nn/network_impl.h \
 	lib/nn/network_chain.c lib/nn/gpt.c lib/nn/gpt.h \
+	lib/nn/nanochat.c \
 	lib/nn/optim.c lib/nn/optim.h \
 	lib/nn/train_step.c lib/nn/train_step.h \
 	lib/nn/metrics.c lib/nn/metrics.h lib/nn/metrics_cls.c lib/nn/metrics_cls.h

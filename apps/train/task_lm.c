@@ -57,12 +57,12 @@ typedef struct {
 
 static void lm_rows_for(const erase_model_config_t *cfg, erase_row_format_t *out)
 {
-    erase_tok_rows_init(out, &cfg->gpt.context);
+    erase_tok_rows_init(out, erase_model_config_context(cfg));
 }
 
 static erase_status_t lm_check(const erase_reader_t *train, const erase_model_config_t *cfg)
 {
-    return erase_tok_reader_check(train, cfg->gpt.vocab, cfg->gpt.context);
+    return erase_tok_reader_check(train, erase_model_config_vocab(cfg), *erase_model_config_context(cfg));
 }
 
 static void lm_destroy(void *state)
@@ -86,8 +86,8 @@ static erase_status_t lm_create(erase_device_t *dev, const erase_model_config_t 
     if (!t)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the lm task's metrics");
     t->dev = dev;
-    t->T = cfg->gpt.context;
-    t->vocab = cfg->gpt.vocab;
+    t->T = *erase_model_config_context(cfg);
+    t->vocab = erase_model_config_vocab(cfg);
     t->rank_batch = rank_batch;
     t->bytes_per_token[0] = t->bytes_per_token[1] = NAN;
     *state = t;
@@ -307,7 +307,7 @@ static void lm_eval_json(const void *state, FILE *f)
 }
 
 /* A window's T positions each predict a token: throughput in tokens. */
-static int64_t lm_tokens_per_sample(const erase_model_config_t *cfg) { return cfg->gpt.context; }
+static int64_t lm_tokens_per_sample(const erase_model_config_t *cfg) { return *erase_model_config_context(cfg); }
 
 const train_task_t train_task_lm = {
     .name = "lm",

@@ -31,8 +31,9 @@ static int fields(const erase_model_config_t *cfg, field_t f[3])
         f[1] = (field_t){ offsetof(erase_batch_t, classes), sizeof(int32_t), 1 };
         return 2;
     case ERASE_MODEL_GPT:
-        f[0] = (field_t){ offsetof(erase_batch_t, tokens), sizeof(int32_t), cfg->gpt.context };
-        f[1] = (field_t){ offsetof(erase_batch_t, targets), sizeof(int32_t), cfg->gpt.context };
+    case ERASE_MODEL_NANOCHAT:
+        f[0] = (field_t){ offsetof(erase_batch_t, tokens), sizeof(int32_t), *erase_model_config_context(cfg) };
+        f[1] = (field_t){ offsetof(erase_batch_t, targets), sizeof(int32_t), *erase_model_config_context(cfg) };
         return 2;
     }
     return 0;

@@ -575,12 +575,24 @@ erase_status_t erase_gpt_decode_step(erase_gpt_decoder_t *d, erase_stream_t *s, 
 static double gpt_flops_per_sample(const erase_network_t *net)
 {
     const gpt_t *g = gpt_of(net);
-    double n = 0;
-    for (int i = 0; i < net->nparams; i++)
-        if (i != g->wpe)
-            n += (double)erase_param_numel(&net->params[i]);
-    return (double)g->T * (6.0 * n + 12.0 * net->nblocks * (double)g->C * g->T);
+    return erase_network_transformer_flops(net, g->wpe, g->T, g->C);
 }
+
+/* The decoder behind the model table (erase_network_decoder_*). */
+static erase_status_t gpt_decoder_create(erase_network_t *net, int batch, void **state)
+{
+    ERASE_CHECK(erase_gpt_decoder_create(net, batch, (erase_gpt_decoder_t **)state));
+    return ERASE_OK;
+}
+
+static erase_status_t gpt_decode_step(void *state, erase_stream_t *s, int t, const int32_t *tokens,
+                                      const float **logits)
+{
+    ERASE_CHECK(erase_gpt_decode_step(state, s, t, tokens, logits));
+    return ERASE_OK;
+}
+
+static void gpt_decoder_destroy(void *state) { erase_gpt_decoder_destroy(state); }
 
 const erase_model_impl_t erase_model_gpt = {
     .build = gpt_build,
@@ -592,4 +604,7 @@ const erase_model_impl_t erase_model_gpt = {
     .head_output = gpt_head_output,
     .flops_per_sample = gpt_flops_per_sample,
     .destroy = gpt_destroy,
+    .decoder_create = gpt_decoder_create,
+    .decode_step = gpt_decode_step,
+    .decoder_destroy = gpt_decoder_destroy,
 };

@@ -30,9 +30,9 @@
 
 #include <libconfig.h>
 
-static const char *const model_names[] = { "ctr", "mlp", "gpt" };
+static const char *const model_names[] = { "ctr", "mlp", "gpt", "nanochat" };
 /* The erase-train task (apps/train/task.h) each kind of model serves. */
-static const char *const model_tasks[] = { "ctr", "classify", "lm" };
+static const char *const model_tasks[] = { "ctr", "classify", "lm", "lm" };
 #define MODEL_KINDS ((int)(sizeof model_names / sizeof model_names[0]))
 
 /* Boundaries 1 .. blocks-1 all set. */
@@ -41,6 +41,14 @@ static uint32_t all_cuts(int blocks)
     if (blocks < 1)
         return 0;
     return (uint32_t)((((uint64_t)1 << blocks) - 1) & ~(uint64_t)1);
+}
+
+void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers)
+{
+    cfg->nanochat.layers = layers;
+    cfg->nanochat.width = 64 * layers;
+    cfg->nanochat.heads = (cfg->nanochat.width + 127) / 128; /* ceil: at least 1 */
+    cfg->nanochat.kv_heads = cfg->nanochat.heads;
 }
 
 erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
@@ -63,6 +71,12 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.gpt.width = 384;
         cfg.gpt.context = 256;
         cfg.gpt.vocab = 256;
+        return cfg;
+    } else if (kind == ERASE_MODEL_NANOCHAT) {
+        erase_model_config_nanochat_depth(&cfg, 4);
+        cfg.nanochat.context = 256;
+        cfg.nanochat.vocab = 256;
+        cfg.nanochat.softcap = 15.0f;
         return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
@@ -136,10 +150,23 @@ erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int
     return ERASE_OK;
 }
 
+const int *erase_model_config_context(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_GPT ? &cfg->gpt.context
+           : cfg->kind == ERASE_MODEL_NANOCHAT ? &cfg->nanochat.context : NULL;
+}
+
+int erase_model_config_vocab(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->kind == ERASE_MODEL_NANOCHAT ? cfg->nanochat.vocab : 0;
+}
+
 int erase_model_config_blocks(const erase_model_config_t *cfg)
 {
     if (cfg->kind == ERASE_MODEL_GPT)
         return cfg->gpt.layers;
+    if (cfg->kind == ERASE_MODEL_NANOCHAT)
+        return cfg->nanochat.layers;
     return cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : 1 + cfg->ctr.subarchs;
 }
 
@@ -293,24 +320,26 @@ static erase_status_t read_int_list(const char *name, config_setting_t *group, c
     return ERASE_OK;
 }
 
-/* local_loss_weight: an int or a float >= 0 that fits a float. */
-static erase_status_t read_weight(const char *name, config_setting_t *group, const char *prefix,
-                                  float *out)
+/* Number `key`: an int or a float >= 0 (`positive`: > 0) that fits a
+ * float (left unchanged when absent). */
+static erase_status_t read_number(const char *name, config_setting_t *group, const char *prefix, const char *key,
+                                  bool positive, float *out)
 {
-    config_setting_t *s = config_setting_get_member(group, "local_loss_weight");
+    config_setting_t *s = config_setting_get_member(group, key);
     if (!s)
         return ERASE_OK;
     char path[64];
-    snprintf(path, sizeof path, "%s.local_loss_weight", prefix);
+    snprintf(path, sizeof path, "%s.%s", prefix, key);
+    const char *range = positive ? "a number > 0" : "a number >= 0";
     double v;
     if (is_integer(s))
         v = (double)config_setting_get_int64(s);
     else if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
         v = config_setting_get_float(s);
     else
-        return expected(name, s, path, "a number >= 0");
-    if (!(v >= 0)) /* NaN fails too */
-        return expected(name, s, path, "a number >= 0");
+        return expected(name, s, path, range);
+    if (!(positive ? v > 0 : v >= 0)) /* NaN fails too */
+        return expected(name, s, path, range);
     if (v > FLT_MAX) {
         char what[64];
         snprintf(what, sizeof what, "a number <= %g", (double)FLT_MAX);
@@ -318,6 +347,12 @@ static erase_status_t read_weight(const char *name, config_setting_t *group, con
     }
     *out = (float)v;
     return ERASE_OK;
+}
+
+/* local_loss_weight: a number >= 0. */
+static erase_status_t read_weight(const char *name, config_setting_t *group, const char *prefix, float *out)
+{
+    return read_number(name, group, prefix, "local_loss_weight", false, out);
 }
 
 /* cuts: "all", "none" or a list of distinct boundaries in 1..blocks-1;
@@ -482,16 +517,54 @@ static erase_status_t parse_gpt(const char *name, config_setting_t *g, erase_mod
     return ERASE_OK;
 }
 
+/* nanochat: layers first, the other sizes defaulting from it as nanochat's
+ * base_train.py derives them; then the checks of nanochat's
+ * CausalSelfAttention (width a multiple of heads, heads of kv_heads, an
+ * even head dim for the rotary pairs) naming the key that breaks them. */
+static erase_status_t parse_nanochat(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "layers", "heads", "kv_heads", "width", "context", "vocab", "softcap",
+                                        "cuts", "local_loss_weight", NULL };
+    TRY(check_keys(name, g, "nanochat", keys));
+    TRY(read_int(name, g, "nanochat", "layers", 1, ERASE_MAX_GPT_LAYERS, true, &cfg->nanochat.layers));
+    erase_model_config_nanochat_depth(cfg, cfg->nanochat.layers);
+    TRY(read_int(name, g, "nanochat", "width", 1, INT_MAX, false, &cfg->nanochat.width));
+    if (!config_setting_get_member(g, "heads"))
+        cfg->nanochat.heads = (cfg->nanochat.width + 127) / 128; /* ceil, >= 1 */
+    TRY(read_int(name, g, "nanochat", "heads", 1, INT_MAX, false, &cfg->nanochat.heads));
+    cfg->nanochat.kv_heads = cfg->nanochat.heads;
+    TRY(read_int(name, g, "nanochat", "kv_heads", 1, INT_MAX, false, &cfg->nanochat.kv_heads));
+    TRY(read_int(name, g, "nanochat", "context", 1, INT_MAX, false, &cfg->nanochat.context));
+    TRY(read_int(name, g, "nanochat", "vocab", 2, 65536, true, &cfg->nanochat.vocab));
+    TRY(read_number(name, g, "nanochat", "softcap", true, &cfg->nanochat.softcap));
+    int W = cfg->nanochat.width, H = cfg->nanochat.heads, KV = cfg->nanochat.kv_heads;
+    config_setting_t *at = config_setting_get_member(g, "heads") ? config_setting_get_member(g, "heads")
+                           : config_setting_get_member(g, "width")   ? config_setting_get_member(g, "width")
+                                                                     : g;
+    if (W % H != 0)
+        return fail_at(name, at, "nanochat.heads: %d does not divide width %d", H, W);
+    if ((W / H) % 2 != 0)
+        return fail_at(name, at, "nanochat.heads: head dim width/heads = %d/%d = %d is odd (rotary needs pairs)", W,
+                       H, W / H);
+    if (H % KV != 0) {
+        config_setting_t *kv = config_setting_get_member(g, "kv_heads");
+        return fail_at(name, kv ? kv : at, "nanochat.kv_heads: %d does not divide heads %d", KV, H);
+    }
+    TRY(read_cuts(name, g, "nanochat", cfg->nanochat.layers, false, &cfg->cut_mask));
+    TRY(read_weight(name, g, "nanochat", &cfg->local_loss_weight));
+    return ERASE_OK;
+}
+
 static erase_status_t parse_root(const char *name, config_setting_t *root, erase_model_config_t *cfg)
 {
     config_setting_t *model = config_setting_get_member(root, "model");
     if (!model)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")", name);
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")", name);
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
     if (!erase_model_config_kind(text, &kind))
-        return expected(name, model, "model", "\"ctr\", \"mlp\" or \"gpt\"");
+        return expected(name, model, "model", "\"ctr\", \"mlp\", \"gpt\" or \"nanochat\"");
     *cfg = erase_model_config_default(kind);
     const char *mine = model_names[kind];
 
@@ -520,6 +593,8 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
         return expected(name, group, mine, "a group");
     if (kind == ERASE_MODEL_GPT)
         return parse_gpt(name, group, cfg);
+    if (kind == ERASE_MODEL_NANOCHAT)
+        return parse_nanochat(name, group, cfg);
     return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
 }
 
@@ -641,13 +716,17 @@ static void put_float(writer_t *w, float x)
  * say). */
 static bool formattable(const erase_model_config_t *cfg)
 {
-    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT)
+    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT &&
+        cfg->kind != ERASE_MODEL_NANOCHAT)
         return false;
     if (cfg->seed > (uint64_t)LLONG_MAX)
         return false;
-    int layers = cfg->kind == ERASE_MODEL_CTR ? cfg->ctr.bottom_layers
-                 : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers : cfg->gpt.layers;
-    int most = cfg->kind == ERASE_MODEL_GPT ? ERASE_MAX_GPT_LAYERS : ERASE_MAX_LAYERS; /* the parser's */
+    int layers = cfg->kind == ERASE_MODEL_CTR   ? cfg->ctr.bottom_layers
+                 : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers
+                 : cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.layers
+                                                : cfg->nanochat.layers;
+    int most = cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT ? ERASE_MAX_GPT_LAYERS
+                                                                                 : ERASE_MAX_LAYERS; /* the parser's */
     if (layers < 1 || layers > most)
         return false;
     int blocks = erase_model_config_blocks(cfg);
@@ -687,6 +766,13 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
     } else if (cfg->kind == ERASE_MODEL_GPT) {
         put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
             cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);
+    } else if (cfg->kind == ERASE_MODEL_NANOCHAT) {
+        put(&w, "  layers = %d;\n  heads = %d;\n  kv_heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
+            cfg->nanochat.layers, cfg->nanochat.heads, cfg->nanochat.kv_heads, cfg->nanochat.width,
+            cfg->nanochat.context, cfg->nanochat.vocab);
+        put(&w, "  softcap = ");
+        put_float(&w, cfg->nanochat.softcap);
+        put(&w, ";\n");
     } else {
         put(&w, "  inputs = %d;\n  hidden = ", cfg->mlp.inputs);
         put_int_list(&w, cfg->mlp.hidden, cfg->mlp.hidden_layers);

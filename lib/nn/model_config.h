@@ -3,7 +3,7 @@
  * with libconfig (https://hyperrealm.github.io/libconfig/): `key = value;`
  * settings, groups in braces, lists in brackets, `#` and `//` comments.
  *
- *   model = "ctr";                 # "ctr", "mlp" or "gpt"
+ *   model = "ctr";                 # "ctr", "mlp", "gpt" or "nanochat"
  *   seed = 1;                      # initialisation seed (>= 0)
  *   ctr: {
  *     embedding_dim = 16;
@@ -32,6 +32,17 @@
  *     tie_head = false;            # the last LM head shares h0/wte (true | false;
  *                                  # default: true exactly when there are no cuts)
  *   };
+ *   nanochat: {                    # nanochat's model (issue 34); defaults from layers:
+ *     layers = 4;                  # depth (1..32)
+ *     width = 256;                 # default 64 x layers
+ *     heads = 2;                   # default max(1, ceil(width / 128)); head dim even
+ *     kv_heads = 2;                # default heads; a divisor of heads
+ *     context = 256;
+ *     vocab = 256;                 # 2..65536
+ *     softcap = 15.0;              # > 0
+ *     cuts = "none";
+ *     local_loss_weight = 1.0;
+ *   };
  *
  * Only the group of the chosen model may appear. Omitted keys take the
  * reference defaults (erase_model_config_default). An unknown key, a wrong
@@ -57,7 +68,12 @@
  * writer (erase_model_config_format) both take it from here */
 #define ERASE_MAX_GPT_LAYERS ERASE_MAX_BLOCKS
 
-typedef enum { ERASE_MODEL_CTR = 0, ERASE_MODEL_MLP = 1, ERASE_MODEL_GPT = 2 } erase_model_kind_t;
+typedef enum {
+    ERASE_MODEL_CTR = 0,
+    ERASE_MODEL_MLP = 1,
+    ERASE_MODEL_GPT = 2,
+    ERASE_MODEL_NANOCHAT = 3 /* issue 34 */
+} erase_model_kind_t;
 
 /* gpt's tie_head: AUTO (0, the key absent) ties the last block's LM head to
  * h0/wte exactly when the model has no cuts; TRUE (only without cuts) and
@@ -93,14 +109,29 @@ typedef struct {
         int vocab;               /* token ids 0 .. vocab-1 */
         erase_tie_head_t tie_head; /* erase_model_config_tied_head resolves it */
     } gpt;
+    struct {
+        int layers;              /* transformer layers (nanochat's depth); blocks = layers */
+        int heads;               /* query heads (width % heads == 0, head dim even) */
+        int kv_heads;            /* key/value heads (heads % kv_heads == 0) */
+        int width;               /* embedding width C */
+        int context;             /* T: positions per sample */
+        int vocab;               /* token ids 0 .. vocab-1 */
+        float softcap;           /* logits = softcap * tanh(z / softcap), > 0 */
+    } nanochat;
 } erase_model_config_t;
 
 /* The reference sizes of docs/models.md for `kind`, lambda 1, seed 1: ctr
  * and mlp with all boundaries cut, gpt (6 layers, 6 heads, width 384,
- * context 256, vocab 256) with none. */
+ * context 256, vocab 256) with none, nanochat of depth 4 (width 256, 2
+ * heads, 2 kv_heads, context 256, vocab 256, softcap 15) with none. */
 erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
 
-/* The model kind's name, "ctr", "mlp" or "gpt". */
+/* nanochat's sizes derived from its depth as nanochat's base_train.py does
+ * (docs/models.md): layers, width = 64 x layers, heads = max(1,
+ * ceil(width / 128)), kv_heads = heads. The other fields stay. */
+void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers);
+
+/* The model kind's name, "ctr", "mlp", "gpt" or "nanochat". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 
 /* 1 and *kind set when `name` is a model kind's name ("ctr", "mlp",
@@ -110,6 +141,12 @@ int erase_model_config_kind(const char *name, erase_model_kind_t *kind);
 /* The erase-train task the model kind serves (apps/train/task.h): "ctr"
  * for ctr, "classify" for mlp, "lm" for gpt. */
 const char *erase_model_config_task(const erase_model_config_t *cfg);
+
+/* A language model's (gpt, nanochat) context T, as a pointer into cfg
+ * (the token reader's row format keeps it), and its vocabulary; NULL and
+ * 0 for ctr and mlp. */
+const int *erase_model_config_context(const erase_model_config_t *cfg);
+int erase_model_config_vocab(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);

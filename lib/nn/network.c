@@ -180,7 +180,9 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     net->max_batch = max_batch;
     net->shares = shares;
     net->emb_block = -1;
-    net->impl = cfg->kind == ERASE_MODEL_GPT ? &erase_model_gpt : &erase_model_chain;
+    net->impl = cfg->kind == ERASE_MODEL_GPT        ? &erase_model_gpt
+                : cfg->kind == ERASE_MODEL_NANOCHAT ? &erase_model_nanochat
+                                                    : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {
         for (int b = 0; b < net->nblocks; b++)
@@ -440,4 +442,54 @@ erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_s
     ERASE_CHECK(check_batch(net, b, batch));
     ERASE_CHECK(net->impl->backward_block(net, b, s, batch));
     return ERASE_OK;
+}
+
+struct erase_network_decoder {
+    const erase_model_impl_t *impl;
+    void *state;
+};
+
+erase_status_t erase_network_decoder_create(erase_network_t *net, int batch, erase_network_decoder_t **out)
+{
+    if (!net->impl->decoder_create)
+        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "network: a %s model has no key/value-cache decoder",
+                           erase_model_config_name(&net->cfg));
+    if (batch < 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s decoder: batch %d < 1", erase_model_config_name(&net->cfg), batch);
+    erase_network_decoder_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory for a decoder");
+    d->impl = net->impl;
+    erase_status_t st = net->impl->decoder_create(net, batch, &d->state);
+    if (st != ERASE_OK) {
+        erase_error_trail(__FILE__, __LINE__);
+        free(d);
+        return st;
+    }
+    *out = d;
+    return ERASE_OK;
+}
+
+erase_status_t erase_network_decode_step(erase_network_decoder_t *d, erase_stream_t *s, int t, const int32_t *tokens,
+                                         const float **logits)
+{
+    ERASE_CHECK(d->impl->decode_step(d->state, s, t, tokens, logits));
+    return ERASE_OK;
+}
+
+void erase_network_decoder_destroy(erase_network_decoder_t *d)
+{
+    if (!d)
+        return;
+    d->impl->decoder_destroy(d->state);
+    free(d);
+}
+
+double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C)
+{
+    double n = 0;
+    for (int i = 0; i < net->nparams; i++)
+        if (i != skip)
+            n += (double)erase_param_numel(&net->params[i]);
+    return (double)T * (6.0 * n + 12.0 * net->nblocks * (double)C * T);
 }

@@ -224,6 +224,26 @@ erase_status_t erase_network_forward_block(erase_network_t *net, int b, erase_st
  * its collectives. Errors: those of check_batch (an empty batch or one
  * larger than the network's, or missing inputs), of the ops. */
 erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch);
+
+/*
+ * Generation with key/value caches, for the language models (gpt,
+ * nanochat): one position of `batch` sequences per step, each costing one
+ * position's forward. erase_network_decode_step enqueues position t
+ * (0 <= t < context) of every sequence: tokens [batch] int32 (device
+ * memory) are the tokens at position t; *logits (device [batch, vocab],
+ * the decoder's buffer, valid until the next step) is the last block's
+ * head output at position t: what erase_network_forward_predict gives at
+ * t for the same tokens at 0..t. Positions 0..t-1 must have been decoded
+ * before, in order (t = 0 starts new sequences). The network's parameters
+ * are read at every step. Errors: ERASE_ERR_UNSUPPORTED (a model without
+ * a decoder: ctr, mlp), ERASE_ERR_INVALID (batch < 1, t out of range),
+ * ERASE_ERR_NOMEM, those of the ops.
+ */
+typedef struct erase_network_decoder erase_network_decoder_t;
+erase_status_t erase_network_decoder_create(erase_network_t *net, int batch, erase_network_decoder_t **out);
+erase_status_t erase_network_decode_step(erase_network_decoder_t *d, erase_stream_t *s, int t, const int32_t *tokens,
+                                         const float **logits);
+void erase_network_decoder_destroy(erase_network_decoder_t *d);
 /* Enqueue block b's backward: the gradients of its parameters. */
 erase_status_t erase_network_backward_block(erase_network_t *net, int b, erase_stream_t *s,
                                             const erase_batch_t *batch);

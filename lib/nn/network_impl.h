@@ -25,7 +25,10 @@
  *   flops_per_sample
  *                  erase_network_flops_per_sample's count (NULL: not
  *                  counted, 0);
- *   destroy        free the model's state (the core frees the rest).
+ *   destroy        free the model's state (the core frees the rest);
+ *   decoder_create, decode_step, decoder_destroy
+ *                  generation one position at a time (network.h's
+ *                  erase_network_decoder_*; NULL for a model without it).
  */
 #ifndef ERASE_NN_NETWORK_IMPL_H
 #define ERASE_NN_NETWORK_IMPL_H
@@ -58,6 +61,12 @@ typedef struct {
     const float *(*head_output)(const erase_network_t *net, int b, int *width);
     double (*flops_per_sample)(const erase_network_t *net);
     void (*destroy)(erase_network_t *net);
+    /* generation with key/value caches (erase_network_decoder_create;
+     * NULL: the model has none): the decoder's state is the model's */
+    erase_status_t (*decoder_create)(erase_network_t *net, int batch, void **state);
+    erase_status_t (*decode_step)(void *state, erase_stream_t *s, int t, const int32_t *tokens,
+                                  const float **logits);
+    void (*decoder_destroy)(void *state);
 } erase_model_impl_t;
 
 struct erase_network {
@@ -82,9 +91,10 @@ struct erase_network {
     int emb_block;
 };
 
-/* The models: ctr and mlp (network_chain.c), gpt (gpt.c). */
+/* The models: ctr and mlp (network_chain.c), gpt (gpt.c), nanochat (nanochat.c). */
 extern const erase_model_impl_t erase_model_chain;
 extern const erase_model_impl_t erase_model_gpt;
+extern const erase_model_impl_t erase_model_nanochat;
 
 /*
  * Add parameter "<block name>/<path>" of block `block` (blocks add theirs
@@ -113,6 +123,11 @@ typedef enum {
  * device in one blocking copy. Errors: ERASE_ERR_NOMEM, a failed copy.
  */
 erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, erase_init_t how, double a);
+
+/* A transformer's training FLOPs per sample, T x (6N + 12 L C T) with N
+ * every parameter but the one of index `skip` (gpt: wpe; nanochat: wte)
+ * and L the blocks (nanoGPT's and nanochat's estimate, PaLM's appendix B). */
+double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C);
 
 /* Device memory for a x b elements of `elem` bytes; a size that does not
  * fit a size_t is ERASE_ERR_INVALID saying so. Errors: those of

@@ -73,8 +73,8 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
             st = upload(dev, label, sizeof(float) * (size_t)size, (const void **)&out->label);
         else
             free(label);
-    } else if (cfg->kind == ERASE_MODEL_GPT) {
-        int T = cfg->gpt.context;
+    } else if (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT) {
+        int T = *erase_model_config_context(cfg), vocab = erase_model_config_vocab(cfg);
         size_t bytes = 0;
         int32_t *tokens = NULL, *targets = NULL;
         if (erase_bytes(sizeof(int32_t), size, T, &bytes)) {
@@ -83,10 +83,10 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
         }
         if (tokens && targets)
             for (int r = 0; r < size; r++) { /* a window of T+1 tokens */
-                int32_t prev = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->gpt.vocab);
+                int32_t prev = (int32_t)erase_rng_below(&rng, (uint32_t)vocab);
                 for (int t = 0; t < T; t++) {
                     tokens[(size_t)r * T + t] = prev;
-                    prev = (int32_t)erase_rng_below(&rng, (uint32_t)cfg->gpt.vocab);
+                    prev = (int32_t)erase_rng_below(&rng, (uint32_t)vocab);
                     targets[(size_t)r * T + t] = prev;
                 }
             }

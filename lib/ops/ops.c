@@ -54,6 +54,9 @@ static erase_status_t ops_impl(const erase_stream_t *s, const char *op, const er
     do {                                                          \
         const erase_ops_impl_t *impl_;                            \
         ERASE_CHECK(ops_impl((s), #op, &impl_));                  \
+        if (!impl_->op)                                           \
+            return ERASE_ERROR(ERASE_ERR_UNSUPPORTED,             \
+                               "%s: not implemented on this device", #op); \
         ERASE_CHECK(impl_->op((s), __VA_ARGS__));                 \
         return ERASE_OK;                                          \
     } while (0)
@@ -294,6 +297,101 @@ erase_status_t erase_attention_decode(erase_stream_t *s, int batch, int t, int c
             "attention decode: bad batch=%d t=%d cache_len=%d heads=%d dim=%d (dim a multiple of heads, at most INT_MAX/3; 0 <= t < cache_len)", batch, t, cache_len, heads, dim);
     REQUIRE(qkv && kcache && vcache && scratch && out, "attention decode: NULL qkv, cache, scratch or out");
     DISPATCH(s, attention_decode, batch, t, cache_len, heads, dim, qkv, kcache, vcache, scratch, out);
+}
+
+/* ---- the nanochat model's ops ----------------------------------------------- */
+
+erase_status_t erase_rmsnorm_forward(erase_stream_t *s, int rows, int dim, float eps, const float *x, float *y,
+                                     float *rstd)
+{
+    REQUIRE(rows >= 0 && dim > 0 && eps >= 0, "rmsnorm: bad rows=%d dim=%d eps=%g", rows, dim, (double)eps);
+    REQUIRE(rows == 0 || (x && y && rstd), "rmsnorm: NULL x, y or rstd");
+    DISPATCH(s, rmsnorm_forward, rows, dim, eps, x, y, rstd);
+}
+
+erase_status_t erase_rmsnorm_backward(erase_stream_t *s, int rows, int dim, const float *x, const float *rstd,
+                                      const float *dy, float *dx)
+{
+    REQUIRE(rows >= 0 && dim > 0, "rmsnorm backward: bad rows=%d dim=%d", rows, dim);
+    REQUIRE(rows == 0 || (x && rstd && dy && dx), "rmsnorm backward: NULL x, rstd, dy or dx");
+    DISPATCH(s, rmsnorm_backward, rows, dim, x, rstd, dy, dx);
+}
+
+erase_status_t erase_rotary(erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
+                            int inverse, const float *x, float *y)
+{
+    REQUIRE(batch >= 0 && T > 0 && t0 >= 0 && heads > 0 && hd > 0 && hd % 2 == 0 && base > 0,
+            "rotary: bad batch=%d T=%d t0=%d heads=%d hd=%d base=%g (hd even, base > 0)", batch, T, t0, heads, hd,
+            (double)base);
+    REQUIRE(batch == 0 || (x && y), "rotary: NULL x or y");
+    DISPATCH(s, rotary, batch, T, t0, heads, hd, base, inverse, x, y);
+}
+
+erase_status_t erase_relu2_forward(erase_stream_t *s, size_t n, const float *x, float *y)
+{
+    REQUIRE(n == 0 || (x && y), "relu2: NULL x or y");
+    DISPATCH(s, relu2_forward, n, x, y);
+}
+
+erase_status_t erase_relu2_backward(erase_stream_t *s, size_t n, const float *x, const float *dy, float *dx)
+{
+    REQUIRE(n == 0 || (x && dy && dx), "relu2 backward: NULL x, dy or dx");
+    DISPATCH(s, relu2_backward, n, x, dy, dx);
+}
+
+erase_status_t erase_softcap_forward(erase_stream_t *s, size_t n, float cap, const float *x, float *y)
+{
+    REQUIRE(cap > 0, "softcap: cap %g is not > 0", (double)cap);
+    REQUIRE(n == 0 || (x && y), "softcap: NULL x or y");
+    DISPATCH(s, softcap_forward, n, cap, x, y);
+}
+
+erase_status_t erase_softcap_backward(erase_stream_t *s, size_t n, float cap, const float *y, const float *dy,
+                                      float *dx)
+{
+    REQUIRE(cap > 0, "softcap backward: cap %g is not > 0", (double)cap);
+    REQUIRE(n == 0 || (y && dy && dx), "softcap backward: NULL y, dy or dx");
+    DISPATCH(s, softcap_backward, n, cap, y, dy, dx);
+}
+
+/* GQA shapes: heads a multiple of kv_heads, the widths ints. */
+static int gqa_shape_ok(int batch, int T, int heads, int kv_heads, int hd)
+{
+    return batch >= 0 && T > 0 && kv_heads > 0 && heads > 0 && heads % kv_heads == 0 && hd > 0 &&
+           heads <= INT_MAX / hd;
+}
+
+erase_status_t erase_gqa_attention_forward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                           const float *q, const float *k, const float *v, float *att, float *out)
+{
+    REQUIRE(gqa_shape_ok(batch, T, heads, kv_heads, hd),
+            "gqa attention: bad batch=%d T=%d heads=%d kv_heads=%d hd=%d (heads a multiple of kv_heads)", batch, T,
+            heads, kv_heads, hd);
+    REQUIRE(q && k && v && att && out, "gqa attention: NULL q, k, v, att or out");
+    DISPATCH(s, gqa_attention_forward, batch, T, heads, kv_heads, hd, q, k, v, att, out);
+}
+
+erase_status_t erase_gqa_attention_backward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                            const float *q, const float *k, const float *v, const float *att,
+                                            const float *dout, float *scratch, float *dq, float *dk, float *dv)
+{
+    REQUIRE(gqa_shape_ok(batch, T, heads, kv_heads, hd),
+            "gqa attention backward: bad batch=%d T=%d heads=%d kv_heads=%d hd=%d (heads a multiple of kv_heads)",
+            batch, T, heads, kv_heads, hd);
+    REQUIRE(q && k && v && att && dout && scratch && dq && dk && dv,
+            "gqa attention backward: NULL q, k, v, att, dout, scratch, dq, dk or dv");
+    DISPATCH(s, gqa_attention_backward, batch, T, heads, kv_heads, hd, q, k, v, att, dout, scratch, dq, dk, dv);
+}
+
+erase_status_t erase_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads, int kv_heads,
+                                          int hd, const float *q, const float *k, const float *v, float *kcache,
+                                          float *vcache, float *scratch, float *out)
+{
+    REQUIRE(gqa_shape_ok(batch, cache_len, heads, kv_heads, hd) && t >= 0 && t < cache_len,
+            "gqa attention decode: bad batch=%d t=%d cache_len=%d heads=%d kv_heads=%d hd=%d (heads a multiple of "
+            "kv_heads; 0 <= t < cache_len)", batch, t, cache_len, heads, kv_heads, hd);
+    REQUIRE(q && k && v && kcache && vcache && scratch && out, "gqa attention decode: NULL q, k, v, cache, scratch or out");
+    DISPATCH(s, gqa_attention_decode, batch, t, cache_len, heads, kv_heads, hd, q, k, v, kcache, vcache, scratch, out);
 }
 
 /* ---- gradient-norm clipping ---------------------------------------------------- */

@@ -213,6 +213,79 @@ erase_status_t erase_attention_decode(erase_stream_t *s, int batch, int t, int c
                                       int dim, const float *qkv, float *kcache, float *vcache,
                                       float *scratch, float *out);
 
+/* ---- the nanochat model's ops (docs/models.md, `nanochat`) ----------------- */
+
+/*
+ * Parameter-free RMSNorm over the last dim (torch.nn.functional.rms_norm
+ * without a weight, as nanochat's norm()): rstd[r] = 1/sqrt(mean_i x[r,i]^2
+ * + eps), y = x * rstd, for `rows` rows of `dim` floats; rstd [rows] is
+ * saved for the backward. In place (y == x) allowed.
+ */
+erase_status_t erase_rmsnorm_forward(erase_stream_t *s, int rows, int dim, float eps, const float *x, float *y,
+                                     float *rstd);
+
+/* Backward of erase_rmsnorm_forward: dx = rstd * (dy - y * mean_i(dy * y))
+ * with y = x * rstd, from the forward's x and rstd. In place (dx == dy)
+ * allowed. */
+erase_status_t erase_rmsnorm_backward(erase_stream_t *s, int rows, int dim, const float *x, const float *rstd,
+                                      const float *dy, float *dx);
+
+/*
+ * Rotary position embedding (RoPE) in nanochat's half-split layout
+ * (nanochat/gpt.py apply_rotary_emb): x [batch, T, heads, hd] (hd even,
+ * d = hd/2); at position p = t0 + t, channel pair (i, i + d) of every head
+ * rotates by the angle p * base^(-2i/hd) (the frequencies computed in
+ * float as torch does): y_i = x_i cos + x_{i+d} sin, y_{i+d} = -x_i sin +
+ * x_{i+d} cos. t0 > 0 places a decode step. `inverse` 1: the rotation back
+ * (y_i = x_i cos - x_{i+d} sin, ...), which is the backward. In place
+ * allowed.
+ */
+erase_status_t erase_rotary(erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
+                            int inverse, const float *x, float *y);
+
+/* ReLU squared: y = max(x, 0)^2; backward dx = dy * 2 max(x, 0). In place
+ * allowed. */
+erase_status_t erase_relu2_forward(erase_stream_t *s, size_t n, const float *x, float *y);
+erase_status_t erase_relu2_backward(erase_stream_t *s, size_t n, const float *x, const float *dy, float *dx);
+
+/* Logit softcap (nanochat, Gemma 2): y = cap * tanh(x / cap), cap > 0;
+ * backward from the forward's output y: dx = dy * (1 - (y / cap)^2). In
+ * place allowed. */
+erase_status_t erase_softcap_forward(erase_stream_t *s, size_t n, float cap, const float *x, float *y);
+erase_status_t erase_softcap_backward(erase_stream_t *s, size_t n, float cap, const float *y, const float *dy,
+                                      float *dx);
+
+/*
+ * Causal grouped-query attention (nanochat's CausalSelfAttention with
+ * n_kv_head; kv_heads = heads is multi-head attention): q [batch, T,
+ * heads*hd], k and v [batch, T, kv_heads*hd], query head h reading
+ * key/value head h / (heads/kv_heads). att [batch, heads, T, T] and out
+ * [batch, T, heads*hd] as erase_attention_forward's. heads a multiple of
+ * kv_heads.
+ */
+erase_status_t erase_gqa_attention_forward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                           const float *q, const float *k, const float *v, float *att,
+                                           float *out);
+
+/* Backward of erase_gqa_attention_forward: dq, dk, dv (shapes of q, k, v;
+ * written) from the forward's inputs and att and dout [batch, T,
+ * heads*hd]; scratch [batch, heads, T, T] is overwritten. */
+erase_status_t erase_gqa_attention_backward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                            const float *q, const float *k, const float *v, const float *att,
+                                            const float *dout, float *scratch, float *dq, float *dk, float *dv);
+
+/*
+ * One new position t of each of `batch` sequences against a grouped-query
+ * key/value cache: q [batch, heads*hd], k and v [batch, kv_heads*hd] of
+ * the new position; k and v are first stored in row t of kcache and
+ * vcache [batch, cache_len, kv_heads*hd], then out [batch, heads*hd] is
+ * what erase_gqa_attention_forward gives at row t. scratch [batch, heads,
+ * cache_len] is overwritten. 0 <= t < cache_len.
+ */
+erase_status_t erase_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads, int kv_heads,
+                                          int hd, const float *q, const float *k, const float *v, float *kcache,
+                                          float *vcache, float *scratch, float *out);
+
 /* ---- gradient-norm clipping ------------------------------------------------ */
 
 /* *acc += sum of x[i]^2 for i < n (acc: one device float; its order of

@@ -25,6 +25,8 @@ APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
 # erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
+# erase-train on the nanochat model: loss falls with AdamW and Muon, cuts, 2 ranks, a config error (issue 34)
+APPS_TEST_DRIVERS += tests/apps/test-train-nanochat.sh
 # erase-tokenizer: bad tokenizer files refused by one line each, nothing written; non-UTF-8 round trip (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-tokenizer-errors.sh
 # erase-bench tokenizer: the table's rows and spreads, with the rustbpe/tiktoken reference when its venv is there (issue 33)

@@ -5,11 +5,12 @@
  *   sample-tool MODEL DIR [--spread] [--greedy PROMPT N]
  *
  * Builds the network of model file MODEL (its seed's initial weights; with
- * --spread every matrix times 10 and every vector plus a pattern in
- * [-0.3, 0.3], so that a gpt model's logits differ by units instead of
- * GPT-2's nearly flat start) on the CPU and writes it as the step-0
+ * --spread every matrix times 10 (an all-zero one, as nanochat's
+ * projections and heads start, a pattern in [-0.25, 0.25]) and every
+ * vector plus a pattern in [-0.3, 0.3], so that the logits differ by
+ * units instead of the nearly flat start) on the CPU and writes it as the step-0
  * checkpoint DIR/ckpt-0.h5 (format of io/checkpoint.h, model text of
- * erase_model_config_format). With --greedy (a gpt model of vocab 256):
+ * erase_model_config_format). With --greedy (a gpt or nanochat model of vocab 256):
  * prints PROMPT and then the N tokens of the argmax chain, each computed
  * by the training forward of the whole window so far
  * (erase_network_forward_predict; no key/value cache), then a newline:
@@ -36,9 +37,11 @@
 static void greedy(erase_device_t *dev, erase_network_t *net, const char *prompt, int n)
 {
     const erase_model_config_t *cfg = erase_network_config(net);
-    int T = cfg->gpt.context, V = cfg->gpt.vocab, np = (int)strlen(prompt);
-    if (cfg->kind != ERASE_MODEL_GPT || V != 256 || np < 1 || np + n > T) {
-        fprintf(stderr, "sample-tool: --greedy needs a byte-level gpt model and 1 <= prompt + N <= context\n");
+    const int *context = erase_model_config_context(cfg);
+    int T = context ? *context : 0, V = erase_model_config_vocab(cfg), np = (int)strlen(prompt);
+    if (!context || V != 256 || np < 1 || np + n > T) {
+        fprintf(stderr, "sample-tool: --greedy needs a byte-level gpt or nanochat model and 1 <= prompt + N <= "
+                        "context\n");
         exit(2);
     }
     int32_t *tokens = calloc((size_t)T, sizeof *tokens), *d_tokens;
@@ -112,9 +115,13 @@ int main(int argc, char **argv)
     }
     size_t at = 0;
     for (int i = 0; i < np; i++) {
-        size_t k = (size_t)erase_param_numel(&p[i]);
-        for (size_t j = 0; spread && j < k; j++)
-            host[at + j] = p[i].ndim == 2 ? host[at + j] * 10.0f : host[at + j] + 0.1f * (float)((int)(j % 7) - 3);
+        size_t k = (size_t)erase_param_numel(&p[i]), nonzero = 0;
+        for (size_t j = 0; j < k; j++)
+            nonzero += host[at + j] != 0.0f;
+        for (size_t j = 0; spread && j < k; j++) /* a zero matrix (nanochat's projections, heads): a pattern */
+            host[at + j] = p[i].ndim == 2 && nonzero ? host[at + j] * 10.0f
+                           : p[i].ndim == 2         ? 0.05f * (float)((int)(j % 11) - 5)
+                                                    : host[at + j] + 0.1f * (float)((int)(j % 7) - 3);
         MUST(erase_network_write_param(net, &p[i], host + at));
         snprintf(t[i].name, sizeof t[i].name, "%s", p[i].name);
         t[i].ndim = p[i].ndim;

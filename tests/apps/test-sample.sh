@@ -9,12 +9,12 @@
 # for a file that cannot serve, 2 for usage). Issue 32: to a terminal (a
 # pty of script(1)) control bytes and invalid UTF-8 are written as \xHH (a
 # backslash as \\; they reached the terminal raw), bytes as they are with
-# --raw.
+# --raw. Issue 34: a nanochat checkpoint's greedy text too.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-sample
 need tests/apps/sample-tool
 workdir
-echo "1..20"
+echo "1..21"
 
 # expect STATUS FILE LINE...: the last command exited STATUS and FILE holds
 # exactly the given lines
@@ -55,6 +55,20 @@ rc=$?
 [ $rc = 0 ] && cmp -s "$dir/greedy-cuts" "$dir/t0-cuts"
 tap $? "cuts at 1 and 2 (local heads on blocks 0 and 1): greedy text of the last block's head, prompt + N = context"
 od -c "$dir/t0-cuts" | tap_report /dev/stdin
+
+# nanochat (issue 34): the rotary angle of each decoded position, 2 kv heads for 4 query heads, the softcap
+printf 'model = "nanochat";\nseed = 6;\nnanochat: { layers = 2; width = 32; heads = 4; kv_heads = 2; context = 30; vocab = 256; softcap = 4; };\n' \
+    >"$dir/nanochat.cfg"
+tests/apps/sample-tool "$dir/nanochat.cfg" "$dir/nc" --spread --greedy "To be" 25 >"$dir/greedy-nc" &&
+    apps/erase-sample "$dir/nc" --prompt "To be" --tokens 25 --temperature 0 >"$dir/t0-nc" 2>"$dir/progress-nc"
+rc=$?
+[ $rc = 0 ] && cmp -s "$dir/greedy-nc" "$dir/t0-nc" && [ "$(wc -c <"$dir/t0-nc")" = 31 ] &&
+    [ "$(od -An -c "$dir/t0-nc" | tr -d ' \n' | sed 's/\(.\)\1*/\1/g' | wc -c)" -gt 8 ] &&
+    grep -q "^erase-sample: $dir/nc/ckpt-0.h5 (step 0): nanochat, 2 layers, width 32, 4 heads on 2 kv heads, context 30, vocab 256\$" \
+        "$dir/progress-nc"
+tap $? "nanochat: --temperature 0 gives the argmax chain of whole-window forwards (not one repeated byte)"
+od -c "$dir/t0-nc" | tap_report /dev/stdin
+tap_report "$dir/progress-nc"
 
 tests/apps/sample-tool "$dir/gpt.cfg" "$dir/flat" >/dev/null &&
     apps/erase-sample "$dir/flat/ckpt-0.h5" --prompt "Q" --tokens 24 --seed 7 >"$dir/s7a" 2>"$dir/progress" &&
@@ -98,7 +112,7 @@ tap $? "a missing checkpoint: status $rc, the file named"
 tests/apps/sample-tool "$dir/ctr.cfg" "$dir/ctr" >/dev/null &&
     apps/erase-sample "$dir/ctr" -q >/dev/null 2>"$dir/err"
 rc=$?
-expect 1 "$dir/err" "erase-sample: $dir/ctr/ckpt-0.h5: the checkpoint of a ctr model: erase-sample generates with gpt models only"
+expect 1 "$dir/err" "erase-sample: $dir/ctr/ckpt-0.h5: the checkpoint of a ctr model: erase-sample generates with gpt and nanochat models only"
 tap $? "a ctr checkpoint: status $rc, refused by its model kind"
 tap_report "$dir/err"
 

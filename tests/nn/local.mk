@@ -23,6 +23,8 @@ EXTRA_DIST += tests/data/reference/ctr_cuts_none.h5 tests/data/reference/ctr_cut
 	tests/data/reference/mlp_cuts_none.h5 tests/data/reference/gpt_cuts_none.h5 \
 	tests/data/reference/gpt_cuts_1_2.h5 tests/data/reference/gpt_untied.h5 \
 	tests/reference/make_reference.py \
+	tests/data/reference/nanochat_gqa.h5 tests/data/reference/nanochat_cuts_1_2.h5 \
+	tests/data/reference/nanochat_t1.h5 tests/reference/make_nanochat_reference.py \
 	jobs/gpt-shakespeare.cfg jobs/gpt-nanochat.cfg \
 	tests/reference/README.md
 

@@ -59,6 +59,8 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
         MUST(erase_model_config_tied_head(a, &ta));
         MUST(erase_model_config_tied_head(b, &tb));
         assert_int_equal(ta, tb);
+    } else if (a->kind == ERASE_MODEL_NANOCHAT) {
+        assert_memory_equal(&a->nanochat, &b->nanochat, sizeof a->nanochat);
     } else {
         assert_int_equal(a->mlp.inputs, b->mlp.inputs);
         assert_int_equal(a->mlp.hidden_layers, b->mlp.hidden_layers);
@@ -368,6 +370,74 @@ static int round_trip(const erase_model_config_t *cfg, const char *what)
     return n;
 }
 
+static void expect_nanochat_error(const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "model = \"nanochat\";\nnanochat: {\n%s\n};\n", body);
+    expect_error(text, want);
+}
+
+/* `nanochat: { layers = L; }` alone: nanochat's depth-derived sizes. */
+static erase_model_config_t nanochat_of_depth(int layers)
+{
+    char text[128];
+    snprintf(text, sizeof text, "model = \"nanochat\"; nanochat: { layers = %d; };", layers);
+    erase_model_config_t c;
+    MUST(erase_model_config_parse(text, "depth.cfg", &c));
+    return c;
+}
+
+static void test_parse_nanochat(void **state)
+{
+    print_message("nanochat defaults from depth (issue 34): width 64 x depth, heads ceil(width/128), kv = heads\n");
+    erase_model_config_t d = erase_model_config_default(ERASE_MODEL_NANOCHAT);
+    assert_int_equal(d.nanochat.layers, 4);
+    assert_int_equal(d.nanochat.width, 256);
+    assert_int_equal(d.nanochat.heads, 2);
+    assert_int_equal(d.nanochat.kv_heads, 2);
+    assert_int_equal(d.nanochat.context, 256);
+    assert_int_equal(d.nanochat.vocab, 256);
+    assert_true(d.nanochat.softcap == 15.0f);
+    assert_int_equal(d.cut_mask, 0);
+    assert_string_equal(erase_model_config_task(&d), "lm");
+    const int depth[] = { 1, 3, 4, 12, 20 }, width[] = { 64, 192, 256, 768, 1280 }, heads[] = { 1, 2, 2, 6, 10 };
+    for (int i = 0; i < 5; i++) {
+        erase_model_config_t c = nanochat_of_depth(depth[i]);
+        assert_int_equal(c.nanochat.width, width[i]);
+        assert_int_equal(c.nanochat.heads, heads[i]);
+        assert_int_equal(c.nanochat.kv_heads, heads[i]);
+        assert_int_equal(erase_model_config_blocks(&c), depth[i]);
+    }
+    erase_model_config_t c;
+    MUST(erase_model_config_parse("model = \"nanochat\";\nnanochat: {\n  layers = 6; width = 96; kv_heads = 1;\n"
+                                  "  context = 16; vocab = 300; softcap = 10; cuts = [2, 4];\n"
+                                  "  local_loss_weight = 0.5;\n};\n", "nanochat.cfg", &c));
+    assert_int_equal(c.kind, ERASE_MODEL_NANOCHAT);
+    assert_int_equal(c.nanochat.layers, 6);
+    assert_int_equal(c.nanochat.width, 96);
+    assert_int_equal(c.nanochat.heads, 1); /* ceil(96 / 128) */
+    assert_int_equal(c.nanochat.kv_heads, 1);
+    assert_int_equal(c.nanochat.context, 16);
+    assert_int_equal(c.nanochat.vocab, 300);
+    assert_true(c.nanochat.softcap == 10.0f);
+    assert_int_equal(c.cut_mask, (1u << 2) | (1u << 4));
+    assert_true(c.local_loss_weight == 0.5f);
+    round_trip(&c, "nanochat, cuts, 1 kv head");
+    round_trip(&d, "nanochat defaults");
+
+    print_message("nanochat errors (issue 34 item 9): file:line: key and what was expected\n");
+    expect_nanochat_error("  width = 100;\n  heads = 3;", "bad.cfg:4: nanochat.heads: 3 does not divide width 100");
+    expect_nanochat_error("  width = 96;\n  heads = 32;",
+                          "bad.cfg:4: nanochat.heads: head dim width/heads = 96/32 = 3 is odd (rotary needs pairs)");
+    expect_nanochat_error("  width = 130;",
+                          "bad.cfg:3: nanochat.heads: head dim width/heads = 130/2 = 65 is odd (rotary needs pairs)");
+    expect_nanochat_error("  kv_heads = 3;", "bad.cfg:3: nanochat.kv_heads: 3 does not divide heads 2");
+    expect_nanochat_error("  softcap = 0;", "bad.cfg:3: nanochat.softcap: expected a number > 0, got 0");
+    expect_nanochat_error("  softcap = -1.5;", "bad.cfg:3: nanochat.softcap: expected a number > 0, got -1.5");
+    expect_nanochat_error("  layers = 3;\n  cuts = [3];", "bad.cfg:4: nanochat.cuts: boundary 3 outside 1..2");
+    expect_nanochat_error("  tie_head = true;", "bad.cfg:3: unknown key 'nanochat.tie_head'");
+}
+
 static void test_round_trip(void **state)
 {
     erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
@@ -509,12 +579,12 @@ static void test_error_syntax(void **state)
 
 static void test_error_model(void **state)
 {
-    print_message("the model key: required, \"ctr\", \"mlp\" or \"gpt\"\n");
-    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")");
-    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\" or \"gpt\")");
-    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got \"foo\"");
-    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\" or \"gpt\", got 1");
-    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got a list");
+    print_message("the model key: required, \"ctr\", \"mlp\", \"gpt\" or \"nanochat\"\n");
+    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
+    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
+    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"foo\"");
+    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got 1");
+    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got a list");
 }
 
 static void test_error_unknown_key(void **state)
@@ -788,7 +858,7 @@ static void test_null_arguments(void **state)
     assert_int_equal(erase_model_config_load(NULL, &c), ERASE_ERR_INVALID);
     assert_int_equal(erase_model_config_format(NULL, (char[8]){ 0 }, 8), -1);
     assert_int_equal(erase_model_config_parse("model = \"x\";", NULL, &c), ERASE_ERR_FORMAT);
-    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\" or \"gpt\", got \"x\"");
+    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"x\"");
 }
 
 int main(void)
@@ -798,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_parse_ctr),
         cmocka_unit_test(test_parse_mlp),
         cmocka_unit_test(test_parse_gpt),
+        cmocka_unit_test(test_parse_nanochat),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_format_limits),
         cmocka_unit_test(test_error_syntax),

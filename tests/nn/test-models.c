@@ -3,7 +3,8 @@
  * parameter gradient of ctr (no cuts, all cuts, cuts at 2 and 4), mlp
  * (all cuts, none) and gpt (no cuts: the LM head tied to wte; cuts at 1
  * and 2: every block a head of its own; no cuts with tie_head = false) on the weights and inputs of the reference files made
- * by tests/reference/make_reference.py. Also: with a cut, a block's
+ * by tests/reference/make_reference.py, and nanochat (grouped-query
+ * attention, cuts, T = 1) on those of make_nanochat_reference.py. Also: with a cut, a block's
  * gradients do not depend on later blocks (bitwise), and 100 training
  * steps are bitwise reproducible, and sizes too large to hold are an
  * error, not an overflow.
@@ -96,8 +97,9 @@ static void check_reference(const char *file)
     float *dense = NULL, *label = NULL, *features = NULL;
     uint32_t *sparse = NULL;
     int32_t *classes = NULL, *tokens = NULL, *targets = NULL;
-    if (cfg.kind == ERASE_MODEL_GPT) {
-        size_t nt = (size_t)batch * (size_t)cfg.gpt.context;
+    if (cfg.kind == ERASE_MODEL_GPT || cfg.kind == ERASE_MODEL_NANOCHAT) {
+        int T = cfg.kind == ERASE_MODEL_GPT ? cfg.gpt.context : cfg.nanochat.context;
+        size_t nt = (size_t)batch * (size_t)T;
         MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&tokens));
         MUST(erase_malloc(dev, sizeof(int32_t) * nt, (void **)&targets));
         assert_int_equal(h5ref_read(f, "/input/tokens", H5T_NATIVE_INT32, tokens, nt), 0);
@@ -213,6 +215,12 @@ static void test_mlp_cuts_all(void **state) { check_reference("mlp_cuts_all.h5")
 static void test_mlp_cuts_none(void **state) { check_reference("mlp_cuts_none.h5"); }
 static void test_gpt_cuts_none(void **state) { check_reference("gpt_cuts_none.h5"); }
 static void test_gpt_cuts_1_2(void **state) { check_reference("gpt_cuts_1_2.h5"); }
+/* nanochat (tests/reference/make_nanochat_reference.py): 4 query heads on
+ * 2 key/value heads without cuts; multi-head with every block its own
+ * head; one position (T = 1) on 1 key/value head with a cut at 2. */
+static void test_nanochat_gqa(void **state) { check_reference("nanochat_gqa.h5"); }
+static void test_nanochat_cuts_1_2(void **state) { check_reference("nanochat_cuts_1_2.h5"); }
+static void test_nanochat_t1(void **state) { check_reference("nanochat_t1.h5"); }
 
 /* tie_head = false without cuts: the last block has its own
  * h2/lm_head/weight, and h0/wte's gradient is the embedding's alone (a head
@@ -252,16 +260,26 @@ static erase_model_config_t small_gpt(uint32_t cut_mask)
 }
 
 /* Decoding positions 0..T-1 one at a time against the key/value caches
- * gives the logits of the prediction forward over the whole window. */
-static void gpt_decode_matches(uint32_t cut_mask)
+ * (erase_network_decoder_*) gives the logits of the prediction forward
+ * over the whole window; position T is refused. */
+static void decode_matches(const erase_model_config_t *cfg, const char *what)
 {
     enum { BATCH = 3 };
-    erase_model_config_t cfg = small_gpt(cut_mask);
-    int T = cfg.gpt.context, V = cfg.gpt.vocab;
+    int T = *erase_model_config_context(cfg), V = erase_model_config_vocab(cfg);
     erase_network_t *net;
     erase_batch_t batch;
-    erase_gpt_decoder_t *dec;
-    MUST(erase_network_create(dev, &cfg, BATCH, &net));
+    erase_network_decoder_t *dec;
+    MUST(erase_network_create(dev, cfg, BATCH, &net));
+    /* every parameter random in +-1/sqrt(cols) (nanochat starts with zero
+     * projections and heads, whose logits would all be 0) */
+    int nparams;
+    erase_param_t *params = erase_network_params(net, &nparams);
+    uint64_t rng = 17;
+    for (int i = 0; i < nparams; i++) {
+        float a = 1.0f / sqrtf((float)params[i].cols);
+        for (int64_t j = 0; j < erase_param_numel(&params[i]); j++)
+            params[i].value[j] = erase_rng_uniform(&rng, -a, a);
+    }
     MUST(erase_batch_random(net, BATCH, 5, &batch));
     MUST(erase_network_forward_predict(net, stream, &batch));
     MUST(erase_stream_synchronize(stream));
@@ -270,29 +288,45 @@ static void gpt_decode_matches(uint32_t cut_mask)
     assert_int_equal(w, T * V);
     int32_t *column;
     MUST(erase_malloc(dev, sizeof(int32_t) * BATCH, (void **)&column));
-    MUST(erase_gpt_decoder_create(net, BATCH, &dec));
+    MUST(erase_network_decoder_create(net, BATCH, &dec));
     double worst = 0;
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < BATCH; b++)
             column[b] = batch.tokens[b * T + t];
         const float *logits;
-        MUST(erase_gpt_decode_step(dec, stream, t, column, &logits));
+        MUST(erase_network_decode_step(dec, stream, t, column, &logits));
         MUST(erase_stream_synchronize(stream));
         for (int b = 0; b < BATCH; b++) {
             double e = tensor_error(logits + (size_t)b * V, full + ((size_t)b * T + t) * V, (size_t)V);
             worst = e > worst ? e : worst;
         }
     }
-    print_message("gpt (cuts 0x%x): decoding %d positions of %d sequences with the key/value caches vs the "
-                  "forward over the window: worst relative error %.3g (bound %.0e)\n", cut_mask, T, BATCH, worst, BOUND);
+    double spread = 0; /* the logits are not all alike (a zero head would make the check empty) */
+    for (size_t i = 1; i < (size_t)BATCH * T * V; i++)
+        spread = fmax(spread, fabs(full[i] - full[0]));
+    print_message("%s: decoding %d positions of %d sequences with the key/value caches vs the "
+                  "forward over the window: worst relative error %.3g (bound %.0e), logits spread %.3g\n", what, T,
+                  BATCH, worst, BOUND, spread);
+    assert_true(spread > 0.1);
     assert_true(worst <= BOUND);
     const float *logits;
-    assert_int_equal(erase_gpt_decode_step(dec, stream, T, column, &logits), ERASE_ERR_INVALID);
-    assert_string_equal(erase_error_reason(), "gpt decoder: position 6 outside the context 0..5");
-    erase_gpt_decoder_destroy(dec);
+    char want[96];
+    snprintf(want, sizeof want, "%s decoder: position %d outside the context 0..%d", erase_model_config_name(cfg), T,
+             T - 1);
+    assert_int_equal(erase_network_decode_step(dec, stream, T, column, &logits), ERASE_ERR_INVALID);
+    assert_string_equal(erase_error_reason(), want);
+    erase_network_decoder_destroy(dec);
     erase_free(dev, column);
     erase_batch_free_random(net, &batch);
     erase_network_destroy(net);
+}
+
+static void gpt_decode_matches(uint32_t cut_mask)
+{
+    erase_model_config_t cfg = small_gpt(cut_mask);
+    char what[64];
+    snprintf(what, sizeof what, "gpt (cuts 0x%x)", (unsigned)cut_mask);
+    decode_matches(&cfg, what);
 }
 
 /* FLOPs per token as issue 15's anchors count them (6N + 12 L C T, N
@@ -324,8 +358,16 @@ static void test_gpt_flops(void **state)
     check_flops(6, 384, 6, 256, 0, 71553024.0);
     /* a cut at 2: the last head's own [256, 128] weight, the local head's weight and LayerNorm */
     check_flops(4, 128, 4, 64, 1u << 2, 5349888.0 + 6.0 * (2 * 256 * 128 + 2 * 128));
-    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
+    /* nanochat's estimate_flops (no wte): 2 layers of width 32, 2 kv heads of 8, vocab 50, context 8:
+     * N = 2 x (1024 + 512 + 512 + 1024 + 4096 + 4096) + 1600 = 24128; 6N + 12 x 2 x 32 x 8 = 150912 */
+    erase_model_config_t nc;
+    MUST(erase_model_config_parse("model = \"nanochat\"; nanochat: { layers = 2; width = 32; heads = 4; kv_heads = 2;"
+                                  " context = 8; vocab = 50; };", "flops", &nc));
     erase_network_t *net;
+    assert_int_equal(erase_network_create(dev, &nc, 1, &net), ERASE_OK);
+    assert_true(erase_network_flops_per_sample(net) == 150912.0 * 8);
+    erase_network_destroy(net);
+    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
     assert_int_equal(erase_network_create(dev, &mlp, 1, &net), ERASE_OK);
     assert_true(erase_network_flops_per_sample(net) == 0); /* not counted */
     erase_network_destroy(net);
@@ -335,6 +377,28 @@ static void test_gpt_decode(void **state)
 {
     gpt_decode_matches(0);                       /* the head tied to wte */
     gpt_decode_matches((1u << 1) | (1u << 2));   /* its own head */
+}
+
+/* nanochat (issue 34): the rotary angle of each decoded position, the
+ * grouped key/value caches, the softcapped head; with cuts at 1 and 2 the
+ * last block's head. */
+static void test_nanochat_decode(void **state)
+{
+    (void)state;
+    erase_model_config_t c;
+    MUST(erase_model_config_parse("model = \"nanochat\"; nanochat: { layers = 3; width = 32; heads = 4; kv_heads = 2;"
+                                  " context = 9; vocab = 20; softcap = 3; };", "gqa", &c));
+    decode_matches(&c, "nanochat (4 heads on 2 kv heads)");
+    MUST(erase_model_config_parse("model = \"nanochat\"; nanochat: { layers = 3; width = 24; heads = 2; kv_heads = 1;"
+                                  " context = 7; vocab = 20; cuts = [1, 2]; };", "mqa", &c));
+    decode_matches(&c, "nanochat (1 kv head, cuts 1, 2)");
+    erase_model_config_t mlp = erase_model_config_default(ERASE_MODEL_MLP);
+    erase_network_t *net;
+    erase_network_decoder_t *dec;
+    MUST(erase_network_create(dev, &mlp, 1, &net));
+    assert_int_equal(erase_network_decoder_create(net, 1, &dec), ERASE_ERR_UNSUPPORTED);
+    assert_string_equal(erase_error_reason(), "network: a mlp model has no key/value-cache decoder");
+    erase_network_destroy(net);
 }
 
 /* A small ctr for the tests below. */
@@ -577,7 +641,11 @@ int main(void)
         cmocka_unit_test(test_gpt_cuts_none),
         cmocka_unit_test(test_gpt_cuts_1_2),
         cmocka_unit_test(test_gpt_untied),
+        cmocka_unit_test(test_nanochat_gqa),
+        cmocka_unit_test(test_nanochat_cuts_1_2),
+        cmocka_unit_test(test_nanochat_t1),
         cmocka_unit_test(test_gpt_decode),
+        cmocka_unit_test(test_nanochat_decode),
         cmocka_unit_test(test_gpt_flops),
         cmocka_unit_test(test_cut_isolates_gradients),
         cmocka_unit_test(test_deterministic_ctr),

@@ -19,6 +19,15 @@ tests_ops_test_op_shard_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_shard_LDADD = $(TEST_LIBS)
 endif
 
+# The nanochat model's ops against their formulas and finite differences (issue 34).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/ops/test-op-nanochat
+TESTS += tests/ops/test-op-nanochat
+tests_ops_test_op_nanochat_SOURCES = tests/ops/test-op-nanochat.c
+tests_ops_test_op_nanochat_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_nanochat_LDADD = $(TEST_LIBS)
+endif
+
 # CUDA ops against the CPU oracle (skips without a GPU).
 if HAVE_CMOCKA
 if HAVE_CUDA

@@ -59,6 +59,18 @@
     void erase_k_attention_backward_##S(int batch, int T, int heads, int dim, const REAL *qkv,  \
                                         const REAL *att, const REAL *dout, REAL *scratch,        \
                                         REAL *dqkv);                                             \
+    void erase_k_gqa_attention_forward_##S(int batch, int T, int heads, int kv_heads, int hd,    \
+                                           const REAL *q, int ldq, const REAL *k, int ldk,        \
+                                           const REAL *v, int ldv, REAL *att, REAL *out);         \
+    void erase_k_gqa_attention_backward_##S(int batch, int T, int heads, int kv_heads, int hd,   \
+                                            const REAL *q, int ldq, const REAL *k, int ldk,       \
+                                            const REAL *v, int ldv, const REAL *att,              \
+                                            const REAL *dout, REAL *scratch, REAL *dq, REAL *dk,  \
+                                            REAL *dv);                                            \
+    void erase_k_gqa_attention_decode_##S(int batch, int t, int cache_len, int heads, int kv_heads,  \
+                                          int hd, const REAL *q, int ldq, const REAL *k,           \
+                                          const REAL *v, int ldkv, REAL *kcache, REAL *vcache,     \
+                                          REAL *scratch, REAL *out);                               \
     void erase_k_attention_decode_##S(int batch, int t, int cache_len, int heads, int dim,      \
                                       const REAL *qkv, REAL *kcache, REAL *vcache,               \
                                       REAL *scratch, REAL *out);

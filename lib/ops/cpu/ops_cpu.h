@@ -83,4 +83,19 @@ erase_status_t erase_cpu_attention_decode(erase_stream_t *s, int batch, int t, i
                                           int heads, int dim, const float *qkv, float *kcache,
                                           float *vcache, float *scratch, float *out);
 
+/* the nanochat model's ops (nanochat_cpu.c) */
+erase_status_t erase_cpu_rmsnorm_forward(erase_stream_t *s, int rows, int dim, float eps, const float *x, float *y, float *rstd);
+erase_status_t erase_cpu_rmsnorm_backward(erase_stream_t *s, int rows, int dim, const float *x, const float *rstd, const float *dy, float *dx);
+erase_status_t erase_cpu_rotary(erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base, int inverse, const float *x, float *y);
+erase_status_t erase_cpu_relu2_forward(erase_stream_t *s, size_t n, const float *x, float *y);
+erase_status_t erase_cpu_relu2_backward(erase_stream_t *s, size_t n, const float *x, const float *dy, float *dx);
+erase_status_t erase_cpu_softcap_forward(erase_stream_t *s, size_t n, float cap, const float *x, float *y);
+erase_status_t erase_cpu_softcap_backward(erase_stream_t *s, size_t n, float cap, const float *y, const float *dy, float *dx);
+erase_status_t erase_cpu_gqa_attention_forward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd, const float *q, const float *k, const float *v, float *att, float *out);
+erase_status_t erase_cpu_gqa_attention_backward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd, const float *q, const float *k, const float *v, const float *att, const float *dout, float *scratch, float *dq, float *dk, float *dv);
+
+erase_status_t erase_cpu_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads,
+                                              int kv_heads, int hd, const float *q, const float *k, const float *v,
+                                              float *kcache, float *vcache, float *scratch, float *out);
+
 #endif
