@@ -379,6 +379,10 @@ void run_summary(run_t *r)
         printf("  schedule   early backward %s (reduce %s, update %s, %lld side stream%s), %d BLAS thread%s per stream\n",
                o->early_backward, o->reduce, o->update, (long long)o->side_streams, o->side_streams == 1 ? "" : "s",
                erase_device_blas_threads(r->dev), erase_device_blas_threads(r->dev) == 1 ? "" : "s");
+    /* the dense rule and its learning rate (muon: the hidden matrices'; the
+     * AdamW groups' rates are options of their own, docs/muon.md) */
+    printf("  optimizer  %s, lr %g, %s decay%s\n", o->optimizer, o->lr, o->lr_decay,
+           !strcmp(o->optimizer, "muon") ? "; AdamW for embedding matrices, heads and 1-d parameters" : "");
     /* in samples: after a resume with another global batch, steps differ in size */
     double epochs = (double)r->samples_seen /
                     (double)(erase_reader_info(r->train).steps_per_epoch * global);
