@@ -141,7 +141,8 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cuda/embedding.cu lib/ops/cuda/interaction.cu \
 	lib/ops/cuda/losses.cu lib/ops/cuda/layernorm.cu \
 	lib/ops/cuda/sparse.cu lib/ops/cuda/shard.cu lib/ops/cuda/optimizers.cu \
-	lib/ops/cuda/token_embedding.cu lib/ops/cuda/attention.cu
+	lib/ops/cuda/token_embedding.cu lib/ops/cuda/attention.cu \
+	lib/ops/cuda/nanochat.cu
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

@@ -19,8 +19,9 @@
  * erase_rotary). The last block's head carries the main loss; a block
  * followed by a cut has a local head (its own lm_head, the same norm and
  * softcap) and loss; any other block has no head. Losses: softmax
- * cross-entropy over the N positions, mean over tokens. CPU only: the
- * CUDA backend has no nanochat ops yet.
+ * cross-entropy over the N positions, mean over tokens. Runs on the CPU
+ * and on CUDA (the ops of lib/ops/cuda/nanochat.cu and attention.cu,
+ * compiled but not yet run on a GPU).
  */
 #include "lib/core/checked.h"
 #include "lib/nn/network_impl.h"
@@ -89,9 +90,6 @@ static erase_status_t add_weight(erase_network_t *net, int b, const char *path, 
 static erase_status_t nc_build(erase_network_t *net)
 {
     const erase_model_config_t *c = &net->cfg;
-    if (erase_device_kind(net->dev) != ERASE_DEVICE_CPU)
-        return ERASE_ERROR(ERASE_ERR_UNSUPPORTED, "nanochat: runs on the CPU only (the CUDA backend has no "
-                                                  "rotary, RMSNorm, ReLU^2, softcap or GQA ops yet)");
     nanochat_t *m = calloc(1, sizeof *m);
     if (!m)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory");

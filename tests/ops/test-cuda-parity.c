@@ -20,7 +20,10 @@
  * cases (GELU tanh with the elementwise ops, token embedding, attention
  * and its decode, sum of squares and clip) take edge shapes: T = 1, T not a multiple of 32, one
  * head, batch above and below heads, a vocabulary not a multiple of 32, a
- * token at 3 positions in 4. Without a GPU, main() prints every case as TAP
+ * token at 3 positions in 4. The nanochat model's cases: RMSNorm, rotary
+ * (forward, inverse, in place), ReLU squared, softcap, and the grouped-query
+ * attention with its decode (groups of 1, 3 and 4 query heads, kv_heads
+ * above and below batch). Without a GPU, main() prints every case as TAP
  * "ok # SKIP" with the reason itself (cmocka 1.1.5 prints a skipped case
  * as "not ok # SKIP", a failure for automake), as tests/device/test-cuda.
  */
@@ -1111,6 +1114,151 @@ static void test_attention_decode_rows(void **state)
     free(forward), free(rowh), free(dech), free(decoded), free(qkv);
 }
 
+/* ---- the nanochat model's ops ------------------------------------------ */
+
+typedef struct {
+    int rows, dim, batch, T, t0, heads, hd;
+    size_t n;
+    pair_t *x, *dy, *y, *rstd, *dx, *dx_in;       /* RMSNorm [rows, dim]; dx_in: dy in place */
+    pair_t *rx, *ry, *rinv, *r_in;                /* rotary [batch, T, heads, hd]; r_in in place */
+    pair_t *px, *pdy, *r2, *dr2, *dr2_in, *sc, *dsc; /* pointwise [n] */
+} nanochat_ctx_t;
+
+static void nanochat_body(void *p)
+{
+    nanochat_ctx_t *c = p;
+    MUST(erase_rmsnorm_forward(S, c->rows, c->dim, 1.1920929e-07f, P(c->x), P(c->y), P(c->rstd)));
+    MUST(erase_rmsnorm_backward(S, c->rows, c->dim, P(c->x), P(c->rstd), P(c->dy), P(c->dx)));
+    MUST(erase_rmsnorm_backward(S, c->rows, c->dim, P(c->x), P(c->rstd), P(c->dx_in), P(c->dx_in)));
+    MUST(erase_rotary(S, c->batch, c->T, c->t0, c->heads, c->hd, 10000.0f, 0, P(c->rx), P(c->ry)));
+    MUST(erase_rotary(S, c->batch, c->T, c->t0, c->heads, c->hd, 10000.0f, 1, P(c->rx), P(c->rinv)));
+    MUST(erase_rotary(S, c->batch, c->T, c->t0, c->heads, c->hd, 10000.0f, 0, P(c->r_in), P(c->r_in)));
+    MUST(erase_relu2_forward(S, c->n, P(c->px), P(c->r2)));
+    MUST(erase_relu2_backward(S, c->n, P(c->px), P(c->pdy), P(c->dr2)));
+    MUST(erase_relu2_backward(S, c->n, P(c->px), P(c->dr2_in), P(c->dr2_in))); /* as the model: in place */
+    MUST(erase_softcap_forward(S, c->n, 15.0f, P(c->px), P(c->sc)));
+    MUST(erase_softcap_backward(S, c->n, 15.0f, P(c->sc), P(c->pdy), P(c->dsc)));
+}
+
+/* RMSNorm (dim not a multiple of 32), the rotary embedding forward and
+ * inverse at positions t0 = 1000 .. 1004 (argument reduction of cosf, sinf),
+ * ReLU squared and the softcap, on the same inputs as the CPU. */
+static void test_nanochat_ops(void **state)
+{
+    NEED_GPU();
+    nanochat_ctx_t c = { .rows = 41, .dim = 70, .batch = 2, .T = 5, .t0 = 1000, .heads = 3, .hd = 12, .n = 1001 };
+    size_t nr = (size_t)c.rows * c.dim, nrot = (size_t)c.batch * c.T * c.heads * c.hd;
+    float *x = rand_f32(nr, 130, -2, 3), *dy = rand_f32(nr, 131, -1, 1), *rx = rand_f32(nrot, 132, -2, 2),
+          *px = rand_f32(c.n, 133, -40, 40), *pdy = rand_f32(c.n, 134, -1, 1);
+    c.x = pair_new(nr, F32, x, 0);
+    c.dy = pair_new(nr, F32, dy, 0);
+    c.y = pair_new(nr, F32, NULL, 1);
+    c.rstd = pair_new((size_t)c.rows, F32, NULL, 1);
+    c.dx = pair_new(nr, F32, NULL, 1);
+    c.dx_in = pair_new(nr, F32, dy, 1);
+    c.rx = pair_new(nrot, F32, rx, 0);
+    c.ry = pair_new(nrot, F32, NULL, 1);
+    c.rinv = pair_new(nrot, F32, NULL, 1);
+    c.r_in = pair_new(nrot, F32, rx, 1);
+    c.px = pair_new(c.n, F32, px, 0);
+    c.pdy = pair_new(c.n, F32, pdy, 0);
+    c.r2 = pair_new(c.n, F32, NULL, 1);
+    c.dr2 = pair_new(c.n, F32, NULL, 1);
+    c.dr2_in = pair_new(c.n, F32, pdy, 1);
+    c.sc = pair_new(c.n, F32, NULL, 1);
+    c.dsc = pair_new(c.n, F32, NULL, 1);
+    run_both("nanochat ops", nanochat_body, &c);
+    free(x), free(dy), free(rx), free(px), free(pdy);
+}
+
+typedef struct {
+    int batch, T, heads, kv_heads, hd;
+    pair_t *q, *k, *v, *att, *out, *dout, *scratch, *dq, *dk, *dv;
+} gqa_ctx_t;
+
+static void gqa_body(void *p)
+{
+    gqa_ctx_t *c = p;
+    MUST(erase_gqa_attention_forward(S, c->batch, c->T, c->heads, c->kv_heads, c->hd, P(c->q), P(c->k), P(c->v),
+                                     P(c->att), P(c->out)));
+    MUST(erase_gqa_attention_backward(S, c->batch, c->T, c->heads, c->kv_heads, c->hd, P(c->q), P(c->k), P(c->v),
+                                      P(c->att), P(c->dout), P(c->scratch), P(c->dq), P(c->dk), P(c->dv)));
+}
+
+static void gqa_case(int batch, int T, int heads, int kv_heads, int hd)
+{
+    gqa_ctx_t c = { .batch = batch, .T = T, .heads = heads, .kv_heads = kv_heads, .hd = hd };
+    size_t nq = (size_t)batch * T * heads * hd, nkv = (size_t)batch * T * kv_heads * hd,
+           natt = (size_t)batch * heads * T * T;
+    float *q = rand_f32(nq, 140 + T, -2, 2), *k = rand_f32(nkv, 141 + T, -2, 2), *v = rand_f32(nkv, 142 + T, -2, 2),
+          *dout = rand_f32(nq, 143 + T, -1, 1);
+    c.q = pair_new(nq, F32, q, 0);
+    c.k = pair_new(nkv, F32, k, 0);
+    c.v = pair_new(nkv, F32, v, 0);
+    c.dout = pair_new(nq, F32, dout, 0);
+    c.scratch = pair_new(natt, F32, NULL, 0);
+    c.att = pair_new(natt, F32, NULL, 1);
+    c.out = pair_new(nq, F32, NULL, 1);
+    c.dq = pair_new(nq, F32, NULL, 1);
+    c.dk = pair_new(nkv, F32, NULL, 1);
+    c.dv = pair_new(nkv, F32, NULL, 1);
+    char what[96];
+    snprintf(what, sizeof what, "gqa attention batch=%d T=%d heads=%d kv_heads=%d hd=%d", batch, T, heads, kv_heads,
+             hd);
+    run_both(what, gqa_body, &c);
+    pairs_free();
+    free(q), free(k), free(v), free(dout);
+}
+
+static void test_gqa_attention(void **state)
+{
+    NEED_GPU();
+    gqa_case(2, 1, 2, 1, 8);   /* one position */
+    gqa_case(3, 37, 6, 2, 8);  /* groups of 3; kv_heads < batch: a GEMM per key/value head */
+    gqa_case(1, 33, 4, 4, 5);  /* kv_heads = heads: multi-head, head size 5 */
+    gqa_case(2, 35, 4, 1, 16); /* one key/value head for all four query heads */
+}
+
+typedef struct {
+    int batch, t, len, heads, kv_heads, hd;
+    pair_t *q, *k, *v, *kc, *vc, *scratch, *out;
+} gqa_decode_ctx_t;
+
+static void gqa_decode_body(void *p)
+{
+    gqa_decode_ctx_t *c = p;
+    MUST(erase_gqa_attention_decode(S, c->batch, c->t, c->len, c->heads, c->kv_heads, c->hd, P(c->q), P(c->k),
+                                    P(c->v), P(c->kc), P(c->vc), P(c->scratch), P(c->out)));
+}
+
+/* Groups of 3 query heads on 2 key/value heads at the first, a middle and
+ * the last position of a 37-row cache. */
+static void test_gqa_attention_decode(void **state)
+{
+    NEED_GPU();
+    int ts[3] = { 0, 20, 36 };
+    enum { DB = 2, DL = 37, DH = 6, DKV = 2, DHD = 8 };
+    for (int i = 0; i < 3; i++) {
+        gqa_decode_ctx_t c = { .batch = DB, .t = ts[i], .len = DL, .heads = DH, .kv_heads = DKV, .hd = DHD };
+        size_t ncache = (size_t)DB * DL * DKV * DHD;
+        float *q = rand_f32(DB * DH * DHD, 150 + i, -2, 2), *k = rand_f32(DB * DKV * DHD, 153 + i, -2, 2),
+              *v = rand_f32(DB * DKV * DHD, 156 + i, -2, 2), *kc = rand_f32(ncache, 159, -2, 2),
+              *vc = rand_f32(ncache, 160, -2, 2);
+        c.q = pair_new(DB * DH * DHD, F32, q, 0);
+        c.k = pair_new(DB * DKV * DHD, F32, k, 0);
+        c.v = pair_new(DB * DKV * DHD, F32, v, 0);
+        c.scratch = pair_new((size_t)DB * DH * DL, F32, NULL, 0);
+        c.kc = pair_new(ncache, BITS, kc, 1); /* row t written, the others kept */
+        c.vc = pair_new(ncache, BITS, vc, 1);
+        c.out = pair_new(DB * DH * DHD, F32, NULL, 1);
+        char what[64];
+        snprintf(what, sizeof what, "gqa attention decode t=%d of %d", ts[i], DL);
+        run_both(what, gqa_decode_body, &c);
+        pairs_free();
+        free(q), free(k), free(v), free(kc), free(vc);
+    }
+}
+
 typedef struct {
     size_t n;
     pair_t *x, *acc, *acc2, *clipped, *kept, *chained, *big, *small, *chain_sq;
@@ -1173,6 +1321,9 @@ int main(void)
         cmocka_unit_test_teardown(test_attention_decode, case_teardown),
         cmocka_unit_test_teardown(test_attention_decode_rows, case_teardown),
         cmocka_unit_test_teardown(test_clip, case_teardown),
+        cmocka_unit_test_teardown(test_nanochat_ops, case_teardown),
+        cmocka_unit_test_teardown(test_gqa_attention, case_teardown),
+        cmocka_unit_test_teardown(test_gqa_attention_decode, case_teardown),
     };
     const size_t ntests = sizeof tests / sizeof tests[0];
     if (group_setup(NULL) != 0) {

@@ -1,12 +1,17 @@
 /*
- * Causal multi-head self-attention on CUDA (lib/ops/ops.h: the arithmetic
- * of nanoGPT's CausalSelfAttention). The products are cuBLAS
+ * Causal self-attention on CUDA (lib/ops/ops.h): the grouped-query
+ * attention (GQA) of nanochat, and gpt's multi-head attention (the
+ * arithmetic of nanoGPT's CausalSelfAttention) as GQA with kv_heads =
+ * heads, as the CPU kernels of attention_impl.h. The products are cuBLAS
  * strided-batched GEMMs (erase_sgemm_strided_batched) reading q, k and v
- * where they lie inside qkv (row stride 3*dim) and writing the heads of
- * out and dqkv in place (row strides dim and 3*dim): no permuted copies.
- * Sequence b, head h of an operand starts at b * (its sequence stride) +
- * h * (its head stride); both strides are constant, so the batch * heads
- * products are min(batch, heads) calls, each batched over the other.
+ * where they lie (gpt: inside qkv, row stride 3*dim) and writing the heads
+ * of out, dq, dk and dv in place: no permuted copies. The query heads of
+ * one residue r = h % rep (rep = heads / kv_heads) meet key/value head
+ * h / rep at constant strides, so per residue sequence b, head h of an
+ * operand starts at b * (its sequence stride) + h * (its head stride), and
+ * the batch * kv_heads products are min(batch, kv_heads) calls, each
+ * batched over the other. A group's dk and dv are added in head order
+ * (the GEMM's beta: residue 0 writes, the next ones add), as on the CPU.
  * The scale 1/sqrt(hd) is the scores GEMM's alpha, and in dS.
  *
  * Between the GEMMs, one warp per row of the [batch * heads * T, T]
@@ -19,8 +24,8 @@
  * flash-style attention) would pay only at long contexts.
  *
  * Decode: a kernel stores the new position's k and v in the caches, then
- * one fused block per (sequence, head) computes the scores of its one
- * query row (a warp per cached position), their softmax and the weighted
+ * one fused block per (sequence, query head) computes the scores of its
+ * one query row against its key/value head (a warp per cached position), their softmax and the weighted
  * sum of the cached v rows, as erase_attention_forward's row t.
  */
 #include "lib/ops/cuda/common.cuh"
@@ -81,38 +86,40 @@ __global__ void attention_softmax_backward_kernel(size_t rows, int T, double sca
     }
 }
 
-/* kcache[b, t, :] = k of qkv[b], vcache[b, t, :] = v of qkv[b]. */
-__global__ void attention_cache_kernel(int batch, int t, int cache_len, int dim, const float *qkv,
-                                       float *kcache, float *vcache)
+/* kcache[b, t, :] = k[b], vcache[b, t, :] = v[b] (rows kvw wide; k and v
+ * rows at stride ldkv). */
+__global__ void attention_cache_kernel(int batch, int t, int cache_len, int kvw, const float *k,
+                                       const float *v, int ldkv, float *kcache, float *vcache)
 {
-    ERASE_CUDA_GRID_LOOP(e, (size_t)batch * dim)
+    ERASE_CUDA_GRID_LOOP(e, (size_t)batch * kvw)
     {
-        size_t b = e / dim, d = e % dim;
-        size_t row = (b * cache_len + t) * dim + d;
-        kcache[row] = qkv[b * 3 * dim + dim + d];
-        vcache[row] = qkv[b * 3 * dim + 2 * dim + d];
+        size_t b = e / kvw, d = e % kvw;
+        size_t row = (b * cache_len + t) * kvw + d;
+        kcache[row] = k[b * ldkv + d];
+        vcache[row] = v[b * ldkv + d];
     }
 }
 
 /*
- * Block (b, h) = blockIdx.x: p[s] = softmax over s <= t of scale * q . k_s
- * (p: its row of scratch), then out[b, h*hd + j] = sum over s <= t of p[s]
- * v_s[j], added in order of s.
+ * Block (b, h) = blockIdx.x (query head h of sequence b; key/value head
+ * h / rep of the caches [batch, cache_len, kvw]): p[s] = softmax over s <= t
+ * of scale * q . k_s (p: its row of scratch [batch, heads, cache_len]), then
+ * out[b, h*hd + j] = sum over s <= t of p[s] v_s[j], added in order of s.
  */
 __global__ void __launch_bounds__(DECODE_THREADS)
-    attention_decode_kernel(int heads, int dim, int t, int cache_len, float scale,
-                            const float *qkv, const float *kcache, const float *vcache,
+    attention_decode_kernel(int heads, int rep, int hd, int t, int cache_len, float scale,
+                            const float *qrows, int ldq, const float *kcache, const float *vcache,
                             float *scratch, float *out)
 {
-    int bh = blockIdx.x, b = bh / heads, h = bh % heads, hd = dim / heads;
+    int bh = blockIdx.x, b = bh / heads, h = bh % heads, kvw = heads / rep * hd;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const float *q = qkv + (size_t)b * 3 * dim + (size_t)h * hd;
-    const float *kc = kcache + (size_t)b * cache_len * dim + (size_t)h * hd;
-    const float *vc = vcache + (size_t)b * cache_len * dim + (size_t)h * hd;
+    const float *q = qrows + (size_t)b * ldq + (size_t)h * hd;
+    const float *kc = kcache + (size_t)b * cache_len * kvw + (size_t)(h / rep) * hd;
+    const float *vc = vcache + (size_t)b * cache_len * kvw + (size_t)(h / rep) * hd;
     float *p = scratch + (size_t)bh * cache_len;
     float m = -INFINITY;
     for (int s = warp; s <= t; s += warps) {
-        const float *k = kc + (size_t)s * dim;
+        const float *k = kc + (size_t)s * kvw;
         float dot = 0.0f;
         for (int j = lane; j < hd; j += 32)
             dot += q[j] * k[j];
@@ -135,8 +142,8 @@ __global__ void __launch_bounds__(DECODE_THREADS)
     for (int j = threadIdx.x; j < hd; j += blockDim.x) {
         float acc = 0.0f;
         for (int s = 0; s <= t; s++)
-            acc += p[s] * vc[(size_t)s * dim + j];
-        out[(size_t)b * dim + (size_t)h * hd + j] = acc;
+            acc += p[s] * vc[(size_t)s * kvw + j];
+        out[(size_t)b * heads * hd + (size_t)h * hd + j] = acc;
     }
 }
 
@@ -152,10 +159,11 @@ typedef struct {
 } bh_matrix_t;
 
 /* For every sequence b < batch and head h < heads: C_bh = alpha op(A_bh)
- * op(B_bh) (m x n, inner size k; C's prior contents ignored). */
+ * op(B_bh) + beta C_bh (m x n, inner size k; beta 0: C's prior contents
+ * ignored). */
 static erase_status_t gemm_bh(erase_stream_t *s, int batch, int heads, erase_trans_t ta,
                               erase_trans_t tb, int m, int n, int k, float alpha, bh_matrix_t a,
-                              bh_matrix_t b, bh_matrix_t c)
+                              bh_matrix_t b, float beta, bh_matrix_t c)
 {
     int by_heads = heads >= batch; /* batched over heads, a call per sequence */
     int calls = by_heads ? batch : heads, count = by_heads ? heads : batch;
@@ -164,90 +172,113 @@ static erase_status_t gemm_bh(erase_stream_t *s, int batch, int heads, erase_tra
                 oc = i * (by_heads ? c.sb : c.sh);
         ERASE_CHECK(erase_sgemm_strided_batched(
             s, ta, tb, m, n, k, alpha, a.p + oa, a.ld, by_heads ? a.sh : a.sb, b.p + ob, b.ld,
-            by_heads ? b.sh : b.sb, 0.0f, (float *)c.p + oc, c.ld, by_heads ? c.sh : c.sb, count));
+            by_heads ? b.sh : b.sb, beta, (float *)c.p + oc, c.ld, by_heads ? c.sh : c.sb, count));
     }
     return ERASE_OK;
 }
 
-/* The operands of an attention of this shape. */
+/* Where q, k and v lie: row t of sequence b at p + (b T + t) ld, head h at
+ * column h hd (k and v: kv_heads heads, q: heads). */
 typedef struct {
-    bh_matrix_t q, k, v; /* inside qkv (or dqkv: same layout) */
-    bh_matrix_t att;     /* att or scratch: [batch, heads, T, T] */
-    bh_matrix_t out;     /* out or dout: [batch, T, dim] */
-    float scale;
-    size_t rows; /* batch * heads * T */
-} attention_shape_t;
+    const float *q, *k, *v;
+    int ldq, ldk, ldv;
+} gqa_operands_t;
 
-static attention_shape_t attention_shape(int batch, int T, int heads, int dim, const float *qkv,
-                                         const float *att, const float *out)
+/*
+ * The operands of the query heads h = g rep + r, g < kv_heads, of one
+ * residue r < rep (rep = heads / kv_heads): as heads g of a product batched
+ * over kv_heads, query head g rep + r meets key/value head g, so every
+ * stride is constant. q, k, v from o (or their gradients: same layout);
+ * att [batch, heads, T, T] (or scratch); out [batch, T, heads hd] (or dout).
+ */
+typedef struct {
+    bh_matrix_t q, k, v, att, out;
+} gqa_shape_t;
+
+static gqa_shape_t gqa_shape(int T, int heads, int kv_heads, int hd, int r, gqa_operands_t o,
+                             const float *att, const float *out)
 {
-    int hd = dim / heads;
-    int64_t seq = (int64_t)T * 3 * dim, tt = (int64_t)T * T;
-    attention_shape_t a;
-    a.q = bh_matrix_t{ qkv, 3 * dim, seq, hd };
-    a.k = bh_matrix_t{ qkv + dim, 3 * dim, seq, hd };
-    a.v = bh_matrix_t{ qkv + 2 * dim, 3 * dim, seq, hd };
-    a.att = bh_matrix_t{ att, T, heads * tt, tt };
-    a.out = bh_matrix_t{ out, dim, (int64_t)T * dim, hd };
-    a.scale = (float)(1.0 / sqrt((double)hd));
-    a.rows = (size_t)batch * heads * T;
+    int rep = heads / kv_heads, dim = heads * hd;
+    int64_t tt = (int64_t)T * T;
+    gqa_shape_t a;
+    a.q = bh_matrix_t{ o.q + (size_t)r * hd, o.ldq, (int64_t)T * o.ldq, (int64_t)rep * hd };
+    a.k = bh_matrix_t{ o.k, o.ldk, (int64_t)T * o.ldk, hd };
+    a.v = bh_matrix_t{ o.v, o.ldv, (int64_t)T * o.ldv, hd };
+    a.att = bh_matrix_t{ att + (size_t)r * tt, T, heads * tt, rep * tt };
+    a.out = bh_matrix_t{ out + (size_t)r * hd, dim, (int64_t)T * dim, (int64_t)rep * hd };
     return a;
 }
 
 /* Blocks of a kernel with a warp per row. */
 static unsigned row_blocks(size_t rows) { return erase_cuda_blocks(rows * 32, ERASE_CUDA_THREADS); }
 
-extern "C" erase_status_t erase_cuda_op_attention_forward(erase_stream_t *s, int batch, int T,
-                                                          int heads, int dim, const float *qkv,
-                                                          float *att, float *out)
+/* The GQA forward (attention_impl.h): per residue r, att = scale q k^T;
+ * the causal softmax of every row; per residue, out = att v. */
+static erase_status_t gqa_forward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                  gqa_operands_t o, float *att, float *out)
 {
     if (batch == 0)
         return ERASE_OK;
-    attention_shape_t a = attention_shape(batch, T, heads, dim, qkv, att, out);
-    int hd = dim / heads;
-    /* att = scale q k^T */
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_TRANS, T, T, hd, a.scale, a.q, a.k,
-                        a.att));
-    attention_softmax_kernel<<<row_blocks(a.rows), ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(
-        a.rows, T, att);
+    int rep = heads / kv_heads;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int r = 0; r < rep; r++) {
+        gqa_shape_t a = gqa_shape(T, heads, kv_heads, hd, r, o, att, out);
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_NO_TRANS, ERASE_TRANS, T, T, hd, scale, a.q, a.k,
+                            0.0f, a.att));
+    }
+    size_t rows = (size_t)batch * heads * T;
+    attention_softmax_kernel<<<row_blocks(rows), ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(rows, T,
+                                                                                                att);
     ERASE_CUDA_CHECK_LAUNCH("attention forward: softmax");
-    /* out = att v */
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, a.att, a.v,
-                        a.out));
+    for (int r = 0; r < rep; r++) {
+        gqa_shape_t a = gqa_shape(T, heads, kv_heads, hd, r, o, att, out);
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, a.att, a.v,
+                            0.0f, a.out));
+    }
     return ERASE_OK;
 }
 
-extern "C" erase_status_t erase_cuda_op_attention_backward(erase_stream_t *s, int batch, int T,
-                                                           int heads, int dim, const float *qkv,
-                                                           const float *att, const float *dout,
-                                                           float *scratch, float *dqkv)
+/* The GQA backward (attention_impl.h): dP = dO v^T into scratch, dv = P^T
+ * dO; dS in place of dP; dq = dS k, dk = dS^T q. A group's query heads add
+ * their dk and dv in head order (residue 0 writes, the others add): a
+ * fixed order, no atomics. g holds dq, dk, dv. */
+static erase_status_t gqa_backward(erase_stream_t *s, int batch, int T, int heads, int kv_heads, int hd,
+                                   gqa_operands_t o, const float *att, const float *dout, float *scratch,
+                                   gqa_operands_t g)
 {
     if (batch == 0)
         return ERASE_OK;
-    attention_shape_t a = attention_shape(batch, T, heads, dim, qkv, att, dout);
-    attention_shape_t g = attention_shape(batch, T, heads, dim, dqkv, scratch, dout);
-    int hd = dim / heads;
-    /* scratch = dP = dout v^T; dv = att^T dout */
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_TRANS, T, T, hd, 1.0f, a.out, a.v,
-                        g.att));
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, a.att, a.out,
-                        g.v));
-    attention_softmax_backward_kernel<<<row_blocks(a.rows), ERASE_CUDA_THREADS, 0,
-                                        erase_cuda_stream(s)>>>(a.rows, T, 1.0 / sqrt((double)hd),
-                                                                att, scratch);
+    int rep = heads / kv_heads;
+    for (int r = 0; r < rep; r++) {
+        gqa_shape_t a = gqa_shape(T, heads, kv_heads, hd, r, o, att, dout);
+        gqa_shape_t d = gqa_shape(T, heads, kv_heads, hd, r, g, scratch, dout);
+        float beta = r ? 1.0f : 0.0f;
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_NO_TRANS, ERASE_TRANS, T, T, hd, 1.0f, a.out, a.v, 0.0f,
+                            d.att));
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, a.att, a.out,
+                            beta, d.v));
+    }
+    size_t rows = (size_t)batch * heads * T;
+    attention_softmax_backward_kernel<<<row_blocks(rows), ERASE_CUDA_THREADS, 0, erase_cuda_stream(s)>>>(
+        rows, T, 1.0 / sqrt((double)hd), att, scratch);
     ERASE_CUDA_CHECK_LAUNCH("attention backward: softmax");
-    /* dq = dS k; dk = dS^T q (dS holds the scale) */
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, g.att,
-                        a.k, g.q));
-    ERASE_CHECK(gemm_bh(s, batch, heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, g.att, a.q,
-                        g.k));
+    for (int r = 0; r < rep; r++) {
+        gqa_shape_t a = gqa_shape(T, heads, kv_heads, hd, r, o, att, dout);
+        gqa_shape_t d = gqa_shape(T, heads, kv_heads, hd, r, g, scratch, dout);
+        float beta = r ? 1.0f : 0.0f;
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_NO_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, d.att, a.k,
+                            0.0f, d.q));
+        ERASE_CHECK(gemm_bh(s, batch, kv_heads, ERASE_TRANS, ERASE_NO_TRANS, T, hd, T, 1.0f, d.att, a.q, beta,
+                            d.k));
+    }
     return ERASE_OK;
 }
 
-extern "C" erase_status_t erase_cuda_op_attention_decode(erase_stream_t *s, int batch, int t,
-                                                         int cache_len, int heads, int dim,
-                                                         const float *qkv, float *kcache,
-                                                         float *vcache, float *scratch, float *out)
+/* The GQA decode: k, v rows into the caches, then a block per (sequence,
+ * query head). q rows at stride ldq, k and v rows at stride ldkv. */
+static erase_status_t gqa_decode(erase_stream_t *s, int batch, int t, int cache_len, int heads, int kv_heads,
+                                 int hd, const float *q, int ldq, const float *k, const float *v, int ldkv,
+                                 float *kcache, float *vcache, float *scratch, float *out)
 {
     if (batch == 0)
         return ERASE_OK;
@@ -257,13 +288,74 @@ extern "C" erase_status_t erase_cuda_op_attention_decode(erase_stream_t *s, int 
         return ERASE_ERROR(ERASE_ERR_INVALID,
                            "cuda attention decode: batch %d x heads %d = %zu blocks (at most %d)",
                            batch, heads, blocks, INT32_MAX);
-    attention_cache_kernel<<<erase_cuda_blocks((size_t)batch * dim, ERASE_CUDA_THREADS),
-                             ERASE_CUDA_THREADS, 0, st>>>(batch, t, cache_len, dim, qkv, kcache,
+    int kvw = kv_heads * hd;
+    attention_cache_kernel<<<erase_cuda_blocks((size_t)batch * kvw, ERASE_CUDA_THREADS),
+                             ERASE_CUDA_THREADS, 0, st>>>(batch, t, cache_len, kvw, k, v, ldkv, kcache,
                                                           vcache);
     ERASE_CUDA_CHECK_LAUNCH("attention decode: cache");
-    float scale = (float)(1.0 / sqrt((double)(dim / heads)));
+    float scale = (float)(1.0 / sqrt((double)hd));
     attention_decode_kernel<<<(unsigned)blocks, DECODE_THREADS, 0, st>>>(
-        heads, dim, t, cache_len, scale, qkv, kcache, vcache, scratch, out);
+        heads, heads / kv_heads, hd, t, cache_len, scale, q, ldq, kcache, vcache, scratch, out);
     ERASE_CUDA_CHECK_LAUNCH("attention decode");
     return ERASE_OK;
+}
+
+/* q, k and v of gpt's packed qkv [batch, T, 3 dim] (or dqkv). */
+static gqa_operands_t packed_qkv(const float *qkv, int dim)
+{
+    return gqa_operands_t{ qkv, qkv + dim, qkv + 2 * dim, 3 * dim, 3 * dim, 3 * dim };
+}
+
+extern "C" erase_status_t erase_cuda_op_attention_forward(erase_stream_t *s, int batch, int T,
+                                                          int heads, int dim, const float *qkv,
+                                                          float *att, float *out)
+{
+    return gqa_forward(s, batch, T, heads, heads, dim / heads, packed_qkv(qkv, dim), att, out);
+}
+
+extern "C" erase_status_t erase_cuda_op_attention_backward(erase_stream_t *s, int batch, int T,
+                                                           int heads, int dim, const float *qkv,
+                                                           const float *att, const float *dout,
+                                                           float *scratch, float *dqkv)
+{
+    return gqa_backward(s, batch, T, heads, heads, dim / heads, packed_qkv(qkv, dim), att, dout, scratch,
+                        packed_qkv(dqkv, dim));
+}
+
+extern "C" erase_status_t erase_cuda_op_attention_decode(erase_stream_t *s, int batch, int t,
+                                                         int cache_len, int heads, int dim,
+                                                         const float *qkv, float *kcache,
+                                                         float *vcache, float *scratch, float *out)
+{
+    return gqa_decode(s, batch, t, cache_len, heads, heads, dim / heads, qkv, 3 * dim, qkv + dim,
+                      qkv + 2 * dim, 3 * dim, kcache, vcache, scratch, out);
+}
+
+extern "C" erase_status_t erase_cuda_op_gqa_attention_forward(erase_stream_t *s, int batch, int T, int heads,
+                                                              int kv_heads, int hd, const float *q,
+                                                              const float *k, const float *v, float *att,
+                                                              float *out)
+{
+    int ldq = heads * hd, ldkv = kv_heads * hd;
+    return gqa_forward(s, batch, T, heads, kv_heads, hd, gqa_operands_t{ q, k, v, ldq, ldkv, ldkv }, att, out);
+}
+
+extern "C" erase_status_t erase_cuda_op_gqa_attention_backward(erase_stream_t *s, int batch, int T, int heads,
+                                                               int kv_heads, int hd, const float *q,
+                                                               const float *k, const float *v,
+                                                               const float *att, const float *dout,
+                                                               float *scratch, float *dq, float *dk, float *dv)
+{
+    int ldq = heads * hd, ldkv = kv_heads * hd;
+    return gqa_backward(s, batch, T, heads, kv_heads, hd, gqa_operands_t{ q, k, v, ldq, ldkv, ldkv }, att, dout,
+                        scratch, gqa_operands_t{ dq, dk, dv, ldq, ldkv, ldkv });
+}
+
+extern "C" erase_status_t erase_cuda_op_gqa_attention_decode(erase_stream_t *s, int batch, int t, int cache_len,
+                                                             int heads, int kv_heads, int hd, const float *q,
+                                                             const float *k, const float *v, float *kcache,
+                                                             float *vcache, float *scratch, float *out)
+{
+    return gqa_decode(s, batch, t, cache_len, heads, kv_heads, hd, q, heads * hd, k, v, kv_heads * hd, kcache,
+                      vcache, scratch, out);
 }

@@ -129,6 +129,27 @@ ERASE_CUDA_OP_DECLARE(attention_backward, erase_stream_t *s, int batch, int T, i
 ERASE_CUDA_OP_DECLARE(attention_decode, erase_stream_t *s, int batch, int t, int cache_len,
                       int heads, int dim, const float *qkv, float *kcache, float *vcache,
                       float *scratch, float *out)
+ERASE_CUDA_OP_DECLARE(rmsnorm_forward, erase_stream_t *s, int rows, int dim, float eps, const float *x,
+                      float *y, float *rstd)
+ERASE_CUDA_OP_DECLARE(rmsnorm_backward, erase_stream_t *s, int rows, int dim, const float *x,
+                      const float *rstd, const float *dy, float *dx)
+ERASE_CUDA_OP_DECLARE(rotary, erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
+                      int inverse, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(relu2_forward, erase_stream_t *s, size_t n, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(relu2_backward, erase_stream_t *s, size_t n, const float *x, const float *dy,
+                      float *dx)
+ERASE_CUDA_OP_DECLARE(softcap_forward, erase_stream_t *s, size_t n, float cap, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(softcap_backward, erase_stream_t *s, size_t n, float cap, const float *y,
+                      const float *dy, float *dx)
+ERASE_CUDA_OP_DECLARE(gqa_attention_forward, erase_stream_t *s, int batch, int T, int heads, int kv_heads,
+                      int hd, const float *q, const float *k, const float *v, float *att, float *out)
+ERASE_CUDA_OP_DECLARE(gqa_attention_backward, erase_stream_t *s, int batch, int T, int heads,
+                      int kv_heads, int hd, const float *q, const float *k, const float *v,
+                      const float *att, const float *dout, float *scratch, float *dq, float *dk,
+                      float *dv)
+ERASE_CUDA_OP_DECLARE(gqa_attention_decode, erase_stream_t *s, int batch, int t, int cache_len,
+                      int heads, int kv_heads, int hd, const float *q, const float *k, const float *v,
+                      float *kcache, float *vcache, float *scratch, float *out)
 ERASE_CUDA_OP_DECLARE(sum_squares, erase_stream_t *s, size_t n, const float *x, float *acc)
 ERASE_CUDA_OP_DECLARE(clip_by_norm, erase_stream_t *s, size_t n, float *x, const float *sumsq,
                       float max_norm)
