@@ -49,7 +49,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: erase-export CKPT -o FILE.safetensors [--format erase|hf-gpt2|torch] [--force] [--quiet]\n"
+            "usage: erase-export CKPT -o FILE.safetensors [--format erase|hf-gpt2|torch|nanochat] [--force]\n"
+            "                    [--quiet]\n"
             "  the parameters of checkpoint CKPT (a file, or a checkpoint directory: its newest; pipeline and\n"
             "  sharded checkpoints as they are) as a safetensors file, in the target's names and layouts.\n"
             "  -o, --output FILE  the safetensors file to write (written to a temporary name, then renamed)\n"
@@ -57,7 +58,8 @@ static void usage(FILE *f)
             "                     hf-gpt2: Hugging Face GPT2LMHeadModel's names (Conv1D weights transposed;\n"
             "                     a gpt's local heads dropped), gpt only\n"
             "                     torch: PyTorch state-dict names of erase's blocks ('.' for '/'), ctr and mlp\n"
-            "                     nanochat: refused until the nanochat model is built\n"
+            "                     nanochat: nanochat's GPT state dict (nanochat/gpt.py; a nanochat's local heads\n"
+            "                     dropped), nanochat only\n"
             "  --force            replace an existing FILE\n"
             "  --quiet            no summary line on stderr\n"
             "  --version          print the version and exit\n"
@@ -319,11 +321,8 @@ int main(int argc, char **argv)
     if (!out)
         return usage_error("no output given: -o FILE.safetensors");
     export_format_t f;
-    if (!strcmp(format, "nanochat"))
-        return usage_error("--format nanochat: the nanochat model is not built yet; "
-                           "--format erase exports any checkpoint in erase's names");
     if (export_format_parse(format, &f) != 0)
-        return usage_error("--format %s: expected erase, hf-gpt2 or torch", format);
+        return usage_error("--format %s: expected erase, hf-gpt2, torch or nanochat", format);
     if (export_checkpoint(ckpt, out, f, force, quiet) != ERASE_OK)
         return failed();
     return 0;

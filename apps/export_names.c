@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const NAMES[] = { [EXPORT_ERASE] = "erase", [EXPORT_HF_GPT2] = "hf-gpt2",
-                                     [EXPORT_TORCH] = "torch" };
+                                     [EXPORT_TORCH] = "torch", [EXPORT_NANOCHAT] = "nanochat" };
 
 int export_format_parse(const char *name, export_format_t *f)
 {
@@ -29,22 +29,64 @@ erase_status_t export_format_fits(export_format_t f, const erase_model_config_t 
     if (f == EXPORT_HF_GPT2 && cfg->kind != ERASE_MODEL_GPT)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s hf-gpt2: the model is %s; hf-gpt2 holds gpt models only (--format "
                            "erase holds any)", option, model);
-    if (f == EXPORT_TORCH && cfg->kind == ERASE_MODEL_GPT)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s torch: the model is gpt; torch holds ctr and mlp models (gpt: "
-                           "hf-gpt2 or erase)", option);
+    if (f == EXPORT_NANOCHAT && cfg->kind != ERASE_MODEL_NANOCHAT)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s nanochat: the model is %s; nanochat holds nanochat models only "
+                           "(--format erase holds any)", option, model);
+    if (f == EXPORT_TORCH && (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s torch: the model is %s; torch holds ctr and mlp models (%s: "
+                           "%s or erase)", option, model, model, cfg->kind == ERASE_MODEL_GPT ? "hf-gpt2" : "nanochat");
     return ERASE_OK;
 }
 
-/* The paths of a gpt layer's parameters below h<k>/ (docs/models.md) and
- * whether HF stores the weight as a Conv1D ([in, out]). */
-static const struct {
+/* A layer parameter's path below h<k>/ (docs/models.md) and whether the
+ * format stores its weight transposed (HF's Conv1D: [in, out]). */
+typedef struct {
     const char *path;
-    int conv1d;
-} GPT_LAYER[] = {
+    int transposed;
+} layer_path_t;
+
+static const layer_path_t GPT_LAYER[] = {
     { "ln_1/weight", 0 },       { "ln_1/bias", 0 },       { "attn/c_attn/weight", 1 }, { "attn/c_attn/bias", 0 },
     { "attn/c_proj/weight", 1 }, { "attn/c_proj/bias", 0 }, { "ln_2/weight", 0 },        { "ln_2/bias", 0 },
     { "mlp/c_fc/weight", 1 },    { "mlp/c_fc/bias", 0 },    { "mlp/c_proj/weight", 1 },  { "mlp/c_proj/bias", 0 },
+    { NULL, 0 },
 };
+
+/* nanochat's Block (nanochat/gpt.py): Linear weights, no biases, as erase stores them. */
+static const layer_path_t NANOCHAT_LAYER[] = {
+    { "attn/c_q/weight", 0 },    { "attn/c_k/weight", 0 }, { "attn/c_v/weight", 0 }, { "attn/c_proj/weight", 0 },
+    { "mlp/c_fc/weight", 0 },    { "mlp/c_proj/weight", 0 }, { NULL, 0 },
+};
+
+/* A transformer format (hf-gpt2, nanochat): the paths of block h0's
+ * embeddings (transformer.<path>.<suffix>), of a layer and of a head
+ * (the last block's: transformer.<path>, lm_head.weight as it is; a
+ * local one's: dropped). */
+typedef struct {
+    const char *who; /* whose names, in messages */
+    const char *const *embeddings;
+    const char *embedding_suffix;
+    const layer_path_t *layer;
+    const char *const *head;
+} transformer_names_t;
+
+static const char *const GPT_EMBEDDINGS[] = { "wte", "wpe", NULL };
+static const char *const GPT_HEAD[] = { "ln_f/weight", "ln_f/bias", "lm_head/weight", NULL };
+static const char *const NANOCHAT_EMBEDDINGS[] = { "wte/weight", NULL };
+static const char *const NANOCHAT_HEAD[] = { "lm_head/weight", NULL };
+
+static const transformer_names_t HF_GPT2_NAMES = { "Hugging Face", GPT_EMBEDDINGS, ".weight", GPT_LAYER, GPT_HEAD };
+static const transformer_names_t NANOCHAT_NAMES = { "nanochat", NANOCHAT_EMBEDDINGS, "", NANOCHAT_LAYER,
+                                                    NANOCHAT_HEAD };
+
+/* Whether `path` is one of the NULL-ended list. */
+static int listed(const char *const *list, const char *path)
+{
+    for (; *list; list++)
+        if (!strcmp(*list, path))
+            return 1;
+    return 0;
+}
 
 /* `path` with '/' as '.' after `prefix` into out[size]: 0, or -1 when it does not fit. */
 static int dotted(const char *prefix, const char *path, const char *suffix, char *out, size_t size)
@@ -63,39 +105,38 @@ static erase_status_t too_long(const char *name)
     return ERASE_ERROR(ERASE_ERR_INVALID, "parameter %s: its exported name is too long", name);
 }
 
-static erase_status_t hf_gpt2_name(const erase_model_config_t *cfg, const char *name, char *out, size_t size,
-                                   export_action_t *action)
+/* The name in format f (hf-gpt2 or nanochat, described by `names`) of
+ * parameter `name` of a transformer of `layers` blocks. */
+static erase_status_t transformer_name(export_format_t f, const transformer_names_t *names, int layers,
+                                       const char *name, char *out, size_t size, export_action_t *action)
 {
     *action = EXPORT_KEEP;
     int k, used = 0;
-    if (sscanf(name, "h%d/%n", &k, &used) == 1 && used > 0 && k >= 0 && k < cfg->gpt.layers) {
+    if (sscanf(name, "h%d/%n", &k, &used) == 1 && used > 0 && k >= 0 && k < layers) {
         const char *path = name + used;
         char prefix[48];
         snprintf(prefix, sizeof prefix, "transformer.h.%d.", k);
-        if (k == 0 && (!strcmp(path, "wte") || !strcmp(path, "wpe")))
-            return dotted("transformer.", path, ".weight", out, size) ? too_long(name)
-                                                                       : ERASE_OK;
-        for (size_t i = 0; i < sizeof GPT_LAYER / sizeof GPT_LAYER[0]; i++)
-            if (!strcmp(path, GPT_LAYER[i].path)) {
-                *action = GPT_LAYER[i].conv1d ? EXPORT_TRANSPOSE : EXPORT_KEEP;
+        if (k == 0 && listed(names->embeddings, path))
+            return dotted("transformer.", path, names->embedding_suffix, out, size) ? too_long(name) : ERASE_OK;
+        for (const layer_path_t *l = names->layer; l->path; l++)
+            if (!strcmp(path, l->path)) {
+                *action = l->transposed ? EXPORT_TRANSPOSE : EXPORT_KEEP;
                 return dotted(prefix, path, "", out, size) ? too_long(name) : ERASE_OK;
             }
-        int head = !strcmp(path, "ln_f/weight") || !strcmp(path, "ln_f/bias") || !strcmp(path, "lm_head/weight");
-        if (head && k < cfg->gpt.layers - 1) {
-            *action = EXPORT_DROP;
-            snprintf(out, size, "%s", name);
-            return ERASE_OK;
-        }
-        if (head && !strcmp(path, "lm_head/weight")) {
-            snprintf(out, size, "lm_head.weight");
-            return ERASE_OK;
-        }
-        if (head) {
-            snprintf(out, size, "transformer.%s", !strcmp(path, "ln_f/weight") ? "ln_f.weight" : "ln_f.bias");
-            return ERASE_OK;
+        if (listed(names->head, path)) {
+            if (k < layers - 1) {
+                *action = EXPORT_DROP;
+                snprintf(out, size, "%s", name);
+                return ERASE_OK;
+            }
+            if (!strcmp(path, "lm_head/weight")) {
+                snprintf(out, size, "lm_head.weight");
+                return ERASE_OK;
+            }
+            return dotted("transformer.", path, "", out, size) ? too_long(name) : ERASE_OK;
         }
     }
-    return ERASE_ERROR(ERASE_ERR_INVALID, "hf-gpt2: no Hugging Face name for parameter %s", name);
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no %s name for parameter %s", NAMES[f], names->who, name);
 }
 
 erase_status_t export_name(export_format_t f, const erase_model_config_t *cfg, const char *erase_name, char *out,
@@ -103,7 +144,9 @@ erase_status_t export_name(export_format_t f, const erase_model_config_t *cfg, c
 {
     *action = EXPORT_KEEP;
     if (f == EXPORT_HF_GPT2)
-        return hf_gpt2_name(cfg, erase_name, out, size, action);
+        return transformer_name(f, &HF_GPT2_NAMES, cfg->gpt.layers, erase_name, out, size, action);
+    if (f == EXPORT_NANOCHAT)
+        return transformer_name(f, &NANOCHAT_NAMES, cfg->nanochat.layers, erase_name, out, size, action);
     int table = -1, used = 0;
     const char *suffix = f == EXPORT_TORCH && cfg->kind == ERASE_MODEL_CTR &&
                                  sscanf(erase_name, "input/emb/%d%n", &table, &used) == 1 && !erase_name[used]

@@ -24,6 +24,15 @@
  *            becomes '.', and a ctr embedding table input/emb/<f> (an
  *            nn.Embedding in an nn.ModuleList) is input.emb.<f>.weight.
  *            ctr and mlp only.
+ *   nanochat Karpathy's nanochat GPT state dict (nanochat/gpt.py; the
+ *            PyTorch reference tests/reference/make_nanochat_reference.py):
+ *            transformer.wte.weight, transformer.h.<k>.{attn.c_q,attn.c_k,
+ *            attn.c_v,attn.c_proj,mlp.c_fc,mlp.c_proj}.weight (Linear
+ *            weights [out, in], as erase's), lm_head.weight (the last
+ *            block's head; never tied in nanochat). A local head of a
+ *            nanochat with cuts (h<k>/lm_head/weight, k below the last
+ *            block) has no place there: dropped, as for hf-gpt2. nanochat
+ *            only.
  */
 #ifndef ERASE_APPS_EXPORT_NAMES_H
 #define ERASE_APPS_EXPORT_NAMES_H
@@ -33,9 +42,9 @@
 #include "lib/core/status.h"
 #include "lib/nn/model_config.h"
 
-typedef enum { EXPORT_ERASE = 0, EXPORT_HF_GPT2 = 1, EXPORT_TORCH = 2 } export_format_t;
+typedef enum { EXPORT_ERASE = 0, EXPORT_HF_GPT2 = 1, EXPORT_TORCH = 2, EXPORT_NANOCHAT = 3 } export_format_t;
 
-/* The format named `name` ("erase", "hf-gpt2", "torch") into *f: 0, or -1. */
+/* The format named `name` ("erase", "hf-gpt2", "torch", "nanochat") into *f: 0, or -1. */
 int export_format_parse(const char *name, export_format_t *f);
 const char *export_format_name(export_format_t f);
 
@@ -51,7 +60,7 @@ erase_status_t export_format_fits(export_format_t f, const erase_model_config_t 
 typedef enum {
     EXPORT_KEEP = 0,      /* written under `name` */
     EXPORT_TRANSPOSE = 1, /* written under `name`, transposed ([out, in] -> [in, out]) */
-    EXPORT_DROP = 2       /* no place in the format (a gpt's local head in hf-gpt2) */
+    EXPORT_DROP = 2       /* no place in the format (a local head in hf-gpt2 or nanochat) */
 } export_action_t;
 
 /*

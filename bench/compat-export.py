@@ -18,7 +18,17 @@ built tree with a Python that has torch, transformers, safetensors and h5py
    hf-gpt2 (one step at lr 1e-30, erase-train's lr being > 0: a change of
    about 1e-30, to have a checkpoint of the imported weights): erase's logits
    against transformers', <= 1e-5; then fine-tuned 20 steps (its loss).
-3. ctr -> PyTorch: a small ctr (26 tables of 101 rows, D 4, bottom 8-4, two
+3. nanochat -> PyTorch: a byte-level nanochat (2 layers, width 64, 4 heads,
+   2 kv heads, context 32, softcap 15) trained 20 steps on tinyshakespeare,
+   exported with --format nanochat, loaded (strict) into the PyTorch
+   nanochat reference (Nanochat in tests/reference/make_nanochat_reference.py):
+   its logits on the prompt against erase's, <= 1e-5.
+4. PyTorch -> erase: that reference of the same sizes, random
+   initialisation (seed 0), its state dict saved with safetensors'
+   save_file, started from by erase-train --init-from --init-format
+   nanochat (one step at lr 1e-30, as in 2): logits against the
+   reference's, <= 1e-5.
+5. ctr -> PyTorch: a small ctr (26 tables of 101 rows, D 4, bottom 8-4, two
    sub-architectures of width 16) trained 60 steps on synthetic data,
    exported with --format torch, loaded (strict) into the DLRM module below,
    whose predictions on the 4,000 rows are compared with erase-score's,
@@ -38,11 +48,15 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from transformers import GPT2Config, GPT2LMHeadModel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests/reference"))
+from make_nanochat_reference import Nanochat  # noqa: E402
+
 GPT = dict(layers=2, heads=4, width=64, context=32, vocab=256)
+NANOCHAT = dict(layers=2, heads=4, kv_heads=2, width=64, context=32, vocab=256, softcap=15.0)
 CTR_ROWS, CTR_DIM, CTR_FIELDS = 101, 4, 26
 PROMPT = b"ROMEO:\nWhat light through yonder"
 failed = []
@@ -86,13 +100,18 @@ def gpt_model_file(path):
                 '  context = %(context)d;\n  vocab = %(vocab)d;\n};\n' % GPT)
 
 
-def gpt_checks(build, w):
-    apps = os.path.join(build, "apps")
+def text_data(build, w):
+    """$w/text: the first 200,000 bytes of tinyshakespeare, byte-level."""
     with open(os.path.join(ROOT, "data/text/tinyshakespeare.txt"), "rb") as f:
         text = f.read(200000)
     with open(os.path.join(w, "text.txt"), "wb") as f:
         f.write(text)
-    run(os.path.join(apps, "erase-convert"), "text", "-q", os.path.join(w, "text.txt"), "-o", os.path.join(w, "text"))
+    run(os.path.join(build, "apps/erase-convert"), "text", "-q", os.path.join(w, "text.txt"), "-o",
+        os.path.join(w, "text"))
+
+
+def gpt_checks(build, w):
+    apps = os.path.join(build, "apps")
     cfg = os.path.join(w, "gpt.cfg")
     gpt_model_file(cfg)
     train = [os.path.join(apps, "erase-train"), "--train", os.path.join(w, "text/train"), "--device", "cpu",
@@ -124,6 +143,43 @@ def gpt_checks(build, w):
     out = run(*train, "--init-from", hf_file, "--init-format", "hf-gpt2", "--steps", "20", "--lr", "0.003",
               "--eval-every", "20", "--checkpoint-dir", os.path.join(w, "tuned"))
     print("     fine-tuned by erase from it: " + [l for l in out.split("\n") if l.startswith("eval")][-1])
+
+
+def nanochat_logits(model, tokens):
+    """The reference's logits at the prompt's positions (padded with 0 to the context, as gpt-logits does)."""
+    padded = list(tokens) + [0] * (NANOCHAT["context"] - len(tokens))
+    with torch.no_grad():
+        return model(torch.tensor([padded]))[0, :len(tokens)].double().numpy()
+
+
+def nanochat_checks(build, w):
+    apps = os.path.join(build, "apps")
+    cfg = os.path.join(w, "nanochat.cfg")
+    with open(cfg, "w") as f:
+        f.write('model = "nanochat";\nnanochat: {\n  layers = %(layers)d;\n  heads = %(heads)d;\n'
+                '  kv_heads = %(kv_heads)d;\n  width = %(width)d;\n  context = %(context)d;\n  vocab = %(vocab)d;\n'
+                '  softcap = %(softcap)r;\n};\n' % NANOCHAT)
+    train = [os.path.join(apps, "erase-train"), "--train", os.path.join(w, "text/train"), "--device", "cpu",
+             "--quiet", "--global-batch", "8", "--model", cfg]
+    run(*train, "--steps", "20", "--lr", "0.003", "--checkpoint-dir", os.path.join(w, "nanochat"))
+    st = os.path.join(w, "nanochat.safetensors")
+    run(os.path.join(apps, "erase-export"), os.path.join(w, "nanochat"), "-o", st, "--format", "nanochat", "--quiet")
+    model = Nanochat(NANOCHAT).eval()
+    model.load_state_dict(load_file(st), strict=True)
+    tokens = list(PROMPT)
+    a, b = erase_logits(build, os.path.join(w, "nanochat/ckpt-20.h5"), tokens), nanochat_logits(model, tokens)
+    check("nanochat erase-export -> PyTorch nanochat reference (strict): logits of %d positions x %d (|logit| up to "
+          "%.2f)" % (a.shape[0], a.shape[1], np.abs(b).max()), np.abs(a - b).max(), 1e-5)
+
+    torch.manual_seed(0)
+    ref = Nanochat(NANOCHAT).eval()
+    ref_file = os.path.join(w, "nanochat-ref.safetensors")
+    save_file(ref.state_dict(), ref_file)
+    run(*train, "--init-from", ref_file, "--init-format", "nanochat", "--steps", "1", "--lr", "1e-30",
+        "--checkpoint-dir", os.path.join(w, "nanochat-imported"))
+    a, b = erase_logits(build, os.path.join(w, "nanochat-imported/ckpt-1.h5"), tokens), nanochat_logits(ref, tokens)
+    check("PyTorch nanochat reference save_file -> erase-train --init-from: logits of %d positions (|logit| up to "
+          "%.2f)" % (a.shape[0], np.abs(b).max()), np.abs(a - b).max(), 1e-5)
 
 
 class Dlrm(nn.Module):
@@ -205,7 +261,9 @@ def main():
     import transformers
     print("torch %s, transformers %s" % (torch.__version__, transformers.__version__))
     with tempfile.TemporaryDirectory() as w:
+        text_data(os.path.abspath(args.build), w)
         gpt_checks(os.path.abspath(args.build), w)
+        nanochat_checks(os.path.abspath(args.build), w)
         ctr_checks(os.path.abspath(args.build), w)
     return 1 if failed else 0
 

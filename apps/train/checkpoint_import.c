@@ -53,9 +53,9 @@ static erase_status_t file_format(const erase_st_file_t *f, const train_options_
     const char *name = meta ? meta : given;
     if (!name[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from %s: the file does not say its format (it was not written "
-                           "by erase-export): give --init-format erase|hf-gpt2|torch", erase_st_path(f));
+                           "by erase-export): give --init-format erase|hf-gpt2|torch|nanochat", erase_st_path(f));
     if (export_format_parse(name, fmt) != 0)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from %s: format %s: expected erase, hf-gpt2 or torch",
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from %s: format %s: expected erase, hf-gpt2, torch or nanochat",
                            erase_st_path(f), name);
     return ERASE_OK;
 }

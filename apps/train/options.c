@@ -145,7 +145,7 @@ static const opt_def_t defs[] = {
     { "eval-only", F(eval_only), "0", "evaluate the checkpoint of --init-from or --resume on --eval (or the part of --train its run held out) "
       "without training: the model is the checkpoint's (a --model or --cuts on the command line that changes it is refused; a run file's yields), --epochs ignored", NULL, NO_BOUNDS },
     { "init-format", S(init_format), "", "with --init-from FILE.safetensors: the names of its tensors, erase | "
-      "hf-gpt2 | torch (docs/export.md; default: the format erase-export wrote in the file)", NULL, NO_BOUNDS },
+      "hf-gpt2 | torch | nanochat (docs/export.md; default: the format erase-export wrote in the file)", NULL, NO_BOUNDS },
     { "init-from-optimizer", F(init_from_optimizer), "0", "with --init-from: also load the optimizer state", NULL, NO_BOUNDS },
     { "device", S(device), "cpu", "cpu | cuda (GPU: each rank takes the one numbered by its local rank)", "cpu|cuda", NO_BOUNDS },
     { "gemm", S(gemm), "fp32", "GEMM arithmetic: fp32 | tf32 (~1e-3) | bf16 (~1e-2); the last two on cuda only", "fp32|tf32|bf16", NO_BOUNDS },

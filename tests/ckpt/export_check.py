@@ -8,7 +8,8 @@ pipeline checkpoint's stage files together hold the model), maps erase's
 names to FORMAT's as docs/export.md describes (written here again, from
 that description, not from erase's C table), and checks that the file
 holds exactly those tensors, each float32 with the expected shape
-(Hugging Face GPT-2's Conv1D weights transposed) and bitwise the
+(Hugging Face GPT-2's Conv1D weights transposed; a local head dropped in
+hf-gpt2 and nanochat) and bitwise the
 checkpoint's values, and that its metadata gives the format, the step and
 the model text of the checkpoint. Prints one line; exit status 0 equal,
 1 different.
@@ -51,6 +52,17 @@ def expected(fmt, params, model):
             out[key] = v
         return out
     layers = int(re.search(r"layers\s*=\s*(\d+)", model).group(1))
+    if fmt == "nanochat":
+        for name, v in params.items():
+            k, path = re.fullmatch(r"h(\d+)/(.*)", name).groups()
+            if path == "wte/weight":
+                out["transformer.wte.weight"] = v
+            elif path == "lm_head/weight":
+                if int(k) == layers - 1:
+                    out["lm_head.weight"] = v
+            else:
+                out["transformer.h.%s.%s" % (k, path.replace("/", "."))] = v
+        return out
     for name, v in params.items():
         k, path = re.fullmatch(r"h(\d+)/(.*)", name).groups()
         k = int(k)

@@ -1,12 +1,13 @@
 /*
- * gpt-logits CKPT ID,ID,...: the logits of the gpt model of checkpoint
- * CKPT (a data-parallel checkpoint file) on one prompt of token ids, by
+ * gpt-logits CKPT ID,ID,...: the logits of the language model (gpt or
+ * nanochat) of checkpoint CKPT (a data-parallel checkpoint file) on one prompt of token ids, by
  * erase's training forward (erase_network_forward_predict) on the CPU:
  * one line per prompt position, the vocab's logits separated by spaces
  * (%.9g: float32 exactly). The prompt is padded with 0 to the context;
  * causal attention keeps the padding out of the prompt's positions. For
  * bench/compat-export.py (issue 37), which compares them with
- * transformers' GPT2LMHeadModel loaded from erase-export's file.
+ * transformers' GPT2LMHeadModel (gpt) or the PyTorch nanochat reference
+ * (nanochat) loaded from erase-export's file.
  *
  * Exit status: 0 done, 2 error (message on stderr).
  */
@@ -36,11 +37,11 @@ int main(int argc, char **argv)
     MUST(erase_ckpt_open(argv[1], &ck));
     MUST(erase_ckpt_need_whole(ck));
     MUST(erase_model_config_parse_embedded(erase_ckpt_meta(ck)->model, argv[1], &cfg));
-    if (cfg.kind != ERASE_MODEL_GPT) {
-        fprintf(stderr, "gpt-logits: %s: not a gpt checkpoint\n", argv[1]);
+    if (!erase_model_config_context(&cfg)) {
+        fprintf(stderr, "gpt-logits: %s: not a language model's (gpt, nanochat) checkpoint\n", argv[1]);
         return 2;
     }
-    int T = cfg.gpt.context, V = cfg.gpt.vocab, n = 0;
+    int T = *erase_model_config_context(&cfg), V = erase_model_config_vocab(&cfg), n = 0;
     int32_t *tokens = calloc((size_t)T, sizeof *tokens);
     for (char *s = argv[2], *end; *s && n < T; s = *end ? end + 1 : end, n++) {
         long v = strtol(s, &end, 10);

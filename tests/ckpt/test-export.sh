@@ -11,15 +11,18 @@
 # are bitwise equal, tests/ckpt/test-shard-ckpt.sh). A gpt of BPE data
 # carries its tokenizer's identity in the metadata. Bad input: a missing
 # checkpoint, a ctr checkpoint for --format hf-gpt2, a gpt one for torch,
-# a damaged tensor (whole or sharded rows), an output directory that does
-# not exist, an existing output, --format nanochat or foo: one line each, the exit status, and nothing at -o.
+# a gpt one for nanochat, a damaged tensor (whole or sharded rows), an
+# output directory that does not exist, an existing output, --format foo:
+# one line each, the exit status, and nothing at -o. A nanochat with a cut
+# (block 0 has a local head) exported with --format nanochat: nanochat's
+# names, the local head dropped with one line.
 . "$(dirname "$0")/ckpt.sh"
 . "$(dirname "$0")/../venv.sh"
 need apps/erase-export
 need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..21"
+echo "1..23"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -78,6 +81,19 @@ timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-train --train "$dir/text/
 export_ "$dir/gpt-tied" -o "$dir/gpt-tied.safetensors" --format hf-gpt2
 checked hf-gpt2 "$dir/gpt-tied.safetensors" "$dir/gpt-tied/ckpt-3.h5"
 
+# ---- nanochat (issue 37): 2 ranks, a cut (block 0's local head has no place in nanochat)
+printf 'model = "nanochat";\nnanochat: { layers = 2; width = 32; heads = 2; kv_heads = 1; context = 16; vocab = 256; cuts = [1]; };\n' \
+    >"$dir/nanochat.cfg"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/text/train" --model "$dir/nanochat.cfg" \
+    --device cpu --quiet --global-batch 8 --steps 3 --checkpoint-every 3 --checkpoint-dir "$dir/nanochat" >"$out" 2>&1 ||
+    tap_report "$out"
+export_ "$dir/nanochat" -o "$dir/nanochat.safetensors" --format nanochat
+[ "$(cat "$dir/export.out")" = "erase-export: note: 1 tensor of local heads dropped (nanochat has no place for them; --format erase keeps them): h0/lm_head/weight
+erase-export: $dir/nanochat.safetensors: 14 tensors of $dir/nanochat/ckpt-3.h5 (nanochat, step 3, 1 stage file) as nanochat" ]
+tap $? "nanochat with a cut --format nanochat: one line names the local head dropped, then the summary (status $rc)"
+[ $? = 0 ] || tap_report "$dir/export.out"
+checked nanochat "$dir/nanochat.safetensors" "$dir/nanochat/ckpt-3.h5"
+
 # ---- mlp, data-parallel on 2 ranks
 setup_mnist "$dir/mlp.cfg"
 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/mnist/train" --model "$dir/mlp.cfg" \
@@ -115,8 +131,8 @@ refused "a missing checkpoint" 1 "erase-export: $dir/none.h5: cannot read: No su
 refused "a ctr checkpoint for --format hf-gpt2" 1 \
     "erase-export: $dir/ctr-table/ckpt-4.h5: --format hf-gpt2: the model is ctr; hf-gpt2 holds gpt models only (--format erase holds any)" \
     "$dir/ctr-table/ckpt-4.h5" --format hf-gpt2
-refused "--format nanochat" 2 \
-    "erase-export: --format nanochat: the nanochat model is not built yet; --format erase exports any checkpoint in erase's names" \
+refused "a gpt checkpoint for --format nanochat" 1 \
+    "erase-export: $dir/gpt-tied/ckpt-3.h5: --format nanochat: the model is gpt; nanochat holds nanochat models only (--format erase holds any)" \
     "$dir/gpt-tied" --format nanochat
 cp "$dir/ctr-replicated/ckpt-4.h5" "$dir/damaged.h5"
 tests/ckpt/ckpt-tool flip "$dir/damaged.h5" /params/input/emb/3 >/dev/null 2>&1
@@ -132,7 +148,7 @@ export_ "$dir/damaged-rows.h5" -o "$dir/bad.safetensors"
     [ ! -e "$dir/bad.safetensors" ]
 tap $? "a damaged row of a sharded table: exit 1, one line naming the dataset and row, nothing at -o (status $rc)"
 [ $? = 0 ] || tap_report "$dir/export.out"
-refused "--format foo" 2 "erase-export: --format foo: expected erase, hf-gpt2 or torch" "$dir/mlp" --format foo
+refused "--format foo" 2 "erase-export: --format foo: expected erase, hf-gpt2, torch or nanochat" "$dir/mlp" --format foo
 export_ "$dir/mlp" -o "$dir/no-such-dir/mlp.safetensors"
 [ $rc = 1 ] && [ "$(cat "$dir/export.out")" = "erase-export: $dir/no-such-dir/mlp.safetensors: cannot create: No such file or directory" ]
 tap $? "an output directory that does not exist: exit 1, one line naming the file (status $rc)"

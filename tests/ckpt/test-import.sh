@@ -8,8 +8,8 @@
 # (tests/ckpt/import_make.py: Conv1D weights [in, out], an attention-mask
 # buffer, no metadata; --model and --init-format given): each run's
 # checkpoint bitwise the reference's (equal parameters before the first
-# step, so equal logits). A ctr exported with --format torch starts a run
-# the same way. Wrong files: a name missing, a dtype, a shape, a tensor the
+# step, so equal logits). A ctr exported with --format torch and a
+# nanochat exported with --format nanochat start runs the same way. Wrong files: a name missing, a dtype, a shape, a tensor the
 # model has not, a format that does not fit: one line naming the tensor,
 # exit 1; a truncated file: exit 2 (refused before the run is built, its
 # model being read first); no checkpoint written (nothing trained).
@@ -20,7 +20,7 @@
 need apps/erase-export
 venv_need safetensors numpy h5py
 setup_data
-echo "1..13"
+echo "1..14"
 out=$dir/train.out
 make_st="$venv_python ${srcdir:-.}/tests/ckpt/import_make.py"
 setup_gpt "$dir/gpt.cfg" ""
@@ -57,7 +57,7 @@ tune2 exported2 --init-from "$dir/gpt.safetensors"
 tests/ckpt/ckpt-tool compare "$dir/ref2/ckpt-2.h5" "$dir/exported2/ckpt-2.h5" >"$dir/cmp.out" 2>&1
 tap $? "gpt from its erase-export on 2 ranks: bitwise as from the checkpoint on 2 ranks (status $rc)"
 tune noformat --init-from "$dir/hf.safetensors" --model "$dir/gpt.cfg"
-[ $rc = 1 ] && [ "$(grep '^erase-train:' "$out" | tail -1)" = "erase-train: --init-from $dir/hf.safetensors: the file does not say its format (it was not written by erase-export): give --init-format erase|hf-gpt2|torch" ]
+[ $rc = 1 ] && [ "$(grep '^erase-train:' "$out" | tail -1)" = "erase-train: --init-from $dir/hf.safetensors: the file does not say its format (it was not written by erase-export): give --init-format erase|hf-gpt2|torch|nanochat" ]
 tap $? "a file without metadata and no --init-format: refused naming the option (status $rc)"
 
 # ctr in torch names
@@ -67,6 +67,17 @@ train 1 --global-batch 24 --steps 2 --checkpoint-every 2 --init-from "$dir/ctr/c
 train 1 --global-batch 24 --steps 2 --checkpoint-every 2 --init-from "$dir/ctr.safetensors" --checkpoint-dir "$dir/ctr-st"
 tests/ckpt/ckpt-tool compare "$dir/ctr-ref/ckpt-2.h5" "$dir/ctr-st/ckpt-2.h5" >"$dir/cmp.out" 2>&1
 tap $? "ctr from its erase-export (torch names): trained bitwise as from the checkpoint (status $rc)"
+
+# nanochat in nanochat's names (issue 37), on 2 ranks
+printf 'model = "nanochat";\nnanochat: { layers = 2; width = 32; heads = 2; kv_heads = 1; context = 16; vocab = 256; };\n' \
+    >"$dir/nanochat.cfg"
+$G --model "$dir/nanochat.cfg" --steps 3 --checkpoint-every 3 --checkpoint-dir "$dir/nc-base" >"$out" 2>&1 || tap_report "$out"
+apps/erase-export "$dir/nc-base" -o "$dir/nc.safetensors" --format nanochat --quiet || echo "# erase-export nanochat failed"
+tune2 nc-ref --init-from "$dir/nc-base/ckpt-3.h5"
+tune2 nc-st --init-from "$dir/nc.safetensors"
+tests/ckpt/ckpt-tool compare "$dir/nc-ref/ckpt-2.h5" "$dir/nc-st/ckpt-2.h5" >"$dir/cmp.out" 2>&1 &&
+    grep -q "^init   from $dir/nc.safetensors (safetensors, nanochat names, step 3): 14 parameters loaded; this run starts at step 0 on its own data$" "$out"
+tap $? "nanochat from its erase-export (nanochat names) on 2 ranks: fine-tuned bitwise as from the checkpoint (status $rc)"
 
 # ---- wrong files: one line naming the tensor, exit 1, nothing trained
 # refused CASE FILE LINE ARGS...: tune from FILE fails with LINE as its last error line, no checkpoint

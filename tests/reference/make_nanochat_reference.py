@@ -17,6 +17,11 @@ file, the parameters (names "h<k>/attn/c_q/weight", ..., "h0/wte/weight",
 "h<k>/lm_head/weight"), one batch of tokens and targets, every block's body
 output, logits and loss, the total loss and every parameter's gradient.
 
+Nanochat, an nn.Module with nanochat's state-dict names (transformer.wte,
+transformer.h[k].attn.c_q, ..., lm_head: Linear weights without biases),
+computes the same forward (by blocks below) for bench/compat-export.py,
+which loads erase-export --format nanochat files into it (strict).
+
 Rerun from the repository root with a Python that has torch, numpy and h5py:
 
     python3 tests/reference/make_nanochat_reference.py
@@ -120,6 +125,43 @@ def blocks(m, inp, cuts):
     loss = lambda logits: (torch.zeros(()) if logits is None
                            else F.cross_entropy(logits.view(-1, V), targets.view(-1)))
     return names, [layer(k) for k in range(L)], loss
+
+
+class Nanochat(torch.nn.Module):
+    """nanochat's GPT (no cuts) in nanochat's state-dict names; m: the sizes
+    as in main() (layers, width, heads, kv_heads, context, vocab, softcap).
+    forward(tokens [B, context] int64) -> softcapped logits [B, context, vocab]."""
+
+    def __init__(self, m):
+        super().__init__()
+        C, H, KV, V = m["width"], m["heads"], m["kv_heads"], m["vocab"]
+        kvw = KV * (C // H)
+        lin = lambda n_in, n_out: torch.nn.Linear(n_in, n_out, bias=False)
+        self.m = m
+        self.transformer = torch.nn.Module()
+        self.transformer.wte = torch.nn.Embedding(V, C)
+        self.transformer.h = torch.nn.ModuleList()
+        for _ in range(m["layers"]):
+            block = torch.nn.Module()
+            block.attn, block.mlp = torch.nn.Module(), torch.nn.Module()
+            block.attn.c_q, block.attn.c_k, block.attn.c_v = lin(C, C), lin(C, kvw), lin(C, kvw)
+            block.attn.c_proj = lin(C, C)
+            block.mlp.c_fc, block.mlp.c_proj = lin(C, 4 * C), lin(4 * C, C)
+            self.transformer.h.append(block)
+        self.lm_head = lin(C, V)
+
+    def forward(self, tokens):
+        P = {"h0/wte/weight": self.transformer.wte.weight,
+             "h%d/lm_head/weight" % (self.m["layers"] - 1): self.lm_head.weight}
+        for name, w in self.transformer.h.named_parameters():
+            k, path = name.split(".", 1)
+            P["h%s/%s" % (k, path.replace(".", "/"))] = w
+        inp = dict(tokens=tokens.numpy().astype(np.int32), targets=np.zeros(tuple(tokens.shape), np.int32))
+        _, fns, _ = blocks(self.m, inp, set())
+        x = None
+        for f in fns:
+            x, logits = f(P, x)
+        return logits
 
 
 def model_file(m, cuts):
