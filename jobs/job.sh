@@ -1,5 +1,5 @@
 # Sourced (without arguments) by the workstation jobs (jobs/workstation,
-# jobs/mnist, jobs/shakespeare): sets top, build, bin (where the programs
+# jobs/mnist, jobs/shakespeare, jobs/nanochat): sets top, build, bin (where the programs
 # are: jobs/paths.sh), data_root and ranks, takes the
 # launcher options below off the front of the job's arguments, sets erase up
 # if needed (jobs/setup: quick when done) and defines job_mpirun ARGS...
