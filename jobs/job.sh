@@ -1,5 +1,5 @@
 # Sourced (without arguments) by the workstation jobs (jobs/workstation,
-# jobs/mnist, jobs/shakespeare): sets top, build, bin (where the programs
+# jobs/mnist, jobs/shakespeare, jobs/nanochat): sets top, build, bin (where the programs
 # are: jobs/paths.sh), data_root and ranks, takes the
 # launcher options below off the front of the job's arguments, sets erase up
 # if needed (jobs/setup: quick when done) and defines job_mpirun ARGS...
@@ -87,4 +87,27 @@ job_convert() {
     mkdir -p "$data_root"
     echo "erase $(basename "$0"): converting $what" >&2
     "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
+}
+
+# job_data_args DATA CKPT ARGS...: the data and checkpoint options of a job
+# whose shards are DATA/train and DATA/eval and whose checkpoints go to CKPT,
+# given the erase-train ARGS of its command line: sets train_args and
+# eval_args (empty when ARGS give --train or --eval: a repeated one would
+# add to the shipped one), ckpt (the checkpoint folder the sampling step
+# reads: ARGS' --checkpoint-dir, either spelling, else CKPT) and ckpt_args
+# (--checkpoint-dir CKPT, or empty when ARGS give one).
+job_data_args() {
+    local data=$1 a prev=''
+    ckpt=$2
+    shift 2
+    train_args=(--train "$data/train") eval_args=(--eval "$data/eval") ckpt_args=(--checkpoint-dir "$ckpt")
+    for a in "$@"; do
+        case $a in
+            --train | --train=*) train_args=() ;;
+            --eval | --eval=*) eval_args=() ;;
+            --checkpoint-dir=*) ckpt=${a#--checkpoint-dir=} ckpt_args=() ;;
+        esac
+        if [ "$prev" = --checkpoint-dir ]; then ckpt=$a ckpt_args=(); fi
+        prev=$a
+    done
 }

@@ -4,11 +4,12 @@
 # the jobs convert (data/, as in the source tree: the jobs find it, and the
 # programs, through jobs/paths.sh). jobs/setup, jobs/test and the package
 # lists belong to the source tree only.
-nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/plot jobs/trace-svg jobs/tensorboard \
+nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/nanochat jobs/plot jobs/trace-svg jobs/tensorboard \
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch
 nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-train.sh \
 	jobs/criteo-sample.run jobs/mnist.run jobs/shakespeare.run jobs/mnist-mlp.cfg jobs/gpt-shakespeare.cfg \
 	jobs/gpt-shakespeare-pp.cfg jobs/gpt-shakespeare-char-pp.cfg jobs/gpt-nanochat.cfg \
+	jobs/nanochat.run jobs/nanochat-d4.cfg jobs/nanochat-d4-cuts.cfg \
 	data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/mnist/SOURCES.md data/mnist/t10k-images-idx3-ubyte.gz data/mnist/t10k-labels-idx1-ubyte.gz \
 	data/text/SOURCES.md data/text/tinyshakespeare.txt

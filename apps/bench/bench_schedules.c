@@ -29,6 +29,11 @@
  * to fill the machine, where a backward on a side stream runs in the
  * forward's idle time, to kernels that fill it, where early backward
  * stops paying (the paper's saturation limit).
+ *
+ * `--model nanochat`: the same for nanochat's transformer (docs/models.md)
+ * with two cuts (4 layers cut at 1 and 3: three sub-graphs, h0 | h1-h2 |
+ * h3, local LM heads on h0 and h2; jobs/nanochat-d4-cuts.cfg at width
+ * 256), heads = ceil(width / 128) as nanochat's depth rule gives them.
  */
 #include "apps/bench/bench.h"
 #include "apps/cli_args.h"
@@ -190,7 +195,7 @@ done:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all|gpt]\n"
+    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all|gpt|nanochat]\n"
                "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N]\n"
                "          [--widths LIST] [--context T]\n"
                "          [--feasibility [--data DIR]] [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
@@ -201,6 +206,8 @@ static void usage(FILE *f)
                "                 width / 64, vocab 256) at each of --widths (default 64,128,384) and\n"
                "                 --batch (sequences of --context tokens; defaults 2,8,32 and 64);\n"
                "                 QPS = sequences/s; --steps 10 --warmup 3 unless given\n"
+               "  --model nanochat  the same for the two-cut nanochat (4 layers cut at 1 and 3: three\n"
+               "                 sub-graphs; heads = ceil(width / 128), vocab 256)\n"
                "  defaults: --model all (ctr, ctr-nocuts, mlp) --batch 64,256,1024,4096\n"
                "            --modes off,blocking,async,graph\n"
                "            --steps 30 --warmup 5 --device cpu (cuda: the GPU of the local rank)\n"
@@ -329,7 +336,7 @@ static void schedules_point(erase_device_t *dev, erase_comm_t *dp, const erase_m
     ERASE_MUST(run_points(dev, cfg, batch, modes, nmodes, steps, warmup, 0, dp, NULL, p));
     ERASE_MUST(run_points(dev, cfg, batch, modes, nmodes, steps / 3 + 1, 2, 1, dp, NULL, traced));
     for (int k = 0; k < nmodes && root; k++) {
-        printf("%-10s %6d %-9s %12.0f %12.0f %7.2fx %7.2fx %8.2f %8.2f %8.2f %7.0f%% %8d\n", name, batch,
+        printf("%-13s %6d %-9s %12.0f %12.0f %7.2fx %7.2fx %8.2f %8.2f %8.2f %7.0f%% %8d\n", name, batch,
                erase_early_backward_name(modes[k]), p[k].p50, p[k].p90, p[k].p50 / p[0].p50, p[k].p90 / p[0].p90,
                p[k].ms.min, p[k].step_ms, p[k].ms.max, 100 * traced[k].overlap, p[k].threads);
         char what[64];
@@ -337,6 +344,26 @@ static void schedules_point(erase_device_t *dev, erase_comm_t *dp, const erase_m
         bench_spread_check(p[k].ms, what, "ms");
     }
     fflush(stdout);
+}
+
+/* The two-cut language model of `--model gpt` or `--model nanochat` (see
+ * the top of this file) of width `width` and context `context`, vocab 256. */
+static erase_model_config_t lm_config(erase_model_kind_t kind, int width, int context)
+{
+    erase_model_config_t cfg = erase_model_config_default(kind);
+    if (kind == ERASE_MODEL_GPT) {
+        cfg.gpt.layers = 6;
+        cfg.gpt.width = width;
+        cfg.gpt.heads = width >= 64 && width % 64 == 0 ? width / 64 : 1;
+        cfg.cut_mask = 1u << 2 | 1u << 4;
+    } else {
+        cfg.nanochat.layers = 4;
+        cfg.nanochat.width = width;
+        cfg.nanochat.heads = cfg.nanochat.kv_heads = (width + 127) / 128;
+        cfg.cut_mask = 1u << 1 | 1u << 3;
+    }
+    *(int *)erase_model_config_context(&cfg) = context;
+    return cfg; /* vocab 256: both defaults' */
 }
 
 int bench_schedules(int argc, char **argv)
@@ -376,14 +403,15 @@ int bench_schedules(int argc, char **argv)
     }
     if (optind < argc)
         return cli_unexpected("erase-bench schedules", argv[optind]);
-    int batches[16], nmodes = 0, widths[8], gpt = !strcmp(models, "gpt");
+    int batches[16], nmodes = 0, widths[8], nanochat = !strcmp(models, "nanochat");
+    int lm = nanochat || !strcmp(models, "gpt"); /* a two-cut language model at each width */
     erase_early_backward_t modes[4];
     if (!batch_text)
-        batch_text = feas ? "64,256,1024" : gpt ? "2,8,32" : "64,256,1024,4096";
+        batch_text = feas ? "64,256,1024" : lm ? "2,8,32" : "64,256,1024,4096";
     if (steps == -1)
-        steps = gpt ? 10 : 30;
+        steps = lm ? 10 : 30;
     if (warmup == -1)
-        warmup = gpt ? 3 : 5;
+        warmup = lm ? 3 : 5;
     int nb = bench_parse_list(batch_text, batches, 16), nw = bench_parse_list(width_text, widths, 8);
     erase_device_kind_t kind;
     erase_gemm_precision_t precision;
@@ -407,13 +435,14 @@ int bench_schedules(int argc, char **argv)
     }
     free(mlist);
     if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp") &&
-        !gpt) {
-        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp, all or gpt\n", models);
+        !lm) {
+        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp, all, gpt or nanochat\n",
+                models);
         return 2;
     }
-    if (gpt && (nw <= 0 || context < 1 || feas)) {
-        fprintf(stderr, "erase-bench schedules: --model gpt: --widths a list of widths >= 1, --context >= 1, "
-                "no --feasibility\n");
+    if (lm && (nw <= 0 || context < 1 || feas)) {
+        fprintf(stderr, "erase-bench schedules: --model %s: --widths a list of widths >= 1, --context >= 1, "
+                "no --feasibility\n", models);
         usage(stderr);
         return 2;
     }
@@ -459,31 +488,31 @@ int bench_schedules(int argc, char **argv)
         erase_world_finalize();
         return rc;
     }
-    if (root && gpt)
+    if (root && nanochat)
+        printf("# nanochat: 4 layers cut at 1 and 3 (three sub-graphs), heads = ceil(width / 128), context %d, "
+               "vocab 256; model nanochat/wC: width C; batch: sequences (QPS: sequences/s)\n", context);
+    else if (root && lm)
         printf("# gpt: 6 layers cut at 2 and 4 (three sub-graphs), heads = width / 64, context %d, vocab 256; "
                "model gpt/wC: width C; batch: sequences (QPS: sequences/s)\n", context);
     if (root)
-        printf("%-10s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
+        printf("%-13s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
                "qps_p90", "x_off", "x_off90", "min_ms", "step_ms", "max_ms", "overlap", "threads");
-    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt" };
-    for (int m = 0; m < 4; m++) {
-        if (gpt ? m != 3 : (strcmp(models, "all") || m == 3) && strcmp(models, names[m]))
+    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt", "nanochat" };
+    static const erase_model_kind_t kinds[] = { ERASE_MODEL_CTR, ERASE_MODEL_CTR, ERASE_MODEL_MLP, ERASE_MODEL_GPT,
+                                                ERASE_MODEL_NANOCHAT };
+    for (int m = 0; m < 5; m++) {
+        int m_lm = kinds[m] == ERASE_MODEL_GPT || kinds[m] == ERASE_MODEL_NANOCHAT;
+        if (lm || m_lm ? strcmp(models, names[m]) : strcmp(models, "all") && strcmp(models, names[m]))
             continue;
-        erase_model_config_t cfg = erase_model_config_default(m == 3 ? ERASE_MODEL_GPT
-                                                              : m == 2 ? ERASE_MODEL_MLP : ERASE_MODEL_CTR);
+        erase_model_config_t cfg = erase_model_config_default(kinds[m]);
         if (m == 1)
             cfg.cut_mask = 0;
-        for (int wi = 0; wi < (m == 3 ? nw : 1); wi++) {
+        for (int wi = 0; wi < (m_lm ? nw : 1); wi++) {
             char name[32];
             snprintf(name, sizeof name, "%s", names[m]);
-            if (m == 3) {
-                cfg.gpt.layers = 6;
-                cfg.gpt.width = widths[wi];
-                cfg.gpt.heads = widths[wi] >= 64 && widths[wi] % 64 == 0 ? widths[wi] / 64 : 1;
-                cfg.gpt.context = context;
-                cfg.gpt.vocab = 256;
-                cfg.cut_mask = 1u << 2 | 1u << 4;
-                snprintf(name, sizeof name, "gpt/w%d", widths[wi]);
+            if (m_lm) {
+                cfg = lm_config(kinds[m], widths[wi], context);
+                snprintf(name, sizeof name, "%s/w%d", names[m], widths[wi]);
             }
             for (int bi = 0; bi < nb; bi++)
                 schedules_point(dev, dp, &cfg, name, batches[bi], modes, nmodes, steps, warmup, root);

@@ -37,6 +37,8 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-bpe.sh
 APPS_TEST_DRIVERS += tests/apps/test-train-bpe.sh
 # jobs/shakespeare --tokenizer bpe:300: tokenizer, conversion, training and a decoded sample in one line (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare-bpe.sh
+# jobs/nanochat: tokenizer, conversion, muon/wsd pretraining on 2 ranks, bits per byte, a sample, --resume auto (issue 34)
+APPS_TEST_DRIVERS += tests/apps/test-job-nanochat.sh
 # erase-train --shuffle-pool: its range, all blocks = the default, resumed from a pool-1 checkpoint (issue 33)
 APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 # the manual pages: every program's, the same options as its --help, lint-clean (issue 37)

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
-echo "1..7"
+echo "1..8"
 
 # table FILE HEADER N: FILE's first non-comment line is HEADER (spaces
 # squeezed), it has rows, each ending in N numbers (or '-'), and every
@@ -106,5 +106,20 @@ rc=$?
     [ "$(grep -c -E '^gpt/w16 +2 (off|async) ' "$dir/sched")" = 2 ] && [ "$(grep -c -E '^gpt/w32 +2 (off|async) ' "$dir/sched")" = 2 ] &&
     grep -q '^# gpt: 6 layers cut at 2 and 4 (three sub-graphs), heads = width / 64, context 8, vocab 256; ' "$dir/sched"
 tap $? "erase-bench schedules --model gpt: a row per width, batch and mode (status $rc)"
+tap_report "$dir/sched"; [ $rc = 0 ] || tap_report "$dir/sched.err"
+
+# the two-cut nanochat through the same path (issue 34): its sizes line, a
+# row per width, batch and mode; off overlaps nothing (no backward on a
+# side stream)
+ERASE_VERBOSE=-1 timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 1 apps/erase-bench schedules --model nanochat --widths 16,32 \
+    --context 8 --batch 2 --modes off,async --steps 2 --warmup 0 >"$dir/sched" 2>"$dir/sched.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/sched" \
+    "model batch mode qps_p50 qps_p90 x_off x_off90 min_ms step_ms max_ms overlap threads" 9 &&
+    [ "$(grep -c -E '^nanochat/w16 +2 (off|async) ' "$dir/sched")" = 2 ] &&
+    [ "$(grep -c -E '^nanochat/w32 +2 (off|async) ' "$dir/sched")" = 2 ] &&
+    [ "$(grep -c -E '^nanochat/w(16|32) +2 off .* 0% +[0-9]+$' "$dir/sched")" = 2 ] &&
+    grep -q '^# nanochat: 4 layers cut at 1 and 3 (three sub-graphs), heads = ceil(width / 128), context 8, vocab 256; ' "$dir/sched"
+tap $? "erase-bench schedules --model nanochat: a row per width, batch and mode, off's overlap 0% (status $rc)"
 tap_report "$dir/sched"; [ $rc = 0 ] || tap_report "$dir/sched.err"
 exit 0
