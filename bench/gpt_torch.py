@@ -128,14 +128,23 @@ def flops_per_token(m):
     return n, 6 * n + 12 * L * C * T
 
 
-def bench(args, m, threads):
+# What bench() and main() train: the model's name, its sizes and default
+# size, its module from a size (forward(tokens, targets) -> the mean loss),
+# (N, FLOPs per token) of a size, the parameter N leaves out and the
+# attention's name (bench/nanochat_torch.py gives nanochat's).
+GPT = dict(name="gpt", sizes=SIZES, default="S", attention="sdpa" if SDPA else "explicit",
+           build=lambda m: Gpt(m["layers"], m["width"], m["heads"], m["context"], m["vocab"]),
+           flops=flops_per_token, uncounted=lambda model: model.wpe.weight)
+
+
+def bench(args, m, threads, spec=GPT):
     torch.set_num_threads(threads)
     blas = torch_ctr.openblas()
     if blas is not None:
         blas.openblas_set_num_threads(threads)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    model = Gpt(m["layers"], m["width"], m["heads"], m["context"], m["vocab"])
+    model = spec["build"](m)
     window = torch.from_numpy(rng.integers(0, m["vocab"], (m["batch"], m["context"] + 1)))
     tokens, targets = window[:, :-1].contiguous(), window[:, 1:].contiguous()
     cuda = args.device == "cuda"
@@ -157,17 +166,17 @@ def bench(args, m, threads):
         if i >= args.warmup:
             times.append(t1 - t0)
     assert math.isfinite(float(loss.detach()))
-    n, fpt = flops_per_token(m)
-    assert n == sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+    n, fpt = spec["flops"](m)
+    assert n == sum(p.numel() for p in model.parameters()) - spec["uncounted"](model).numel()
     rate = m["batch"] * m["context"] / np.array(times)
-    out = {"framework": "pytorch", "torch": torch.__version__, "model": "gpt", "size": args.size}
+    out = {"framework": "pytorch", "torch": torch.__version__, "model": spec["name"], "size": args.size}
     out.update(m)
     out.update({"threads": threads, "steps": args.steps, "params": n, "flops_per_token": fpt,
                 "tokens_per_s_median": round(float(np.median(rate)), 1),
                 "tokens_per_s_min": round(float(rate.min()), 1),
                 "tokens_per_s_max": round(float(rate.max()), 1),
                 "step_ms_median": round(float(np.median(times)) * 1e3, 3),
-                "attention": "sdpa" if SDPA else "explicit", "device": args.device})
+                "attention": spec["attention"], "device": args.device})
     if cuda:
         out["gpu"] = torch.cuda.get_device_name()
     if args.peak_gflops:
@@ -181,9 +190,10 @@ def bench(args, m, threads):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", choices=sorted(SIZES) + ["custom"], default="S")
+def main(spec=GPT, doc=__doc__):
+    sizes = spec["sizes"]
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--size", choices=sorted(sizes) + ["custom"], default=spec["default"])
     for key in ("layers", "width", "heads", "context", "batch", "vocab"):
         ap.add_argument("--" + key, type=int, help="overrides the size's " + key)
     ap.add_argument("--threads", type=torch_ctr.int_list, default=[1])
@@ -194,7 +204,7 @@ def main():
     ap.add_argument("--blas-core", default="auto",
                     help="OpenBLAS kernel: auto (as erase), env (leave the environment's) or a name")
     args = ap.parse_args()
-    m = dict(SIZES.get(args.size, SIZES["S"]))
+    m = dict(sizes.get(args.size, sizes[spec["default"]]))
     for key in m:
         if getattr(args, key) is not None:
             m[key] = getattr(args, key)
@@ -202,7 +212,7 @@ def main():
     if min(m.values()) < 1 or m["width"] % m["heads"] or args.steps < 1 or args.warmup < 0:
         ap.error("sizes and --steps must be >= 1, --warmup >= 0, width a multiple of heads")
     for threads in args.threads:
-        print(json.dumps(bench(args, m, threads)), flush=True)
+        print(json.dumps(bench(args, m, threads, spec)), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@
  * MFU (FLOPs per token 6N + 12LCT over `threads` times the 1-thread SGEMM
  * peak, measured before each repeat), and with --torch bench/gpt_torch.py's
  * figures of the same model, interleaved with erase's repeat by repeat.
+ *
+ * --model nanochat (issue 34): the same for nanochat's model (no cuts;
+ * --size DEPTH gives nanochat's sizes of that depth, context 256, vocab
+ * 256, batch 8), FLOPs per token 6N + 12LCT with N without the token
+ * embedding, and with --torch bench/nanochat_torch.py (the reference model
+ * of tests/reference/make_nanochat_reference.py, AdamW, eager).
  */
 #include "apps/bench/bench.h"
 #include "apps/cli_args.h"
@@ -69,7 +75,8 @@ static double torch_point(const char *python, const char *script, const char *mo
     return qps;
 }
 
-/* A size of the gpt model: issue 15's S and M, or any. */
+/* A size of the gpt model (issue 15's S and M, or any) or of nanochat's
+ * (a depth, or any). */
 typedef struct {
     char name[8];
     int layers, width, heads, context, batch, vocab;
@@ -91,6 +98,23 @@ static int gpt_size_parse(const char *text, gpt_size_t *z)
         return -1;
     *z = (gpt_size_t){ "custom", v[0], v[1], v[2], v[3], 16, v[4] };
     return 0;
+}
+
+/* nanochat's --size: DEPTH (1..32; width, heads as
+ * erase_model_config_nanochat_depth, context 256, vocab 256, batch 8, name
+ * "dDEPTH") or LAYERS,WIDTH,HEADS,CONTEXT,VOCAB (batch 16); 0, or -1. */
+static int nanochat_size_parse(const char *text, gpt_size_t *z)
+{
+    char *end;
+    long depth = strtol(text, &end, 10);
+    if (*end == 0 && depth >= 1 && depth <= 32) {
+        erase_model_config_t c = erase_model_config_default(ERASE_MODEL_NANOCHAT);
+        erase_model_config_nanochat_depth(&c, (int)depth);
+        *z = (gpt_size_t){ "", c.nanochat.layers, c.nanochat.width, c.nanochat.heads, 256, 8, 256 };
+        snprintf(z->name, sizeof z->name, "d%ld", depth);
+        return 0;
+    }
+    return *end == 0 ? -1 : gpt_size_parse(text, z);
 }
 
 /* The number after `"key": ` in the JSON line, or -1 if absent. */
@@ -145,44 +169,64 @@ static const char *torch_python(char *buf, size_t size)
     return "/usr/bin/python3";
 }
 
+/* The language model of size z, no cuts: gpt, or nanochat (kv_heads =
+ * heads, softcap 15). */
+static erase_model_config_t lm_config(erase_model_kind_t model, const gpt_size_t *z)
+{
+    erase_model_config_t cfg = erase_model_config_default(model);
+    cfg.cut_mask = 0;
+    if (model == ERASE_MODEL_NANOCHAT) {
+        cfg.nanochat.layers = z->layers;
+        cfg.nanochat.width = z->width;
+        cfg.nanochat.heads = cfg.nanochat.kv_heads = z->heads;
+        cfg.nanochat.context = z->context;
+        cfg.nanochat.vocab = z->vocab;
+    } else {
+        cfg.gpt.layers = z->layers;
+        cfg.gpt.width = z->width;
+        cfg.gpt.heads = z->heads;
+        cfg.gpt.context = z->context;
+        cfg.gpt.vocab = z->vocab;
+    }
+    return cfg;
+}
+
 /*
- * erase-bench model --model gpt: for each of `repeats` repeats, for each
- * thread count, `warmup` + `steps` training steps of erase's gpt (no cuts,
- * the serial step: mode off; AdamW lr 1e-3, no weight decay) on one random
- * batch, then (with --torch) bench/gpt_torch.py on the same point. Prints a
- * row per thread count: erase's tokens/s min and max over every timed
- * step, the median of the repeats' medians, MFU; PyTorch's min, max and
- * median of medians, its MFU and the ratio of the medians.
+ * erase-bench model --model gpt or nanochat: for each of `repeats`
+ * repeats, for each thread count, `warmup` + `steps` training steps of
+ * erase's model (no cuts, the serial step: mode off; AdamW lr 1e-3, no
+ * weight decay) on one random batch, then (with --torch) bench/gpt_torch.py
+ * or bench/nanochat_torch.py on the same point. Prints a row per thread
+ * count: erase's tokens/s min and max over every timed step, the median of
+ * the repeats' medians, MFU; PyTorch's min, max and median of medians, its
+ * MFU and the ratio of the medians.
  */
-static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z, const int *threads, int nt,
-                     int steps, int warmup, int repeats, int torch, erase_device_kind_t kind)
+static int bench_gpt(erase_device_t *dev, erase_stream_t *s, erase_model_kind_t model, const gpt_size_t *z,
+                     const int *threads, int nt, int steps, int warmup, int repeats, int torch,
+                     erase_device_kind_t kind)
 {
     char pybuf[1024], version[64] = "?";
     const char *python = torch_python(pybuf, sizeof pybuf);
-    const char *script = ERASE_SRCDIR "/bench/gpt_torch.py";
-    printf("# gpt %s: %d layers, width %d, %d heads, context %d, vocab %d, batch %d, no cuts, mode off\n", z->name,
-           z->layers, z->width, z->heads, z->context, z->vocab, z->batch);
+    int nano = model == ERASE_MODEL_NANOCHAT;
+    const char *name = nano ? "nanochat" : "gpt";
+    const char *script = nano ? ERASE_SRCDIR "/bench/nanochat_torch.py" : ERASE_SRCDIR "/bench/gpt_torch.py";
+    printf("# %s %s: %d layers, width %d, %d heads, context %d, vocab %d, batch %d, no cuts, mode off\n", name,
+           z->name, z->layers, z->width, z->heads, z->context, z->vocab, z->batch);
 
-    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_GPT);
-    cfg.cut_mask = 0;
-    cfg.gpt.layers = z->layers;
-    cfg.gpt.width = z->width;
-    cfg.gpt.heads = z->heads;
-    cfg.gpt.context = z->context;
-    cfg.gpt.vocab = z->vocab;
+    erase_model_config_t cfg = lm_config(model, z);
     erase_optim_config_t ocfg = erase_optim_config_default();
     erase_network_t *net;
     erase_optimizer_t *opt;
     erase_batch_t batch;
     erase_status_t st = erase_network_create(dev, &cfg, z->batch, &net);
     if (st != ERASE_OK) {
-        fprintf(stderr, "erase-bench model: gpt %s: %s\n", z->name, erase_error_message());
+        fprintf(stderr, "erase-bench model: %s %s: %s\n", name, z->name, erase_error_message());
         return 1;
     }
     /* as nanoGPT and PaLM count them (erase_network_flops_per_sample) */
     double fpt = erase_network_flops_per_sample(net) / z->context;
-    printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the position embedding)\n", fpt,
-           (fpt - 12.0 * z->layers * z->width * z->context) / 6);
+    printf("# FLOPs per token 6N + 12LCT = %.0f (N = %.0f parameters without the %s embedding)\n", fpt,
+           (fpt - 12.0 * z->layers * z->width * z->context) / 6, nano ? "token" : "position");
     ERASE_MUST(erase_optimizer_create(net, &ocfg, &opt));
     ERASE_MUST(erase_batch_random(net, z->batch, 7, &batch));
     size_t per = (size_t)steps * (size_t)repeats;
@@ -232,7 +276,7 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
     bench_spread_check(gf, "SGEMM 1024^3 on 1 thread", "GFLOP/s");
     if (torch_ok)
         printf("# torch: %s %s, PyTorch %s (interleaved with erase, repeat by repeat)\n", python, script, version);
-    printf("%-5s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
+    printf("%-8s %6s %6s %7s %9s %9s %9s %9s %6s %9s %9s %9s %9s %8s\n", "model", "size", "batch", "threads",
            "tok/s_min", "tok/s", "tok/s_max", "step_ms", "MFU", "torch_min", "torch", "torch_max", "torch_MFU",
            "x_torch");
     for (int t = 0; t < nt; t++) {
@@ -248,10 +292,10 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
             snprintf(tc[3], sizeof tc[3], "%.1f%%", 100.0 * fpt * tm / (threads[t] * peak * 1e9));
             snprintf(rc, sizeof rc, "%.2fx", m / tm);
         }
-        printf("%-5s %6s %6d %7d %9.0f %9.0f %9.0f %9.2f %5.1f%% %9s %9s %9s %9s %8s\n", "gpt", z->name, z->batch,
+        printf("%-8s %6s %6d %7d %9.0f %9.0f %9.0f %9.2f %5.1f%% %9s %9s %9s %9s %8s\n", name, z->name, z->batch,
                threads[t], sp.min, m, sp.max, tokens / m * 1e3, mfu, tc[0], tc[1], tc[2], tc[3], rc);
         char what[64];
-        snprintf(what, sizeof what, "gpt %s on %d thread%s", z->name, threads[t], threads[t] > 1 ? "s" : "");
+        snprintf(what, sizeof what, "%s %s on %d thread%s", name, z->name, threads[t], threads[t] > 1 ? "s" : "");
         bench_spread_check(sp, what, "tokens/s");
     }
     free(tok);
@@ -268,9 +312,9 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, const gpt_size_t *z
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: erase-bench model [--model ctr|mlp|both|gpt] [--batch LIST] [--threads LIST]\n"
+    fprintf(f, "usage: erase-bench model [--model ctr|mlp|both|gpt|nanochat] [--batch LIST] [--threads LIST]\n"
                "                         [--steps N] [--warmup N] [--cuts all|none] [--torch]\n"
-               "                         [--device cpu|cuda] [--size S|M|L,C,H,T,V] [--repeats R]\n"
+               "                         [--device cpu|cuda] [--size S|M|DEPTH|L,C,H,T,V] [--repeats R]\n"
                "  defaults: both models, --batch 256,1024,4096,8192 --threads 1,2 --steps 20 --warmup 3\n"
                "            --device cpu\n"
                "  --torch     also time bench/torch_ctr.py (PyTorch) on the same points (the python:\n"
@@ -281,13 +325,16 @@ static void usage(FILE *f)
                "              M (6, 384, 6, 256, batch 8, vocab 256) or layers,width,heads,context,vocab\n"
                "              (--batch: one batch size); --repeats R (default 3) interleaved repeats;\n"
                "              defaults --steps 10; --torch runs bench/gpt_torch.py between erase's\n"
-               "              repeats\n");
+               "              repeats\n"
+               "  --model nanochat  the same for nanochat's model: --size DEPTH (default 4: width 64 x DEPTH,\n"
+               "              heads ceil(width / 128), context 256, vocab 256, batch 8) or l,w,h,t,v;\n"
+               "              --torch runs bench/nanochat_torch.py\n");
 }
 
 int bench_model(int argc, char **argv)
 {
     const char *models = "both", *batch_text = "256,1024,4096,8192", *thread_text = "1,2", *cuts = "all";
-    const char *device = "cpu", *size = "S";
+    const char *device = "cpu", *size = NULL;
     int steps = -1, warmup = 3, torch = 0, repeats = 3, batch_given = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -326,17 +373,19 @@ int bench_model(int argc, char **argv)
         fprintf(stderr, "erase-bench model: --device %s: expected cpu or cuda\n", device);
         return 2;
     }
-    int gpt = !strcmp(models, "gpt");
+    int nano = !strcmp(models, "nanochat"), gpt = nano || !strcmp(models, "gpt");
     gpt_size_t z;
     if (steps == -1)
         steps = gpt ? 10 : 20;
-    if (gpt && gpt_size_parse(size, &z) != 0) {
-        fprintf(stderr, "erase-bench model: --size %s: expected S, M or layers,width,heads,context,vocab "
-                "(positive, width a multiple of heads)\n", size);
+    if (!size)
+        size = nano ? "4" : "S";
+    if (gpt && (nano ? nanochat_size_parse(size, &z) : gpt_size_parse(size, &z)) != 0) {
+        fprintf(stderr, "erase-bench model: --size %s: expected %s or layers,width,heads,context,vocab "
+                "(positive, width a multiple of heads)\n", size, nano ? "a depth 1..32" : "S, M");
         return 2;
     }
     if (gpt && batch_given && nb != 1) {
-        fprintf(stderr, "erase-bench model: --batch %s: --model gpt takes one batch size\n", batch_text);
+        fprintf(stderr, "erase-bench model: --batch %s: --model %s takes one batch size\n", batch_text, models);
         return 2;
     }
     if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 || repeats < 1 ||
@@ -360,7 +409,8 @@ int bench_model(int argc, char **argv)
     erase_stream_t *s;
     ERASE_MUST(erase_stream_create(dev, &s));
     if (gpt) {
-        int rc = bench_gpt(dev, s, &z, threads, nt, steps, warmup, repeats, torch, kind);
+        int rc = bench_gpt(dev, s, nano ? ERASE_MODEL_NANOCHAT : ERASE_MODEL_GPT, &z, threads, nt, steps, warmup,
+                           repeats, torch, kind);
         erase_stream_destroy(s);
         erase_device_close(dev);
         return rc;

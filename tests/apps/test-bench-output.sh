@@ -3,13 +3,13 @@
 # median, max) beside it: gemm with the FMA peak measured between its
 # samples, streams, model and schedules (modes interleaved); any warning
 # line is the one of bench_common.c; gpt's tokens/s, MFU and PyTorch
-# columns (issue 15). Sizes are fixed and tiny: the figures
+# columns (issue 15); nanochat's structure lines and rows (issue 34). Sizes are fixed and tiny: the figures
 # are not checked, only that every row has its columns and numbers (on
 # stdout: stderr has the start-up line and a sanitizer build's report).
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
-echo "1..8"
+echo "1..10"
 
 # table FILE HEADER N: FILE's first non-comment line is HEADER (spaces
 # squeezed), it has rows, each ending in N numbers (or '-'), and every
@@ -86,6 +86,32 @@ rc=$?
     grep -q "erase-bench model: --torch: $dir/torch-none [^ ]*bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err" # the source path as built (relative in distcheck)
 tap $? "erase-bench model --model gpt --torch with a python that prints nothing: said on stderr, the torch columns '-' (status $rc)"
 tap_report "$dir/gpt.err"
+
+# nanochat (issue 34), without --torch: its sizes line, FLOPs per token
+# 6N + 12LCT with N = 12 L C^2 + V C (no token embedding; here 2 layers,
+# width 32, context 8, vocab 32: N = 25,600, 159,744 FLOPs), a row per
+# thread count, the torch columns '-'
+apps/erase-bench model --model nanochat --size 2,32,2,8,32 --batch 2 --threads 1,2 --steps 2 --warmup 0 \
+    --repeats 1 >"$dir/nano" 2>"$dir/nano.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/nano" "$gpt_model" 10 &&
+    grep -q '^# nanochat custom: 2 layers, width 32, 2 heads, context 8, vocab 32, batch 2, no cuts, mode off$' "$dir/nano" &&
+    grep -q '^# FLOPs per token 6N + 12LCT = 159744 (N = 25600 parameters without the token embedding)$' "$dir/nano" &&
+    [ "$(grep -c -E '^nanochat +custom +2 +[12] .* - +- +- +- +-$' "$dir/nano")" = 2 ] && ! grep -q '^# torch' "$dir/nano"
+tap $? "erase-bench model --model nanochat: its sizes, FLOPs per token and a row per thread count (status $rc)"
+tap_report "$dir/nano"; [ $rc = 0 ] || tap_report "$dir/nano.err"
+
+# --size DEPTH: nanochat's sizes of that depth (depth 1: width 64, 1 head,
+# context 256, vocab 256; N = 12 * 64^2 + 256 * 64 = 65,536, 589,824 FLOPs)
+apps/erase-bench model --model nanochat --size 1 --batch 1 --threads 1 --steps 1 --warmup 0 --repeats 1 \
+    >"$dir/nano" 2>"$dir/nano.err"
+rc=$?
+[ $rc = 0 ] && table "$dir/nano" "$gpt_model" 10 &&
+    grep -q '^# nanochat d1: 1 layers, width 64, 1 heads, context 256, vocab 256, batch 1, no cuts, mode off$' "$dir/nano" &&
+    grep -q '^# FLOPs per token 6N + 12LCT = 589824 (N = 65536 parameters without the token embedding)$' "$dir/nano" &&
+    [ "$(grep -c -E '^nanochat +d1 +1 +1 ' "$dir/nano")" = 1 ]
+tap $? "erase-bench model --model nanochat --size 1: nanochat's sizes of depth 1 (status $rc)"
+tap_report "$dir/nano"; [ $rc = 0 ] || tap_report "$dir/nano.err"
 
 # under mpirun, as every test of a whole run (LeakSanitizer's exit check
 # crashes in an Open MPI singleton: the ASan build failed now and then)
