@@ -7,6 +7,7 @@
  */
 #include "lib/ops/cpu/ops_cpu.h"
 
+#include "lib/core/simd.h"
 #include "lib/ops/cpu/kernels.h"
 
 #include <math.h>
@@ -115,21 +116,40 @@ typedef struct {
     float *y, *dx;
 } pointwise_args_t;
 
-static erase_status_t relu2_fwd_k(const void *p)
+/* Branch-free (a sign test per element mispredicts half the time) and
+ * vectorised (the clones, the pointers in locals); the values as before. */
+ERASE_SIMD_CLONES static void relu2_fwd_range(void *p, size_t begin, size_t end)
 {
     const pointwise_args_t *a = p;
-    for (size_t i = 0; i < a->n; i++) {
-        float r = a->x[i] > 0 ? a->x[i] : 0.0f;
-        a->y[i] = r * r;
+    const float *x = a->x;
+    float *y = a->y;
+    for (size_t i = begin; i < end; i++) {
+        float r = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = r * r;
     }
+}
+
+ERASE_SIMD_CLONES static void relu2_bwd_range(void *p, size_t begin, size_t end)
+{
+    const pointwise_args_t *a = p;
+    const float *x = a->x, *dy = a->dy;
+    float *dx = a->dx;
+    for (size_t i = begin; i < end; i++)
+        dx[i] = dy[i] * 2.0f * (x[i] > 0.0f ? x[i] : 0.0f);
+}
+
+/* Element-wise: split over the stream's threads (erase_cpu_parallel). */
+static erase_status_t relu2_fwd_k(const void *p)
+{
+    pointwise_args_t a = *(const pointwise_args_t *)p;
+    erase_cpu_parallel(a.n, ERASE_CPU_PARALLEL_ELEMENTS, relu2_fwd_range, &a);
     return ERASE_OK;
 }
 
 static erase_status_t relu2_bwd_k(const void *p)
 {
-    const pointwise_args_t *a = p;
-    for (size_t i = 0; i < a->n; i++)
-        a->dx[i] = a->x[i] > 0 ? a->dy[i] * 2.0f * a->x[i] : 0.0f;
+    pointwise_args_t a = *(const pointwise_args_t *)p;
+    erase_cpu_parallel(a.n, ERASE_CPU_PARALLEL_ELEMENTS, relu2_bwd_range, &a);
     return ERASE_OK;
 }
 
