@@ -21,10 +21,12 @@ typedef struct {
     float *y, *rstd, *dx;
 } rmsnorm_args_t;
 
-static erase_status_t rmsnorm_fwd_k(const void *p)
+/* Rows [begin, end) of the forward (each row on its own: the split over
+ * threads changes no value). */
+static void rmsnorm_fwd_rows(void *p, size_t begin, size_t end)
 {
     const rmsnorm_args_t *a = p;
-    for (int r = 0; r < a->rows; r++) {
+    for (size_t r = begin; r < end; r++) {
         const float *x = a->x + (size_t)r * a->dim;
         float *y = a->y + (size_t)r * a->dim;
         double ss = 0;
@@ -35,13 +37,12 @@ static erase_status_t rmsnorm_fwd_k(const void *p)
         for (int i = 0; i < a->dim; i++)
             y[i] = x[i] * rstd;
     }
-    return ERASE_OK;
 }
 
-static erase_status_t rmsnorm_bwd_k(const void *p)
+static void rmsnorm_bwd_rows(void *p, size_t begin, size_t end)
 {
     const rmsnorm_args_t *a = p;
-    for (int r = 0; r < a->rows; r++) {
+    for (size_t r = begin; r < end; r++) {
         const float *x = a->x + (size_t)r * a->dim, *dy = a->dy + (size_t)r * a->dim;
         float *dx = a->dx + (size_t)r * a->dim;
         double rstd = a->crstd[r], dot = 0;
@@ -51,6 +52,21 @@ static erase_status_t rmsnorm_bwd_k(const void *p)
         for (int i = 0; i < a->dim; i++)
             dx[i] = (float)(rstd * (dy[i] - x[i] * rstd * m));
     }
+}
+
+/* Rows split over the stream's threads (erase_cpu_parallel), about
+ * ERASE_CPU_PARALLEL_ELEMENTS elements a part. */
+static erase_status_t rmsnorm_fwd_k(const void *p)
+{
+    rmsnorm_args_t a = *(const rmsnorm_args_t *)p;
+    erase_cpu_parallel((size_t)a.rows, ERASE_CPU_PARALLEL_ELEMENTS / (size_t)a.dim + 1, rmsnorm_fwd_rows, &a);
+    return ERASE_OK;
+}
+
+static erase_status_t rmsnorm_bwd_k(const void *p)
+{
+    rmsnorm_args_t a = *(const rmsnorm_args_t *)p;
+    erase_cpu_parallel((size_t)a.rows, ERASE_CPU_PARALLEL_ELEMENTS / (size_t)a.dim + 1, rmsnorm_bwd_rows, &a);
     return ERASE_OK;
 }
 
@@ -77,12 +93,14 @@ typedef struct {
     float *y;
 } rotary_args_t;
 
-static erase_status_t rotary_k(const void *p)
+/* Positions [begin, end) (each on its own: the split over threads
+ * changes no value). */
+static void rotary_positions(void *p, size_t begin, size_t end)
 {
     const rotary_args_t *a = p;
     const int d = a->hd / 2;
     const float sign = a->inverse ? -1.0f : 1.0f;
-    for (int t = 0; t < a->T; t++)
+    for (int t = (int)begin; t < (int)end; t++)
         for (int i = 0; i < d; i++) {
             /* torch's float arithmetic: inv_freq = 1 / base^(2i/hd), angle = pos * inv_freq */
             float inv_freq = 1.0f / powf(a->base, (float)(2 * i) / (float)a->hd);
@@ -96,6 +114,14 @@ static erase_status_t rotary_k(const void *p)
                     a->y[off + i + d] = -x1 * sn + x2 * c;
                 }
         }
+}
+
+/* Positions split over the stream's threads (erase_cpu_parallel). */
+static erase_status_t rotary_k(const void *p)
+{
+    rotary_args_t a = *(const rotary_args_t *)p;
+    size_t per = (size_t)a.batch * (size_t)a.heads * (size_t)a.hd;
+    erase_cpu_parallel((size_t)a.T, ERASE_CPU_PARALLEL_ELEMENTS / per + 1, rotary_positions, &a);
     return ERASE_OK;
 }
 
