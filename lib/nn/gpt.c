@@ -332,14 +332,6 @@ erase_status_t erase_gpt_layer(erase_network_t *net, int k, erase_gpt_layer_t *o
 
 /* ---- forward and backward ------------------------------------------------ */
 
-static erase_status_t check_tokens(const erase_batch_t *batch, int need_targets)
-{
-    if (!batch->tokens || (need_targets && !batch->targets))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "gpt: the batch has no %s (the lm task's batch->%s)",
-                           batch->tokens ? "targets" : "tokens", batch->tokens ? "targets" : "tokens");
-    return ERASE_OK;
-}
-
 /* Block b's input: the embeddings for block 0, else block b-1's output. */
 static const float *block_input(const gpt_t *g, int b)
 {
@@ -411,7 +403,7 @@ static erase_status_t gpt_forward_block(erase_network_t *net, int b, erase_strea
 {
     gpt_t *g = gpt_of(net);
     gpt_layer_t *L = &g->layers[b];
-    ERASE_CHECK(check_tokens(batch, L->has_head));
+    ERASE_CHECK(erase_network_check_tokens("gpt", batch, L->has_head));
     ERASE_CHECK(body_forward(net, b, s, batch));
     if (!L->has_head)
         return ERASE_OK;
@@ -423,7 +415,7 @@ static erase_status_t gpt_forward_block(erase_network_t *net, int b, erase_strea
 
 static erase_status_t gpt_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
 {
-    ERASE_CHECK(check_tokens(batch, 0));
+    ERASE_CHECK(erase_network_check_tokens("gpt", batch, 0));
     for (int b = 0; b < net->nblocks; b++)
         ERASE_CHECK(body_forward(net, b, s, batch));
     gpt_layer_t *last = &gpt_of(net)->layers[net->nblocks - 1];
@@ -436,7 +428,7 @@ static erase_status_t gpt_backward_block(erase_network_t *net, int b, erase_stre
     gpt_t *g = gpt_of(net);
     gpt_layer_t *L = &g->layers[b];
     erase_param_t *p = net->params;
-    ERASE_CHECK(check_tokens(batch, L->has_head));
+    ERASE_CHECK(erase_network_check_tokens("gpt", batch, L->has_head));
     int n = batch->size, N = n * g->T, C = g->C;
     size_t NC = (size_t)N * (size_t)C;
     int attached = b + 1 < net->nblocks && !erase_network_is_cut(net, b + 1);

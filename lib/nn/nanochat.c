@@ -233,14 +233,6 @@ static const float *nc_head_output(const erase_network_t *net, int b, int *width
 
 /* ---- forward and backward ------------------------------------------------ */
 
-static erase_status_t check_tokens(const erase_batch_t *batch, int need_targets)
-{
-    if (!batch->tokens || (need_targets && !batch->targets))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "nanochat: the batch has no %s (the lm task's batch->%s)",
-                           batch->tokens ? "targets" : "tokens", batch->tokens ? "targets" : "tokens");
-    return ERASE_OK;
-}
-
 static const float *block_input(const nanochat_t *m, int b)
 {
     return b > 0 ? m->layers[b - 1].out : m->x0;
@@ -296,7 +288,7 @@ static erase_status_t nc_forward_block(erase_network_t *net, int b, erase_stream
     nanochat_t *m = nc_of(net);
     nc_layer_t *L = &m->layers[b];
     int has_head = m->idx[b].lm_head >= 0, N = batch->size * m->T;
-    ERASE_CHECK(check_tokens(batch, has_head));
+    ERASE_CHECK(erase_network_check_tokens("nanochat", batch, has_head));
     ERASE_CHECK(body_forward(net, b, s, batch));
     if (!has_head)
         return ERASE_OK;
@@ -308,7 +300,7 @@ static erase_status_t nc_forward_block(erase_network_t *net, int b, erase_stream
 
 static erase_status_t nc_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
 {
-    ERASE_CHECK(check_tokens(batch, 0));
+    ERASE_CHECK(erase_network_check_tokens("nanochat", batch, 0));
     for (int b = 0; b < net->nblocks; b++)
         ERASE_CHECK(body_forward(net, b, s, batch));
     ERASE_CHECK(head_forward(net, net->nblocks - 1, s, batch->size * nc_of(net)->T));
@@ -343,7 +335,7 @@ static erase_status_t nc_backward_block(erase_network_t *net, int b, erase_strea
     nanochat_t *m = nc_of(net);
     nc_layer_t *L = &m->layers[b];
     erase_param_t *p = net->params;
-    ERASE_CHECK(check_tokens(batch, m->idx[b].lm_head >= 0));
+    ERASE_CHECK(erase_network_check_tokens("nanochat", batch, m->idx[b].lm_head >= 0));
     int n = batch->size, N = n * m->T, C = m->C, QW = C, KW = m->KV * m->hd;
     size_t NC = (size_t)N * (size_t)C;
     const float *dres;

@@ -485,6 +485,14 @@ void erase_network_decoder_destroy(erase_network_decoder_t *d)
     free(d);
 }
 
+erase_status_t erase_network_check_tokens(const char *model, const erase_batch_t *batch, int need_targets)
+{
+    if (!batch->tokens || (need_targets && !batch->targets))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the batch has no %s (the lm task's batch->%s)", model,
+                           batch->tokens ? "targets" : "tokens", batch->tokens ? "targets" : "tokens");
+    return ERASE_OK;
+}
+
 double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C)
 {
     double n = 0;

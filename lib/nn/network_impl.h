@@ -129,6 +129,11 @@ erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, 
  * and L the blocks (nanoGPT's and nanochat's estimate, PaLM's appendix B). */
 double erase_network_transformer_flops(const erase_network_t *net, int skip, int T, int C);
 
+/* A language model's batch (the lm task's): ERASE_ERR_INVALID "MODEL: the
+ * batch has no tokens|targets (...)" when batch->tokens, or with
+ * `need_targets` batch->targets, is NULL; else ERASE_OK. */
+erase_status_t erase_network_check_tokens(const char *model, const erase_batch_t *batch, int need_targets);
+
 /* Device memory for a x b elements of `elem` bytes; a size that does not
  * fit a size_t is ERASE_ERR_INVALID saying so. Errors: those of
  * erase_malloc. */
