@@ -96,7 +96,7 @@ size_t erase_trace_write_events(FILE *out, const erase_trace_record_t *rec, size
     }
     fprintf(out, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", rank, rank);
     for (size_t i = 0; i < n; i++) {
-        if (!rec[i].begin)
+        if (!rec[i].begin || rec[i].time_ns < t0_ns) /* begun before the window: a warm-up's send that ended late */
             continue;
         for (size_t j = i + 1; j < n; j++)
             if (!rec[j].begin && rec[j].stream == rec[i].stream && rec[j].label == rec[i].label) {

@@ -37,8 +37,11 @@ size_t erase_trace_collect(erase_device_t *dev, erase_stream_t *const *streams, 
  * times in microseconds from t0_ns) for process `rank`, with thread names
  * stream_names[stream] (the stream's number on the device; NULL: "stream
  * N"). `first` says whether this is the first object of the JSON array
- * (no leading comma). Unpaired begins are dropped. Returns the number of
- * ranges written.
+ * (no leading comma). Unpaired begins are dropped, and so are ranges that
+ * began before t0_ns: the window opens at t0_ns, and a stream that does
+ * not take part in the synchronization that opens it (a pipeline's sends,
+ * erase_pipe_synchronize) may log the end of an earlier operation after
+ * it. Returns the number of ranges written.
  */
 size_t erase_trace_write_events(FILE *out, const erase_trace_record_t *rec, size_t n, int rank,
                                 const char *const *stream_names, int nstreams, int64_t t0_ns,

@@ -156,8 +156,8 @@ tap_report "$dir/svg.out"; tap_report "$dir/diff"; tap_report "$dir/check"
 # a pipeline: rank 0 holds stage 1, rank 1 stage 0; its group comes first;
 # the k-th range of a kind on a rank is micro-batch k ("forward 0", "F1"),
 # of a kind with n ranges per forward k // n (two early backwards, E0 E0);
-# a range more than n per forward that began before the origin (0) is the
-# step before's, unnumbered; 550 us over 550 px (labels' column 197 px:
+# a range that began before the origin (0) is the step before's, neither
+# numbered nor counted; 550 us over 550 px (labels' column 197 px:
 # 10 + 179 for "rank 1 · stage 0 · grad_out" + 8)
 cat >"$dir/pipe.json" <<'JSON'
 [{"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},

@@ -62,6 +62,15 @@ tests_sched_test_pipe_schedule_CFLAGS = $(TEST_CFLAGS)
 tests_sched_test_pipe_schedule_LDADD = $(TEST_LIBS)
 endif
 
+# Trace writing (lib/sched/trace.c): the window's origin, pairing, overlap
+if HAVE_CMOCKA
+check_PROGRAMS += tests/sched/test-trace
+TESTS += tests/sched/test-trace
+tests_sched_test_trace_SOURCES = tests/sched/test-trace.c
+tests_sched_test_trace_CFLAGS = $(TEST_CFLAGS)
+tests_sched_test_trace_LDADD = $(TEST_LIBS)
+endif
+
 # The cost model of data-parallel steps (lib/sched/scale.c, issue 18)
 if HAVE_CMOCKA
 check_PROGRAMS += tests/sched/test-scale
