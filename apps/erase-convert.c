@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <mpi.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -116,6 +117,30 @@ static void not_written(const char *cmd, const char *dir, int force, const char 
             kept ? "; the dataset already there is kept" : "");
 }
 
+/* Started by an MPI launcher (Open MPI's mpirun, Hydra, PMIx: srun):
+ * initialise MPI, so that the conversion shares its work over the ranks
+ * (io/convert_ranks.h); started alone, no MPI at all. Returns the rank. */
+static int mpi_start(int *argc, char ***argv)
+{
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK"))
+        return 0;
+    int rank = 0;
+    if (MPI_Init(argc, argv) == MPI_SUCCESS)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+/* MPI_Finalize if mpi_start initialised MPI; returns `rc`. */
+static int mpi_end(int rc)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized)
+        MPI_Finalize();
+    return rc;
+}
+
 static void usage_criteo(FILE *f)
 {
     fprintf(f,
@@ -123,8 +148,11 @@ static void usage_criteo(FILE *f)
             "  Criteo click logs -> HDF5 shards (erase-ctr-1). FILE: raw tab-separated\n"
             "  (label, I1..I13, C1..C26; no header) or comma-separated with the header\n"
             "  label,I1,...,C26; plain or gzip. Empty fields are missing values.\n"
+            "  Under mpirun the ranks share the work: whole gzip files and byte ranges of\n"
+            "  plain files (--split-bytes); the dataset does not depend on the ranks.\n"
             "  -o, --out DIR         output directory (created if missing)\n"
             "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
+            "  --split-bytes N       cut plain files into ranges of N bytes (default 256M)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
@@ -143,7 +171,8 @@ static int cmd_criteo(int argc, char **argv)
         { "chunk-rows", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
-        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+        { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
+        { 0, 0, 0, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
@@ -152,6 +181,10 @@ static int cmd_criteo(int argc, char **argv)
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
+            break;
+        case 'B':
+            if (parse_count(optarg, &o.split_bytes) || o.split_bytes < 1)
+                return bad_value("criteo", "--split-bytes", optarg);
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
@@ -182,24 +215,29 @@ static int cmd_criteo(int argc, char **argv)
     }
     o.cancel = &cancelled;
     catch_signals();
+    int rank = mpi_start(&argc, &argv);
+    if (rank != 0)
+        o.progress = NULL;
     erase_criteo_convert_summary_t *s = malloc(sizeof *s);
     if (!s) {
         fprintf(stderr, "erase-convert criteo: out of memory\n");
-        return 1;
+        return mpi_end(1);
     }
     erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
     int rc = 0;
-    if (st != ERASE_OK) {
+    if (st != ERASE_OK && rank != 0)
+        rc = 1; /* rank 0 prints the error the ranks agreed on */
+    else if (st != ERASE_OK) {
         rc = failed("criteo", st);
         char lines[64];
         snprintf(lines, sizeof lines, " (%" PRId64 " lines read)", s->lines);
         not_written("criteo", o.out_dir, o.force, lines);
-    } else {
+    } else if (rank == 0) {
         printf("erase-convert criteo: %s\n", o.out_dir);
         erase_criteo_convert_print(s, stdout);
     }
     free(s);
-    return rc;
+    return mpi_end(rc);
 }
 
 static void usage_synth(FILE *f)

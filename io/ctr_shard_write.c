@@ -160,6 +160,16 @@ erase_status_t erase_ctr_writer_publish(erase_ctr_writer_t *w)
     return ERASE_OK;
 }
 
+erase_status_t erase_ctr_writer_publish_as(erase_ctr_writer_t *w, const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
+    free(w->path);
+    w->path = p;
+    return erase_ctr_writer_publish(w);
+}
+
 void erase_ctr_writer_free(erase_ctr_writer_t *w)
 {
     if (!w)

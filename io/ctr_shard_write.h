@@ -65,6 +65,11 @@ erase_status_t erase_ctr_writer_finish(erase_ctr_writer_t *w, const char *source
  * Errors: ERASE_ERR_STATE (not finished), ERASE_ERR_IO (naming both paths). */
 erase_status_t erase_ctr_writer_publish(erase_ctr_writer_t *w);
 
+/* erase_ctr_writer_publish to another final name, `path` (in the same
+ * directory): a parallel conversion learns a shard's name only once every
+ * rank is done. Errors: those of erase_ctr_writer_publish, ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_writer_publish_as(erase_ctr_writer_t *w, const char *path);
+
 /* Release a writer; an unpublished temporary file is closed and deleted.
  * NULL is allowed. */
 void erase_ctr_writer_free(erase_ctr_writer_t *w);

@@ -395,7 +395,7 @@ static void test_gzip(void **state)
     MUST(erase_criteo_convert(two, 2, &o, &summary));
     assert_int_equal(summary.rows, 10099);
     assert_int_equal(summary.stats.clicks, 2181 + 29);
-    assert_int_equal(summary.shards, 3);
+    assert_int_equal(summary.shards, 4); /* 3 of the gzip file, 1 of paddlerec's: a shard holds one input's rows */
 
     /* a truncated gzip stream */
     const char *cut = io_path(scratch, "cut.tsv.gz");
@@ -405,8 +405,10 @@ static void test_gzip(void **state)
     o = options(out);
     assert_int_equal(erase_criteo_convert(cin, 1, &o, &summary), ERASE_ERR_IO);
     char want[4096];
-    snprintf(want, sizeof want, "%s: gzip: unexpected end of file (the file is truncated?)", cut);
-    assert_string_equal(erase_error_reason(), want);
+    snprintf(want, sizeof want, "%s: gzip member 1 (at byte 0) is damaged or truncated: unexpected end of file (after line ",
+             cut);
+    const char *got = erase_error_reason();
+    assert_true(strncmp(got, want, strlen(want)) == 0 && got[strlen(got) - 1] == ')');
     assert_int_equal(io_count_files(out, ".h5"), 0);
     assert_int_equal(io_count_files(out, ".tmp"), 0);
     assert_int_equal(io_count_files(out, ".txt"), 0);

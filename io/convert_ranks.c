@@ -1,0 +1,166 @@
+#include "io/convert_ranks.h"
+
+#include "lib/core/timer.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_PROGRESS 35
+#define REASON_MAX 1024 /* bytes of a relayed error message */
+
+erase_status_t erase_convert_ranks_init(erase_convert_ranks_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->size = 1;
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized) {
+        r->mpi = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &r->size);
+    }
+    r->bytes = calloc((size_t)r->size, sizeof *r->bytes);
+    r->lines = calloc((size_t)r->size, sizeof *r->lines);
+    r->done = calloc((size_t)r->size, sizeof *r->done);
+    if (!r->bytes || !r->lines || !r->done) {
+        erase_convert_ranks_free(r);
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d ranks", r->size);
+    }
+    return ERASE_OK;
+}
+
+void erase_convert_ranks_free(erase_convert_ranks_t *r)
+{
+    free(r->bytes);
+    free(r->lines);
+    free(r->done);
+    r->bytes = r->lines = NULL;
+    r->done = NULL;
+}
+
+static void totals(const erase_convert_ranks_t *r, int64_t *all_bytes, int64_t *all_lines)
+{
+    *all_bytes = *all_lines = 0;
+    for (int i = 0; i < r->size; i++) {
+        *all_bytes += r->bytes[i];
+        *all_lines += r->lines[i];
+    }
+}
+
+/* Rank 0: record one report (blocking: wait for it). */
+static void receive(erase_convert_ranks_t *r, int blocking)
+{
+    for (;;) {
+        int flag = 1;
+        MPI_Status ms;
+        if (!blocking)
+            MPI_Iprobe(MPI_ANY_SOURCE, TAG_PROGRESS, MPI_COMM_WORLD, &flag, &ms);
+        if (!flag)
+            return;
+        int64_t m[3];
+        MPI_Recv(m, 3, MPI_INT64_T, MPI_ANY_SOURCE, TAG_PROGRESS, MPI_COMM_WORLD, &ms);
+        int from = ms.MPI_SOURCE;
+        r->bytes[from] = m[0];
+        r->lines[from] = m[1];
+        r->done[from] = (int)m[2];
+        if (blocking)
+            return;
+    }
+}
+
+int erase_convert_ranks_report(erase_convert_ranks_t *r, int64_t bytes, int64_t lines, int done, int64_t *all_bytes,
+                               int64_t *all_lines)
+{
+    if (r->rank != 0) {
+        double now = erase_now_s();
+        if (!done && now - r->last_sent < 1.0)
+            return 0;
+        r->last_sent = now;
+        int64_t m[3] = { bytes, lines, done };
+        MPI_Send(m, 3, MPI_INT64_T, 0, TAG_PROGRESS, MPI_COMM_WORLD);
+        return 0;
+    }
+    r->bytes[0] = bytes;
+    r->lines[0] = lines;
+    r->done[0] = done;
+    if (r->mpi && r->size > 1)
+        receive(r, 0);
+    totals(r, all_bytes, all_lines);
+    return 1;
+}
+
+int erase_convert_ranks_wait(erase_convert_ranks_t *r, int64_t *all_bytes, int64_t *all_lines)
+{
+    if (r->rank != 0)
+        return 0;
+    int waiting = 0;
+    for (int i = 1; i < r->size; i++)
+        waiting += !r->done[i];
+    if (!waiting)
+        return 0;
+    receive(r, 1);
+    totals(r, all_bytes, all_lines);
+    return 1;
+}
+
+erase_status_t erase_convert_ranks_agree(erase_convert_ranks_t *r, erase_status_t st, int64_t where)
+{
+    if (!r->mpi || r->size == 1)
+        return st;
+    /* the failure of the lowest unit, ties the lower rank: key = where * size + rank */
+    int64_t key = st == ERASE_OK ? INT64_MAX : (where < 0 ? 0 : where) * r->size + r->rank;
+    int64_t first = erase_convert_ranks_min(r, key);
+    if (first == INT64_MAX)
+        return ERASE_OK;
+    int root = (int)(first % r->size);
+    struct {
+        int32_t status;
+        char reason[REASON_MAX];
+    } m;
+    memset(&m, 0, sizeof m);
+    if (r->rank == root) {
+        m.status = (int32_t)st;
+        snprintf(m.reason, sizeof m.reason, "%s", erase_error_reason());
+    }
+    MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, root, MPI_COMM_WORLD);
+    if (r->rank == root)
+        return st;
+    erase_error_clear();
+    return ERASE_ERROR((erase_status_t)m.status, "%s", m.reason);
+}
+
+void erase_convert_ranks_sum(erase_convert_ranks_t *r, int64_t *v, int n)
+{
+    if (r->mpi && r->size > 1)
+        MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+}
+
+int64_t erase_convert_ranks_min(erase_convert_ranks_t *r, int64_t v)
+{
+    if (r->mpi && r->size > 1)
+        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+    return v;
+}
+
+void erase_convert_ranks_bcast(erase_convert_ranks_t *r, void *buf, int n, int root)
+{
+    if (r->mpi && r->size > 1)
+        MPI_Bcast(buf, n, MPI_BYTE, root, MPI_COMM_WORLD);
+}
+
+void erase_convert_ranks_allgather(erase_convert_ranks_t *r, const void *mine, void *all, int n)
+{
+    if (r->mpi && r->size > 1)
+        MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, MPI_COMM_WORLD);
+    else
+        memcpy(all, mine, (size_t)n);
+}
+
+void erase_convert_ranks_barrier(erase_convert_ranks_t *r)
+{
+    if (r->mpi && r->size > 1)
+        MPI_Barrier(MPI_COMM_WORLD);
+}
