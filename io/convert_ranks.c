@@ -8,6 +8,9 @@
 #include <string.h>
 
 #define TAG_PROGRESS 35
+#define TAG_CONTROL 36 /* one int: STOP or FINAL */
+#define STOP 1
+#define FINAL 2
 #define REASON_MAX 1024 /* bytes of a relayed error message */
 
 erase_status_t erase_convert_ranks_init(erase_convert_ranks_t *r)
@@ -50,6 +53,19 @@ static void totals(const erase_convert_ranks_t *r, int64_t *all_bytes, int64_t *
     }
 }
 
+/* Rank 0, a rank failed: every rank still at work stops. */
+static void send_stop(erase_convert_ranks_t *r)
+{
+    r->stop = 1;
+    if (r->stop_sent)
+        return;
+    r->stop_sent = 1;
+    int m = STOP;
+    for (int i = 1; i < r->size; i++)
+        if (!r->done[i])
+            MPI_Send(&m, 1, MPI_INT, i, TAG_CONTROL, MPI_COMM_WORLD);
+}
+
 /* Rank 0: record one report (blocking: wait for it). */
 static void receive(erase_convert_ranks_t *r, int blocking)
 {
@@ -66,6 +82,8 @@ static void receive(erase_convert_ranks_t *r, int blocking)
         r->bytes[from] = m[0];
         r->lines[from] = m[1];
         r->done[from] = (int)m[2];
+        if (m[2] == 2)
+            send_stop(r);
         if (blocking)
             return;
     }
@@ -86,8 +104,11 @@ int erase_convert_ranks_report(erase_convert_ranks_t *r, int64_t bytes, int64_t 
     r->bytes[0] = bytes;
     r->lines[0] = lines;
     r->done[0] = done;
-    if (r->mpi && r->size > 1)
+    if (r->mpi && r->size > 1) {
+        if (done == 2)
+            send_stop(r);
         receive(r, 0);
+    }
     totals(r, all_bytes, all_lines);
     return 1;
 }
@@ -104,6 +125,40 @@ int erase_convert_ranks_wait(erase_convert_ranks_t *r, int64_t *all_bytes, int64
     receive(r, 1);
     totals(r, all_bytes, all_lines);
     return 1;
+}
+
+int erase_convert_ranks_stopped(erase_convert_ranks_t *r)
+{
+    if (!r->mpi || r->size == 1 || r->stop)
+        return r->stop;
+    if (r->rank == 0) {
+        receive(r, 0);
+        return r->stop;
+    }
+    int flag = 0;
+    MPI_Status ms;
+    MPI_Iprobe(0, TAG_CONTROL, MPI_COMM_WORLD, &flag, &ms);
+    if (flag) {
+        int m;
+        MPI_Recv(&m, 1, MPI_INT, 0, TAG_CONTROL, MPI_COMM_WORLD, &ms);
+        r->stop = r->stop || m == STOP; /* FINAL comes only after erase_convert_ranks_finish begins */
+    }
+    return r->stop;
+}
+
+void erase_convert_ranks_finish(erase_convert_ranks_t *r)
+{
+    if (!r->mpi || r->size == 1)
+        return;
+    int m = FINAL;
+    if (r->rank == 0) {
+        for (int i = 1; i < r->size; i++)
+            MPI_Send(&m, 1, MPI_INT, i, TAG_CONTROL, MPI_COMM_WORLD);
+        return;
+    }
+    do
+        MPI_Recv(&m, 1, MPI_INT, 0, TAG_CONTROL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    while (m != FINAL);
 }
 
 erase_status_t erase_convert_ranks_agree(erase_convert_ranks_t *r, erase_status_t st, int64_t where)

@@ -10,7 +10,11 @@
  * done) and a last message when its units are done; rank 0 receives them
  * while it converts and, once its own units are done, until every rank is
  * done. No collective runs before that, so ranks of unequal work never
- * wait for each other in the middle.
+ * wait for each other in the middle. A rank that fails reports it (done =
+ * 2); rank 0 then tells every rank still at work to stop (tag 36, STOP),
+ * so that a failure does not wait for the other ranks' whole work; once
+ * all are done it sends each rank a last message (FINAL), which ends the
+ * exchange with no message left in flight.
  */
 #ifndef ERASE_IO_CONVERT_RANKS_H
 #define ERASE_IO_CONVERT_RANKS_H
@@ -25,6 +29,8 @@ typedef struct {
     int64_t *bytes, *lines; /* rank 0: the last report of each rank [size] */
     int *done;              /* rank 0: ranks done [size] */
     double last_sent;       /* when this rank last sent a report */
+    int stop;               /* a rank failed: stop converting */
+    int stop_sent;          /* rank 0: STOP sent */
 } erase_convert_ranks_t;
 
 /* This process's rank and the number of ranks. Errors: ERASE_ERR_NOMEM. */
@@ -32,7 +38,8 @@ erase_status_t erase_convert_ranks_init(erase_convert_ranks_t *r);
 void erase_convert_ranks_free(erase_convert_ranks_t *r);
 
 /*
- * Progress of this rank (`bytes` of input consumed, `lines` read). Other
+ * Progress of this rank (`bytes` of input consumed, `lines` read; `done`:
+ * 0 at work, 1 its units converted, 2 failed). Other
  * ranks: send it to rank 0 if a second has passed since the last report
  * (always when `done`). Rank 0: record it and take the reports that have
  * arrived. Returns 1 on rank 0 (the totals in *all_bytes, *all_lines),
@@ -40,6 +47,14 @@ void erase_convert_ranks_free(erase_convert_ranks_t *r);
  */
 int erase_convert_ranks_report(erase_convert_ranks_t *r, int64_t bytes, int64_t lines, int done, int64_t *all_bytes,
                                int64_t *all_lines);
+
+/* Take the messages that arrived (rank 0: reports; others: STOP); 1 if
+ * a rank failed and this one should stop, else 0. Cheap (MPI_Iprobe). */
+int erase_convert_ranks_stopped(erase_convert_ranks_t *r);
+
+/* After the last report (and, on rank 0, erase_convert_ranks_wait until
+ * 0): rank 0 sends FINAL to every rank, the others receive until FINAL. */
+void erase_convert_ranks_finish(erase_convert_ranks_t *r);
 
 /* Rank 0, its own units done: wait for the next report; 0 when every rank
  * is done (nothing waited for), else 1 with the totals. Other ranks: 0. */

@@ -38,6 +38,7 @@ typedef struct {
     double t0, last_progress;
     int64_t total_bytes, done_bytes; /* input bytes of all units; of this rank's finished units */
     gzFile gz;
+    int stopped;        /* stopped because another rank failed */
 } convert_t;
 
 erase_criteo_convert_options_t erase_criteo_convert_options_default(void)
@@ -140,8 +141,11 @@ static void where(convert_t *c, char *out, size_t size)
         snprintf(out, size, "%s:%" PRId64, c->path, c->lineno);
         return;
     }
-    if (c->lines_before == -2)
-        c->lines_before = c->u->start == 0 ? 0 : count_lines(c->path, c->u->start);
+    if (c->lines_before == -2) {
+        c->lines_before = c->u->start == 0 ? 0 : count_lines(c->path, c->u->start - 1);
+        if (c->lines_before >= 0 && c->u->start > 0)
+            c->lines_before++; /* the '\n' at or after start - 1 ending the line the range before owns */
+    }
     if (c->lines_before < 0)
         snprintf(out, size, "%s: byte %" PRId64, c->path, c->line_at);
     else
@@ -169,6 +173,10 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
     if ((c->s->lines & 4095) == 0) {
         if (c->o->cancel && *c->o->cancel)
             return where(c, at, sizeof at), ERASE_ERROR(ERASE_ERR_STATE, "%s: interrupted", at);
+        if (erase_convert_ranks_stopped(c->ranks)) {
+            c->stopped = 1;
+            return where(c, at, sizeof at), ERASE_ERROR(ERASE_ERR_STATE, "%s: stopped: another rank failed", at);
+        }
         if ((c->s->lines & 65535) == 0)
             progress(c, 0);
     }
@@ -202,15 +210,16 @@ static const char *gz_reason(const char *path, const char *msg)
 }
 
 /* A gzip input failed with zlib's `reason`: name the member at fault
- * (io/gz_members.h) and the last line read. */
+ * and its byte (io/gz_members.h). No line: zlib drops the lines of the
+ * block it failed in, so the lines read tell little. */
 static erase_status_t gzip_error(convert_t *c, const char *reason)
 {
     int64_t member, offset;
     char why[256];
     if (c->u->gzip && erase_gz_locate_damage(c->path, &member, &offset, why, sizeof why) == 1)
         return ERASE_ERROR(ERASE_ERR_IO,
-                           "%s: gzip member %" PRId64 " (at byte %" PRId64 ") is damaged or truncated: %s (after line %" PRId64 ")",
-                           c->path, member + 1, offset, why, c->lineno);
+                           "%s: gzip member %" PRId64 " (at byte %" PRId64 ") is damaged or truncated: %s", c->path,
+                           member + 1, offset, why);
     return ERASE_ERROR(ERASE_ERR_IO, "%s: gzip: %s (the file is truncated?)", c->path, reason);
 }
 
@@ -332,9 +341,9 @@ static erase_status_t convert_units(convert_t *c, const char *const *inputs, con
 
 /* Every rank reports its last progress; rank 0 prints the totals until all
  * are done. */
-static void progress_done(convert_t *c)
+static void progress_done(convert_t *c, int failed)
 {
-    progress(c, 1);
+    progress(c, failed ? 2 : 1);
     int64_t bytes, lines;
     while (erase_convert_ranks_wait(c->ranks, &bytes, &lines)) {
         double now = erase_now_s();
@@ -343,6 +352,10 @@ static void progress_done(convert_t *c)
             print_progress(c, bytes, lines, now);
         }
     }
+    if (c->o->progress && erase_convert_ranks_report(c->ranks, bytes_consumed(c), c->s->lines, failed ? 2 : 1, &bytes,
+                                                     &lines)) /* rank 0: the last line, every rank done */
+        print_progress(c, bytes, lines, erase_now_s());
+    erase_convert_ranks_finish(c->ranks);
 }
 
 /* The summary of all ranks on every rank (sums; the first bad line of
@@ -445,8 +458,12 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
             st = convert_units(&c, inputs, &plan, buf, &failed_unit);
         if (st == ERASE_OK)
             st = erase_ctr_dataset_writer_finish(c.out);
-        progress_done(&c);
+        progress_done(&c, st != ERASE_OK);
+        if (c.stopped) /* any real failure comes first */
+            failed_unit += plan.count;
         st = erase_convert_ranks_agree(&ranks, st, failed_unit);
+        if (st != ERASE_OK) /* the lines read by all ranks, for the message */
+            erase_convert_ranks_sum(&ranks, &s->lines, 1);
     }
     if (st == ERASE_OK)
         st = erase_convert_ranks_agree(&ranks, merge_summary(&c, &plan), 0);

@@ -84,7 +84,7 @@ erase_criteo_convert_options_t erase_criteo_convert_options_default(void);
  *   ERASE_ERR_IO      an input cannot be opened or read ("FILE: cannot open: <reason>",
  *                     "FILE: gzip: <zlib's reason>"; a damaged or truncated member:
  *                     "FILE: gzip member 2 (at byte 5120) is damaged or truncated:
- *                     <zlib's reason> (after line 300)"), out_dir cannot be created,
+ *                     <zlib's reason>"), out_dir cannot be created,
  *                     a shard cannot be written
  *   ERASE_ERR_INVALID bad options; out_dir holds a dataset and force is 0:
  *                     "OUT: already holds a dataset (index.txt); remove it or replace it (--force)"

@@ -405,10 +405,8 @@ static void test_gzip(void **state)
     o = options(out);
     assert_int_equal(erase_criteo_convert(cin, 1, &o, &summary), ERASE_ERR_IO);
     char want[4096];
-    snprintf(want, sizeof want, "%s: gzip member 1 (at byte 0) is damaged or truncated: unexpected end of file (after line ",
-             cut);
-    const char *got = erase_error_reason();
-    assert_true(strncmp(got, want, strlen(want)) == 0 && got[strlen(got) - 1] == ')');
+    snprintf(want, sizeof want, "%s: gzip member 1 (at byte 0) is damaged or truncated: unexpected end of file", cut);
+    assert_string_equal(erase_error_reason(), want);
     assert_int_equal(io_count_files(out, ".h5"), 0);
     assert_int_equal(io_count_files(out, ".tmp"), 0);
     assert_int_equal(io_count_files(out, ".txt"), 0);
