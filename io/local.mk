@@ -44,6 +44,8 @@ EXTRA_DIST += io/gen_unicode_classes.py
 # What a program using io/ links, before $(ERASE_LIBS).
 ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS)
 
+# erase-convert criteo against pyarrow's CSV reader, 1 and 2 ranks (issue 35)
+EXTRA_DIST += bench/convert-vs-pyarrow.sh
 # The Criteo samples (data/criteo/SOURCES.md) used by tests and benchmarks.
 EXTRA_DIST += data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/criteo/paddlerec-part0.tsv data/criteo/deepctr-sample.csv
