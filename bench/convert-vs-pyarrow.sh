@@ -12,7 +12,9 @@
 # ranks have two units; pyarrow reads them one after the other, each with
 # its threads. Repeats are interleaved (erase, pyarrow, erase, ...); each
 # time is the wall time of the whole command (start-up included), shown as
-# min/median/max; MB are of uncompressed text. erase-raw: erase with
+# min/median/max, and its CPU time (user + system of all its processes and
+# threads), which a machine shared with other jobs disturbs less; MB are
+# of uncompressed text. erase-raw: erase with
 # --no-compress (parsing and writing without deflate), on the plain day.
 #
 # Then, once: a bad line near the end of the plain day, converted on 2
@@ -20,7 +22,7 @@
 #
 #   bench/convert-vs-pyarrow.sh [ROWS] [REPEATS]     (default 2000000 3)
 #
-# Needs a built tree (erase-convert on the PATH or in ./_build/apps) and a
+# Needs erase-convert on the PATH (else ./_build/apps is used) and a
 # Python with pyarrow: $PYTHON (default /work/venv-bench/bin/python;
 # python -m venv V && V/bin/pip install pyarrow). Writes in
 # ${TMPDIR:-/tmp}/erase-convert-bench (about 2.3 GB at 2M rows; removed at exit).
@@ -29,7 +31,7 @@ rows=${1:-2000000}
 repeats=${2:-3}
 PYTHON=${PYTHON:-/work/venv-bench/bin/python}
 top=$(cd "$(dirname "$0")/.." && pwd)
-[ -x "$top/_build/apps/erase-convert" ] && PATH=$top/_build/apps:$PATH
+command -v erase-convert >/dev/null || PATH=$top/_build/apps:$PATH
 command -v erase-convert >/dev/null || { echo "no erase-convert: build first" >&2; exit 2; }
 "$PYTHON" -c "import pyarrow" || { echo "no pyarrow in $PYTHON" >&2; exit 2; }
 if [ "$(id -u)" = 0 ]; then
@@ -41,6 +43,7 @@ mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 sample=$top/data/criteo/kaggle-train-first9999.tsv
 
+trap 'rm -rf "$work"' EXIT INT TERM
 echo "# CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(erase-convert --version | head -n 1); pyarrow $("$PYTHON" -c 'import pyarrow; print(pyarrow.__version__)')"
 
@@ -73,15 +76,16 @@ for path in sys.argv[2:]:  # a .gz path is read through its gzip stream
 print(n)
 EOF
 
-now() { date +%s.%N; }
-# run NAME CORES CMD...: time CMD pinned to the first CORES cores; appends "NAME seconds" to $work/times
+# run NAME CORES CMD...: time CMD pinned to the first CORES cores; appends
+# "NAME wall-seconds cpu-seconds" (user + system, the command and its
+# children: mpirun's ranks, pyarrow's threads) to $work/times
 run() {
     name=$1 cores=$2; shift 2
     cpus=0
     [ "$cores" = 2 ] && cpus=0,1
-    t0=$(now)
-    taskset -c "$cpus" "$@" >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
-    echo "$name $(echo "$(now) - $t0" | bc)" >>"$work/times"
+    /usr/bin/time -f "%e %U %S" -o "$work/time" taskset -c "$cpus" "$@" >"$work/out" 2>"$work/err" ||
+        { cat "$work/err" >&2; exit 1; }
+    awk -v n="$name" '{print n, $1, $2 + $3}' "$work/time" >>"$work/times"
 }
 : >"$work/times"
 split=$(($(wc -c <"$day") / 8 + 1)) # 8 ranges: a 2-rank run deals 4 to each
@@ -98,25 +102,36 @@ for r in $(seq "$repeats"); do
     done
 done
 
-echo
-echo "input  cores  tool       seconds min/median/max     rows/s per core (median)  MB/s per core  erase/pyarrow"
-for input in plain gzip; do
-    for cores in 1 2; do
-        for tool in erase erase-raw pyarrow; do
-            [ $tool = erase-raw ] && [ $input = gzip ] && continue
-            awk -v n="$tool-$input-$cores" '$1 == n {print $2}' "$work/times" | sort -g >"$work/t"
-            k=$(wc -l <"$work/t")
-            min=$(head -n 1 "$work/t") max=$(tail -n 1 "$work/t") med=$(sed -n "$(((k + 1) / 2))p" "$work/t")
-            eval "med_$(echo $tool | tr - _)=$med"
-            printf "%-6s %5s  %-8s %6.2f / %6.2f / %6.2f %20.0f %14.1f" "$input" "$cores" "$tool" "$min" "$med" "$max" \
-                "$(echo "$rows / $med / $cores" | bc -l)" "$(echo "$text_mb / $med / $cores" | bc -l)"
-            [ "$tool" = pyarrow ] && printf "  %13.2f" "$(echo "$med_pyarrow / $med_erase" | bc -l)"
-            [ "$tool" = pyarrow ] && [ $input = plain ] &&
-                printf "  (--no-compress: %.2f)" "$(echo "$med_pyarrow / $med_erase_raw" | bc -l)"
-            echo
+# table COLUMN WHAT: min/median/max of the times in COLUMN (2: wall, 3: CPU),
+# rows/s and MB/s per core of the median (wall: rows / time / cores; CPU:
+# rows / CPU seconds), and pyarrow's median / erase's
+table() {
+    echo
+    echo "$2"
+    echo "input  cores  tool       seconds min/median/max   rows/s per core  MB/s per core  pyarrow/erase (time)"
+    for input in plain gzip; do
+        for cores in 1 2; do
+            for tool in erase erase-raw pyarrow; do
+                [ $tool = erase-raw ] && [ $input = gzip ] && continue
+                awk -v n="$tool-$input-$cores" -v c="$1" '$1 == n {print $c}' "$work/times" | sort -g >"$work/t"
+                k=$(wc -l <"$work/t")
+                min=$(head -n 1 "$work/t") max=$(tail -n 1 "$work/t") med=$(sed -n "$(((k + 1) / 2))p" "$work/t")
+                eval "med_$(echo $tool | tr - _)=$med"
+                per=$cores
+                [ "$1" = 3 ] && per=1
+                printf "%-6s %5s  %-9s %6.2f / %6.2f / %6.2f %16.0f %14.1f" "$input" "$cores" "$tool" "$min" "$med" "$max" \
+                    "$(echo "$rows / $med / $per" | bc -l)" "$(echo "$text_mb / $med / $per" | bc -l)"
+                [ "$tool" = pyarrow ] && printf "  %6.2f" "$(echo "$med_pyarrow / $med_erase" | bc -l)"
+                [ "$tool" = pyarrow ] && [ $input = plain ] &&
+                    printf " (--no-compress: %.2f)" "$(echo "$med_pyarrow / $med_erase_raw" | bc -l)"
+                echo
+            done
         done
     done
-done
+}
+table 2 "# wall time (on a machine shared with other jobs: see the load above)"
+table 3 "# CPU time (user + system), rows/s per CPU second"
+awk '{print "# run:", $0}' "$work/times"
 
 # a bad line near the end of the day, found by the rank that reads that range
 bad=$((rows - 10))

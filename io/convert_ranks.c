@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TAG_PROGRESS 35
 #define TAG_CONTROL 36 /* one int: STOP or FINAL */
@@ -66,13 +67,31 @@ static void send_stop(erase_convert_ranks_t *r)
             MPI_Send(&m, 1, MPI_INT, i, TAG_CONTROL, MPI_COMM_WORLD);
 }
 
-/* Rank 0: record one report (blocking: wait for it). */
+/* Wait for a message from `source` with `tag` without spinning: MPI
+ * libraries poll in a blocking receive, and a rank done early would take
+ * a core from the ranks still converting (2 ranks on 2 cores: rank 0
+ * waiting for rank 1 made the job slower than 1 rank). */
+static void wait_message(int source, int tag)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        if (flag)
+            return;
+        struct timespec ts = { 0, 1000000 }; /* 1 ms: reports come at most once a second */
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Rank 0: record the reports that arrived (blocking: wait for one). */
 static void receive(erase_convert_ranks_t *r, int blocking)
 {
     for (;;) {
         int flag = 1;
         MPI_Status ms;
-        if (!blocking)
+        if (blocking)
+            wait_message(MPI_ANY_SOURCE, TAG_PROGRESS);
+        else
             MPI_Iprobe(MPI_ANY_SOURCE, TAG_PROGRESS, MPI_COMM_WORLD, &flag, &ms);
         if (!flag)
             return;
@@ -156,9 +175,10 @@ void erase_convert_ranks_finish(erase_convert_ranks_t *r)
             MPI_Send(&m, 1, MPI_INT, i, TAG_CONTROL, MPI_COMM_WORLD);
         return;
     }
-    do
+    do {
+        wait_message(0, TAG_CONTROL);
         MPI_Recv(&m, 1, MPI_INT, 0, TAG_CONTROL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    while (m != FINAL);
+    } while (m != FINAL);
 }
 
 erase_status_t erase_convert_ranks_agree(erase_convert_ranks_t *r, erase_status_t st, int64_t where)
