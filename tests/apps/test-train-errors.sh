@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..114"
+echo "1..115"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -366,6 +366,7 @@ for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a p
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
     "--micro-batches 4|--micro-batches: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
     "--stages 0,3|--stages: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
+    "--eval-only --init-from x --accumulate 2|--eval-only and --accumulate 2: an evaluation-only run takes no optimizer steps (drop --accumulate)" \
     "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
     "--schedule 1f1b --early-backward async|--early-backward async with --schedule 1f1b: inside a pipeline stage early backward is on (graph, the default) or off; blocking and async are modes of the data-parallel scheduler" \
