@@ -232,8 +232,8 @@ static int cmd_criteo(int argc, char **argv)
     }
     erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
     int rc = 0;
-    if (st != ERASE_OK && rank != 0)
-        rc = 1; /* rank 0 prints the error the ranks agreed on */
+    if (st != ERASE_OK && rank != 0) /* rank 0 prints the error the ranks agreed on */
+        rc = st == ERASE_ERR_STATE && cancelled ? 128 + (int)cancelled : 1;
     else if (st != ERASE_OK) {
         rc = failed("criteo", st);
         char lines[64];

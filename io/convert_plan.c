@@ -24,6 +24,43 @@ static int is_gzip(const char *path)
     return k == 2 && m[0] == 0x1f && m[1] == 0x8b;
 }
 
+/* Plan one input: append its units. */
+static erase_status_t plan_file(const char *path, int file, int64_t split_bytes, erase_convert_plan_t *plan, int *cap)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a regular file", path);
+    int gz = is_gzip(path);
+    if (gz < 0)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int64_t size = (int64_t)sb.st_size;
+    plan->total_bytes += size;
+    int64_t pieces = gz || size <= split_bytes ? 1 : (size - 1) / split_bytes + 1;
+    if (pieces > 1000000 || plan->count + pieces > 1000000)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: more than 1000000 ranges of %lld bytes; raise --split-bytes", path,
+                           (long long)split_bytes);
+    for (int64_t k = 0; k < pieces; k++) {
+        if (plan->count == *cap) {
+            int grown = *cap ? 2 * *cap : 64;
+            erase_convert_unit_t *u = realloc(plan->units, sizeof *u * (size_t)grown);
+            if (!u)
+                return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the plan");
+            plan->units = u;
+            *cap = grown;
+        }
+        erase_convert_unit_t *u = &plan->units[plan->count++];
+        memset(u, 0, sizeof *u);
+        u->file = file;
+        u->gzip = gz;
+        u->split = pieces > 1;
+        u->start = pieces > 1 ? k * split_bytes : 0;
+        u->end = pieces > 1 && k + 1 < pieces ? (k + 1) * split_bytes : size;
+    }
+    return ERASE_OK;
+}
+
 erase_status_t erase_convert_plan_make(const char *const *inputs, int n, int64_t split_bytes,
                                        erase_convert_plan_t *plan)
 {
@@ -32,38 +69,10 @@ erase_status_t erase_convert_plan_make(const char *const *inputs, int n, int64_t
         return ERASE_ERROR(ERASE_ERR_INVALID, "bytes per range must be >= 1, got %lld", (long long)split_bytes);
     int cap = 0;
     for (int i = 0; i < n; i++) {
-        struct stat sb;
-        if (stat(inputs[i], &sb) != 0)
-            return erase_convert_plan_free(plan),
-                   ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", inputs[i], strerror(errno));
-        if (!S_ISREG(sb.st_mode))
-            return erase_convert_plan_free(plan), ERASE_ERROR(ERASE_ERR_IO, "%s: not a regular file", inputs[i]);
-        int gz = is_gzip(inputs[i]);
-        if (gz < 0)
-            return erase_convert_plan_free(plan),
-                   ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", inputs[i], strerror(errno));
-        int64_t size = (int64_t)sb.st_size;
-        plan->total_bytes += size;
-        int64_t pieces = gz || size <= split_bytes ? 1 : (size - 1) / split_bytes + 1;
-        if (pieces > 1000000 || plan->count + pieces > 1000000)
-            return erase_convert_plan_free(plan),
-                   ERASE_ERROR(ERASE_ERR_INVALID, "%s: more than 1000000 ranges of %lld bytes; raise --split-bytes",
-                               inputs[i], (long long)split_bytes);
-        for (int64_t k = 0; k < pieces; k++) {
-            if (plan->count == cap) {
-                cap = cap ? 2 * cap : 64;
-                erase_convert_unit_t *u = realloc(plan->units, sizeof *u * (size_t)cap);
-                if (!u)
-                    return erase_convert_plan_free(plan), ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the plan");
-                plan->units = u;
-            }
-            erase_convert_unit_t *u = &plan->units[plan->count++];
-            memset(u, 0, sizeof *u);
-            u->file = i;
-            u->gzip = gz;
-            u->split = pieces > 1;
-            u->start = pieces > 1 ? k * split_bytes : 0;
-            u->end = pieces > 1 && k + 1 < pieces ? (k + 1) * split_bytes : size;
+        erase_status_t st = plan_file(inputs[i], i, split_bytes, plan, &cap);
+        if (st != ERASE_OK) {
+            erase_convert_plan_free(plan);
+            return st;
         }
     }
     return ERASE_OK;

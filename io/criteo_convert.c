@@ -134,12 +134,12 @@ static int64_t count_lines(const char *path, int64_t end)
 
 /* "FILE:LINE" of the current line; for a range of a split file
  * "FILE:LINE (byte OFFSET)", or "FILE: byte OFFSET" if the lines before
- * the range cannot be counted. */
-static void where(convert_t *c, char *out, size_t size)
+ * the range cannot be counted. Returns `out`. */
+static const char *where(convert_t *c, char *out, size_t size)
 {
     if (!c->u->split) {
         snprintf(out, size, "%s:%" PRId64, c->path, c->lineno);
-        return;
+        return out;
     }
     if (c->lines_before == -2) {
         c->lines_before = c->u->start == 0 ? 0 : count_lines(c->path, c->u->start - 1);
@@ -150,6 +150,7 @@ static void where(convert_t *c, char *out, size_t size)
         snprintf(out, size, "%s: byte %" PRId64, c->path, c->line_at);
     else
         snprintf(out, size, "%s:%" PRId64 " (byte %" PRId64 ")", c->path, c->lines_before + c->lineno, c->line_at);
+    return out;
 }
 
 /* One line of the current unit (`len` bytes, without '\n'). */
@@ -165,17 +166,17 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
         c->sep = f == ERASE_CRITEO_CSV ? ',' : '\t';
         if (f == ERASE_CRITEO_CSV) {
             if (erase_criteo_check_header(line, len, why, sizeof why) != 0)
-                return where(c, at, sizeof at), ERASE_ERROR(ERASE_ERR_FORMAT, "%s: %s", at, why);
+                return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: %s", where(c, at, sizeof at), why);
             return ERASE_OK;
         }
     }
     c->s->lines++;
     if ((c->s->lines & 4095) == 0) {
         if (c->o->cancel && *c->o->cancel)
-            return where(c, at, sizeof at), ERASE_ERROR(ERASE_ERR_STATE, "%s: interrupted", at);
+            return ERASE_ERROR(ERASE_ERR_STATE, "%s: interrupted", where(c, at, sizeof at));
         if (erase_convert_ranks_stopped(c->ranks)) {
             c->stopped = 1;
-            return where(c, at, sizeof at), ERASE_ERROR(ERASE_ERR_STATE, "%s: stopped: another rank failed", at);
+            return ERASE_ERROR(ERASE_ERR_STATE, "%s: stopped: another rank failed", where(c, at, sizeof at));
         }
         if ((c->s->lines & 65535) == 0)
             progress(c, 0);
@@ -306,8 +307,7 @@ static erase_status_t convert_unit(convert_t *c, char *buf)
         if (have == LINE_MAX_BYTES) {
             c->lineno++;
             char at[ERASE_CRITEO_MESSAGE_MAX / 2];
-            where(c, at, sizeof at);
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: line longer than %d bytes", at, LINE_MAX_BYTES);
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: line longer than %d bytes", where(c, at, sizeof at), LINE_MAX_BYTES);
             break;
         }
         memmove(buf, p, have);
