@@ -39,6 +39,7 @@ typedef struct {
     int64_t total_bytes, done_bytes; /* input bytes of all units; of this rank's finished units */
     gzFile gz;
     int stopped;        /* stopped because another rank failed */
+    int64_t final_bytes, final_lines; /* rank 0: the input read and lines of all ranks, once done */
 } convert_t;
 
 erase_criteo_convert_options_t erase_criteo_convert_options_default(void)
@@ -340,7 +341,7 @@ static erase_status_t convert_units(convert_t *c, const char *const *inputs, con
 }
 
 /* Every rank reports its last progress; rank 0 prints the totals until all
- * are done. */
+ * are done and keeps the last ones (the caller prints them on success). */
 static void progress_done(convert_t *c, int failed)
 {
     progress(c, failed ? 2 : 1);
@@ -352,9 +353,10 @@ static void progress_done(convert_t *c, int failed)
             print_progress(c, bytes, lines, now);
         }
     }
-    if (c->o->progress && erase_convert_ranks_report(c->ranks, bytes_consumed(c), c->s->lines, failed ? 2 : 1, &bytes,
-                                                     &lines)) /* rank 0: the last line, every rank done */
-        print_progress(c, bytes, lines, erase_now_s());
+    if (erase_convert_ranks_report(c->ranks, bytes_consumed(c), c->s->lines, failed ? 2 : 1, &bytes, &lines)) {
+        c->final_bytes = bytes; /* rank 0: every rank done; printed if all succeeded */
+        c->final_lines = lines;
+    }
     erase_convert_ranks_finish(c->ranks);
 }
 
@@ -464,6 +466,8 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
         st = erase_convert_ranks_agree(&ranks, st, failed_unit);
         if (st != ERASE_OK) /* the lines read by all ranks, for the message */
             erase_convert_ranks_sum(&ranks, &s->lines, 1);
+        else if (ranks.rank == 0 && options->progress) /* the last progress line: all read */
+            print_progress(&c, c.final_bytes, c.final_lines, erase_now_s());
     }
     if (st == ERASE_OK)
         st = erase_convert_ranks_agree(&ranks, merge_summary(&c, &plan), 0);

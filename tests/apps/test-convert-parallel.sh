@@ -87,9 +87,13 @@ timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-convert criteo -o "$dir/p
     "$dir/a.tsv" "$dir/b.gz" "$dir/c.tsv" >"$dir/out" 2>"$dir/err"
 mb=$(cat "$dir/a.tsv" "$dir/b.gz" "$dir/c.tsv" | wc -c | awk '{printf "%.1f", $1 / 1e6}')
 grep -qx "erase-convert: 100% of $mb MB read (2 ranks), 11999 lines, [0-9]* lines/s, [0-9.]* MB/s, ETA 0 s" "$dir/err" &&
-    grep -qx "rows written 11999 in $shards shards; skipped 0 bad lines" "$dir/out"
-tap $? "progress: 'erase-convert: 100% of $mb MB read (2 ranks), 11999 lines, R lines/s, M MB/s, ETA 0 s'"
+    grep -qx "rows written 11999 in $shards shards; skipped 0 bad lines" "$dir/out" &&
+    apps/erase-convert criteo --force -o "$dir/progress" $split "$dir/a.tsv" "$dir/b.gz" "$dir/c.tsv" \
+        >/dev/null 2>"$dir/err1" &&
+    grep -qx "erase-convert: 100% of $mb MB read, 11999 lines, [0-9]* lines/s, [0-9.]* MB/s, ETA 0 s" "$dir/err1"
+tap $? "progress: 'erase-convert: 100% of $mb MB read (2 ranks), 11999 lines, R lines/s, M MB/s, ETA 0 s' (1 rank: no '(1 ranks)')"
 tap_report "$dir/err"
+tap_report "$dir/err1"
 
 # expect_failure DESCRIPTION LINE: status 1, the one error line, nothing in
 # $dir/fail (made by the run: removed) and no temporary file
