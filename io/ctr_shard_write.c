@@ -167,7 +167,7 @@ static erase_status_t switch_to_multi_hot(erase_ctr_writer_t *w)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", w->temp);
     erase_status_t st = ERASE_OK;
     int64_t rows = w->rows;
-    w->rows = 0;
+    w->rows = w->ids = 0; /* counted again as the rows are copied */
     for (int64_t b = 0; st == ERASE_OK && b < rows; b += BLOCK) {
         int64_t n = rows - b < BLOCK ? rows - b : BLOCK;
         st = erase_h5_rows_read(w->d[CTR_SPARSE], w->temp, &erase_ctr_specs[CTR_SPARSE], H5T_NATIVE_UINT32, b, n,
