@@ -45,6 +45,8 @@ APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 APPS_TEST_DRIVERS += tests/apps/test-man.sh
 # make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
 APPS_TEST_DRIVERS += tests/apps/test-install.sh
+# multi-hot Criteo TSV: erase-convert lists, erase-inspect hotness against a count, a bad list named (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-multihot.sh
 EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
