@@ -427,8 +427,11 @@ static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_
         memcpy(cfg->ctr.hotness, mlperf, sizeof mlperf);
         return ERASE_OK;
     }
-    if (!is_list(h) || config_setting_length(h) != ERASE_CTR_FIELDS)
+    if (!is_list(h))
         return expected(name, h, "ctr.hotness", "\"mlperf\" or a list of 26 integers >= 1");
+    if (config_setting_length(h) != ERASE_CTR_FIELDS)
+        return fail_at(name, h, "ctr.hotness: expected %d capacities, got %d", ERASE_CTR_FIELDS,
+                       config_setting_length(h));
     for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
         char path[64];
         snprintf(path, sizeof path, "ctr.hotness[%d]", f);
