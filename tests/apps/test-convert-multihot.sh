@@ -12,7 +12,6 @@ need apps/erase-convert
 need apps/erase-inspect
 workdir
 echo "1..4"
-sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 
 # 600 lines: C1 holds 1..3 ids, C21 1..7, C5 is empty on every 10th line,
 # every other feature one id
@@ -62,6 +61,7 @@ want="erase-convert criteo: error: $dir/bad.tsv:7: field C21: expected hexadecim
 tap $? "a trailing comma at line 7: status $rc, file, line and field named, no directory left"
 [ $rc = 1 ] && [ "$(head -1 "$dir/bad.out")" = "$want" ] || { echo "# want: $want"; tap_report "$dir/bad.out"; }
 
+sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 apps/erase-convert criteo -q -o "$dir/kaggle" --shard-rows 5000 "$sample" >"$dir/kaggle.out" 2>&1 &&
     apps/erase-inspect data "$dir/kaggle" >"$dir/kaggle-inspect.out" 2>&1
 rc=$?

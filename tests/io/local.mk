@@ -54,6 +54,9 @@ tests_io_test_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_io_test_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh
 EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh tests/io/reader-mpi.sh
+# multi-hot CTR rows for MLPerf's hotness on 2 ranks against 1 (issue 35)
+TESTS += tests/io/test-ctr-multihot-mpi.sh
+EXTRA_DIST += tests/io/test-ctr-multihot-mpi.sh
 # erase's BPE tokenizer against rustbpe's merges and tiktoken's ids, in a venv made by
 # tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
 TESTS += tests/io/test-tokenizer-compat.sh

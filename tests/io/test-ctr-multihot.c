@@ -27,6 +27,7 @@
 #include "io/ctr_dataset_write.h"
 #include "io/ctr_reader.h"
 #include "io/ctr_shard.h"
+#include "lib/nn/model_config.h"
 #include "tests/io/io_util.h"
 
 #define F ERASE_CTR_SHARD_FIELDS
@@ -34,9 +35,8 @@
 #define SHARD_ROWS 2000
 #define MISSING ERASE_CTR_SPARSE_MISSING
 
-/* MLPerf DLRM-DCNv2's hotness (lib/nn/model_config.h's list, spelled out:
- * io tests do not link lib/nn). */
-static const uint32_t mlperf[F] = { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
+/* MLPerf DLRM-DCNv2's hotness (a macro of lib/nn/model_config.h: nothing to link) */
+static const uint32_t mlperf[F] = ERASE_CTR_HOTNESS_MLPERF;
 
 static char *scratch;
 
