@@ -18,6 +18,8 @@ typedef struct {
 static const uint32_t one_each[FIELDS] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                            1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
 
+static void ctr_close(void *shard);
+
 static erase_status_t ctr_open(void *ctx, const char *path, void **out)
 {
     *out = NULL;
@@ -33,8 +35,17 @@ static erase_status_t ctr_open(void *ctx, const char *path, void **out)
         r->width += r->hotness[f];
     }
     erase_status_t st = erase_ctr_shard_open(path, &r->shard);
+    /* at open, from the attribute, rather than at the first row that does
+     * not fit, perhaps hours into training */
+    const uint32_t *most = st == ERASE_OK ? erase_ctr_shard_max_hotness(r->shard) : NULL;
+    for (int f = 0; most && f < FIELDS && st == ERASE_OK; f++)
+        if (most[f] > r->hotness[f])
+            st = ERASE_ERROR(ERASE_ERR_FORMAT,
+                             "%s: feature C%d has up to %" PRIu32 " ids a sample (attribute max_hotness), more than "
+                             "its hotness %" PRIu32 " (the model's ctr.hotness)",
+                             path, f + 1, most[f], r->hotness[f]);
     if (st != ERASE_OK) {
-        free(r);
+        ctr_close(r);
         return st;
     }
     *out = r;

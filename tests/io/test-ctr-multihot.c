@@ -348,53 +348,65 @@ static void test_reader_layout(void **state)
                   "the order of version 1 one-hot data on 1 and 2 ranks; v1 = v2 for one-hot rows\n");
 }
 
+/* The most ids of feature f in rows [0, SHARD_ROWS): shard 0's max_hotness. */
+static uint32_t shard0_max(int f)
+{
+    uint32_t most = 0;
+    for (int64_t i = 0; i < SHARD_ROWS; i++)
+        most = g.lengths[i * F + f] > most ? g.lengths[i * F + f] : most;
+    return most;
+}
+
 static void test_capacity_refusal(void **state)
 {
     (void)state;
     const char *multi = io_path(scratch, "multi");
+    char shard0[4200];
+    snprintf(shard0, sizeof shard0, "%s/part-00000.h5", multi);
     uint32_t hot[F];
     memcpy(hot, mlperf, sizeof hot);
     hot[20] = 50; /* C21: MLPerf's 100 */
-    int64_t bad = -1;
-    for (int64_t i = 0; i < SHARD_ROWS && bad < 0; i++)
-        if (g.lengths[i * F + 20] > 50)
-            bad = i;
-    assert_true(bad >= 0);
+    /* the reader refuses at open, from the attribute max_hotness */
     erase_row_format_t fmt;
     erase_ctr_rows_init(&fmt, hot);
     erase_reader_options_t o = erase_reader_options_default();
     o.global_batch = 100;
-    o.shuffle = 0;
-    o.prefetch = 0;
     erase_reader_t *r;
     const char *in[1] = { multi };
-    MUST(erase_reader_open(&fmt, in, 1, &o, &r));
-    erase_reader_batch_t b;
-    erase_status_t st;
-    while ((st = erase_reader_next(r, &b)) == ERASE_OK) /* rows 0..99 are one-hot */
-        assert_false(b.end_of_epoch);
-    assert_int_equal(st, ERASE_ERR_FORMAT);
-    char want[4096];
+    assert_int_equal(erase_reader_open(&fmt, in, 1, &o, &r), ERASE_ERR_FORMAT);
+    char want[4400];
     snprintf(want, sizeof want,
-             "%s/part-00000.h5: row %" PRId64 " feature C21 has %" PRIu32
-             " ids, more than its hotness 50 (the model's ctr.hotness)",
-             multi, bad, g.lengths[bad * F + 20]);
+             "%s: feature C21 has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 50 "
+             "(the model's ctr.hotness)",
+             shard0, shard0_max(20));
     assert_string_equal(erase_error_reason(), want);
-    erase_reader_close(r);
-    /* one-hot capacities (erase_ctr_rows) refuse the first row with a list */
-    MUST(erase_ctr_reader_open(in, 1, &o, &r));
-    while ((st = erase_reader_next(r, &b)) == ERASE_OK)
-        assert_false(b.end_of_epoch);
-    int64_t first = 100 * F;
-    while (g.lengths[first] == 1)
-        first++;
-    char want1[4096];
-    snprintf(want1, sizeof want1,
-             "%s/part-00000.h5: row %" PRId64 " feature C%d has %" PRIu32
-             " ids, more than its hotness 1 (the model's ctr.hotness)",
-             multi, first / F, (int)(first % F) + 1, g.lengths[first]);
-    assert_string_equal(erase_error_reason(), want1);
-    erase_reader_close(r);
+    /* one-hot capacities: the first feature with lists */
+    assert_int_equal(erase_ctr_reader_open(in, 1, &o, &r), ERASE_ERR_FORMAT);
+    int f1 = 0;
+    while (shard0_max(f1) == 1)
+        f1++;
+    snprintf(want, sizeof want,
+             "%s: feature C%d has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 1 "
+             "(the model's ctr.hotness)",
+             shard0, f1 + 1, shard0_max(f1));
+    assert_string_equal(erase_error_reason(), want);
+    /* row by row (a shard whose attribute would lie): the first row over */
+    int64_t bad = -1;
+    for (int64_t i = 0; i < SHARD_ROWS && bad < 0; i++)
+        if (g.lengths[i * F + 20] > 50)
+            bad = i;
+    erase_ctr_shard_t *sh;
+    MUST(erase_ctr_shard_open(shard0, &sh));
+    uint32_t *padded = malloc(sizeof *padded * SHARD_ROWS * 214), *len = malloc(sizeof *len * SHARD_ROWS * F);
+    assert_int_equal(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, hot, 214 - 50, padded, len), ERASE_ERR_FORMAT);
+    snprintf(want, sizeof want,
+             "%s: row %" PRId64 " feature C21 has %" PRIu32 " ids, more than its hotness 50 (the model's ctr.hotness)",
+             shard0, bad, g.lengths[bad * F + 20]);
+    assert_string_equal(erase_error_reason(), want);
+    MUST(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, mlperf, 214, padded, len));
+    free(padded);
+    free(len);
+    erase_ctr_shard_close(sh);
     print_message("'%s'\n", want);
 }
 
