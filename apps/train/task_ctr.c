@@ -63,9 +63,7 @@ static erase_status_t ctr_create(erase_device_t *dev, const erase_model_config_t
     t->dev = dev;
     *state = t;
     size_t n = (size_t)rank_batch;
-    const uint32_t *hotness = model_hotness(cfg);
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        t->width += hotness ? hotness[f] : 1;
+    t->width = (size_t)erase_model_config_hot_width(cfg);
     size_t bytes;
     if (!erase_bytes(sizeof(uint32_t), rank_batch, (int64_t)t->width, &bytes))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: a batch of %zu samples with %zu ids each is too large", n,

@@ -413,6 +413,14 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
     return ERASE_OK;
 }
 
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg)
+{
+    int64_t h = 0;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        h += cfg->ctr.hotness[f] ? cfg->ctr.hotness[f] : 1;
+    return h;
+}
+
 /* ctr.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
 static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {

@@ -144,6 +144,11 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
  * ceil(width / 128)), kv_heads = heads. The other fields stay. */
 void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers);
 
+/* H of a ctr model's batches (lib/nn/batch.h): the sum of ctr.hotness,
+ * a hotness of 0 (a configuration made without the defaults) counting as
+ * 1; 26 for one-hot. */
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg);
+
 /* The model kind's name, "ctr", "mlp", "gpt" or "nanochat". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 

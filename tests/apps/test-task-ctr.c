@@ -7,7 +7,9 @@
  * capacities, padded with 0xFFFFFFFF) and sparse_len [10, 26] on the
  * device, compared here with the layout built from the rows written; the
  * reference model (hotness all 1) gets sparse [n, 26] and no sparse_len
- * from one-hot data, and its reader refuses the multi-hot data at open.
+ * from one-hot data, and its reader refuses the multi-hot data at open;
+ * the network's batch buffers of such a model carry sparse [n, 31] and
+ * sparse_len through copies and views.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "io/ctr_dataset_write.h"
 #include "lib/device/device.h"
 #include "lib/nn/model_config.h"
+#include "lib/nn/network.h"
 #include "tests/cpu_device.h"
 #include "tests/io/io_util.h"
 
@@ -155,8 +158,52 @@ static void test_multi_hot_batch(void **state)
     assert_int_equal(system("rm -rf tmp-task-ctr-multi tmp-task-ctr-one"), 0);
 }
 
+/* A multi-hot model's batch buffers (lib/nn/batch.c): sparse [n, 31] and
+ * sparse_len [n, 26] allocated, copied by sample range (pipelines'
+ * micro-batches) and viewed (--accumulate) with their widths. */
+static void test_network_batch(void **state)
+{
+    (void)state;
+    erase_model_config_t cfg = erase_model_config_default(ERASE_MODEL_CTR);
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: { hotness = [3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+                                  "1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1]; };\n",
+                                  "multi.cfg", &cfg));
+    erase_device_t *dev;
+    erase_stream_t *s;
+    assert_int_equal(erase_test_cpu_open(1, 0, &dev), 0);
+    MUST(erase_stream_create(dev, &s));
+    erase_network_t *net;
+    MUST(erase_network_create(dev, &cfg, N, &net));
+    erase_batch_t src, dst, view;
+    MUST(erase_network_batch_alloc(net, N, &src));
+    MUST(erase_network_batch_alloc(net, N, &dst));
+    assert_non_null(src.sparse_len);
+    uint32_t sparse[N * H], len[N * F], got[N * H], got_len[N * F];
+    for (int k = 0; k < N * H; k++)
+        sparse[k] = (uint32_t)k;
+    for (int k = 0; k < N * F; k++)
+        len[k] = 1 + (uint32_t)k % 3;
+    MUST(erase_memcpy_sync(dev, (void *)src.sparse, sparse, sizeof sparse));
+    MUST(erase_memcpy_sync(dev, (void *)src.sparse_len, len, sizeof len));
+    MUST(erase_network_batch_copy(net, s, &src, 3, 4, &dst));
+    MUST(erase_stream_synchronize(s));
+    MUST(erase_memcpy_sync(dev, got, dst.sparse, sizeof *got * 4 * H));
+    MUST(erase_memcpy_sync(dev, got_len, dst.sparse_len, sizeof *got_len * 4 * F));
+    assert_memory_equal(got, sparse + 3 * H, sizeof *got * 4 * H);
+    assert_memory_equal(got_len, len + 3 * F, sizeof *got_len * 4 * F);
+    MUST(erase_network_batch_view(net, &src, 3, 4, &view));
+    assert_ptr_equal(view.sparse, src.sparse + 3 * H);
+    assert_ptr_equal(view.sparse_len, src.sparse_len + 3 * F);
+    erase_network_batch_free(net, &src);
+    erase_network_batch_free(net, &dst);
+    erase_network_destroy(net);
+    erase_stream_destroy(s);
+    erase_device_close(dev);
+    print_message("batch buffers of H = 31 and sparse_len: samples [3, 7) copied and viewed exactly\n");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = { cmocka_unit_test(test_multi_hot_batch) };
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_multi_hot_batch), cmocka_unit_test(test_network_batch) };
     return cmocka_run_group_tests_name("ctr task, multi-hot batches", tests, NULL, NULL);
 }
