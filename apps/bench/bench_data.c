@@ -158,9 +158,9 @@ static uint64_t splitmix(uint64_t *s)
  * `rows` synthetic rows into `dir`: random labels, counts and ids, with
  * hotness[f] ids in feature f of every row (MLPerf's multi-hot Criteo
  * gives every sample exactly its feature's hotness), or one id each
- * (hotness NULL: erase-ctr-1). Compressed, chunks of `chunk` rows.
+ * (hotness NULL: erase-ctr-1). Compressed or not, chunks of `chunk` rows.
  */
-static void write_rows(const char *dir, int64_t rows, int64_t chunk, const uint32_t *hotness)
+static void write_rows(const char *dir, int64_t rows, int64_t chunk, int compress, const uint32_t *hotness)
 {
     enum { BLOCK = 8192 };
     int64_t per_row = 0;
@@ -174,6 +174,7 @@ static void write_rows(const char *dir, int64_t rows, int64_t chunk, const uint3
         ERASE_MUST(ERASE_ERROR(ERASE_ERR_NOMEM, "erase-bench data: out of memory"));
     erase_ctr_write_options_t o = erase_ctr_write_options_default();
     o.chunk_rows = chunk;
+    o.compress = compress;
     erase_ctr_dataset_writer_t *w;
     ERASE_MUST(erase_ctr_dataset_writer_open(dir, 1 << 20, &o, 1, &w));
     uint64_t seed = 35;
@@ -214,20 +215,22 @@ static int compare_doubles(const void *a, const void *b)
  * configurations interleaved in each of `repeats` rounds; min, median and
  * max of the rounds.
  */
-static int bench_multi_hot(const char *dir, int64_t rows, int64_t batch, int64_t chunk, int64_t pool, int repeats)
+static int bench_multi_hot(const char *dir, int64_t rows, int64_t batch, int64_t chunk, int64_t pool, int repeats,
+                           int compress)
 {
     static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
     char one[4200], multi[4200];
     snprintf(one, sizeof one, "%s/one-hot", dir);
     snprintf(multi, sizeof multi, "%s/multi-hot", dir);
     double t0 = erase_now_s();
-    write_rows(one, rows, chunk, NULL);
+    write_rows(one, rows, chunk, compress, NULL);
     double t1 = erase_now_s();
-    write_rows(multi, rows, chunk, mlperf);
+    write_rows(multi, rows, chunk, compress, mlperf);
     double t2 = erase_now_s();
     printf("# wrote %" PRId64 " rows one-hot in %.1f s (%.1f MB), multi-hot (MLPerf hotness, 214 ids a row) in "
-           "%.1f s (%.1f MB)\n",
-           rows, t1 - t0, (double)dir_bytes(one) / 1e6, t2 - t1, (double)dir_bytes(multi) / 1e6);
+           "%.1f s (%.1f MB), %s\n",
+           rows, t1 - t0, (double)dir_bytes(one) / 1e6, t2 - t1, (double)dir_bytes(multi) / 1e6,
+           compress ? "deflate" : "uncompressed");
     erase_row_format_t multi_rows;
     erase_ctr_rows_init(&multi_rows, mlperf);
     struct {
@@ -265,9 +268,11 @@ static int bench_multi_hot(const char *dir, int64_t rows, int64_t batch, int64_t
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--chunk R] [--pool K] [--step-qps Q] [--keep]\n"
-               "       erase-bench data --multi-hot [--lines N] [--repeats R] [--batch G] [--chunk R] [--pool K]\n"
+               "       erase-bench data --multi-hot [--lines N] [--repeats R] [--no-compress] [--batch G] [--chunk R]\n"
+               "                        [--pool K]\n"
                "  --multi-hot  reader samples/s, one-hot against MLPerf's multi-hot (214 ids a row) on N\n"
-               "               synthetic rows (default 200000), R interleaved rounds (default 5): min/median/max\n"
+               "               synthetic rows (default 200000), R interleaved rounds (default 5): min/median/max;\n"
+               "               --no-compress: both written uncompressed\n"
                "  defaults: --lines 1000000 --batch 4096 --chunk 1024 --pool %d --step-qps 40000\n"
                "  --chunk R  HDF5 chunk rows of the shards and shuffle block rows of the reader\n"
                "  --pool K   blocks of the reader's shuffle pools (1: the order before pools)\n"
@@ -281,10 +286,11 @@ int bench_data(int argc, char **argv)
     int64_t pool = ERASE_READER_POOL_BLOCKS;
     double step_qps = 40000;
     int lines_given = 0;
-    int keep = 0, multi_hot = 0, repeats = 5;
+    int keep = 0, multi_hot = 0, repeats = 5, compress = 1;
     static const struct option opts[] = { { "lines", required_argument, 0, 'l' },
                                           { "multi-hot", no_argument, 0, 'm' },
                                           { "repeats", required_argument, 0, 'r' },
+                                          { "no-compress", no_argument, 0, 'n' },
                                           { "batch", required_argument, 0, 'b' },
                                           { "chunk", required_argument, 0, 'c' },
                                           { "pool", required_argument, 0, 'p' },
@@ -304,6 +310,7 @@ int bench_data(int argc, char **argv)
         case 'k': keep = 1; break;
         case 'm': multi_hot = 1; break;
         case 'r': repeats = atoi(optarg); break;
+        case 'n': compress = 0; break;
         case 'h': usage(stdout); return 0;
         default: return cli_option_error("erase-bench data", c, argv, opts);
         }
@@ -325,7 +332,7 @@ int bench_data(int argc, char **argv)
         return 1;
     }
     if (multi_hot) {
-        int rc = bench_multi_hot(dir, lines, batch, chunk, pool, repeats);
+        int rc = bench_multi_hot(dir, lines, batch, chunk, pool, repeats, compress);
         if (keep)
             printf("# kept %s\n", dir);
         else
