@@ -30,6 +30,7 @@ struct erase_ctr_dataset_writer {
     int made_dir;     /* the directory was created by this writer */
     int force;        /* an old dataset in dir is replaced by the commit */
     int unit, unit_shards; /* the current unit (-1: none) and its shards so far */
+    int multi_hot_given;   /* options->multi_hot: each unit starts from it */
 };
 
 erase_status_t erase_dataset_remove(const char *dir)
@@ -97,6 +98,7 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
     w->force = force;
     w->shard_rows = shard_rows;
     w->unit = -1;
+    w->multi_hot_given = options ? options->multi_hot : 0;
     w->o = options ? *options : erase_ctr_write_options_default();
     if (w->o.chunk_rows > shard_rows) /* no chunk larger than a shard */
         w->o.chunk_rows = shard_rows;
@@ -159,8 +161,9 @@ static erase_status_t add_source(shard_t *s, const char *source)
     return ERASE_OK;
 }
 
-erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
-                                               const float *dense, const uint32_t *sparse, const char *source)
+erase_status_t erase_ctr_dataset_writer_append_ids(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                                   const float *dense, const uint32_t *lengths, const uint32_t *ids,
+                                                   const char *source)
 {
     if (w->committed)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: append after commit", w->dir);
@@ -173,16 +176,31 @@ erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, in
             s = &w->shards[w->count - 1];
         }
         int64_t k = w->shard_rows - s->rows < n ? w->shard_rows - s->rows : n;
-        ERASE_CHECK(erase_ctr_writer_append(s->w, k, label, dense, sparse));
+        ERASE_CHECK(erase_ctr_writer_append_ids(s->w, k, label, dense, lengths, ids));
+        /* once multi-hot, the shards after it start as version 2 */
+        w->o.multi_hot |= erase_ctr_writer_version(s->w) == 2;
         ERASE_CHECK(add_source(s, source));
         s->rows += k;
         w->rows += k;
         n -= k;
         label += k;
         dense += k * ERASE_CTR_SHARD_DENSE;
-        sparse += k * ERASE_CTR_SHARD_FIELDS;
+        int64_t used = k * ERASE_CTR_SHARD_FIELDS;
+        if (lengths) {
+            used = 0;
+            for (int64_t j = 0; j < k * ERASE_CTR_SHARD_FIELDS; j++)
+                used += lengths[j];
+            lengths += k * ERASE_CTR_SHARD_FIELDS;
+        }
+        ids += used;
     }
     return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                               const float *dense, const uint32_t *sparse, const char *source)
+{
+    return erase_ctr_dataset_writer_append_ids(w, n, label, dense, NULL, sparse, source);
 }
 
 int erase_ctr_dataset_writer_shards(const erase_ctr_dataset_writer_t *w) { return w->count; }
@@ -227,6 +245,9 @@ erase_status_t erase_ctr_dataset_writer_begin_unit(erase_ctr_dataset_writer_t *w
     ERASE_CHECK(erase_ctr_dataset_writer_finish(w));
     w->unit = unit;
     w->unit_shards = 0;
+    /* a unit's first shard starts as the options say, not as the units
+     * this rank converted before: the format does not depend on the ranks */
+    w->o.multi_hot = w->multi_hot_given;
     return ERASE_OK; /* the next append begins a shard of this unit */
 }
 

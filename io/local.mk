@@ -24,7 +24,7 @@ io_liberase_io_a_SOURCES = \
 	io/criteo_convert.c io/criteo_convert.h \
 	io/convert_plan.c io/convert_plan.h io/convert_ranks.c io/convert_ranks.h \
 	io/gz_members.c io/gz_members.h \
-	io/ctr_shard.c io/ctr_shard.h \
+	io/ctr_shard.c io/ctr_shard.h io/ctr_shard_internal.h \
 	io/ctr_shard_write.c io/ctr_shard_write.h \
 	io/ctr_index.c io/ctr_index.h \
 	io/ctr_dataset_write.c io/ctr_dataset_write.h \

@@ -9,12 +9,14 @@
 # naming the file and line (and the byte, in a file cut into ranges): a
 # line of 41 or 38 fields, a damaged gzip member in the middle of a day
 # (named by its byte offset), a full disk (a tmpfs in a private mount
-# namespace). Rank 0 prints the progress of all ranks.
+# namespace). Rank 0 prints the progress of all ranks. Multi-hot lines
+# (erase-ctr-2) in some ranges only: each range's shards have the same
+# format on 1, 2 and 4 ranks.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare shards"
 workdir
-echo "1..12"
+echo "1..13"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 
 # three inputs: plain, gzip, plain (3000 + 2000 + 6999 lines)
@@ -95,6 +97,36 @@ tap $? "progress: 'erase-convert: 100% of $mb MB read (2 ranks), 11999 lines, R 
 tap_report "$dir/err"
 tap_report "$dir/err1"
 
+# 6: multi-hot lines in the first half of a file only, cut where the
+# one-hot lines begin (the second range, shorter: 2 units): the range of
+# one-hot lines is erase-ctr-1 whether or not its rank converted the
+# multi-hot range before it
+awk 'BEGIN {
+    for (i = 1; i <= 600; i++) {
+        line = (i % 4 == 0 ? 1 : 0)
+        for (j = 1; j <= 13; j++) line = line "\t" (i * j) % 97
+        for (c = 1; c <= 26; c++) {
+            n = i <= 300 && c == 21 ? 1 + i % 5 : 1
+            v = ""
+            for (k = 0; k < n; k++) v = v (k ? "," : "") sprintf("%08x", (i * 7919 + c * 104729 + k * 15485863) % 4294967295)
+            line = line "\t" v
+        }
+        print line
+    }
+}' >"$dir/multi.tsv"
+mcut=$(head -n 300 "$dir/multi.tsv" | wc -c)
+ok=0
+for np in 1 2 4; do
+    convert $np "$dir/multi$np" --split-bytes $mcut "$dir/multi.tsv" || ok=1
+done
+formats=$(for shard in $(awk '!/^#/ {print $1}' "$dir/multi1/index.txt"); do
+    h5dump -a /format "$dir/multi1/$shard" | grep -o 'erase-ctr-[12]'
+done | tr '\n' ' ')
+[ $ok = 0 ] && [ "$formats" = "erase-ctr-2 erase-ctr-1 " ] &&
+    same_dataset "$dir/multi1" "$dir/multi2" && same_dataset "$dir/multi1" "$dir/multi4"
+tap $? "multi-hot lines in the first of 2 ranges: formats $formats on 1 rank; the same dataset on 2 and 4 ranks"
+tap_report "$dir/err"
+
 # expect_failure DESCRIPTION LINE: status 1, the one error line, nothing in
 # $dir/fail (made by the run: removed) and no temporary file
 expect_failure() {
@@ -105,7 +137,7 @@ expect_failure() {
     tap_report "$dir/err"
 }
 
-# 6-7: a line of 41 fields in a range read by rank 1, of 38 in rank 0's
+# 7-8: a line of 41 fields in a range read by rank 1, of 38 in rank 0's
 sed '5500s/\t/\t\t/' "$dir/c.tsv" >"$dir/bad41.tsv"
 byte=$(head -n 5499 "$dir/bad41.tsv" | wc -c)
 convert 2 "$dir/fail" $split "$dir/a.tsv" "$dir/bad41.tsv"
@@ -116,7 +148,7 @@ convert 4 "$dir/fail" --shard-rows 2000 "$dir/bad38.tsv" "$dir/b.gz" "$dir/c.tsv
 expect_failure "38 fields at line 17 of a whole file, np 4: status 1, file and line named, nothing published" \
     "erase-convert criteo: error: $dir/bad38.tsv:17: expected 40 tab-separated fields (label, I1-I13, C1-C26), got 38"
 
-# 8: a day of three gzip members, the second cut short
+# 9: a day of three gzip members, the second cut short
 head -n 1000 "$sample" | gzip -c >"$dir/m1.gz"
 sed -n 1001,2000p "$sample" | gzip -c >"$dir/m2.gz"
 sed -n 2001,3000p "$sample" | gzip -c >"$dir/m3.gz"
@@ -127,13 +159,13 @@ convert 2 "$dir/fail" $split "$dir/a.tsv" "$dir/day.gz"
 expect_failure "a damaged gzip member in the middle of a day, np 2: the member and its byte named, nothing published" \
     "$(grep -F "erase-convert criteo: error: $dir/day.gz: gzip member 2 (at byte $m1) is damaged or truncated: " "$dir/err")"
 
-# 9: --force: a failed conversion keeps the old dataset whole
+# 10: --force: a failed conversion keeps the old dataset whole
 cp -r "$dir/np1" "$dir/old"
 convert 2 "$dir/old" $split --force "$dir/a.tsv" "$dir/bad41.tsv"
 [ "$rc" = 1 ] && same_dataset "$dir/np1" "$dir/old" && ! ls -a "$dir/old" | grep -q '\.tmp$'
 tap $? "--force and a bad line on rank 1: status 1, the old dataset kept as it was, no temporary file"
 
-# 10: --skip-bad: the bad line counted once, the first one named, on every N
+# 11: --skip-bad: the bad line counted once, the first one named, on every N
 convert 2 "$dir/skip2" $split --skip-bad "$dir/a.tsv" "$dir/bad41.tsv"
 grep -qx "rows written 9998 in [0-9]* shards; skipped 1 bad line" "$dir/out" &&
     grep -qxF "  skipped, wrong field count  1 (first: $dir/bad41.tsv:5500 (byte $byte): expected 40 tab-separated fields (label, I1-I13, C1-C26), got 41)" "$dir/out" &&
@@ -141,13 +173,13 @@ grep -qx "rows written 9998 in [0-9]* shards; skipped 1 bad line" "$dir/out" &&
 tap $? "--skip-bad on 2 ranks: 9998 rows, the bad line named, the same dataset as 1 rank"
 tap_report "$dir/out"
 
-# 11-12: a disk that fills during the conversion (a 2 MB tmpfs), 2 ranks
+# 12-13: a disk that fills during the conversion (a 2 MB tmpfs), 2 ranks
 if [ "$(id -u)" != 0 ]; then
-    echo "ok 11 # SKIP not root: no tmpfs in a private mount namespace"
-    echo "ok 12 # SKIP not root"
+    echo "ok 12 # SKIP not root: no tmpfs in a private mount namespace"
+    echo "ok 13 # SKIP not root"
 elif ! unshare -m true 2>/dev/null; then
-    echo "ok 11 # SKIP unshare -m fails here (no private mount namespace)"
-    echo "ok 12 # SKIP unshare -m fails"
+    echo "ok 12 # SKIP unshare -m fails here (no private mount namespace)"
+    echo "ok 13 # SKIP unshare -m fails"
 else
     mkdir "$dir/full"
     unshare -m sh -c "mount -t tmpfs -o size=2m tmpfs '$dir/full' &&
