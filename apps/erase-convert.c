@@ -392,7 +392,10 @@ static void usage_synth(FILE *f)
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
-            "  -q, --quiet           no progress lines\n",
+            "  -q, --quiet           no progress lines\n"
+            "  --shape criteo-1tb    Criteo-format TSV days shaped like Criteo Terabyte's instead, with\n"
+            "                        --scale, --days, --first-day, --hotness, --gzip, --piece-rows\n"
+            "                        (erase-convert synth --shape criteo-1tb --help)\n",
             d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
 }
 
