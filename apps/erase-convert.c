@@ -204,6 +204,35 @@ static int cmd_criteo(int argc, char **argv)
     return rc;
 }
 
+/* The planted model's options of synth and synth --shape (getopt codes
+ * S, p, x, d, z): --seed, --base-rate, --signal, --dense-signal, --zipf. */
+typedef struct {
+    uint64_t *seed;
+    double *base_rate, *signal, *dense_signal, *zipf_s;
+} planted_flags_t;
+
+/* Option `c` with value `arg`, one the command's switch did not take: 0
+ * when it is one of the planted model's and parsed; else 2 (the usage
+ * status) after the message: a bad value, or cli_option_error's for an
+ * unknown option or a missing value (`argv`, `opts`: the command's). */
+static int planted_option(int c, const char *arg, const planted_flags_t *f, char *const *argv,
+                          const struct option *opts)
+{
+    int64_t seed;
+    switch (c) {
+    case 'S':
+        if (parse_count(arg, &seed))
+            return bad_value("synth", "--seed", arg);
+        *f->seed = (uint64_t)seed;
+        return 0;
+    case 'p': return parse_double(arg, f->base_rate) ? bad_value("synth", "--base-rate", arg) : 0;
+    case 'x': return parse_double(arg, f->signal) ? bad_value("synth", "--signal", arg) : 0;
+    case 'd': return parse_double(arg, f->dense_signal) ? bad_value("synth", "--dense-signal", arg) : 0;
+    case 'z': return parse_double(arg, f->zipf_s) ? bad_value("synth", "--zipf", arg) : 0;
+    default: return cli_option_error("erase-convert synth", c, argv, opts);
+    }
+}
+
 static void usage_synth_days(FILE *f)
 {
     erase_synth_days_options_t d = erase_synth_days_options_default();
@@ -270,8 +299,8 @@ static int cmd_synth_days(int argc, char **argv)
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
     };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
     int c;
-    int64_t seed;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'H': o.shape = optarg; break;
@@ -291,32 +320,11 @@ static int cmd_synth_days(int argc, char **argv)
             if (parse_count(optarg, &o.first_day))
                 return bad_value("synth", "--first-day", optarg);
             break;
-        case 'S':
-            if (parse_count(optarg, &seed))
-                return bad_value("synth", "--seed", optarg);
-            o.seed = (uint64_t)seed;
-            break;
         case 'm':
             if (parse_hotness(optarg, o.hotness))
                 return bad_value("synth", "--hotness", optarg);
             break;
         case 'g': o.gzip = 1; break;
-        case 'p':
-            if (parse_double(optarg, &o.base_rate))
-                return bad_value("synth", "--base-rate", optarg);
-            break;
-        case 'x':
-            if (parse_double(optarg, &o.signal))
-                return bad_value("synth", "--signal", optarg);
-            break;
-        case 'd':
-            if (parse_double(optarg, &o.dense_signal))
-                return bad_value("synth", "--dense-signal", optarg);
-            break;
-        case 'z':
-            if (parse_double(optarg, &o.zipf_s))
-                return bad_value("synth", "--zipf", optarg);
-            break;
         case 'P':
             if (parse_count(optarg, &o.piece_rows) || o.piece_rows < 1)
                 return bad_value("synth", "--piece-rows", optarg);
@@ -325,7 +333,10 @@ static int cmd_synth_days(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_synth_days(stdout); return 0;
-        default: return cli_option_error("erase-convert synth", c, argv, opts);
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
         }
     }
     if (optind < argc)
@@ -417,35 +428,14 @@ static int cmd_synth(int argc, char **argv)
         { "quiet", no_argument, 0, 'q' },              { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
     int c;
-    int64_t seed;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'r':
             if (parse_count(optarg, &o.rows) || o.rows < 1)
                 return bad_value("synth", "--rows", optarg);
-            break;
-        case 'S':
-            if (parse_count(optarg, &seed))
-                return bad_value("synth", "--seed", optarg);
-            o.seed = (uint64_t)seed;
-            break;
-        case 'p':
-            if (parse_double(optarg, &o.base_rate))
-                return bad_value("synth", "--base-rate", optarg);
-            break;
-        case 'x':
-            if (parse_double(optarg, &o.signal))
-                return bad_value("synth", "--signal", optarg);
-            break;
-        case 'd':
-            if (parse_double(optarg, &o.dense_signal))
-                return bad_value("synth", "--dense-signal", optarg);
-            break;
-        case 'z':
-            if (parse_double(optarg, &o.zipf_s))
-                return bad_value("synth", "--zipf", optarg);
             break;
         case 'v':
             if (parse_count(optarg, &o.max_vocab))
@@ -463,7 +453,10 @@ static int cmd_synth(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_synth(stdout); return 0;
-        default: return cli_option_error("erase-convert synth", c, argv, opts);
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
         }
     }
     if (optind < argc)

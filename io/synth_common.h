@@ -25,23 +25,26 @@ extern const double erase_synth_dense_sd[ERASE_CTR_SHARD_DENSE];
 
 /* MurmurHash3's 32-bit finalizer (Appleby): a bijection of the 32-bit
  * integers that scatters neighbours. */
-static inline uint32_t erase_synth_fmix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
+static inline uint32_t erase_synth_fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
 }
 
 /* log(1 + exp(x)) without overflow: the log loss of a logit x whose label
  * is 0 (and of -x for a label 1). */
-static inline double erase_synth_softplus(double x) {
-  return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+static inline double erase_synth_softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
 }
 
-static inline double erase_synth_sigmoid(double x) {
-  return 1.0 / (1.0 + exp(-x));
+static inline double erase_synth_sigmoid(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
 }
 
 /*

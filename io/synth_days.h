@@ -56,45 +56,39 @@
 #include "io/ctr_shard.h"
 #include "lib/core/status.h"
 
-#define ERASE_SYNTH_DAYS_MAX_HOTNESS                                           \
-  1000 /* ids of one feature in one row, at most */
+#define ERASE_SYNTH_DAYS_MAX_HOTNESS 1000 /* ids of one feature in one row, at most */
 
 typedef struct {
-  const char *out_dir; /* created if missing */
-  const char *shape;   /* "criteo-1tb" (the only one) */
-  double scale;        /* vocabulary sizes = scale * Criteo 1TB's, in (0, 1] */
-  int64_t days;        /* >= 1 */
-  int64_t rows;        /* rows per day, >= 1 */
-  int64_t first_day;   /* K of the first file day_K, >= 0 (default 0) */
-  uint64_t seed;       /* default 1 */
-  int hotness[ERASE_CTR_SHARD_FIELDS]; /* ids per
-                                          feature, 1..ERASE_SYNTH_DAYS_MAX_HOTNESS
-                                          (default all 1) */
-  int gzip;         /* write day_K.tsv.gz (deflate level gzip_level) */
-  int gzip_level;   /* 1..9 (default 1: fastest) */
-  double base_rate; /* mean click probability, in (0, 1) (default 0.034) */
-  double signal;    /* std of the categorical weights (default 0.3: planted NE
-                       about 0.77) */
-  double dense_signal; /* std of the dense weights (default 0.2) */
-  double zipf_s;       /* Zipf exponent, in (0, 10] (default 1.44) */
-  int64_t piece_rows;  /* rows per piece of work (default 1048576) */
-  int force;           /* replace day files already in out_dir */
-  FILE *progress; /* progress lines of rank 0 (at most one a second; NULL: none)
-                   */
-  const volatile sig_atomic_t
-      *cancel; /* if set and *cancel != 0: stop, clean up, ERASE_ERR_STATE */
+    const char *out_dir;   /* created if missing */
+    const char *shape;     /* "criteo-1tb" (the only one) */
+    double scale;          /* vocabulary sizes = scale * Criteo 1TB's, in (0, 1] */
+    int64_t days;          /* >= 1 */
+    int64_t rows;          /* rows per day, >= 1 */
+    int64_t first_day;     /* K of the first file day_K, >= 0 (default 0) */
+    uint64_t seed;         /* default 1 */
+    int hotness[ERASE_CTR_SHARD_FIELDS]; /* ids per feature, 1..ERASE_SYNTH_DAYS_MAX_HOTNESS (default all 1) */
+    int gzip;              /* write day_K.tsv.gz (deflate level gzip_level) */
+    int gzip_level;        /* 1..9 (default 1: fastest) */
+    double base_rate;      /* mean click probability, in (0, 1) (default 0.034) */
+    double signal;         /* std of the categorical weights (default 0.3: planted NE about 0.77) */
+    double dense_signal;   /* std of the dense weights (default 0.2) */
+    double zipf_s;         /* Zipf exponent, in (0, 10] (default 1.44) */
+    int64_t piece_rows;    /* rows per piece of work (default 1048576) */
+    int force;             /* replace day files already in out_dir */
+    FILE *progress;        /* progress lines of rank 0 (at most one a second; NULL: none) */
+    const volatile sig_atomic_t *cancel; /* if set and *cancel != 0: stop, clean up, ERASE_ERR_STATE */
 } erase_synth_days_options_t;
 
 typedef struct {
-  int64_t days, rows, clicks; /* over all days and ranks */
-  int64_t bytes;              /* of the files written */
-  int64_t vocab[ERASE_CTR_SHARD_FIELDS];
-  double bias;      /* the calibrated bias */
-  double base_rate; /* clicks / rows */
-  double log_loss; /* mean log loss of the planted model over the rows (nats) */
-  double ne;       /* log_loss / the base rate's entropy */
-  double seconds;  /* wall time of the whole write */
-  int ranks;
+    int64_t days, rows, clicks; /* over all days and ranks */
+    int64_t bytes;              /* of the files written */
+    int64_t vocab[ERASE_CTR_SHARD_FIELDS];
+    double bias;                /* the calibrated bias */
+    double base_rate;           /* clicks / rows */
+    double log_loss;            /* mean log loss of the planted model over the rows (nats) */
+    double ne;                  /* log_loss / the base rate's entropy */
+    double seconds;             /* wall time of the whole write */
+    int ranks;
 } erase_synth_days_summary_t;
 
 /* Defaults as listed above; out_dir, scale, days and rows must be set. */
@@ -112,13 +106,11 @@ extern const int erase_synth_days_mlperf_hotness[ERASE_CTR_SHARD_FIELDS];
  * (cancelled), ERASE_ERR_COMM ("another rank failed": this rank's own work
  * was fine). On any error no day file is published by any rank.
  */
-erase_status_t erase_synth_days_write(const erase_synth_days_options_t *options,
-                                      MPI_Comm comm,
+erase_status_t erase_synth_days_write(const erase_synth_days_options_t *options, MPI_Comm comm,
                                       erase_synth_days_summary_t *summary);
 
 /* The summary: files, rows, bytes, speed, vocabulary sizes, base rate and
  * the planted model's NE. */
-void erase_synth_days_print(const erase_synth_days_summary_t *s,
-                            const erase_synth_days_options_t *o, FILE *out);
+void erase_synth_days_print(const erase_synth_days_summary_t *s, const erase_synth_days_options_t *o, FILE *out);
 
 #endif
