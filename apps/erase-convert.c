@@ -250,6 +250,8 @@ static void usage_synth_days(FILE *f)
             "  --seed X              seed (default %" PRIu64 ")\n"
             "  --hotness H           ids per categorical feature: mlperf (MLPerf DLRM-DCNv2's:\n"
             "                        3,2,1,2,6,...) or 26 counts h1,...,h26 (default all 1)\n"
+            "  --hotness-counts C    fixed (default: a present field holds exactly h ids, as MLPerf's\n"
+            "                        synthetic multi-hot) or uniform (a count uniform in 1..h per row)\n"
             "  --gzip                write day_K.tsv.gz (gzip level 1, one member per piece)\n"
             "  --base-rate P         mean click probability (default %g)\n"
             "  --signal X            std of the categorical weights (default %g)\n"
@@ -297,7 +299,8 @@ static int cmd_synth_days(int argc, char **argv)
         { "dense-signal", required_argument, 0, 'd' }, { "zipf", required_argument, 0, 'z' },
         { "piece-rows", required_argument, 0, 'P' }, { "out", required_argument, 0, 'o' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
-        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+        { "hotness-counts", required_argument, 0, 'u' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
     int c;
@@ -325,6 +328,11 @@ static int cmd_synth_days(int argc, char **argv)
                 return bad_value("synth", "--hotness", optarg);
             break;
         case 'g': o.gzip = 1; break;
+        case 'u':
+            if (strcmp(optarg, "fixed") && strcmp(optarg, "uniform"))
+                return bad_value("synth", "--hotness-counts", optarg);
+            o.hotness_uniform = !strcmp(optarg, "uniform");
+            break;
         case 'P':
             if (parse_count(optarg, &o.piece_rows) || o.piece_rows < 1)
                 return bad_value("synth", "--piece-rows", optarg);
@@ -405,7 +413,8 @@ static void usage_synth(FILE *f)
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n"
             "  --shape criteo-1tb    Criteo-format TSV days shaped like Criteo Terabyte's instead, with\n"
-            "                        --scale, --days, --first-day, --hotness, --gzip, --piece-rows\n"
+            "                        --scale, --days, --first-day, --hotness, --hotness-counts,\n"
+            "                        --gzip, --piece-rows\n"
             "                        (erase-convert synth --shape criteo-1tb --help)\n",
             d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
 }

@@ -276,6 +276,8 @@ static char *write_row(const model_t *m, uint32_t day, uint64_t row, char *p, do
         if (row_rng_uniform(&r) < erase_synth_sparse_missing[f])
             continue;
         int h = m->o->hotness[f];
+        if (m->o->hotness_uniform && h > 1)
+            h = 1 + (int)(row_rng_uniform(&r) * h);
         double w = 0;
         for (int i = 0; i < h; i++) {
             int64_t k = zipf_draw(&m->zipf[f], &r);
@@ -761,6 +763,7 @@ void erase_synth_days_print(const erase_synth_days_summary_t *s, const erase_syn
     fprintf(out, "\nhotness:");
     for (int f = 0; f < FIELDS; f++)
         fprintf(out, " %d", o->hotness[f]);
+    fprintf(out, o->hotness_uniform ? " (counts uniform in 1..h)" : " (fixed counts)");
     fprintf(out,
             "\nplanted model: bias %.6f, Zipf exponent %g; on these rows: base rate %.6f, log loss %.6f, NE %.6f\n",
             s->bias, o->zipf_s, s->base_rate, s->log_loss, s->ne);

@@ -16,7 +16,8 @@
  *     1996), O(1) per id and no table; rank k is printed as the 8 hex
  *     digits of a bijective 32-bit scramble of k - 1 keyed by (seed, f),
  *     never ffffffff. A feature holds hotness[f] ids separated by ','
- *     (1: one-hot, Criteo's own layout), each drawn independently; it is
+ *     (1: one-hot, Criteo's own layout), or with hotness_uniform a count
+ *     uniform in 1..hotness[f] per row; each id drawn independently; it is
  *     missing (an empty field) with the rate of the Kaggle sample
  *     (io/synth_common.h).
  *   dense feature I_k: missing with the Kaggle sample's rate, otherwise
@@ -67,6 +68,8 @@ typedef struct {
     int64_t first_day;     /* K of the first file day_K, >= 0 (default 0) */
     uint64_t seed;         /* default 1 */
     int hotness[ERASE_CTR_SHARD_FIELDS]; /* ids per feature, 1..ERASE_SYNTH_DAYS_MAX_HOTNESS (default all 1) */
+    int hotness_uniform;   /* 0 (default): a present field holds exactly hotness[f] ids, as MLPerf's
+                              synthetic multi-hot; 1: a count uniform in 1..hotness[f], drawn per row and field */
     int gzip;              /* write day_K.tsv.gz (deflate level gzip_level) */
     int gzip_level;        /* 1..9 (default 1: fastest) */
     double base_rate;      /* mean click probability, in (0, 1) (default 0.034) */

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 workdir
-echo "1..11"
+echo "1..12"
 mpi() { timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$@"; }
 synth() { apps/erase-convert synth --shape criteo-1tb -q "$@"; }
 
@@ -105,6 +105,16 @@ gzip -dc "$dir/g1/day_0.tsv.gz" | awk -F'\t' -v hot="$mlperf_hot" 'BEGIN { split
 tap $? "--hotness mlperf: 3,2,1,...,100 ids per present field; --hotness 2,1,...,4: C1 2 ids, C26 4"
 tap_report "$dir/err"
 
+# --hotness-counts uniform: counts in 1..h; C21's (h = 100) mean within 4 standard errors of 50.5
+synth --scale 0.001 --days 1 --rows 2000 --hotness mlperf --hotness-counts uniform -o "$dir/hu" >/dev/null 2>"$dir/err" &&
+    awk -F'\t' -v hot="$mlperf_hot" 'BEGIN { split(hot, h, " ") }
+        { for (f = 1; f <= 26; f++) { v = $(14 + f); if (v == "") continue
+            k = split(v, ids, ","); if (k < 1 || k > h[f]) bad++; if (f == 21) { n++; s += k } } }
+        END { printf "C21: %d fields, mean count %.2f\n", n, s / n
+              exit bad > 0 || (s / n - 50.5) ^ 2 > 16 * (100 * 100 - 1) / 12 / n }' "$dir/hu/day_0.tsv" >"$dir/counts"
+tap $? "--hotness-counts uniform: 1..h ids per present field, C21's mean count about 50.5"
+tap_report "$dir/counts"
+
 # the round trip: erase-convert criteo reads day_0 back, its rows and clicks, and the labels in order
 apps/erase-convert criteo -q -o "$dir/shards" "$dir/a/day_0.tsv" >"$dir/out" 2>"$dir/err"
 rc=$?
@@ -132,12 +142,13 @@ try() { # WANT-LINE ARGS...: status 2 and the first line of stderr
 try "erase-convert synth: --scale: bad value '0'" --shape criteo-1tb --scale 0 --days 1 --rows 10 -o "$dir/u"
 try "erase-convert synth: --scale: bad value '2'" --shape criteo-1tb --scale 2 --days 1 --rows 10 -o "$dir/u"
 try "erase-convert synth: --hotness: bad value '1,2'" --shape criteo-1tb --hotness 1,2 --scale 0.1 -o "$dir/u"
+try "erase-convert synth: --hotness-counts: bad value 'some'" --shape criteo-1tb --hotness-counts some -o "$dir/u"
 try "erase-convert synth: --days: bad value '0'" --shape criteo-1tb --days 0 --scale 0.1 -o "$dir/u"
 try "erase-convert synth: --shape: expected criteo-1tb" --shape criteo-kaggle --scale 0.1 --days 1 --rows 1 -o "$dir/u"
 try "erase-convert synth: no --days D" --shape criteo-1tb --scale 0.1 --rows 10 -o "$dir/u"
 try "erase-convert synth: no --rows N" --shape=criteo-1tb --scale 0.1 --days 1 -o "$dir/u"
 [ $fails = 0 ] && [ ! -e "$dir/u" ]
-tap $? "usage errors: status 2, the option named (--scale, --hotness, --days, --shape, --rows), nothing written"
+tap $? "usage errors: status 2, the option named (--scale, --hotness, --hotness-counts, --days, --shape, --rows), nothing written"
 
 # an existing day is refused (status 1, unchanged); a piece that cannot be
 # written on rank 1 of 2 (a directory in its place) publishes nothing
