@@ -9,12 +9,13 @@
 # law); dense missing rates and the click rate are within 4 standard
 # errors of their targets; multi-hot fields hold exactly their hotness;
 # erase-convert criteo reads a day back with its rows and labels; usage
-# errors name the option (status 2); an existing day is refused and a
-# failure on one rank publishes nothing and leaves no temporary file.
+# errors name the option (status 2); an existing day is refused, and a
+# failure on one rank or a SIGTERM publishes nothing and leaves no
+# temporary file.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 workdir
-echo "1..12"
+echo "1..13"
 mpi() { timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$@"; }
 synth() { apps/erase-convert synth --shape criteo-1tb -q "$@"; }
 
@@ -166,4 +167,19 @@ rc=$?
     grep -qx "erase-convert synth: no day file written to $dir/f" "$dir/err" &&
     [ "$(ls -A "$dir/f")" = ".day_0.tsv.part-000001" ]
 tap $? "an existing day refused (status 1, kept); a piece failing on rank 1 of 2: status 1, nothing published or left"
+tap_report "$dir/err"
+
+# SIGTERM while the pieces are written: status 143, the piece and the signal named, nothing left
+apps/erase-convert synth --shape criteo-1tb --scale 0.001 --days 1 --rows 50M --piece-rows 200k -o "$dir/t" \
+    >/dev/null 2>"$dir/err" &
+pid=$!
+for i in $(seq 1200); do ls "$dir/t"/.day_0.tsv.part-* >/dev/null 2>&1 && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 143 ] &&
+    grep -q "^erase-convert synth: error: interrupted in $dir/t/.day_0.tsv.part-[0-9]* after [0-9]* rows by SIGTERM\$" \
+        "$dir/err" &&
+    grep -qx "erase-convert synth: no day file written to $dir/t" "$dir/err" && [ -z "$(ls -A "$dir/t")" ]
+tap $? "SIGTERM while writing: status $rc (143), the piece named, no day file and no temporary file left"
 tap_report "$dir/err"
