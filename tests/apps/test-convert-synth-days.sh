@@ -1,7 +1,8 @@
 #!/bin/sh
 # erase-convert synth --shape criteo-1tb (issue 35): Criteo-format TSV days
-# shaped like Criteo Terabyte's. The same seed gives the same bytes twice
-# and on 1, 2 and 4 ranks (plain and gzip); every line has 40 fields of
+# shaped like Criteo Terabyte's. The same seed gives the same bytes twice,
+# for a day written alone (--first-day) and on 1, 2 and 4 ranks (plain and
+# gzip); every line has 40 fields of
 # Criteo's formats; each feature's distinct ids stay within its scaled
 # table size (MLPerf DLRM-DCNv2's, listed here again) and the small ones
 # are all seen; the share of the most frequent id and the fraction of
@@ -26,12 +27,15 @@ common="--scale 0.0001 --days 2 --rows 20000 --piece-rows 6000 --seed 7"
 
 synth $common -o "$dir/a" >"$dir/out" 2>"$dir/err" &&
     synth $common -o "$dir/b" >>"$dir/out" 2>>"$dir/err" &&
-    synth $common --seed 8 -o "$dir/c" >>"$dir/out" 2>>"$dir/err"
+    synth $common --seed 8 -o "$dir/c" >>"$dir/out" 2>>"$dir/err" &&
+    synth $common --first-day 1 --days 1 -o "$dir/d1" >>"$dir/out" 2>>"$dir/err"
 rc=$?
 [ $rc = 0 ] && [ "$(ls "$dir/a")" = "day_0.tsv
 day_1.tsv" ] && cmp -s "$dir/a/day_0.tsv" "$dir/b/day_0.tsv" && cmp -s "$dir/a/day_1.tsv" "$dir/b/day_1.tsv" &&
-    ! cmp -s "$dir/a/day_0.tsv" "$dir/c/day_0.tsv" && [ "$(wc -l <"$dir/a/day_1.tsv")" = 20000 ]
-tap $? "two runs with one seed: the same bytes (day_0.tsv, day_1.tsv of 20,000 lines); another seed: others"
+    ! cmp -s "$dir/a/day_0.tsv" "$dir/c/day_0.tsv" && [ "$(wc -l <"$dir/a/day_1.tsv")" = 20000 ] &&
+    [ "$(ls "$dir/d1")" = day_1.tsv ] && cmp -s "$dir/a/day_1.tsv" "$dir/d1/day_1.tsv" &&
+    ! cmp -s "$dir/a/day_0.tsv" "$dir/a/day_1.tsv"
+tap $? "one seed: the same bytes twice, and day_1 alone (--first-day 1) as in two days; another seed or day: others"
 tap_report "$dir/err"
 
 mpi 2 apps/erase-convert synth --shape criteo-1tb -q $common -o "$dir/np2" >"$dir/out" 2>"$dir/err"
