@@ -9,14 +9,15 @@
 # singletons follow Zipf's law at the sample size (computed here from the
 # law); dense missing rates and the click rate are within 4 standard
 # errors of their targets; multi-hot fields hold exactly their hotness;
-# erase-convert criteo reads a day back with its rows and labels; usage
+# erase-convert criteo reads a day back with its rows and labels, and a
+# multi-hot day with MLPerf's hotness as each feature's largest count; usage
 # errors name the option (status 2); an existing day is refused, and a
 # failure on one rank or a SIGTERM publishes nothing and leaves no
 # temporary file.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-convert
 workdir
-echo "1..13"
+echo "1..14"
 mpi() { timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$@"; }
 synth() { apps/erase-convert synth --shape criteo-1tb -q "$@"; }
 
@@ -134,6 +135,19 @@ else
 fi
 [ $rc = 0 ] && grep -qx "rows 20000, clicks $clicks, base rate .*" "$dir/out" && [ $same = 0 ]
 tap $? "erase-convert criteo of day_0: 20,000 rows, $clicks clicks, the labels in the file's order"
+tap_report "$dir/err"
+
+# the multi-hot round trip: erase-convert criteo reads --hotness mlperf's lists; erase-inspect
+# data's largest count of every feature is MLPerf's hotness
+# (the gzip file as written: 4 members, one per piece)
+apps/erase-convert criteo -q -o "$dir/mh" "$dir/g1/day_0.tsv.gz" >"$dir/out" 2>"$dir/err" &&
+    apps/erase-inspect data "$dir/mh" >"$dir/inspect" 2>>"$dir/err"
+rc=$?
+awk '/^multi-hot: ids per sample/ { on = 1; next } on && /^C[0-9]/ { printf "%s%s", sep, $2; sep = " " }
+    END { print "" }' "$dir/inspect" >"$dir/maxhot"
+[ $rc = 0 ] && grep -qx "rows 5000, clicks .*" "$dir/out" && [ "$(cat "$dir/maxhot")" = "$mlperf_hot" ]
+tap $? "erase-convert criteo of a gzip --hotness mlperf day of 4 members: 5,000 rows, each feature's largest count MLPerf's hotness"
+sed 's/^/# largest ids per feature: /' "$dir/maxhot"
 tap_report "$dir/err"
 
 # usage errors: status 2, the option named
