@@ -717,7 +717,8 @@ erase_status_t erase_synth_days_write(const erase_synth_days_options_t *o, MPI_C
         if (!text)
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the text buffer");
     }
-    progress_t pr = { .t0 = t0, .last = t0, .ranks = ranks };
+    double t_rows = erase_now_s(); /* after the pilot: progress rates count rows only */
+    progress_t pr = { .t0 = t_rows, .last = t_rows, .ranks = ranks };
     for (int64_t p = rank; p < plan.total; p += ranks)
         pr.todo += o->piece_rows < o->rows - (p % plan.per_day) * o->piece_rows
                        ? o->piece_rows
