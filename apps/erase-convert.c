@@ -131,7 +131,7 @@ static int mpi_start(int *argc, char ***argv)
      * After a write that failed on a full disk, HDF5 1.10 keeps a
      * half-closed file whose shutdown crashed (SIGSEGV in H5F__close_cb,
      * tests/apps/test-convert-parallel.sh); every file is closed by the
-     * converter, so the process ends without HDF5's shutdown (main). */
+     * converter, so the process ends without HDF5's shutdown (cmd_criteo). */
     H5open();
     int rank = 0;
     if (MPI_Init(argc, argv) == MPI_SUCCESS)
@@ -174,6 +174,7 @@ static void usage_criteo(FILE *f)
 
 static int cmd_criteo(int argc, char **argv)
 {
+    H5dont_atexit(); /* no HDF5 shutdown at exit: see mpi_start */
     erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
     o.write.converter = "erase-convert criteo " PACKAGE_VERSION;
     o.progress = stderr;
@@ -778,7 +779,6 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    H5dont_atexit(); /* no HDF5 shutdown at exit: see mpi_start */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
