@@ -148,7 +148,7 @@ erase_status_t export_name(export_format_t f, const erase_model_config_t *cfg, c
     if (f == EXPORT_NANOCHAT)
         return transformer_name(f, &NANOCHAT_NAMES, cfg->nanochat.layers, erase_name, out, size, action);
     int table = -1, used = 0;
-    const char *suffix = f == EXPORT_TORCH && cfg->kind == ERASE_MODEL_CTR &&
+    const char *suffix = f == EXPORT_TORCH && erase_model_config_has_tables(cfg) &&
                                  sscanf(erase_name, "input/emb/%d%n", &table, &used) == 1 && !erase_name[used]
                              ? ".weight"
                              : "";

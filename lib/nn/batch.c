@@ -22,6 +22,7 @@ static int fields(const erase_model_config_t *cfg, field_t f[3])
 {
     switch (cfg->kind) {
     case ERASE_MODEL_CTR:
+    case ERASE_MODEL_DCN:
         f[0] = (field_t){ offsetof(erase_batch_t, dense), sizeof(float), ERASE_CTR_DENSE };
         f[1] = (field_t){ offsetof(erase_batch_t, sparse), sizeof(uint32_t), ERASE_CTR_FIELDS };
         f[2] = (field_t){ offsetof(erase_batch_t, label), sizeof(float), 1 };

@@ -581,12 +581,12 @@ static void test_error_syntax(void **state)
 
 static void test_error_model(void **state)
 {
-    print_message("the model key: required, \"ctr\", \"mlp\", \"gpt\" or \"nanochat\"\n");
-    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
-    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
-    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"foo\"");
-    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got 1");
-    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got a list");
+    print_message("the model key: required, \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\"\n");
+    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\")");
+    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\")");
+    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got \"foo\"");
+    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got 1");
+    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got a list");
 }
 
 static void test_error_unknown_key(void **state)
@@ -860,7 +860,7 @@ static void test_null_arguments(void **state)
     assert_int_equal(erase_model_config_load(NULL, &c), ERASE_ERR_INVALID);
     assert_int_equal(erase_model_config_format(NULL, (char[8]){ 0 }, 8), -1);
     assert_int_equal(erase_model_config_parse("model = \"x\";", NULL, &c), ERASE_ERR_FORMAT);
-    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"x\"");
+    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got \"x\"");
 }
 
 int main(void)
