@@ -127,15 +127,7 @@ static erase_status_t build_input(erase_network_t *net, dcn_t *m)
     if (width != m->dim)
         return ERASE_ERROR(ERASE_ERR_INVALID, "dcn: the dense arch ends at width %d, embedding_dim is %d", width,
                            m->dim);
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-        char path[32];
-        int idx;
-        snprintf(path, sizeof path, "emb/%d", f);
-        ERASE_CHECK(erase_network_add_param(net, 0, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
-                                            c->ctr.table_rows[f], m->dim, 2, &idx));
-        if (f == 0)
-            k->table0 = idx;
-    }
+    ERASE_CHECK(erase_network_embedding_add(net, 0, m->dim, &k->table0));
     ERASE_CHECK(add_head(net, 0, k, m->width));
     blk->nparams = net->nparams - blk->first_param;
     return ERASE_OK;

@@ -97,15 +97,7 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
     x->in = dim;
     x->out = inter;
     x->dim = dim;
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-        char path[32];
-        int idx;
-        snprintf(path, sizeof path, "emb/%d", f);
-        ERASE_CHECK(erase_network_add_param(net, 0, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
-                                            c->ctr.table_rows[f], dim, 2, &idx));
-        if (f == 0)
-            x->table0 = idx;
-    }
+    ERASE_CHECK(erase_network_embedding_add(net, 0, dim, &x->table0));
     ERASE_CHECK(add_dense(net, 0, &cin->head, "head", inter, 1, 0, 1));
     in->nparams = net->nparams - in->first_param;
 
@@ -153,6 +145,20 @@ static erase_status_t chain_build(erase_network_t *net)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "network: no memory");
     net->model = ch;
     return net->cfg.kind == ERASE_MODEL_CTR ? build_ctr(net, ch) : build_mlp(net, ch);
+}
+
+erase_status_t erase_network_embedding_add(erase_network_t *net, int block, int dim, int *table0)
+{
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        char path[32];
+        int idx;
+        snprintf(path, sizeof path, "emb/%d", f);
+        ERASE_CHECK(erase_network_add_param(net, block, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
+                                            net->cfg.ctr.table_rows[f], dim, 2, &idx));
+        if (f == 0)
+            *table0 = idx;
+    }
+    return ERASE_OK;
 }
 
 erase_status_t erase_network_embedding_init(erase_network_t *net, int table0, int *counts)

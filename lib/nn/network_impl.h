@@ -129,6 +129,8 @@ erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, 
  * The embedding lookup of the 26 categorical fields, ctr's and dcn's
  * (network_chain.c): the tables are parameters table0 .. table0 + 25
  * (net->cfg.ctr.table_rows rows of `dim` floats each).
+ *   add       add them to block `block` as "<block>/emb/<f>" (*table0: the
+ *             first one's index; erase_network_add_param's errors);
  *   init      zero the per-table counts of sparse-gradient rows (device
  *             [26] ints, each table's grad_count) and initialise the rows
  *             uniform in +-sqrt(1/rows) (TorchRec's EmbeddingBagCollection);
@@ -137,6 +139,7 @@ erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, 
  *   backward  the tables' sparse gradients from demb [n, 26, dim].
  * Errors: those of the embedding ops and the provider.
  */
+erase_status_t erase_network_embedding_add(erase_network_t *net, int block, int dim, int *table0);
 erase_status_t erase_network_embedding_init(erase_network_t *net, int table0, int *counts);
 erase_status_t erase_network_embedding_forward(erase_network_t *net, erase_stream_t *s, int n, int table0, int dim,
                                                const erase_batch_t *batch, float *emb);
