@@ -5,7 +5,8 @@
 # layers) trains with --embeddings row as with replicated tables, digit for
 # digit and with bitwise equal checkpoints (parameters, optimizer, cursor);
 # stopped by SIGUSR1 at step 4 and resumed, it ends bitwise where the
-# uninterrupted run ends.
+# uninterrupted run ends. Exported with --format torch, it has TorchRec's
+# DLRM_DCN names, its local heads dropped with one line.
 . "$(dirname "$0")/ckpt.sh"
 dir=$(mktemp -d "$PWD/tmp-dcn-XXXXXX") || exit 99
 if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
@@ -24,7 +25,7 @@ dcn: {
   local_loss_weight = 0.5;
 };
 CFG
-echo "1..5"
+echo "1..6"
 
 # jobs/dcn.cfg: the reference sizes, 8 blocks without cuts
 out=$dir/ref-sizes.out
@@ -78,3 +79,20 @@ tests/ckpt/ckpt-tool compare "$dir/replicated/ckpt-8.h5" "$dir/resumed/ckpt-8.h5
 ok=$?
 tap $ok "the resumed run's checkpoint at step 8 is bitwise the uninterrupted run's"
 [ $ok = 0 ] || show "$dir/cmp.out"
+
+# --format torch: TorchRec's DLRM_DCN state-dict names, the local heads of
+# cross0 and cross2 (before the cuts) dropped
+need apps/erase-export
+apps/erase-export "$dir/replicated/ckpt-8.h5" -o "$dir/dcn.safetensors" --format torch >"$dir/export.out" 2>&1
+rc=$?
+names=$(head -c 65536 "$dir/dcn.safetensors" | grep -a -o '"[a-zA-Z_0-9.]*":{"dtype"' | sed 's/":{"dtype"//; s/^"//' | sort)
+[ $rc = 0 ] && [ "$(echo "$names" | wc -l)" = 47 ] &&
+    echo "$names" | grep -q -x 'sparse_arch.embedding_bag_collection.embedding_bags.t_cat_25.weight' &&
+    echo "$names" | grep -q -x 'dense_arch.model._mlp.1._linear.weight' &&
+    echo "$names" | grep -q -x 'inter_arch.crossnet.V_kernels.2' &&
+    echo "$names" | grep -q -x 'over_arch.model.0._mlp.2._linear.bias' &&
+    echo "$names" | grep -q -x 'over_arch.model.1.weight' && ! echo "$names" | grep -q 'head' &&
+    grep -q -x -F "erase-export: note: 4 tensors of local heads dropped (torch has no place for them; --format erase keeps them): cross0/head/weight, cross0/head/bias, cross2/head/weight, cross2/head/bias" "$dir/export.out"
+ok=$?
+tap $ok "--format torch: 47 tensors in TorchRec's DLRM_DCN names, the 4 local-head tensors dropped with one line (status $rc)"
+[ $ok = 0 ] || { show "$dir/export.out"; echo "$names" | head -50 | sed 's/^/#   /'; }
