@@ -134,7 +134,8 @@ static erase_status_t build_input(erase_network_t *net, dcn_t *m)
 }
 
 /* Cross layer C: TorchRec's LowRankCrossNet parameters W_kernels.C [W, r],
- * V_kernels.C [r, W] and bias.C [W, 1] (CrossNet: kernels.C [W, W]). */
+ * V_kernels.C [r, W] and bias.C [W] (CrossNet: kernels.C [W, W], bias.C
+ * [W, 1]). */
 static erase_status_t build_cross(erase_network_t *net, dcn_t *m, int b, int C)
 {
     const erase_model_config_t *c = &net->cfg;
@@ -161,8 +162,10 @@ static erase_status_t build_cross(erase_network_t *net, dcn_t *m, int b, int C)
         ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, ERASE_ROLE_HIDDEN, m->width, m->width, 2,
                                             &k->kw));
     }
+    /* TorchRec 1.9's shapes: LowRankCrossNet's bias [W], CrossNet's [W, 1] */
     snprintf(name, sizeof name, "inter_arch/crossnet/bias/%d", C);
-    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, ERASE_ROLE_VECTOR, m->width, 1, 2, &k->kb));
+    ERASE_CHECK(erase_network_add_param(net, b, name, ERASE_PARAM_DENSE, ERASE_ROLE_VECTOR, m->width, 1,
+                                        m->rank > 0 ? 1 : 2, &k->kb));
     ERASE_CHECK(add_head(net, b, k, m->width));
     blk->nparams = net->nparams - blk->first_param;
     return ERASE_OK;

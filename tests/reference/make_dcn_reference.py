@@ -80,7 +80,7 @@ def cross_layer(P, C, rank, x0, xl):
         u = F.linear(F.linear(xl, P[pre + "V_kernels/%d" % C]), P[pre + "W_kernels/%d" % C])
     else:
         u = F.linear(xl, P[pre + "kernels/%d" % C])
-    return x0 * (u + P[pre + "bias/%d" % C][:, 0]) + xl
+    return x0 * (u + P[pre + "bias/%d" % C].reshape(-1)) + xl
 
 
 def check_whole_crossnet(P, m, x0):
@@ -145,7 +145,8 @@ def dcn_case(rng, m, cut_set):
             p[pre + "V_kernels/%d" % C] = rng.normal(0.0, 3 * std, (m["rank"], W))
         else:
             p[pre + "kernels/%d" % C] = rng.normal(0.0, 3 * std, (W, W))
-        p[pre + "bias/%d" % C] = rng.normal(0.0, 0.1, (W, 1))
+        # TorchRec 1.9's shapes: LowRankCrossNet's bias [W], CrossNet's [W, 1]
+        p[pre + "bias/%d" % C] = rng.normal(0.0, 0.1, (W,) if m["rank"] > 0 else (W, 1))
         if has_head(1 + C):
             ref.linear_params(rng, p, "cross%d/head" % C, W, 1)
     n_in = W
