@@ -86,8 +86,10 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
          * (the reference caps Criteo 1TB's at 40M: docs/models.md), no cuts */
         static const int bottom[] = { 512, 256, 128 }, top[] = { 1024, 1024, 512, 256, 1 };
         cfg.ctr.embedding_dim = 128;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
             cfg.ctr.table_rows[f] = 10007;
+            cfg.ctr.hotness[f] = 1;
+        }
         cfg.ctr.bottom_layers = 3;
         memcpy(cfg.ctr.bottom_mlp, bottom, sizeof bottom);
         cfg.dcn.cross_layers = 3;
@@ -97,8 +99,10 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
             cfg.ctr.table_rows[f] = 10007;
+            cfg.ctr.hotness[f] = 1;
+        }
         cfg.ctr.bottom_layers = 2;
         cfg.ctr.bottom_mlp[0] = 64;
         cfg.ctr.bottom_mlp[1] = 16;
@@ -435,13 +439,54 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
     return ERASE_OK;
 }
 
-/* The embedding keys ctr and dcn share (cfg->ctr): embedding_dim,
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg)
+{
+    int64_t h = 0;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        h += cfg->ctr.hotness[f] ? cfg->ctr.hotness[f] : 1;
+    return h;
+}
+
+/* <prefix>.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
+static erase_status_t read_hotness(const char *name, config_setting_t *g, const char *prefix,
+                                   erase_model_config_t *cfg)
+{
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        cfg->ctr.hotness[f] = 1;
+    config_setting_t *h = config_setting_get_member(g, "hotness");
+    if (!h)
+        return ERASE_OK;
+    char key[64];
+    snprintf(key, sizeof key, "%s.hotness", prefix);
+    const char *text = config_setting_type(h) == CONFIG_TYPE_STRING ? config_setting_get_string(h) : NULL;
+    if (text && strcmp(text, "mlperf") == 0) {
+        memcpy(cfg->ctr.hotness, mlperf, sizeof mlperf);
+        return ERASE_OK;
+    }
+    if (!is_list(h))
+        return expected(name, h, key, "\"mlperf\" or a list of 26 integers >= 1");
+    if (config_setting_length(h) != ERASE_CTR_FIELDS)
+        return fail_at(name, h, "%s: expected %d capacities, got %d", key, ERASE_CTR_FIELDS,
+                       config_setting_length(h));
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        char path[80];
+        snprintf(path, sizeof path, "%s[%d]", key, f);
+        long long v;
+        TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_HOTNESS_MAX, true, &v));
+        cfg->ctr.hotness[f] = (uint32_t)v;
+    }
+    return ERASE_OK;
+}
+
+/* The embedding keys ctr and dcn share (cfg->ctr): hotness, embedding_dim,
  * table_rows, bottom_mlp (omitted: `bottom` with its last width
  * embedding_dim), named "<prefix>.<key>" in messages. */
 static erase_status_t parse_tables(const char *name, config_setting_t *g, const char *prefix, const int *bottom,
                                    int bottom_layers, erase_model_config_t *cfg)
 {
     char key[64];
+    TRY(read_hotness(name, g, prefix, cfg));
     TRY(read_int(name, g, prefix, "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
     snprintf(key, sizeof key, "%s.table_rows", prefix);
@@ -483,7 +528,7 @@ static erase_status_t parse_tables(const char *name, config_setting_t *g, const 
 static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
-                                        "subarchs", "cuts", "local_loss_weight", NULL };
+                                        "subarchs", "cuts", "local_loss_weight", "hotness", NULL };
     /* Omitted, the bottom MLP is the reference 13-64-D for this D. */
     static const int bottom[] = { 64, 0 };
     TRY(check_keys(name, g, "ctr", keys));
@@ -501,7 +546,7 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
 static erase_status_t parse_dcn(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "cross_layers", "cross_rank",
-                                        "top_mlp", "cuts", "local_loss_weight", NULL };
+                                        "top_mlp", "cuts", "local_loss_weight", "hotness", NULL };
     static const int bottom[] = { 512, 256, 0 };
     TRY(check_keys(name, g, "dcn", keys));
     TRY(parse_tables(name, g, "dcn", bottom, 3, cfg));
@@ -833,6 +878,13 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         } else {
             put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width, cfg->ctr.subarchs);
         }
+        bool multi = false;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            multi = multi || cfg->ctr.hotness[f] != 1;
+        for (int f = 0; multi && f < ERASE_CTR_FIELDS; f++)
+            put(&w, "%s%u", f ? ", " : "  hotness = [", (unsigned)cfg->ctr.hotness[f]);
+        if (multi)
+            put(&w, "];\n");
     } else if (cfg->kind == ERASE_MODEL_GPT) {
         put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
             cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);
