@@ -8,8 +8,7 @@
 # uninterrupted run ends. Exported with --format torch, it has TorchRec's
 # DLRM_DCN names, its local heads dropped with one line.
 . "$(dirname "$0")/ckpt.sh"
-dir=$(mktemp -d "$PWD/tmp-dcn-XXXXXX") || exit 99
-if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
+setup_dir
 apps/erase-convert criteo -q -o "$dir/data" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv" \
     >"$dir/convert.log" 2>&1 || { show "$dir/convert.log"; echo "Bail out! erase-convert criteo failed"; exit 0; }
 cat >"$dir/model.cfg" <<'CFG'
