@@ -13,3 +13,5 @@ nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-tra
 	data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/mnist/SOURCES.md data/mnist/t10k-images-idx3-ubyte.gz data/mnist/t10k-labels-idx1-ubyte.gz \
 	data/text/SOURCES.md data/text/tinyshakespeare.txt
+# the dcn model's file, MLPerf DLRM-DCNv2's sizes (issue 36)
+nobase_dist_pkgdata_DATA += jobs/dcn.cfg

@@ -182,6 +182,7 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     net->emb_block = -1;
     net->impl = cfg->kind == ERASE_MODEL_GPT        ? &erase_model_gpt
                 : cfg->kind == ERASE_MODEL_NANOCHAT ? &erase_model_nanochat
+                : cfg->kind == ERASE_MODEL_DCN      ? &erase_model_dcn
                                                     : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {

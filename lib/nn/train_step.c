@@ -51,7 +51,7 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
     memset(out, 0, sizeof *out);
     out->size = size;
     erase_status_t st = ERASE_OK;
-    if (cfg->kind == ERASE_MODEL_CTR) {
+    if (erase_model_config_has_tables(cfg)) {
         size_t nd = (size_t)size * ERASE_CTR_DENSE, ns = (size_t)size * ERASE_CTR_FIELDS;
         float *dense = malloc(sizeof(float) * nd), *label = malloc(sizeof(float) * (size_t)size);
         uint32_t *sparse = malloc(sizeof(uint32_t) * ns);

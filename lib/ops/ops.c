@@ -327,6 +327,20 @@ erase_status_t erase_rotary(erase_stream_t *s, int batch, int T, int t0, int hea
     DISPATCH(s, rotary, batch, T, t0, heads, hd, base, inverse, x, y);
 }
 
+erase_status_t erase_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                   float *y)
+{
+    REQUIRE(n == 0 || (x0 && u && xl && y), "cross forward: NULL x0, u, xl or y");
+    DISPATCH(s, cross_forward, n, x0, u, xl, y);
+}
+
+erase_status_t erase_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                    float *du, float *dx0)
+{
+    REQUIRE(n == 0 || (x0 && u && dy && du), "cross backward: NULL x0, u, dy or du");
+    DISPATCH(s, cross_backward, n, x0, u, dy, du, dx0);
+}
+
 erase_status_t erase_relu2_forward(erase_stream_t *s, size_t n, const float *x, float *y)
 {
     REQUIRE(n == 0 || (x && y), "relu2: NULL x or y");

@@ -140,6 +140,19 @@ erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, c
                                         const float *gamma, const float *mean, const float *rstd,
                                         const float *dy, float *dx, float *dgamma, float *dbeta);
 
+/*
+ * The DCNv2 cross layer's elementwise part (Wang et al., "DCN V2", arXiv
+ * 2008.13535, eq. 1; TorchRec's torchrec.modules.crossnet.LowRankCrossNet
+ * and CrossNet): over n floats, y = x0 * u + xl, with u = W (V xl) + b (low
+ * rank) or W xl + b (full rank) computed by the linear ops. Backward from
+ * dy: du = dy * x0 and dx0 = dy * u (dx0 NULL: not computed); du may be dy
+ * (in place). The gradient of xl is dy itself, which the caller adds.
+ */
+erase_status_t erase_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                   float *y);
+erase_status_t erase_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                    float *du, float *dx0);
+
 /* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
 erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
 

@@ -121,6 +121,10 @@ typedef struct erase_ops_impl {
                                        const float *rstd, const float *dy, float *dx);
     erase_status_t (*rotary)(erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
                              int inverse, const float *x, float *y);
+    erase_status_t (*cross_forward)(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                    float *y);
+    erase_status_t (*cross_backward)(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                     float *du, float *dx0);
     erase_status_t (*relu2_forward)(erase_stream_t *s, size_t n, const float *x, float *y);
     erase_status_t (*relu2_backward)(erase_stream_t *s, size_t n, const float *x, const float *dy, float *dx);
     erase_status_t (*softcap_forward)(erase_stream_t *s, size_t n, float cap, const float *x, float *y);

@@ -28,6 +28,15 @@ tests_ops_test_op_nanochat_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_nanochat_LDADD = $(TEST_LIBS)
 endif
 
+# The dcn model's cross-layer op against its formula (issue 36).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/ops/test-op-cross
+TESTS += tests/ops/test-op-cross
+tests_ops_test_op_cross_SOURCES = tests/ops/test-op-cross.c
+tests_ops_test_op_cross_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_cross_LDADD = $(TEST_LIBS)
+endif
+
 # CUDA ops against the CPU oracle (skips without a GPU).
 if HAVE_CMOCKA
 if HAVE_CUDA

@@ -1171,6 +1171,42 @@ static void test_nanochat_ops(void **state)
     free(x), free(dy), free(rx), free(px), free(pdy);
 }
 
+/* ---- the dcn model's cross layer (issue 36) ------------------------------ */
+
+typedef struct {
+    size_t n;
+    pair_t *x0, *u, *xl, *dy, *y, *du, *dx0, *du_in, *du_only;
+} cross_ctx_t;
+
+static void cross_body(void *p)
+{
+    cross_ctx_t *c = p;
+    MUST(erase_cross_forward(S, c->n, P(c->x0), P(c->u), P(c->xl), P(c->y)));
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->dy), P(c->du), P(c->dx0)));
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->du_in), P(c->du_in), NULL)); /* du in place of dy */
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->dy), P(c->du_only), NULL));
+}
+
+/* y = x0 * u + xl and its backward, dx0 given or not, du in place. */
+static void test_cross(void **state)
+{
+    NEED_GPU();
+    cross_ctx_t c = { .n = 3 * 1001 };
+    float *x0 = rand_f32(c.n, 150, -2, 2), *u = rand_f32(c.n, 151, -2, 2), *xl = rand_f32(c.n, 152, -2, 2),
+          *dy = rand_f32(c.n, 153, -1, 1);
+    c.x0 = pair_new(c.n, F32, x0, 0);
+    c.u = pair_new(c.n, F32, u, 0);
+    c.xl = pair_new(c.n, F32, xl, 0);
+    c.dy = pair_new(c.n, F32, dy, 0);
+    c.y = pair_new(c.n, F32, NULL, 1);
+    c.du = pair_new(c.n, F32, NULL, 1);
+    c.dx0 = pair_new(c.n, F32, NULL, 1);
+    c.du_in = pair_new(c.n, F32, dy, 1);
+    c.du_only = pair_new(c.n, F32, NULL, 1);
+    run_both("cross", cross_body, &c);
+    free(x0), free(u), free(xl), free(dy);
+}
+
 typedef struct {
     int batch, T, heads, kv_heads, hd;
     pair_t *q, *k, *v, *att, *out, *dout, *scratch, *dq, *dk, *dv;
@@ -1322,6 +1358,7 @@ int main(void)
         cmocka_unit_test_teardown(test_attention_decode_rows, case_teardown),
         cmocka_unit_test_teardown(test_clip, case_teardown),
         cmocka_unit_test_teardown(test_nanochat_ops, case_teardown),
+        cmocka_unit_test_teardown(test_cross, case_teardown),
         cmocka_unit_test_teardown(test_gqa_attention, case_teardown),
         cmocka_unit_test_teardown(test_gqa_attention_decode, case_teardown),
     };

@@ -83,6 +83,12 @@ erase_status_t erase_cpu_attention_decode(erase_stream_t *s, int batch, int t, i
                                           int heads, int dim, const float *qkv, float *kcache,
                                           float *vcache, float *scratch, float *out);
 
+/* the dcn model's cross layer (cross_cpu.c) */
+erase_status_t erase_cpu_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                       float *y);
+erase_status_t erase_cpu_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u,
+                                        const float *dy, float *du, float *dx0);
+
 /* the nanochat model's ops (nanochat_cpu.c) */
 erase_status_t erase_cpu_rmsnorm_forward(erase_stream_t *s, int rows, int dim, float eps, const float *x, float *y, float *rstd);
 erase_status_t erase_cpu_rmsnorm_backward(erase_stream_t *s, int rows, int dim, const float *x, const float *rstd, const float *dy, float *dx);

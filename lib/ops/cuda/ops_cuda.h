@@ -135,6 +135,10 @@ ERASE_CUDA_OP_DECLARE(rmsnorm_backward, erase_stream_t *s, int rows, int dim, co
                       const float *rstd, const float *dy, float *dx)
 ERASE_CUDA_OP_DECLARE(rotary, erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
                       int inverse, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(cross_forward, erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                      float *y)
+ERASE_CUDA_OP_DECLARE(cross_backward, erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                      float *du, float *dx0)
 ERASE_CUDA_OP_DECLARE(relu2_forward, erase_stream_t *s, size_t n, const float *x, float *y)
 ERASE_CUDA_OP_DECLARE(relu2_backward, erase_stream_t *s, size_t n, const float *x, const float *dy,
                       float *dx)
