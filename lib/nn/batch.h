@@ -8,7 +8,10 @@ typedef struct {
     int size;                 /* samples in the batch (<= the network's max_batch) */
     /* ctr */
     const float *dense;       /* [size, 13]: log1p(max(x, 0)), missing -> 0 */
-    const uint32_t *sparse;   /* [size, 26]: 32-bit hashes, 0xFFFFFFFF = missing */
+    const uint32_t *sparse;   /* [size, H]: 32-bit hashes, 0xFFFFFFFF = missing; H = the sum
+                               * of the model's hotness (26 one-hot): field f at columns
+                               * [hot_offset[f], + hotness[f]), padded with 0xFFFFFFFF */
+    const uint32_t *sparse_len; /* [size, 26]: ids present per field (>= 1); NULL: one each */
     const float *label;       /* [size]: 0 or 1 */
     /* mlp */
     const float *features;    /* [size, inputs] */

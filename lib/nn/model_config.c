@@ -87,6 +87,9 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.ctr.bottom_mlp[1] = 16;
         cfg.ctr.subarch_width = 256;
         cfg.ctr.subarchs = 6;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            cfg.ctr.hotness[f] = 1;
+        cfg.ctr.pooling = ERASE_POOLING_SUM;
     }
     cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
     return cfg;
@@ -159,6 +162,25 @@ const int *erase_model_config_context(const erase_model_config_t *cfg)
 int erase_model_config_vocab(const erase_model_config_t *cfg)
 {
     return cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->kind == ERASE_MODEL_NANOCHAT ? cfg->nanochat.vocab : 0;
+}
+
+const int erase_ctr_mlperf_hotness[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1,  7,   3,  8,  1,
+                                                          6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
+
+int erase_model_config_hot_columns(const erase_model_config_t *cfg)
+{
+    int h = 0;
+    for (int f = 0; cfg->kind == ERASE_MODEL_CTR && f < ERASE_CTR_FIELDS; f++)
+        h += cfg->ctr.hotness[f]; /* each at most ERASE_CTR_MAX_HOTNESS: no overflow */
+    return h;
+}
+
+int erase_model_config_max_hotness(const erase_model_config_t *cfg)
+{
+    int h = 0;
+    for (int f = 0; cfg->kind == ERASE_MODEL_CTR && f < ERASE_CTR_FIELDS; f++)
+        h = cfg->ctr.hotness[f] > h ? cfg->ctr.hotness[f] : h;
+    return h;
 }
 
 int erase_model_config_blocks(const erase_model_config_t *cfg)
@@ -411,10 +433,55 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
     return ERASE_OK;
 }
 
+/* ctr.hotness: "mlperf" or a list of 26 integers in 1..ERASE_CTR_MAX_HOTNESS. */
+static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    config_setting_t *h = config_setting_get_member(g, "hotness");
+    const char *what = "\"mlperf\" or a list of 26 ids-per-sample capacities (each >= 1)";
+    if (!h)
+        return ERASE_OK;
+    if (config_setting_type(h) == CONFIG_TYPE_STRING) {
+        if (strcmp(config_setting_get_string(h), "mlperf") != 0)
+            return expected(name, h, "ctr.hotness", what);
+        memcpy(cfg->ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg->ctr.hotness);
+        return ERASE_OK;
+    }
+    if (!is_list(h))
+        return expected(name, h, "ctr.hotness", what);
+    int n = config_setting_length(h);
+    if (n != ERASE_CTR_FIELDS)
+        return fail_at(name, h, "ctr.hotness: expected %d values (one per categorical feature), got %d",
+                       ERASE_CTR_FIELDS, n);
+    for (int f = 0; f < n; f++) {
+        char path[64];
+        long long v;
+        snprintf(path, sizeof path, "ctr.hotness[%d]", f);
+        TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_MAX_HOTNESS, false, &v));
+        cfg->ctr.hotness[f] = (int)v;
+    }
+    return ERASE_OK;
+}
+
+/* ctr.pooling: "sum" or "mean". */
+static erase_status_t read_pooling(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    config_setting_t *p = config_setting_get_member(g, "pooling");
+    if (!p)
+        return ERASE_OK;
+    const char *v = config_setting_type(p) == CONFIG_TYPE_STRING ? config_setting_get_string(p) : "";
+    if (strcmp(v, "sum") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_SUM;
+    else if (strcmp(v, "mean") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_MEAN;
+    else
+        return expected(name, p, "ctr.pooling", "\"sum\" or \"mean\"");
+    return ERASE_OK;
+}
+
 static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
-                                        "subarchs", "cuts", "local_loss_weight", NULL };
+                                        "subarchs", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
     TRY(check_keys(name, g, "ctr", keys));
     TRY(read_int(name, g, "ctr", "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
@@ -457,6 +524,8 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
     TRY(read_int(name, g, "ctr", "subarchs", 1, ERASE_MAX_BLOCKS - 1, true, &cfg->ctr.subarchs));
     TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, true, &cfg->cut_mask));
     TRY(read_weight(name, g, "ctr", &cfg->local_loss_weight));
+    TRY(read_hotness(name, g, cfg));
+    TRY(read_pooling(name, g, cfg));
     return ERASE_OK;
 }
 
@@ -763,6 +832,15 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
         put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
             cfg->ctr.subarchs);
+        /* one-hot sum pooling (the default) writes nothing: the text of
+         * every model before issue 35 stays as it was */
+        if (erase_model_config_max_hotness(cfg) > 1) {
+            put(&w, "  hotness = ");
+            put_int_list(&w, cfg->ctr.hotness, ERASE_CTR_FIELDS);
+            put(&w, ";\n");
+        }
+        if (cfg->ctr.pooling == ERASE_POOLING_MEAN)
+            put(&w, "  pooling = \"mean\";\n");
     } else if (cfg->kind == ERASE_MODEL_GPT) {
         put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
             cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);

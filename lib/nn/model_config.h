@@ -13,6 +13,9 @@
  *     subarchs = 6;
  *     cuts = "all";                # "all", "none", or a list of boundaries [1, 3]
  *     local_loss_weight = 1.0;     # lambda of every local loss (>= 0)
+ *     hotness = [3, 2, ...];       # 26 ids-per-sample capacities (each >= 1),
+ *                                  # or "mlperf"; default all 1 (one-hot)
+ *     pooling = "sum";             # "sum" or "mean" of a field's rows
  *   };
  *   mlp: {
  *     inputs = 784;
@@ -62,6 +65,7 @@
 
 #define ERASE_CTR_DENSE 13        /* dense features of the Criteo layout */
 #define ERASE_CTR_FIELDS 26       /* categorical features */
+#define ERASE_CTR_MAX_HOTNESS 4096 /* ids per sample of one field at most */
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
 /* gpt layers: a layer is a block, so the blocks' bound; the parser and the
@@ -80,6 +84,16 @@ typedef enum {
  * FALSE say it. */
 typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_FALSE = 2 } erase_tie_head_t;
 
+/* How an embedding bag's rows are pooled (lib/ops/ops.h). */
+typedef enum { ERASE_POOLING_SUM = 0, ERASE_POOLING_MEAN = 1 } erase_pooling_t;
+
+/* MLPerf DLRM-DCNv2's multi-hot sizes of the 26 Criteo 1TB features
+ * (ctr.hotness = "mlperf"): the --multi_hot_sizes of the MLPerf training
+ * reference (mlcommons/training recommendation_v2/torchrec_dlrm,
+ * README.MD and scripts/materialize_synthetic_multihot_dataset.py):
+ * 3,2,1,2,6,1,1,1,1,7,3,8,1,6,9,5,1,1,1,12,100,27,10,3,1,1 (sum 214). */
+extern const int erase_ctr_mlperf_hotness[ERASE_CTR_FIELDS];
+
 typedef struct {
     erase_model_kind_t kind;
     uint64_t seed;
@@ -94,6 +108,10 @@ typedef struct {
         int bottom_layers;
         int subarch_width;
         int subarchs;            /* blocks = 1 + subarchs */
+        /* multi-hot (issue 35): ids per sample of each field at most (>= 1;
+         * all 1: one-hot), and how a field's ids are pooled */
+        int hotness[ERASE_CTR_FIELDS];
+        erase_pooling_t pooling;
     } ctr;
     struct {
         int inputs;
@@ -147,6 +165,11 @@ const char *erase_model_config_task(const erase_model_config_t *cfg);
  * 0 for ctr and mlp. */
 const int *erase_model_config_context(const erase_model_config_t *cfg);
 int erase_model_config_vocab(const erase_model_config_t *cfg);
+
+/* H = the sum of ctr's hotness (the columns of a batch's sparse ids,
+ * lib/nn/batch.h) and the largest hotness; 0 for the other models. */
+int erase_model_config_hot_columns(const erase_model_config_t *cfg);
+int erase_model_config_max_hotness(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);

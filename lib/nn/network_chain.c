@@ -1,8 +1,9 @@
 /*
  * The ctr and mlp models (docs/models.md) behind the network core
  * (lib/nn/network_impl.h): every block is a chain of layers (Linear with
- * or without ReLU; ctr's input block also the embedding lookup and the
- * pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
+ * or without ReLU; ctr's input block also the embedding lookup, pooled
+ * over a field's multi-hot ids as the model's hotness and pooling say,
+ * and the pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
  * cross-entropy (mlp) loss on the head's output.
  */
 #include "lib/nn/network_impl.h"
@@ -252,13 +253,14 @@ static erase_status_t layer_forward(erase_network_t *net, layer_t *l, erase_stre
         return ERASE_OK;
     }
     if (net->emb_block >= 0) { /* ctr's lookup is block 0's */
-        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, l->emb));
+        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, batch->sparse_len, l->emb));
     } else {
         const float *tables[ERASE_CTR_FIELDS];
+        erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             tables[f] = net->params[l->table0 + f].value;
-        ERASE_CHECK(erase_embedding_forward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
-                                            batch->sparse, tables, l->emb));
+        ERASE_CHECK(erase_embedding_bag_forward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows, &bag,
+                                                batch->sparse, tables, l->emb));
     }
     ERASE_CHECK(erase_interaction_forward(s, n, ERASE_CTR_FIELDS + 1, l->dim, x, l->emb, l->y));
     return ERASE_OK;
@@ -283,8 +285,9 @@ static erase_status_t layer_backward(erase_network_t *net, layer_t *l, erase_str
         rows[f] = net->params[l->table0 + f].grad_rows;
         values[f] = net->params[l->table0 + f].grad_values;
     }
-    ERASE_CHECK(erase_embedding_backward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
-                                         batch->sparse, l->demb, rows, values, l->counts));
+    erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
+    ERASE_CHECK(erase_embedding_bag_backward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows, &bag,
+                                             batch->sparse, l->demb, rows, values, l->counts));
     return ERASE_OK;
 }
 
