@@ -48,6 +48,8 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
                             (size_t)a->ctr.bottom_layers * sizeof(int));
         assert_int_equal(a->ctr.subarch_width, b->ctr.subarch_width);
         assert_int_equal(a->ctr.subarchs, b->ctr.subarchs);
+        assert_memory_equal(a->ctr.hotness, b->ctr.hotness, sizeof a->ctr.hotness);
+        assert_int_equal(a->ctr.pooling, b->ctr.pooling);
     } else if (a->kind == ERASE_MODEL_GPT) {
         assert_int_equal(a->gpt.layers, b->gpt.layers);
         assert_int_equal(a->gpt.heads, b->gpt.heads);
@@ -651,6 +653,52 @@ static void test_error_table_rows(void **state)
     expect_ctr_error(body, "bad.cfg:8: ctr.table_rows[5]: expected an integer >= 2, got 1");
 }
 
+/*
+ * Multi-hot ctr (issue 35): hotness = "mlperf" is MLPerf DLRM-DCNv2's list,
+ * a list of 26 capacities is taken as written, pooling "mean" is read;
+ * the defaults (all 1, "sum") leave the formatted text as before, a
+ * multi-hot model formats both keys and parses back to itself; the
+ * refusals name the key and what was expected.
+ */
+static void test_multi_hot(void **state)
+{
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.hotness[f], 1);
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_SUM);
+    assert_int_equal(erase_model_config_hot_columns(&c), ERASE_CTR_FIELDS);
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: {\n  hotness = \"mlperf\";\n  pooling = \"mean\";\n};\n",
+                                  "m.cfg", &c));
+    const int mlperf[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
+    assert_memory_equal(c.ctr.hotness, mlperf, sizeof mlperf);
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_MEAN);
+    assert_int_equal(erase_model_config_hot_columns(&c), 214);
+    assert_int_equal(erase_model_config_max_hotness(&c), 100);
+    round_trip(&c, "ctr multi-hot");
+    char text[4096];
+    erase_model_config_format(&c, text, sizeof text);
+    assert_non_null(strstr(text, "  hotness = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, "
+                                 "3, 1, 1];\n  pooling = \"mean\";\n"));
+    char body[512] = "  hotness = [";
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", f ? ", " : "", f == 4 ? 0 : 1 + f);
+    strcat(body, "];");
+    expect_ctr_error(body, "bad.cfg:3: ctr.hotness[4]: expected an integer >= 1, got 0");
+    expect_ctr_error("  hotness = [1, 2, 3];", "bad.cfg:3: ctr.hotness: expected 26 values (one per categorical "
+                                               "feature), got 3");
+    expect_ctr_error("  hotness = \"dlrm\";", "bad.cfg:3: ctr.hotness: expected \"mlperf\" or a list of 26 "
+                                              "ids-per-sample capacities (each >= 1), got \"dlrm\"");
+    expect_ctr_error("  hotness = 3;", "bad.cfg:3: ctr.hotness: expected \"mlperf\" or a list of 26 ids-per-sample "
+                                       "capacities (each >= 1), got 3");
+    body[strlen("  hotness = [")] = '\0';
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", f ? ", " : "", f == 0 ? 5000 : 1);
+    strcat(body, "];");
+    expect_ctr_error(body, "bad.cfg:3: ctr.hotness[0]: expected an integer in 1..4096, got 5000");
+    expect_ctr_error("  pooling = \"max\";", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got \"max\"");
+    expect_ctr_error("  pooling = 1;", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got 1");
+}
+
 static void test_error_bottom_mlp(void **state)
 {
     print_message("bottom_mlp: 1..16 widths >= 1, the last equal to embedding_dim\n");
@@ -880,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_error_table_rows),
         cmocka_unit_test(test_error_wide_integer),
         cmocka_unit_test(test_error_nul_and_include),
+        cmocka_unit_test(test_multi_hot),
         cmocka_unit_test(test_error_bottom_mlp),
         cmocka_unit_test(test_error_hidden),
         cmocka_unit_test(test_error_cuts),
