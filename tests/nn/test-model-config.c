@@ -675,6 +675,10 @@ static void test_multi_hot(void **state)
     assert_int_equal(erase_model_config_hot_columns(&c), 214);
     assert_int_equal(erase_model_config_max_hotness(&c), 100);
     round_trip(&c, "ctr multi-hot");
+    erase_model_config_t job;
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/ctr-multihot.cfg", &job));
+    assert_memory_equal(job.ctr.hotness, mlperf, sizeof mlperf);
+    assert_int_equal(job.ctr.pooling, ERASE_POOLING_SUM);
     char text[4096];
     erase_model_config_format(&c, text, sizeof text);
     assert_non_null(strstr(text, "  hotness = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, "
