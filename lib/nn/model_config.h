@@ -97,6 +97,7 @@ extern const int erase_ctr_mlperf_hotness[ERASE_CTR_FIELDS];
 typedef struct {
     erase_model_kind_t kind;
     uint64_t seed;
+    int seed_given; /* 1: the model file set `seed` (erase-train's --seed, when given, overrides it) */
     /* Bit c (1 <= c < blocks) set: boundary c, between blocks c-1 and c, is
      * a cut. */
     uint32_t cut_mask;
