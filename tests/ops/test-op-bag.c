@@ -41,11 +41,6 @@ static erase_test_arena_t arena;
 
 static void *dmalloc(size_t bytes, int fill) { return erase_test_arena_alloc(&arena, bytes, fill); }
 
-static int free_test(void **state)
-{
-    erase_test_arena_free(&arena);
-    return 0;
-}
 
 /* A case: fields, their hotness and tables, a batch of ids and lengths,
  * the output gradient; all in (CPU device) memory of the arena. */
@@ -461,11 +456,7 @@ static void test_route_bag_round_trip(void **state)
 
 /* ---- failures -------------------------------------------------------------- */
 
-static void expect_run_failure(erase_stream_t *s, const char *expected)
-{
-    erase_test_expect_error(erase_stream_synchronize(s), ERASE_ERR_INVALID, expected);
-    erase_stream_destroy(s);
-}
+#define expect_run_failure erase_test_expect_run_failure
 
 static void test_failures(void **state)
 {
@@ -508,16 +499,7 @@ static void test_failures(void **state)
                             "embedding pool: bad shape batch=3 fields=2 dim=2 or NULL layout");
 }
 
-static int setup(void **state)
-{
-    return erase_test_cpu_open_stream(1, 0, &dev, &stream, &arena);
-}
-
-static int teardown(void **state)
-{
-    erase_test_cpu_close_stream(dev, stream, &arena);
-    return 0;
-}
+ERASE_TEST_CPU_STREAM_FIXTURE(dev, stream, arena)
 
 int main(void)
 {
