@@ -441,7 +441,7 @@ int bench_model(int argc, char **argv)
         if (!strcmp(cuts, "none"))
             cfg.cut_mask = 0;
         if (m == 0 && !strcmp(hotness, "mlperf")) /* multi-hot (issue 35) */
-            memcpy(cfg.ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg.ctr.hotness);
+            memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
         erase_optim_config_t ocfg = erase_optim_config_default();
         for (int bi = 0; bi < nb; bi++) {
             erase_network_t *net;

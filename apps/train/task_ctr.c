@@ -23,9 +23,6 @@ typedef struct {
 
 static erase_status_t ctr_check(const erase_reader_t *train, const erase_model_config_t *cfg)
 {
-    if (erase_model_config_max_hotness(cfg) > 1) /* until the reader delivers multi-hot batches (issue 35) */
-        return ERASE_ERROR(ERASE_ERR_INVALID, "erase-train: a multi-hot ctr model (a hotness above 1) needs "
-                           "multi-hot batches, which the ctr reader does not deliver yet");
     return erase_ctr_reader_check_tables(train, ERASE_CTR_DENSE, ERASE_CTR_FIELDS, cfg->ctr.table_rows);
 }
 

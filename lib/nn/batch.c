@@ -19,19 +19,19 @@ typedef struct {
 
 #define MAX_FIELDS 4
 
-/* The fields `cfg`'s model reads (batch.h); returns how many. A
- * multi-hot ctr model reads H ids and 26 lengths per sample. */
+/* The fields `cfg`'s model reads (batch.h); returns how many. */
 static int fields(const erase_model_config_t *cfg, field_t f[MAX_FIELDS])
 {
+    int64_t hot = 0;
     switch (cfg->kind) {
     case ERASE_MODEL_CTR:
+        /* sparse [n, H]; multi-hot (H > 26): sparse_len [n, 26] too */
+        hot = erase_model_config_hot_width(cfg);
         f[0] = (field_t){ offsetof(erase_batch_t, dense), sizeof(float), ERASE_CTR_DENSE };
-        f[1] = (field_t){ offsetof(erase_batch_t, sparse), sizeof(uint32_t), erase_model_config_hot_columns(cfg) };
+        f[1] = (field_t){ offsetof(erase_batch_t, sparse), sizeof(uint32_t), (int)hot };
         f[2] = (field_t){ offsetof(erase_batch_t, label), sizeof(float), 1 };
-        if (erase_model_config_max_hotness(cfg) == 1)
-            return 3;
         f[3] = (field_t){ offsetof(erase_batch_t, sparse_len), sizeof(uint32_t), ERASE_CTR_FIELDS };
-        return 4;
+        return hot == ERASE_CTR_FIELDS ? 3 : 4;
     case ERASE_MODEL_MLP:
         f[0] = (field_t){ offsetof(erase_batch_t, features), sizeof(float), cfg->mlp.inputs };
         f[1] = (field_t){ offsetof(erase_batch_t, classes), sizeof(int32_t), 1 };

@@ -80,15 +80,15 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
             cfg.ctr.table_rows[f] = 10007;
+            cfg.ctr.hotness[f] = 1;
+        }
         cfg.ctr.bottom_layers = 2;
         cfg.ctr.bottom_mlp[0] = 64;
         cfg.ctr.bottom_mlp[1] = 16;
         cfg.ctr.subarch_width = 256;
         cfg.ctr.subarchs = 6;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-            cfg.ctr.hotness[f] = 1;
         cfg.ctr.pooling = ERASE_POOLING_SUM;
     }
     cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
@@ -164,23 +164,12 @@ int erase_model_config_vocab(const erase_model_config_t *cfg)
     return cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->kind == ERASE_MODEL_NANOCHAT ? cfg->nanochat.vocab : 0;
 }
 
-const int erase_ctr_mlperf_hotness[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1,  7,   3,  8,  1,
-                                                          6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
-
-int erase_model_config_hot_columns(const erase_model_config_t *cfg)
-{
-    int h = 0;
-    for (int f = 0; cfg->kind == ERASE_MODEL_CTR && f < ERASE_CTR_FIELDS; f++)
-        h += cfg->ctr.hotness[f]; /* each at most ERASE_CTR_MAX_HOTNESS: no overflow */
-    return h;
-}
-
 int erase_model_config_max_hotness(const erase_model_config_t *cfg)
 {
     int h = 0;
     for (int f = 0; cfg->kind == ERASE_MODEL_CTR && f < ERASE_CTR_FIELDS; f++)
-        h = cfg->ctr.hotness[f] > h ? cfg->ctr.hotness[f] : h;
-    return h;
+        h = (int)cfg->ctr.hotness[f] > h ? (int)cfg->ctr.hotness[f] : h; /* at most ERASE_CTR_HOTNESS_MAX */
+    return cfg->kind == ERASE_MODEL_CTR && h < 1 ? 1 : h;
 }
 
 int erase_model_config_blocks(const erase_model_config_t *cfg)
@@ -433,36 +422,44 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
     return ERASE_OK;
 }
 
-/* ctr.hotness: "mlperf" or a list of 26 integers in 1..ERASE_CTR_MAX_HOTNESS. */
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg)
+{
+    int64_t h = 0;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        h += cfg->ctr.hotness[f] ? cfg->ctr.hotness[f] : 1;
+    return h;
+}
+
+/* ctr.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
 static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        cfg->ctr.hotness[f] = 1;
     config_setting_t *h = config_setting_get_member(g, "hotness");
-    const char *what = "\"mlperf\" or a list of 26 ids-per-sample capacities (each >= 1)";
     if (!h)
         return ERASE_OK;
-    if (config_setting_type(h) == CONFIG_TYPE_STRING) {
-        if (strcmp(config_setting_get_string(h), "mlperf") != 0)
-            return expected(name, h, "ctr.hotness", what);
-        memcpy(cfg->ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg->ctr.hotness);
+    const char *text = config_setting_type(h) == CONFIG_TYPE_STRING ? config_setting_get_string(h) : NULL;
+    if (text && strcmp(text, "mlperf") == 0) {
+        memcpy(cfg->ctr.hotness, mlperf, sizeof mlperf);
         return ERASE_OK;
     }
     if (!is_list(h))
-        return expected(name, h, "ctr.hotness", what);
-    int n = config_setting_length(h);
-    if (n != ERASE_CTR_FIELDS)
-        return fail_at(name, h, "ctr.hotness: expected %d values (one per categorical feature), got %d",
-                       ERASE_CTR_FIELDS, n);
-    for (int f = 0; f < n; f++) {
+        return expected(name, h, "ctr.hotness", "\"mlperf\" or a list of 26 integers >= 1");
+    if (config_setting_length(h) != ERASE_CTR_FIELDS)
+        return fail_at(name, h, "ctr.hotness: expected %d capacities, got %d", ERASE_CTR_FIELDS,
+                       config_setting_length(h));
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
         char path[64];
-        long long v;
         snprintf(path, sizeof path, "ctr.hotness[%d]", f);
-        TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_MAX_HOTNESS, false, &v));
-        cfg->ctr.hotness[f] = (int)v;
+        long long v;
+        TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_HOTNESS_MAX, true, &v));
+        cfg->ctr.hotness[f] = (uint32_t)v;
     }
     return ERASE_OK;
 }
 
-/* ctr.pooling: "sum" or "mean". */
+/* ctr.pooling: "sum" (absent: the default) or "mean". */
 static erase_status_t read_pooling(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     config_setting_t *p = config_setting_get_member(g, "pooling");
@@ -483,6 +480,7 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
                                         "subarchs", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
     TRY(check_keys(name, g, "ctr", keys));
+    TRY(read_hotness(name, g, cfg));
     TRY(read_int(name, g, "ctr", "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
     config_setting_t *rows = config_setting_get_member(g, "table_rows");
@@ -524,7 +522,6 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
     TRY(read_int(name, g, "ctr", "subarchs", 1, ERASE_MAX_BLOCKS - 1, true, &cfg->ctr.subarchs));
     TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, true, &cfg->cut_mask));
     TRY(read_weight(name, g, "ctr", &cfg->local_loss_weight));
-    TRY(read_hotness(name, g, cfg));
     TRY(read_pooling(name, g, cfg));
     return ERASE_OK;
 }
@@ -814,6 +811,8 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
     put_integer(&w, cfg->seed, false);
     put(&w, ";\n%s: {\n", model_names[cfg->kind]);
     if (cfg->kind == ERASE_MODEL_CTR) {
+        if (cfg->ctr.pooling == ERASE_POOLING_MEAN) /* the default, sum, is not written: older text stays */
+            put(&w, "  pooling = \"mean\";\n");
         put(&w, "  embedding_dim = %d;\n  table_rows = ", cfg->ctr.embedding_dim);
         bool same = true, wide = false;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
@@ -833,15 +832,13 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
         put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
             cfg->ctr.subarchs);
-        /* one-hot sum pooling (the default) writes nothing: the text of
-         * every model before issue 35 stays as it was */
-        if (erase_model_config_max_hotness(cfg) > 1) {
-            put(&w, "  hotness = ");
-            put_int_list(&w, cfg->ctr.hotness, ERASE_CTR_FIELDS);
-            put(&w, ";\n");
-        }
-        if (cfg->ctr.pooling == ERASE_POOLING_MEAN)
-            put(&w, "  pooling = \"mean\";\n");
+        bool multi = false;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            multi = multi || cfg->ctr.hotness[f] != 1;
+        for (int f = 0; multi && f < ERASE_CTR_FIELDS; f++)
+            put(&w, "%s%u", f ? ", " : "  hotness = [", (unsigned)cfg->ctr.hotness[f]);
+        if (multi)
+            put(&w, "];\n");
     } else if (cfg->kind == ERASE_MODEL_GPT) {
         put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
             cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);

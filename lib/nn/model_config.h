@@ -7,15 +7,15 @@
  *   seed = 1;                      # initialisation seed (>= 0)
  *   ctr: {
  *     embedding_dim = 16;
+ *     pooling = "sum";             # a multi-hot feature's rows: "sum" or "mean"
  *     table_rows = 10007;          # every table, or a list of 26 (each >= 2)
  *     bottom_mlp = [64, 16];       # widths; the last must equal embedding_dim
  *     subarch_width = 256;
  *     subarchs = 6;
  *     cuts = "all";                # "all", "none", or a list of boundaries [1, 3]
  *     local_loss_weight = 1.0;     # lambda of every local loss (>= 0)
- *     hotness = [3, 2, ...];       # 26 ids-per-sample capacities (each >= 1),
- *                                  # or "mlperf"; default all 1 (one-hot)
- *     pooling = "sum";             # "sum" or "mean" of a field's rows
+ *     hotness = "mlperf";          # most ids per sample of each feature: a list of 26
+ *                                  # (each 1..ERASE_CTR_HOTNESS_MAX) or "mlperf"; default all 1
  *   };
  *   mlp: {
  *     inputs = 784;
@@ -65,7 +65,13 @@
 
 #define ERASE_CTR_DENSE 13        /* dense features of the Criteo layout */
 #define ERASE_CTR_FIELDS 26       /* categorical features */
-#define ERASE_CTR_MAX_HOTNESS 4096 /* ids per sample of one field at most */
+#define ERASE_CTR_HOTNESS_MAX 65536 /* most ids per sample of one feature a model takes */
+/* MLPerf DLRM-DCNv2's multi-hot Criteo 1TB: ids per sample of C1..C26
+ * (sum 214), the --multi_hot_sizes of TorchRec's torchrec_dlrm
+ * scripts/materialize_synthetic_multihot_dataset.py and of MLPerf training's
+ * recommendation_v2 reference. */
+#define ERASE_CTR_HOTNESS_MLPERF \
+    { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 }
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
 /* gpt layers: a layer is a block, so the blocks' bound; the parser and the
@@ -84,15 +90,8 @@ typedef enum {
  * FALSE say it. */
 typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_FALSE = 2 } erase_tie_head_t;
 
-/* How an embedding bag's rows are pooled (lib/ops/ops.h). */
+/* How the rows of a multi-hot feature's ids are pooled (lib/ops/ops.h). */
 typedef enum { ERASE_POOLING_SUM = 0, ERASE_POOLING_MEAN = 1 } erase_pooling_t;
-
-/* MLPerf DLRM-DCNv2's multi-hot sizes of the 26 Criteo 1TB features
- * (ctr.hotness = "mlperf"): the --multi_hot_sizes of the MLPerf training
- * reference (mlcommons/training recommendation_v2/torchrec_dlrm,
- * README.MD and scripts/materialize_synthetic_multihot_dataset.py):
- * 3,2,1,2,6,1,1,1,1,7,3,8,1,6,9,5,1,1,1,12,100,27,10,3,1,1 (sum 214). */
-extern const int erase_ctr_mlperf_hotness[ERASE_CTR_FIELDS];
 
 typedef struct {
     erase_model_kind_t kind;
@@ -104,15 +103,15 @@ typedef struct {
     float local_loss_weight;
     struct {
         int embedding_dim;
+        erase_pooling_t pooling;  /* of each feature's rows (one-hot: either, the same) */
         uint32_t table_rows[ERASE_CTR_FIELDS];
         int bottom_mlp[ERASE_MAX_LAYERS];
         int bottom_layers;
         int subarch_width;
         int subarchs;            /* blocks = 1 + subarchs */
-        /* multi-hot (issue 35): ids per sample of each field at most (>= 1;
-         * all 1: one-hot), and how a field's ids are pooled */
-        int hotness[ERASE_CTR_FIELDS];
-        erase_pooling_t pooling;
+        /* the most ids of a sample per feature (multi-hot; all 1: one-hot):
+         * the batch's sparse is [size, sum of hotness] (lib/nn/batch.h) */
+        uint32_t hotness[ERASE_CTR_FIELDS];
     } ctr;
     struct {
         int inputs;
@@ -150,6 +149,11 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
  * ceil(width / 128)), kv_heads = heads. The other fields stay. */
 void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers);
 
+/* H of a ctr model's batches (lib/nn/batch.h): the sum of ctr.hotness,
+ * a hotness of 0 (a configuration made without the defaults) counting as
+ * 1; 26 for one-hot. */
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg);
+
 /* The model kind's name, "ctr", "mlp", "gpt" or "nanochat". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 
@@ -167,9 +171,8 @@ const char *erase_model_config_task(const erase_model_config_t *cfg);
 const int *erase_model_config_context(const erase_model_config_t *cfg);
 int erase_model_config_vocab(const erase_model_config_t *cfg);
 
-/* H = the sum of ctr's hotness (the columns of a batch's sparse ids,
- * lib/nn/batch.h) and the largest hotness; 0 for the other models. */
-int erase_model_config_hot_columns(const erase_model_config_t *cfg);
+/* The largest of ctr's hotness (1: one-hot), 0 for the other models: a
+ * sample brings at most that many ids to one table. */
 int erase_model_config_max_hotness(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */

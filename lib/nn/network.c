@@ -346,7 +346,7 @@ erase_bag_t erase_network_bag(const erase_network_t *net, const uint32_t *length
     memset(&bag, 0, sizeof bag);
     int ctr = net->cfg.kind == ERASE_MODEL_CTR;
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        bag.hotness[f] = ctr ? net->cfg.ctr.hotness[f] : 1;
+        bag.hotness[f] = ctr && net->cfg.ctr.hotness[f] > 1 ? (int)net->cfg.ctr.hotness[f] : 1;
     bag.lengths = lengths;
     bag.pooling = ctr && net->cfg.ctr.pooling == ERASE_POOLING_MEAN ? ERASE_BAG_MEAN : ERASE_BAG_SUM;
     return bag;

@@ -52,7 +52,8 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
     out->size = size;
     erase_status_t st = ERASE_OK;
     if (cfg->kind == ERASE_MODEL_CTR) {
-        int H = erase_model_config_hot_columns(cfg), multi = erase_model_config_max_hotness(cfg) > 1;
+        erase_bag_t bag = erase_network_bag(net, NULL); /* hotness: the model's, each >= 1 */
+        int H = erase_bag_columns(&bag, ERASE_CTR_FIELDS), multi = erase_model_config_max_hotness(cfg) > 1;
         size_t nd = (size_t)size * ERASE_CTR_DENSE, ns = (size_t)size * (size_t)H;
         size_t nl = multi ? (size_t)size * ERASE_CTR_FIELDS : 0;
         uint32_t *lengths = multi ? malloc(sizeof(uint32_t) * (nl ? nl : 1)) : NULL;
@@ -66,10 +67,10 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
             for (int i = 0; i < size; i++)
                 label[i] = erase_rng_below(&rng, 4) == 0 ? 1.0f : 0.0f;
             for (size_t i = 0; lengths && i < nl; i++) /* multi-hot: 1 .. hotness ids, the rest padding */
-                lengths[i] = 1 + erase_rng_below(&rng, (uint32_t)cfg->ctr.hotness[i % ERASE_CTR_FIELDS]);
+                lengths[i] = 1 + erase_rng_below(&rng, (uint32_t)bag.hotness[i % ERASE_CTR_FIELDS]);
             for (int i = 0; lengths && i < size; i++)
-                for (int f = 0, c = 0; f < ERASE_CTR_FIELDS; c += cfg->ctr.hotness[f], f++)
-                    for (int j = (int)lengths[(size_t)i * ERASE_CTR_FIELDS + f]; j < cfg->ctr.hotness[f]; j++)
+                for (int f = 0, c = 0; f < ERASE_CTR_FIELDS; c += bag.hotness[f], f++)
+                    for (int j = (int)lengths[(size_t)i * ERASE_CTR_FIELDS + f]; j < bag.hotness[f]; j++)
                         sparse[(size_t)i * H + c + j] = UINT32_MAX;
         }
         st = upload(dev, dense && label && sparse ? dense : (free(dense), NULL), sizeof(float) * nd,

@@ -323,6 +323,35 @@ static void test_parse_ctr(void **state)
     assert_int_equal(c.cut_mask, 0xfffffffeu);
 }
 
+/* ctr.hotness (issue 35): default all 1, "mlperf" = MLPerf DLRM-DCNv2's
+ * sizes, a list of 26; written back only when not all 1; bad values named. */
+static void test_parse_hotness(void **state)
+{
+    (void)state;
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7,   3,  8,  1,
+                                                       6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
+    erase_model_config_t d = erase_model_config_default(ERASE_MODEL_CTR), cfg = d, back = d;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(d.ctr.hotness[f], 1);
+    char text[4096];
+    assert_true(erase_model_config_format(&d, text, sizeof text) > 0);
+    assert_null(strstr(text, "hotness"));
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: { hotness = \"mlperf\"; };\n", "m.cfg", &cfg));
+    assert_memory_equal(cfg.ctr.hotness, mlperf, sizeof mlperf);
+    assert_true(erase_model_config_format(&cfg, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  hotness = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, "
+                                 "10, 3, 1, 1];\n"));
+    MUST(erase_model_config_parse(text, "formatted.cfg", &back));
+    assert_config_equal(&cfg, &back);
+    expect_error("model = \"ctr\";\nctr: { hotness = [1, 2]; };\n",
+                 "bad.cfg:2: ctr.hotness: expected 26 capacities, got 2");
+    expect_error("model = \"ctr\";\nctr: { hotness = \"dcn\"; };\n",
+                 "bad.cfg:2: ctr.hotness: expected \"mlperf\" or a list of 26 integers >= 1, got \"dcn\"");
+    expect_error("model = \"ctr\";\nctr: { hotness = [1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+                 "1, 1, 1, 1, 1, 1]; };\n",
+                 "bad.cfg:2: ctr.hotness[4]: expected an integer in 1..65536, got 0");
+}
+
 static void test_parse_mlp(void **state)
 {
     print_message("full mlp file with comments, keys in any order, a (libconfig list) of widths\n");
@@ -656,51 +685,32 @@ static void test_error_table_rows(void **state)
 }
 
 /*
- * Multi-hot ctr (issue 35): hotness = "mlperf" is MLPerf DLRM-DCNv2's list,
- * a list of 26 capacities is taken as written, pooling "mean" is read;
- * the defaults (all 1, "sum") leave the formatted text as before, a
- * multi-hot model formats both keys and parses back to itself; the
- * refusals name the key and what was expected.
+ * ctr.pooling (issue 35): "sum" by default and not written, "mean" read,
+ * written and parsed back with MLPerf's hotness (214 ids, the largest
+ * 100); jobs/ctr-multihot.cfg is the reference model with MLPerf's
+ * hotness; the refusals name the key and what was expected.
  */
-static void test_multi_hot(void **state)
+static void test_parse_pooling(void **state)
 {
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
     erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        assert_int_equal(c.ctr.hotness[f], 1);
     assert_int_equal(c.ctr.pooling, ERASE_POOLING_SUM);
-    assert_int_equal(erase_model_config_hot_columns(&c), ERASE_CTR_FIELDS);
+    assert_int_equal(erase_model_config_max_hotness(&c), 1);
+    char text[4096];
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_null(strstr(text, "pooling"));
     MUST(erase_model_config_parse("model = \"ctr\";\nctr: {\n  hotness = \"mlperf\";\n  pooling = \"mean\";\n};\n",
                                   "m.cfg", &c));
-    const int mlperf[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
-    assert_memory_equal(c.ctr.hotness, mlperf, sizeof mlperf);
     assert_int_equal(c.ctr.pooling, ERASE_POOLING_MEAN);
-    assert_int_equal(erase_model_config_hot_columns(&c), 214);
+    assert_int_equal(erase_model_config_hot_width(&c), 214);
     assert_int_equal(erase_model_config_max_hotness(&c), 100);
-    round_trip(&c, "ctr multi-hot");
+    round_trip(&c, "ctr multi-hot, mean pooling");
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  pooling = \"mean\";\n"));
     erase_model_config_t job;
     MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/ctr-multihot.cfg", &job));
     assert_memory_equal(job.ctr.hotness, mlperf, sizeof mlperf);
     assert_int_equal(job.ctr.pooling, ERASE_POOLING_SUM);
-    char text[4096];
-    erase_model_config_format(&c, text, sizeof text);
-    assert_non_null(strstr(text, "  hotness = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, "
-                                 "3, 1, 1];\n  pooling = \"mean\";\n"));
-    char body[512] = "  hotness = [";
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", f ? ", " : "", f == 4 ? 0 : 1 + f);
-    strcat(body, "];");
-    expect_ctr_error(body, "bad.cfg:3: ctr.hotness[4]: expected an integer >= 1, got 0");
-    expect_ctr_error("  hotness = [1, 2, 3];", "bad.cfg:3: ctr.hotness: expected 26 values (one per categorical "
-                                               "feature), got 3");
-    expect_ctr_error("  hotness = \"dlrm\";", "bad.cfg:3: ctr.hotness: expected \"mlperf\" or a list of 26 "
-                                              "ids-per-sample capacities (each >= 1), got \"dlrm\"");
-    expect_ctr_error("  hotness = 3;", "bad.cfg:3: ctr.hotness: expected \"mlperf\" or a list of 26 ids-per-sample "
-                                       "capacities (each >= 1), got 3");
-    body[strlen("  hotness = [")] = '\0';
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-        snprintf(body + strlen(body), sizeof body - strlen(body), "%s%d", f ? ", " : "", f == 0 ? 5000 : 1);
-    strcat(body, "];");
-    expect_ctr_error(body, "bad.cfg:3: ctr.hotness[0]: expected an integer in 1..4096, got 5000");
     expect_ctr_error("  pooling = \"max\";", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got \"max\"");
     expect_ctr_error("  pooling = 1;", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got 1");
 }
@@ -920,6 +930,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_parse_ctr),
+        cmocka_unit_test(test_parse_hotness),
         cmocka_unit_test(test_parse_mlp),
         cmocka_unit_test(test_parse_gpt),
         cmocka_unit_test(test_parse_nanochat),
@@ -934,7 +945,7 @@ int main(void)
         cmocka_unit_test(test_error_table_rows),
         cmocka_unit_test(test_error_wide_integer),
         cmocka_unit_test(test_error_nul_and_include),
-        cmocka_unit_test(test_multi_hot),
+        cmocka_unit_test(test_parse_pooling),
         cmocka_unit_test(test_error_bottom_mlp),
         cmocka_unit_test(test_error_hidden),
         cmocka_unit_test(test_error_cuts),

@@ -64,7 +64,7 @@ static void slice(erase_network_t *net, const erase_batch_t *global, int rank, i
         out->targets = global->targets + r0 * (size_t)c->gpt.context;
     } else if (c->kind == ERASE_MODEL_CTR) {
         out->dense = global->dense + r0 * ERASE_CTR_DENSE;
-        out->sparse = global->sparse + r0 * (size_t)erase_model_config_hot_columns(c);
+        out->sparse = global->sparse + r0 * (size_t)erase_model_config_hot_width(c);
         out->sparse_len = global->sparse_len ? global->sparse_len + r0 * ERASE_CTR_FIELDS : NULL;
         out->label = global->label + r0;
     } else {
@@ -85,7 +85,7 @@ static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_ba
         MUST(erase_memcpy_sync(dev, (void *)to->targets, from->targets, bytes));
     } else if (c->kind == ERASE_MODEL_CTR) {
         MUST(erase_memcpy_sync(dev, (void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float)));
-        size_t H = (size_t)erase_model_config_hot_columns(c);
+        size_t H = (size_t)erase_model_config_hot_width(c);
         MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * H * sizeof(uint32_t)));
         if (from->sparse_len) /* multi-hot */
             MUST(erase_memcpy_sync(dev, (void *)to->sparse_len, from->sparse_len,

@@ -131,7 +131,7 @@ static void test_mlp(void **state) { equivalence_check_modes(dev, ERASE_MODEL_ML
 static void test_ctr_multi_hot(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
-    memcpy(cfg.ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg.ctr.hotness);
+    memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
     cfg.ctr.pooling = ERASE_POOLING_MEAN;
     equivalence_check_config(dev, &cfg, "ctr multi-hot (mlperf, mean)", 0.0f, STEPS);
 }

@@ -154,7 +154,7 @@ static void test_equal_to_replicated(void **state)
 static void test_multi_hot_equal_to_replicated(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
-    memcpy(cfg.ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg.ctr.hotness);
+    memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
     erase_sched_options_t o = erase_sched_options_default();
     o.dp = erase_dp_comm();
     static const struct {
@@ -200,7 +200,7 @@ static void test_multi_hot_equal_to_replicated(void **state)
 static int64_t forward_traffic(const erase_model_config_t *cfg, const erase_shard_t *plan, const uint32_t *ids,
                                const uint32_t *lengths, int b)
 {
-    int H = erase_model_config_hot_columns(cfg);
+    int H = (int)erase_model_config_hot_width(cfg);
     int D = eq_world.size, me = eq_world.rank, tmax = 0;
     for (int r = 0; r < D; r++) {
         int held = 0;
@@ -238,9 +238,9 @@ static void boundaries(erase_shard_kind_t kind, int multi_hot)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
     for (int f = 0; multi_hot && f < ERASE_CTR_FIELDS; f++) /* every boundary id in one bag, or spread over several */
-        cfg.ctr.hotness[f] = 1 + f % 9;
+        cfg.ctr.hotness[f] = 1 + (uint32_t)(f % 9);
     cfg.ctr.pooling = multi_hot ? ERASE_POOLING_MEAN : ERASE_POOLING_SUM;
-    int H = erase_model_config_hot_columns(&cfg);
+    int H = (int)erase_model_config_hot_width(&cfg);
     erase_shard_t plan[ERASE_CTR_FIELDS];
     place(&cfg, kind, plan);
     enum { B = 8 };
@@ -260,7 +260,7 @@ static void boundaries(erase_shard_kind_t kind, int multi_hot)
         for (int i = 0; multi_hot && i < B; i++) /* the same lengths on every rank (traffic is counted from them) */
             ((uint32_t *)batch.sparse_len)[i * ERASE_CTR_FIELDS + f] = 1 + (uint32_t)((i + f) % cfg.ctr.hotness[f]);
         for (int i = 0; i < B; i++) /* sample i's bag: the boundary ids from the i-th on (padding too: never read) */
-            for (int j = 0; j < cfg.ctr.hotness[f]; j++)
+            for (int j = 0; j < (int)cfg.ctr.hotness[f]; j++)
                 ids[i * H + first_column(&cfg, f) + j] = want_all[i * H + first_column(&cfg, f) + j] =
                     want_ids[(i + j) % B];
     }
@@ -316,7 +316,7 @@ static void test_boundaries(void **state)
 static void multi_hot_counts(const erase_model_config_t *cfg, const erase_shard_t *plan, const uint32_t *ids,
                              const uint32_t *lengths, int b, int64_t *to_others, int64_t *mine, int64_t *bags_mine)
 {
-    int H = erase_model_config_hot_columns(cfg), me = eq_world.rank;
+    int H = (int)erase_model_config_hot_width(cfg), me = eq_world.rank;
     *to_others = *mine = *bags_mine = 0;
     for (int i = 0; i < b; i++)
         for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
@@ -342,7 +342,7 @@ static void multi_hot_counts(const erase_model_config_t *cfg, const erase_shard_
 static void test_multi_hot_traffic(void **state)
 {
     erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
-    memcpy(cfg.ctr.hotness, erase_ctr_mlperf_hotness, sizeof cfg.ctr.hotness);
+    memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
         cfg.ctr.table_rows[f] = 100003;
     erase_shard_t plan[ERASE_CTR_FIELDS];
