@@ -408,6 +408,22 @@ static erase_status_t read_cuts(const char *name, config_setting_t *group, const
 
 /* The first member of `group` that is not in `keys` (NULL-terminated):
  * "unknown key 'prefix.key'". */
+/* ctr.pooling: "sum" (absent: the default) or "mean". */
+static erase_status_t read_pooling(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    config_setting_t *p = config_setting_get_member(g, "pooling");
+    if (!p)
+        return ERASE_OK;
+    const char *v = config_setting_type(p) == CONFIG_TYPE_STRING ? config_setting_get_string(p) : "";
+    if (strcmp(v, "sum") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_SUM;
+    else if (strcmp(v, "mean") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_MEAN;
+    else
+        return expected(name, p, "ctr.pooling", "\"sum\" or \"mean\"");
+    return ERASE_OK;
+}
+
 static erase_status_t check_keys(const char *name, config_setting_t *group, const char *prefix,
                                  const char *const *keys)
 {
@@ -456,22 +472,6 @@ static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_
         TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_HOTNESS_MAX, true, &v));
         cfg->ctr.hotness[f] = (uint32_t)v;
     }
-    return ERASE_OK;
-}
-
-/* ctr.pooling: "sum" (absent: the default) or "mean". */
-static erase_status_t read_pooling(const char *name, config_setting_t *g, erase_model_config_t *cfg)
-{
-    config_setting_t *p = config_setting_get_member(g, "pooling");
-    if (!p)
-        return ERASE_OK;
-    const char *v = config_setting_type(p) == CONFIG_TYPE_STRING ? config_setting_get_string(p) : "";
-    if (strcmp(v, "sum") == 0)
-        cfg->ctr.pooling = ERASE_POOLING_SUM;
-    else if (strcmp(v, "mean") == 0)
-        cfg->ctr.pooling = ERASE_POOLING_MEAN;
-    else
-        return expected(name, p, "ctr.pooling", "\"sum\" or \"mean\"");
     return ERASE_OK;
 }
 

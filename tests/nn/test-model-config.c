@@ -42,6 +42,7 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
     assert_memory_equal(&a->local_loss_weight, &b->local_loss_weight, sizeof(float));
     if (a->kind == ERASE_MODEL_CTR) {
         assert_int_equal(a->ctr.embedding_dim, b->ctr.embedding_dim);
+        assert_int_equal(a->ctr.pooling, b->ctr.pooling);
         assert_memory_equal(a->ctr.table_rows, b->ctr.table_rows, sizeof a->ctr.table_rows);
         assert_int_equal(a->ctr.bottom_layers, b->ctr.bottom_layers);
         assert_memory_equal(a->ctr.bottom_mlp, b->ctr.bottom_mlp,
@@ -49,7 +50,6 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
         assert_int_equal(a->ctr.subarch_width, b->ctr.subarch_width);
         assert_int_equal(a->ctr.subarchs, b->ctr.subarchs);
         assert_memory_equal(a->ctr.hotness, b->ctr.hotness, sizeof a->ctr.hotness);
-        assert_int_equal(a->ctr.pooling, b->ctr.pooling);
     } else if (a->kind == ERASE_MODEL_GPT) {
         assert_int_equal(a->gpt.layers, b->gpt.layers);
         assert_int_equal(a->gpt.heads, b->gpt.heads);
