@@ -108,6 +108,7 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.ctr.bottom_mlp[1] = 16;
         cfg.ctr.subarch_width = 256;
         cfg.ctr.subarchs = 6;
+        cfg.ctr.pooling = ERASE_POOLING_SUM;
     }
     cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
     return cfg;
@@ -185,6 +186,14 @@ int erase_model_config_vocab(const erase_model_config_t *cfg)
 int erase_model_config_has_tables(const erase_model_config_t *cfg)
 {
     return cfg->kind == ERASE_MODEL_CTR || cfg->kind == ERASE_MODEL_DCN;
+}
+
+int erase_model_config_max_hotness(const erase_model_config_t *cfg)
+{
+    int h = 0;
+    for (int f = 0; erase_model_config_has_tables(cfg) && f < ERASE_CTR_FIELDS; f++)
+        h = (int)cfg->ctr.hotness[f] > h ? (int)cfg->ctr.hotness[f] : h; /* at most ERASE_CTR_HOTNESS_MAX */
+    return erase_model_config_has_tables(cfg) && h < 1 ? 1 : h;
 }
 
 int erase_model_config_blocks(const erase_model_config_t *cfg)
@@ -425,6 +434,25 @@ static erase_status_t read_cuts(const char *name, config_setting_t *group, const
 
 /* The first member of `group` that is not in `keys` (NULL-terminated):
  * "unknown key 'prefix.key'". */
+/* ctr.pooling: "sum" (absent: the default) or "mean". */
+static erase_status_t read_pooling(const char *name, config_setting_t *g, const char *prefix,
+                                   erase_model_config_t *cfg)
+{
+    config_setting_t *p = config_setting_get_member(g, "pooling");
+    if (!p)
+        return ERASE_OK;
+    const char *v = config_setting_type(p) == CONFIG_TYPE_STRING ? config_setting_get_string(p) : "";
+    char key[64];
+    snprintf(key, sizeof key, "%s.pooling", prefix);
+    if (strcmp(v, "sum") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_SUM;
+    else if (strcmp(v, "mean") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_MEAN;
+    else
+        return expected(name, p, key, "\"sum\" or \"mean\"");
+    return ERASE_OK;
+}
+
 static erase_status_t check_keys(const char *name, config_setting_t *group, const char *prefix,
                                  const char *const *keys)
 {
@@ -487,6 +515,7 @@ static erase_status_t parse_tables(const char *name, config_setting_t *g, const 
 {
     char key[64];
     TRY(read_hotness(name, g, prefix, cfg));
+    TRY(read_pooling(name, g, prefix, cfg));
     TRY(read_int(name, g, prefix, "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
     snprintf(key, sizeof key, "%s.table_rows", prefix);
@@ -528,7 +557,7 @@ static erase_status_t parse_tables(const char *name, config_setting_t *g, const 
 static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
-                                        "subarchs", "cuts", "local_loss_weight", "hotness", NULL };
+                                        "subarchs", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
     /* Omitted, the bottom MLP is the reference 13-64-D for this D. */
     static const int bottom[] = { 64, 0 };
     TRY(check_keys(name, g, "ctr", keys));
@@ -546,7 +575,7 @@ static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_mod
 static erase_status_t parse_dcn(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "cross_layers", "cross_rank",
-                                        "top_mlp", "cuts", "local_loss_weight", "hotness", NULL };
+                                        "top_mlp", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
     static const int bottom[] = { 512, 256, 0 };
     TRY(check_keys(name, g, "dcn", keys));
     TRY(parse_tables(name, g, "dcn", bottom, 3, cfg));
@@ -853,6 +882,8 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
     put_integer(&w, cfg->seed, false);
     put(&w, ";\n%s: {\n", model_names[cfg->kind]);
     if (erase_model_config_has_tables(cfg)) {
+        if (cfg->ctr.pooling == ERASE_POOLING_MEAN) /* the default, sum, is not written: older text stays */
+            put(&w, "  pooling = \"mean\";\n");
         put(&w, "  embedding_dim = %d;\n  table_rows = ", cfg->ctr.embedding_dim);
         bool same = true, wide = false;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++) {

@@ -7,6 +7,7 @@
  *   seed = 1;                      # initialisation seed (>= 0)
  *   ctr: {
  *     embedding_dim = 16;
+ *     pooling = "sum";             # a multi-hot feature's rows: "sum" or "mean"
  *     table_rows = 10007;          # every table, or a list of 26 (each >= 2)
  *     bottom_mlp = [64, 16];       # widths; the last must equal embedding_dim
  *     subarch_width = 256;
@@ -100,6 +101,9 @@ typedef enum {
  * FALSE say it. */
 typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_FALSE = 2 } erase_tie_head_t;
 
+/* How the rows of a multi-hot feature's ids are pooled (lib/ops/ops.h). */
+typedef enum { ERASE_POOLING_SUM = 0, ERASE_POOLING_MEAN = 1 } erase_pooling_t;
+
 typedef struct {
     erase_model_kind_t kind;
     uint64_t seed;
@@ -110,6 +114,7 @@ typedef struct {
     float local_loss_weight;
     struct {
         int embedding_dim;
+        erase_pooling_t pooling;  /* of each feature's rows (one-hot: either, the same) */
         uint32_t table_rows[ERASE_CTR_FIELDS];
         int bottom_mlp[ERASE_MAX_LAYERS];
         int bottom_layers;
@@ -187,6 +192,10 @@ int erase_model_config_vocab(const erase_model_config_t *cfg);
  * batch (dense, sparse, label) whose sizes are cfg->ctr's: ctr and dcn;
  * else 0. */
 int erase_model_config_has_tables(const erase_model_config_t *cfg);
+
+/* The largest of cfg->ctr.hotness (1: one-hot) for ctr and dcn, 0 for the
+ * other models: a sample brings at most that many ids to one table. */
+int erase_model_config_max_hotness(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);

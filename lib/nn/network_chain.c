@@ -1,8 +1,9 @@
 /*
  * The ctr and mlp models (docs/models.md) behind the network core
  * (lib/nn/network_impl.h): every block is a chain of layers (Linear with
- * or without ReLU; ctr's input block also the embedding lookup and the
- * pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
+ * or without ReLU; ctr's input block also the embedding lookup, pooled
+ * over a field's multi-hot ids as the model's hotness and pooling say,
+ * and the pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
  * cross-entropy (mlp) loss on the head's output. The embedding lookup
  * (erase_network_embedding_*) is also dcn's (dcn.c).
  */
@@ -258,13 +259,14 @@ erase_status_t erase_network_embedding_forward(erase_network_t *net, erase_strea
                                                const erase_batch_t *batch, float *emb)
 {
     if (net->emb_block >= 0) { /* the lookup is block 0's */
-        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, emb));
+        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, batch->sparse_len, emb));
     } else {
         const float *tables[ERASE_CTR_FIELDS];
+        erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             tables[f] = net->params[table0 + f].value;
-        ERASE_CHECK(erase_embedding_forward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, batch->sparse,
-                                            tables, emb));
+        ERASE_CHECK(erase_embedding_bag_forward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, &bag,
+                                                batch->sparse, tables, emb));
     }
     return ERASE_OK;
 }
@@ -278,8 +280,9 @@ erase_status_t erase_network_embedding_backward(erase_network_t *net, erase_stre
         rows[f] = net->params[table0 + f].grad_rows;
         values[f] = net->params[table0 + f].grad_values;
     }
-    ERASE_CHECK(erase_embedding_backward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, batch->sparse, demb,
-                                         rows, values, counts));
+    erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
+    ERASE_CHECK(erase_embedding_bag_backward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, &bag,
+                                             batch->sparse, demb, rows, values, counts));
     return ERASE_OK;
 }
 

@@ -42,6 +42,7 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
     assert_memory_equal(&a->local_loss_weight, &b->local_loss_weight, sizeof(float));
     if (a->kind == ERASE_MODEL_CTR) {
         assert_int_equal(a->ctr.embedding_dim, b->ctr.embedding_dim);
+        assert_int_equal(a->ctr.pooling, b->ctr.pooling);
         assert_memory_equal(a->ctr.table_rows, b->ctr.table_rows, sizeof a->ctr.table_rows);
         assert_int_equal(a->ctr.bottom_layers, b->ctr.bottom_layers);
         assert_memory_equal(a->ctr.bottom_mlp, b->ctr.bottom_mlp,
@@ -749,6 +750,37 @@ static void test_error_table_rows(void **state)
     expect_ctr_error(body, "bad.cfg:8: ctr.table_rows[5]: expected an integer >= 2, got 1");
 }
 
+/*
+ * ctr.pooling (issue 35): "sum" by default and not written, "mean" read,
+ * written and parsed back with MLPerf's hotness (214 ids, the largest
+ * 100); jobs/ctr-multihot.cfg is the reference model with MLPerf's
+ * hotness; the refusals name the key and what was expected.
+ */
+static void test_parse_pooling(void **state)
+{
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_SUM);
+    assert_int_equal(erase_model_config_max_hotness(&c), 1);
+    char text[4096];
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_null(strstr(text, "pooling"));
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: {\n  hotness = \"mlperf\";\n  pooling = \"mean\";\n};\n",
+                                  "m.cfg", &c));
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_MEAN);
+    assert_int_equal(erase_model_config_hot_width(&c), 214);
+    assert_int_equal(erase_model_config_max_hotness(&c), 100);
+    round_trip(&c, "ctr multi-hot, mean pooling");
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  pooling = \"mean\";\n"));
+    erase_model_config_t job;
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/ctr-multihot.cfg", &job));
+    assert_memory_equal(job.ctr.hotness, mlperf, sizeof mlperf);
+    assert_int_equal(job.ctr.pooling, ERASE_POOLING_SUM);
+    expect_ctr_error("  pooling = \"max\";", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got \"max\"");
+    expect_ctr_error("  pooling = 1;", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got 1");
+}
+
 static void test_error_bottom_mlp(void **state)
 {
     print_message("bottom_mlp: 1..16 widths >= 1, the last equal to embedding_dim\n");
@@ -980,6 +1012,7 @@ int main(void)
         cmocka_unit_test(test_error_table_rows),
         cmocka_unit_test(test_error_wide_integer),
         cmocka_unit_test(test_error_nul_and_include),
+        cmocka_unit_test(test_parse_pooling),
         cmocka_unit_test(test_error_bottom_mlp),
         cmocka_unit_test(test_error_hidden),
         cmocka_unit_test(test_error_cuts),

@@ -428,6 +428,101 @@ static void test_embedding(void **state)
         free(t[f]);
 }
 
+/* Multi-hot bags (issue 35): fields of hotness 4, 1 and 100, lengths 1 ..
+ * hotness, sum or mean pooling; the lookup, its gradient, the pooling of
+ * given vectors and the multi-hot route over 2 ranks, row-wise. */
+#define BAG_B 300
+#define BAG_H (4 + 1 + 100)
+#define BAG_CAP (BAG_B * 100)
+typedef struct {
+    int mean, bad;
+    uint32_t rows[EF];
+    pair_t *ids, *lengths, *tables[EF], *out, *dout, *grows[EF], *gvals[EF], *count, *vecs, *pooled;
+    pair_t *trows, *bounds, *slot, *send, *cnt, *pos;
+} bag_ctx_t;
+
+static const int bag_hotness[EF] = { 4, 1, 100 };
+
+static void expect_fault(const char *what, const char *needle, void (*body)(void *), void *ctx);
+
+static void bag_body(void *p)
+{
+    bag_ctx_t *c = p;
+    erase_bag_t bag;
+    memset(&bag, 0, sizeof bag);
+    const float *tables[EF];
+    uint32_t *grows[EF];
+    float *gvals[EF];
+    for (int f = 0; f < EF; f++) {
+        bag.hotness[f] = bag_hotness[f];
+        tables[f] = P(c->tables[f]);
+        grows[f] = P(c->grows[f]);
+        gvals[f] = P(c->gvals[f]);
+    }
+    bag.lengths = P(c->lengths);
+    bag.pooling = c->mean ? ERASE_BAG_MEAN : ERASE_BAG_SUM;
+    MUST(erase_embedding_bag_forward(S, BAG_B, EF, 7, c->rows, &bag, P(c->ids), tables, P(c->out)));
+    if (c->bad)
+        return;
+    MUST(erase_embedding_bag_backward(S, BAG_B, EF, 7, c->rows, &bag, P(c->ids), P(c->dout), grows, gvals,
+                                      P(c->count)));
+    MUST(erase_embedding_pool(S, BAG_B, EF, 7, &bag, P(c->vecs), P(c->pooled)));
+    MUST(erase_shard_route_bag(S, BAG_B, EF, &bag, P(c->ids), P(c->trows), 2, P(c->bounds), P(c->slot), EF,
+                               BAG_CAP, P(c->send), P(c->cnt), P(c->pos)));
+}
+
+static void test_embedding_bag(void **state)
+{
+    NEED_GPU();
+    bag_ctx_t c = { .rows = { 2, 17, 100001 } };
+    uint32_t *ids = malloc(sizeof *ids * BAG_B * BAG_H), lengths[BAG_B * EF];
+    uint64_t rng = 120;
+    for (int i = 0; i < BAG_B * BAG_H; i++) /* repeats, large ids, missing ids */
+        ids[i] = i % 11 == 0 ? UINT32_MAX
+                             : (i % 2 ? erase_rng_below(&rng, 50) : erase_rng_below(&rng, 4000000000u));
+    for (int i = 0; i < BAG_B * EF; i++)
+        lengths[i] = 1 + erase_rng_below(&rng, (uint32_t)bag_hotness[i % EF]);
+    c.ids = pair_new(BAG_B * BAG_H, U32, ids, 0);
+    c.lengths = pair_new(BAG_B * EF, U32, lengths, 0);
+    float *t[EF];
+    for (int f = 0; f < EF; f++) {
+        t[f] = rand_f32((size_t)c.rows[f] * 7, 121 + f, -1, 1);
+        c.tables[f] = pair_new((size_t)c.rows[f] * 7, F32, t[f], 0);
+        c.grows[f] = pair_new(BAG_B * bag_hotness[f], U32, NULL, 1);
+        c.gvals[f] = pair_new(BAG_B * bag_hotness[f] * 7, BITS, NULL, 1);
+    }
+    float *dout = rand_f32(BAG_B * EF * 7, 125, -1, 1), *vecs = rand_f32(BAG_B * BAG_H * 7, 126, -1, 1);
+    c.dout = pair_new(BAG_B * EF * 7, F32, dout, 0);
+    c.vecs = pair_new(BAG_B * BAG_H * 7, F32, vecs, 0);
+    c.out = pair_new(BAG_B * EF * 7, BITS, NULL, 1);
+    c.pooled = pair_new(BAG_B * EF * 7, BITS, NULL, 1);
+    c.count = pair_new(EF, I32, NULL, 1);
+    /* route: every table row-wise over 2 ranks, split at half its rows */
+    int64_t bounds[EF][3];
+    int32_t slot[EF][2];
+    for (int f = 0; f < EF; f++) {
+        bounds[f][0] = 0, bounds[f][1] = c.rows[f] / 2, bounds[f][2] = c.rows[f];
+        slot[f][0] = slot[f][1] = f;
+    }
+    c.trows = pair_new(EF, U32, c.rows, 0);
+    c.bounds = pair_new(EF * 3 * 2, U32, bounds, 0);
+    c.slot = pair_new(EF * 2, I32, slot, 0);
+    c.send = pair_new(2 * EF * BAG_CAP, U32, NULL, 1);
+    c.cnt = pair_new(2 * EF, I32, NULL, 1);
+    c.pos = pair_new(BAG_B * BAG_H, U32, NULL, 1);
+    run_both("embedding bag, sum: lookup, gradient, pool, route", bag_body, &c);
+    c.mean = 1;
+    run_both("embedding bag, mean: lookup, gradient, pool, route", bag_body, &c);
+    /* a length of 0: a fault of the run on both */
+    lengths[5] = 0;
+    c.bad = 1;
+    c.lengths = pair_new(BAG_B * EF, U32, lengths, 0);
+    expect_fault("embedding bag, a length of 0", "embedding bag", bag_body, &c);
+    free(ids), free(dout), free(vecs);
+    for (int f = 0; f < EF; f++)
+        free(t[f]);
+}
+
 typedef struct {
     int batch, nvec, dim;
     pair_t *dense, *emb, *out, *dout, *ddense, *demb;
@@ -1341,6 +1436,7 @@ int main(void)
         cmocka_unit_test_teardown(test_eltwise, case_teardown),
         cmocka_unit_test_teardown(test_concat, case_teardown),
         cmocka_unit_test_teardown(test_embedding, case_teardown),
+        cmocka_unit_test_teardown(test_embedding_bag, case_teardown),
         cmocka_unit_test_teardown(test_interaction, case_teardown),
         cmocka_unit_test_teardown(test_losses, case_teardown),
         cmocka_unit_test_teardown(test_layernorm, case_teardown),

@@ -78,7 +78,8 @@ static void slice(erase_network_t *net, const erase_batch_t *global, int rank, i
         out->targets = global->targets + r0 * (size_t)c->gpt.context;
     } else if (erase_model_config_has_tables(c)) {
         out->dense = global->dense + r0 * ERASE_CTR_DENSE;
-        out->sparse = global->sparse + r0 * ERASE_CTR_FIELDS;
+        out->sparse = global->sparse + r0 * (size_t)erase_model_config_hot_width(c);
+        out->sparse_len = global->sparse_len ? global->sparse_len + r0 * ERASE_CTR_FIELDS : NULL;
         out->label = global->label + r0;
     } else {
         out->features = global->features + r0 * (size_t)c->mlp.inputs;
@@ -98,7 +99,11 @@ static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_ba
         MUST(erase_memcpy_sync(dev, (void *)to->targets, from->targets, bytes));
     } else if (erase_model_config_has_tables(c)) {
         MUST(erase_memcpy_sync(dev, (void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float)));
-        MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
+        size_t H = (size_t)erase_model_config_hot_width(c);
+        MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * H * sizeof(uint32_t)));
+        if (from->sparse_len) /* multi-hot */
+            MUST(erase_memcpy_sync(dev, (void *)to->sparse_len, from->sparse_len,
+                                   n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
         MUST(erase_memcpy_sync(dev, (void *)to->label, from->label, n * sizeof(float)));
     } else {
         MUST(erase_memcpy_sync(dev, (void *)to->features, from->features,

@@ -29,7 +29,7 @@ erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, 
                                       const uint32_t *all_rows, const float *all_values,
                                       int *const *count, uint32_t *const *rows,
                                       float *const *values);
-erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const erase_bag_t *bag, const uint32_t *ids,
                                      const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                      const int32_t *slot, int tmax, int capacity,
                                      uint32_t *send_rows, int *send_counts, uint32_t *pos);

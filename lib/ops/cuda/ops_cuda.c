@@ -14,6 +14,7 @@ const erase_ops_impl_t erase_ops_cuda = {
     .concat_backward = erase_cuda_op_concat_backward,
     .embedding_forward = erase_cuda_op_embedding_forward,
     .embedding_backward = erase_cuda_op_embedding_backward,
+    .embedding_pool = erase_cuda_op_embedding_pool,
     .interaction_forward = erase_cuda_op_interaction_forward,
     .interaction_backward = erase_cuda_op_interaction_backward,
     .bce_with_logits = erase_cuda_op_bce_with_logits,

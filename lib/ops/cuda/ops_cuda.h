@@ -53,11 +53,13 @@ ERASE_CUDA_OP_DECLARE(concat_forward, erase_stream_t *s, int batch, int n, const
 ERASE_CUDA_OP_DECLARE(concat_backward, erase_stream_t *s, int batch, int n, const int *widths,
                       const float *dy, float *const *dxs)
 ERASE_CUDA_OP_DECLARE(embedding_forward, erase_stream_t *s, int batch, int fields, int dim,
-                      const uint32_t *rows, const uint32_t *ids, const float *const *tables,
-                      float *out)
+                      const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
+                      const float *const *tables, float *out)
 ERASE_CUDA_OP_DECLARE(embedding_backward, erase_stream_t *s, int batch, int fields, int dim,
-                      const uint32_t *rows, const uint32_t *ids, const float *dout,
+                      const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids, const float *dout,
                       uint32_t *const *grad_rows, float *const *grad_values, int *count)
+ERASE_CUDA_OP_DECLARE(embedding_pool, erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                      const float *vecs, float *out)
 ERASE_CUDA_OP_DECLARE(interaction_forward, erase_stream_t *s, int batch, int nvec, int dim,
                       const float *dense, const float *emb, float *out)
 ERASE_CUDA_OP_DECLARE(interaction_backward, erase_stream_t *s, int batch, int nvec, int dim,
@@ -81,7 +83,7 @@ ERASE_CUDA_OP_DECLARE(sparse_merge, erase_stream_t *s, int ranks, int tables, in
                       int dim, float scale, const int *all_counts, const uint32_t *all_rows,
                       const float *all_values, int *const *count, uint32_t *const *rows,
                       float *const *values)
-ERASE_CUDA_OP_DECLARE(shard_route, erase_stream_t *s, int n, int tables, const uint32_t *ids,
+ERASE_CUDA_OP_DECLARE(shard_route, erase_stream_t *s, int n, int tables, const erase_bag_t *bag, const uint32_t *ids,
                       const uint32_t *table_rows, int ranks, const int64_t *bounds,
                       const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
                       int *send_counts, uint32_t *pos)
