@@ -13,6 +13,8 @@ bin_PROGRAMS += apps/erase-convert apps/erase-inspect
 # missing value or an unexpected argument (issue 32)
 CLI_ARGS_SOURCES = apps/cli_args.c apps/cli_args.h
 apps_erase_convert_SOURCES = apps/erase-convert.c $(CLI_ARGS_SOURCES)
+# erase-convert vocab, criteo --vocab (issue 35)
+apps_erase_convert_SOURCES += apps/convert_vocab.c apps/convert_vocab.h
 apps_erase_convert_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_convert_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_inspect_SOURCES = apps/erase-inspect.c $(CLI_ARGS_SOURCES)

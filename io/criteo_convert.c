@@ -100,6 +100,8 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
         return ERASE_OK;
     }
     c->s->remapped += row.remapped;
+    if (c->o->vocab)
+        erase_vocab_map_row(c->o->vocab, row.sparse);
     c->label[c->n] = row.label;
     memcpy(c->dense + c->n * ERASE_CTR_SHARD_DENSE, row.dense, sizeof row.dense);
     memcpy(c->sparse + c->n * ERASE_CTR_SHARD_FIELDS, row.sparse, sizeof row.sparse);

@@ -36,7 +36,7 @@ static const char description[] =
 
 erase_ctr_write_options_t erase_ctr_write_options_default(void)
 {
-    erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL };
+    erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL, .vocab_digest = NULL };
     return o;
 }
 
@@ -135,6 +135,11 @@ static const char *write_attributes(erase_ctr_writer_t *w, const char *sources)
     if (erase_h5_attr_write_int64(f, "sparse_features", ERASE_CTR_SHARD_FIELDS)) return "sparse_features";
     if (erase_h5_attr_write_int64(f, "sparse_missing", ERASE_CTR_SPARSE_MISSING)) return "sparse_missing";
     if (erase_h5_attr_write_string(f, "description", description)) return "description";
+    if (w->o.vocab_digest && (erase_h5_attr_write_string(f, "vocab_digest", w->o.vocab_digest) ||
+                              erase_h5_attr_write_int64(f, "vocab_threshold", w->o.vocab_threshold) ||
+                              erase_h5_attr_write_array(f, "vocab_table_rows", H5T_NATIVE_INT64,
+                                                        w->o.vocab_table_rows, ERASE_CTR_SHARD_FIELDS)))
+        return "vocab_digest";
     if (erase_h5_attr_write_string(f, "format", ERASE_CTR_FORMAT)) return "format";
     return NULL;
 }

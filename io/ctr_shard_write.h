@@ -24,6 +24,12 @@ typedef struct {
     int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see reader.h on why small) */
     int compress;          /* 1: shuffle + deflate level 1 (default); 0: none */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
+    /* The vocabulary the ids were mapped through (io/vocab.h; NULL: none):
+     * written as the attributes vocab_digest, vocab_threshold and
+     * vocab_table_rows [26]. */
+    const char *vocab_digest;
+    int64_t vocab_threshold;
+    const int64_t *vocab_table_rows;
 } erase_ctr_write_options_t;
 
 typedef struct erase_ctr_writer erase_ctr_writer_t;
