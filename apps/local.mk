@@ -18,6 +18,8 @@ apps_erase_convert_SOURCES += apps/convert_vocab.c apps/convert_vocab.h
 apps_erase_convert_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_convert_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_inspect_SOURCES = apps/erase-inspect.c $(CLI_ARGS_SOURCES)
+# erase-inspect vocab, vocabulary coverage in erase-inspect data (issue 35)
+apps_erase_inspect_SOURCES += apps/inspect_vocab.c apps/inspect_vocab.h
 apps_erase_inspect_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_inspect_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 # erase-bench data: converter and reader speed.
