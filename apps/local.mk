@@ -45,6 +45,7 @@ TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/checkpoint_lock.c apps/train/checkpoint_lock.h \
 	apps/train/pipeline.c apps/train/pipeline.h \
 	apps/train/batch_ring.c apps/train/batch_ring.h apps/train/embeddings.c apps/train/embeddings.h \
+	apps/train/ctr_vocab.c apps/train/ctr_vocab.h \
 	apps/train/task.h apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c apps/train/task_lm.c
 bin_PROGRAMS += apps/erase-train apps/erase-score
 apps_erase_train_SOURCES = apps/erase-train.c $(TRAIN_SOURCES) $(CLI_ARGS_SOURCES)
