@@ -45,6 +45,8 @@ APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 APPS_TEST_DRIVERS += tests/apps/test-man.sh
 # make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
 APPS_TEST_DRIVERS += tests/apps/test-install.sh
+# erase-convert vocab, criteo --vocab, table_rows = "data": against a python count, 1/2/4 ranks, refusals (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-vocab.sh
 EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
