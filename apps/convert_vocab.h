@@ -23,8 +23,6 @@ int convert_vocab_main(int argc, char **argv);
  * [26], filled here; `v` and `rows` must outlive the conversion). Errors:
  * those of erase_vocab_read.
  */
-erase_status_t convert_vocab_use(const char *path, erase_vocab_t *v,
-                                 int64_t *rows,
-                                 erase_criteo_convert_options_t *o);
+erase_status_t convert_vocab_use(const char *path, erase_vocab_t *v, int64_t *rows, erase_criteo_convert_options_t *o);
 
 #endif

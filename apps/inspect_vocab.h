@@ -24,7 +24,6 @@ int inspect_vocab_file(const char *cmd, const char *path);
  * every row. Nothing for a dataset without one. 0, or 1 with the error
  * printed.
  */
-int inspect_vocab_dataset(const erase_ctr_list_t *list,
-                          const erase_ctr_stats_t *all);
+int inspect_vocab_dataset(const erase_ctr_list_t *list, const erase_ctr_stats_t *all);
 
 #endif

@@ -57,22 +57,21 @@
 
 #define ERASE_VOCAB_FORMAT "erase-vocab-1"
 #define ERASE_VOCAB_FIELDS ERASE_CTR_SHARD_FIELDS /* 26 */
-#define ERASE_VOCAB_RARE                                                       \
-  0xFFFFFFFFu /* the rare row's id (ERASE_CTR_SPARSE_MISSING) */
+#define ERASE_VOCAB_RARE 0xFFFFFFFFu              /* the rare row's id (ERASE_CTR_SPARSE_MISSING) */
 #define ERASE_VOCAB_DIGEST_CHARS 16
 
 typedef struct {
-  int64_t threshold;                    /* T >= 1 */
-  int64_t frequent[ERASE_VOCAB_FIELDS]; /* V_f */
-  int64_t tokens[ERASE_VOCAB_FIELDS];   /* ids counted per feature (missing
-                                           included) */
-  int64_t distinct[ERASE_VOCAB_FIELDS]; /* distinct ids counted per feature */
-  uint32_t *ids[ERASE_VOCAB_FIELDS];    /* [V_f] frequent ids, ascending */
-  uint32_t *rows[ERASE_VOCAB_FIELDS]; /* [V_f] their rows, a permutation of 0 ..
-                                         V_f - 1 */
-  uint64_t *counts[ERASE_VOCAB_FIELDS]; /* [V_f] their counts (>= T) */
-  char digest[ERASE_VOCAB_DIGEST_CHARS + 1];
-  char *sources; /* the counted files, one per line (malloc'ed; may be NULL) */
+    int64_t threshold;                    /* T >= 1 */
+    int64_t frequent[ERASE_VOCAB_FIELDS]; /* V_f */
+    int64_t tokens[ERASE_VOCAB_FIELDS];   /* ids counted per feature (missing
+                                             included) */
+    int64_t distinct[ERASE_VOCAB_FIELDS]; /* distinct ids counted per feature */
+    uint32_t *ids[ERASE_VOCAB_FIELDS];    /* [V_f] frequent ids, ascending */
+    uint32_t *rows[ERASE_VOCAB_FIELDS];   /* [V_f] their rows, a permutation of 0 ..
+                                             V_f - 1 */
+    uint64_t *counts[ERASE_VOCAB_FIELDS]; /* [V_f] their counts (>= T) */
+    char digest[ERASE_VOCAB_DIGEST_CHARS + 1];
+    char *sources; /* the counted files, one per line (malloc'ed; may be NULL) */
 } erase_vocab_t;
 
 /* The table size that a feature of V frequent ids needs: max(V + 1, 2). */
@@ -83,8 +82,7 @@ int64_t erase_vocab_table_rows(int64_t frequent);
  * distinct) and counts [n]; assigns rows[k] (descending count, ties by
  * ascending id) into `rows` [n]. Errors: ERASE_ERR_NOMEM.
  */
-erase_status_t erase_vocab_number(int64_t n, const uint32_t *ids,
-                                  const uint64_t *counts, uint32_t *rows);
+erase_status_t erase_vocab_number(int64_t n, const uint32_t *ids, const uint64_t *counts, uint32_t *rows);
 
 /* Compute v->digest from the threshold and the features' arrays. */
 void erase_vocab_set_digest(erase_vocab_t *v);
@@ -128,10 +126,10 @@ void erase_vocab_print(const erase_vocab_t *v, const char *path, FILE *out);
 
 /* The vocabulary attributes of a shard (see above). */
 typedef struct {
-  int present; /* 0: the shard was converted without a vocabulary */
-  char digest[ERASE_VOCAB_DIGEST_CHARS + 1];
-  int64_t threshold;
-  int64_t table_rows[ERASE_VOCAB_FIELDS];
+    int present; /* 0: the shard was converted without a vocabulary */
+    char digest[ERASE_VOCAB_DIGEST_CHARS + 1];
+    int64_t threshold;
+    int64_t table_rows[ERASE_VOCAB_FIELDS];
 } erase_vocab_tag_t;
 
 /*
@@ -148,7 +146,6 @@ erase_status_t erase_vocab_tag_read(const char *path, erase_vocab_tag_t *tag);
  *   "B: converted with vocabulary 0123456789abcdef (threshold 2), the first
  * shard A with none: every shard of a dataset must use the same vocabulary"
  */
-erase_status_t erase_vocab_tag_dataset(const char *const *paths, int n,
-                                       erase_vocab_tag_t *tag);
+erase_status_t erase_vocab_tag_dataset(const char *const *paths, int n, erase_vocab_tag_t *tag);
 
 #endif

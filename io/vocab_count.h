@@ -44,8 +44,7 @@ erase_status_t erase_vocab_counter_new(erase_vocab_counter_t **out);
 void erase_vocab_counter_free(erase_vocab_counter_t *c);
 
 /* Count one id of feature f (0-based). Errors: ERASE_ERR_NOMEM. */
-erase_status_t erase_vocab_counter_add(erase_vocab_counter_t *c, int f,
-                                       uint32_t id, uint64_t count);
+erase_status_t erase_vocab_counter_add(erase_vocab_counter_t *c, int f, uint32_t id, uint64_t count);
 
 /* Lines counted so far (all files). */
 int64_t erase_vocab_counter_lines(const erase_vocab_counter_t *c);
@@ -56,8 +55,7 @@ int64_t erase_vocab_counter_lines(const erase_vocab_counter_t *c);
  * ERASE_ERR_FORMAT (a bad line, as above; "F:LINE: line longer than
  * 4194304 bytes"), ERASE_ERR_NOMEM.
  */
-erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c,
-                                      const char *path);
+erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c, const char *path);
 
 /*
  * Merge the counts of every rank of `comm` (collective: every rank calls
@@ -67,7 +65,6 @@ erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c,
  * failure is that rank's (the others may then hang: agree on failures
  * before calling it).
  */
-erase_status_t erase_vocab_count_merge(erase_vocab_counter_t *c, MPI_Comm comm,
-                                       int64_t threshold, erase_vocab_t *out);
+erase_status_t erase_vocab_count_merge(erase_vocab_counter_t *c, MPI_Comm comm, int64_t threshold, erase_vocab_t *out);
 
 #endif
