@@ -83,6 +83,7 @@ void erase_vocab_free(erase_vocab_t *v)
         free(v->ids[f]);
         free(v->rows[f]);
         free(v->counts[f]);
+        free(v->index[f]);
     }
     free(v->sources);
     memset(v, 0, sizeof *v);
@@ -263,6 +264,24 @@ static erase_status_t check_feature(const char *path, const erase_vocab_t *v, in
     return st;
 }
 
+/* The hash lookup table of feature f (erase_vocab_map). 0 or -1. */
+static int build_index(erase_vocab_t *v, int f)
+{
+    size_t cap = 16;
+    while (cap < (size_t)v->frequent[f] * 2)
+        cap *= 2;
+    if (!(v->index[f] = calloc(cap, sizeof(uint64_t))))
+        return -1;
+    v->index_mask[f] = cap - 1;
+    for (int64_t k = 0; k < v->frequent[f]; k++) {
+        uint64_t i = erase_mix64(v->ids[f][k]) & v->index_mask[f];
+        while (v->index[f][i])
+            i = (i + 1) & v->index_mask[f];
+        v->index[f][i] = (uint64_t)v->ids[f][k] << 32 | ((uint64_t)v->rows[f][k] + 1);
+    }
+    return 0;
+}
+
 /* The attributes and arrays; the lock is held. */
 static erase_status_t read_content(const char *path, hid_t file, erase_vocab_t *v)
 {
@@ -311,6 +330,10 @@ static erase_status_t read_content(const char *path, hid_t file, erase_vocab_t *
     if (strcmp(digest, v->digest) != 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute digest: expected %s (the content's), got %s", path,
                            v->digest, digest);
+    for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
+        if (build_index(v, f) != 0)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the lookup table of C%d (%" PRId64 " ids)",
+                               path, f + 1, v->frequent[f]);
     return ERASE_OK;
 }
 
@@ -344,16 +367,13 @@ erase_status_t erase_vocab_read(const char *path, erase_vocab_t *v)
 
 uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id)
 {
-    const uint32_t *ids = v->ids[f];
-    int64_t lo = 0, hi = v->frequent[f];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const uint64_t *slot = v->index[f];
+    for (uint64_t i = erase_mix64(id) & v->index_mask[f];; i = (i + 1) & v->index_mask[f]) {
+        if (!slot[i])
+            return ERASE_VOCAB_RARE;
+        if ((uint32_t)(slot[i] >> 32) == id)
+            return (uint32_t)(slot[i] & 0xFFFFFFFFu) - 1;
     }
-    return lo < v->frequent[f] && ids[lo] == id ? v->rows[f][lo] : ERASE_VOCAB_RARE;
 }
 
 void erase_vocab_map_row(const erase_vocab_t *v, uint32_t *sparse)

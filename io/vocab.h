@@ -72,6 +72,11 @@ typedef struct {
     uint64_t *counts[ERASE_VOCAB_FIELDS]; /* [V_f] their counts (>= T) */
     char digest[ERASE_VOCAB_DIGEST_CHARS + 1];
     char *sources; /* the counted files, one per line (malloc'ed; may be NULL) */
+    /* Lookup tables of erase_vocab_map, built by erase_vocab_read: open
+     * addressing (linear probing), at most half full, a slot
+     * (id << 32) | (row + 1), 0 = empty; [index_mask[f] + 1] slots. */
+    uint64_t *index[ERASE_VOCAB_FIELDS];
+    uint64_t index_mask[ERASE_VOCAB_FIELDS];
 } erase_vocab_t;
 
 /* The table size that a feature of V frequent ids needs: max(V + 1, 2). */
@@ -113,7 +118,8 @@ erase_status_t erase_vocab_write(const erase_vocab_t *v, const char *path);
 erase_status_t erase_vocab_read(const char *path, erase_vocab_t *v);
 
 /* The row of id `id` of feature f (0-based): its number if frequent, else
- * ERASE_VOCAB_RARE. Binary search: O(log V_f). */
+ * ERASE_VOCAB_RARE. A hash lookup (O(1) expected) in the tables that
+ * erase_vocab_read builds: `v` must come from it. */
 uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id);
 
 /* Map the 26 ids of one row in place (sparse [26]). */
