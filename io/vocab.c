@@ -332,8 +332,8 @@ static erase_status_t read_content(const char *path, hid_t file, erase_vocab_t *
                            v->digest, digest);
     for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
         if (build_index(v, f) != 0)
-            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the lookup table of C%d (%" PRId64 " ids)",
-                               path, f + 1, v->frequent[f]);
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the lookup table of C%d (%" PRId64 " ids)", path,
+                               f + 1, v->frequent[f]);
     return ERASE_OK;
 }
 
@@ -455,24 +455,28 @@ static const char *tag_text(const erase_vocab_tag_t *t, char *text, size_t size)
     return text;
 }
 
+erase_status_t erase_vocab_tag_same(const char *path, const erase_vocab_tag_t *t, const char *first,
+                                    const erase_vocab_tag_t *f)
+{
+    if (t->present == f->present && (!t->present || strcmp(t->digest, f->digest) == 0))
+        return ERASE_OK;
+    char a[96], b[96];
+    return ERASE_ERROR(ERASE_ERR_FORMAT,
+                       "%s: converted with %s, the first shard %s with %s: every shard of a dataset must use the "
+                       "same vocabulary",
+                       path, tag_text(t, a, sizeof a), first, tag_text(f, b, sizeof b));
+}
+
 erase_status_t erase_vocab_tag_dataset(const char *const *paths, int n, erase_vocab_tag_t *tag)
 {
     memset(tag, 0, sizeof *tag);
     for (int i = 0; i < n; i++) {
         erase_vocab_tag_t t;
         ERASE_CHECK(erase_vocab_tag_read(paths[i], &t));
-        if (i == 0) {
+        if (i == 0)
             *tag = t;
-            continue;
-        }
-        if (t.present != tag->present || (t.present && strcmp(t.digest, tag->digest) != 0)) {
-            char a[96], b[96];
-            return ERASE_ERROR(ERASE_ERR_FORMAT,
-                               "%s: converted with %s, the first shard %s with %s: "
-                               "every shard of a dataset must "
-                               "use the same vocabulary",
-                               paths[i], tag_text(&t, a, sizeof a), paths[0], tag_text(tag, b, sizeof b));
-        }
+        else
+            ERASE_CHECK(erase_vocab_tag_same(paths[i], &t, paths[0], tag));
     }
     return ERASE_OK;
 }

@@ -146,6 +146,13 @@ typedef struct {
 erase_status_t erase_vocab_tag_read(const char *path, erase_vocab_tag_t *tag);
 
 /*
+ * ERASE_OK when shard `path` (tag `t`) has the same vocabulary as the first
+ * shard `first` (tag `f`), else ERASE_ERR_FORMAT naming both (below).
+ */
+erase_status_t erase_vocab_tag_same(const char *path, const erase_vocab_tag_t *t, const char *first,
+                                    const erase_vocab_tag_t *f);
+
+/*
  * The vocabulary of a dataset: the tag of its first shard `paths[0]`,
  * checked equal on every shard. Errors: those of erase_vocab_tag_read;
  * ERASE_ERR_FORMAT naming both shards:

@@ -7,26 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The shard paths of a comma-separated list, appended to *paths [*n]. */
-static erase_status_t add_shards(const char *opt, const char *text, char ***paths, int *n)
+/*
+ * The vocabulary tags of the shards of a comma-separated list, each checked
+ * the same as the first shard's (*tag, *first: set by the first shard seen,
+ * *n counts them; a mismatch in *st). 1 when the list or a shard cannot be
+ * read (its error recorded).
+ */
+static int add_tags(const char *opt, const char *text, char *first, size_t size, erase_vocab_tag_t *tag, int *n,
+                    erase_status_t *st)
 {
     char buf[1024];
     const char *in[MAX_INPUTS];
     int k;
-    ERASE_CHECK(split_inputs(opt, text, buf, sizeof buf, in, &k));
     erase_ctr_list_t list;
-    ERASE_CHECK(erase_ctr_list_resolve(in, k, &list));
-    char **more = realloc(*paths, sizeof **paths * (size_t)(*n + list.count));
-    erase_status_t st = ERASE_OK;
-    if (!more)
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the list of shards");
-    else
-        *paths = more;
-    for (int i = 0; st == ERASE_OK && i < list.count; i++)
-        if (!((*paths)[(*n)++] = strdup(list.paths[i])))
-            st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the list of shards");
+    if (split_inputs(opt, text, buf, sizeof buf, in, &k) != ERASE_OK ||
+        erase_ctr_list_resolve(in, k, &list) != ERASE_OK) {
+        return 1;
+    }
+    int unread = 0;
+    for (int i = 0; *st == ERASE_OK && i < list.count; i++) {
+        erase_vocab_tag_t t;
+        if (erase_vocab_tag_read(list.paths[i], &t) != ERASE_OK) {
+            unread = 1;
+            break;
+        }
+        if ((*n)++ == 0) {
+            *tag = t;
+            snprintf(first, size, "%s", list.paths[i]);
+        } else {
+            *st = erase_vocab_tag_same(list.paths[i], &t, first, tag);
+        }
+    }
     erase_ctr_list_free(&list);
-    return st;
+    return unread;
 }
 
 erase_status_t ctr_vocab_tables(run_t *r)
@@ -36,17 +49,21 @@ erase_status_t ctr_vocab_tables(run_t *r)
     const char *opt = run_data_option(r, !o->train[0]);
     if (!train[0])
         return ERASE_OK; /* no data named: the options' own check reports it */
-    char **paths = NULL;
+    char first[4200] = "";
+    erase_vocab_tag_t tag = {0};
+    erase_status_t st = ERASE_OK;
     int n = 0;
-    erase_status_t st = add_shards(opt, train, &paths, &n);
-    if (st == ERASE_OK && o->train[0] && o->eval[0])
-        st = add_shards(run_data_option(r, 1), o->eval, &paths, &n);
-    erase_vocab_tag_t tag;
-    if (st == ERASE_OK)
-        st = erase_vocab_tag_dataset((const char *const *)paths, n, &tag);
-    for (int i = 0; i < n; i++)
-        free(paths[i]);
-    free(paths);
+    if (add_tags(opt, train, first, sizeof first, &tag, &n, &st) ||
+        (st == ERASE_OK && o->train[0] && o->eval[0] &&
+         add_tags(run_data_option(r, 1), o->eval, first, sizeof first, &tag, &n, &st))) {
+        if (!r->cfg.ctr.table_rows_from_data) {
+            erase_error_clear(); /* the reader names unreadable data better, with its option */
+            return ERASE_OK;
+        }
+        char why[2048];
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s %s: ctr.table_rows = \"data\": %s", opt, train, why);
+    }
     ERASE_CHECK(st);
     erase_model_config_t *cfg = &r->cfg;
     if (cfg->ctr.table_rows_from_data) {

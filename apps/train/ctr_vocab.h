@@ -19,8 +19,10 @@
  * in the model file"
  *   "--train D: ctr.table_rows = \"data\": the data has no vocabulary
  * (converted without erase-convert criteo --vocab); give the table sizes"
- * Errors: ERASE_ERR_INVALID as above; those of erase_ctr_list_resolve and
- * erase_vocab_tag_dataset.
+ * Errors: ERASE_ERR_INVALID as above; a mismatch of erase_vocab_tag_same.
+ * Data that cannot be read is left to the reader to report (its messages
+ * name the option), except with "data", which needs it: "--train D:
+ * ctr.table_rows = \"data\": <why>".
  */
 erase_status_t ctr_vocab_tables(run_t *r);
 
