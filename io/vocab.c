@@ -92,21 +92,6 @@ void erase_vocab_free(erase_vocab_t *v)
 /* ---- the file
  * ---------------------------------------------------------------- */
 
-/* One 1-D dataset of n elements; the lock is held. 0 or -1. */
-static int write_array(hid_t group, const char *name, hid_t file_type, hid_t mem_type, const void *data, size_t n)
-{
-    hsize_t dims[1] = {n};
-    hid_t s = H5Screate_simple(1, dims, NULL);
-    if (s < 0)
-        return -1;
-    hid_t d = H5Dcreate2(group, name, file_type, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = d < 0 || (n && H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) ? -1 : 0;
-    if (d >= 0)
-        H5Dclose(d);
-    H5Sclose(s);
-    return rc;
-}
-
 /* Everything but the format attribute; the lock is held. The failing
  * object's name into `what`, or 0. */
 static int write_content(hid_t file, const erase_vocab_t *v, char *what, size_t size)
@@ -123,11 +108,11 @@ static int write_content(hid_t file, const erase_vocab_t *v, char *what, size_t 
             return -1;
         size_t n = (size_t)v->frequent[f];
         int rc = 0;
-        if ((rc = write_array(g, "ids", H5T_STD_U32LE, H5T_NATIVE_UINT32, v->ids[f], n)) != 0)
+        if ((rc = erase_h5_write_vector(g, "ids", H5T_STD_U32LE, H5T_NATIVE_UINT32, v->ids[f], n)) != 0)
             snprintf(what, size, "/%s/ids", name);
-        else if ((rc = write_array(g, "rows", H5T_STD_U32LE, H5T_NATIVE_UINT32, v->rows[f], n)) != 0)
+        else if ((rc = erase_h5_write_vector(g, "rows", H5T_STD_U32LE, H5T_NATIVE_UINT32, v->rows[f], n)) != 0)
             snprintf(what, size, "/%s/rows", name);
-        else if ((rc = write_array(g, "counts", H5T_STD_U64LE, H5T_NATIVE_UINT64, v->counts[f], n)) != 0)
+        else if ((rc = erase_h5_write_vector(g, "counts", H5T_STD_U64LE, H5T_NATIVE_UINT64, v->counts[f], n)) != 0)
             snprintf(what, size, "/%s/counts", name);
         H5Gclose(g);
         if (rc)
