@@ -20,12 +20,14 @@
  * data_utils.py, getCriteoAdData) gives every distinct id of a feature its
  * own index (a dictionary filled in order of first appearance, missing
  * values read as the token "0"), i.e. threshold 1 in first-seen order;
- * the frequency threshold that maps ids seen fewer than T times to one
- * shared index is NVIDIA's DLRM preprocessing option (frequency_limit).
- * erase follows both in what is mapped, and differs in the order (by count
- * then id, so the same counts give the same rows on any number of ranks),
- * in keeping the 32-bit hashes (not the raw strings) and in sending
- * rare ids to the table's LAST row (the rare row), not to row 0.
+ * the frequency threshold that gives ids seen fewer than T times one
+ * shared index is the "frequency limit" of NVIDIA's DLRM preprocessing
+ * (NVIDIA/DeepLearningExamples, DLRM_and_DCNv2, doc/criteo_dataset.md:
+ * `prepare_dataset.sh DGX2 3`, 15, or 0 for none). erase follows both in
+ * what is mapped, and chooses its own order (by count then id, so the same
+ * counts give the same rows on any number of ranks), keeps the 32-bit
+ * hashes (not the raw strings) and puts the shared index in the table's
+ * LAST row (the rare row, the row erase_embedding_row gives 0xFFFFFFFF).
  *
  * File (HDF5, `format = "erase-vocab-1"`), written under a temporary name,
  * fsynced and renamed:
