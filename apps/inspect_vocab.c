@@ -47,7 +47,8 @@ int inspect_vocab_dataset(const erase_ctr_list_t *list, const erase_ctr_stats_t 
     for (int f = 0; f < ERASE_VOCAB_FIELDS; f++) {
         char name[8];
         snprintf(name, sizeof name, "C%d", f + 1);
-        double rare = all->rows ? (double)all->sparse_missing[f] / (double)all->rows : 0.0;
+        int64_t ids = all->sparse_ids[f];
+        double rare = ids ? (double)all->sparse_missing[f] / (double)ids : 0.0;
         printf("%-8s %12" PRId64 " %8.2f%%\n", name, tag.table_rows[f], 100.0 * (1.0 - rare));
     }
     return 0;

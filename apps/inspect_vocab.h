@@ -19,9 +19,9 @@ int inspect_vocab_file(const char *cmd, const char *path);
 /*
  * When the dataset's shards carry a vocabulary (checked the same on every
  * shard: erase_vocab_tag_dataset), print per feature its table rows
- * (frequent ids + 1) and coverage: the share of the dataset's ids that are
- * frequent (not the rare row 0xFFFFFFFF), from the statistics `all` of
- * every row. Nothing for a dataset without one. 0, or 1 with the error
+ * (frequent ids + 1) and coverage: the share of the dataset's ids (every
+ * id of a multi-hot feature) that are frequent (not the rare row
+ * 0xFFFFFFFF), from the statistics `all` of every row. Nothing for a dataset without one. 0, or 1 with the error
  * printed.
  */
 int inspect_vocab_dataset(const erase_ctr_list_t *list, const erase_ctr_stats_t *all);

@@ -361,10 +361,11 @@ uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id)
     }
 }
 
-void erase_vocab_map_row(const erase_vocab_t *v, uint32_t *sparse)
+void erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids)
 {
     for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
-        sparse[f] = erase_vocab_map(v, f, sparse[f]);
+        for (uint32_t k = 0; k < lengths[f]; k++, ids++)
+            *ids = erase_vocab_map(v, f, *ids);
 }
 
 void erase_vocab_print(const erase_vocab_t *v, const char *path, FILE *out)

@@ -124,8 +124,10 @@ erase_status_t erase_vocab_read(const char *path, erase_vocab_t *v);
  * erase_vocab_read builds: `v` must come from it. */
 uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id);
 
-/* Map the 26 ids of one row in place (sparse [26]). */
-void erase_vocab_map_row(const erase_vocab_t *v, uint32_t *sparse);
+/* Map the ids of one row in place: ids feature by feature, lengths[f] of
+ * feature f (>= 1; one-hot: all 1), as a multi-hot row is stored
+ * (io/ctr_shard.h). */
+void erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids);
 
 /* Print the summary: file, digest, threshold, sources, and per feature
  * tokens, distinct ids, frequent ids V_f, table rows, and the share of the

@@ -20,7 +20,7 @@ need apps/erase-train
 command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the vocabulary"
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to read the vocabulary's datasets"
 workdir
-echo "1..13"
+echo "1..14"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 head -n 3000 "$sample" >"$dir/day0.tsv"
 sed -n '3001,6000p' "$sample" | gzip -c >"$dir/day1.tsv.gz"
@@ -43,8 +43,9 @@ PY
 # The reference: python3 vocab.py T OUT TSV... writes OUT.arrays (per
 # feature "C1 ids 1,2", "C1 rows ...", "C1 counts ...") and OUT.summary
 # ("C1 tokens distinct frequent table_rows"), and with --map TSV... the
-# mapped ids of those files (OUT.mapped, all values comma-separated) and the
-# coverage per feature in percent, 2 decimals (OUT.coverage).
+# mapped ids of those files (OUT.mapped, all values comma-separated, row by
+# row, feature by feature, every id of a list) and the coverage per feature
+# (mapped ids not rare / ids) in percent, 2 decimals (OUT.coverage).
 cat >"$dir/vocab.py" <<'PY'
 import sys
 from collections import Counter
@@ -76,16 +77,17 @@ with open(out + ".arrays", "w") as a, open(out + ".summary", "w") as s:
         a.write("C%d counts %s\n" % (f + 1, ",".join(str(counts[f][i]) for i in freq)))
         s.write("C%d %d %d %d %d\n" % (f + 1, sum(counts[f].values()), len(counts[f]), len(freq), max(len(freq) + 1, 2)))
 if mapped:
-    flat, hit, total = [], [0] * 26, 0
+    flat, hit, total = [], [0] * 26, [0] * 26
     for p in mapped:
         for row in rows_of(p):
-            total += 1
             for f in range(26):
-                m = number[f].get(row[f][0], 0xFFFFFFFF)
-                flat.append(str(m))
-                hit[f] += m != 0xFFFFFFFF
+                for i in row[f]:
+                    m = number[f].get(i, 0xFFFFFFFF)
+                    flat.append(str(m))
+                    hit[f] += m != 0xFFFFFFFF
+                    total[f] += 1
     open(out + ".mapped", "w").write(",".join(flat))
-    open(out + ".coverage", "w").write("".join("C%d %.2f%%\n" % (f + 1, 100.0 * hit[f] / total) for f in range(26)))
+    open(out + ".coverage", "w").write("".join("C%d %.2f%%\n" % (f + 1, 100.0 * hit[f] / total[f]) for f in range(26)))
 PY
 
 # arrays FILE.h5: the vocabulary's datasets in the reference's layout
@@ -188,6 +190,18 @@ sed -n '/^vocabulary /,$p' "$dir/inspect.out" | awk '$1 ~ /^C[0-9]+$/ { print $1
 tap $? "erase-inspect data: coverage of every feature equals python's share of day 1's ids in day 0's vocabulary"
 [ $rc = 0 ] || tap_report "$dir/inspect.out"
 echo "# $(head -3 "$dir/got.coverage" | tr '\n' ' ')"
+
+# multi-hot lines converted with a vocabulary: every id of every list mapped
+python3 "$dir/vocab.py" 3 "$dir/mhref" "$dir/day0.tsv" "$dir/multihot.tsv" --map "$dir/multihot.tsv"
+apps/erase-convert criteo -q --vocab "$dir/v.h5" -o "$dir/mh" "$dir/multihot.tsv" >"$dir/mh.out" 2>&1
+rc=$?
+h5dump -y -w 0 -d /sparse_ids -o "$dir/col" "$dir/mh/part-00000.h5" >/dev/null 2>&1 && tr -d ' \n' <"$dir/col" >"$dir/mh.mapped"
+apps/erase-inspect data "$dir/mh" >"$dir/mhi.out" 2>&1
+sed -n '/^vocabulary /,$p' "$dir/mhi.out" | awk '$1 ~ /^C[0-9]+$/ { print $1, $3 }' >"$dir/mh.coverage"
+[ $rc = 0 ] && cmp -s "$dir/mhref.mapped" "$dir/mh.mapped" && cmp -s "$dir/mhref.coverage" "$dir/mh.coverage"
+tap $? "400 multi-hot lines (erase-ctr-2) through the vocabulary: every id of every list is python's mapping, coverage over ids too (status $rc)"
+[ $rc = 0 ] || tap_report "$dir/mh.out"
+echo "# C1 (lists of 1-3 ids): $(head -1 "$dir/mh.coverage")"
 
 # a ctr model with the data's table sizes
 printf 'model = "ctr";\nctr: { embedding_dim = 4; table_rows = "data"; bottom_mlp = [8, 4];\n  subarch_width = 16; subarchs = 2; };\n' \
