@@ -268,13 +268,3 @@ int erase_criteo_check_header(const char *line, size_t len, char *why, size_t wh
     }
     return -1;
 }
-
-int erase_criteo_parse_id(const char *token, size_t len, uint32_t *id)
-{
-    if (len == 0)
-        return 1;
-    int rc = parse_hex(token, len, id);
-    if (rc == 0 && *id == ERASE_CTR_SPARSE_MISSING)
-        *id = ERASE_CTR_SPARSE_FFFFFFFF;
-    return rc;
-}

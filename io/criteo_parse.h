@@ -120,12 +120,4 @@ erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, cha
  */
 int erase_criteo_check_header(const char *line, size_t len, char *why, size_t why_size);
 
-/*
- * One categorical token (`len` bytes) as erase_criteo_parse_line stores
- * it: 1 to 8 hex digits, a real ffffffff stored as 0xFFFFFFFE. Returns 0
- * (the id in *id), 1 (not hexadecimal; len 0 included), 2 (more than 8
- * digits). For the vocabulary's counting pass (io/vocab_count.h).
- */
-int erase_criteo_parse_id(const char *token, size_t len, uint32_t *id);
-
 #endif

@@ -11,7 +11,6 @@
 #include <zlib.h>
 
 #define LINE_MAX_BYTES (4 << 20)                      /* as erase-convert criteo */
-#define CATEGORICAL_FIRST (1 + ERASE_CTR_SHARD_DENSE) /* field index of C1 */
 
 /* Open addressing, linear probing; a slot with count 0 is empty. */
 typedef struct {
@@ -112,47 +111,20 @@ int64_t erase_vocab_counter_lines(const erase_vocab_counter_t *c)
 /* ---- reading
  * ------------------------------------------------------------------ */
 
-/* The tokens of categorical feature f in [p, end). */
-static erase_status_t count_field(erase_vocab_counter_t *c, const char *path, int64_t lineno, int f, const char *p,
-                                  const char *end)
-{
-    if (p == end)
-        return erase_vocab_counter_add(c, f, ERASE_CTR_SPARSE_MISSING, 1);
-    for (;;) {
-        const char *q = memchr(p, ',', (size_t)(end - p));
-        const char *e = q ? q : end;
-        uint32_t id;
-        int rc = erase_criteo_parse_id(p, (size_t)(e - p), &id);
-        if (rc != 0)
-            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%" PRId64 ": field C%d: %s, got '%.*s%s'", path, lineno, f + 1,
-                               rc == 1 ? "expected a hexadecimal id of up to 8 digits"
-                                       : "value out of range (more than 32 bits)",
-                               (int)(e - p > 40 ? 40 : e - p), p, e - p > 40 ? "..." : "");
-        ERASE_CHECK(erase_vocab_counter_add(c, f, id, 1));
-        if (!q)
-            return ERASE_OK;
-        p = q + 1;
-    }
-}
-
+/* One line (`len` bytes without '\n'), parsed as erase-convert criteo
+ * parses it (its messages); its ids counted. `ids` holds
+ * ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES) ids. */
 static erase_status_t count_line(erase_vocab_counter_t *c, const char *path, int64_t lineno, const char *line,
-                                 size_t len)
+                                 size_t len, uint32_t *ids)
 {
-    const char *p = line, *end = line + len;
-    int fields = 0;
-    for (const char *q = p; (q = memchr(q, '\t', (size_t)(end - q))); q++)
-        fields++;
-    if (++fields != ERASE_CRITEO_FIELDS)
-        return ERASE_ERROR(ERASE_ERR_FORMAT,
-                           "%s:%" PRId64 ": expected %d tab-separated fields (label, I1-I13, C1-C26), got %d", path,
-                           lineno, ERASE_CRITEO_FIELDS, fields);
-    for (int field = 0; field < ERASE_CRITEO_FIELDS; field++) {
-        const char *q = memchr(p, '\t', (size_t)(end - p));
-        const char *e = q ? q : end;
-        if (field >= CATEGORICAL_FIRST)
-            ERASE_CHECK(count_field(c, path, lineno, field - CATEGORICAL_FIRST, p, e));
-        p = e + 1;
-    }
+    erase_criteo_row_t row;
+    char why[400];
+    if (erase_criteo_parse_line_ids(line, len, '\t', &row, ids, ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES), why,
+                                    sizeof why) != ERASE_CRITEO_OK)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%" PRId64 ": %s", path, lineno, why);
+    for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
+        for (uint32_t k = 0; k < row.lengths[f]; k++)
+            ERASE_CHECK(erase_vocab_counter_add(c, f, *ids++, 1));
     c->lines++;
     return ERASE_OK;
 }
@@ -165,8 +137,11 @@ erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c, const char *path
         return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
     gzbuffer(gz, 1 << 18);
     char *buf = malloc(LINE_MAX_BYTES + 2);
-    if (!buf) {
+    uint32_t *ids = malloc(sizeof *ids * ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES));
+    if (!buf || !ids) {
         gzclose(gz);
+        free(buf);
+        free(ids);
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
     }
     erase_status_t st = ERASE_OK;
@@ -182,7 +157,7 @@ erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c, const char *path
         if (st == ERASE_OK && n && buf[n - 1] == '\r')
             n--;
         if (st == ERASE_OK)
-            st = count_line(c, path, lineno, buf, n);
+            st = count_line(c, path, lineno, buf, n, ids);
     }
     int code = Z_OK;
     const char *msg = gzerror(gz, &code);
@@ -191,6 +166,7 @@ erase_status_t erase_vocab_count_file(erase_vocab_counter_t *c, const char *path
                          code == Z_ERRNO ? strerror(errno) : msg, lineno);
     gzclose(gz);
     free(buf);
+    free(ids);
     return st;
 }
 

@@ -3,15 +3,13 @@
  * categorical feature C1..C26 of Criteo TSV files, counted exactly, over
  * the ranks of an MPI communicator, then merged into one vocabulary.
  *
- * Input: Criteo TSV (io/criteo_parse.h), plain or gzip (detected from the
- * content): 40 tab-separated fields per line; a categorical field holds
- * one or more tokens separated by ',' (multi-hot; each counted), each
- * token parsed as erase-convert criteo stores it (erase_criteo_parse_id:
- * 1 to 8 hex digits); an empty field is one missing id 0xFFFFFFFF, counted
- * as a token. Label and dense fields are not parsed (the conversion
- * checks them). A bad line is an error: "F:LINE: expected 40 tab-separated
- * fields (label, I1-I13, C1-C26), got 39", "F:LINE: field C5: expected a
- * hexadecimal id of up to 8 digits, got 'zz'".
+ * Input: Criteo TSV, plain or gzip (detected from the content), each line
+ * parsed as erase-convert criteo parses it (erase_criteo_parse_line_ids,
+ * io/criteo_parse.h: the same ids, the same messages): a categorical field
+ * holds one or more ids separated by ',' (multi-hot; each counted); an
+ * empty field is one missing id 0xFFFFFFFF, counted as a token. A bad line
+ * is an error: "F:LINE: expected 40 tab-separated fields (label, I1-I13,
+ * C1-C26), got 39".
  *
  * Memory: one open-addressing table per feature of 16 bytes a slot, kept
  * at most half full: about 32 bytes per distinct (feature, id) a rank
