@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#define LINE_MAX_BYTES (4 << 20)                      /* as erase-convert criteo */
+#define LINE_MAX_BYTES (4 << 20) /* as erase-convert criteo */
 
 /* Open addressing, linear probing; a slot with count 0 is empty. */
 typedef struct {
