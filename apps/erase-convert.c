@@ -19,6 +19,7 @@
  */
 #include "config.h"
 #include "apps/cli_args.h"
+#include "apps/convert_vocab.h"
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
@@ -168,6 +169,8 @@ static void usage_criteo(FILE *f)
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
+            "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
+            "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
@@ -184,12 +187,15 @@ static int cmd_criteo(int argc, char **argv)
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
+        { "vocab", required_argument, 0, 'V' },
         { 0, 0, 0, 0 },
     };
+    const char *vocab_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
+        case 'V': vocab_path = optarg; break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
@@ -235,7 +241,13 @@ static int cmd_criteo(int argc, char **argv)
         fprintf(stderr, "erase-convert criteo: out of memory\n");
         return mpi_end(1);
     }
-    erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    memset(s, 0, sizeof *s);
+    erase_vocab_t vocab = { 0 };
+    int64_t vocab_rows[ERASE_VOCAB_FIELDS];
+    erase_status_t st = vocab_path ? convert_vocab_use(vocab_path, &vocab, vocab_rows, &o) : ERASE_OK;
+    if (st == ERASE_OK)
+        st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    erase_vocab_free(&vocab);
     int rc = 0;
     if (st != ERASE_OK && rank != 0) /* rank 0 prints the error the ranks agreed on */
         rc = st == ERASE_ERR_STATE && cancelled ? 128 + (int)cancelled : 1;
@@ -771,6 +783,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
                "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
+               "  vocab    count categorical ids of Criteo TSV files -> a frequency-thresholded vocabulary\n"
                "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
                "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n"
                "  text     text files -> byte-level token shards (DIR/train, DIR/eval)\n"
@@ -788,6 +801,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "criteo"))
         return cmd_criteo(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "vocab"))
+        return convert_vocab_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "synth"))
         return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(argv[1], "mnist"))

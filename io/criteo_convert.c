@@ -220,6 +220,8 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
         return ERASE_OK;
     }
     c->s->remapped += row.remapped;
+    if (c->o->vocab)
+        erase_vocab_map_ids(c->o->vocab, row.lengths, c->line_ids);
     c->label[c->n] = row.label;
     memcpy(c->dense + c->n * ERASE_CTR_SHARD_DENSE, row.dense, sizeof row.dense);
     memcpy(c->lengths + c->n * ERASE_CTR_SHARD_FIELDS, row.lengths, sizeof row.lengths);

@@ -36,6 +36,7 @@
 #include "io/criteo_parse.h"
 #include "io/ctr_shard_write.h"
 #include "io/ctr_stats.h"
+#include "io/vocab.h"
 #include "lib/core/status.h"
 
 typedef struct {
@@ -48,6 +49,9 @@ typedef struct {
     int force;                        /* 1: replace a dataset already in out_dir */
     FILE *progress;                   /* rank 0's progress lines, at most one per second (NULL: none) */
     const volatile sig_atomic_t *cancel; /* if set and *cancel != 0: stop, clean up, ERASE_ERR_STATE */
+    /* Map every id through this vocabulary (io/vocab.h; NULL: store the
+     * ids as parsed); the caller also sets write.vocab_* (its tag). */
+    const erase_vocab_t *vocab;
 } erase_criteo_convert_options_t;
 
 #define ERASE_CRITEO_MESSAGE_MAX 512

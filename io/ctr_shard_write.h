@@ -26,6 +26,12 @@ typedef struct {
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
     int multi_hot;         /* 1: write "erase-ctr-2" from the first row; 0 (default): "erase-ctr-1"
                             * until a row has more than one id in a feature (then the shard switches) */
+    /* The vocabulary the ids were mapped through (io/vocab.h; NULL: none):
+     * written as the attributes vocab_digest, vocab_threshold and
+     * vocab_table_rows [26]. */
+    const char *vocab_digest;
+    int64_t vocab_threshold;
+    const int64_t *vocab_table_rows;
 } erase_ctr_write_options_t;
 
 typedef struct erase_ctr_writer erase_ctr_writer_t;

@@ -40,6 +40,8 @@ io_liberase_io_a_SOURCES += io/synth_days.c io/synth_days.h io/synth_common.c io
 EXTRA_DIST += bench/synth-days.sh
 # safetensors files: erase-export's writer, --init-from's validating reader (issue 37)
 io_liberase_io_a_SOURCES += io/safetensors.c io/safetensors.h
+# frequency-thresholded vocabularies: counting pass, file, mapping (issue 35)
+io_liberase_io_a_SOURCES += io/vocab.c io/vocab.h io/vocab_count.c io/vocab_count.h
 EXTRA_DIST += io/README.md
 # The generator of io/unicode_classes.c (the pre-tokenizer's Unicode classes; issue 33)
 EXTRA_DIST += io/gen_unicode_classes.py

@@ -537,8 +537,12 @@ static erase_status_t parse_tables(const char *name, config_setting_t *g, const 
                                     UINT32_MAX, false, &v));
             cfg->ctr.table_rows[f] = (uint32_t)v;
         }
+    } else if (rows && config_setting_type(rows) == CONFIG_TYPE_STRING &&
+               !strcmp(config_setting_get_string(rows), "data")) {
+        cfg->ctr.table_rows_from_data = 1;
+        memset(cfg->ctr.table_rows, 0, sizeof cfg->ctr.table_rows);
     } else if (rows) {
-        return expected(name, rows, key, "an integer >= 2 or a list of 26 table sizes");
+        return expected(name, rows, key, "an integer >= 2, a list of 26 table sizes or \"data\"");
     }
 
     cfg->ctr.bottom_layers = bottom_layers;
@@ -890,7 +894,9 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
             same = same && cfg->ctr.table_rows[f] == cfg->ctr.table_rows[0];
             wide = wide || cfg->ctr.table_rows[f] > INT_MAX;
         }
-        if (same) {
+        if (cfg->ctr.table_rows_from_data) {
+            put(&w, "\"data\"");
+        } else if (same) {
             put_integer(&w, cfg->ctr.table_rows[0], false);
         } else {
             for (int f = 0; f < ERASE_CTR_FIELDS; f++) {

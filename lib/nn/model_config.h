@@ -8,7 +8,9 @@
  *   ctr: {
  *     embedding_dim = 16;
  *     pooling = "sum";             # a multi-hot feature's rows: "sum" or "mean"
- *     table_rows = 10007;          # every table, or a list of 26 (each >= 2)
+ *     table_rows = 10007;          # every table, or a list of 26 (each >= 2), or "data":
+ *                                  # the sizes of the data's vocabulary (io/vocab.h),
+ *                                  # resolved by erase-train from the shards (issue 35)
  *     bottom_mlp = [64, 16];       # widths; the last must equal embedding_dim
  *     subarch_width = 256;
  *     subarchs = 6;
@@ -115,7 +117,8 @@ typedef struct {
     struct {
         int embedding_dim;
         erase_pooling_t pooling;  /* of each feature's rows (one-hot: either, the same) */
-        uint32_t table_rows[ERASE_CTR_FIELDS];
+        uint32_t table_rows[ERASE_CTR_FIELDS]; /* 0 while table_rows_from_data */
+        int table_rows_from_data; /* table_rows = "data": the caller fills table_rows, then clears it */
         int bottom_mlp[ERASE_MAX_LAYERS];
         int bottom_layers;
         int subarch_width;

@@ -51,6 +51,8 @@ APPS_TEST_DRIVERS += tests/apps/test-install.sh
 APPS_TEST_DRIVERS += tests/apps/test-convert-synth-days.sh
 # multi-hot Criteo TSV: erase-convert lists, erase-inspect hotness against a count, a bad list named (issue 35)
 APPS_TEST_DRIVERS += tests/apps/test-convert-multihot.sh
+# erase-convert vocab, criteo --vocab, table_rows = "data": against a python count, 1/2/4 ranks, refusals (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-vocab.sh
 EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)

@@ -732,6 +732,28 @@ static void test_error_integer_range(void **state)
     expect_error("model = \"ctr\";\nseed = -1;\n", "bad.cfg:2: seed: expected an integer >= 0, got -1");
 }
 
+/* table_rows = "data" (issue 35): the flag, no sizes yet, and the text the
+ * formatter writes back parses the same. */
+static void test_table_rows_data(void **state)
+{
+    (void)state;
+    erase_model_config_t c, back;
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: { table_rows = \"data\"; };\n", "ctr.cfg", &c));
+    assert_int_equal(c.ctr.table_rows_from_data, 1);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.table_rows[f], 0);
+    char text[4096];
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  table_rows = \"data\";\n"));
+    MUST(erase_model_config_parse(text, "back.cfg", &back));
+    assert_int_equal(back.ctr.table_rows_from_data, 1);
+    c.ctr.table_rows_from_data = 0; /* resolved by erase-train: the numbers are written */
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        c.ctr.table_rows[f] = 2u + (uint32_t)f;
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_null(strstr(text, "\"data\""));
+}
+
 static void test_error_table_rows(void **state)
 {
     print_message("table_rows: one integer >= 2 or a list of exactly 26\n");
@@ -741,7 +763,8 @@ static void test_error_table_rows(void **state)
     expect_ctr_error("  table_rows = 5000000000L;",
                      "bad.cfg:3: ctr.table_rows: expected an integer in 2..4294967295, got 5000000000");
     expect_ctr_error("  table_rows = \"big\";",
-                     "bad.cfg:3: ctr.table_rows: expected an integer >= 2 or a list of 26 table sizes, got \"big\"");
+                     "bad.cfg:3: ctr.table_rows: expected an integer >= 2, a list of 26 table sizes or \"data\", "
+                     "got \"big\"");
     char body[512] = "  table_rows = [";
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
         snprintf(body + strlen(body), sizeof body - strlen(body), "%s%s", f ? ",\n" : "",
@@ -1010,6 +1033,7 @@ int main(void)
         cmocka_unit_test(test_error_integer_type),
         cmocka_unit_test(test_error_integer_range),
         cmocka_unit_test(test_error_table_rows),
+        cmocka_unit_test(test_table_rows_data), /* issue 35 */
         cmocka_unit_test(test_error_wide_integer),
         cmocka_unit_test(test_error_nul_and_include),
         cmocka_unit_test(test_parse_pooling),
