@@ -2,6 +2,7 @@
 
 #include "config.h"
 #include "io/ctr_shard_internal.h"
+#include "io/h5_chunks.h"
 #include "lib/core/checked.h"
 #include "io/h5_util.h"
 #include "lib/core/fs.h"
@@ -14,10 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/* libdeflate's level for the chunks erase compresses (io/h5_chunks.h):
+ * size and speed of levels 1-6 in bench/RESULTS.md (2026-12-05, "libdeflate") */
+#define ERASE_CTR_DEFLATE_LEVEL 1
+
 struct erase_ctr_writer {
     char *path, *temp;
     erase_ctr_write_options_t o;
     hid_t file, d[CTR_DATASETS]; /* the datasets of its version, the others -1 */
+    erase_h5_chunks_t *c[CTR_DATASETS]; /* their direct chunk appenders (NULL: HDF5's pipeline) */
     int version;                 /* 1 until a row has more than one id in a feature (or o.multi_hot) */
     int64_t rows, clicks, ids;
     uint32_t max_hotness[ERASE_CTR_SHARD_FIELDS];
@@ -59,7 +65,31 @@ static erase_status_t create_dataset(erase_ctr_writer_t *w, int i)
     int ids = i == CTR_SPARSE || i == CTR_IDS;
     erase_h5_rows_layout_t layout = { w->o.chunk_rows * (i == CTR_IDS ? ERASE_CTR_IDS_CHUNK_PER_ROW : 1),
                                       w->o.compress && !ids, w->o.compress };
-    return erase_h5_rows_create(w->file, w->temp, &erase_ctr_specs[i], *file_types[i], &layout, &w->d[i]);
+    ERASE_CHECK(erase_h5_rows_create(w->file, w->temp, &erase_ctr_specs[i], *file_types[i], &layout, &w->d[i]));
+    if (w->o.compress && !w->o.filter_pipeline && erase_h5_chunks_available())
+        ERASE_CHECK(erase_h5_chunks_open(w->d[i], w->temp, &erase_ctr_specs[i], &layout, ERASE_CTR_DEFLATE_LEVEL,
+                                         &w->c[i]));
+    return ERASE_OK;
+}
+
+/* Append n rows ([n, cols] of mem_type) to dataset i after its first
+ * `rows`: by whole chunks compressed here where it has an appender, else
+ * through HDF5's pipeline. The lock is held. */
+static erase_status_t append_rows(erase_ctr_writer_t *w, int i, hid_t mem_type, int64_t rows, int64_t n,
+                                  const void *data)
+{
+    if (w->c[i])
+        return erase_h5_chunks_append(w->c[i], n, data);
+    return erase_h5_rows_append(w->d[i], w->temp, &erase_ctr_specs[i], mem_type, rows, n, data);
+}
+
+/* Write the partial chunks buffered by the appenders; the lock is held. */
+static erase_status_t flush_chunks(erase_ctr_writer_t *w)
+{
+    for (int i = 0; i < CTR_DATASETS; i++)
+        if (w->c[i])
+            ERASE_CHECK(erase_h5_chunks_flush(w->c[i]));
+    return ERASE_OK;
 }
 
 /* Create the datasets of version `version`; the lock is held. */
@@ -141,14 +171,11 @@ static erase_status_t append_v2(erase_ctr_writer_t *w, int64_t n, const uint32_t
         for (int f = 0; f < ERASE_CTR_SHARD_FIELDS; f++)
             at += len[i * ERASE_CTR_SHARD_FIELDS + f];
     }
-    erase_status_t st = erase_h5_rows_append(w->d[CTR_LENGTHS], w->temp, &erase_ctr_specs[CTR_LENGTHS],
-                                             H5T_NATIVE_UINT32, w->rows, n, len);
+    erase_status_t st = append_rows(w, CTR_LENGTHS, H5T_NATIVE_UINT32, w->rows, n, len);
     if (st == ERASE_OK)
-        st = erase_h5_rows_append(w->d[CTR_OFFSETS], w->temp, &erase_ctr_specs[CTR_OFFSETS], H5T_NATIVE_INT64,
-                                  w->rows, n, offsets);
+        st = append_rows(w, CTR_OFFSETS, H5T_NATIVE_INT64, w->rows, n, offsets);
     if (st == ERASE_OK)
-        st = erase_h5_rows_append(w->d[CTR_IDS], w->temp, &erase_ctr_specs[CTR_IDS], H5T_NATIVE_UINT32, w->ids,
-                                  total, ids);
+        st = append_rows(w, CTR_IDS, H5T_NATIVE_UINT32, w->ids, total, ids);
     free(offsets);
     return st;
 }
@@ -162,6 +189,8 @@ static erase_status_t append_v2(erase_ctr_writer_t *w, int64_t n, const uint32_t
 static erase_status_t switch_to_multi_hot(erase_ctr_writer_t *w)
 {
     ERASE_CHECK(create_datasets(w, 2));
+    if (w->c[CTR_SPARSE]) /* the rows buffered, readable */
+        ERASE_CHECK(erase_h5_chunks_flush(w->c[CTR_SPARSE]));
     enum { BLOCK = 4096 };
     uint32_t *buf = malloc(sizeof *buf * BLOCK * ERASE_CTR_SHARD_FIELDS);
     if (!buf)
@@ -186,6 +215,8 @@ static erase_status_t switch_to_multi_hot(erase_ctr_writer_t *w)
         return ERASE_ERROR(ERASE_ERR_IO, "%s: dataset /sparse: cannot delete: %s", w->temp,
                            erase_h5_detail(detail, sizeof detail));
     w->d[CTR_SPARSE] = -1;
+    erase_h5_chunks_free(w->c[CTR_SPARSE]);
+    w->c[CTR_SPARSE] = NULL;
     return ERASE_OK;
 }
 
@@ -220,14 +251,11 @@ erase_status_t erase_ctr_writer_append_ids(erase_ctr_writer_t *w, int64_t n, con
     if (multi && w->version == 1)
         st = switch_to_multi_hot(w);
     if (st == ERASE_OK)
-        st = erase_h5_rows_append(w->d[CTR_LABEL], w->temp, &erase_ctr_specs[CTR_LABEL], H5T_NATIVE_UINT8, w->rows,
-                                  n, label);
+        st = append_rows(w, CTR_LABEL, H5T_NATIVE_UINT8, w->rows, n, label);
     if (st == ERASE_OK)
-        st = erase_h5_rows_append(w->d[CTR_DENSE], w->temp, &erase_ctr_specs[CTR_DENSE], H5T_NATIVE_FLOAT, w->rows,
-                                  n, dense);
+        st = append_rows(w, CTR_DENSE, H5T_NATIVE_FLOAT, w->rows, n, dense);
     if (st == ERASE_OK && w->version == 1)
-        st = erase_h5_rows_append(w->d[CTR_SPARSE], w->temp, &erase_ctr_specs[CTR_SPARSE], H5T_NATIVE_UINT32,
-                                  w->rows, n, ids);
+        st = append_rows(w, CTR_SPARSE, H5T_NATIVE_UINT32, w->rows, n, ids);
     if (st == ERASE_OK && w->version == 2)
         st = append_v2(w, n, lengths, ids, total);
     erase_h5_leave();
@@ -283,7 +311,10 @@ erase_status_t erase_ctr_writer_finish(erase_ctr_writer_t *w, const char *source
     if (w->finished)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: finished twice", w->temp);
     erase_h5_enter();
-    erase_status_t st = erase_h5_rows_finish(&w->file, w->d, erase_ctr_specs, CTR_DATASETS, w->temp, write_attributes(w, sources));
+    erase_status_t st = flush_chunks(w);
+    if (st == ERASE_OK)
+        st = erase_h5_rows_finish(&w->file, w->d, erase_ctr_specs, CTR_DATASETS, w->temp,
+                                  write_attributes(w, sources));
     erase_h5_leave();
     ERASE_CHECK(st);
     w->finished = 1;
@@ -321,6 +352,8 @@ void erase_ctr_writer_free(erase_ctr_writer_t *w)
         H5Fclose(w->file);
         erase_h5_leave();
     }
+    for (int i = 0; i < CTR_DATASETS; i++)
+        erase_h5_chunks_free(w->c[i]);
     if (!w->published && w->temp)
         unlink(w->temp);
     free(w->path);

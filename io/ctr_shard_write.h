@@ -23,6 +23,9 @@
 typedef struct {
     int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see reader.h on why small) */
     int compress;          /* 1: shuffle + deflate level 1 (default); 0: none */
+    int filter_pipeline;   /* 1: compress through HDF5's filter pipeline (zlib) even where erase
+                            * compresses the chunks itself (io/h5_chunks.h; the default where the
+                            * build has libdeflate): the same datasets and filters, for comparisons */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
     int multi_hot;         /* 1: write "erase-ctr-2" from the first row; 0 (default): "erase-ctr-1"
                             * until a row has more than one id in a feature (then the shard switches) */

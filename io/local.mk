@@ -2,10 +2,11 @@
 # reads, the batch reader with prefetch and its row formats),
 # Criteo text parsing and conversion, synthetic data. Uses lib/core.
 noinst_LIBRARIES += io/liberase_io.a
-io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS)
+io_liberase_io_a_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) $(ZLIB_CPPFLAGS) $(LIBDEFLATE_CPPFLAGS)
 io_liberase_io_a_SOURCES = \
 	io/h5_util.c io/h5_util.h \
 	io/h5_rows.c io/h5_rows.h \
+	io/h5_chunks.c io/h5_chunks.h \
 	io/h5_shards.c io/h5_shards.h \
 	io/idx.c io/idx.h \
 	io/cls_shard.c io/cls_shard.h \
@@ -47,7 +48,7 @@ EXTRA_DIST += io/README.md
 EXTRA_DIST += io/gen_unicode_classes.py
 
 # What a program using io/ links, before $(ERASE_LIBS).
-ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS)
+ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS) $(LIBDEFLATE_LIBS)
 
 # erase-convert criteo against pyarrow's CSV reader, 1 and 2 ranks (issue 35)
 EXTRA_DIST += bench/convert-vs-pyarrow.sh

@@ -44,6 +44,13 @@ tests_io_test_tokenizer_SOURCES = tests/io/test-tokenizer.c tests/io/io_util.c t
 tests_io_test_tokenizer_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_io_test_tokenizer_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_tokenizer_LDADD = $(IO_TEST_LIBS)
+# shards' chunks compressed by erase and written directly, against HDF5's pipeline (issue 35)
+check_PROGRAMS += tests/io/test-h5-chunks
+TESTS += tests/io/test-h5-chunks
+tests_io_test_h5_chunks_SOURCES = tests/io/test-h5-chunks.c tests/io/io_util.c tests/io/io_util.h
+tests_io_test_h5_chunks_CPPFLAGS = $(IO_TEST_CPPFLAGS) $(ZLIB_CPPFLAGS)
+tests_io_test_h5_chunks_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_h5_chunks_LDADD = $(IO_TEST_LIBS)
 endif
 
 # The reader in a real MPI job (CTR rows on 3 ranks, classification rows
