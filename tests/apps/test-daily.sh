@@ -50,6 +50,7 @@ day() {
     n=$1
     local work=$2
     shift 2
+    # shellcheck disable=SC2086 # $extra: words
     timeout -k 5 300 "$daily" --day "$n" --days-dir "$days" --work "$work" --model "$dir/tiny.cfg" --ranks 2 \
         --eval-rows 300 --checkpoint-every 5 "$@" -- --batch 64 ${extra:-} >"$dir/out" 2>&1
     rc=$?
