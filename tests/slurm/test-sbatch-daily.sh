@@ -5,11 +5,13 @@
 # corrupted in its middle (a line of 2 fields at line 1500, after the 300
 # rows day 2 holds out). jobs/daily-chain submits days 1..4 of
 # jobs/daily.sbatch, each --dependency=afterok on the day before (a tiny
-# ctr, 2 ranks by mpirun inside the allocation, batch 16: 187 steps a day,
-# a checkpoint every 5). Once day 2 has written a checkpoint, SIGUSR1 goes
-# to its batch shell (what #SBATCH --signal=B:USR1@T sends): the ranks
-# checkpoint and stop, nothing is published, the job requeues itself and
-# resumes. Checks: days 1 and 2 published, their /params bitwise those of
+# ctr, 2 ranks by mpirun inside the allocation, batch 8: 375 steps a day,
+# a checkpoint every 5). Once day 1 has written a checkpoint, it is
+# pre-empted (scontrol requeue: SIGTERM to every process of the job, then
+# Slurm requeues it); once day 2 has, SIGUSR1 goes to its batch shell (what
+# #SBATCH --signal=B:USR1@T sends): the ranks checkpoint and stop, the job
+# requeues itself. Either way nothing is published until the day, resumed
+# from its checkpoint, is done. Checks: days 1 and 2 published, their /params bitwise those of
 # an uninterrupted sequence run without Slurm (jobs/daily, mpirun, the same
 # options); day 3 fails naming its file and line, current stays day 2's;
 # day 4 never starts (DependencyNeverSatisfied). Prints TAP; skips where
@@ -27,7 +29,7 @@ command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' para
 command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
 
 slurm_workdir erase-slurm-daily
-echo "1..8"
+echo "1..9"
 
 # ---- the days and the model ---------------------------------------------------------
 days=$dir/days
@@ -50,7 +52,7 @@ ctr: {
   cuts = "all";
 };
 CFG
-opts=(--days-dir "$days" --model "$dir/tiny.cfg" --eval-rows 300 --checkpoint-every 5 -- --batch 16)
+opts=(--days-dir "$days" --model "$dir/tiny.cfg" --eval-rows 300 --checkpoint-every 5 -- --batch 8)
 
 # ---- the uninterrupted sequence, without Slurm (in the background) ----------------------
 ref=$dir/ref
@@ -82,20 +84,39 @@ j1=$(jid 1) j2=$(jid 2) j3=$(jid 3) j4=$(jid 4)
 tap $? "jobs/daily-chain submits days 1..4, each afterok on the day before (jobs ${j1:-?} .. ${j4:-?})"
 show "$dir/chain"
 
-# day 2's first checkpoint written: SIGUSR1 to its batch shell
+# checkpointed DAY JOB: wait until day DAY's training has written its first
+# checkpoint (0), or its job has ended (1)
+checkpointed() {
+    local end=$((SECONDS + START_WAIT + JOB_WAIT))
+    while [ $SECONDS -lt $end ]; do
+        grep -q '^ckpt   step 5:' "$work/logs/day-$1.train.log" 2>/dev/null && return 0
+        case $(field "$2" JobState) in PENDING | CONFIGURING | RUNNING) ;; *) return 1 ;; esac
+        sleep 0.1
+    done
+    return 1
+}
+# resumed_at DAY: the step day DAY's training resumed from (its last attempt's log)
+resumed_at() { sed -n 's/^resume from .*ckpt-\([0-9]*\)\.h5: step \([0-9]*\),.*/\1/p' "$work/logs/day-$1.train.log"; }
+
+# day 1 pre-empted once it has a checkpoint: scontrol requeue
 sent=1
-end=$((SECONDS + START_WAIT + JOB_WAIT))
-while [ $SECONDS -lt $end ]; do
-    grep -q '^ckpt   step 5:' "$work/logs/day-2.train.log" 2>/dev/null && break
-    case $(field "$j2" JobState) in PENDING | CONFIGURING | RUNNING) ;; *) break ;; esac
-    sleep 0.1
-done
-if grep -q '^ckpt   step 5:' "$work/logs/day-2.train.log" 2>/dev/null; then
-    cluster_cmd timeout 30 scancel --batch --signal=USR1 "$j2" && sent=0
-fi
+checkpointed 1 "$j1" && cluster_cmd timeout 30 scontrol requeue "$j1" && sent=0
+wait_job "$j1" "$JOB_WAIT"
+out1=$dir/job-$j1.out
+stop=$(resumed_at 1)
+[ $sent = 0 ] && grep -q '^jobs/daily: day 1 stopped by SIGTERM while training: nothing published' "$out1" &&
+    [ "$(field "$j1" Restarts)" -ge 1 ] && [ -n "$stop" ] && [ "$stop" -ge 5 ] &&
+    grep -q '^jobs/daily: day 1: resuming its training from' "$out1" &&
+    [ "$state" = COMPLETED ] && grep -q '^jobs/daily: day 1: published models/day-1.h5' "$out1"
+tap $? "day 1 pre-empted while training (scontrol requeue): stopped, requeued by Slurm, resumed from step ${stop:-?}, published ($(now_s "$t0") s)"
+show "$out1"
+
+# day 2 signalled once it has a checkpoint: SIGUSR1 to its batch shell
+sent=1
+checkpointed 2 "$j2" && cluster_cmd timeout 30 scancel --batch --signal=USR1 "$j2" && sent=0
 wait_job "$j2" "$JOB_WAIT"
 out2=$dir/job-$j2.out
-stop=$(sed -n 's/^resume from .*ckpt-\([0-9]*\)\.h5: step \([0-9]*\),.*/\1/p' "$work/logs/day-2.train.log")
+stop=$(resumed_at 2)
 [ $sent = 0 ] && grep -q '^jobs/daily: day 2 stopped by SIGUSR1 while training: nothing published' "$out2" &&
     grep -q "^jobs/daily: requeueing Slurm job $j2 to resume day 2" "$out2" && [ "$(field "$j2" Restarts)" -ge 1 ] &&
     [ -n "$stop" ] && [ "$stop" -ge 5 ] && grep -q '^jobs/daily: day 2: resuming its training from' "$out2" &&
