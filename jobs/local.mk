@@ -8,7 +8,7 @@ nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch
 # the daily retraining pipeline: one day, its Slurm job, the chain of days (issue 36)
 nobase_dist_pkgdata_SCRIPTS += jobs/daily jobs/daily.sbatch jobs/daily-chain
-EXTRA_DIST += docs/daily.md
+EXTRA_DIST += docs/daily.md bench/daily-phases.sh
 nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-train.sh \
 	jobs/criteo-sample.run jobs/mnist.run jobs/shakespeare.run jobs/mnist-mlp.cfg jobs/gpt-shakespeare.cfg \
 	jobs/gpt-shakespeare-pp.cfg jobs/gpt-shakespeare-char-pp.cfg jobs/gpt-nanochat.cfg \
