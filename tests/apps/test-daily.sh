@@ -26,24 +26,11 @@ echo "1..16"
 daily=${srcdir:-.}/jobs/daily
 ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
 export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
-sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
+# shellcheck source=tests/apps/daily-days.sh
+. "${srcdir:-.}/tests/apps/daily-days.sh"
 days=$dir/days
-mkdir -p "$days"
-for d in 1 2 3 4; do
-    sed -n "$(((d - 1) * 3000 + 1)),$((d * 3000))p" "$sample" >"$days/day_$d.tsv"
-    touch -d "2026-01-0$d 00:00:00 UTC" "$days/day_$d.tsv"
-done
-cat >"$dir/tiny.cfg" <<'CFG'
-model = "ctr";
-ctr: {
-  embedding_dim = 8;
-  table_rows = 1001;
-  bottom_mlp = [16, 8];
-  subarch_width = 32;
-  subarchs = 2;
-  cuts = "all";
-};
-CFG
+daily_days "$days" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv"
+cp "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc;
 # $extra: more erase-train options
 day() {

@@ -15,6 +15,6 @@ SLURM_TEST_DRIVERS += tests/slurm/test-sbatch-daily.sh
 if !ERASE_TSAN
 TESTS += $(SLURM_TEST_DRIVERS)
 endif
-EXTRA_DIST += $(SLURM_TEST_DRIVERS) tests/slurm/cluster.sh tests/slurm/jobs.sh \
+EXTRA_DIST += $(SLURM_TEST_DRIVERS) tests/slurm/cluster.sh tests/slurm/jobs.sh tests/slurm/tiny-ctr.cfg \
 	jobs/README.md jobs/site.sh jobs/slurm-train.sh \
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch

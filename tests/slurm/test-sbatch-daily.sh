@@ -33,25 +33,11 @@ echo "1..9"
 
 # ---- the days and the model ---------------------------------------------------------
 days=$dir/days
-mkdir -p "$days" "$dir/tmp" "$dir/shm"
-sample=$src/data/criteo/kaggle-train-first9999.tsv
-for d in 1 2 3 4; do
-    sed -n "$(((d - 1) * 3000 + 1)),$((d * 3000))p" "$sample" >"$days/day_$d.tsv"
-    [ $d != 3 ] || sed -i '1500s/.*/garbage\tline/' "$days/day_$d.tsv"
-    touch -d "2026-01-0$d 00:00:00 UTC" "$days/day_$d.tsv"
-    gzip "$days/day_$d.tsv" # keeps the modification time
-done
-cat >"$dir/tiny.cfg" <<'CFG'
-model = "ctr";
-ctr: {
-  embedding_dim = 8;
-  table_rows = 1001;
-  bottom_mlp = [16, 8];
-  subarch_width = 32;
-  subarchs = 2;
-  cuts = "all";
-};
-CFG
+mkdir -p "$dir/tmp" "$dir/shm"
+# shellcheck source=tests/apps/daily-days.sh
+. "$src/tests/apps/daily-days.sh"
+daily_days "$days" "$src/data/criteo/kaggle-train-first9999.tsv" corrupt gzip
+cp "$src/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 opts=(--days-dir "$days" --model "$dir/tiny.cfg" --eval-rows 300 --checkpoint-every 5 -- --batch 8)
 
 # ---- the uninterrupted sequence, without Slurm (in the background) ----------------------
