@@ -8,8 +8,9 @@
 #     status 3, nothing published; run again it resumes from ckpt-10 and
 #     publishes /params bitwise equal to an uninterrupted day 2 (another work
 #     directory); --keep 1 leaves day-2.h5 only; a third run is a no-op;
-#   day 3 with a learning rate that ruins it and --max-ne-regression 0:
-#     rejected, kept aside, current unchanged, status 1, its line exact;
+#   day 3 with a learning rate that ruins it, --max-ne-regression 0 and
+#     --optimizer-state reset (parameters only): rejected, kept aside,
+#     current unchanged, status 1, its line exact;
 #   bad input, each one exact line, status 1, nothing published: the days'
 #     directory or a day missing, the next day missing, clock skew, current
 #     damaged, current of another model shape, a corrupted day file; a
@@ -74,9 +75,11 @@ tap $? "day 2 run again: resumes from ckpt-10.h5, publishes, current -> day-2.h5
 [ $rc = 0 ] || tap_report "$dir/out"
 
 day 2 "$dir/straight"
-[ $rc = 0 ] && [ "$(record "$dir/straight" 2 init)" = day-1.h5 ] && params "$w/models/day-2.h5" >"$dir/p.stopped" &&
+[ $rc = 0 ] && [ "$(record "$dir/straight" 2 init)" = day-1.h5 ] &&
+    grep -q "^init   from $dir/straight/models/current (step 23 of an earlier run): parameters and optimizer state loaded;" \
+        "$dir/straight/logs/day-2.train.log" && params "$w/models/day-2.h5" >"$dir/p.stopped" &&
     params "$dir/straight/models/day-2.h5" >"$dir/p.straight" && [ -s "$dir/p.straight" ] && cmp -s "$dir/p.stopped" "$dir/p.straight"
-tap $? "the stopped and resumed day 2's /params are bitwise those of an uninterrupted day 2 warm-started from day-1.h5"
+tap $? "the stopped and resumed day 2's /params are bitwise those of an uninterrupted day 2 warm-started from day-1.h5 (parameters and optimizer state: --optimizer-state keep)"
 [ $rc = 0 ] || tap_report "$dir/out"
 
 # shellcheck disable=SC2012
@@ -89,13 +92,15 @@ day 2 "$w" --keep 1
     [ "$(wc -l <"$w/metrics/days.jsonl")" = "$lines" ]
 tap $? "day 2 a third time: a no-op that says so, status $rc, no new record"
 
-extra="--lr 0.5 --embedding-lr 1" day 3 "$w" --keep 1 --max-ne-regression 0
+extra="--lr 0.5 --embedding-lr 1" day 3 "$w" --keep 1 --max-ne-regression 0 --optimizer-state reset
 ne=$(record "$w" 3 ne) base=$(record "$w" 3 current_ne)
 [ $rc = 1 ] && [ -f "$w/models/rejected/day-3.h5" ] && [ ! -e "$w/models/day-3.h5" ] &&
+    grep -q "^init   from $w/models/current (step 23 of an earlier run): parameters loaded; this run starts at step 0" \
+        "$w/logs/day-3.train.log" && [ "$(record "$w" 3 optimizer_state)" = reset ] &&
     [ "$(readlink "$w/models/current")" = day-2.h5 ] && [ "$(record "$w" 3 published)" = false ] &&
     awk -v n="$ne" -v b="$base" 'BEGIN { exit !(n > b) }' &&
     [ "$(last)" = "jobs/daily: day 3: rejected: NE $ne is worse than current's (day-2.h5) $base by more than 0 (relative); kept aside as models/rejected/day-3.h5, models/current unchanged" ]
-tap $? "day 3 ruined (lr 0.5), --max-ne-regression 0: NE $ne > current's $base, rejected, kept aside, current unchanged, status $rc"
+tap $? "day 3 ruined (lr 0.5), --max-ne-regression 0, --optimizer-state reset (parameters only): NE $ne > current's $base, rejected, kept aside, current unchanged, status $rc"
 [ $rc = 1 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/plot" --list "$w/metrics/days.jsonl" >"$dir/plot" 2>&1
