@@ -13,7 +13,7 @@
 #     current unchanged, status 1, its line exact;
 #   bad input, each one exact line, status 1, nothing published: the days'
 #     directory or a day missing, the next day missing, clock skew, current
-#     damaged, current of another model shape, a corrupted day file; a
+#     damaged, current of another model shape or kind, a corrupted day file; a
 #     usage error (status 2); jobs/plot --list draws NE per day.
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-train
@@ -23,7 +23,7 @@ need apps/erase-inspect
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' parameters"
 command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
 workdir
-echo "1..16"
+echo "1..17"
 daily=${srcdir:-.}/jobs/daily
 ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
 export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
@@ -143,6 +143,19 @@ cp "$w/models/day-2.h5" "$b/models/day-2.h5"
 ln -s day-2.h5 "$b/models/current"
 day 3 "$b" --model "$dir/tiny2k.cfg"
 bad "current of another model shape" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5: erase-train: --model $dir/tiny2k.cfg: the checkpoint is ctr, 3 blocks, 2 cuts, table_rows = 1001; this run asks for ctr, 3 blocks, 2 cuts, table_rows = 2001 ($b/models/current; without --model and --cuts the run takes the checkpoint's model)"
+
+# current of another kind (an mlp on MNIST) and no --model: the run takes current's model, which refuses the day's shards
+rm -rf "$b"
+mkdir -p "$b/models"
+"$PWD/apps/erase-convert" mnist "${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz" \
+    "${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz" -o "$dir/mnist" >"$dir/mnist.log" 2>&1 &&
+    "$PWD/apps/erase-train" --model mlp --train "$dir/mnist/train" --steps 1 --checkpoint-dir "$dir/mlp" >>"$dir/mnist.log" 2>&1
+cp "$dir/mlp/ckpt-1.h5" "$b/models/day-2.h5"
+ln -s day-2.h5 "$b/models/current"
+n=3
+timeout -k 5 300 "$daily" --day $n --days-dir "$days" --work "$b" --ranks 2 --eval-rows 300 >"$dir/out" 2>&1
+rc=$?
+bad "current of another kind, no --model" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5 (a mlp model) on day 3's data: erase-train: --train $b/data/day-3: $b/data/day-3/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\""
 
 # a corrupted day file: a line of 2 fields in the middle of day 3
 rm -rf "$b"
