@@ -3,6 +3,7 @@
  *
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
+ *   erase-convert synth  --shape criteo-1tb --scale S --days D --rows N -o DIR  synthetic TSV days
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
  *   erase-convert text   FILE... -o DIR [options]   text -> byte-level (or --tokenizer: BPE) token shards (DIR/train, DIR/eval)
  *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT (--raw) token files -> token shards
@@ -21,6 +22,7 @@
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
+#include "io/synth_days.h"
 #include "io/tok_convert.h"
 #include "io/tokenizer.h"
 
@@ -204,6 +206,193 @@ static int cmd_criteo(int argc, char **argv)
     return rc;
 }
 
+/* The planted model's options of synth and synth --shape (getopt codes
+ * S, p, x, d, z): --seed, --base-rate, --signal, --dense-signal, --zipf. */
+typedef struct {
+    uint64_t *seed;
+    double *base_rate, *signal, *dense_signal, *zipf_s;
+} planted_flags_t;
+
+/* Option `c` with value `arg`, one the command's switch did not take: 0
+ * when it is one of the planted model's and parsed; else 2 (the usage
+ * status) after the message: a bad value, or cli_option_error's for an
+ * unknown option or a missing value (`argv`, `opts`: the command's). */
+static int planted_option(int c, const char *arg, const planted_flags_t *f, char *const *argv,
+                          const struct option *opts)
+{
+    int64_t seed;
+    switch (c) {
+    case 'S':
+        if (parse_count(arg, &seed))
+            return bad_value("synth", "--seed", arg);
+        *f->seed = (uint64_t)seed;
+        return 0;
+    case 'p': return parse_double(arg, f->base_rate) ? bad_value("synth", "--base-rate", arg) : 0;
+    case 'x': return parse_double(arg, f->signal) ? bad_value("synth", "--signal", arg) : 0;
+    case 'd': return parse_double(arg, f->dense_signal) ? bad_value("synth", "--dense-signal", arg) : 0;
+    case 'z': return parse_double(arg, f->zipf_s) ? bad_value("synth", "--zipf", arg) : 0;
+    default: return cli_option_error("erase-convert synth", c, argv, opts);
+    }
+}
+
+static void usage_synth_days(FILE *f)
+{
+    erase_synth_days_options_t d = erase_synth_days_options_default();
+    fprintf(f,
+            "usage: erase-convert synth --shape criteo-1tb --scale S --days D --rows N -o DIR [options]\n"
+            "  Criteo-format TSV days (label, I1..I13, C1..C26) shaped like Criteo Terabyte's:\n"
+            "  DIR/day_K.tsv[.gz], K = first day .. first day + D - 1 (io/synth_days.h). The same\n"
+            "  seed gives the same bytes on any number of ranks (mpirun -np N splits the work).\n"
+            "  --shape criteo-1tb    Criteo 1TB's 26 table sizes (MLPerf DLRM-DCNv2's), Zipf ids\n"
+            "  --scale S             vocabulary sizes = S x Criteo 1TB's (0 < S <= 1; at least 2)\n"
+            "  --days D              day files to write\n"
+            "  --rows N              rows per day (k, M, G suffixes: 10M)\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --first-day K         number of the first day file (default 0)\n"
+            "  --seed X              seed (default %" PRIu64 ")\n"
+            "  --hotness H           ids per categorical feature: mlperf (MLPerf DLRM-DCNv2's:\n"
+            "                        3,2,1,2,6,...) or 26 counts h1,...,h26 (default all 1)\n"
+            "  --hotness-counts C    fixed (default: a present field holds exactly h ids, as MLPerf's\n"
+            "                        synthetic multi-hot) or uniform (a count uniform in 1..h per row)\n"
+            "  --gzip                write day_K.tsv.gz (gzip level 1, one member per piece)\n"
+            "  --base-rate P         mean click probability (default %g)\n"
+            "  --signal X            std of the categorical weights (default %g)\n"
+            "  --dense-signal X      std of the dense weights (default %g)\n"
+            "  --zipf S              Zipf exponent of id popularity (default %g)\n"
+            "  --piece-rows N        rows per piece of work (default %" PRId64 "; the bytes depend on it)\n"
+            "  --force               replace day files already in DIR\n"
+            "  -q, --quiet           no progress lines\n",
+            d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.piece_rows);
+}
+
+/* "mlperf" or 26 comma-separated counts >= 1 -> hotness; 0 or -1. */
+static int parse_hotness(const char *text, int *hotness)
+{
+    if (!strcmp(text, "mlperf")) {
+        memcpy(hotness, erase_synth_days_mlperf_hotness, sizeof(int) * ERASE_CTR_SHARD_FIELDS);
+        return 0;
+    }
+    const char *p = text;
+    for (int f = 0; f < ERASE_CTR_SHARD_FIELDS; f++) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 1 || v > ERASE_SYNTH_DAYS_MAX_HOTNESS ||
+            *end != (f == ERASE_CTR_SHARD_FIELDS - 1 ? '\0' : ','))
+            return -1;
+        hotness[f] = (int)v;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* erase-convert synth --shape ...: the days of io/synth_days.h, on the
+ * ranks of MPI_COMM_WORLD (MPI started here unless it is already). */
+static int cmd_synth_days(int argc, char **argv)
+{
+    erase_synth_days_options_t o = erase_synth_days_options_default();
+    o.progress = stderr;
+    static const struct option opts[] = {
+        { "shape", required_argument, 0, 'H' },      { "scale", required_argument, 0, 'a' },
+        { "days", required_argument, 0, 'D' },       { "rows", required_argument, 0, 'r' },
+        { "first-day", required_argument, 0, 'K' },  { "seed", required_argument, 0, 'S' },
+        { "hotness", required_argument, 0, 'm' },    { "gzip", no_argument, 0, 'g' },
+        { "base-rate", required_argument, 0, 'p' },  { "signal", required_argument, 0, 'x' },
+        { "dense-signal", required_argument, 0, 'd' }, { "zipf", required_argument, 0, 'z' },
+        { "piece-rows", required_argument, 0, 'P' }, { "out", required_argument, 0, 'o' },
+        { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
+        { "hotness-counts", required_argument, 0, 'u' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': o.shape = optarg; break;
+        case 'a':
+            if (parse_double(optarg, &o.scale) || !(o.scale > 0 && o.scale <= 1))
+                return bad_value("synth", "--scale", optarg);
+            break;
+        case 'D':
+            if (parse_count(optarg, &o.days) || o.days < 1)
+                return bad_value("synth", "--days", optarg);
+            break;
+        case 'r':
+            if (parse_count(optarg, &o.rows) || o.rows < 1)
+                return bad_value("synth", "--rows", optarg);
+            break;
+        case 'K':
+            if (parse_count(optarg, &o.first_day))
+                return bad_value("synth", "--first-day", optarg);
+            break;
+        case 'm':
+            if (parse_hotness(optarg, o.hotness))
+                return bad_value("synth", "--hotness", optarg);
+            break;
+        case 'g': o.gzip = 1; break;
+        case 'u':
+            if (strcmp(optarg, "fixed") && strcmp(optarg, "uniform"))
+                return bad_value("synth", "--hotness-counts", optarg);
+            o.hotness_uniform = !strcmp(optarg, "uniform");
+            break;
+        case 'P':
+            if (parse_count(optarg, &o.piece_rows) || o.piece_rows < 1)
+                return bad_value("synth", "--piece-rows", optarg);
+            break;
+        case 'o': o.out_dir = optarg; break;
+        case 'F': o.force = 1; break;
+        case 'q': o.progress = NULL; break;
+        case 'h': usage_synth_days(stdout); return 0;
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
+        }
+    }
+    if (optind < argc)
+        return cli_unexpected("erase-convert synth", argv[optind]);
+    const char *why = strcmp(o.shape, "criteo-1tb") ? "--shape: expected criteo-1tb"
+                      : !o.out_dir               ? "no output directory (-o DIR)"
+                      : o.scale <= 0             ? "no --scale S"
+                      : o.days < 1               ? "no --days D"
+                      : o.rows < 1               ? "no --rows N"
+                                                 : NULL;
+    if (why) {
+        fprintf(stderr, "erase-convert synth: %s\n", why);
+        usage_synth_days(stderr);
+        return 2;
+    }
+    int inited = 0, rank = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "erase-convert synth: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank != 0)
+        o.progress = NULL;
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_synth_days_summary_t s;
+    erase_status_t st = erase_synth_days_write(&o, MPI_COMM_WORLD, &s);
+    int rc = 0;
+    if (st != ERASE_OK) {
+        /* options and existing files: every rank found the same; rank 0 says it */
+        if (rank == 0 || (st != ERASE_ERR_INVALID && st != ERASE_ERR_COMM))
+            rc = failed("synth", st);
+        else
+            rc = 1;
+        if (rank == 0)
+            fprintf(stderr, "erase-convert synth: no day file written to %s\n", o.out_dir);
+    } else if (rank == 0) {
+        printf("erase-convert synth: %s\n", o.out_dir);
+        erase_synth_days_print(&s, &o, stdout);
+    }
+    if (!inited)
+        MPI_Finalize();
+    return rc;
+}
+
 static void usage_synth(FILE *f)
 {
     erase_synth_options_t d = erase_synth_options_default();
@@ -224,12 +413,19 @@ static void usage_synth(FILE *f)
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
-            "  -q, --quiet           no progress lines\n",
+            "  -q, --quiet           no progress lines\n"
+            "  --shape criteo-1tb    Criteo-format TSV days shaped like Criteo Terabyte's instead, with\n"
+            "                        --scale, --days, --first-day, --hotness, --hotness-counts,\n"
+            "                        --gzip, --piece-rows\n"
+            "                        (erase-convert synth --shape criteo-1tb --help)\n",
             d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
 }
 
 static int cmd_synth(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* --shape: days of TSV, not shards (issue 35) */
+        if (!strcmp(argv[i], "--shape") || !strncmp(argv[i], "--shape=", 8))
+            return cmd_synth_days(argc, argv);
     erase_synth_options_t o = erase_synth_options_default();
     o.write.converter = "erase-convert synth " PACKAGE_VERSION;
     o.progress = stderr;
@@ -243,35 +439,14 @@ static int cmd_synth(int argc, char **argv)
         { "quiet", no_argument, 0, 'q' },              { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
     int c;
-    int64_t seed;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'r':
             if (parse_count(optarg, &o.rows) || o.rows < 1)
                 return bad_value("synth", "--rows", optarg);
-            break;
-        case 'S':
-            if (parse_count(optarg, &seed))
-                return bad_value("synth", "--seed", optarg);
-            o.seed = (uint64_t)seed;
-            break;
-        case 'p':
-            if (parse_double(optarg, &o.base_rate))
-                return bad_value("synth", "--base-rate", optarg);
-            break;
-        case 'x':
-            if (parse_double(optarg, &o.signal))
-                return bad_value("synth", "--signal", optarg);
-            break;
-        case 'd':
-            if (parse_double(optarg, &o.dense_signal))
-                return bad_value("synth", "--dense-signal", optarg);
-            break;
-        case 'z':
-            if (parse_double(optarg, &o.zipf_s))
-                return bad_value("synth", "--zipf", optarg);
             break;
         case 'v':
             if (parse_count(optarg, &o.max_vocab))
@@ -289,7 +464,10 @@ static int cmd_synth(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_synth(stdout); return 0;
-        default: return cli_option_error("erase-convert synth", c, argv, opts);
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
         }
     }
     if (optind < argc)

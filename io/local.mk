@@ -33,6 +33,9 @@ io_liberase_io_a_SOURCES = \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
 	io/checkpoint_write.c io/checkpoint_read.c
+# synthetic days shaped like Criteo Terabyte's, and what both generators share (issue 35)
+io_liberase_io_a_SOURCES += io/synth_days.c io/synth_days.h io/synth_common.c io/synth_common.h
+EXTRA_DIST += bench/synth-days.sh
 # safetensors files: erase-export's writer, --init-from's validating reader (issue 37)
 io_liberase_io_a_SOURCES += io/safetensors.c io/safetensors.h
 EXTRA_DIST += io/README.md

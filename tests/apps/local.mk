@@ -48,6 +48,8 @@ APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 APPS_TEST_DRIVERS += tests/apps/test-man.sh
 # make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
 APPS_TEST_DRIVERS += tests/apps/test-install.sh
+# erase-convert synth --shape criteo-1tb: same bytes on 1, 2, 4 ranks, formats, Zipf law, rates, multi-hot, errors (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-synth-days.sh
 # multi-hot Criteo TSV: erase-convert lists, erase-inspect hotness against a count, a bad list named (issue 35)
 APPS_TEST_DRIVERS += tests/apps/test-convert-multihot.sh
 EXTRA_DIST += tests/apps/install-check.c
