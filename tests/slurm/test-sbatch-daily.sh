@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The daily pipeline on a real single-node Slurm cluster (issue 36;
-# tests/slurm/cluster.sh): four gzip'd days of 3,000 rows cut from the
-# shipped Criteo sample (day 4, its last 999 rows, is day 3's test), day 3
-# corrupted in its middle (a line of 2 fields at line 1500, after the 300
+# tests/slurm/cluster.sh): four gzip'd synthetic days of 3,000 rows shaped
+# like Criteo Terabyte's (tests/apps/daily-days.sh; day 4 is day 3's
+# test), day 3 corrupted in its middle (a line of 2 fields at line 1500, after the 300
 # rows day 2 holds out). jobs/daily-chain submits days 1..4 of
 # jobs/daily.sbatch, each --dependency=afterok on the day before (a tiny
 # ctr, 2 ranks by mpirun inside the allocation, batch 8: 375 steps a day,
@@ -36,7 +36,7 @@ days=$dir/days
 mkdir -p "$dir/tmp" "$dir/shm"
 # shellcheck source=tests/apps/daily-days.sh
 . "$src/tests/apps/daily-days.sh"
-daily_days "$days" "$src/data/criteo/kaggle-train-first9999.tsv" corrupt gzip
+daily_days "$days" "$build/apps/erase-convert" corrupt gzip || exit 1
 cp "$src/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 opts=(--days-dir "$days" --model "$dir/tiny.cfg" --eval-rows 300 --checkpoint-every 5 -- --batch 8)
 
