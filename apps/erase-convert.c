@@ -19,6 +19,7 @@
  */
 #include "config.h"
 #include "apps/cli_args.h"
+#include "apps/convert_vocab.h"
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
@@ -28,6 +29,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <hdf5.h>
+#include <mpi.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -118,6 +121,36 @@ static void not_written(const char *cmd, const char *dir, int force, const char 
             kept ? "; the dataset already there is kept" : "");
 }
 
+/* Started by an MPI launcher (Open MPI's mpirun, Hydra, PMIx: srun):
+ * initialise MPI, so that the conversion shares its work over the ranks
+ * (io/convert_ranks.h); started alone, no MPI at all. Returns the rank. */
+static int mpi_start(int *argc, char ***argv)
+{
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK"))
+        return 0;
+    /* HDF5 started before MPI: it then hooks no shutdown to MPI_Finalize.
+     * After a write that failed on a full disk, HDF5 1.10 keeps a
+     * half-closed file whose shutdown crashed (SIGSEGV in H5F__close_cb,
+     * tests/apps/test-convert-parallel.sh); every file is closed by the
+     * converter, so the process ends without HDF5's shutdown (cmd_criteo). */
+    H5open();
+    int rank = 0;
+    if (MPI_Init(argc, argv) == MPI_SUCCESS)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+/* MPI_Finalize if mpi_start initialised MPI; returns `rc`. */
+static int mpi_end(int rc)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized)
+        MPI_Finalize();
+    return rc;
+}
+
 static void usage_criteo(FILE *f)
 {
     fprintf(f,
@@ -127,18 +160,24 @@ static void usage_criteo(FILE *f)
             "  label,I1,...,C26; plain or gzip. Empty fields are missing values. In TSV a\n"
             "  categorical field may hold several ids separated by ',' (multi-hot): then the\n"
             "  shards are erase-ctr-2 (docs/data.md, Multi-hot features).\n"
+            "  Under mpirun the ranks share the work: whole gzip files and byte ranges of\n"
+            "  plain files (--split-bytes); the dataset does not depend on the ranks.\n"
             "  -o, --out DIR         output directory (created if missing)\n"
             "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
+            "  --split-bytes N       cut plain files into ranges of N bytes (default 256M)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
+            "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
+            "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
 
 static int cmd_criteo(int argc, char **argv)
 {
+    H5dont_atexit(); /* no HDF5 shutdown at exit: see mpi_start */
     erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
     o.write.converter = "erase-convert criteo " PACKAGE_VERSION;
     o.progress = stderr;
@@ -147,15 +186,23 @@ static int cmd_criteo(int argc, char **argv)
         { "chunk-rows", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
-        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+        { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
+        { "vocab", required_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
     };
+    const char *vocab_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
+        case 'V': vocab_path = optarg; break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
+            break;
+        case 'B':
+            if (parse_count(optarg, &o.split_bytes) || o.split_bytes < 1)
+                return bad_value("criteo", "--split-bytes", optarg);
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
@@ -186,24 +233,35 @@ static int cmd_criteo(int argc, char **argv)
     }
     o.cancel = &cancelled;
     catch_signals();
+    int rank = mpi_start(&argc, &argv);
+    if (rank != 0)
+        o.progress = NULL;
     erase_criteo_convert_summary_t *s = malloc(sizeof *s);
     if (!s) {
         fprintf(stderr, "erase-convert criteo: out of memory\n");
-        return 1;
+        return mpi_end(1);
     }
-    erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    memset(s, 0, sizeof *s);
+    erase_vocab_t vocab = { 0 };
+    int64_t vocab_rows[ERASE_VOCAB_FIELDS];
+    erase_status_t st = vocab_path ? convert_vocab_use(vocab_path, &vocab, vocab_rows, &o) : ERASE_OK;
+    if (st == ERASE_OK)
+        st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    erase_vocab_free(&vocab);
     int rc = 0;
-    if (st != ERASE_OK) {
+    if (st != ERASE_OK && rank != 0) /* rank 0 prints the error the ranks agreed on */
+        rc = st == ERASE_ERR_STATE && cancelled ? 128 + (int)cancelled : 1;
+    else if (st != ERASE_OK) {
         rc = failed("criteo", st);
         char lines[64];
         snprintf(lines, sizeof lines, " (%" PRId64 " lines read)", s->lines);
         not_written("criteo", o.out_dir, o.force, lines);
-    } else {
+    } else if (rank == 0) {
         printf("erase-convert criteo: %s\n", o.out_dir);
         erase_criteo_convert_print(s, stdout);
     }
     free(s);
-    return rc;
+    return mpi_end(rc);
 }
 
 /* The planted model's options of synth and synth --shape (getopt codes
@@ -725,6 +783,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
                "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
+               "  vocab    count categorical ids of Criteo TSV files -> a frequency-thresholded vocabulary\n"
                "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
                "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n"
                "  text     text files -> byte-level token shards (DIR/train, DIR/eval)\n"
@@ -742,6 +801,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "criteo"))
         return cmd_criteo(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "vocab"))
+        return convert_vocab_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "synth"))
         return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(argv[1], "mnist"))

@@ -165,18 +165,7 @@ static double calibrate(const planted_t *p, const erase_synth_options_t *o)
 /* A float64 or uint32 or int64 1-D dataset; the lock is held. */
 static int write_vector(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *data, size_t n)
 {
-    hsize_t dims[1] = { n };
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    if (sp < 0)
-        return -1;
-    hid_t d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = d < 0 || H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
-    if (rc)
-        erase_h5_remember();
-    if (d >= 0)
-        H5Dclose(d);
-    H5Sclose(sp);
-    return rc;
+    return erase_h5_write_vector(loc, name, file_type, mem_type, data, n);
 }
 
 /* The planted model's file; the lock is held. Returns 0 or -1. */
