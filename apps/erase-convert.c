@@ -171,6 +171,8 @@ static void usage_criteo(FILE *f)
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
             "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
             "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"
+            "  --min-vocab-coverage R  refuse the inputs when the vocabulary knows fewer than R x the\n"
+            "                        share of ids it knows on its own days (default 0.5; 0: never)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
@@ -187,7 +189,7 @@ static int cmd_criteo(int argc, char **argv)
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
-        { "vocab", required_argument, 0, 'V' },
+        { "vocab", required_argument, 0, 'V' },      { "min-vocab-coverage", required_argument, 0, 'M' },
         { 0, 0, 0, 0 },
     };
     const char *vocab_path = NULL;
@@ -196,6 +198,10 @@ static int cmd_criteo(int argc, char **argv)
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'V': vocab_path = optarg; break;
+        case 'M':
+            if (parse_double(optarg, &o.min_vocab_coverage) || !(o.min_vocab_coverage >= 0 && o.min_vocab_coverage <= 1))
+                return bad_value("criteo", "--min-vocab-coverage", optarg);
+            break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
