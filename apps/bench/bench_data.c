@@ -138,7 +138,11 @@ static read_result_t read_epoch(const char *dir, int64_t batch, int64_t block, i
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--chunk R] [--pool K] [--step-qps Q] [--keep]\n"
+               "       erase-bench data --open [--batch G] [--pool K] [--batches N] INPUT...\n"
                "  defaults: --lines 1000000 --batch 4096 --chunk 1024 --pool %d --step-qps 40000\n"
+               "  --open     no conversion: open the CTR reader on INPUTs (shard directories or files),\n"
+               "             print the open time, its memory, the first batch's time and samples/s of\n"
+               "             --batches N more (default 20), and the peak resident memory\n"
                "  --chunk R  HDF5 chunk rows of the shards and shuffle block rows of the reader\n"
                "  --pool K   blocks of the reader's shuffle pools (1: the order before pools)\n"
                "  --keep     keep the temporary directory (its path is printed)\n",
@@ -150,8 +154,11 @@ int bench_data(int argc, char **argv)
     int64_t lines = 1000000, batch = 4096, chunk = erase_ctr_write_options_default().chunk_rows;
     int64_t pool = ERASE_READER_POOL_BLOCKS;
     double step_qps = 40000;
-    int keep = 0;
+    int keep = 0, open_only = 0;
+    int64_t batches = 20;
     static const struct option opts[] = { { "lines", required_argument, 0, 'l' },
+                                          { "open", no_argument, 0, 'o' },
+                                          { "batches", required_argument, 0, 'n' },
                                           { "batch", required_argument, 0, 'b' },
                                           { "chunk", required_argument, 0, 'c' },
                                           { "pool", required_argument, 0, 'p' },
@@ -169,9 +176,18 @@ int bench_data(int argc, char **argv)
         case 'p': pool = atoll(optarg); break;
         case 'q': step_qps = atof(optarg); break;
         case 'k': keep = 1; break;
+        case 'o': open_only = 1; break;
+        case 'n': batches = atoll(optarg); break;
         case 'h': usage(stdout); return 0;
         default: return cli_option_error("erase-bench data", c, argv, opts);
         }
+    }
+    if (open_only) {
+        if (optind >= argc || batch < 1 || pool < 1 || batches < 0) {
+            fprintf(stderr, "erase-bench data --open: need INPUT..., --batch >= 1, --pool >= 1, --batches >= 0\n");
+            return 2;
+        }
+        return bench_data_open((const char *const *)argv + optind, argc - optind, batch, pool, batches);
     }
     if (optind < argc)
         return cli_unexpected("erase-bench data", argv[optind]);
