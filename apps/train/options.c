@@ -413,6 +413,9 @@ static erase_status_t check_together(const train_options_t *o)
     if (o->eval_only && o->steps)
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only and --steps %lld: an evaluation-only run takes no training steps",
                            (long long)o->steps);
+    if (o->eval_only && o->accumulate > 1)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only and --accumulate %lld: an evaluation-only run takes no "
+                           "optimizer steps (drop --accumulate)", (long long)o->accumulate);
     if (o->eval_only && !o->train[0] && !o->eval[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: no data given (--eval DIR, or --train DIR whose "
                            "--eval-fraction held-out part is evaluated)");

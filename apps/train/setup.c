@@ -192,7 +192,10 @@ erase_status_t run_setup_model(run_t *r, int *usage)
     if (train_options_pipeline(o))
         TRY(pipeline_model(r, from));
     *usage = 0;
-    r->cfg.seed = (uint64_t)o->seed;
+    /* initialisation's seed: a model file's `seed`, unless --seed is given
+     * (a checkpoint's model: the run's --seed, as it always was) */
+    if (from || !r->cfg.seed_given || train_options_given(o, "seed"))
+        r->cfg.seed = (uint64_t)o->seed;
     return ERASE_OK;
 }
 

@@ -584,6 +584,7 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
         long long v;
         TRY(get_integer(name, seed, "seed", 0, LLONG_MAX, false, &v));
         cfg->seed = (uint64_t)v;
+        cfg->seed_given = 1;
     }
 
     config_setting_t *group = config_setting_get_member(root, mine);

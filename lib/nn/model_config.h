@@ -83,6 +83,7 @@ typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_
 typedef struct {
     erase_model_kind_t kind;
     uint64_t seed;
+    int seed_given; /* 1: the model file set `seed` (erase-train's --seed, when given, overrides it) */
     /* Bit c (1 <= c < blocks) set: boundary c, between blocks c-1 and c, is
      * a cut. */
     uint32_t cut_mask;

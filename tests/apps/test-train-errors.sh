@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..114"
+echo "1..116"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -162,6 +162,21 @@ expect 2 "$dir/conf/m.model:2: ctr.embedding_dim: expected an integer >= 1, got 
     --config "$dir/conf/rel.run" --train "$dir/data" --batch 16
 tap $? "model = \"m.model\" in conf/rel.run reads conf/m.model (status $rc)"
 [ $rc = 2 ] || tap_report "$dir/out"
+
+# a model file's seed initialises the model unless --seed is given: the
+# checkpoint's model text carries the seed that initialised it
+printf 'model = "ctr";\nseed = 5;\n' >"$dir/seed5.model"
+seeds=
+for args in "" "--seed 7"; do
+    rm -rf "$dir/seedck"
+    # shellcheck disable=SC2086 # args are words
+    timeout -k 5 60 apps/erase-train --train "$dir/data" --model "$dir/seed5.model" --batch 16 --steps 1 --quiet \
+        --checkpoint-dir "$dir/seedck" --checkpoint-every 1 $args >"$dir/out" 2>&1
+    seeds="$seeds $(h5dump -a /meta/model "$dir/seedck/ckpt-1.h5" 2>/dev/null | grep -o 'seed = [0-9]*' | head -n 1)"
+done
+[ "$seeds" = " seed = 5 seed = 7" ]
+tap $? "a model file's seed = 5 initialises the model; --seed 7 overrides it (the checkpoints' model text:$seeds)"
+[ "$seeds" = " seed = 5 seed = 7" ] || tap_report "$dir/out"
 
 for v in inf 1e10 nan 0; do
     ERASE_WATCHDOG_SECONDS=$v timeout -k 5 60 apps/erase-train --train "$dir/none" --quiet >"$dir/out" 2>&1
@@ -366,6 +381,7 @@ for case in "--pp 2 --schedule none|--pp 2 with --schedule none: stages need a p
     "--pp 2 --grad-clip 1|--grad-clip with --schedule 1f1b: the gradient norm spans the stages" \
     "--micro-batches 4|--micro-batches: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
     "--stages 0,3|--stages: only with a pipeline (--pp P, P > 1; --schedule gpipe, 1f1b, paci or local chooses its schedule)" \
+    "--eval-only --init-from x --accumulate 2|--eval-only and --accumulate 2: an evaluation-only run takes no optimizer steps (drop --accumulate)" \
     "--pp 2 --eval-only --init-from x|--eval-only: evaluates data-parallel checkpoints on data-parallel ranks; drop --pp and --schedule" \
     "--schedule gpipe --nonfinite skip|--nonfinite skip with --schedule gpipe: stages find non-finite gradients on their own; use --nonfinite stop" \
     "--schedule 1f1b --early-backward async|--early-backward async with --schedule 1f1b: inside a pipeline stage early backward is on (graph, the default) or off; blocking and async are modes of the data-parallel scheduler" \

@@ -114,6 +114,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.cut_mask, 0x7e); /* boundaries 1..6 */
     assert_true(c.local_loss_weight == 1.0f);
     assert_int_equal(c.seed, 1);
+    assert_int_equal(c.seed_given, 0);
 
     print_message("mlp defaults: 784-1024-1024-1024, 10 classes, both cuts, lambda 1, seed 1\n");
     erase_model_config_t m = erase_model_config_default(ERASE_MODEL_MLP);
@@ -181,6 +182,7 @@ static void test_parse_gpt(void **state)
                                   "  local_loss_weight = 0.5;\n};\n", "gpt.cfg", &c));
     assert_int_equal(c.kind, ERASE_MODEL_GPT);
     assert_int_equal(c.seed, 7);
+    assert_int_equal(c.seed_given, 1);
     assert_int_equal(c.gpt.layers, 6);
     assert_int_equal(c.gpt.heads, 4);
     assert_int_equal(c.gpt.width, 64);
