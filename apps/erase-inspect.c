@@ -67,16 +67,20 @@ static int failed(const char *cmd)
     return 1;
 }
 
-/* Statistics of one shard, read completely; its ids counted into `distinct`. */
+/* Statistics of one shard, read completely; its ids counted into
+ * `distinct`. lengths: room for [READ_ROWS, 26]. */
 static erase_status_t scan_shard(erase_ctr_shard_t *sh, erase_ctr_stats_t *st, erase_ctr_distinct_t *distinct,
-                                 uint8_t *label, float *dense, uint32_t *sparse)
+                                 uint8_t *label, float *dense, uint32_t *lengths)
 {
     int64_t rows = erase_ctr_shard_rows(sh);
     for (int64_t b = 0; b < rows; b += READ_ROWS) {
         int64_t n = rows - b < READ_ROWS ? rows - b : READ_ROWS;
-        ERASE_CHECK(erase_ctr_shard_read(sh, b, n, label, dense, sparse));
-        erase_ctr_stats_add(st, n, label, dense, sparse);
-        ERASE_CHECK(erase_ctr_distinct_add(distinct, n, sparse));
+        const uint32_t *ids;
+        int64_t nids;
+        ERASE_CHECK(erase_ctr_shard_read(sh, b, n, label, dense, NULL));
+        ERASE_CHECK(erase_ctr_shard_read_ids(sh, b, n, lengths, &ids, &nids));
+        erase_ctr_stats_add_ids(st, n, label, dense, lengths, ids);
+        ERASE_CHECK(erase_ctr_distinct_add_ids(distinct, n, lengths, ids));
     }
     return ERASE_OK;
 }
@@ -115,7 +119,8 @@ static void usage_data(FILE *f)
                "  DIR: a dataset written by erase-convert (with index.txt); FILE: one shard.\n"
                "  Prints every shard (rows, clicks, chunking, filters: compression and checksums, converter, sources)\n"
                "  and for all rows: base rate, missing rate and range of every feature, and the distinct ids\n"
-               "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N.\n"
+               "  of C1..C26: exact up to %d, above that a HyperLogLog estimate shown as ~N; for multi-hot\n"
+               "  data (erase-ctr-2) the hotness of C1..C26: most and mean ids per sample.\n"
                "  Classification shards (erase-convert mnist): rows, features, classes per shard; for all\n"
                "  rows the feature value range and mean and the rows of every class.\n"
                "  Token shards (erase-convert text, tokens): tokens, vocab, bytes of source text per shard; for\n"
@@ -320,9 +325,9 @@ static int cmd_data(int argc, char **argv)
     }
     uint8_t *label = malloc(READ_ROWS);
     float *dense = malloc(sizeof(float) * READ_ROWS * ERASE_CTR_SHARD_DENSE);
-    uint32_t *sparse = malloc(sizeof(uint32_t) * READ_ROWS * ERASE_CTR_SHARD_FIELDS);
-    int rc = 0;
-    if (!label || !dense || !sparse) {
+    uint32_t *lengths = malloc(sizeof(uint32_t) * READ_ROWS * ERASE_CTR_SHARD_FIELDS);
+    int rc = 0, versions = 0; /* bit v - 1: a shard of format version v */
+    if (!label || !dense || !lengths) {
         fprintf(stderr, "erase-inspect data: out of memory\n");
         rc = 1;
     }
@@ -346,7 +351,8 @@ static int cmd_data(int argc, char **argv)
         }
         erase_ctr_stats_t st;
         erase_ctr_stats_init(&st);
-        if (rc == 0 && scan_shard(sh, &st, &distinct, label, dense, sparse) != ERASE_OK)
+        versions |= 1 << (erase_ctr_shard_version(sh) - 1);
+        if (rc == 0 && scan_shard(sh, &st, &distinct, label, dense, lengths) != ERASE_OK)
             rc = failed("data");
         if (rc == 0) {
             char converter[128], sources[512], prov[700];
@@ -361,7 +367,10 @@ static int cmd_data(int argc, char **argv)
         erase_ctr_shard_close(sh);
     }
     if (rc == 0) {
-        printf("\n%d shard%s, format %s\n", list.count, list.count == 1 ? "" : "s", ERASE_CTR_FORMAT);
+        printf("\n%d shard%s, format %s\n", list.count, list.count == 1 ? "" : "s",
+               versions == 3   ? ERASE_CTR_FORMAT " and " ERASE_CTR_FORMAT_MULTI
+               : versions == 2 ? ERASE_CTR_FORMAT_MULTI
+                               : ERASE_CTR_FORMAT);
         erase_ctr_stats_print_distinct(&all, &distinct, stdout, "");
         for (int i = 1; i < argc; i++)
             print_planted(argv[i]);
@@ -369,7 +378,7 @@ static int cmd_data(int argc, char **argv)
     erase_ctr_distinct_free(&distinct);
     free(label);
     free(dense);
-    free(sparse);
+    free(lengths);
     erase_ctr_list_free(&list);
     return rc;
 }

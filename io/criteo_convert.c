@@ -19,7 +19,10 @@ typedef struct {
     erase_ctr_dataset_writer_t *out;
     uint8_t *label;
     float *dense;
-    uint32_t *sparse;
+    uint32_t *lengths;  /* [FLUSH_ROWS, 26]: ids of each (row, feature) */
+    uint32_t *ids;      /* the ids of the rows buffered, row by row (ids_cap of room) */
+    size_t nids, ids_cap;
+    uint32_t *line_ids; /* one line's ids (ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES) of room) */
     int64_t n;          /* rows buffered */
     /* the current input */
     const char *path;
@@ -44,10 +47,12 @@ static erase_status_t flush_rows(convert_t *c)
 {
     if (c->n == 0)
         return ERASE_OK;
-    erase_ctr_stats_add(&c->s->stats, c->n, c->label, c->dense, c->sparse);
-    ERASE_CHECK(erase_ctr_dataset_writer_append(c->out, c->n, c->label, c->dense, c->sparse, c->path));
+    erase_ctr_stats_add_ids(&c->s->stats, c->n, c->label, c->dense, c->lengths, c->ids);
+    ERASE_CHECK(
+        erase_ctr_dataset_writer_append_ids(c->out, c->n, c->label, c->dense, c->lengths, c->ids, c->path));
     c->s->rows += c->n;
     c->n = 0;
+    c->nids = 0;
     return ERASE_OK;
 }
 
@@ -62,6 +67,24 @@ static void progress(convert_t *c)
             c->path, pct > 100 ? 100 : pct, (double)c->file_size / 1e6, c->s->lines,
             (double)c->s->lines / (now - c->t0));
     fflush(c->o->progress);
+}
+
+/* Append n ids of a parsed line to the rows buffered. */
+static erase_status_t buffer_ids(convert_t *c, const uint32_t *ids, size_t n)
+{
+    if (c->nids + n > c->ids_cap) {
+        size_t cap = c->ids_cap ? c->ids_cap : (size_t)FLUSH_ROWS * ERASE_CTR_SHARD_FIELDS;
+        while (cap < c->nids + n)
+            cap *= 2;
+        uint32_t *p = realloc(c->ids, sizeof *p * cap);
+        if (!p)
+            return ERASE_ERROR(ERASE_ERR_NOMEM, "%s:%" PRId64 ": out of memory for %zu ids", c->path, c->lineno, cap);
+        c->ids = p;
+        c->ids_cap = cap;
+    }
+    memcpy(c->ids + c->nids, ids, sizeof *ids * n);
+    c->nids += n;
+    return ERASE_OK;
 }
 
 /* One line of the current input (`len` bytes, without '\n'). */
@@ -89,7 +112,8 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
             progress(c);
     }
     erase_criteo_row_t row;
-    erase_criteo_bad_t bad = erase_criteo_parse_line(line, len, c->sep, &row, why, sizeof why);
+    erase_criteo_bad_t bad = erase_criteo_parse_line_ids(line, len, c->sep, &row, c->line_ids,
+                                                         ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES), why, sizeof why);
     if (bad != ERASE_CRITEO_OK) {
         if (!c->o->skip_bad)
             return ERASE_ERROR(ERASE_ERR_FORMAT, "%s:%" PRId64 ": %s", c->path, c->lineno, why);
@@ -102,7 +126,8 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
     c->s->remapped += row.remapped;
     c->label[c->n] = row.label;
     memcpy(c->dense + c->n * ERASE_CTR_SHARD_DENSE, row.dense, sizeof row.dense);
-    memcpy(c->sparse + c->n * ERASE_CTR_SHARD_FIELDS, row.sparse, sizeof row.sparse);
+    memcpy(c->lengths + c->n * ERASE_CTR_SHARD_FIELDS, row.lengths, sizeof row.lengths);
+    ERASE_CHECK(buffer_ids(c, c->line_ids, row.nids));
     if (++c->n == FLUSH_ROWS)
         ERASE_CHECK(flush_rows(c));
     return ERASE_OK;
@@ -192,8 +217,9 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     char *buf = malloc(LINE_MAX_BYTES);
     c.label = malloc(FLUSH_ROWS);
     c.dense = malloc(sizeof(float) * FLUSH_ROWS * ERASE_CTR_SHARD_DENSE);
-    c.sparse = malloc(sizeof(uint32_t) * FLUSH_ROWS * ERASE_CTR_SHARD_FIELDS);
-    if (!buf || !c.label || !c.dense || !c.sparse)
+    c.lengths = malloc(sizeof(uint32_t) * FLUSH_ROWS * ERASE_CTR_SHARD_FIELDS);
+    c.line_ids = malloc(sizeof(uint32_t) * ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES));
+    if (!buf || !c.label || !c.dense || !c.lengths || !c.line_ids)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for the conversion buffers");
     for (int i = 0; i < n && st == ERASE_OK; i++)
         st = convert_file(&c, inputs[i], buf);
@@ -209,7 +235,9 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     free(buf);
     free(c.label);
     free(c.dense);
-    free(c.sparse);
+    free(c.lengths);
+    free(c.ids);
+    free(c.line_ids);
     s->seconds = erase_now_s() - c.t0;
     return st;
 }

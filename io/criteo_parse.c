@@ -7,7 +7,7 @@
 #define SHOW_MAX 40 /* bytes of a bad value shown in a message */
 
 static const char *const bad_names[ERASE_CRITEO_BAD_KINDS] = {
-    "ok", "wrong field count", "bad label", "bad integer", "bad hex id", "out of range",
+    "ok", "wrong field count", "bad label", "bad integer", "bad hex id", "out of range", "bad id list",
 };
 
 const char *erase_criteo_bad_name(erase_criteo_bad_t why)
@@ -110,8 +110,73 @@ static int parse_hex(const char *p, size_t n, uint32_t *out)
     return 0;
 }
 
-erase_criteo_bad_t erase_criteo_parse_line(const char *line, size_t len, char sep,
-                                           erase_criteo_row_t *row, char *why, size_t why_size)
+/* One id of field f (n >= 1 bytes at s) into *id; a bad id makes the line bad. */
+static erase_criteo_bad_t parse_id(const char *s, size_t n, int f, uint32_t *id, int *remapped, char *why,
+                                   size_t why_size)
+{
+    int rc = parse_hex(s, n, id);
+    if (rc == 1)
+        return bad_field(ERASE_CRITEO_BAD_HEX, why, why_size, f, "expected a hexadecimal id of up to 8 digits", s, n);
+    if (rc == 2)
+        return bad_field(ERASE_CRITEO_BAD_RANGE, why, why_size, f, "value out of range (more than 32 bits)", s, n);
+    if (*id == ERASE_CTR_SPARSE_MISSING) {
+        *id = ERASE_CTR_SPARSE_FFFFFFFF;
+        (*remapped)++;
+    }
+    return ERASE_CRITEO_OK;
+}
+
+/* The ids of categorical field f (n bytes at s, a list when ids != NULL)
+ * into row->sparse[k] (the first), ids[row->nids ..] and row->lengths[k]. */
+static erase_criteo_bad_t parse_ids(const char *s, size_t n, int f, int k, erase_criteo_row_t *row, uint32_t *ids,
+                                    size_t ids_cap, char *why, size_t why_size)
+{
+    if (n == 0) {
+        row->sparse[k] = ERASE_CTR_SPARSE_MISSING;
+        row->lengths[k] = 1;
+        if (ids) {
+            if (row->nids == ids_cap)
+                goto too_many;
+            ids[row->nids++] = ERASE_CTR_SPARSE_MISSING;
+        }
+        return ERASE_CRITEO_OK;
+    }
+    const char *end = s + n, *p = s;
+    uint32_t count = 0;
+    for (;;) {
+        const char *q = memchr(p, ',', (size_t)(end - p));
+        if (q && !ids)
+            return bad_field(ERASE_CRITEO_BAD_LIST, why, why_size, f, "expected one hexadecimal id, not a list", s, n);
+        const char *e = q ? q : end;
+        if (e == p)
+            return bad_field(ERASE_CRITEO_BAD_LIST, why, why_size, f,
+                             "expected hexadecimal ids separated by single commas (an id is empty)", s, n);
+        uint32_t id = 0;
+        erase_criteo_bad_t bad = parse_id(p, (size_t)(e - p), f, &id, &row->remapped, why, why_size);
+        if (bad != ERASE_CRITEO_OK)
+            return bad;
+        if (count++ == 0)
+            row->sparse[k] = id;
+        if (ids) {
+            if (row->nids == ids_cap)
+                goto too_many;
+            ids[row->nids++] = id;
+        }
+        if (!q)
+            break;
+        p = q + 1;
+    }
+    row->lengths[k] = count;
+    row->multi |= count > 1;
+    return ERASE_CRITEO_OK;
+too_many:
+    if (why && why_size)
+        snprintf(why, why_size, "more than %zu ids in the line", ids_cap);
+    return ERASE_CRITEO_BAD_LIST;
+}
+
+erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, char sep, erase_criteo_row_t *row,
+                                               uint32_t *ids, size_t ids_cap, char *why, size_t why_size)
 {
     if (why && why_size)
         why[0] = '\0';
@@ -161,29 +226,27 @@ erase_criteo_bad_t erase_criteo_parse_line(const char *line, size_t len, char se
         row->dense[j] = (float)v;
     }
     row->remapped = 0;
+    row->nids = 0;
+    row->multi = 0;
+    /* a list only in tab-separated lines: in CSV a ',' ends the field */
+    uint32_t *list = sep == ',' ? NULL : ids;
     for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
         int f = 1 + ERASE_CTR_SHARD_DENSE + k;
-        const char *s = start[f];
-        n = (size_t)(start[f + 1] - s - 1);
-        if (n == 0) {
-            row->sparse[k] = ERASE_CTR_SPARSE_MISSING;
-            continue;
-        }
-        uint32_t id = 0;
-        int rc = parse_hex(s, n, &id);
-        if (rc == 1)
-            return bad_field(ERASE_CRITEO_BAD_HEX, why, why_size, f, "expected a hexadecimal id of up to 8 digits",
-                             s, n);
-        if (rc == 2)
-            return bad_field(ERASE_CRITEO_BAD_RANGE, why, why_size, f, "value out of range (more than 32 bits)", s,
-                             n);
-        if (id == ERASE_CTR_SPARSE_MISSING) {
-            id = ERASE_CTR_SPARSE_FFFFFFFF;
-            row->remapped++;
-        }
-        row->sparse[k] = id;
+        erase_criteo_bad_t bad = parse_ids(start[f], (size_t)(start[f + 1] - start[f] - 1), f, k, row, list,
+                                           ids_cap, why, why_size);
+        if (bad != ERASE_CRITEO_OK)
+            return bad;
     }
+    if (ids && !list) /* CSV: the one id of each feature */
+        for (int k = 0; k < ERASE_CTR_SHARD_FIELDS && row->nids < ids_cap; k++)
+            ids[row->nids++] = row->sparse[k];
     return ERASE_CRITEO_OK;
+}
+
+erase_criteo_bad_t erase_criteo_parse_line(const char *line, size_t len, char sep, erase_criteo_row_t *row,
+                                           char *why, size_t why_size)
+{
+    return erase_criteo_parse_line_ids(line, len, sep, row, NULL, 0, why, why_size);
 }
 
 int erase_criteo_check_header(const char *line, size_t len, char *why, size_t why_size)

@@ -31,6 +31,13 @@
  *   "field C5: expected a hexadecimal id of up to 8 digits, got 'zz12'"
  *   "field I5: value out of range -2147483648..2147483647, got '99999999999'"
  *   "field C2: value out of range (more than 32 bits), got '123456789'"
+ * Multi-hot (TSV only): a categorical field may hold a list of ids
+ * separated by ',' ("1a2b,3c4d,5e6f"), each as above; an empty field is
+ * missing (one id 0xFFFFFFFF), an empty element ("a,,b", "a,", ",a") makes
+ * the line bad:
+ *   "field C5: expected hexadecimal ids separated by single commas (an id is empty), got 'a,,b'"
+ *   "field C5: expected one hexadecimal id, not a list, got 'a,b'" (erase_criteo_parse_line,
+ *                                                                  which takes one id per field)
  * A value longer than 40 bytes is shown as its first 40 bytes and "...",
  * and bytes outside printable ASCII as '?'.
  */
@@ -59,6 +66,7 @@ typedef enum {
     ERASE_CRITEO_BAD_INTEGER, /* a count feature that is not an integer */
     ERASE_CRITEO_BAD_HEX,     /* a categorical feature that is not hexadecimal */
     ERASE_CRITEO_BAD_RANGE,   /* a count outside int32 or an id wider than 32 bits */
+    ERASE_CRITEO_BAD_LIST,    /* an empty element in a list of ids (or a list where one id is expected) */
     ERASE_CRITEO_BAD_KINDS    /* number of the values above */
 } erase_criteo_bad_t;
 
@@ -67,7 +75,11 @@ typedef struct {
     uint8_t label;                      /* 0 or 1 */
     float dense[ERASE_CTR_SHARD_DENSE];       /* raw counts; NaN = missing */
     uint32_t sparse[ERASE_CTR_SHARD_FIELDS];  /* ids; ERASE_CTR_SPARSE_MISSING = missing */
-    int remapped;                       /* fields whose token ffffffff became fffffffe */
+    int remapped;                       /* tokens ffffffff that became fffffffe */
+    /* erase_criteo_parse_line_ids only: */
+    uint32_t lengths[ERASE_CTR_SHARD_FIELDS]; /* ids of each feature (>= 1: missing is one id) */
+    size_t nids;                        /* ids written to the caller's array, feature by feature */
+    int multi;                          /* 1 if some feature has more than one id */
 } erase_criteo_row_t;
 
 /* Short name of a reason, for summaries: "wrong field count", "bad label",
@@ -85,6 +97,20 @@ const char *erase_criteo_bad_name(erase_criteo_bad_t why);
  */
 erase_criteo_bad_t erase_criteo_parse_line(const char *line, size_t len, char sep,
                                            erase_criteo_row_t *row, char *why, size_t why_size);
+
+/*
+ * erase_criteo_parse_line for multi-hot lines: every id of the line,
+ * feature by feature (C1's, then C2's, ...; the missing id for an empty
+ * field), goes to ids[0 .. row->nids), the count of each feature to
+ * row->lengths, the first id of each to row->sparse, and row->multi says
+ * whether some feature had more than one. `ids_cap` ids fit in `ids`; a
+ * line of `len` bytes has at most len / 2 + 26 ids (ERASE_CRITEO_IDS_MAX). A
+ * line with more than ids_cap ids is bad (ERASE_CRITEO_BAD_LIST, "more
+ * than N ids in the line").
+ */
+#define ERASE_CRITEO_IDS_MAX(len) ((len) / 2 + ERASE_CTR_SHARD_FIELDS)
+erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, char sep, erase_criteo_row_t *row,
+                                               uint32_t *ids, size_t ids_cap, char *why, size_t why_size);
 
 /*
  * Check a CSV header line (`len` bytes without '\n'; a trailing '\r' is

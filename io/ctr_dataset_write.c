@@ -141,8 +141,9 @@ static erase_status_t add_source(shard_t *s, const char *source)
     return ERASE_OK;
 }
 
-erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
-                                               const float *dense, const uint32_t *sparse, const char *source)
+erase_status_t erase_ctr_dataset_writer_append_ids(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                                   const float *dense, const uint32_t *lengths, const uint32_t *ids,
+                                                   const char *source)
 {
     if (w->committed)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: append after commit", w->dir);
@@ -155,16 +156,31 @@ erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, in
             s = &w->shards[w->count - 1];
         }
         int64_t k = w->shard_rows - s->rows < n ? w->shard_rows - s->rows : n;
-        ERASE_CHECK(erase_ctr_writer_append(s->w, k, label, dense, sparse));
+        ERASE_CHECK(erase_ctr_writer_append_ids(s->w, k, label, dense, lengths, ids));
+        /* once multi-hot, the shards after it start as version 2 */
+        w->o.multi_hot |= erase_ctr_writer_version(s->w) == 2;
         ERASE_CHECK(add_source(s, source));
         s->rows += k;
         w->rows += k;
         n -= k;
         label += k;
         dense += k * ERASE_CTR_SHARD_DENSE;
-        sparse += k * ERASE_CTR_SHARD_FIELDS;
+        int64_t used = k * ERASE_CTR_SHARD_FIELDS;
+        if (lengths) {
+            used = 0;
+            for (int64_t j = 0; j < k * ERASE_CTR_SHARD_FIELDS; j++)
+                used += lengths[j];
+            lengths += k * ERASE_CTR_SHARD_FIELDS;
+        }
+        ids += used;
     }
     return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                               const float *dense, const uint32_t *sparse, const char *source)
+{
+    return erase_ctr_dataset_writer_append_ids(w, n, label, dense, NULL, sparse, source);
 }
 
 int erase_ctr_dataset_writer_shards(const erase_ctr_dataset_writer_t *w) { return w->count; }

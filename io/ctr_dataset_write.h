@@ -36,6 +36,15 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
 erase_status_t erase_ctr_dataset_writer_append(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
                                                const float *dense, const uint32_t *sparse, const char *source);
 
+/* The same with rows whose categorical features may hold several ids
+ * (layout of erase_ctr_writer_append_ids: lengths [n, 26] or NULL, ids
+ * flat). A shard is written as "erase-ctr-2" from its first row with more
+ * than one id in a feature, and every shard begun after it from its start;
+ * the shards before it stay "erase-ctr-1" (readers take both). */
+erase_status_t erase_ctr_dataset_writer_append_ids(erase_ctr_dataset_writer_t *w, int64_t n, const uint8_t *label,
+                                                   const float *dense, const uint32_t *lengths, const uint32_t *ids,
+                                                   const char *source);
+
 /* Shards begun so far; rows appended so far. */
 int erase_ctr_dataset_writer_shards(const erase_ctr_dataset_writer_t *w);
 int64_t erase_ctr_dataset_writer_rows(const erase_ctr_dataset_writer_t *w);

@@ -24,6 +24,8 @@ typedef struct {
     int64_t chunk_rows;    /* chunk length along N (default 1024, >= 1; see reader.h on why small) */
     int compress;          /* 1: shuffle + deflate level 1 (default); 0: none */
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
+    int multi_hot;         /* 1: write "erase-ctr-2" from the first row; 0 (default): "erase-ctr-1"
+                            * until a row has more than one id in a feature (then the shard switches) */
 } erase_ctr_write_options_t;
 
 typedef struct erase_ctr_writer erase_ctr_writer_t;
@@ -49,6 +51,23 @@ erase_status_t erase_ctr_writer_open(const char *path, const erase_ctr_write_opt
  */
 erase_status_t erase_ctr_writer_append(erase_ctr_writer_t *w, int64_t n, const uint8_t *label,
                                        const float *dense, const uint32_t *sparse);
+
+/*
+ * Append `n` rows whose categorical features may hold several ids each:
+ * lengths [n, 26] (ids of each (row, feature), >= 1; NULL: one id each),
+ * ids flat, row by row and feature by feature (io/ctr_shard.h, format
+ * erase-ctr-2). While every row has one id per feature the shard stays
+ * "erase-ctr-1"; at the first row with more, the rows written so far are
+ * moved into the version 2 datasets and the shard is finished as
+ * "erase-ctr-2" (attributes sparse_ids and max_hotness). Errors: those of
+ * erase_ctr_writer_append, ERASE_ERR_INVALID
+ * ("T: row 5 feature C3 has 0 ids, expected >= 1"), ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ctr_writer_append_ids(erase_ctr_writer_t *w, int64_t n, const uint8_t *label,
+                                           const float *dense, const uint32_t *lengths, const uint32_t *ids);
+
+/* The format version the shard has so far: 1 or 2. */
+int erase_ctr_writer_version(const erase_ctr_writer_t *w);
 
 /* Rows appended so far. */
 int64_t erase_ctr_writer_rows(const erase_ctr_writer_t *w);

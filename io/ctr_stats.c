@@ -15,10 +15,11 @@ void erase_ctr_stats_init(erase_ctr_stats_t *s)
         s->sparse_min[k] = ERASE_CTR_SPARSE_MISSING;
 }
 
-void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
-                         const uint32_t *sparse)
+void erase_ctr_stats_add_ids(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
+                             const uint32_t *lengths, const uint32_t *ids)
 {
     s->rows += n;
+    const uint32_t *c = ids;
     for (int64_t i = 0; i < n; i++) {
         s->clicks += label[i] != 0;
         const float *d = dense + i * ERASE_CTR_SHARD_DENSE;
@@ -31,17 +32,35 @@ void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, 
             s->dense_min[j] = x < s->dense_min[j] ? x : s->dense_min[j];
             s->dense_max[j] = x > s->dense_max[j] ? x : s->dense_max[j];
         }
-        const uint32_t *c = sparse + i * ERASE_CTR_SHARD_FIELDS;
         for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
-            uint32_t id = c[k];
-            if (id == ERASE_CTR_SPARSE_MISSING) {
-                s->sparse_missing[k]++;
-                continue;
+            uint32_t m = lengths ? lengths[i * ERASE_CTR_SHARD_FIELDS + k] : 1;
+            s->sparse_ids[k] += m;
+            s->hot_max[k] = m > s->hot_max[k] ? m : s->hot_max[k];
+            for (uint32_t t = 0; t < m; t++) {
+                uint32_t id = *c++;
+                if (id == ERASE_CTR_SPARSE_MISSING) {
+                    s->sparse_missing[k]++;
+                    continue;
+                }
+                s->sparse_min[k] = id < s->sparse_min[k] ? id : s->sparse_min[k];
+                s->sparse_max[k] = id > s->sparse_max[k] ? id : s->sparse_max[k];
             }
-            s->sparse_min[k] = id < s->sparse_min[k] ? id : s->sparse_min[k];
-            s->sparse_max[k] = id > s->sparse_max[k] ? id : s->sparse_max[k];
         }
     }
+}
+
+void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
+                         const uint32_t *sparse)
+{
+    erase_ctr_stats_add_ids(s, n, label, dense, NULL, sparse);
+}
+
+int erase_ctr_stats_multi_hot(const erase_ctr_stats_t *s)
+{
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++)
+        if (s->hot_max[k] > 1)
+            return 1;
+    return 0;
 }
 
 void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src)
@@ -57,6 +76,8 @@ void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src)
         dst->sparse_missing[k] += src->sparse_missing[k];
         dst->sparse_min[k] = src->sparse_min[k] < dst->sparse_min[k] ? src->sparse_min[k] : dst->sparse_min[k];
         dst->sparse_max[k] = src->sparse_max[k] > dst->sparse_max[k] ? src->sparse_max[k] : dst->sparse_max[k];
+        dst->sparse_ids[k] += src->sparse_ids[k];
+        dst->hot_max[k] = src->hot_max[k] > dst->hot_max[k] ? src->hot_max[k] : dst->hot_max[k];
     }
 }
 
@@ -113,6 +134,15 @@ void erase_ctr_stats_print_distinct(const erase_ctr_stats_t *s, const erase_ctr_
     if (estimates)
         fprintf(out, "%s~N: a HyperLogLog estimate (more than %d distinct ids; relative standard error 0.8%%)\n",
                 prefix, ERASE_DISTINCT_EXACT_MAX);
+    if (!erase_ctr_stats_multi_hot(s))
+        return;
+    fprintf(out, "%smulti-hot: ids per sample (a missing feature counts as one id)\n", prefix);
+    fprintf(out, "%s%-8s %8s %8s\n", prefix, "feature", "max", "mean");
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "C%d", k + 1);
+        fprintf(out, "%s%-8s %8" PRIu32 " %8.3f\n", prefix, name, s->hot_max[k], (double)s->sparse_ids[k] / rows);
+    }
 }
 
 erase_status_t erase_ctr_distinct_init(erase_ctr_distinct_t *d)
@@ -134,20 +164,33 @@ void erase_ctr_distinct_free(erase_ctr_distinct_t *d)
     }
 }
 
+erase_status_t erase_ctr_distinct_add_ids(erase_ctr_distinct_t *d, int64_t n, const uint32_t *lengths,
+                                          const uint32_t *ids)
+{
+    enum { BATCH = 256 };
+    uint32_t pending[ERASE_CTR_SHARD_FIELDS][BATCH]; /* each feature's present ids, BATCH at a time */
+    int m[ERASE_CTR_SHARD_FIELDS] = { 0 };
+    const uint32_t *c = ids;
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++)
+            for (uint32_t t = lengths ? lengths[i * ERASE_CTR_SHARD_FIELDS + k] : 1; t > 0; t--) {
+                uint32_t id = *c++;
+                if (id == ERASE_CTR_SPARSE_MISSING)
+                    continue;
+                pending[k][m[k]++] = id;
+                if (m[k] == BATCH) {
+                    ERASE_CHECK(erase_distinct_add(d->field[k], pending[k], m[k]));
+                    m[k] = 0;
+                }
+            }
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++)
+        ERASE_CHECK(erase_distinct_add(d->field[k], pending[k], m[k]));
+    return ERASE_OK;
+}
+
 erase_status_t erase_ctr_distinct_add(erase_ctr_distinct_t *d, int64_t n, const uint32_t *sparse)
 {
-    uint32_t ids[256];
-    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++)
-        for (int64_t b = 0; b < n; b += 256) { /* one feature's present ids, 256 rows at a time */
-            int m = 0;
-            for (int64_t i = b; i < n && i < b + 256; i++) {
-                uint32_t id = sparse[i * ERASE_CTR_SHARD_FIELDS + k];
-                if (id != ERASE_CTR_SPARSE_MISSING)
-                    ids[m++] = id;
-            }
-            ERASE_CHECK(erase_distinct_add(d->field[k], ids, m));
-        }
-    return ERASE_OK;
+    return erase_ctr_distinct_add_ids(d, n, NULL, sparse);
 }
 
 erase_status_t erase_ctr_distinct_merge(erase_ctr_distinct_t *dst, const erase_ctr_distinct_t *src)

@@ -21,6 +21,8 @@ typedef struct {
     int64_t sparse_missing[ERASE_CTR_SHARD_FIELDS];  /* ERASE_CTR_SPARSE_MISSING values per field */
     uint32_t sparse_min[ERASE_CTR_SHARD_FIELDS];     /* over present ids (0xFFFFFFFF if none) */
     uint32_t sparse_max[ERASE_CTR_SHARD_FIELDS];     /* (0 if none) */
+    int64_t sparse_ids[ERASE_CTR_SHARD_FIELDS];      /* ids per feature, the missing id included */
+    uint32_t hot_max[ERASE_CTR_SHARD_FIELDS];        /* most ids of one row per feature (hotness) */
 } erase_ctr_stats_t;
 
 /* Empty statistics. */
@@ -29,6 +31,16 @@ void erase_ctr_stats_init(erase_ctr_stats_t *s);
 /* Add `n` rows: label [n], dense [n, 13] (NaN = missing), sparse [n, 26]. */
 void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
                          const uint32_t *sparse);
+
+/* Add `n` rows whose features may hold several ids (io/ctr_shard.h,
+ * erase-ctr-2): lengths [n, 26] (NULL: one id each), ids flat, row by row
+ * and feature by feature. Missing counts the ids 0xFFFFFFFF; the range is
+ * over every other id. */
+void erase_ctr_stats_add_ids(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
+                             const uint32_t *lengths, const uint32_t *ids);
+
+/* 1 if some row had more than one id in a feature. */
+int erase_ctr_stats_multi_hot(const erase_ctr_stats_t *s);
 
 /* Add the counts of `src` to `dst`. */
 void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src);
@@ -39,7 +51,9 @@ double erase_ctr_stats_base_rate(const erase_ctr_stats_t *s);
 /*
  * Print rows, clicks, base rate, and a table of every feature: missing
  * rate, and the value range (I1..I13: min..max of the counts; C1..C26:
- * min..max of the ids in hex). Each line starts with `prefix`.
+ * min..max of the ids in hex); for multi-hot rows then a table of C1..C26's
+ * hotness: the most ids of a row and the mean ids per row. Each line
+ * starts with `prefix`.
  */
 void erase_ctr_stats_print(const erase_ctr_stats_t *s, FILE *out, const char *prefix);
 
@@ -58,6 +72,11 @@ void erase_ctr_distinct_free(erase_ctr_distinct_t *d);
 
 /* Count the ids of `n` rows: sparse [n, 26]. Errors: ERASE_ERR_NOMEM. */
 erase_status_t erase_ctr_distinct_add(erase_ctr_distinct_t *d, int64_t n, const uint32_t *sparse);
+
+/* The same for rows of several ids per feature (lengths [n, 26] or NULL,
+ * ids flat as erase_ctr_stats_add_ids takes them). Errors: ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_distinct_add_ids(erase_ctr_distinct_t *d, int64_t n, const uint32_t *lengths,
+                                          const uint32_t *ids);
 
 /* Add the ids counted by `src` to `dst` (per feature, the union). Errors: ERASE_ERR_NOMEM. */
 erase_status_t erase_ctr_distinct_merge(erase_ctr_distinct_t *dst, const erase_ctr_distinct_t *src);

@@ -22,7 +22,7 @@ io_liberase_io_a_SOURCES = \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
-	io/ctr_shard.c io/ctr_shard.h \
+	io/ctr_shard.c io/ctr_shard.h io/ctr_shard_internal.h \
 	io/ctr_shard_write.c io/ctr_shard_write.h \
 	io/ctr_index.c io/ctr_index.h \
 	io/ctr_dataset_write.c io/ctr_dataset_write.h \

@@ -7,6 +7,7 @@
 
 #include "apps/train/json.h"
 #include "io/ctr_reader.h"
+#include "lib/core/checked.h"
 #include "lib/nn/metrics.h"
 
 #include <math.h>
@@ -15,11 +16,26 @@
 
 typedef struct {
     erase_device_t *dev;
-    erase_batch_t batch;           /* device buffers [rank_batch] */
+    erase_batch_t batch;           /* device buffers [rank_batch]: sparse [rank_batch, H], sparse_len when multi-hot */
+    size_t width;                  /* H: the sum of the model's ctr.hotness (26: one-hot) */
     erase_ctr_metrics_t window;    /* only the first ERASE_CTR_METRICS_SUM_WORDS (no AUC) are used */
     erase_ctr_metrics_t eval;
     erase_ctr_summary_t window_sum, last_eval;
 } ctr_t;
+
+/* The model's ctr.hotness, or NULL (one id each) for a configuration
+ * made without erase_model_config_default or a model file (all 0). */
+static const uint32_t *model_hotness(const erase_model_config_t *cfg)
+{
+    return cfg->ctr.hotness[0] ? cfg->ctr.hotness : NULL;
+}
+
+/* The row format for the model's capacities (ctr.hotness): the reader
+ * delivers sparse [n, H] padded and, multi-hot, sparse_len [n, 26]. */
+static void ctr_rows_for(const erase_model_config_t *cfg, erase_row_format_t *out)
+{
+    erase_ctr_rows_init(out, model_hotness(cfg));
+}
 
 static erase_status_t ctr_check(const erase_reader_t *train, const erase_model_config_t *cfg)
 {
@@ -33,6 +49,7 @@ static void ctr_destroy(void *state)
         return;
     erase_free(t->dev, (void *)t->batch.dense);
     erase_free(t->dev, (void *)t->batch.sparse);
+    erase_free(t->dev, (void *)t->batch.sparse_len);
     erase_free(t->dev, (void *)t->batch.label);
     free(t);
 }
@@ -40,15 +57,21 @@ static void ctr_destroy(void *state)
 static erase_status_t ctr_create(erase_device_t *dev, const erase_model_config_t *cfg, int64_t rank_batch,
                                  void **state)
 {
-    (void)cfg;
     ctr_t *t = calloc(1, sizeof *t);
     if (!t)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: no memory for the ctr task's metrics");
     t->dev = dev;
     *state = t;
     size_t n = (size_t)rank_batch;
+    t->width = (size_t)erase_model_config_hot_width(cfg);
+    size_t bytes;
+    if (!erase_bytes(sizeof(uint32_t), rank_batch, (int64_t)t->width, &bytes))
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "erase-train: a batch of %zu samples with %zu ids each is too large", n,
+                           t->width);
     ERASE_CHECK(erase_malloc(dev, n * ERASE_CTR_DENSE * sizeof(float), (void **)&t->batch.dense));
-    ERASE_CHECK(erase_malloc(dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&t->batch.sparse));
+    ERASE_CHECK(erase_malloc(dev, bytes, (void **)&t->batch.sparse));
+    if (t->width != ERASE_CTR_FIELDS)
+        ERASE_CHECK(erase_malloc(dev, n * ERASE_CTR_FIELDS * sizeof(uint32_t), (void **)&t->batch.sparse_len));
     ERASE_CHECK(erase_malloc(dev, n * sizeof(float), (void **)&t->batch.label));
     return ERASE_OK;
 }
@@ -60,7 +83,10 @@ static erase_status_t ctr_load(void *state, erase_stream_t *s, const erase_reade
     size_t n = (size_t)b.size;
     t->batch.size = (int)b.size;
     ERASE_CHECK(erase_memcpy_async(s, (void *)t->batch.dense, b.dense, n * ERASE_CTR_DENSE * sizeof(float)));
-    ERASE_CHECK(erase_memcpy_async(s, (void *)t->batch.sparse, b.sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
+    ERASE_CHECK(erase_memcpy_async(s, (void *)t->batch.sparse, b.sparse, n * t->width * sizeof(uint32_t)));
+    if (t->batch.sparse_len)
+        ERASE_CHECK(erase_memcpy_async(s, (void *)t->batch.sparse_len, b.sparse_len,
+                                       n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
     ERASE_CHECK(erase_memcpy_async(s, (void *)t->batch.label, b.label, n * sizeof(float)));
     *out = t->batch;
     return ERASE_OK;
@@ -203,7 +229,7 @@ static int ctr_score_width(int width)
 
 const train_task_t train_task_ctr = {
     .name = "ctr",
-    .rows = &erase_ctr_rows,
+    .rows_for = ctr_rows_for,
     .check = ctr_check,
     .create = ctr_create,
     .destroy = ctr_destroy,

@@ -17,15 +17,21 @@ typedef struct {
     int width;          /* elements per sample */
 } field_t;
 
+#define MAX_FIELDS 4
+
 /* The fields `cfg`'s model reads (batch.h); returns how many. */
-static int fields(const erase_model_config_t *cfg, field_t f[3])
+static int fields(const erase_model_config_t *cfg, field_t f[MAX_FIELDS])
 {
+    int64_t hot = 0;
     switch (cfg->kind) {
     case ERASE_MODEL_CTR:
+        /* sparse [n, H]; multi-hot (H > 26): sparse_len [n, 26] too */
+        hot = erase_model_config_hot_width(cfg);
         f[0] = (field_t){ offsetof(erase_batch_t, dense), sizeof(float), ERASE_CTR_DENSE };
-        f[1] = (field_t){ offsetof(erase_batch_t, sparse), sizeof(uint32_t), ERASE_CTR_FIELDS };
+        f[1] = (field_t){ offsetof(erase_batch_t, sparse), sizeof(uint32_t), (int)hot };
         f[2] = (field_t){ offsetof(erase_batch_t, label), sizeof(float), 1 };
-        return 3;
+        f[3] = (field_t){ offsetof(erase_batch_t, sparse_len), sizeof(uint32_t), ERASE_CTR_FIELDS };
+        return hot == ERASE_CTR_FIELDS ? 3 : 4;
     case ERASE_MODEL_MLP:
         f[0] = (field_t){ offsetof(erase_batch_t, features), sizeof(float), cfg->mlp.inputs };
         f[1] = (field_t){ offsetof(erase_batch_t, classes), sizeof(int32_t), 1 };
@@ -45,7 +51,7 @@ static int fields(const erase_model_config_t *cfg, field_t f[3])
 erase_status_t erase_network_batch_alloc(erase_network_t *net, int size, erase_batch_t *out)
 {
     memset(out, 0, sizeof *out);
-    field_t f[3];
+    field_t f[MAX_FIELDS];
     int n = fields(erase_network_config(net), f);
     for (int i = 0; i < n; i++) {
         size_t bytes;
@@ -66,7 +72,7 @@ erase_status_t erase_network_batch_alloc(erase_network_t *net, int size, erase_b
 
 void erase_network_batch_free(erase_network_t *net, erase_batch_t *batch)
 {
-    field_t f[3];
+    field_t f[MAX_FIELDS];
     int n = fields(erase_network_config(net), f);
     for (int i = 0; i < n; i++)
         erase_free(erase_network_device(net), FIELD(batch, f[i]));
@@ -89,7 +95,7 @@ static erase_status_t check_range(const erase_batch_t *src, int first, int count
 erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s, const erase_batch_t *src,
                                         int first, int count, erase_batch_t *dst)
 {
-    field_t f[3];
+    field_t f[MAX_FIELDS];
     int n = fields(erase_network_config(net), f);
     ERASE_CHECK(check_range(src, first, count, f, n));
     for (int i = 0; i < n; i++) {
@@ -105,7 +111,7 @@ erase_status_t erase_network_batch_copy(erase_network_t *net, erase_stream_t *s,
 erase_status_t erase_network_batch_view(const erase_network_t *net, const erase_batch_t *src, int first, int count,
                                         erase_batch_t *dst)
 {
-    field_t f[3];
+    field_t f[MAX_FIELDS];
     int n = fields(erase_network_config(net), f);
     ERASE_CHECK(check_range(src, first, count, f, n));
     memset(dst, 0, sizeof *dst);

@@ -8,7 +8,12 @@ typedef struct {
     int size;                 /* samples in the batch (<= the network's max_batch) */
     /* ctr */
     const float *dense;       /* [size, 13]: log1p(max(x, 0)), missing -> 0 */
-    const uint32_t *sparse;   /* [size, 26]: 32-bit hashes, 0xFFFFFFFF = missing */
+    /* [size, H], H = sum of the model's hotness[f] (one-hot: all 1, H = 26):
+     * feature f's ids at columns [hot_offset[f], hot_offset[f] + hotness[f]),
+     * hot_offset the prefix sum of hotness, padded with 0xFFFFFFFF past its
+     * sparse_len ids; 32-bit hashes, a missing feature is one id 0xFFFFFFFF */
+    const uint32_t *sparse;
+    const uint32_t *sparse_len; /* [size, 26]: ids present per feature (>= 1); NULL for one-hot data */
     const float *label;       /* [size]: 0 or 1 */
     /* mlp */
     const float *features;    /* [size, inputs] */

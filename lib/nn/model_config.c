@@ -80,8 +80,10 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
             cfg.ctr.table_rows[f] = 10007;
+            cfg.ctr.hotness[f] = 1;
+        }
         cfg.ctr.bottom_layers = 2;
         cfg.ctr.bottom_mlp[0] = 64;
         cfg.ctr.bottom_mlp[1] = 16;
@@ -411,11 +413,49 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
     return ERASE_OK;
 }
 
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg)
+{
+    int64_t h = 0;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        h += cfg->ctr.hotness[f] ? cfg->ctr.hotness[f] : 1;
+    return h;
+}
+
+/* ctr.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
+static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        cfg->ctr.hotness[f] = 1;
+    config_setting_t *h = config_setting_get_member(g, "hotness");
+    if (!h)
+        return ERASE_OK;
+    const char *text = config_setting_type(h) == CONFIG_TYPE_STRING ? config_setting_get_string(h) : NULL;
+    if (text && strcmp(text, "mlperf") == 0) {
+        memcpy(cfg->ctr.hotness, mlperf, sizeof mlperf);
+        return ERASE_OK;
+    }
+    if (!is_list(h))
+        return expected(name, h, "ctr.hotness", "\"mlperf\" or a list of 26 integers >= 1");
+    if (config_setting_length(h) != ERASE_CTR_FIELDS)
+        return fail_at(name, h, "ctr.hotness: expected %d capacities, got %d", ERASE_CTR_FIELDS,
+                       config_setting_length(h));
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        char path[64];
+        snprintf(path, sizeof path, "ctr.hotness[%d]", f);
+        long long v;
+        TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_HOTNESS_MAX, true, &v));
+        cfg->ctr.hotness[f] = (uint32_t)v;
+    }
+    return ERASE_OK;
+}
+
 static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
 {
     static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
-                                        "subarchs", "cuts", "local_loss_weight", NULL };
+                                        "subarchs", "cuts", "local_loss_weight", "hotness", NULL };
     TRY(check_keys(name, g, "ctr", keys));
+    TRY(read_hotness(name, g, cfg));
     TRY(read_int(name, g, "ctr", "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
     config_setting_t *rows = config_setting_get_member(g, "table_rows");
@@ -764,6 +804,13 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
         put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
             cfg->ctr.subarchs);
+        bool multi = false;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            multi = multi || cfg->ctr.hotness[f] != 1;
+        for (int f = 0; multi && f < ERASE_CTR_FIELDS; f++)
+            put(&w, "%s%u", f ? ", " : "  hotness = [", (unsigned)cfg->ctr.hotness[f]);
+        if (multi)
+            put(&w, "];\n");
     } else if (cfg->kind == ERASE_MODEL_GPT) {
         put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
             cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);

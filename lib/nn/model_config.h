@@ -13,6 +13,8 @@
  *     subarchs = 6;
  *     cuts = "all";                # "all", "none", or a list of boundaries [1, 3]
  *     local_loss_weight = 1.0;     # lambda of every local loss (>= 0)
+ *     hotness = "mlperf";          # most ids per sample of each feature: a list of 26
+ *                                  # (each 1..ERASE_CTR_HOTNESS_MAX) or "mlperf"; default all 1
  *   };
  *   mlp: {
  *     inputs = 784;
@@ -62,6 +64,13 @@
 
 #define ERASE_CTR_DENSE 13        /* dense features of the Criteo layout */
 #define ERASE_CTR_FIELDS 26       /* categorical features */
+#define ERASE_CTR_HOTNESS_MAX 65536 /* most ids per sample of one feature a model takes */
+/* MLPerf DLRM-DCNv2's multi-hot Criteo 1TB: ids per sample of C1..C26
+ * (sum 214), the --multi_hot_sizes of TorchRec's torchrec_dlrm
+ * scripts/materialize_synthetic_multihot_dataset.py and of MLPerf training's
+ * recommendation_v2 reference. */
+#define ERASE_CTR_HOTNESS_MLPERF \
+    { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 }
 #define ERASE_MAX_LAYERS 16       /* bottom MLP layers, MLP hidden layers */
 #define ERASE_MAX_BLOCKS 32
 /* gpt layers: a layer is a block, so the blocks' bound; the parser and the
@@ -95,6 +104,9 @@ typedef struct {
         int bottom_layers;
         int subarch_width;
         int subarchs;            /* blocks = 1 + subarchs */
+        /* the most ids of a sample per feature (multi-hot; all 1: one-hot):
+         * the batch's sparse is [size, sum of hotness] (lib/nn/batch.h) */
+        uint32_t hotness[ERASE_CTR_FIELDS];
     } ctr;
     struct {
         int inputs;
@@ -131,6 +143,11 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind);
  * (docs/models.md): layers, width = 64 x layers, heads = max(1,
  * ceil(width / 128)), kv_heads = heads. The other fields stay. */
 void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers);
+
+/* H of a ctr model's batches (lib/nn/batch.h): the sum of ctr.hotness,
+ * a hotness of 0 (a configuration made without the defaults) counting as
+ * 1; 26 for one-hot. */
+int64_t erase_model_config_hot_width(const erase_model_config_t *cfg);
 
 /* The model kind's name, "ctr", "mlp", "gpt" or "nanochat". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);

@@ -118,8 +118,9 @@ erase_status_t erase_network_create_replica(erase_network_t *net, int max_batch,
 
 /*
  * Device buffers for a batch of up to `size` samples of every input the
- * network's model reads (ctr dense [size, 13], sparse [size, 26], label
- * [size]; mlp features [size, inputs], classes [size]; gpt tokens and
+ * network's model reads (ctr dense [size, 13], sparse [size, H] with H =
+ * the sum of ctr.hotness (26 one-hot), label [size], and for multi-hot
+ * models sparse_len [size, 26]; mlp features [size, inputs], classes [size]; gpt tokens and
  * targets [size, T]); out->size = size. Free with
  * erase_network_batch_free. Errors: ERASE_ERR_INVALID (a size that
  * overflows), ERASE_ERR_NOMEM.

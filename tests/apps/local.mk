@@ -45,6 +45,8 @@ APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 APPS_TEST_DRIVERS += tests/apps/test-man.sh
 # make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
 APPS_TEST_DRIVERS += tests/apps/test-install.sh
+# multi-hot Criteo TSV: erase-convert lists, erase-inspect hotness against a count, a bad list named (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-multihot.sh
 EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)
@@ -70,11 +72,18 @@ endif
 if HAVE_CMOCKA
 check_PROGRAMS += tests/apps/test-task-lm
 TESTS += tests/apps/test-task-lm
-tests_apps_test_task_lm_SOURCES = tests/apps/test-task-lm.c apps/train/tasks.c apps/train/task_ctr.c \
-	apps/train/task_classify.c apps/train/task_lm.c
+TASK_TABLE_SOURCES = apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c apps/train/task_lm.c
+tests_apps_test_task_lm_SOURCES = tests/apps/test-task-lm.c $(TASK_TABLE_SOURCES)
 tests_apps_test_task_lm_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_apps_test_task_lm_CFLAGS = $(TEST_CFLAGS)
 tests_apps_test_task_lm_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS) $(TEST_LIBS)
+# The ctr task's device batch for multi-hot data: sparse [n, H], sparse_len (issue 35)
+check_PROGRAMS += tests/apps/test-task-ctr
+TESTS += tests/apps/test-task-ctr
+tests_apps_test_task_ctr_SOURCES = tests/apps/test-task-ctr.c $(TASK_TABLE_SOURCES)
+tests_apps_test_task_ctr_CPPFLAGS = $(tests_apps_test_task_lm_CPPFLAGS)
+tests_apps_test_task_ctr_CFLAGS = $(tests_apps_test_task_lm_CFLAGS)
+tests_apps_test_task_ctr_LDADD = $(tests_apps_test_task_lm_LDADD)
 endif
 
 # erase-sample: generation from gpt checkpoints (sample-tool writes them and

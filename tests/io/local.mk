@@ -1,6 +1,6 @@
 # tests/io: Criteo conversion, CTR shards and the reader (CTR, classification and token-window rows), synthetic data, MNIST (make check).
 if HAVE_CMOCKA
-IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct tests/io/test-tok tests/io/test-tokenizer
+IO_TESTS = tests/io/test-criteo tests/io/test-ctr-reader tests/io/test-ctr-multihot tests/io/test-cls-reader tests/io/test-synth tests/io/test-mnist tests/io/test-distinct tests/io/test-tok tests/io/test-tokenizer
 check_PROGRAMS += $(IO_TESTS)
 TESTS += $(IO_TESTS)
 IO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) -DERASE_DATA_DIR='"$(abs_top_srcdir)/data"'
@@ -14,6 +14,11 @@ tests_io_test_ctr_reader_SOURCES = tests/io/test-ctr-reader.c tests/io/io_util.c
 tests_io_test_ctr_reader_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_io_test_ctr_reader_CFLAGS = $(TEST_CFLAGS)
 tests_io_test_ctr_reader_LDADD = $(IO_TEST_LIBS)
+# multi-hot shards, parser lists, the reader's padded layout (issue 35)
+tests_io_test_ctr_multihot_SOURCES = tests/io/test-ctr-multihot.c tests/io/io_util.c tests/io/io_util.h
+tests_io_test_ctr_multihot_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_ctr_multihot_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_ctr_multihot_LDADD = $(IO_TEST_LIBS)
 tests_io_test_cls_reader_SOURCES = tests/io/test-cls-reader.c tests/io/io_util.c tests/io/io_util.h
 tests_io_test_cls_reader_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 tests_io_test_cls_reader_CFLAGS = $(TEST_CFLAGS)
@@ -52,6 +57,9 @@ EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh te
 # The reader over days in several directories on 2 ranks against 1 (issue 35)
 TESTS += tests/io/test-ctr-reader-days.sh
 EXTRA_DIST += tests/io/test-ctr-reader-days.sh
+# multi-hot CTR rows for MLPerf's hotness on 2 ranks against 1 (issue 35)
+TESTS += tests/io/test-ctr-multihot-mpi.sh
+EXTRA_DIST += tests/io/test-ctr-multihot-mpi.sh
 # erase's BPE tokenizer against rustbpe's merges and tiktoken's ids, in a venv made by
 # tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
 TESTS += tests/io/test-tokenizer-compat.sh

@@ -451,9 +451,10 @@ static void test_bad_lines_in_files(void **state)
 
     /* --skip-bad: one bad line of each kind among good ones */
     text[0] = '\0';
-    const char *bad[5][3] = { { NULL, NULL, "39" }, { "0", "7", NULL }, { "4", "4.5", NULL },
-                              { "20", "xyz", NULL }, { "6", "5000000000", NULL } };
-    for (int k = 0; k < 5; k++) {
+    const char *bad[6][3] = { { NULL, NULL, "39" },        { "0", "7", NULL },
+                              { "4", "4.5", NULL },        { "20", "xyz", NULL },
+                              { "6", "5000000000", NULL }, { "18", "1a,,2b", NULL } }; /* (issue 35) a list */
+    for (int k = 0; k < 6; k++) {
         strcat(text, make_line('\t', -1, NULL, 40));
         strcat(text, "\n");
         if (bad[k][2])
@@ -470,12 +471,12 @@ static void test_bad_lines_in_files(void **state)
     o = options(out);
     o.skip_bad = 1;
     MUST(erase_criteo_convert(in, 1, &o, &summary));
-    assert_int_equal(summary.lines, 11);
-    assert_int_equal(summary.rows, 6);
-    assert_int_equal(summary.skipped, 5);
+    assert_int_equal(summary.lines, 13);
+    assert_int_equal(summary.rows, 7);
+    assert_int_equal(summary.skipped, 6);
     for (int k = 1; k < ERASE_CRITEO_BAD_KINDS; k++)
         assert_int_equal(summary.bad[k], 1);
-    assert_int_equal(summary.remapped, 6);
+    assert_int_equal(summary.remapped, 7);
     const char *first[ERASE_CRITEO_BAD_KINDS] = {
         NULL,
         "%s:2: expected 40 tab-separated fields (label, I1-I13, C1-C26), got 39",
@@ -483,6 +484,7 @@ static void test_bad_lines_in_files(void **state)
         "%s:6: field I4: expected an integer, got '4.5'",
         "%s:8: field C7: expected a hexadecimal id of up to 8 digits, got 'xyz'",
         "%s:10: field I6: value out of range -2147483648..2147483647, got '5000000000'",
+        "%s:12: field C5: expected hexadecimal ids separated by single commas (an id is empty), got '1a,,2b'",
     };
     for (int k = 1; k < ERASE_CRITEO_BAD_KINDS; k++) {
         snprintf(want, sizeof want, first[k], path);
@@ -490,12 +492,12 @@ static void test_bad_lines_in_files(void **state)
     }
     io_rows_t got;
     MUST(io_rows_load(out, &got));
-    assert_int_equal(got.n, 6);
+    assert_int_equal(got.n, 7);
     io_rows_free(&got);
     FILE *devnull = fopen("/dev/null", "w");
     erase_criteo_convert_print(&summary, devnull);
     fclose(devnull);
-    print_message("bad line 3 -> '%s', nothing written; --skip-bad: 6 rows, 1 skipped per reason, each "
+    print_message("bad line 3 -> '%s', nothing written; --skip-bad: 7 rows, 1 skipped per reason, each "
                   "first message exact\n", want);
 }
 

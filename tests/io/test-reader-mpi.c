@@ -7,7 +7,9 @@
  * shuffled, last partial batch kept). Prints "ok 1 - ..." or "not ok 1 -
  * ..." (the driver prints the plan).
  *
- *   test-reader-mpi ctr|classify DATA_DIR ROWS GLOBAL_BATCH BLOCK_ROWS
+ *   test-reader-mpi ctr|ctr-mlperf|classify DATA_DIR ROWS GLOBAL_BATCH BLOCK_ROWS
+ * (ctr-mlperf: CTR rows read for MLPerf DLRM-DCNv2's hotness, sparse
+ * [n, 214] padded and sparse_len, io/ctr_reader.h; issue 35).
  *   test-reader-mpi lm DATA_DIR WINDOWS GLOBAL_BATCH BLOCK_ROWS CONTEXT
  * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h). DATA_DIR
  * may be a comma-separated list (days in several directories). The
@@ -23,6 +25,7 @@
 #include "io/cls_reader.h"
 #include "io/ctr_reader.h"
 #include "io/tok_reader.h"
+#include "lib/nn/model_config.h" /* ERASE_CTR_HOTNESS_MLPERF only: a macro */
 
 static erase_reader_t *open_reader(const erase_row_format_t *fmt, const char *dir, int64_t G, int64_t block,
                                    int rank, int size)
@@ -57,9 +60,13 @@ int main(int argc, char **argv)
     static int context;
     context = argc == 7 ? atoi(argv[6]) : 0;
     erase_tok_rows_init(&lm, &context);
+    static const uint32_t mlperf[26] = ERASE_CTR_HOTNESS_MLPERF;
+    static erase_row_format_t ctr_mlperf;
+    erase_ctr_rows_init(&ctr_mlperf, mlperf);
     const int lm_args = argc >= 2 && !strcmp(argv[1], "lm");
     const erase_row_format_t *fmt = argc < 2                       ? NULL
                                     : !strcmp(argv[1], "ctr")      ? &erase_ctr_rows
+                                    : !strcmp(argv[1], "ctr-mlperf") ? &ctr_mlperf
                                     : !strcmp(argv[1], "classify") ? &erase_cls_rows
                                     : lm_args                      ? &lm
                                                                    : NULL;

@@ -48,6 +48,7 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
                             (size_t)a->ctr.bottom_layers * sizeof(int));
         assert_int_equal(a->ctr.subarch_width, b->ctr.subarch_width);
         assert_int_equal(a->ctr.subarchs, b->ctr.subarchs);
+        assert_memory_equal(a->ctr.hotness, b->ctr.hotness, sizeof a->ctr.hotness);
     } else if (a->kind == ERASE_MODEL_GPT) {
         assert_int_equal(a->gpt.layers, b->gpt.layers);
         assert_int_equal(a->gpt.heads, b->gpt.heads);
@@ -319,6 +320,35 @@ static void test_parse_ctr(void **state)
     print_message("cuts = \"all\" with 31 sub-architectures: boundaries 1..31\n");
     MUST(erase_model_config_parse("model = \"ctr\"; ctr: { subarchs = 31; cuts = \"all\"; };", "ctr.cfg", &c));
     assert_int_equal(c.cut_mask, 0xfffffffeu);
+}
+
+/* ctr.hotness (issue 35): default all 1, "mlperf" = MLPerf DLRM-DCNv2's
+ * sizes, a list of 26; written back only when not all 1; bad values named. */
+static void test_parse_hotness(void **state)
+{
+    (void)state;
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = { 3, 2, 1, 2, 6, 1, 1, 1, 1, 7,   3,  8,  1,
+                                                       6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1 };
+    erase_model_config_t d = erase_model_config_default(ERASE_MODEL_CTR), cfg = d, back = d;
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(d.ctr.hotness[f], 1);
+    char text[4096];
+    assert_true(erase_model_config_format(&d, text, sizeof text) > 0);
+    assert_null(strstr(text, "hotness"));
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: { hotness = \"mlperf\"; };\n", "m.cfg", &cfg));
+    assert_memory_equal(cfg.ctr.hotness, mlperf, sizeof mlperf);
+    assert_true(erase_model_config_format(&cfg, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  hotness = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, "
+                                 "10, 3, 1, 1];\n"));
+    MUST(erase_model_config_parse(text, "formatted.cfg", &back));
+    assert_config_equal(&cfg, &back);
+    expect_error("model = \"ctr\";\nctr: { hotness = [1, 2]; };\n",
+                 "bad.cfg:2: ctr.hotness: expected 26 capacities, got 2");
+    expect_error("model = \"ctr\";\nctr: { hotness = \"dcn\"; };\n",
+                 "bad.cfg:2: ctr.hotness: expected \"mlperf\" or a list of 26 integers >= 1, got \"dcn\"");
+    expect_error("model = \"ctr\";\nctr: { hotness = [1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+                 "1, 1, 1, 1, 1, 1]; };\n",
+                 "bad.cfg:2: ctr.hotness[4]: expected an integer in 1..65536, got 0");
 }
 
 static void test_parse_mlp(void **state)
@@ -868,6 +898,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_parse_ctr),
+        cmocka_unit_test(test_parse_hotness),
         cmocka_unit_test(test_parse_mlp),
         cmocka_unit_test(test_parse_gpt),
         cmocka_unit_test(test_parse_nanochat),
