@@ -119,12 +119,14 @@ if erase-convert synth --help 2>&1 | grep -q -- '--shape'; then
     run convert-eval "$ranks" erase-convert criteo -q -o "$work/shards/day_1_head" "$work/tsv/day_1.tsv.gz"
     stage convert "$rows" "$t" "$(peaks "$work/convert.time")" \
         "$(du -sb "$work/shards/day_0" | awk -v r="$rows" '{ printf "%.2f GB of shards, %.1f bytes/row", $1 / 1e9, $1 / r }')"
+    eval_data=(--eval "$work/shards/day_1_head")
 else
-    echo "# no erase-convert synth --shape in this build: days written as shards by erase-convert synth (no TSV)"
+    echo "# no erase-convert synth --shape in this build: one planted-model stream written as shards by"
+    echo "# erase-convert synth (no TSV, no conversion); its last $eval_rows rows stand for the next day's first 1%"
     t0=$(now)
-    run generate 0 erase-convert synth -q --force -o "$work/shards/day_0" --rows "$rows" --seed 1
-    stage generate "$rows" "$(echo "$(now) - $t0" | bc)" "$(peaks "$work/generate.time")" "shards directly"
-    run generate-eval 0 erase-convert synth -q --force -o "$work/shards/day_1_head" --rows "$eval_rows" --seed 2
+    run generate 0 erase-convert synth -q --force -o "$work/shards/day_0" --rows "$((rows + eval_rows))" --seed 1
+    stage generate "$((rows + eval_rows))" "$(echo "$(now) - $t0" | bc)" "$(peaks "$work/generate.time")" "shards directly"
+    eval_data=(--eval-fraction "$(awk -v e="$eval_rows" -v r="$rows" 'BEGIN { printf "%.12g", e / (r + e) }')")
 fi
 # ---- inspect -----------------------------------------------------------------
 t0=$(now)
@@ -134,7 +136,7 @@ stage inspect "$rows" "$(echo "$(now) - $t0" | bc)" "$(peaks "$work/inspect.time
 passes=(--epochs 1)
 [ "$steps" -gt 0 ] && passes=(--steps "$steps")
 t0=$(now)
-run train "$ranks" erase-train --train "$work/shards/day_0" --eval "$work/shards/day_1_head" --model "$work/model.cfg" \
+run train "$ranks" erase-train --train "$work/shards/day_0" "${eval_data[@]}" --model "$work/model.cfg" \
     --embeddings row --batch "$batch" "${passes[@]}" --log-every 200 --quiet --checkpoint-dir "$work/ckpt"
 t=$(echo "$(now) - $t0" | bc)
 trained=$(awk '/^  steps/ { print $2; exit }' "$work/train.out")
@@ -144,15 +146,15 @@ ckpt=$(ls "$work"/ckpt/ckpt-*.h5 | head -1)
 grep '^ckpt ' "$work/train.out" | sed 's/^/# /' | tee -a "$summary"
 # ---- evaluate from the checkpoint ---------------------------------------
 t0=$(now)
-run evaluate "$ranks" erase-train --eval-only --init-from "$ckpt" --eval "$work/shards/day_1_head" --embeddings row \
-    --batch "$batch"
+run evaluate "$ranks" erase-train --eval-only --init-from "$ckpt" --train "$work/shards/day_0" "${eval_data[@]}" \
+    --embeddings row --batch "$batch"
 t=$(echo "$(now) - $t0" | bc)
 eval_s=$(awk '/^  eval time/ { print $3; exit }' "$work/evaluate.out")
 stage evaluate "$eval_rows" "$t" "$(peaks "$work/evaluate.time")" "$(grep -m1 '^  eval  ' "$work/evaluate.out" |
     sed 's/^  eval *//; s/ *(.*//') ; eval ${eval_s:-?} s"
 # start-up without the checkpoint: the same evaluation of a fresh model
 t0=$(now)
-run fresh "$ranks" erase-train --train "$work/shards/day_0" --eval "$work/shards/day_1_head" --model "$work/model.cfg" \
+run fresh "$ranks" erase-train --train "$work/shards/day_0" "${eval_data[@]}" --model "$work/model.cfg" \
     --embeddings row --batch "$batch" --steps 1 --quiet
 t_fresh=$(echo "$(now) - $t0" | bc)
 du -b "$ckpt" | awk -v t="$t" -v f="$t_fresh" '{ printf "# checkpoint %.2f GB: read + evaluation %.1f s; a fresh model'"'"'s start-up, one step and evaluation %.1f s: read about %.1f s\n", $1 / 1e9, t, f, t - f }' | tee -a "$summary"
