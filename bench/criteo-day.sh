@@ -104,7 +104,7 @@ run() {
 
 printf '%-9s %12s %10s %12s   %-22s %s\n' stage rows "wall s" "rows/s" "peak RSS GiB per rank" note | tee -a "$summary"
 # ---- generate and convert ------------------------------------------------
-if erase-convert synth --help 2>&1 | grep -q -- '--shape'; then
+if erase-convert synth --shape criteo-1tb --help 2>&1 | grep -q -- '--days'; then
     mkdir -p "$work/tsv"
     t0=$(now)
     run generate "$ranks" erase-convert synth --shape criteo-1tb --scale "$SCALE" --days 1 --rows "$rows" --gzip \
