@@ -3,6 +3,7 @@
  *
  *   erase-convert criteo -o DIR [options] FILE...   Criteo click logs -> shards
  *   erase-convert synth  -o DIR --rows N [options]  planted-model data -> shards
+ *   erase-convert synth  --shape criteo-1tb --scale S --days D --rows N -o DIR  synthetic TSV days
  *   erase-convert mnist  IMAGES LABELS -o DIR [options]  IDX files -> classification shards
  *   erase-convert text   FILE... -o DIR [options]   text -> byte-level (or --tokenizer: BPE) token shards (DIR/train, DIR/eval)
  *   erase-convert tokens FILE.bin... -o DIR [options]  llm.c / nanoGPT (--raw) token files -> token shards
@@ -18,14 +19,18 @@
  */
 #include "config.h"
 #include "apps/cli_args.h"
+#include "apps/convert_vocab.h"
 #include "io/criteo_convert.h"
 #include "io/mnist_convert.h"
 #include "io/synth.h"
+#include "io/synth_days.h"
 #include "io/tok_convert.h"
 #include "io/tokenizer.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <hdf5.h>
+#include <mpi.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -116,6 +121,36 @@ static void not_written(const char *cmd, const char *dir, int force, const char 
             kept ? "; the dataset already there is kept" : "");
 }
 
+/* Started by an MPI launcher (Open MPI's mpirun, Hydra, PMIx: srun):
+ * initialise MPI, so that the conversion shares its work over the ranks
+ * (io/convert_ranks.h); started alone, no MPI at all. Returns the rank. */
+static int mpi_start(int *argc, char ***argv)
+{
+    if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK"))
+        return 0;
+    /* HDF5 started before MPI: it then hooks no shutdown to MPI_Finalize.
+     * After a write that failed on a full disk, HDF5 1.10 keeps a
+     * half-closed file whose shutdown crashed (SIGSEGV in H5F__close_cb,
+     * tests/apps/test-convert-parallel.sh); every file is closed by the
+     * converter, so the process ends without HDF5's shutdown (cmd_criteo). */
+    H5open();
+    int rank = 0;
+    if (MPI_Init(argc, argv) == MPI_SUCCESS)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+/* MPI_Finalize if mpi_start initialised MPI; returns `rc`. */
+static int mpi_end(int rc)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (inited && !finalized)
+        MPI_Finalize();
+    return rc;
+}
+
 static void usage_criteo(FILE *f)
 {
     fprintf(f,
@@ -125,18 +160,24 @@ static void usage_criteo(FILE *f)
             "  label,I1,...,C26; plain or gzip. Empty fields are missing values. In TSV a\n"
             "  categorical field may hold several ids separated by ',' (multi-hot): then the\n"
             "  shards are erase-ctr-2 (docs/data.md, Multi-hot features).\n"
+            "  Under mpirun the ranks share the work: whole gzip files and byte ranges of\n"
+            "  plain files (--split-bytes); the dataset does not depend on the ranks.\n"
             "  -o, --out DIR         output directory (created if missing)\n"
             "  --shard-rows N        rows per shard (default 1048576; k, M, G suffixes)\n"
+            "  --split-bytes N       cut plain files into ranges of N bytes (default 256M)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
+            "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
+            "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
 
 static int cmd_criteo(int argc, char **argv)
 {
+    H5dont_atexit(); /* no HDF5 shutdown at exit: see mpi_start */
     erase_criteo_convert_options_t o = erase_criteo_convert_options_default();
     o.write.converter = "erase-convert criteo " PACKAGE_VERSION;
     o.progress = stderr;
@@ -145,15 +186,23 @@ static int cmd_criteo(int argc, char **argv)
         { "chunk-rows", required_argument, 0, 'c' }, { "no-compress", no_argument, 0, 'n' },
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
-        { "help", no_argument, 0, 'h' },             { 0, 0, 0, 0 },
+        { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
+        { "vocab", required_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
     };
+    const char *vocab_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
+        case 'V': vocab_path = optarg; break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
+            break;
+        case 'B':
+            if (parse_count(optarg, &o.split_bytes) || o.split_bytes < 1)
+                return bad_value("criteo", "--split-bytes", optarg);
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
@@ -184,23 +233,221 @@ static int cmd_criteo(int argc, char **argv)
     }
     o.cancel = &cancelled;
     catch_signals();
+    int rank = mpi_start(&argc, &argv);
+    if (rank != 0)
+        o.progress = NULL;
     erase_criteo_convert_summary_t *s = malloc(sizeof *s);
     if (!s) {
         fprintf(stderr, "erase-convert criteo: out of memory\n");
-        return 1;
+        return mpi_end(1);
     }
-    erase_status_t st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    memset(s, 0, sizeof *s);
+    erase_vocab_t vocab = { 0 };
+    int64_t vocab_rows[ERASE_VOCAB_FIELDS];
+    erase_status_t st = vocab_path ? convert_vocab_use(vocab_path, &vocab, vocab_rows, &o) : ERASE_OK;
+    if (st == ERASE_OK)
+        st = erase_criteo_convert((const char *const *)argv + optind, argc - optind, &o, s);
+    erase_vocab_free(&vocab);
     int rc = 0;
-    if (st != ERASE_OK) {
+    if (st != ERASE_OK && rank != 0) /* rank 0 prints the error the ranks agreed on */
+        rc = st == ERASE_ERR_STATE && cancelled ? 128 + (int)cancelled : 1;
+    else if (st != ERASE_OK) {
         rc = failed("criteo", st);
         char lines[64];
         snprintf(lines, sizeof lines, " (%" PRId64 " lines read)", s->lines);
         not_written("criteo", o.out_dir, o.force, lines);
-    } else {
+    } else if (rank == 0) {
         printf("erase-convert criteo: %s\n", o.out_dir);
         erase_criteo_convert_print(s, stdout);
     }
     free(s);
+    return mpi_end(rc);
+}
+
+/* The planted model's options of synth and synth --shape (getopt codes
+ * S, p, x, d, z): --seed, --base-rate, --signal, --dense-signal, --zipf. */
+typedef struct {
+    uint64_t *seed;
+    double *base_rate, *signal, *dense_signal, *zipf_s;
+} planted_flags_t;
+
+/* Option `c` with value `arg`, one the command's switch did not take: 0
+ * when it is one of the planted model's and parsed; else 2 (the usage
+ * status) after the message: a bad value, or cli_option_error's for an
+ * unknown option or a missing value (`argv`, `opts`: the command's). */
+static int planted_option(int c, const char *arg, const planted_flags_t *f, char *const *argv,
+                          const struct option *opts)
+{
+    int64_t seed;
+    switch (c) {
+    case 'S':
+        if (parse_count(arg, &seed))
+            return bad_value("synth", "--seed", arg);
+        *f->seed = (uint64_t)seed;
+        return 0;
+    case 'p': return parse_double(arg, f->base_rate) ? bad_value("synth", "--base-rate", arg) : 0;
+    case 'x': return parse_double(arg, f->signal) ? bad_value("synth", "--signal", arg) : 0;
+    case 'd': return parse_double(arg, f->dense_signal) ? bad_value("synth", "--dense-signal", arg) : 0;
+    case 'z': return parse_double(arg, f->zipf_s) ? bad_value("synth", "--zipf", arg) : 0;
+    default: return cli_option_error("erase-convert synth", c, argv, opts);
+    }
+}
+
+static void usage_synth_days(FILE *f)
+{
+    erase_synth_days_options_t d = erase_synth_days_options_default();
+    fprintf(f,
+            "usage: erase-convert synth --shape criteo-1tb --scale S --days D --rows N -o DIR [options]\n"
+            "  Criteo-format TSV days (label, I1..I13, C1..C26) shaped like Criteo Terabyte's:\n"
+            "  DIR/day_K.tsv[.gz], K = first day .. first day + D - 1 (io/synth_days.h). The same\n"
+            "  seed gives the same bytes on any number of ranks (mpirun -np N splits the work).\n"
+            "  --shape criteo-1tb    Criteo 1TB's 26 table sizes (MLPerf DLRM-DCNv2's), Zipf ids\n"
+            "  --scale S             vocabulary sizes = S x Criteo 1TB's (0 < S <= 1; at least 2)\n"
+            "  --days D              day files to write\n"
+            "  --rows N              rows per day (k, M, G suffixes: 10M)\n"
+            "  -o, --out DIR         output directory (created if missing)\n"
+            "  --first-day K         number of the first day file (default 0)\n"
+            "  --seed X              seed (default %" PRIu64 ")\n"
+            "  --hotness H           ids per categorical feature: mlperf (MLPerf DLRM-DCNv2's:\n"
+            "                        3,2,1,2,6,...) or 26 counts h1,...,h26 (default all 1)\n"
+            "  --hotness-counts C    fixed (default: a present field holds exactly h ids, as MLPerf's\n"
+            "                        synthetic multi-hot) or uniform (a count uniform in 1..h per row)\n"
+            "  --gzip                write day_K.tsv.gz (gzip level 1, one member per piece)\n"
+            "  --base-rate P         mean click probability (default %g)\n"
+            "  --signal X            std of the categorical weights (default %g)\n"
+            "  --dense-signal X      std of the dense weights (default %g)\n"
+            "  --zipf S              Zipf exponent of id popularity (default %g)\n"
+            "  --piece-rows N        rows per piece of work (default %" PRId64 "; the bytes depend on it)\n"
+            "  --force               replace day files already in DIR\n"
+            "  -q, --quiet           no progress lines\n",
+            d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.piece_rows);
+}
+
+/* "mlperf" or 26 comma-separated counts >= 1 -> hotness; 0 or -1. */
+static int parse_hotness(const char *text, int *hotness)
+{
+    if (!strcmp(text, "mlperf")) {
+        memcpy(hotness, erase_synth_days_mlperf_hotness, sizeof(int) * ERASE_CTR_SHARD_FIELDS);
+        return 0;
+    }
+    const char *p = text;
+    for (int f = 0; f < ERASE_CTR_SHARD_FIELDS; f++) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 1 || v > ERASE_SYNTH_DAYS_MAX_HOTNESS ||
+            *end != (f == ERASE_CTR_SHARD_FIELDS - 1 ? '\0' : ','))
+            return -1;
+        hotness[f] = (int)v;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* erase-convert synth --shape ...: the days of io/synth_days.h, on the
+ * ranks of MPI_COMM_WORLD (MPI started here unless it is already). */
+static int cmd_synth_days(int argc, char **argv)
+{
+    erase_synth_days_options_t o = erase_synth_days_options_default();
+    o.progress = stderr;
+    static const struct option opts[] = {
+        { "shape", required_argument, 0, 'H' },      { "scale", required_argument, 0, 'a' },
+        { "days", required_argument, 0, 'D' },       { "rows", required_argument, 0, 'r' },
+        { "first-day", required_argument, 0, 'K' },  { "seed", required_argument, 0, 'S' },
+        { "hotness", required_argument, 0, 'm' },    { "gzip", no_argument, 0, 'g' },
+        { "base-rate", required_argument, 0, 'p' },  { "signal", required_argument, 0, 'x' },
+        { "dense-signal", required_argument, 0, 'd' }, { "zipf", required_argument, 0, 'z' },
+        { "piece-rows", required_argument, 0, 'P' }, { "out", required_argument, 0, 'o' },
+        { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
+        { "hotness-counts", required_argument, 0, 'u' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': o.shape = optarg; break;
+        case 'a':
+            if (parse_double(optarg, &o.scale) || !(o.scale > 0 && o.scale <= 1))
+                return bad_value("synth", "--scale", optarg);
+            break;
+        case 'D':
+            if (parse_count(optarg, &o.days) || o.days < 1)
+                return bad_value("synth", "--days", optarg);
+            break;
+        case 'r':
+            if (parse_count(optarg, &o.rows) || o.rows < 1)
+                return bad_value("synth", "--rows", optarg);
+            break;
+        case 'K':
+            if (parse_count(optarg, &o.first_day))
+                return bad_value("synth", "--first-day", optarg);
+            break;
+        case 'm':
+            if (parse_hotness(optarg, o.hotness))
+                return bad_value("synth", "--hotness", optarg);
+            break;
+        case 'g': o.gzip = 1; break;
+        case 'u':
+            if (strcmp(optarg, "fixed") && strcmp(optarg, "uniform"))
+                return bad_value("synth", "--hotness-counts", optarg);
+            o.hotness_uniform = !strcmp(optarg, "uniform");
+            break;
+        case 'P':
+            if (parse_count(optarg, &o.piece_rows) || o.piece_rows < 1)
+                return bad_value("synth", "--piece-rows", optarg);
+            break;
+        case 'o': o.out_dir = optarg; break;
+        case 'F': o.force = 1; break;
+        case 'q': o.progress = NULL; break;
+        case 'h': usage_synth_days(stdout); return 0;
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
+        }
+    }
+    if (optind < argc)
+        return cli_unexpected("erase-convert synth", argv[optind]);
+    const char *why = strcmp(o.shape, "criteo-1tb") ? "--shape: expected criteo-1tb"
+                      : !o.out_dir               ? "no output directory (-o DIR)"
+                      : o.scale <= 0             ? "no --scale S"
+                      : o.days < 1               ? "no --days D"
+                      : o.rows < 1               ? "no --rows N"
+                                                 : NULL;
+    if (why) {
+        fprintf(stderr, "erase-convert synth: %s\n", why);
+        usage_synth_days(stderr);
+        return 2;
+    }
+    int inited = 0, rank = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "erase-convert synth: MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank != 0)
+        o.progress = NULL;
+    o.cancel = &cancelled;
+    catch_signals();
+    erase_synth_days_summary_t s;
+    erase_status_t st = erase_synth_days_write(&o, MPI_COMM_WORLD, &s);
+    int rc = 0;
+    if (st != ERASE_OK) {
+        /* options and existing files: every rank found the same; rank 0 says it */
+        if (rank == 0 || (st != ERASE_ERR_INVALID && st != ERASE_ERR_COMM))
+            rc = failed("synth", st);
+        else
+            rc = 1;
+        if (rank == 0)
+            fprintf(stderr, "erase-convert synth: no day file written to %s\n", o.out_dir);
+    } else if (rank == 0) {
+        printf("erase-convert synth: %s\n", o.out_dir);
+        erase_synth_days_print(&s, &o, stdout);
+    }
+    if (!inited)
+        MPI_Finalize();
     return rc;
 }
 
@@ -224,12 +471,19 @@ static void usage_synth(FILE *f)
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
-            "  -q, --quiet           no progress lines\n",
+            "  -q, --quiet           no progress lines\n"
+            "  --shape criteo-1tb    Criteo-format TSV days shaped like Criteo Terabyte's instead, with\n"
+            "                        --scale, --days, --first-day, --hotness, --hotness-counts,\n"
+            "                        --gzip, --piece-rows\n"
+            "                        (erase-convert synth --shape criteo-1tb --help)\n",
             d.seed, d.base_rate, d.signal, d.dense_signal, d.zipf_s, d.max_vocab);
 }
 
 static int cmd_synth(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* --shape: days of TSV, not shards (issue 35) */
+        if (!strcmp(argv[i], "--shape") || !strncmp(argv[i], "--shape=", 8))
+            return cmd_synth_days(argc, argv);
     erase_synth_options_t o = erase_synth_options_default();
     o.write.converter = "erase-convert synth " PACKAGE_VERSION;
     o.progress = stderr;
@@ -243,35 +497,14 @@ static int cmd_synth(int argc, char **argv)
         { "quiet", no_argument, 0, 'q' },              { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
+    planted_flags_t planted = { &o.seed, &o.base_rate, &o.signal, &o.dense_signal, &o.zipf_s };
     int c;
-    int64_t seed;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'r':
             if (parse_count(optarg, &o.rows) || o.rows < 1)
                 return bad_value("synth", "--rows", optarg);
-            break;
-        case 'S':
-            if (parse_count(optarg, &seed))
-                return bad_value("synth", "--seed", optarg);
-            o.seed = (uint64_t)seed;
-            break;
-        case 'p':
-            if (parse_double(optarg, &o.base_rate))
-                return bad_value("synth", "--base-rate", optarg);
-            break;
-        case 'x':
-            if (parse_double(optarg, &o.signal))
-                return bad_value("synth", "--signal", optarg);
-            break;
-        case 'd':
-            if (parse_double(optarg, &o.dense_signal))
-                return bad_value("synth", "--dense-signal", optarg);
-            break;
-        case 'z':
-            if (parse_double(optarg, &o.zipf_s))
-                return bad_value("synth", "--zipf", optarg);
             break;
         case 'v':
             if (parse_count(optarg, &o.max_vocab))
@@ -289,7 +522,10 @@ static int cmd_synth(int argc, char **argv)
         case 'F': o.force = 1; break;
         case 'q': o.progress = NULL; break;
         case 'h': usage_synth(stdout); return 0;
-        default: return cli_option_error("erase-convert synth", c, argv, opts);
+        default:
+            if (planted_option(c, optarg, &planted, argv, opts))
+                return 2;
+            break;
         }
     }
     if (optind < argc)
@@ -547,6 +783,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-convert COMMAND [OPTIONS]   (COMMAND --help for its options)\n\n"
                "  criteo   Criteo click logs (TSV or CSV with header, plain or gzip) -> HDF5 shards\n"
+               "  vocab    count categorical ids of Criteo TSV files -> a frequency-thresholded vocabulary\n"
                "  synth    synthetic CTR data from a planted logistic model -> HDF5 shards\n"
                "  mnist    MNIST IDX images and labels (plain or gzip) -> classification shards\n"
                "  text     text files -> byte-level token shards (DIR/train, DIR/eval)\n"
@@ -564,6 +801,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "criteo"))
         return cmd_criteo(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "vocab"))
+        return convert_vocab_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "synth"))
         return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(argv[1], "mnist"))

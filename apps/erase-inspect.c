@@ -15,6 +15,12 @@
  *                                    layout, provenance; the ids used and
  *                                    the bytes per token
  *
+ *                                    Shards converted with a vocabulary:
+ *                                    its table rows and coverage per feature
+ *
+ *   erase-inspect vocab VOCAB.h5     a vocabulary (io/vocab.h; also
+ *                                    erase-inspect data VOCAB.h5)
+ *
  *   erase-inspect ckpt FILE|DIR      a checkpoint (io/checkpoint.h): step,
  *                                    samples, epoch and cursor, sizes,
  *                                    schedule, optimizer clock, the model
@@ -36,15 +42,18 @@
  */
 #include "config.h"
 #include "apps/cli_args.h"
+#include "apps/inspect_vocab.h"
 #include "io/checkpoint.h"
 #include "io/cls_stats.h"
 #include "io/ctr_index.h"
 #include "io/ctr_shard.h"
 #include "io/ctr_stats.h"
+#include "io/h5_rows.h"
 #include "io/h5_util.h"
 #include "io/synth.h"
 #include "io/tok_data_tokenizer.h"
 #include "io/tok_shard.h"
+#include "io/vocab.h"
 #include "lib/core/fs.h"
 #include "lib/device/device.h"
 #include "lib/nn/model_config.h"
@@ -315,6 +324,8 @@ static int cmd_data(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (argv[i][0] == '-' && argv[i][1])
             return cli_leftover_error("erase-inspect data", argv[i], 0, NULL);
+    if (argc == 2 && erase_h5_rows_probe(argv[1], ERASE_VOCAB_FORMAT))
+        return inspect_vocab_file("data", argv[1]);
     erase_ctr_list_t list;
     if (erase_ctr_list_resolve((const char *const *)argv + 1, argc - 1, &list) != ERASE_OK)
         return failed("data");
@@ -374,6 +385,7 @@ static int cmd_data(int argc, char **argv)
         erase_ctr_stats_print_distinct(&all, &distinct, stdout, "");
         for (int i = 1; i < argc; i++)
             print_planted(argv[i]);
+        rc = inspect_vocab_dataset(&list, &all);
     }
     erase_ctr_distinct_free(&distinct);
     free(label);
@@ -738,6 +750,8 @@ static void usage(FILE *f)
                "  data     CTR shards (a directory from erase-convert or shard files): rows,\n"
                "           base rate, missing rate per feature, categorical id ranges;\n"
                "           classification shards: rows, features, the class histogram\n"
+               "  vocab    a vocabulary of erase-convert vocab: threshold, digest, per feature the\n"
+               "           ids counted, frequent ids, table rows and coverage\n"
                "  ckpt     a checkpoint of erase-train (or a checkpoint directory's newest): step,\n"
                "           samples, sizes, schedule, model file, every tensor with shape and L2\n"
                "           norm (validated first; a sharded table row by row as it is read, never whole)\n"
@@ -758,6 +772,8 @@ int main(int argc, char **argv)
         return cmd_data(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ckpt"))
         return cmd_ckpt(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "vocab"))
+        return inspect_vocab_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "merge"))
         return cmd_merge(argc - 1, argv + 1);
     fprintf(stderr, "erase-inspect: unknown command '%s'\n\n", argv[1]);

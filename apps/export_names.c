@@ -33,7 +33,7 @@ erase_status_t export_format_fits(export_format_t f, const erase_model_config_t 
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s nanochat: the model is %s; nanochat holds nanochat models only "
                            "(--format erase holds any)", option, model);
     if (f == EXPORT_TORCH && (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT))
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s torch: the model is %s; torch holds ctr and mlp models (%s: "
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s torch: the model is %s; torch holds ctr, dcn and mlp models (%s: "
                            "%s or erase)", option, model, model, cfg->kind == ERASE_MODEL_GPT ? "hf-gpt2" : "nanochat");
     return ERASE_OK;
 }
@@ -139,6 +139,30 @@ static erase_status_t transformer_name(export_format_t f, const transformer_name
     return ERASE_ERROR(ERASE_ERR_INVALID, "%s: no %s name for parameter %s", NAMES[f], names->who, name);
 }
 
+/* dcn in torch: TorchRec's DLRM_DCN state dict (torchrec/models/dlrm.py,
+ * docs/models.md): "<block>/" dropped and '/' as '.', a table input/emb/<f>
+ * as sparse_arch.embedding_bag_collection.embedding_bags.t_cat_<f>.weight
+ * (torchrec_dlrm's table names), a local head dropped (DLRM_DCN has none). */
+static erase_status_t torchrec_dcn_name(const char *name, char *out, size_t size, export_action_t *action)
+{
+    int table = -1, used = 0;
+    const char *path = strchr(name, '/');
+    if (sscanf(name, "input/emb/%d%n", &table, &used) == 1 && !name[used]) {
+        if (snprintf(out, size, "sparse_arch.embedding_bag_collection.embedding_bags.t_cat_%d.weight", table) >=
+            (int)size)
+            return too_long(name);
+        return ERASE_OK;
+    }
+    if (!path)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "torch: no TorchRec name for parameter %s", name);
+    if (!strncmp(path + 1, "head/", 5)) {
+        *action = EXPORT_DROP;
+        snprintf(out, size, "%s", name);
+        return ERASE_OK;
+    }
+    return dotted("", path + 1, "", out, size) ? too_long(name) : ERASE_OK;
+}
+
 erase_status_t export_name(export_format_t f, const erase_model_config_t *cfg, const char *erase_name, char *out,
                            size_t size, export_action_t *action)
 {
@@ -147,6 +171,8 @@ erase_status_t export_name(export_format_t f, const erase_model_config_t *cfg, c
         return transformer_name(f, &HF_GPT2_NAMES, cfg->gpt.layers, erase_name, out, size, action);
     if (f == EXPORT_NANOCHAT)
         return transformer_name(f, &NANOCHAT_NAMES, cfg->nanochat.layers, erase_name, out, size, action);
+    if (f == EXPORT_TORCH && cfg->kind == ERASE_MODEL_DCN)
+        return torchrec_dcn_name(erase_name, out, size, action);
     int table = -1, used = 0;
     const char *suffix = f == EXPORT_TORCH && cfg->kind == ERASE_MODEL_CTR &&
                                  sscanf(erase_name, "input/emb/%d%n", &table, &used) == 1 && !erase_name[used]

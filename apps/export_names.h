@@ -60,7 +60,7 @@ erase_status_t export_format_fits(export_format_t f, const erase_model_config_t 
 typedef enum {
     EXPORT_KEEP = 0,      /* written under `name` */
     EXPORT_TRANSPOSE = 1, /* written under `name`, transposed ([out, in] -> [in, out]) */
-    EXPORT_DROP = 2       /* no place in the format (a local head in hf-gpt2 or nanochat) */
+    EXPORT_DROP = 2       /* no place in the format (a local head in hf-gpt2, nanochat or dcn's torch) */
 } export_action_t;
 
 /*

@@ -13,9 +13,13 @@ bin_PROGRAMS += apps/erase-convert apps/erase-inspect
 # missing value or an unexpected argument (issue 32)
 CLI_ARGS_SOURCES = apps/cli_args.c apps/cli_args.h
 apps_erase_convert_SOURCES = apps/erase-convert.c $(CLI_ARGS_SOURCES)
+# erase-convert vocab, criteo --vocab (issue 35)
+apps_erase_convert_SOURCES += apps/convert_vocab.c apps/convert_vocab.h
 apps_erase_convert_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_convert_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_inspect_SOURCES = apps/erase-inspect.c $(CLI_ARGS_SOURCES)
+# erase-inspect vocab, vocabulary coverage in erase-inspect data (issue 35)
+apps_erase_inspect_SOURCES += apps/inspect_vocab.c apps/inspect_vocab.h
 apps_erase_inspect_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_inspect_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 # erase-bench data: converter and reader speed.
@@ -42,6 +46,7 @@ TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/checkpoint_lock.c apps/train/checkpoint_lock.h \
 	apps/train/pipeline.c apps/train/pipeline.h \
 	apps/train/batch_ring.c apps/train/batch_ring.h apps/train/embeddings.c apps/train/embeddings.h \
+	apps/train/ctr_vocab.c apps/train/ctr_vocab.h \
 	apps/train/task.h apps/train/tasks.c apps/train/task_ctr.c apps/train/task_classify.c apps/train/task_lm.c
 bin_PROGRAMS += apps/erase-train apps/erase-score
 apps_erase_train_SOURCES = apps/erase-train.c $(TRAIN_SOURCES) $(CLI_ARGS_SOURCES)

@@ -175,6 +175,75 @@ too_many:
     return ERASE_CRITEO_BAD_LIST;
 }
 
+/*
+ * The common line in one pass: label "0" or "1", counts of an optional '-'
+ * and at most 10 digits, ids of 1 to 8 hex digits, exactly 40 fields.
+ * Returns 1 with `row` filled (one id a feature: lengths 1, nids 0, multi
+ * 0), or 0 for anything else (".0" tails, values out of range, bad fields,
+ * lists of ids, another field count), which the careful path below parses
+ * or names; both give the same row for a line this accepts.
+ * (It reads each byte once; the careful path finds the 40 separators with
+ * memchr first, then parses each field: 2x fewer passes over the line.)
+ */
+static int parse_common(const char *p, const char *end, char sep, erase_criteo_row_t *row)
+{
+    if (end - p < 2 || (p[0] != '0' && p[0] != '1') || p[1] != sep)
+        return 0;
+    row->label = (uint8_t)(p[0] - '0');
+    p += 2;
+    for (int j = 0; j < ERASE_CTR_SHARD_DENSE; j++) {
+        if (p < end && *p == sep) {
+            row->dense[j] = NAN;
+            p++;
+            continue;
+        }
+        int neg = p < end && *p == '-';
+        p += neg;
+        const char *digits = p;
+        int64_t v = 0;
+        while (p < end && (unsigned)(*p - '0') < 10 && p - digits < 10)
+            v = v * 10 + (*p++ - '0');
+        if (p == digits || p >= end || *p != sep) /* also an 11th digit, a '.', the line's end */
+            return 0;
+        v = neg ? -v : v;
+        if (v > 2147483647LL || v < -2147483648LL)
+            return 0;
+        row->dense[j] = (float)v;
+        p++;
+    }
+    row->remapped = 0;
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
+        const char *field_end = k + 1 < ERASE_CTR_SHARD_FIELDS ? end : NULL; /* the last field ends the line */
+        if (p == end || *p == sep) {
+            if (field_end ? p == end : p != end) /* a missing separator; more fields than 40 */
+                return 0;
+            row->sparse[k] = ERASE_CTR_SPARSE_MISSING;
+            row->lengths[k] = 1;
+            p += field_end != NULL;
+            continue;
+        }
+        const char *digits = p;
+        uint32_t id = 0;
+        unsigned d;
+        while (p < end && (d = hex_plus1[(unsigned char)*p]) != 0 && p - digits < 8) {
+            id = (id << 4) | (d - 1);
+            p++;
+        }
+        if (field_end ? (p == end || *p != sep) : p != end)
+            return 0;
+        if (id == ERASE_CTR_SPARSE_MISSING) {
+            id = ERASE_CTR_SPARSE_FFFFFFFF;
+            row->remapped++;
+        }
+        row->sparse[k] = id;
+        row->lengths[k] = 1;
+        p += field_end != NULL;
+    }
+    row->nids = 0;
+    row->multi = 0;
+    return 1;
+}
+
 erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, char sep, erase_criteo_row_t *row,
                                                uint32_t *ids, size_t ids_cap, char *why, size_t why_size)
 {
@@ -182,6 +251,12 @@ erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, cha
         why[0] = '\0';
     if (len && line[len - 1] == '\r')
         len--;
+    if ((!ids || ids_cap >= ERASE_CTR_SHARD_FIELDS) && parse_common(line, line + len, sep, row)) {
+        if (ids) /* the one id of each feature */
+            for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++)
+                ids[row->nids++] = row->sparse[k];
+        return ERASE_CRITEO_OK;
+    }
     const char *start[ERASE_CRITEO_FIELDS + 1];
     const char *p = line, *end = line + len;
     int fields = 0;

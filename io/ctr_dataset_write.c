@@ -12,7 +12,9 @@
 
 typedef struct {
     erase_ctr_writer_t *w;
-    char name[32];    /* part-00000.h5 */
+    char name[32];    /* part-00000.h5 (units: .unit-00000-00000.h5 until published) */
+    int unit, index;  /* units: the unit and the shard's number in it; else -1, 0 */
+    int finished;     /* erase_ctr_writer_finish done */
     char *sources;    /* one per line */
     int64_t rows;
     int published;    /* renamed to its final name by a commit */
@@ -27,6 +29,8 @@ struct erase_ctr_dataset_writer {
     int committed;
     int made_dir;     /* the directory was created by this writer */
     int force;        /* an old dataset in dir is replaced by the commit */
+    int unit, unit_shards; /* the current unit (-1: none) and its shards so far */
+    int multi_hot_given;   /* options->multi_hot: each unit starts from it */
 };
 
 erase_status_t erase_dataset_remove(const char *dir)
@@ -93,6 +97,8 @@ erase_status_t erase_ctr_dataset_writer_open(const char *dir, int64_t shard_rows
     w->made_dir = made_dir;
     w->force = force;
     w->shard_rows = shard_rows;
+    w->unit = -1;
+    w->multi_hot_given = options ? options->multi_hot : 0;
     w->o = options ? *options : erase_ctr_write_options_default();
     if (w->o.chunk_rows > shard_rows) /* no chunk larger than a shard */
         w->o.chunk_rows = shard_rows;
@@ -113,11 +119,25 @@ static erase_status_t begin_shard(erase_ctr_dataset_writer_t *w)
     }
     shard_t *s = &w->shards[w->count];
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "part-%05d.h5", w->count);
+    s->unit = w->unit;
+    if (w->unit >= 0) {
+        s->index = w->unit_shards++;
+        snprintf(s->name, sizeof s->name, ".unit-%05d-%05d.h5", w->unit, s->index);
+    } else
+        snprintf(s->name, sizeof s->name, "part-%05d.h5", w->count);
     w->count++;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", w->dir, s->name);
     ERASE_CHECK(erase_ctr_writer_open(path, &w->o, &s->w));
+    return ERASE_OK;
+}
+
+static erase_status_t finish_shard(shard_t *s)
+{
+    if (s->finished)
+        return ERASE_OK;
+    ERASE_CHECK(erase_ctr_writer_finish(s->w, s->sources));
+    s->finished = 1;
     return ERASE_OK;
 }
 
@@ -149,9 +169,9 @@ erase_status_t erase_ctr_dataset_writer_append_ids(erase_ctr_dataset_writer_t *w
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: append after commit", w->dir);
     while (n > 0) {
         shard_t *s = w->count ? &w->shards[w->count - 1] : NULL;
-        if (!s || s->rows == w->shard_rows) {
+        if (!s || s->rows == w->shard_rows || s->unit != w->unit) {
             if (s)
-                ERASE_CHECK(erase_ctr_writer_finish(s->w, s->sources));
+                ERASE_CHECK(finish_shard(s));
             ERASE_CHECK(begin_shard(w));
             s = &w->shards[w->count - 1];
         }
@@ -192,8 +212,7 @@ erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w)
         return ERASE_ERROR(ERASE_ERR_STATE, "%s: committed twice", w->dir);
     if (w->rows == 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no rows to write", w->dir);
-    shard_t *last = &w->shards[w->count - 1];
-    ERASE_CHECK(erase_ctr_writer_finish(last->w, last->sources));
+    ERASE_CHECK(erase_ctr_dataset_writer_finish(w));
     const char **names = malloc(sizeof *names * (size_t)w->count);
     int64_t *rows = malloc(sizeof *rows * (size_t)w->count);
     erase_status_t st = ERASE_OK;
@@ -214,6 +233,109 @@ erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w)
     ERASE_CHECK(st);
     w->committed = 1;
     return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_finish(erase_ctr_dataset_writer_t *w)
+{
+    return w->count ? finish_shard(&w->shards[w->count - 1]) : ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_begin_unit(erase_ctr_dataset_writer_t *w, int unit)
+{
+    ERASE_CHECK(erase_ctr_dataset_writer_finish(w));
+    w->unit = unit;
+    w->unit_shards = 0;
+    /* a unit's first shard starts as the options say, not as the units
+     * this rank converted before: the format does not depend on the ranks */
+    w->o.multi_hot = w->multi_hot_given;
+    return ERASE_OK; /* the next append begins a shard of this unit */
+}
+
+erase_status_t erase_ctr_dataset_writer_unit_rows(const erase_ctr_dataset_writer_t *w, int64_t *rows, int units)
+{
+    for (int i = 0; i < w->count; i++) {
+        const shard_t *s = &w->shards[i];
+        if (s->unit < 0 || s->unit >= units)
+            return ERASE_ERROR(ERASE_ERR_STATE, "%s: shard %s is of no unit", w->dir, s->name);
+        rows[s->unit] += s->rows;
+    }
+    return ERASE_OK;
+}
+
+int64_t erase_ctr_unit_shards(int64_t rows, int64_t shard_rows)
+{
+    return rows > 0 ? (rows - 1) / shard_rows + 1 : 0;
+}
+
+/* first[u] = the number of the first shard of unit u (shards of the units before). */
+static erase_status_t unit_first_shards(int64_t shard_rows, const int64_t *unit_rows, int units, int64_t **first)
+{
+    *first = malloc(sizeof **first * (size_t)(units + 1));
+    if (!*first)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d units", units);
+    (*first)[0] = 0;
+    for (int u = 0; u < units; u++)
+        (*first)[u + 1] = (*first)[u] + erase_ctr_unit_shards(unit_rows[u], shard_rows);
+    return ERASE_OK;
+}
+
+erase_status_t erase_ctr_dataset_writer_publish_units(erase_ctr_dataset_writer_t *w, const int64_t *unit_rows,
+                                                      int units)
+{
+    int64_t *first;
+    ERASE_CHECK(unit_first_shards(w->shard_rows, unit_rows, units, &first));
+    erase_status_t st = ERASE_OK;
+    for (int i = 0; i < w->count && st == ERASE_OK; i++) {
+        shard_t *s = &w->shards[i];
+        if (s->unit < 0 || s->unit >= units) {
+            st = ERASE_ERROR(ERASE_ERR_STATE, "%s: shard %s is of no unit", w->dir, s->name);
+            break;
+        }
+        snprintf(s->name, sizeof s->name, "part-%05" PRId64 ".h5", first[s->unit] + s->index);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", w->dir, s->name);
+        st = erase_ctr_writer_publish_as(s->w, path);
+        s->published = st == ERASE_OK;
+    }
+    free(first);
+    return st;
+}
+
+erase_status_t erase_ctr_dataset_index_units(const char *dir, int64_t shard_rows, const int64_t *unit_rows,
+                                             int units)
+{
+    int64_t *first;
+    ERASE_CHECK(unit_first_shards(shard_rows, unit_rows, units, &first));
+    int64_t n = first[units];
+    if (n == 0 || n > INT32_MAX) {
+        free(first);
+        return n == 0 ? ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no rows to write", dir)
+                      : ERASE_ERROR(ERASE_ERR_INVALID, "%s: more than %d shards", dir, INT32_MAX);
+    }
+    char(*names)[32] = malloc(sizeof *names * (size_t)n);
+    const char **name_ptrs = malloc(sizeof *name_ptrs * (size_t)n);
+    int64_t *rows = malloc(sizeof *rows * (size_t)n);
+    erase_status_t st = ERASE_OK;
+    if (!names || !name_ptrs || !rows)
+        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory for the index", dir);
+    for (int u = 0; u < units && st == ERASE_OK; u++)
+        for (int64_t k = first[u]; k < first[u + 1]; k++) {
+            snprintf(names[k], sizeof names[k], "part-%05" PRId64 ".h5", k);
+            name_ptrs[k] = names[k];
+            rows[k] = k + 1 < first[u + 1] ? shard_rows : unit_rows[u] - (k - first[u]) * shard_rows;
+        }
+    if (st == ERASE_OK)
+        st = erase_ctr_index_write(dir, name_ptrs, rows, (int)n);
+    free(first);
+    free(names);
+    free(name_ptrs);
+    free(rows);
+    return st;
+}
+
+void erase_ctr_dataset_writer_keep(erase_ctr_dataset_writer_t *w)
+{
+    w->committed = 1;
 }
 
 void erase_ctr_dataset_writer_free(erase_ctr_dataset_writer_t *w)

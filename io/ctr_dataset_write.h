@@ -56,6 +56,45 @@ int64_t erase_ctr_dataset_writer_rows(const erase_ctr_dataset_writer_t *w);
  */
 erase_status_t erase_ctr_dataset_writer_commit(erase_ctr_dataset_writer_t *w);
 
+/*
+ * Units (a parallel conversion, io/convert_plan.h): after
+ * erase_ctr_dataset_writer_begin_unit(w, u) the rows appended go to new
+ * shards of unit u only (the shard open before is finished), kept as
+ * DIR/.unit-UUUUU-KKKKK.h5.tmp until erase_ctr_dataset_writer_publish_units
+ * gives them their final names. Errors: those of io/ctr_shard_write.h.
+ */
+erase_status_t erase_ctr_dataset_writer_begin_unit(erase_ctr_dataset_writer_t *w, int unit);
+
+/* Finish the shard still open (none: nothing to do), without publishing. */
+erase_status_t erase_ctr_dataset_writer_finish(erase_ctr_dataset_writer_t *w);
+
+/* Add the rows this writer holds of unit u to rows[u], u < units. */
+erase_status_t erase_ctr_dataset_writer_unit_rows(const erase_ctr_dataset_writer_t *w, int64_t *rows, int units);
+
+/* Shards of a unit of `rows` rows: ceil(rows / shard_rows). */
+int64_t erase_ctr_unit_shards(int64_t rows, int64_t shard_rows);
+
+/*
+ * Rename this writer's finished unit shards to their final names
+ * DIR/part-NNNNN.h5, numbered over all `units` in unit order:
+ * unit_rows[u] is unit u's row count, whichever rank wrote it (every
+ * unit's shards hold shard_rows rows but the last). Deletes no old
+ * dataset (erase_dataset_remove, once, before any rank publishes).
+ * Errors: ERASE_ERR_IO, ERASE_ERR_NOMEM.
+ */
+erase_status_t erase_ctr_dataset_writer_publish_units(erase_ctr_dataset_writer_t *w, const int64_t *unit_rows,
+                                                      int units);
+
+/* Write DIR/index.txt listing the shards of `units` (as named by
+ * erase_ctr_dataset_writer_publish_units) with their rows. Errors:
+ * ERASE_ERR_FORMAT (no rows at all), ERASE_ERR_IO, ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_dataset_index_units(const char *dir, int64_t shard_rows, const int64_t *unit_rows,
+                                             int units);
+
+/* The dataset is whole (every rank published, the index is written): the
+ * free keeps the published shards. */
+void erase_ctr_dataset_writer_keep(erase_ctr_dataset_writer_t *w);
+
 /* Release the writer; if it was not committed, every temporary file is
  * deleted, and the directory too if this writer created it. NULL is
  * allowed. */

@@ -43,7 +43,8 @@ static const char description_multi[] =
 
 erase_ctr_write_options_t erase_ctr_write_options_default(void)
 {
-    erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL, .multi_hot = 0 };
+    erase_ctr_write_options_t o = { .chunk_rows = 1024, .compress = 1, .converter = NULL, .multi_hot = 0,
+                                    .vocab_digest = NULL };
     return o;
 }
 
@@ -268,6 +269,11 @@ static const char *write_attributes(erase_ctr_writer_t *w, const char *sources)
                                            ERASE_CTR_SHARD_FIELDS))
         return "max_hotness";
     if (erase_h5_attr_write_string(f, "description", multi ? description_multi : description)) return "description";
+    if (w->o.vocab_digest && (erase_h5_attr_write_string(f, "vocab_digest", w->o.vocab_digest) ||
+                              erase_h5_attr_write_int64(f, "vocab_threshold", w->o.vocab_threshold) ||
+                              erase_h5_attr_write_array(f, "vocab_table_rows", H5T_NATIVE_INT64,
+                                                        w->o.vocab_table_rows, ERASE_CTR_SHARD_FIELDS)))
+        return "vocab_digest";
     if (erase_h5_attr_write_string(f, "format", multi ? ERASE_CTR_FORMAT_MULTI : ERASE_CTR_FORMAT)) return "format";
     return NULL;
 }
@@ -291,6 +297,16 @@ erase_status_t erase_ctr_writer_publish(erase_ctr_writer_t *w)
                            w->published ? "already published" : "not finished");
     ERASE_CHECK(erase_h5_rows_publish(w->temp, w->path, &w->published));
     return ERASE_OK;
+}
+
+erase_status_t erase_ctr_writer_publish_as(erase_ctr_writer_t *w, const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
+    free(w->path);
+    w->path = p;
+    return erase_ctr_writer_publish(w);
 }
 
 void erase_ctr_writer_free(erase_ctr_writer_t *w)

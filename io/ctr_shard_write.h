@@ -26,6 +26,12 @@ typedef struct {
     const char *converter; /* text of the `converter` attribute (default "erase <version>") */
     int multi_hot;         /* 1: write "erase-ctr-2" from the first row; 0 (default): "erase-ctr-1"
                             * until a row has more than one id in a feature (then the shard switches) */
+    /* The vocabulary the ids were mapped through (io/vocab.h; NULL: none):
+     * written as the attributes vocab_digest, vocab_threshold and
+     * vocab_table_rows [26]. */
+    const char *vocab_digest;
+    int64_t vocab_threshold;
+    const int64_t *vocab_table_rows;
 } erase_ctr_write_options_t;
 
 typedef struct erase_ctr_writer erase_ctr_writer_t;
@@ -83,6 +89,11 @@ erase_status_t erase_ctr_writer_finish(erase_ctr_writer_t *w, const char *source
 /* Rename the finished temporary file to <path> and fsync its directory.
  * Errors: ERASE_ERR_STATE (not finished), ERASE_ERR_IO (naming both paths). */
 erase_status_t erase_ctr_writer_publish(erase_ctr_writer_t *w);
+
+/* erase_ctr_writer_publish to another final name, `path` (in the same
+ * directory): a parallel conversion learns a shard's name only once every
+ * rank is done. Errors: those of erase_ctr_writer_publish, ERASE_ERR_NOMEM. */
+erase_status_t erase_ctr_writer_publish_as(erase_ctr_writer_t *w, const char *path);
 
 /* Release a writer; an unpublished temporary file is closed and deleted.
  * NULL is allowed. */

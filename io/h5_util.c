@@ -259,3 +259,19 @@ int erase_h5_attr_read_int64(hid_t loc, const char *name, int64_t *value)
     H5Aclose(a);
     return rc;
 }
+
+int erase_h5_write_vector(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *data, size_t n)
+{
+    hsize_t dims[1] = { n };
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    if (sp < 0)
+        return -1;
+    hid_t d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = d < 0 || (n && H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) ? -1 : 0;
+    if (rc)
+        erase_h5_remember();
+    if (d >= 0)
+        H5Dclose(d);
+    H5Sclose(sp);
+    return rc;
+}

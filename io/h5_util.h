@@ -71,6 +71,11 @@ int erase_h5_attr_write_int64(hid_t loc, const char *name, int64_t value);
 int erase_h5_attr_write_array(hid_t loc, const char *name, hid_t mem_type, const void *values,
                               size_t n);
 
+/* A 1-D dataset `name` of `n` elements (n may be 0) under `loc`, stored as
+ * file_type, written from `data` of mem_type. Returns 0, or -1 on an HDF5
+ * failure (its message kept by erase_h5_remember). Call with the lock held. */
+int erase_h5_write_vector(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *data, size_t n);
+
 /*
  * Read a scalar string attribute (fixed or variable length) into `text`
  * (truncated to `size` bytes). Returns 0, 1 when the attribute does not

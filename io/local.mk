@@ -22,6 +22,8 @@ io_liberase_io_a_SOURCES = \
 	io/mnist_convert.c io/mnist_convert.h \
 	io/criteo_parse.c io/criteo_parse.h \
 	io/criteo_convert.c io/criteo_convert.h \
+	io/convert_plan.c io/convert_plan.h io/convert_ranks.c io/convert_ranks.h \
+	io/gz_members.c io/gz_members.h \
 	io/ctr_shard.c io/ctr_shard.h io/ctr_shard_internal.h \
 	io/ctr_shard_write.c io/ctr_shard_write.h \
 	io/ctr_index.c io/ctr_index.h \
@@ -33,8 +35,13 @@ io_liberase_io_a_SOURCES = \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
 	io/checkpoint_write.c io/checkpoint_read.c
+# synthetic days shaped like Criteo Terabyte's, and what both generators share (issue 35)
+io_liberase_io_a_SOURCES += io/synth_days.c io/synth_days.h io/synth_common.c io/synth_common.h
+EXTRA_DIST += bench/synth-days.sh
 # safetensors files: erase-export's writer, --init-from's validating reader (issue 37)
 io_liberase_io_a_SOURCES += io/safetensors.c io/safetensors.h
+# frequency-thresholded vocabularies: counting pass, file, mapping (issue 35)
+io_liberase_io_a_SOURCES += io/vocab.c io/vocab.h io/vocab_count.c io/vocab_count.h
 EXTRA_DIST += io/README.md
 # The generator of io/unicode_classes.c (the pre-tokenizer's Unicode classes; issue 33)
 EXTRA_DIST += io/gen_unicode_classes.py
@@ -42,6 +49,8 @@ EXTRA_DIST += io/gen_unicode_classes.py
 # What a program using io/ links, before $(ERASE_LIBS).
 ERASE_IO_LIBS = io/liberase_io.a $(HDF5_LDFLAGS) $(HDF5_LIBS) $(MPI_LDFLAGS) $(MPI_LIBS) $(ZLIB_LIBS)
 
+# erase-convert criteo against pyarrow's CSV reader, 1 and 2 ranks (issue 35)
+EXTRA_DIST += bench/convert-vs-pyarrow.sh
 # The Criteo samples (data/criteo/SOURCES.md) used by tests and benchmarks.
 EXTRA_DIST += data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/criteo/paddlerec-part0.tsv data/criteo/deepctr-sample.csv

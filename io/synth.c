@@ -3,6 +3,7 @@
 #include "config.h"
 #include "io/ctr_dataset_write.h"
 #include "io/h5_util.h"
+#include "io/synth_common.h"
 #include "lib/core/rng.h"
 #include "lib/core/timer.h"
 
@@ -23,20 +24,6 @@ static const int64_t criteo_vocab[FIELDS] = {
     1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
     27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
 };
-/* Missing rates of C1..C26 and I1..I13 in data/criteo/kaggle-train-first9999.tsv. */
-static const double criteo_sparse_missing[FIELDS] = {
-    0, 0, 0.036, 0.036, 0, 0.133, 0, 0, 0, 0, 0, 0.036, 0,
-    0, 0, 0.036, 0, 0, 0.45, 0.45, 0.036, 0.818, 0, 0.036, 0.45, 0.45,
-};
-static const double criteo_dense_missing[DENSE] = {
-    0.448, 0, 0.204, 0.198, 0.049, 0.251, 0.049, 0.001, 0.049, 0.448, 0.049, 0.773, 0.198,
-};
-/* Mean and standard deviation of log1p(max(I_k, 0)) over present values in that sample. */
-static const double criteo_dense_mu[DENSE] = { 0.80, 2.12, 2.25, 1.73, 7.24, 3.58, 1.54,
-                                               2.06, 3.61, 0.38, 0.85, 0.30, 1.88 };
-static const double criteo_dense_sd[DENSE] = { 0.98, 2.13, 1.28, 0.96, 2.90, 1.81, 1.36,
-                                               1.18, 1.69, 0.39, 0.74, 0.61, 1.06 };
-
 typedef struct {
     int64_t vocab[FIELDS];
     double *cdf[FIELDS];     /* [V_f] cumulative popularity, last = 1 */
@@ -77,22 +64,6 @@ static inline double gauss(uint64_t *s) /* Box-Muller */
     return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
 }
 
-static inline uint32_t fmix32(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
-
-/* log(1 + exp(x)) without overflow. */
-static inline double softplus(double x)
-{
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
 static void planted_free(planted_t *p)
 {
     for (int f = 0; f < FIELDS; f++) {
@@ -119,7 +90,7 @@ static erase_status_t planted_make(const erase_synth_options_t *o, planted_t *p)
         for (int64_t j = 0; j < V; j++) {
             total += pow((double)(j + 1), -o->zipf_s);
             p->cdf[f][j] = total;
-            uint32_t id = fmix32(((uint32_t)(f + 1) << 24 | (uint32_t)j) ^ salt);
+            uint32_t id = erase_synth_fmix32(((uint32_t)(f + 1) << 24 | (uint32_t)j) ^ salt);
             p->id[f][j] = id == ERASE_CTR_SPARSE_MISSING ? ERASE_CTR_SPARSE_FFFFFFFF : id;
             p->weight[f][j] = o->signal * gauss(&s);
         }
@@ -153,18 +124,18 @@ static double draw_row(const planted_t *p, uint64_t *s, float *dense, uint32_t *
 {
     double z = 0;
     for (int k = 0; k < DENSE; k++) {
-        if (uniform(s) < criteo_dense_missing[k]) {
+        if (uniform(s) < erase_synth_dense_missing[k]) {
             dense[k] = NAN;
             continue;
         }
-        double t = criteo_dense_mu[k] + criteo_dense_sd[k] * gauss(s);
+        double t = erase_synth_dense_mu[k] + erase_synth_dense_sd[k] * gauss(s);
         t = t < 0 ? 0 : t > 16.6 ? 16.6 : t; /* counts below 2^24: exact in float32 */
         float x = (float)floor(expm1(t));
         dense[k] = x;
         z += p->dense_weight[k] * log1p((double)x);
     }
     for (int f = 0; f < FIELDS; f++) {
-        if (uniform(s) < criteo_sparse_missing[f]) {
+        if (uniform(s) < erase_synth_sparse_missing[f]) {
             sparse[f] = ERASE_CTR_SPARSE_MISSING;
             continue;
         }
@@ -173,11 +144,6 @@ static double draw_row(const planted_t *p, uint64_t *s, float *dense, uint32_t *
         z += p->weight[f][j];
     }
     return z;
-}
-
-static double sigmoid(double x)
-{
-    return 1.0 / (1.0 + exp(-x));
 }
 
 /* The bias giving a mean click probability of base_rate on a pilot sample. */
@@ -191,36 +157,15 @@ static double calibrate(const planted_t *p, const erase_synth_options_t *o)
     uint32_t sparse[FIELDS];
     for (int i = 0; i < PILOT_ROWS; i++)
         z[i] = draw_row(p, &s, dense, sparse);
-    double lo = -30, hi = 30;
-    for (int it = 0; it < 100; it++) {
-        double mid = 0.5 * (lo + hi), mean = 0;
-        for (int i = 0; i < PILOT_ROWS; i++)
-            mean += sigmoid(z[i] + mid);
-        mean /= PILOT_ROWS;
-        if (mean < o->base_rate)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    double bias = erase_synth_bias_for_rate(z, PILOT_ROWS, o->base_rate);
     free(z);
-    return 0.5 * (lo + hi);
+    return bias;
 }
 
 /* A float64 or uint32 or int64 1-D dataset; the lock is held. */
 static int write_vector(hid_t loc, const char *name, hid_t file_type, hid_t mem_type, const void *data, size_t n)
 {
-    hsize_t dims[1] = { n };
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    if (sp < 0)
-        return -1;
-    hid_t d = H5Dcreate2(loc, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = d < 0 || H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0;
-    if (rc)
-        erase_h5_remember();
-    if (d >= 0)
-        H5Dclose(d);
-    H5Sclose(sp);
-    return rc;
+    return erase_h5_write_vector(loc, name, file_type, mem_type, data, n);
 }
 
 /* The planted model's file; the lock is held. Returns 0 or -1. */
@@ -243,9 +188,9 @@ static int write_planted_file(hid_t f, const planted_t *p, const erase_synth_opt
     if (g < 0)
         return -1;
     int rc = write_vector(g, "weight", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, p->dense_weight, DENSE) ||
-             write_vector(g, "mu", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, criteo_dense_mu, DENSE) ||
-             write_vector(g, "sd", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, criteo_dense_sd, DENSE) ||
-             write_vector(g, "missing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, criteo_dense_missing, DENSE);
+             write_vector(g, "mu", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, erase_synth_dense_mu, DENSE) ||
+             write_vector(g, "sd", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, erase_synth_dense_sd, DENSE) ||
+             write_vector(g, "missing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, erase_synth_dense_missing, DENSE);
     H5Gclose(g);
     if (rc)
         return -1;
@@ -253,7 +198,7 @@ static int write_planted_file(hid_t f, const planted_t *p, const erase_synth_opt
     if (g < 0)
         return -1;
     rc = write_vector(g, "vocab", H5T_STD_I64LE, H5T_NATIVE_INT64, p->vocab, FIELDS) ||
-         write_vector(g, "missing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, criteo_sparse_missing, FIELDS);
+         write_vector(g, "missing", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, erase_synth_sparse_missing, FIELDS);
     for (int k = 0; k < FIELDS && !rc; k++) {
         char name[16];
         snprintf(name, sizeof name, "C%d", k + 1);
@@ -342,9 +287,9 @@ erase_status_t erase_synth_write(const erase_synth_options_t *o, erase_synth_sum
         int64_t n = o->rows - done < BATCH ? o->rows - done : BATCH;
         for (int64_t i = 0; i < n; i++) {
             double logit = p.bias + draw_row(&p, &s, dense + i * DENSE, sparse + i * FIELDS);
-            int y = uniform(&s) < sigmoid(logit);
+            int y = uniform(&s) < erase_synth_sigmoid(logit);
             label[i] = (uint8_t)y;
-            loss += softplus(y ? -logit : logit);
+            loss += erase_synth_softplus(y ? -logit : logit);
         }
         erase_ctr_stats_add(&sm->stats, n, label, dense, sparse);
         st = erase_ctr_dataset_writer_append(w, n, label, dense, sparse, source);

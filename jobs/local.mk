@@ -10,6 +10,9 @@ nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-tra
 	jobs/criteo-sample.run jobs/mnist.run jobs/shakespeare.run jobs/mnist-mlp.cfg jobs/gpt-shakespeare.cfg \
 	jobs/gpt-shakespeare-pp.cfg jobs/gpt-shakespeare-char-pp.cfg jobs/gpt-nanochat.cfg \
 	jobs/nanochat.run jobs/nanochat-d4.cfg jobs/nanochat-d4-cuts.cfg \
+	jobs/ctr-multihot.cfg \
 	data/criteo/SOURCES.md data/criteo/kaggle-train-first9999.tsv \
 	data/mnist/SOURCES.md data/mnist/t10k-images-idx3-ubyte.gz data/mnist/t10k-labels-idx1-ubyte.gz \
 	data/text/SOURCES.md data/text/tinyshakespeare.txt
+# the dcn model's file, MLPerf DLRM-DCNv2's sizes (issue 36)
+nobase_dist_pkgdata_DATA += jobs/dcn.cfg

@@ -60,6 +60,9 @@ lib_liberase_a_SOURCES += \
 # lib/ops: the nanochat model's CPU ops (issue 34).
 lib_liberase_a_SOURCES += lib/ops/cpu/nanochat_cpu.c
 
+# lib/ops and lib/nn: the dcn model (DLRM-DCNv2) and its cross layer's op (issue 36).
+lib_liberase_a_SOURCES += lib/ops/cpu/cross_cpu.c lib/nn/dcn.c
+
 # lib/nn: model files (libconfig).
 lib_liberase_a_SOURCES += \
 	lib/nn/model_config.c lib/nn/model_config.h
@@ -142,7 +145,7 @@ lib_liberase_a_SOURCES += \
 	lib/ops/cuda/losses.cu lib/ops/cuda/layernorm.cu \
 	lib/ops/cuda/sparse.cu lib/ops/cuda/shard.cu lib/ops/cuda/optimizers.cu \
 	lib/ops/cuda/token_embedding.cu lib/ops/cuda/attention.cu \
-	lib/ops/cuda/nanochat.cu
+	lib/ops/cuda/nanochat.cu lib/ops/cuda/cross.cu
 AM_CPPFLAGS += $(CUDA_CPPFLAGS)
 ERASE_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

@@ -83,4 +83,27 @@ static inline void erase_test_cpu_close_stream(erase_device_t *dev, erase_stream
     erase_device_close(dev);
 }
 
+/* A cmocka group's fixture on the CPU device of one BLAS thread: the
+ * group's setup and teardown (erase_test_cpu_open_stream and
+ * _close_stream of the file's `dev`, `stream` and `arena`), and
+ * free_test, a case's teardown freeing the arena's blocks. */
+#define ERASE_TEST_CPU_STREAM_FIXTURE(dev, stream, arena)                                       \
+    static int setup(void **state)                                                                \
+    {                                                                                             \
+        (void)state;                                                                              \
+        return erase_test_cpu_open_stream(1, 0, &(dev), &(stream), &(arena));                     \
+    }                                                                                             \
+    static int teardown(void **state)                                                             \
+    {                                                                                             \
+        (void)state;                                                                              \
+        erase_test_cpu_close_stream((dev), (stream), &(arena));                                   \
+        return 0;                                                                                 \
+    }                                                                                             \
+    static int free_test(void **state)                                                            \
+    {                                                                                             \
+        (void)state;                                                                              \
+        erase_test_arena_free(&(arena));                                                          \
+        return 0;                                                                                 \
+    }
+
 #endif

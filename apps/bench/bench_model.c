@@ -315,6 +315,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: erase-bench model [--model ctr|mlp|both|gpt|nanochat] [--batch LIST] [--threads LIST]\n"
                "                         [--steps N] [--warmup N] [--cuts all|none] [--torch]\n"
                "                         [--device cpu|cuda] [--size S|M|DEPTH|L,C,H,T,V] [--repeats R]\n"
+               "                         [--hotness 1|mlperf]\n"
                "  defaults: both models, --batch 256,1024,4096,8192 --threads 1,2 --steps 20 --warmup 3\n"
                "            --device cpu\n"
                "  --torch     also time bench/torch_ctr.py (PyTorch) on the same points (the python:\n"
@@ -328,13 +329,15 @@ static void usage(FILE *f)
                "              repeats\n"
                "  --model nanochat  the same for nanochat's model: --size DEPTH (default 4: width 64 x DEPTH,\n"
                "              heads ceil(width / 128), context 256, vocab 256, batch 8) or l,w,h,t,v;\n"
-               "              --torch runs bench/nanochat_torch.py\n");
+               "              --torch runs bench/nanochat_torch.py\n"
+               "  --hotness mlperf  ctr with MLPerf's multi-hot sizes (docs/models.md; sum pooling, random\n"
+               "              lengths 1 .. hotness, 120 ids per sample on average); not with --torch\n");
 }
 
 int bench_model(int argc, char **argv)
 {
     const char *models = "both", *batch_text = "256,1024,4096,8192", *thread_text = "1,2", *cuts = "all";
-    const char *device = "cpu", *size = NULL;
+    const char *device = "cpu", *size = NULL, *hotness = "1";
     int steps = -1, warmup = 3, torch = 0, repeats = 3, batch_given = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
@@ -346,6 +349,7 @@ int bench_model(int argc, char **argv)
                                           { "device", required_argument, 0, 'd' },
                                           { "size", required_argument, 0, 'z' },
                                           { "repeats", required_argument, 0, 'r' },
+                                          { "hotness", required_argument, 0, 'H' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
@@ -360,6 +364,7 @@ int bench_model(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'z': size = optarg; break;
         case 'r': repeats = atoi(optarg); break;
+        case 'H': hotness = optarg; break;
         case 'h': usage(stdout); return 0;
         default: return cli_option_error("erase-bench model", c, argv, opts);
         }
@@ -389,7 +394,8 @@ int bench_model(int argc, char **argv)
         return 2;
     }
     if (nb <= 0 || nt <= 0 || steps < 1 || warmup < 0 || repeats < 1 ||
-        (strcmp(cuts, "all") && strcmp(cuts, "none")) ||
+        (strcmp(cuts, "all") && strcmp(cuts, "none")) || (strcmp(hotness, "1") && strcmp(hotness, "mlperf")) ||
+        (!strcmp(hotness, "mlperf") && torch) ||
         (strcmp(models, "ctr") && strcmp(models, "mlp") && strcmp(models, "both") && !gpt)) {
         usage(stderr);
         return 2;
@@ -434,6 +440,8 @@ int bench_model(int argc, char **argv)
         erase_model_config_t cfg = erase_model_config_default(m == 0 ? ERASE_MODEL_CTR : ERASE_MODEL_MLP);
         if (!strcmp(cuts, "none"))
             cfg.cut_mask = 0;
+        if (m == 0 && !strcmp(hotness, "mlperf")) /* multi-hot (issue 35) */
+            memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
         erase_optim_config_t ocfg = erase_optim_config_default();
         for (int bi = 0; bi < nb; bi++) {
             erase_network_t *net;

@@ -15,7 +15,7 @@ erase_status_t train_embeddings_plan(const erase_model_config_t *cfg, const char
     ERASE_CHECK(erase_shard_kind_parse("--embeddings", kind, &out->kind));
     if (out->kind == ERASE_SHARD_REPLICATED)
         return ERASE_OK;
-    if (cfg->kind != ERASE_MODEL_CTR)
+    if (!erase_model_config_has_tables(cfg))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--embeddings %s: the %s model has no per-field embedding tables to "
                            "shard (ctr has); use --embeddings replicated", kind, erase_model_config_name(cfg));
     int64_t rows[ERASE_CTR_FIELDS];

@@ -50,7 +50,7 @@ typedef struct {
 
 static const opt_def_t defs[] = {
     { "config", S(config), "", "run file: these options as `name = value;` (libconfig), overridden by the command line", NULL, NO_BOUNDS },
-    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp / gpt / nanochat for the reference sizes", NULL, NO_BOUNDS },
+    { "model", S(model), "ctr", "model file (docs/models.md; named in a run file: relative to its folder), or ctr / mlp / gpt / nanochat / dcn for the reference sizes", NULL, NO_BOUNDS },
     { "train", S(train), "", "training data: shard directories written by erase-convert or shard files, "
       "comma-separated or repeated, in global order (required)", NULL, NO_BOUNDS },
     { "eval", S(eval), "", "evaluation data (a list like --train); empty: the last --eval-fraction of --train "

@@ -159,6 +159,13 @@ erase_status_t run_batch_sizes(run_t *r);
  * erase-score's positional "DATA". */
 const char *run_data_option(const run_t *r, int eval);
 
+/* The inputs of --train or --eval: `text` ("a,b,c") split at commas into
+ * `buf` [size]; items [max] point into it; *n inputs. An empty item is an
+ * error naming the option (`opt`). */
+#define MAX_INPUTS 512 /* a 1023-character list holds at most 512 names */
+erase_status_t split_inputs(const char *opt, const char *text, char *buf, size_t size, const char **items,
+                            int *n);
+
 /* The training and evaluation readers of the task's row format (their
  * batches in staging memory), the data checked against the model. */
 erase_status_t run_open_readers(run_t *r);

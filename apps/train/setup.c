@@ -5,6 +5,7 @@
  * stream (apps/train/run_state.h).
  */
 #include "apps/train/run_state.h"
+#include "apps/train/ctr_vocab.h"
 
 #include "io/checkpoint.h"
 #include "io/tok_reader.h"
@@ -185,6 +186,8 @@ erase_status_t run_setup_model(run_t *r, int *usage)
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--model %s: erase-train has no task %s for the %s model", o->model,
                            erase_model_config_task(&r->cfg), erase_model_config_name(&r->cfg));
+    if (erase_model_config_has_tables(&r->cfg)) /* ctr and dcn: table_rows = "data" */
+        TRY(ctr_vocab_tables(r));
     TRY(train_embeddings_plan(&r->cfg, o->embeddings, o->embedding_optimizer, erase_comm_size(erase_emb_comm()),
                               &r->emb));
     if (o->cuts[0] && !from)
@@ -233,11 +236,8 @@ static erase_status_t alloc_step_times(int64_t had, int64_t steps, double **time
     return ERASE_OK;
 }
 
-/* The inputs of --train or --eval: `text` ("a,b,c") split at commas into
- * `buf` [size]; items [max] point into it; *n inputs. An empty item is an
- * error naming the option. */
-#define MAX_INPUTS 512 /* a 1023-character list holds at most 512 names */
-static erase_status_t split_inputs(const char *opt, const char *text, char *buf, size_t size,
+/* (run_state.h) */
+erase_status_t split_inputs(const char *opt, const char *text, char *buf, size_t size,
                                    const char **items, int *n)
 {
     snprintf(buf, size, "%s", text);

@@ -25,6 +25,7 @@ static int fields(const erase_model_config_t *cfg, field_t f[MAX_FIELDS])
     int64_t hot = 0;
     switch (cfg->kind) {
     case ERASE_MODEL_CTR:
+    case ERASE_MODEL_DCN:
         /* sparse [n, H]; multi-hot (H > 26): sparse_len [n, 26] too */
         hot = erase_model_config_hot_width(cfg);
         f[0] = (field_t){ offsetof(erase_batch_t, dense), sizeof(float), ERASE_CTR_DENSE };

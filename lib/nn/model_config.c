@@ -30,9 +30,9 @@
 
 #include <libconfig.h>
 
-static const char *const model_names[] = { "ctr", "mlp", "gpt", "nanochat" };
+static const char *const model_names[] = { "ctr", "mlp", "gpt", "nanochat", "dcn" };
 /* The erase-train task (apps/train/task.h) each kind of model serves. */
-static const char *const model_tasks[] = { "ctr", "classify", "lm", "lm" };
+static const char *const model_tasks[] = { "ctr", "classify", "lm", "lm", "ctr" };
 #define MODEL_KINDS ((int)(sizeof model_names / sizeof model_names[0]))
 
 /* Boundaries 1 .. blocks-1 all set. */
@@ -78,6 +78,25 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.nanochat.vocab = 256;
         cfg.nanochat.softcap = 15.0f;
         return cfg;
+    } else if (kind == ERASE_MODEL_DCN) {
+        /* MLPerf DLRM-DCNv2 (mlcommons/training recommendation_v2/torchrec_dlrm,
+         * its run command: --embedding_dim 128 --dense_arch_layer_sizes 512,256,128
+         * --over_arch_layer_sizes 1024,1024,512,256,1 --interaction_type dcn
+         * --dcn_num_layers 3 --dcn_low_rank_dim 512), tables of 10007 rows
+         * (the reference caps Criteo 1TB's at 40M: docs/models.md), no cuts */
+        static const int bottom[] = { 512, 256, 128 }, top[] = { 1024, 1024, 512, 256, 1 };
+        cfg.ctr.embedding_dim = 128;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+            cfg.ctr.table_rows[f] = 10007;
+            cfg.ctr.hotness[f] = 1;
+        }
+        cfg.ctr.bottom_layers = 3;
+        memcpy(cfg.ctr.bottom_mlp, bottom, sizeof bottom);
+        cfg.dcn.cross_layers = 3;
+        cfg.dcn.cross_rank = 512;
+        cfg.dcn.top_layers = 5;
+        memcpy(cfg.dcn.top_mlp, top, sizeof top);
+        return cfg;
     } else {
         cfg.ctr.embedding_dim = 16;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
@@ -89,6 +108,7 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.ctr.bottom_mlp[1] = 16;
         cfg.ctr.subarch_width = 256;
         cfg.ctr.subarchs = 6;
+        cfg.ctr.pooling = ERASE_POOLING_SUM;
     }
     cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
     return cfg;
@@ -163,8 +183,23 @@ int erase_model_config_vocab(const erase_model_config_t *cfg)
     return cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.vocab : cfg->kind == ERASE_MODEL_NANOCHAT ? cfg->nanochat.vocab : 0;
 }
 
+int erase_model_config_has_tables(const erase_model_config_t *cfg)
+{
+    return cfg->kind == ERASE_MODEL_CTR || cfg->kind == ERASE_MODEL_DCN;
+}
+
+int erase_model_config_max_hotness(const erase_model_config_t *cfg)
+{
+    int h = 0;
+    for (int f = 0; erase_model_config_has_tables(cfg) && f < ERASE_CTR_FIELDS; f++)
+        h = (int)cfg->ctr.hotness[f] > h ? (int)cfg->ctr.hotness[f] : h; /* at most ERASE_CTR_HOTNESS_MAX */
+    return erase_model_config_has_tables(cfg) && h < 1 ? 1 : h;
+}
+
 int erase_model_config_blocks(const erase_model_config_t *cfg)
 {
+    if (cfg->kind == ERASE_MODEL_DCN)
+        return 1 + cfg->dcn.cross_layers + cfg->dcn.top_layers - 1;
     if (cfg->kind == ERASE_MODEL_GPT)
         return cfg->gpt.layers;
     if (cfg->kind == ERASE_MODEL_NANOCHAT)
@@ -399,6 +434,25 @@ static erase_status_t read_cuts(const char *name, config_setting_t *group, const
 
 /* The first member of `group` that is not in `keys` (NULL-terminated):
  * "unknown key 'prefix.key'". */
+/* ctr.pooling: "sum" (absent: the default) or "mean". */
+static erase_status_t read_pooling(const char *name, config_setting_t *g, const char *prefix,
+                                   erase_model_config_t *cfg)
+{
+    config_setting_t *p = config_setting_get_member(g, "pooling");
+    if (!p)
+        return ERASE_OK;
+    const char *v = config_setting_type(p) == CONFIG_TYPE_STRING ? config_setting_get_string(p) : "";
+    char key[64];
+    snprintf(key, sizeof key, "%s.pooling", prefix);
+    if (strcmp(v, "sum") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_SUM;
+    else if (strcmp(v, "mean") == 0)
+        cfg->ctr.pooling = ERASE_POOLING_MEAN;
+    else
+        return expected(name, p, key, "\"sum\" or \"mean\"");
+    return ERASE_OK;
+}
+
 static erase_status_t check_keys(const char *name, config_setting_t *group, const char *prefix,
                                  const char *const *keys)
 {
@@ -421,8 +475,9 @@ int64_t erase_model_config_hot_width(const erase_model_config_t *cfg)
     return h;
 }
 
-/* ctr.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
-static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+/* <prefix>.hotness: "mlperf" or a list of 26 integers >= 1 (absent: all 1). */
+static erase_status_t read_hotness(const char *name, config_setting_t *g, const char *prefix,
+                                   erase_model_config_t *cfg)
 {
     static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
@@ -430,19 +485,21 @@ static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_
     config_setting_t *h = config_setting_get_member(g, "hotness");
     if (!h)
         return ERASE_OK;
+    char key[64];
+    snprintf(key, sizeof key, "%s.hotness", prefix);
     const char *text = config_setting_type(h) == CONFIG_TYPE_STRING ? config_setting_get_string(h) : NULL;
     if (text && strcmp(text, "mlperf") == 0) {
         memcpy(cfg->ctr.hotness, mlperf, sizeof mlperf);
         return ERASE_OK;
     }
     if (!is_list(h))
-        return expected(name, h, "ctr.hotness", "\"mlperf\" or a list of 26 integers >= 1");
+        return expected(name, h, key, "\"mlperf\" or a list of 26 integers >= 1");
     if (config_setting_length(h) != ERASE_CTR_FIELDS)
-        return fail_at(name, h, "ctr.hotness: expected %d capacities, got %d", ERASE_CTR_FIELDS,
+        return fail_at(name, h, "%s: expected %d capacities, got %d", key, ERASE_CTR_FIELDS,
                        config_setting_length(h));
     for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-        char path[64];
-        snprintf(path, sizeof path, "ctr.hotness[%d]", f);
+        char path[80];
+        snprintf(path, sizeof path, "%s[%d]", key, f);
         long long v;
         TRY(get_integer(name, config_setting_get_elem(h, (unsigned)f), path, 1, ERASE_CTR_HOTNESS_MAX, true, &v));
         cfg->ctr.hotness[f] = (uint32_t)v;
@@ -450,53 +507,91 @@ static erase_status_t read_hotness(const char *name, config_setting_t *g, erase_
     return ERASE_OK;
 }
 
-static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+/* The embedding keys ctr and dcn share (cfg->ctr): hotness, embedding_dim,
+ * table_rows, bottom_mlp (omitted: `bottom` with its last width
+ * embedding_dim), named "<prefix>.<key>" in messages. */
+static erase_status_t parse_tables(const char *name, config_setting_t *g, const char *prefix, const int *bottom,
+                                   int bottom_layers, erase_model_config_t *cfg)
 {
-    static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
-                                        "subarchs", "cuts", "local_loss_weight", "hotness", NULL };
-    TRY(check_keys(name, g, "ctr", keys));
-    TRY(read_hotness(name, g, cfg));
-    TRY(read_int(name, g, "ctr", "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
+    char key[64];
+    TRY(read_hotness(name, g, prefix, cfg));
+    TRY(read_pooling(name, g, prefix, cfg));
+    TRY(read_int(name, g, prefix, "embedding_dim", 1, INT_MAX, false, &cfg->ctr.embedding_dim));
 
+    snprintf(key, sizeof key, "%s.table_rows", prefix);
     config_setting_t *rows = config_setting_get_member(g, "table_rows");
     if (rows && is_integer(rows)) {
         long long v;
-        TRY(get_integer(name, rows, "ctr.table_rows", 2, UINT32_MAX, false, &v));
+        TRY(get_integer(name, rows, key, 2, UINT32_MAX, false, &v));
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             cfg->ctr.table_rows[f] = (uint32_t)v;
     } else if (rows && is_list(rows)) {
         int n = config_setting_length(rows);
         if (n != ERASE_CTR_FIELDS)
-            return fail_at(name, rows, "ctr.table_rows: expected %d table sizes, got %d",
-                           ERASE_CTR_FIELDS, n);
+            return fail_at(name, rows, "%s: expected %d table sizes, got %d", key, ERASE_CTR_FIELDS, n);
         for (int f = 0; f < n; f++) {
-            char path[64];
-            snprintf(path, sizeof path, "ctr.table_rows[%d]", f);
+            char path[80];
+            snprintf(path, sizeof path, "%s[%d]", key, f);
             long long v;
             TRY(get_integer(name, config_setting_get_elem(rows, (unsigned)f), path, 2,
                                     UINT32_MAX, false, &v));
             cfg->ctr.table_rows[f] = (uint32_t)v;
         }
+    } else if (rows && config_setting_type(rows) == CONFIG_TYPE_STRING &&
+               !strcmp(config_setting_get_string(rows), "data")) {
+        cfg->ctr.table_rows_from_data = 1;
+        memset(cfg->ctr.table_rows, 0, sizeof cfg->ctr.table_rows);
     } else if (rows) {
-        return expected(name, rows, "ctr.table_rows", "an integer >= 2 or a list of 26 table sizes");
+        return expected(name, rows, key, "an integer >= 2, a list of 26 table sizes or \"data\"");
     }
 
-    /* Omitted, the bottom MLP is the reference 13-64-D for this D. */
-    cfg->ctr.bottom_layers = 2;
-    cfg->ctr.bottom_mlp[0] = 64;
-    cfg->ctr.bottom_mlp[1] = cfg->ctr.embedding_dim;
-    TRY(read_int_list(name, g, "ctr", "bottom_mlp", 1, ERASE_MAX_LAYERS, "widths", 1,
+    cfg->ctr.bottom_layers = bottom_layers;
+    memcpy(cfg->ctr.bottom_mlp, bottom, sizeof(int) * (size_t)bottom_layers);
+    cfg->ctr.bottom_mlp[bottom_layers - 1] = cfg->ctr.embedding_dim;
+    TRY(read_int_list(name, g, prefix, "bottom_mlp", 1, ERASE_MAX_LAYERS, "widths", 1,
                               cfg->ctr.bottom_mlp, &cfg->ctr.bottom_layers));
     int last = cfg->ctr.bottom_mlp[cfg->ctr.bottom_layers - 1];
     if (last != cfg->ctr.embedding_dim)
         return fail_at(name, config_setting_get_member(g, "bottom_mlp"),
-                       "ctr.bottom_mlp: the last width (%d) must equal embedding_dim (%d)", last,
+                       "%s.bottom_mlp: the last width (%d) must equal embedding_dim (%d)", prefix, last,
                        cfg->ctr.embedding_dim);
+    return ERASE_OK;
+}
 
+static erase_status_t parse_ctr(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "subarch_width",
+                                        "subarchs", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
+    /* Omitted, the bottom MLP is the reference 13-64-D for this D. */
+    static const int bottom[] = { 64, 0 };
+    TRY(check_keys(name, g, "ctr", keys));
+    TRY(parse_tables(name, g, "ctr", bottom, 2, cfg));
     TRY(read_int(name, g, "ctr", "subarch_width", 1, INT_MAX, false, &cfg->ctr.subarch_width));
     TRY(read_int(name, g, "ctr", "subarchs", 1, ERASE_MAX_BLOCKS - 1, true, &cfg->ctr.subarchs));
     TRY(read_cuts(name, g, "ctr", 1 + cfg->ctr.subarchs, true, &cfg->cut_mask));
     TRY(read_weight(name, g, "ctr", &cfg->local_loss_weight));
+    return ERASE_OK;
+}
+
+/* dcn: the embedding keys as ctr's (omitted bottom_mlp: MLPerf's 512-256-D),
+ * cross_layers, cross_rank (0: full rank), top_mlp ending at the one logit
+ * (TorchRec's over_arch_layer_sizes), cuts "none" unless given. */
+static erase_status_t parse_dcn(const char *name, config_setting_t *g, erase_model_config_t *cfg)
+{
+    static const char *const keys[] = { "embedding_dim", "table_rows", "bottom_mlp", "cross_layers", "cross_rank",
+                                        "top_mlp", "cuts", "local_loss_weight", "hotness", "pooling", NULL };
+    static const int bottom[] = { 512, 256, 0 };
+    TRY(check_keys(name, g, "dcn", keys));
+    TRY(parse_tables(name, g, "dcn", bottom, 3, cfg));
+    TRY(read_int(name, g, "dcn", "cross_layers", 1, ERASE_MAX_LAYERS, true, &cfg->dcn.cross_layers));
+    TRY(read_int(name, g, "dcn", "cross_rank", 0, INT_MAX, false, &cfg->dcn.cross_rank));
+    TRY(read_int_list(name, g, "dcn", "top_mlp", 2, ERASE_MAX_LAYERS, "widths", 1, cfg->dcn.top_mlp,
+                      &cfg->dcn.top_layers));
+    if (cfg->dcn.top_mlp[cfg->dcn.top_layers - 1] != 1)
+        return fail_at(name, config_setting_get_member(g, "top_mlp"),
+                       "dcn.top_mlp: the last width (%d) must be 1 (the logit)", cfg->dcn.top_mlp[cfg->dcn.top_layers - 1]);
+    TRY(read_cuts(name, g, "dcn", erase_model_config_blocks(cfg), false, &cfg->cut_mask));
+    TRY(read_weight(name, g, "dcn", &cfg->local_loss_weight));
     return ERASE_OK;
 }
 
@@ -599,12 +694,12 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
 {
     config_setting_t *model = config_setting_get_member(root, "model");
     if (!model)
-        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")", name);
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: missing key 'model' (\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\")", name);
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
     if (!erase_model_config_kind(text, &kind))
-        return expected(name, model, "model", "\"ctr\", \"mlp\", \"gpt\" or \"nanochat\"");
+        return expected(name, model, "model", "\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\"");
     *cfg = erase_model_config_default(kind);
     const char *mine = model_names[kind];
 
@@ -636,6 +731,8 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
         return parse_gpt(name, group, cfg);
     if (kind == ERASE_MODEL_NANOCHAT)
         return parse_nanochat(name, group, cfg);
+    if (kind == ERASE_MODEL_DCN)
+        return parse_dcn(name, group, cfg);
     return kind == ERASE_MODEL_CTR ? parse_ctr(name, group, cfg) : parse_mlp(name, group, cfg);
 }
 
@@ -758,11 +855,15 @@ static void put_float(writer_t *w, float x)
 static bool formattable(const erase_model_config_t *cfg)
 {
     if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT &&
-        cfg->kind != ERASE_MODEL_NANOCHAT)
+        cfg->kind != ERASE_MODEL_NANOCHAT && cfg->kind != ERASE_MODEL_DCN)
+        return false;
+    if (cfg->kind == ERASE_MODEL_DCN &&
+        (cfg->dcn.cross_layers < 1 || cfg->dcn.cross_layers > ERASE_MAX_LAYERS || cfg->dcn.top_layers < 2 ||
+         cfg->dcn.top_layers > ERASE_MAX_LAYERS))
         return false;
     if (cfg->seed > (uint64_t)LLONG_MAX)
         return false;
-    int layers = cfg->kind == ERASE_MODEL_CTR   ? cfg->ctr.bottom_layers
+    int layers = erase_model_config_has_tables(cfg) ? cfg->ctr.bottom_layers
                  : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers
                  : cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.layers
                                                 : cfg->nanochat.layers;
@@ -784,14 +885,18 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
     put(&w, "model = \"%s\";\nseed = ", model_names[cfg->kind]);
     put_integer(&w, cfg->seed, false);
     put(&w, ";\n%s: {\n", model_names[cfg->kind]);
-    if (cfg->kind == ERASE_MODEL_CTR) {
+    if (erase_model_config_has_tables(cfg)) {
+        if (cfg->ctr.pooling == ERASE_POOLING_MEAN) /* the default, sum, is not written: older text stays */
+            put(&w, "  pooling = \"mean\";\n");
         put(&w, "  embedding_dim = %d;\n  table_rows = ", cfg->ctr.embedding_dim);
         bool same = true, wide = false;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
             same = same && cfg->ctr.table_rows[f] == cfg->ctr.table_rows[0];
             wide = wide || cfg->ctr.table_rows[f] > INT_MAX;
         }
-        if (same) {
+        if (cfg->ctr.table_rows_from_data) {
+            put(&w, "\"data\"");
+        } else if (same) {
             put_integer(&w, cfg->ctr.table_rows[0], false);
         } else {
             for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
@@ -802,8 +907,14 @@ int erase_model_config_format(const erase_model_config_t *cfg, char *text, int s
         }
         put(&w, ";\n  bottom_mlp = ");
         put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
-        put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width,
-            cfg->ctr.subarchs);
+        if (cfg->kind == ERASE_MODEL_DCN) {
+            put(&w, ";\n  cross_layers = %d;\n  cross_rank = %d;\n  top_mlp = ", cfg->dcn.cross_layers,
+                cfg->dcn.cross_rank);
+            put_int_list(&w, cfg->dcn.top_mlp, cfg->dcn.top_layers);
+            put(&w, ";\n");
+        } else {
+            put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width, cfg->ctr.subarchs);
+        }
         bool multi = false;
         for (int f = 0; f < ERASE_CTR_FIELDS; f++)
             multi = multi || cfg->ctr.hotness[f] != 1;

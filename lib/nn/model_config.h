@@ -3,11 +3,14 @@
  * with libconfig (https://hyperrealm.github.io/libconfig/): `key = value;`
  * settings, groups in braces, lists in brackets, `#` and `//` comments.
  *
- *   model = "ctr";                 # "ctr", "mlp", "gpt" or "nanochat"
+ *   model = "ctr";                 # "ctr", "mlp", "gpt", "nanochat" or "dcn"
  *   seed = 1;                      # initialisation seed (>= 0)
  *   ctr: {
  *     embedding_dim = 16;
- *     table_rows = 10007;          # every table, or a list of 26 (each >= 2)
+ *     pooling = "sum";             # a multi-hot feature's rows: "sum" or "mean"
+ *     table_rows = 10007;          # every table, or a list of 26 (each >= 2), or "data":
+ *                                  # the sizes of the data's vocabulary (io/vocab.h),
+ *                                  # resolved by erase-train from the shards (issue 35)
  *     bottom_mlp = [64, 16];       # widths; the last must equal embedding_dim
  *     subarch_width = 256;
  *     subarchs = 6;
@@ -33,6 +36,16 @@
  *     local_loss_weight = 1.0;
  *     tie_head = false;            # the last LM head shares h0/wte (true | false;
  *                                  # default: true exactly when there are no cuts)
+ *   };
+ *   dcn: {                         # MLPerf DLRM-DCNv2 (issue 36); defaults: its sizes
+ *     embedding_dim = 128;         # the embedding keys are ctr's (cfg->ctr)
+ *     table_rows = 10007;
+ *     bottom_mlp = [512, 256, 128];
+ *     cross_layers = 3;            # a block each (1..16)
+ *     cross_rank = 512;            # low rank r; 0: full-rank cross layers
+ *     top_mlp = [1024, 1024, 512, 256, 1]; # a block per layer but the last (the logit)
+ *     cuts = "none";               # the default for dcn; "all" or a list as above
+ *     local_loss_weight = 1.0;
  *   };
  *   nanochat: {                    # nanochat's model (issue 34); defaults from layers:
  *     layers = 4;                  # depth (1..32)
@@ -81,13 +94,17 @@ typedef enum {
     ERASE_MODEL_CTR = 0,
     ERASE_MODEL_MLP = 1,
     ERASE_MODEL_GPT = 2,
-    ERASE_MODEL_NANOCHAT = 3 /* issue 34 */
+    ERASE_MODEL_NANOCHAT = 3, /* issue 34 */
+    ERASE_MODEL_DCN = 4       /* issue 36: MLPerf's DLRM-DCNv2 */
 } erase_model_kind_t;
 
 /* gpt's tie_head: AUTO (0, the key absent) ties the last block's LM head to
  * h0/wte exactly when the model has no cuts; TRUE (only without cuts) and
  * FALSE say it. */
 typedef enum { ERASE_TIE_HEAD_AUTO = 0, ERASE_TIE_HEAD_TRUE = 1, ERASE_TIE_HEAD_FALSE = 2 } erase_tie_head_t;
+
+/* How the rows of a multi-hot feature's ids are pooled (lib/ops/ops.h). */
+typedef enum { ERASE_POOLING_SUM = 0, ERASE_POOLING_MEAN = 1 } erase_pooling_t;
 
 typedef struct {
     erase_model_kind_t kind;
@@ -99,7 +116,9 @@ typedef struct {
     float local_loss_weight;
     struct {
         int embedding_dim;
-        uint32_t table_rows[ERASE_CTR_FIELDS];
+        erase_pooling_t pooling;  /* of each feature's rows (one-hot: either, the same) */
+        uint32_t table_rows[ERASE_CTR_FIELDS]; /* 0 while table_rows_from_data */
+        int table_rows_from_data; /* table_rows = "data": the caller fills table_rows, then clears it */
         int bottom_mlp[ERASE_MAX_LAYERS];
         int bottom_layers;
         int subarch_width;
@@ -107,7 +126,13 @@ typedef struct {
         /* the most ids of a sample per feature (multi-hot; all 1: one-hot):
          * the batch's sparse is [size, sum of hotness] (lib/nn/batch.h) */
         uint32_t hotness[ERASE_CTR_FIELDS];
-    } ctr;
+    } ctr;                       /* dcn shares embedding_dim, table_rows and bottom_mlp */
+    struct {
+        int cross_layers;        /* DCNv2 cross layers, a block each */
+        int cross_rank;          /* r of the low-rank layers; 0: full rank */
+        int top_mlp[ERASE_MAX_LAYERS]; /* the over arch's widths, the last 1 (the logit) */
+        int top_layers;          /* blocks = 1 + cross_layers + top_layers - 1 */
+    } dcn;
     struct {
         int inputs;
         int hidden[ERASE_MAX_LAYERS];
@@ -149,7 +174,7 @@ void erase_model_config_nanochat_depth(erase_model_config_t *cfg, int layers);
  * 1; 26 for one-hot. */
 int64_t erase_model_config_hot_width(const erase_model_config_t *cfg);
 
-/* The model kind's name, "ctr", "mlp", "gpt" or "nanochat". */
+/* The model kind's name, "ctr", "mlp", "gpt", "nanochat" or "dcn". */
 const char *erase_model_config_name(const erase_model_config_t *cfg);
 
 /* 1 and *kind set when `name` is a model kind's name ("ctr", "mlp",
@@ -165,6 +190,15 @@ const char *erase_model_config_task(const erase_model_config_t *cfg);
  * 0 for ctr and mlp. */
 const int *erase_model_config_context(const erase_model_config_t *cfg);
 int erase_model_config_vocab(const erase_model_config_t *cfg);
+
+/* 1 for the models with the 26 per-field embedding tables and the CTR
+ * batch (dense, sparse, label) whose sizes are cfg->ctr's: ctr and dcn;
+ * else 0. */
+int erase_model_config_has_tables(const erase_model_config_t *cfg);
+
+/* The largest of cfg->ctr.hotness (1: one-hot) for ctr and dcn, 0 for the
+ * other models: a sample brings at most that many ids to one table. */
+int erase_model_config_max_hotness(const erase_model_config_t *cfg);
 
 /* Number of blocks of the configured model. */
 int erase_model_config_blocks(const erase_model_config_t *cfg);

@@ -97,7 +97,11 @@ erase_status_t erase_network_alloc(erase_network_t *net, void **ptr, size_t elem
 
 static erase_status_t allocate(erase_network_t *net)
 {
-    int64_t mb = net->max_batch;
+    /* a table's sparse gradient: up to max_batch x its hotness rows */
+    int64_t mb = net->max_batch, hot = erase_network_ids_per_sample(net);
+    if (mb * hot > INT_MAX)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "network: max_batch %d x hotness %lld ids are more than %d",
+                           net->max_batch, (long long)hot, INT_MAX);
     /* one contiguous dense-gradient buffer per block: one all-reduce each */
     for (int b = 0; b < net->nblocks; b++) {
         erase_block_t *blk = &net->blocks[b];
@@ -122,14 +126,14 @@ static erase_status_t allocate(erase_network_t *net)
         if (p->kind == ERASE_PARAM_DENSE) {
             /* gradient: a slice of the block's buffer */
         } else {
-            ALLOC(p->grad_rows, sizeof(uint32_t), mb, 1);
-            ALLOC(p->grad_values, sizeof(float), mb, p->cols); /* grad_count: set by the model */
+            ALLOC(p->grad_rows, sizeof(uint32_t), mb * hot, 1);
+            ALLOC(p->grad_values, sizeof(float), mb * hot, p->cols); /* grad_count: set by the model */
         }
     }
     for (int b = 1; b < net->nblocks; b++)
         if (!erase_network_is_cut(net, b))
             ALLOC(net->blocks[b].d_in, sizeof(float), mb, net->blocks[b].in_width);
-    net->sparse_rows = net->max_batch;
+    net->sparse_rows = (int)(mb * hot);
     ALLOC(net->losses, sizeof(float), net->nblocks, 1);
     ERASE_CHECK(erase_memset_sync(net->dev, net->losses, 0, sizeof(float) * (size_t)net->nblocks));
     ERASE_CHECK(net->impl->allocate(net));
@@ -182,6 +186,7 @@ static erase_status_t create(erase_device_t *dev, const erase_model_config_t *cf
     net->emb_block = -1;
     net->impl = cfg->kind == ERASE_MODEL_GPT        ? &erase_model_gpt
                 : cfg->kind == ERASE_MODEL_NANOCHAT ? &erase_model_nanochat
+                : cfg->kind == ERASE_MODEL_DCN      ? &erase_model_dcn
                                                     : &erase_model_chain;
     erase_status_t st = net->impl->build(net);
     if (st == ERASE_OK) {
@@ -330,6 +335,24 @@ erase_status_t erase_network_set_embedding_provider(erase_network_t *net, int b,
     return ERASE_OK;
 }
 
+int erase_network_ids_per_sample(const erase_network_t *net)
+{
+    int h = erase_model_config_max_hotness(&net->cfg);
+    return h > 1 ? h : 1;
+}
+
+erase_bag_t erase_network_bag(const erase_network_t *net, const uint32_t *lengths)
+{
+    erase_bag_t bag;
+    memset(&bag, 0, sizeof bag);
+    int ctr = erase_model_config_has_tables(&net->cfg);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        bag.hotness[f] = ctr && net->cfg.ctr.hotness[f] > 1 ? (int)net->cfg.ctr.hotness[f] : 1;
+    bag.lengths = lengths;
+    bag.pooling = ctr && net->cfg.ctr.pooling == ERASE_POOLING_MEAN ? ERASE_BAG_MEAN : ERASE_BAG_SUM;
+    return bag;
+}
+
 erase_param_t *erase_network_param(erase_network_t *net, const char *name)
 {
     for (int i = 0; i < net->nparams; i++)
@@ -430,7 +453,7 @@ double erase_network_flops_per_sample(const erase_network_t *net)
 erase_status_t erase_network_forward_predict(erase_network_t *net, erase_stream_t *s, const erase_batch_t *batch)
 {
     if (batch->size == 0 && net->emb_block >= 0) /* the provider's collectives, with nothing to look up */
-        return net->emb_provider.forward(net->emb_ctx, s, 0, batch->sparse, NULL);
+        return net->emb_provider.forward(net->emb_ctx, s, 0, batch->sparse, batch->sparse_len, NULL);
     ERASE_CHECK(check_batch(net, 0, batch));
     ERASE_CHECK(net->impl->forward_predict(net, s, batch));
     return ERASE_OK;

@@ -35,6 +35,7 @@
 #include "lib/nn/model_config.h"
 #include "lib/nn/param.h"
 #include "lib/nn/sharding.h"
+#include "lib/ops/ops.h"
 
 typedef struct erase_network erase_network_t;
 
@@ -86,7 +87,8 @@ void erase_network_block_params(const erase_network_t *net, int b, int *first, i
 float *erase_network_block_grads(erase_network_t *net, int b, size_t *count);
 
 /* Grow every embedding table's sparse-gradient buffers to hold `rows` rows
- * (data parallelism merges D ranks' rows: D x max_batch). Not while a
+ * (data parallelism merges D ranks' rows: D x max_batch x
+ * erase_network_ids_per_sample). Not while a
  * stream uses them. Errors: ERASE_ERR_NOMEM. */
 erase_status_t erase_network_reserve_sparse_rows(erase_network_t *net, int rows);
 
@@ -186,9 +188,11 @@ double erase_network_flops_per_sample(const erase_network_t *net);
 /*
  * Embedding lookups served from elsewhere (sharded embeddings, DESIGN.md):
  * a provider fills emb [n, fields, dim] (the block's tables in parameter
- * order, e.g. ctr's 26) for the ids [n, fields] of a batch of n samples,
- * enqueued on stream s, where the network would look the rows up in its
- * own tables (erase_embedding_forward). lib/sched registers one (the
+ * order, e.g. ctr's 26) for the ids [n, H] and lengths [n, fields] (NULL:
+ * one id per field) of a batch of n samples (lib/nn/batch.h), pooled as
+ * the model's erase_network_bag says, enqueued on stream s, where the
+ * network would look the rows up in its own tables
+ * (erase_embedding_bag_forward). lib/sched registers one (the
  * table-wise all-to-all of lib/sched/embed_shard.h): lib/nn never calls
  * lib/comm. The backward is unchanged: the block's backward writes each
  * table's local sparse gradient (erase_embedding_backward), and the
@@ -198,7 +202,8 @@ double erase_network_flops_per_sample(const erase_network_t *net);
  * there). Returns ERASE_OK or its error.
  */
 typedef struct {
-    erase_status_t (*forward)(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb);
+    erase_status_t (*forward)(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, const uint32_t *lengths,
+                              float *emb);
 } erase_embedding_provider_t;
 
 /* Serve block b's embedding lookup by p (copied; NULL: the network's own
@@ -207,6 +212,16 @@ typedef struct {
  * p without forward, a replica). */
 erase_status_t erase_network_set_embedding_provider(erase_network_t *net, int b, const erase_embedding_provider_t *p,
                                                     void *ctx);
+
+/* The layout of ctr's multi-hot ids (lib/ops/ops.h's erase_bag_t: the
+ * model's hotness and pooling) with `lengths` (device [n, 26] or NULL);
+ * one-hot for the other models. */
+erase_bag_t erase_network_bag(const erase_network_t *net, const uint32_t *lengths);
+
+/* The most ids one sample brings to one table (ctr's largest hotness;
+ * 1 for one-hot models): a table's sparse gradient holds up to max_batch
+ * times as many rows. */
+int erase_network_ids_per_sample(const erase_network_t *net);
 
 /* Parameter by name, or NULL. */
 erase_param_t *erase_network_param(erase_network_t *net, const char *name);

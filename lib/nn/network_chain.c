@@ -1,9 +1,11 @@
 /*
  * The ctr and mlp models (docs/models.md) behind the network core
  * (lib/nn/network_impl.h): every block is a chain of layers (Linear with
- * or without ReLU; ctr's input block also the embedding lookup and the
- * pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
- * cross-entropy (mlp) loss on the head's output.
+ * or without ReLU; ctr's input block also the embedding lookup, pooled
+ * over a field's multi-hot ids as the model's hotness and pooling say,
+ * and the pairwise-dot interaction) and a head, with a BCE (ctr) or softmax
+ * cross-entropy (mlp) loss on the head's output. The embedding lookup
+ * (erase_network_embedding_*) is also dcn's (dcn.c).
  */
 #include "lib/nn/network_impl.h"
 
@@ -42,7 +44,6 @@ typedef struct {
 
 typedef struct {
     chain_block_t blocks[ERASE_MAX_BLOCKS];
-    uint32_t table_rows[ERASE_CTR_FIELDS];
 } chain_t;
 
 static chain_t *chain_of(const erase_network_t *net) { return net->model; }
@@ -77,7 +78,6 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
         return ERASE_ERROR(ERASE_ERR_INVALID, "ctr: the interaction's width, embedding_dim %d + %d "
                            "pairwise dots, is more than %d", dim, nvec * (nvec - 1) / 2, INT_MAX);
     net->nblocks = 1 + c->ctr.subarchs;
-    memcpy(ch->table_rows, c->ctr.table_rows, sizeof ch->table_rows);
 
     erase_block_t *in = &net->blocks[0];
     chain_block_t *cin = &ch->blocks[0];
@@ -98,15 +98,7 @@ static erase_status_t build_ctr(erase_network_t *net, chain_t *ch)
     x->in = dim;
     x->out = inter;
     x->dim = dim;
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-        char path[32];
-        int idx;
-        snprintf(path, sizeof path, "emb/%d", f);
-        ERASE_CHECK(erase_network_add_param(net, 0, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
-                                            c->ctr.table_rows[f], dim, 2, &idx));
-        if (f == 0)
-            x->table0 = idx;
-    }
+    ERASE_CHECK(erase_network_embedding_add(net, 0, dim, &x->table0));
     ERASE_CHECK(add_dense(net, 0, &cin->head, "head", inter, 1, 0, 1));
     in->nparams = net->nparams - in->first_param;
 
@@ -156,6 +148,31 @@ static erase_status_t chain_build(erase_network_t *net)
     return net->cfg.kind == ERASE_MODEL_CTR ? build_ctr(net, ch) : build_mlp(net, ch);
 }
 
+erase_status_t erase_network_embedding_add(erase_network_t *net, int block, int dim, int *table0)
+{
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        char path[32];
+        int idx;
+        snprintf(path, sizeof path, "emb/%d", f);
+        ERASE_CHECK(erase_network_add_param(net, block, path, ERASE_PARAM_EMBEDDING, ERASE_ROLE_EMBEDDING,
+                                            net->cfg.ctr.table_rows[f], dim, 2, &idx));
+        if (f == 0)
+            *table0 = idx;
+    }
+    return ERASE_OK;
+}
+
+erase_status_t erase_network_embedding_init(erase_network_t *net, int table0, int *counts)
+{
+    ERASE_CHECK(erase_memset_sync(net->dev, counts, 0, sizeof(int) * ERASE_CTR_FIELDS));
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        erase_param_t *t = &net->params[table0 + f];
+        t->grad_count = &counts[f];
+        ERASE_CHECK(erase_network_init_param(net, t, ERASE_INIT_UNIFORM, sqrt(1.0 / (double)t->rows)));
+    }
+    return ERASE_OK;
+}
+
 /* Activations of a layer and its parameters' initial values (docs/models.md):
  * Linear weights and biases uniform in +-1/sqrt(in), embedding rows in
  * +-sqrt(1/rows). */
@@ -168,12 +185,7 @@ static erase_status_t alloc_layer(erase_network_t *net, layer_t *l)
         ERASE_NET_ALLOC(net, l->emb, sizeof(float) * ERASE_CTR_FIELDS, mb, l->dim);
         ERASE_NET_ALLOC(net, l->demb, sizeof(float) * ERASE_CTR_FIELDS, mb, l->dim);
         ERASE_NET_ALLOC(net, l->counts, sizeof(int), ERASE_CTR_FIELDS, 1);
-        ERASE_CHECK(erase_memset_sync(net->dev, l->counts, 0, sizeof(int) * ERASE_CTR_FIELDS));
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-            erase_param_t *t = &net->params[l->table0 + f];
-            t->grad_count = &l->counts[f];
-            ERASE_CHECK(erase_network_init_param(net, t, ERASE_INIT_UNIFORM, sqrt(1.0 / (double)t->rows)));
-        }
+        ERASE_CHECK(erase_network_embedding_init(net, l->table0, l->counts));
     } else {
         double bound = 1.0 / sqrt((double)l->in);
         ERASE_CHECK(erase_network_init_param(net, &net->params[l->w], ERASE_INIT_UNIFORM, bound));
@@ -241,6 +253,39 @@ static const float *block_input(const erase_network_t *net, int b, const erase_b
     return net->cfg.kind == ERASE_MODEL_CTR ? batch->dense : batch->features;
 }
 
+/* ---- the embedding lookup (ctr's and dcn's) -------------------------------- */
+
+erase_status_t erase_network_embedding_forward(erase_network_t *net, erase_stream_t *s, int n, int table0, int dim,
+                                               const erase_batch_t *batch, float *emb)
+{
+    if (net->emb_block >= 0) { /* the lookup is block 0's */
+        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, batch->sparse_len, emb));
+    } else {
+        const float *tables[ERASE_CTR_FIELDS];
+        erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            tables[f] = net->params[table0 + f].value;
+        ERASE_CHECK(erase_embedding_bag_forward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, &bag,
+                                                batch->sparse, tables, emb));
+    }
+    return ERASE_OK;
+}
+
+erase_status_t erase_network_embedding_backward(erase_network_t *net, erase_stream_t *s, int n, int table0, int dim,
+                                                const erase_batch_t *batch, const float *demb, int *counts)
+{
+    uint32_t *rows[ERASE_CTR_FIELDS];
+    float *values[ERASE_CTR_FIELDS];
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
+        rows[f] = net->params[table0 + f].grad_rows;
+        values[f] = net->params[table0 + f].grad_values;
+    }
+    erase_bag_t bag = erase_network_bag(net, batch->sparse_len);
+    ERASE_CHECK(erase_embedding_bag_backward(s, n, ERASE_CTR_FIELDS, dim, net->cfg.ctr.table_rows, &bag,
+                                             batch->sparse, demb, rows, values, counts));
+    return ERASE_OK;
+}
+
 static erase_status_t layer_forward(erase_network_t *net, layer_t *l, erase_stream_t *s, int n,
                                     const float *x, const erase_batch_t *batch)
 {
@@ -251,15 +296,7 @@ static erase_status_t layer_forward(erase_network_t *net, layer_t *l, erase_stre
             ERASE_CHECK(erase_relu_forward(s, (size_t)n * l->out, l->y, l->y));
         return ERASE_OK;
     }
-    if (net->emb_block >= 0) { /* ctr's lookup is block 0's */
-        ERASE_CHECK(net->emb_provider.forward(net->emb_ctx, s, n, batch->sparse, l->emb));
-    } else {
-        const float *tables[ERASE_CTR_FIELDS];
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-            tables[f] = net->params[l->table0 + f].value;
-        ERASE_CHECK(erase_embedding_forward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
-                                            batch->sparse, tables, l->emb));
-    }
+    ERASE_CHECK(erase_network_embedding_forward(net, s, n, l->table0, l->dim, batch, l->emb));
     ERASE_CHECK(erase_interaction_forward(s, n, ERASE_CTR_FIELDS + 1, l->dim, x, l->emb, l->y));
     return ERASE_OK;
 }
@@ -277,14 +314,7 @@ static erase_status_t layer_backward(erase_network_t *net, layer_t *l, erase_str
     }
     ERASE_CHECK(erase_interaction_backward(s, n, ERASE_CTR_FIELDS + 1, l->dim, x, l->emb, l->dy,
                                            dx, l->demb));
-    uint32_t *rows[ERASE_CTR_FIELDS];
-    float *values[ERASE_CTR_FIELDS];
-    for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-        rows[f] = net->params[l->table0 + f].grad_rows;
-        values[f] = net->params[l->table0 + f].grad_values;
-    }
-    ERASE_CHECK(erase_embedding_backward(s, n, ERASE_CTR_FIELDS, l->dim, chain_of(net)->table_rows,
-                                         batch->sparse, l->demb, rows, values, l->counts));
+    ERASE_CHECK(erase_network_embedding_backward(net, s, n, l->table0, l->dim, batch, l->demb, l->counts));
     return ERASE_OK;
 }
 

@@ -91,8 +91,9 @@ struct erase_network {
     int emb_block;
 };
 
-/* The models: ctr and mlp (network_chain.c), gpt (gpt.c), nanochat (nanochat.c). */
+/* The models: ctr and mlp (network_chain.c), gpt (gpt.c), nanochat (nanochat.c), dcn (dcn.c). */
 extern const erase_model_impl_t erase_model_chain;
+extern const erase_model_impl_t erase_model_dcn;
 extern const erase_model_impl_t erase_model_gpt;
 extern const erase_model_impl_t erase_model_nanochat;
 
@@ -123,6 +124,27 @@ typedef enum {
  * device in one blocking copy. Errors: ERASE_ERR_NOMEM, a failed copy.
  */
 erase_status_t erase_network_init_param(erase_network_t *net, erase_param_t *p, erase_init_t how, double a);
+
+/*
+ * The embedding lookup of the 26 categorical fields, ctr's and dcn's
+ * (network_chain.c): the tables are parameters table0 .. table0 + 25
+ * (net->cfg.ctr.table_rows rows of `dim` floats each).
+ *   add       add them to block `block` as "<block>/emb/<f>" (*table0: the
+ *             first one's index; erase_network_add_param's errors);
+ *   init      zero the per-table counts of sparse-gradient rows (device
+ *             [26] ints, each table's grad_count) and initialise the rows
+ *             uniform in +-sqrt(1/rows) (TorchRec's EmbeddingBagCollection);
+ *   forward   emb [n, 26, dim] from batch->sparse, through the embedding
+ *             provider when one serves the network (sharded tables);
+ *   backward  the tables' sparse gradients from demb [n, 26, dim].
+ * Errors: those of the embedding ops and the provider.
+ */
+erase_status_t erase_network_embedding_add(erase_network_t *net, int block, int dim, int *table0);
+erase_status_t erase_network_embedding_init(erase_network_t *net, int table0, int *counts);
+erase_status_t erase_network_embedding_forward(erase_network_t *net, erase_stream_t *s, int n, int table0, int dim,
+                                               const erase_batch_t *batch, float *emb);
+erase_status_t erase_network_embedding_backward(erase_network_t *net, erase_stream_t *s, int n, int table0, int dim,
+                                                const erase_batch_t *batch, const float *demb, int *counts);
 
 /* A transformer's training FLOPs per sample, T x (6N + 12 L C T) with N
  * every parameter but the one of index `skip` (gpt: wpe; nanochat: wte)

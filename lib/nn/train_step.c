@@ -51,8 +51,12 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
     memset(out, 0, sizeof *out);
     out->size = size;
     erase_status_t st = ERASE_OK;
-    if (cfg->kind == ERASE_MODEL_CTR) {
-        size_t nd = (size_t)size * ERASE_CTR_DENSE, ns = (size_t)size * ERASE_CTR_FIELDS;
+    if (erase_model_config_has_tables(cfg)) {
+        erase_bag_t bag = erase_network_bag(net, NULL); /* hotness: the model's, each >= 1 */
+        int H = erase_bag_columns(&bag, ERASE_CTR_FIELDS), multi = erase_model_config_max_hotness(cfg) > 1;
+        size_t nd = (size_t)size * ERASE_CTR_DENSE, ns = (size_t)size * (size_t)H;
+        size_t nl = multi ? (size_t)size * ERASE_CTR_FIELDS : 0;
+        uint32_t *lengths = multi ? malloc(sizeof(uint32_t) * (nl ? nl : 1)) : NULL;
         float *dense = malloc(sizeof(float) * nd), *label = malloc(sizeof(float) * (size_t)size);
         uint32_t *sparse = malloc(sizeof(uint32_t) * ns);
         if (dense && label && sparse) {
@@ -62,6 +66,12 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
                 sparse[i] = erase_rng_below(&rng, 20) == 0 ? UINT32_MAX : (uint32_t)erase_rng_next(&rng);
             for (int i = 0; i < size; i++)
                 label[i] = erase_rng_below(&rng, 4) == 0 ? 1.0f : 0.0f;
+            for (size_t i = 0; lengths && i < nl; i++) /* multi-hot: 1 .. hotness ids, the rest padding */
+                lengths[i] = 1 + erase_rng_below(&rng, (uint32_t)bag.hotness[i % ERASE_CTR_FIELDS]);
+            for (int i = 0; lengths && i < size; i++)
+                for (int f = 0, c = 0; f < ERASE_CTR_FIELDS; c += bag.hotness[f], f++)
+                    for (int j = (int)lengths[(size_t)i * ERASE_CTR_FIELDS + f]; j < bag.hotness[f]; j++)
+                        sparse[(size_t)i * H + c + j] = UINT32_MAX;
         }
         st = upload(dev, dense && label && sparse ? dense : (free(dense), NULL), sizeof(float) * nd,
                     (const void **)&out->dense);
@@ -73,6 +83,10 @@ erase_status_t erase_batch_random(erase_network_t *net, int size, uint64_t seed,
             st = upload(dev, label, sizeof(float) * (size_t)size, (const void **)&out->label);
         else
             free(label);
+        if (st == ERASE_OK && multi)
+            st = upload(dev, lengths, sizeof(uint32_t) * (nl ? nl : 1), (const void **)&out->sparse_len);
+        else
+            free(lengths);
     } else if (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT) {
         int T = *erase_model_config_context(cfg), vocab = erase_model_config_vocab(cfg);
         size_t bytes = 0;
@@ -125,6 +139,7 @@ void erase_batch_free_random(erase_network_t *net, erase_batch_t *batch)
     erase_device_t *dev = erase_network_device(net);
     erase_free(dev, (void *)batch->dense);
     erase_free(dev, (void *)batch->sparse);
+    erase_free(dev, (void *)batch->sparse_len);
     erase_free(dev, (void *)batch->label);
     erase_free(dev, (void *)batch->features);
     erase_free(dev, (void *)batch->classes);

@@ -18,7 +18,9 @@ erase_status_t erase_train_step_serial(erase_network_t *net, erase_optimizer_t *
 /*
  * Random inputs of the network's model in device memory, for tests and
  * benchmarks: ctr dense features in [0, 5) with ~10% zeros, ids uniform
- * 32-bit with ~5% missing, labels Bernoulli(0.25); mlp features in [-1, 1)
+ * 32-bit with ~5% missing, labels Bernoulli(0.25), and for a multi-hot
+ * model (lib/nn/batch.h) lengths uniform in 1 .. hotness[f] (drawn after
+ * the labels; the ids past a length set to 0xFFFFFFFF); mlp features in [-1, 1)
  * and uniform classes; gpt windows of context+1 uniform tokens in
  * [0, vocab) (tokens: positions 0..T-1, targets: 1..T). Deterministic in
  * `seed`. Free with

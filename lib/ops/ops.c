@@ -7,6 +7,7 @@
 #include "lib/ops/ops_impl.h"
 
 #include <limits.h>
+#include <string.h>
 
 #ifdef HAVE_CUDA
 #include "lib/device/cuda/cuda.h"
@@ -158,12 +159,75 @@ static erase_status_t embedding_check(int batch, int fields, int dim, const uint
     return ERASE_OK;
 }
 
+/* The one-hot layout of `fields` fields: a column each, no lengths. */
+static erase_bag_t one_hot(int fields)
+{
+    erase_bag_t bag;
+    memset(&bag, 0, sizeof bag);
+    for (int f = 0; f < fields && f < ERASE_FIELDS_MAX; f++)
+        bag.hotness[f] = 1;
+    return bag;
+}
+
+int erase_bag_columns(const erase_bag_t *bag, int fields)
+{
+    int h = 0;
+    for (int f = 0; f < fields; f++)
+        h += bag ? bag->hotness[f] : 1;
+    return h;
+}
+
+/* A bag layout's hotness (each >= 1, H * batch an int). */
+static erase_status_t bag_check(const char *op, int batch, int fields, const erase_bag_t *bag)
+{
+    int64_t h = 0;
+    for (int f = 0; f < fields; f++) {
+        REQUIRE(bag->hotness[f] >= 1, "%s: field %d has hotness %d (at least 1)", op, f, bag->hotness[f]);
+        h += bag->hotness[f];
+    }
+    REQUIRE(h * (batch > 1 ? batch : 1) <= INT_MAX, "%s: %d samples x %lld ids are more than %d", op, batch,
+            (long long)h, INT_MAX);
+    return ERASE_OK;
+}
+
+erase_status_t erase_embedding_bag_forward(erase_stream_t *s, int batch, int fields, int dim,
+                                           const uint32_t *rows, const erase_bag_t *bag,
+                                           const uint32_t *ids, const float *const *tables, float *out)
+{
+    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
+    erase_bag_t one = one_hot(fields);
+    bag = bag ? bag : &one;
+    ERASE_CHECK(bag_check("embedding bag", batch, fields, bag));
+    DISPATCH(s, embedding_forward, batch, fields, dim, rows, bag, ids, tables, out);
+}
+
+erase_status_t erase_embedding_bag_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                            const uint32_t *rows, const erase_bag_t *bag,
+                                            const uint32_t *ids, const float *dout,
+                                            uint32_t *const *grad_rows, float *const *grad_values,
+                                            int *count)
+{
+    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
+    erase_bag_t one = one_hot(fields);
+    bag = bag ? bag : &one;
+    ERASE_CHECK(bag_check("embedding bag backward", batch, fields, bag));
+    DISPATCH(s, embedding_backward, batch, fields, dim, rows, bag, ids, dout, grad_rows, grad_values, count);
+}
+
+erase_status_t erase_embedding_pool(erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                                    const float *vecs, float *out)
+{
+    REQUIRE(fields >= 1 && fields <= ERASE_FIELDS_MAX && batch >= 0 && dim > 0 && bag,
+            "embedding pool: bad shape batch=%d fields=%d dim=%d or NULL layout", batch, fields, dim);
+    ERASE_CHECK(bag_check("embedding pool", batch, fields, bag));
+    DISPATCH(s, embedding_pool, batch, fields, dim, bag, vecs, out);
+}
+
 erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
                                        const uint32_t *rows, const uint32_t *ids,
                                        const float *const *tables, float *out)
 {
-    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
-    DISPATCH(s, embedding_forward, batch, fields, dim, rows, ids, tables, out);
+    return erase_embedding_bag_forward(s, batch, fields, dim, rows, NULL, ids, tables, out);
 }
 
 erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
@@ -171,9 +235,8 @@ erase_status_t erase_embedding_backward(erase_stream_t *s, int batch, int fields
                                         const float *dout, uint32_t *const *grad_rows,
                                         float *const *grad_values, int *count)
 {
-    ERASE_CHECK(embedding_check(batch, fields, dim, rows));
-    DISPATCH(s, embedding_backward, batch, fields, dim, rows, ids, dout, grad_rows, grad_values,
-             count);
+    return erase_embedding_bag_backward(s, batch, fields, dim, rows, NULL, ids, dout, grad_rows, grad_values,
+                                        count);
 }
 
 /* ---- interaction --------------------------------------------------------- */
@@ -327,6 +390,20 @@ erase_status_t erase_rotary(erase_stream_t *s, int batch, int T, int t0, int hea
     DISPATCH(s, rotary, batch, T, t0, heads, hd, base, inverse, x, y);
 }
 
+erase_status_t erase_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                   float *y)
+{
+    REQUIRE(n == 0 || (x0 && u && xl && y), "cross forward: NULL x0, u, xl or y");
+    DISPATCH(s, cross_forward, n, x0, u, xl, y);
+}
+
+erase_status_t erase_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                    float *du, float *dx0)
+{
+    REQUIRE(n == 0 || (x0 && u && dy && du), "cross backward: NULL x0, u, dy or du");
+    DISPATCH(s, cross_backward, n, x0, u, dy, du, dx0);
+}
+
 erase_status_t erase_relu2_forward(erase_stream_t *s, size_t n, const float *x, float *y)
 {
     REQUIRE(n == 0 || (x && y), "relu2: NULL x or y");
@@ -438,24 +515,41 @@ erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int 
 
 /* ---- the sharded tables' exchange ------------------------------------------ */
 
-erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
-                                 const uint32_t *table_rows, int ranks, const int64_t *bounds,
-                                 const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
-                                 int *send_counts, uint32_t *pos)
+erase_status_t erase_shard_route_bag(erase_stream_t *s, int n, int tables, const erase_bag_t *bag,
+                                     const uint32_t *ids, const uint32_t *table_rows, int ranks,
+                                     const int64_t *bounds, const int32_t *slot, int tmax, int capacity,
+                                     uint32_t *send_rows, int *send_counts, uint32_t *pos)
 {
     REQUIRE(tables >= 1 && ranks >= 1 && tmax >= 1 && capacity >= 1,
             "shard route: %d tables, %d ranks, tmax %d, capacity %d (each at least 1)", tables,
             ranks, tmax, capacity);
-    REQUIRE(n >= 0 && n <= capacity, "shard route: %d samples, expected 0 to capacity %d", n,
-            capacity);
+    REQUIRE(tables <= ERASE_FIELDS_MAX, "shard route: %d tables (at most %d)", tables, ERASE_FIELDS_MAX);
+    erase_bag_t one = one_hot(tables);
+    bag = bag ? bag : &one;
+    ERASE_CHECK(bag_check("shard route", n, tables, bag));
+    int hmax = 1;
+    for (int t = 0; t < tables; t++)
+        hmax = bag->hotness[t] > hmax ? bag->hotness[t] : hmax;
+    REQUIRE(n >= 0 && n <= capacity, "shard route: %d samples, expected 0 to capacity %d", n, capacity);
+    REQUIRE((int64_t)n * hmax <= capacity, "shard route: %d samples of up to %d ids are %lld entries, expected 0 "
+            "to capacity %d", n, hmax, (long long)n * hmax, capacity);
     /* every index of send_rows must fit a uint32 of pos below the pad value */
     REQUIRE((uint64_t)ranks * (uint64_t)tmax * (uint64_t)capacity < ERASE_SHARD_PAD,
             "shard route: %d ranks x tmax %d x capacity %d entries (expected below %u)", ranks, tmax,
             capacity, ERASE_SHARD_PAD);
     REQUIRE(table_rows && bounds && slot && send_rows && send_counts && (n == 0 || (ids && pos)),
             "shard route: NULL ids, table_rows, bounds, slot, send_rows, send_counts or pos");
-    DISPATCH(s, shard_route, n, tables, ids, table_rows, ranks, bounds, slot, tmax, capacity,
+    DISPATCH(s, shard_route, n, tables, bag, ids, table_rows, ranks, bounds, slot, tmax, capacity,
              send_rows, send_counts, pos);
+}
+
+erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+                                 const uint32_t *table_rows, int ranks, const int64_t *bounds,
+                                 const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
+                                 int *send_counts, uint32_t *pos)
+{
+    return erase_shard_route_bag(s, n, tables, NULL, ids, table_rows, ranks, bounds, slot, tmax, capacity,
+                                 send_rows, send_counts, pos);
 }
 
 erase_status_t erase_gather_rows(erase_stream_t *s, int n, int dim, const uint32_t *index,

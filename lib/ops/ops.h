@@ -82,6 +82,69 @@ erase_status_t erase_embedding_forward(erase_stream_t *s, int batch, int fields,
                                        const float *const *tables, float *out);
 
 /*
+ * Multi-hot ids (embedding bags; issue 35, lib/nn/batch.h): a sample's ids
+ * of field f sit at columns [off_f, off_f + hotness[f]) of its row of
+ * H = sum of hotness columns (off_f: the prefix sum), the first lengths[r,
+ * f] of them present, the rest padding (never read). lengths NULL: one id
+ * per field, its first column (one-hot data). A bag is pooled in column
+ * order: out = row(id_0), then out += row(id_j) for j = 1 .. len-1 (one
+ * add per element, in that order, on every backend), and for mean pooling
+ * out /= len (a float division) when len > 1. This is what TorchRec's
+ * KeyedJaggedTensor (values + lengths) and torch.nn.EmbeddingBag (mode
+ * "sum" / "mean", input + offsets) compute; the fixed order makes the
+ * result bitwise reproducible. hotness all 1 and lengths NULL is the
+ * one-hot lookup: every result bitwise as before issue 35.
+ */
+typedef enum { ERASE_BAG_SUM = 0, ERASE_BAG_MEAN = 1 } erase_bag_pooling_t;
+
+typedef struct {
+    int hotness[ERASE_FIELDS_MAX];  /* columns of each field (>= 1) */
+    const uint32_t *lengths;        /* device [batch, fields]: 1 .. hotness[f]; NULL: 1 each */
+    erase_bag_pooling_t pooling;
+} erase_bag_t;
+
+/* H, the columns of a bag layout of `fields` fields (sum of hotness). */
+int erase_bag_columns(const erase_bag_t *bag, int fields);
+
+/*
+ * Pooled embedding lookup: out[r, f, dim] = the pooling (above) of
+ * tables[f][erase_embedding_row(id, rows[f])] over sample r's ids of field
+ * f in ids [batch, H]. bag NULL: one-hot (erase_embedding_forward).
+ * Errors: as erase_embedding_forward, and ERASE_ERR_INVALID at the call
+ * for a hotness below 1 or H above INT_MAX / batch; when the op runs, for a
+ * length outside [1, hotness[f]] ("embedding bag: sample r field f has n
+ * ids, expected 1 to h").
+ */
+erase_status_t erase_embedding_bag_forward(erase_stream_t *s, int batch, int fields, int dim,
+                                           const uint32_t *rows, const erase_bag_t *bag,
+                                           const uint32_t *ids, const float *const *tables, float *out);
+
+/*
+ * Backward of the pooled lookup: per field f, the distinct rows touched
+ * (ascending) in grad_rows[f][0..count[f]) with the sum, in (sample,
+ * column) order chunked as below, of each present id's contribution:
+ * dout[r, f, :] (sum pooling) or dout[r, f, :] / len (mean; the division
+ * done per contribution). grad_rows[f] holds batch * hotness[f] entries,
+ * grad_values[f] that many rows of dim. bag NULL: erase_embedding_backward.
+ * Errors: those of erase_embedding_bag_forward.
+ */
+erase_status_t erase_embedding_bag_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                            const uint32_t *rows, const erase_bag_t *bag,
+                                            const uint32_t *ids, const float *dout,
+                                            uint32_t *const *grad_rows, float *const *grad_values,
+                                            int *count);
+
+/*
+ * Pool looked-up vectors: out[r, f, :] = the pooling (above) of vecs[r, c,
+ * :] over field f's present columns c (vecs [batch, H, dim], as a sharded
+ * lookup brings them back). With vecs the rows erase_embedding_bag_forward
+ * reads, the result is bitwise its output. Errors: those of
+ * erase_embedding_bag_forward (bag must not be NULL).
+ */
+erase_status_t erase_embedding_pool(erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                                    const float *vecs, float *out);
+
+/*
  * Order of the sums of sparse gradients (embedding backward, sparse merge):
  * a row's n contributions, in sample (or rank) order, are added in chunks
  * of ERASE_SPARSE_SUM_CHUNK consecutive ones, each chunk summed from 0 in
@@ -139,6 +202,19 @@ erase_status_t erase_layernorm_forward(erase_stream_t *s, int batch, int dim, fl
 erase_status_t erase_layernorm_backward(erase_stream_t *s, int batch, int dim, const float *x,
                                         const float *gamma, const float *mean, const float *rstd,
                                         const float *dy, float *dx, float *dgamma, float *dbeta);
+
+/*
+ * The DCNv2 cross layer's elementwise part (Wang et al., "DCN V2", arXiv
+ * 2008.13535, eq. 1; TorchRec's torchrec.modules.crossnet.LowRankCrossNet
+ * and CrossNet): over n floats, y = x0 * u + xl, with u = W (V xl) + b (low
+ * rank) or W xl + b (full rank) computed by the linear ops. Backward from
+ * dy: du = dy * x0 and dx0 = dy * u (dx0 NULL: not computed); du may be dy
+ * (in place). The gradient of xl is dy itself, which the caller adds.
+ */
+erase_status_t erase_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                   float *y);
+erase_status_t erase_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                    float *du, float *dx0);
 
 /* y[i] += alpha * x[i] for i < n (gradient accumulation across blocks). */
 erase_status_t erase_axpy(erase_stream_t *s, size_t n, float alpha, const float *x, float *y);
@@ -376,6 +452,21 @@ erase_status_t erase_shard_route(erase_stream_t *s, int n, int tables, const uin
                                  const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                  const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
                                  int *send_counts, uint32_t *pos);
+
+/*
+ * The same for multi-hot ids [n, H] (bag: the layout above; NULL is
+ * erase_shard_route): table t's present ids are routed in (sample, column)
+ * order; pos [n, H]: pos[i*H + c] = where column c of sample i went, or
+ * ERASE_SHARD_PAD for a column past its field's length (nothing routed;
+ * erase_gather_rows unpacks a zero vector the pooling never reads).
+ * capacity bounds the entries of a slot: n * hotness[t] <= capacity for
+ * every table. Errors: those of erase_shard_route, and of
+ * erase_embedding_bag_forward for the lengths.
+ */
+erase_status_t erase_shard_route_bag(erase_stream_t *s, int n, int tables, const erase_bag_t *bag,
+                                     const uint32_t *ids, const uint32_t *table_rows, int ranks,
+                                     const int64_t *bounds, const int32_t *slot, int tmax, int capacity,
+                                     uint32_t *send_rows, int *send_counts, uint32_t *pos);
 
 /*
  * Row gather: for i < n, j = index[i*index_stride]; out[i*out_stride + c]

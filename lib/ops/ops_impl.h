@@ -33,13 +33,16 @@ typedef struct erase_ops_impl {
                                      const float *const *xs, float *y);
     erase_status_t (*concat_backward)(erase_stream_t *s, int batch, int n, const int *widths,
                                       const float *dy, float *const *dxs);
+    /* bag: never NULL here (lib/ops/ops.c passes the one-hot layout) */
     erase_status_t (*embedding_forward)(erase_stream_t *s, int batch, int fields, int dim,
-                                        const uint32_t *rows, const uint32_t *ids,
+                                        const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
                                         const float *const *tables, float *out);
     erase_status_t (*embedding_backward)(erase_stream_t *s, int batch, int fields, int dim,
-                                         const uint32_t *rows, const uint32_t *ids,
+                                         const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
                                          const float *dout, uint32_t *const *grad_rows,
                                          float *const *grad_values, int *count);
+    erase_status_t (*embedding_pool)(erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                                     const float *vecs, float *out);
     erase_status_t (*interaction_forward)(erase_stream_t *s, int batch, int nvec, int dim,
                                           const float *dense, const float *emb, float *out);
     erase_status_t (*interaction_backward)(erase_stream_t *s, int batch, int nvec, int dim,
@@ -64,7 +67,7 @@ typedef struct erase_ops_impl {
                                    float scale, const int *all_counts, const uint32_t *all_rows,
                                    const float *all_values, int *const *count,
                                    uint32_t *const *rows, float *const *values);
-    erase_status_t (*shard_route)(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+    erase_status_t (*shard_route)(erase_stream_t *s, int n, int tables, const erase_bag_t *bag, const uint32_t *ids,
                                   const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                   const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
                                   int *send_counts, uint32_t *pos);
@@ -121,6 +124,10 @@ typedef struct erase_ops_impl {
                                        const float *rstd, const float *dy, float *dx);
     erase_status_t (*rotary)(erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
                              int inverse, const float *x, float *y);
+    erase_status_t (*cross_forward)(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                    float *y);
+    erase_status_t (*cross_backward)(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                                     float *du, float *dx0);
     erase_status_t (*relu2_forward)(erase_stream_t *s, size_t n, const float *x, float *y);
     erase_status_t (*relu2_backward)(erase_stream_t *s, size_t n, const float *x, const float *dy, float *dx);
     erase_status_t (*softcap_forward)(erase_stream_t *s, size_t n, float cap, const float *x, float *y);

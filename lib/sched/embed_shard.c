@@ -22,7 +22,11 @@ struct erase_embed_shard {
     erase_device_t *dev;
     erase_comm_t *emb;
     erase_comm_t *dp;                   /* the last reduce's (erase_embed_shard_traffic) */
-    int block, first, tables, dim, cap; /* tables: params [first, first + tables) of width dim; cap = B */
+    int block, first, tables, dim;      /* tables: params [first, first + tables) of width dim */
+    int samples, cap;                   /* max_batch; B = a slot's entries, max_batch x ids per sample */
+    erase_bag_t bag;                    /* the model's multi-hot layout (lengths: the batch's) */
+    int columns;                        /* H: ids per sample over all tables (tables when one-hot) */
+    float *vecs;                        /* [max_batch][H][dim]: the looked-up rows before pooling (multi-hot) */
     int ranks, rank, tmax;
     int owned[ERASE_FIELDS_MAX];        /* the tables this rank holds rows of, in slot order */
     int nowned;
@@ -30,7 +34,7 @@ struct erase_embed_shard {
     int64_t *bounds;                    /* device [T][D + 1]: rank r holds rows [bounds[t][r], bounds[t][r+1]) */
     int32_t *slot;                      /* device [T][D]: table t's slot in rank r's block, -1: r holds none */
     int32_t *slot_index;                /* device [T][D]: r x Tmax + slot, -1: r holds none */
-    uint32_t *pos;                      /* [B][T]: where sample i's row of table t went in rows_send */
+    uint32_t *pos;                      /* [max_batch][H]: where sample i's id in column c went in rows_send */
     uint32_t *rows_send, *rows_recv;    /* [D][Tmax][B]: routed rows (local to their holder), or pad */
     int *fcnt_send, *fcnt_recv;         /* [D][Tmax]: rows routed into each slot, received in each */
     float *vec_send, *vec_recv;         /* [D][Tmax][B][dim] */
@@ -42,7 +46,8 @@ struct erase_embed_shard {
     float *pad_values;                  /* [D][B][dim] */
 };
 
-static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb);
+static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, const uint32_t *lengths,
+                                    float *emb);
 
 /* Slot buffers of `per` elements of `elem` bytes per (rank, slot). */
 static erase_status_t alloc_slots(erase_embed_shard_t *es, size_t elem, int64_t per, void **out)
@@ -122,7 +127,14 @@ static erase_status_t setup(erase_embed_shard_t *es, const erase_shard_t *plan)
     if ((int64_t)es->ranks * es->tmax * B > UINT32_MAX - 1)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %d ranks x %d slots x %lld rows do not fit "
                            "32-bit positions", es->ranks, es->tmax, (long long)B);
-    ERASE_CHECK(erase_malloc(es->dev, sizeof(uint32_t) * (size_t)B * (size_t)es->tables, (void **)&es->pos));
+    size_t pos_bytes, vec_bytes;
+    if (!erase_bytes(sizeof(uint32_t), es->samples, es->columns, &pos_bytes) ||
+        !erase_bytes(sizeof(float) * (size_t)es->dim, es->samples, es->columns, &vec_bytes))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: %d samples x %d ids overflow", es->samples,
+                           es->columns);
+    ERASE_CHECK(erase_malloc(es->dev, pos_bytes, (void **)&es->pos));
+    if (es->columns > es->tables) /* multi-hot: vectors are pooled here, at the destination */
+        ERASE_CHECK(erase_malloc(es->dev, vec_bytes, (void **)&es->vecs));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_send));
     ERASE_CHECK(alloc_slots(es, sizeof(uint32_t), B, (void **)&es->rows_recv));
     ERASE_CHECK(alloc_slots(es, sizeof(int), 1, (void **)&es->fcnt_send));
@@ -158,7 +170,10 @@ erase_status_t erase_embed_shard_create(erase_network_t *net, erase_comm_t *emb,
     es->emb = emb;
     es->ranks = erase_comm_size(emb);
     es->rank = erase_comm_rank(emb);
-    es->cap = erase_network_max_batch(net);
+    es->samples = erase_network_max_batch(net);
+    es->bag = erase_network_bag(net, NULL);
+    int64_t cap = (int64_t)es->samples * erase_network_ids_per_sample(net); /* network.c: an int */
+    es->cap = (int)cap;
     es->block = -1;
     erase_status_t st = ERASE_OK;
     for (int b = 0; st == ERASE_OK && es->block < 0 && b < erase_network_blocks(net); b++) {
@@ -172,6 +187,8 @@ erase_status_t erase_embed_shard_create(erase_network_t *net, erase_comm_t *emb,
     else if (st == ERASE_OK && tables != es->tables)
         st = ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a placement of %d tables for a model of %d",
                          tables, es->tables);
+    if (st == ERASE_OK)
+        es->columns = erase_bag_columns(&es->bag, es->tables);
     if (st == ERASE_OK)
         st = setup(es, plan);
     if (st == ERASE_OK) {
@@ -193,7 +210,7 @@ void erase_embed_shard_destroy(erase_embed_shard_t *es)
         return;
     if (es->block >= 0)
         erase_network_set_embedding_provider(es->net, es->block, NULL, NULL);
-    void *bufs[] = { es->table_rows, es->bounds, es->slot, es->slot_index, es->pos, es->rows_send,
+    void *bufs[] = { es->table_rows, es->bounds, es->slot, es->slot_index, es->pos, es->vecs, es->rows_send,
                      es->rows_recv, es->fcnt_send, es->fcnt_recv, es->vec_send, es->vec_recv, es->cnt_send, es->cnt_recv, es->grow_send,
                      es->grow_recv, es->gval_send, es->gval_recv, es->pad_counts, es->pad_rows, es->pad_values };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -241,14 +258,17 @@ static size_t at(const erase_embed_shard_t *es, int r, int k, size_t per)
 }
 
 /* The provider: see the header. */
-static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, float *emb)
+static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const uint32_t *ids, const uint32_t *lengths,
+                                    float *emb)
 {
     erase_embed_shard_t *es = ctx;
     size_t B = (size_t)es->cap, vec = B * (size_t)es->dim, slots = (size_t)es->tmax;
-    if (n < 0 || n > es->cap)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->cap);
-    ERASE_CHECK(erase_shard_route(s, n, es->tables, ids, es->table_rows, es->ranks, es->bounds, es->slot, es->tmax,
-                                  es->cap, es->rows_send, es->fcnt_send, es->pos));
+    erase_bag_t bag = es->bag;
+    bag.lengths = lengths;
+    if (n < 0 || n > es->samples)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "sharded embeddings: a batch of %d samples (at most %d)", n, es->samples);
+    ERASE_CHECK(erase_shard_route_bag(s, n, es->tables, &bag, ids, es->table_rows, es->ranks, es->bounds, es->slot,
+                                      es->tmax, es->cap, es->rows_send, es->fcnt_send, es->pos));
     /* the counts first (fixed size); rows the peers do not send stay pads,
      * which erase_gather_rows turns into zero vectors nobody unpacks */
     ERASE_CHECK(erase_alltoall(es->emb, s, es->fcnt_send, es->fcnt_recv, slots, ERASE_DTYPE_I32));
@@ -266,9 +286,17 @@ static erase_status_t shard_forward(void *ctx, erase_stream_t *s, int n, const u
     /* the vectors back: as many as each peer sent rows (the counts reversed) */
     ERASE_CHECK(erase_alltoall_slots(es->emb, s, es->vec_send, es->vec_recv, es->tmax, vec, es->fcnt_recv,
                                      es->fcnt_send, (size_t)es->dim, ERASE_DTYPE_F32));
-    /* emb[i, t] = the vector of sample i's row of table t, where route put it */
-    return erase_gather_rows(s, n * es->tables, es->dim, es->pos, 1, es->vec_recv,
-                             (int64_t)es->ranks * es->tmax * es->cap, emb, (size_t)es->dim);
+    /* one-hot: emb[i, t] = the vector of sample i's row of table t, where
+     * route put it; multi-hot: every id's vector into vecs [n, H], then
+     * pooled here in column order (erase_embedding_pool), the arithmetic
+     * of the replicated lookup, so the result is bitwise the same */
+    int64_t src_rows = (int64_t)es->ranks * es->tmax * es->cap;
+    if (!es->vecs)
+        return erase_gather_rows(s, n * es->tables, es->dim, es->pos, 1, es->vec_recv, src_rows, emb,
+                                 (size_t)es->dim);
+    ERASE_CHECK(erase_gather_rows(s, n * es->columns, es->dim, es->pos, 1, es->vec_recv, src_rows, es->vecs,
+                                  (size_t)es->dim));
+    return n ? erase_embedding_pool(s, n, es->tables, es->dim, &bag, es->vecs, emb) : ERASE_OK;
 }
 
 erase_status_t erase_embed_shard_reduce(erase_embed_shard_t *es, erase_comm_t *dp, erase_stream_t *s)

@@ -41,6 +41,19 @@
  * replicated one. A rank that holds no rows of a table counts 0 of them
  * (no update).
  *
+ * Multi-hot ids (issue 35; the model's hotness, lib/nn/batch.h): every
+ * present id of a bag is routed on its own (erase_shard_route_bag, in
+ * (sample, column) order), its vector comes back, and the rank that asked
+ * pools the vectors in column order (erase_embedding_pool): the
+ * replicated lookup's arithmetic, so the parameters stay bitwise those of
+ * replicated tables. Pooling at the owner would send one partial sum per
+ * bag and owner instead of one vector per id (tests/sched/test-shard-mpi
+ * measures both: 3.6x fewer vector bytes on 2 ranks, 2.6x on 4, for
+ * MLPerf's hotness row-wise), but a bag split over owners would then be
+ * summed in another order. Slots hold B = max_batch x the largest
+ * hotness entries (one-hot: max_batch), as does each table's sparse
+ * gradient.
+ *
  * Bytes each rank sends per step to the other ranks, on the MPI path: the
  * counts, 4 (D-1) Tmax for each of the 2 count all-to-alls and for each
  * of the 4 counted ones (the counts again, which the receivers check),
@@ -48,7 +61,7 @@
  * sends back for the rows other ranks routed to it, and 4 (1 + dim) per
  * gradient row it sends another rank: measured by
  * erase_embed_shard_traffic. At most (every slot full, its own share
- * included) 4 D Tmax (2 + 2B + 2 B dim) + 16 (D-1) Tmax, B = max_batch:
+ * included) 4 D Tmax (2 + 2B + 2 B dim) + 16 (D-1) Tmax, B = the slot size:
  * erase_embed_shard_bytes (NCCL: the 4 D Tmax (2 + 2B + 2 B dim) it
  * moves).
  */

@@ -15,14 +15,15 @@
 typedef struct {
     int tables, first, dim;
     int *counts;        /* [W][tables] */
-    uint32_t *rows;     /* [W][tables * micro_size] */
-    float *values;      /* [W][tables * micro_size * dim] */
+    uint32_t *rows;     /* [W][tables * cap] */
+    float *values;      /* [W][tables * cap * dim] */
 } sparse_acc_t;
 
 struct sched_accum {
     erase_network_t *net;
     erase_device_t *dev;
     int windows, micro_size;
+    int cap;            /* a window's sparse rows per table: micro_size x ids per sample */
     sparse_acc_t sparse[ERASE_MAX_BLOCKS];
 };
 
@@ -33,7 +34,7 @@ static erase_status_t sparse_setup(sched_accum_t *a, int b)
     if (sa->tables == 0)
         return ERASE_OK;
     size_t slots = (size_t)a->windows * (size_t)sa->tables, rows, vals;
-    if (!erase_bytes(1, (int64_t)slots, a->micro_size, &rows) || !erase_bytes(rows, 1, sa->dim, &vals))
+    if (!erase_bytes(1, (int64_t)slots, a->cap, &rows) || !erase_bytes(rows, 1, sa->dim, &vals))
         return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: embedding rows of %d micro-batches overflow",
                            a->windows);
     ERASE_CHECK(erase_malloc(a->dev, sizeof(int) * slots, (void **)&sa->counts));
@@ -49,7 +50,7 @@ erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int
     if (windows < 1 || micro_size < 1 || first < 0 || last > erase_network_blocks(net) || first >= last)
         return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d micro-batches of %d samples over blocks "
                            "[%d, %d)", windows, micro_size, first, last);
-    int64_t rows = (int64_t)windows * micro_size;
+    int64_t cap = (int64_t)micro_size * erase_network_ids_per_sample(net), rows = (int64_t)windows * cap;
     if (rows > INT_MAX)
         return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d micro-batches of %d samples: too many rows",
                            windows, micro_size);
@@ -60,6 +61,7 @@ erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int
     a->dev = erase_network_device(net);
     a->windows = windows;
     a->micro_size = micro_size;
+    a->cap = (int)cap;
     erase_status_t st = erase_network_reserve_sparse_rows(net, (int)rows);
     for (int b = first; st == ERASE_OK && b < last; b++) {
         size_t n;
@@ -111,8 +113,8 @@ erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int r
             rows[t] = rp[sa->first + t].grad_rows;
             values[t] = rp[sa->first + t].grad_values;
         }
-        size_t at = (size_t)region * (size_t)sa->tables, cap = (size_t)a->micro_size;
-        ERASE_CHECK(erase_sparse_pack(s, sa->tables, a->micro_size, sa->dim, counts, rows, values, sa->counts + at,
+        size_t at = (size_t)region * (size_t)sa->tables, cap = (size_t)a->cap;
+        ERASE_CHECK(erase_sparse_pack(s, sa->tables, a->cap, sa->dim, counts, rows, values, sa->counts + at,
                                       sa->rows + at * cap, sa->values + at * cap * (size_t)sa->dim));
     }
     return ERASE_OK;
@@ -133,7 +135,7 @@ erase_status_t sched_accum_merge(sched_accum_t *a, int b, erase_stream_t *s)
         rows[t] = params[sa->first + t].grad_rows;
         values[t] = params[sa->first + t].grad_values;
     }
-    ERASE_CHECK(erase_sparse_merge(s, a->windows, sa->tables, a->micro_size, sa->dim, 1.0f, sa->counts, sa->rows,
+    ERASE_CHECK(erase_sparse_merge(s, a->windows, sa->tables, a->cap, sa->dim, 1.0f, sa->counts, sa->rows,
                                    sa->values, counts, rows, values));
     ERASE_CHECK(erase_memset_async(s, sa->counts, 0, sizeof(int) * (size_t)a->windows * (size_t)sa->tables));
     return ERASE_OK;

@@ -4,6 +4,7 @@
 #include "lib/ops/ops.h"
 #include "lib/sched/embed_shard.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ struct sched_reduce {
     erase_network_t *net;
     erase_device_t *dev;
     erase_comm_t *dp;
-    int ranks, capacity;        /* capacity: rows per table per rank = max_batch */
+    int ranks, capacity;        /* capacity: rows per table per rank = max_batch x ids per sample */
     sparse_block_t blocks[ERASE_MAX_BLOCKS];
     erase_embed_shard_t *shard;  /* NULL: every table replicated */
 };
@@ -99,8 +100,12 @@ erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int c
     r->dev = erase_network_device(net);
     r->dp = dp;
     r->ranks = erase_comm_size(dp);
-    r->capacity = capacity;
-    erase_status_t st = erase_network_reserve_sparse_rows(net, r->ranks * r->capacity);
+    int64_t rows = (int64_t)capacity * erase_network_ids_per_sample(net); /* multi-hot: ids, not samples */
+    r->capacity = (int)rows;
+    erase_status_t st = rows * r->ranks > INT_MAX
+                            ? ERASE_ERROR(ERASE_ERR_INVALID, "reduce: %d ranks x %lld sparse rows are more than %d",
+                                          r->ranks, (long long)rows, INT_MAX)
+                            : erase_network_reserve_sparse_rows(net, r->ranks * r->capacity);
     for (int b = 0; st == ERASE_OK && b < erase_network_blocks(net); b++)
         st = setup_block(r, b);
     if (st != ERASE_OK) {
@@ -164,7 +169,7 @@ erase_status_t erase_sched_reduce_bytes(erase_network_t *net, int b, int capacit
     size_t count;
     erase_network_block_grads(net, b, &count);
     ERASE_CHECK(sched_block_tables(net, b, &first, &tables, &dim));
-    double slots = (double)tables * capacity; /* sparse_block_t's buffers of one rank */
+    double slots = (double)tables * capacity * erase_network_ids_per_sample(net); /* sparse_block_t's of one rank */
     *dense = (double)count * sizeof(float);
     *gathered = tables ? tables * sizeof(int) + slots * sizeof(uint32_t) + slots * dim * sizeof(float) : 0;
     *gathers = tables ? 3 : 0;

@@ -16,10 +16,11 @@
 typedef struct sched_reduce sched_reduce_t;
 
 /* Buffers for `net` over the data-parallel group `dp` (size D > 1) for
- * sparse gradients of up to `capacity` rows per table on each rank (the
- * network's max_batch; a pipeline stage: the rows of its accumulated
- * micro-batches); grows the network's sparse-gradient capacity to D x
- * capacity rows per table. */
+ * sparse gradients of up to `capacity` samples' rows per table on each
+ * rank (the network's max_batch; a pipeline stage: the rows of its
+ * accumulated micro-batches), times erase_network_ids_per_sample for
+ * multi-hot ids; grows the network's sparse-gradient capacity to D times
+ * that many rows per table. */
 erase_status_t sched_reduce_create(erase_network_t *net, erase_comm_t *dp, int capacity, sched_reduce_t **out);
 void sched_reduce_destroy(sched_reduce_t *r);
 

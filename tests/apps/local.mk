@@ -19,6 +19,8 @@ APPS_TEST_DRIVERS += tests/apps/test-bench-scale.sh
 APPS_TEST_DRIVERS += tests/apps/test-pipeline-bubble.sh
 # erase-convert --force replaces the old dataset only after success (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-convert-force.sh
+# mpirun -np N erase-convert criteo: the same dataset on 1, 2, 4 ranks, bad input and a full disk publish nothing (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-parallel.sh
 # jobs/shakespeare: --resume auto continues, --checkpoint-dir reaches sampling, nothing deleted (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 # jobs/plot: every task's metrics against samples or tokens seen (issue 32)
@@ -45,8 +47,12 @@ APPS_TEST_DRIVERS += tests/apps/test-train-shuffle-pool.sh
 APPS_TEST_DRIVERS += tests/apps/test-man.sh
 # make install: the installed programs, jobs, man pages and erase.pc work without the source tree (issue 37)
 APPS_TEST_DRIVERS += tests/apps/test-install.sh
+# erase-convert synth --shape criteo-1tb: same bytes on 1, 2, 4 ranks, formats, Zipf law, rates, multi-hot, errors (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-synth-days.sh
 # multi-hot Criteo TSV: erase-convert lists, erase-inspect hotness against a count, a bad list named (issue 35)
 APPS_TEST_DRIVERS += tests/apps/test-convert-multihot.sh
+# erase-convert vocab, criteo --vocab, table_rows = "data": against a python count, 1/2/4 ranks, refusals (issue 35)
+APPS_TEST_DRIVERS += tests/apps/test-convert-vocab.sh
 EXTRA_DIST += tests/apps/install-check.c
 TESTS += $(APPS_TEST_DRIVERS)
 EXTRA_DIST += $(APPS_TEST_DRIVERS)

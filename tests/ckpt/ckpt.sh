@@ -14,12 +14,17 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
 unset ERASE_DEBUG_KILL_AT_STEP ERASE_DEBUG_CKPT_SLEEP_MS ERASE_DEBUG_SAMPLE_LOG
 
-# A scratch directory $dir in the build tree (removed at exit unless
-# ERASE_KEEP_TEST_DIR=1) with data/ (4,000 synthetic rows: 3,200 train,
-# 800 eval) and model.cfg (ctr_model).
-setup_data() {
+# setup_dir: a scratch directory $dir in the build tree (removed at exit
+# unless ERASE_KEEP_TEST_DIR=1).
+setup_dir() {
     dir=$(mktemp -d "$PWD/tmp-ckpt-XXXXXX") || exit 99
     if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then echo "# keeping $dir"; else trap 'rm -rf "$dir"' EXIT; fi
+}
+
+# setup_data: setup_dir with data/ (4,000 synthetic rows: 3,200 train,
+# 800 eval) and model.cfg (ctr_model).
+setup_data() {
+    setup_dir
     apps/erase-convert synth -q -o "$dir/data" --rows 4000 --chunk-rows 256 --shard-rows 2000 \
         >"$dir/convert.log" 2>&1 || { sed 's/^/# /' "$dir/convert.log"; echo "Bail out! erase-convert synth failed"; exit 0; }
     ctr_model "$dir/model.cfg"

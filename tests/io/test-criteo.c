@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "io/convert_plan.h"
 #include "io/criteo_convert.h"
 #include "io/ctr_index.h"
 #include "tests/io/io_util.h"
@@ -395,7 +396,7 @@ static void test_gzip(void **state)
     MUST(erase_criteo_convert(two, 2, &o, &summary));
     assert_int_equal(summary.rows, 10099);
     assert_int_equal(summary.stats.clicks, 2181 + 29);
-    assert_int_equal(summary.shards, 3);
+    assert_int_equal(summary.shards, 4); /* 3 of the gzip file, 1 of paddlerec's: a shard holds one input's rows */
 
     /* a truncated gzip stream */
     const char *cut = io_path(scratch, "cut.tsv.gz");
@@ -405,7 +406,7 @@ static void test_gzip(void **state)
     o = options(out);
     assert_int_equal(erase_criteo_convert(cin, 1, &o, &summary), ERASE_ERR_IO);
     char want[4096];
-    snprintf(want, sizeof want, "%s: gzip: unexpected end of file (the file is truncated?)", cut);
+    snprintf(want, sizeof want, "%s: gzip member 1 (at byte 0) is damaged or truncated: unexpected end of file", cut);
     assert_string_equal(erase_error_reason(), want);
     assert_int_equal(io_count_files(out, ".h5"), 0);
     assert_int_equal(io_count_files(out, ".tmp"), 0);
@@ -549,6 +550,56 @@ static void test_refused_and_interrupted(void **state)
                   "leave no file, nor a directory they made\n");
 }
 
+/* The units of a parallel conversion (issue 35): byte ranges of a large
+ * plain file, a gzip file whole, and the longest-processing-time deal. */
+static void test_convert_plan(void **state)
+{
+    char big[1001], small[101];
+    memset(big, 'a', 1000);
+    big[1000] = '\0';
+    memset(small, 'b', 100);
+    small[100] = '\0';
+    const char *p = io_path(scratch, "plan-big.tsv");
+    const char *s = io_path(scratch, "plan-small.tsv");
+    const char *g = io_path(scratch, "plan.gz");
+    assert_int_equal(io_write_text(p, big), 0);
+    assert_int_equal(io_write_text(s, small), 0);
+    small[0] = (char)0x1f, small[1] = (char)0x8b, small[50] = '\0'; /* gzip's magic; the plan reads no more */
+    assert_int_equal(io_write_text(g, small), 0);
+    const char *in[3] = { p, g, s };
+    erase_convert_plan_t plan;
+    MUST(erase_convert_plan_make(in, 3, 300, &plan));
+    assert_int_equal(plan.count, 6);
+    assert_int_equal(plan.total_bytes, 1150);
+    static const struct {
+        int file, gzip, split;
+        int64_t start, end;
+        int rank1, rank2, rank4;
+    } want[6] = {
+        { 0, 0, 1, 0, 300, 0, 0, 0 },   { 0, 0, 1, 300, 600, 0, 1, 1 }, { 0, 0, 1, 600, 900, 0, 0, 2 },
+        { 0, 0, 1, 900, 1000, 0, 1, 3 }, { 1, 1, 0, 0, 50, 0, 1, 3 },    { 2, 0, 0, 0, 100, 0, 1, 3 },
+    };
+    for (int ranks = 1; ranks <= 4; ranks *= 2) {
+        erase_convert_plan_deal(&plan, ranks);
+        for (int u = 0; u < 6; u++) {
+            const erase_convert_unit_t *x = &plan.units[u];
+            assert_int_equal(x->file, want[u].file);
+            assert_int_equal(x->gzip, want[u].gzip);
+            assert_int_equal(x->split, want[u].split);
+            assert_int_equal(x->start, want[u].start);
+            assert_int_equal(x->end, want[u].end);
+            assert_int_equal(x->rank, ranks == 1 ? want[u].rank1 : ranks == 2 ? want[u].rank2 : want[u].rank4);
+        }
+    }
+    erase_convert_plan_free(&plan);
+    const char *missing[1] = { io_path(scratch, "plan-missing.tsv") };
+    assert_int_equal(erase_convert_plan_make(missing, 1, 300, &plan), ERASE_ERR_IO);
+    char msg[4200];
+    snprintf(msg, sizeof msg, "%s: cannot open: No such file or directory", missing[0]);
+    assert_string_equal(erase_error_reason(), msg);
+    print_message("plan: 4 ranges of 300 bytes + a gzip file + a small file; dealt to 1, 2, 4 ranks by size\n");
+}
+
 static int setup(void **state)
 {
     scratch = io_scratch_make("criteo");
@@ -571,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_gzip),
         cmocka_unit_test(test_bad_lines_in_files),
         cmocka_unit_test(test_refused_and_interrupted),
+        cmocka_unit_test(test_convert_plan),
     };
     return cmocka_run_group_tests_name("Criteo text to CTR shards", tests, setup, teardown);
 }

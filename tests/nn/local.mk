@@ -58,6 +58,9 @@ tests_nn_test_muon_LDFLAGS = $(AM_LDFLAGS) $(HDF5_LDFLAGS) $(MPI_LDFLAGS)
 tests_nn_test_muon_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
 endif
 EXTRA_DIST += tests/data/reference/muon.h5 tests/reference/make_muon_reference.py
+# the dcn model's PyTorch references (issue 36)
+EXTRA_DIST += tests/data/reference/dcn_cuts_none.h5 tests/data/reference/dcn_cuts_all.h5 \
+	tests/data/reference/dcn_full_cuts_2_5.h5 tests/reference/make_dcn_reference.py
 
 # next-token sampling: temperature, top-k, seeds (erase-sample)
 if HAVE_CMOCKA

@@ -42,6 +42,7 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
     assert_memory_equal(&a->local_loss_weight, &b->local_loss_weight, sizeof(float));
     if (a->kind == ERASE_MODEL_CTR) {
         assert_int_equal(a->ctr.embedding_dim, b->ctr.embedding_dim);
+        assert_int_equal(a->ctr.pooling, b->ctr.pooling);
         assert_memory_equal(a->ctr.table_rows, b->ctr.table_rows, sizeof a->ctr.table_rows);
         assert_int_equal(a->ctr.bottom_layers, b->ctr.bottom_layers);
         assert_memory_equal(a->ctr.bottom_mlp, b->ctr.bottom_mlp,
@@ -62,6 +63,16 @@ static void assert_config_equal(const erase_model_config_t *a, const erase_model
         assert_int_equal(ta, tb);
     } else if (a->kind == ERASE_MODEL_NANOCHAT) {
         assert_memory_equal(&a->nanochat, &b->nanochat, sizeof a->nanochat);
+    } else if (a->kind == ERASE_MODEL_DCN) {
+        assert_int_equal(a->ctr.embedding_dim, b->ctr.embedding_dim);
+        assert_memory_equal(a->ctr.table_rows, b->ctr.table_rows, sizeof a->ctr.table_rows);
+        assert_int_equal(a->ctr.bottom_layers, b->ctr.bottom_layers);
+        assert_memory_equal(a->ctr.bottom_mlp, b->ctr.bottom_mlp, (size_t)a->ctr.bottom_layers * sizeof(int));
+        assert_int_equal(a->dcn.cross_layers, b->dcn.cross_layers);
+        assert_int_equal(a->dcn.cross_rank, b->dcn.cross_rank);
+        assert_int_equal(a->dcn.top_layers, b->dcn.top_layers);
+        assert_memory_equal(a->dcn.top_mlp, b->dcn.top_mlp, (size_t)a->dcn.top_layers * sizeof(int));
+        assert_memory_equal(a->ctr.hotness, b->ctr.hotness, sizeof a->ctr.hotness);
     } else {
         assert_int_equal(a->mlp.inputs, b->mlp.inputs);
         assert_int_equal(a->mlp.hidden_layers, b->mlp.hidden_layers);
@@ -470,6 +481,62 @@ static void test_parse_nanochat(void **state)
     expect_nanochat_error("  tie_head = true;", "bad.cfg:3: unknown key 'nanochat.tie_head'");
 }
 
+static void expect_dcn_error(const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "model = \"dcn\";\ndcn: {\n%s\n};\n", body);
+    expect_error(text, want);
+}
+
+/* dcn (issue 36): MLPerf DLRM-DCNv2's sizes by default, ctr's embedding
+ * keys, blocks 1 + cross_layers + over-arch hidden layers. */
+static void test_parse_dcn(void **state)
+{
+    static const int bottom[] = { 512, 256, 128 }, top[] = { 1024, 1024, 512, 256, 1 };
+    erase_model_config_t d = erase_model_config_default(ERASE_MODEL_DCN);
+    assert_int_equal(d.ctr.embedding_dim, 128);
+    assert_int_equal(d.ctr.bottom_layers, 3);
+    assert_memory_equal(d.ctr.bottom_mlp, bottom, sizeof bottom);
+    assert_int_equal(d.ctr.table_rows[25], 10007);
+    assert_int_equal(d.dcn.cross_layers, 3);
+    assert_int_equal(d.dcn.cross_rank, 512);
+    assert_int_equal(d.dcn.top_layers, 5);
+    assert_memory_equal(d.dcn.top_mlp, top, sizeof top);
+    assert_int_equal(d.cut_mask, 0);
+    assert_int_equal(erase_model_config_blocks(&d), 8);
+    assert_string_equal(erase_model_config_task(&d), "ctr");
+    assert_true(erase_model_config_has_tables(&d));
+    erase_model_config_t c;
+    MUST(erase_model_config_parse("model = \"dcn\";\ndcn: {\n  embedding_dim = 8; table_rows = 100;\n"
+                                  "  cross_layers = 2; cross_rank = 0; top_mlp = [64, 32, 1];\n"
+                                  "  cuts = \"all\"; local_loss_weight = 0.25;\n};\n", "dcn.cfg", &c));
+    assert_int_equal(c.kind, ERASE_MODEL_DCN);
+    assert_int_equal(c.ctr.bottom_layers, 3); /* omitted: 512-256-D */
+    assert_int_equal(c.ctr.bottom_mlp[2], 8);
+    assert_int_equal(c.dcn.cross_rank, 0);
+    assert_int_equal(erase_model_config_blocks(&c), 1 + 2 + 2);
+    assert_int_equal(c.cut_mask, 0x1e);
+    round_trip(&c, "dcn, full rank, all cuts");
+    /* the embedding keys are ctr's, multi-hot capacities included */
+    MUST(erase_model_config_parse("model = \"dcn\";\ndcn: { hotness = \"mlperf\"; };\n", "dcn.cfg", &c));
+    assert_int_equal(c.ctr.hotness[20], 100);
+    assert_int_equal(erase_model_config_hot_width(&c), 214);
+    assert_int_equal(erase_model_config_hot_width(&d), 26);
+    round_trip(&c, "dcn, MLPerf hotness");
+    round_trip(&d, "dcn defaults");
+    print_message("dcn errors: file:line: key and what was expected\n");
+    expect_dcn_error("  top_mlp = [64, 2];", "bad.cfg:3: dcn.top_mlp: the last width (2) must be 1 (the logit)");
+    expect_dcn_error("  top_mlp = [1];", "bad.cfg:3: dcn.top_mlp: expected 2..16 widths, got 1");
+    expect_dcn_error("  cross_layers = 0;", "bad.cfg:3: dcn.cross_layers: expected an integer in 1..16, got 0");
+    expect_dcn_error("  cross_rank = -1;", "bad.cfg:3: dcn.cross_rank: expected an integer >= 0, got -1");
+    expect_dcn_error("  embedding_dim = 8;\n  bottom_mlp = [16];",
+                     "bad.cfg:4: dcn.bottom_mlp: the last width (16) must equal embedding_dim (8)");
+    expect_dcn_error("  table_rows = [3];", "bad.cfg:3: dcn.table_rows: expected 26 table sizes, got 1");
+    expect_dcn_error("  cuts = [8];", "bad.cfg:3: dcn.cuts: boundary 8 outside 1..7");
+    expect_dcn_error("  subarchs = 2;", "bad.cfg:3: unknown key 'dcn.subarchs'");
+    expect_dcn_error("  hotness = [1];", "bad.cfg:3: dcn.hotness: expected 26 capacities, got 1");
+}
+
 static void test_round_trip(void **state)
 {
     erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
@@ -611,12 +678,12 @@ static void test_error_syntax(void **state)
 
 static void test_error_model(void **state)
 {
-    print_message("the model key: required, \"ctr\", \"mlp\", \"gpt\" or \"nanochat\"\n");
-    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
-    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\" or \"nanochat\")");
-    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"foo\"");
-    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got 1");
-    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got a list");
+    print_message("the model key: required, \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\"\n");
+    expect_error("seed = 1;\n", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\")");
+    expect_error("", "bad.cfg: missing key 'model' (\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\")");
+    expect_error("model = \"foo\";\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got \"foo\"");
+    expect_error("\nmodel = 1;\n", "bad.cfg:2: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got 1");
+    expect_error("model = [\"ctr\"];\n", "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got a list");
 }
 
 static void test_error_unknown_key(void **state)
@@ -665,6 +732,28 @@ static void test_error_integer_range(void **state)
     expect_error("model = \"ctr\";\nseed = -1;\n", "bad.cfg:2: seed: expected an integer >= 0, got -1");
 }
 
+/* table_rows = "data" (issue 35): the flag, no sizes yet, and the text the
+ * formatter writes back parses the same. */
+static void test_table_rows_data(void **state)
+{
+    (void)state;
+    erase_model_config_t c, back;
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: { table_rows = \"data\"; };\n", "ctr.cfg", &c));
+    assert_int_equal(c.ctr.table_rows_from_data, 1);
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        assert_int_equal(c.ctr.table_rows[f], 0);
+    char text[4096];
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  table_rows = \"data\";\n"));
+    MUST(erase_model_config_parse(text, "back.cfg", &back));
+    assert_int_equal(back.ctr.table_rows_from_data, 1);
+    c.ctr.table_rows_from_data = 0; /* resolved by erase-train: the numbers are written */
+    for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+        c.ctr.table_rows[f] = 2u + (uint32_t)f;
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_null(strstr(text, "\"data\""));
+}
+
 static void test_error_table_rows(void **state)
 {
     print_message("table_rows: one integer >= 2 or a list of exactly 26\n");
@@ -674,13 +763,45 @@ static void test_error_table_rows(void **state)
     expect_ctr_error("  table_rows = 5000000000L;",
                      "bad.cfg:3: ctr.table_rows: expected an integer in 2..4294967295, got 5000000000");
     expect_ctr_error("  table_rows = \"big\";",
-                     "bad.cfg:3: ctr.table_rows: expected an integer >= 2 or a list of 26 table sizes, got \"big\"");
+                     "bad.cfg:3: ctr.table_rows: expected an integer >= 2, a list of 26 table sizes or \"data\", "
+                     "got \"big\"");
     char body[512] = "  table_rows = [";
     for (int f = 0; f < ERASE_CTR_FIELDS; f++)
         snprintf(body + strlen(body), sizeof body - strlen(body), "%s%s", f ? ",\n" : "",
                  f == 5 ? "1" : "100");
     strcat(body, "];");
     expect_ctr_error(body, "bad.cfg:8: ctr.table_rows[5]: expected an integer >= 2, got 1");
+}
+
+/*
+ * ctr.pooling (issue 35): "sum" by default and not written, "mean" read,
+ * written and parsed back with MLPerf's hotness (214 ids, the largest
+ * 100); jobs/ctr-multihot.cfg is the reference model with MLPerf's
+ * hotness; the refusals name the key and what was expected.
+ */
+static void test_parse_pooling(void **state)
+{
+    static const uint32_t mlperf[ERASE_CTR_FIELDS] = ERASE_CTR_HOTNESS_MLPERF;
+    erase_model_config_t c = erase_model_config_default(ERASE_MODEL_CTR);
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_SUM);
+    assert_int_equal(erase_model_config_max_hotness(&c), 1);
+    char text[4096];
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_null(strstr(text, "pooling"));
+    MUST(erase_model_config_parse("model = \"ctr\";\nctr: {\n  hotness = \"mlperf\";\n  pooling = \"mean\";\n};\n",
+                                  "m.cfg", &c));
+    assert_int_equal(c.ctr.pooling, ERASE_POOLING_MEAN);
+    assert_int_equal(erase_model_config_hot_width(&c), 214);
+    assert_int_equal(erase_model_config_max_hotness(&c), 100);
+    round_trip(&c, "ctr multi-hot, mean pooling");
+    assert_true(erase_model_config_format(&c, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "  pooling = \"mean\";\n"));
+    erase_model_config_t job;
+    MUST(erase_model_config_load(ERASE_SRCDIR "/jobs/ctr-multihot.cfg", &job));
+    assert_memory_equal(job.ctr.hotness, mlperf, sizeof mlperf);
+    assert_int_equal(job.ctr.pooling, ERASE_POOLING_SUM);
+    expect_ctr_error("  pooling = \"max\";", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got \"max\"");
+    expect_ctr_error("  pooling = 1;", "bad.cfg:3: ctr.pooling: expected \"sum\" or \"mean\", got 1");
 }
 
 static void test_error_bottom_mlp(void **state)
@@ -890,7 +1011,7 @@ static void test_null_arguments(void **state)
     assert_int_equal(erase_model_config_load(NULL, &c), ERASE_ERR_INVALID);
     assert_int_equal(erase_model_config_format(NULL, (char[8]){ 0 }, 8), -1);
     assert_int_equal(erase_model_config_parse("model = \"x\";", NULL, &c), ERASE_ERR_FORMAT);
-    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\", \"gpt\" or \"nanochat\", got \"x\"");
+    assert_string_equal(message_from("<string>"), "<string>:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got \"x\"");
 }
 
 int main(void)
@@ -902,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_parse_mlp),
         cmocka_unit_test(test_parse_gpt),
         cmocka_unit_test(test_parse_nanochat),
+        cmocka_unit_test(test_parse_dcn),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_format_limits),
         cmocka_unit_test(test_error_syntax),
@@ -911,8 +1033,10 @@ int main(void)
         cmocka_unit_test(test_error_integer_type),
         cmocka_unit_test(test_error_integer_range),
         cmocka_unit_test(test_error_table_rows),
+        cmocka_unit_test(test_table_rows_data), /* issue 35 */
         cmocka_unit_test(test_error_wide_integer),
         cmocka_unit_test(test_error_nul_and_include),
+        cmocka_unit_test(test_parse_pooling),
         cmocka_unit_test(test_error_bottom_mlp),
         cmocka_unit_test(test_error_hidden),
         cmocka_unit_test(test_error_cuts),

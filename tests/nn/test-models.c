@@ -106,7 +106,7 @@ static void check_reference(const char *file)
         assert_int_equal(h5ref_read(f, "/input/targets", H5T_NATIVE_INT32, targets, nt), 0);
         in.tokens = tokens;
         in.targets = targets;
-    } else if (cfg.kind == ERASE_MODEL_CTR) {
+    } else if (erase_model_config_has_tables(&cfg)) {
         MUST(erase_malloc(dev, sizeof(float) * batch * ERASE_CTR_DENSE, (void **)&dense));
         MUST(erase_malloc(dev, sizeof(uint32_t) * batch * ERASE_CTR_FIELDS, (void **)&sparse));
         MUST(erase_malloc(dev, sizeof(float) * batch, (void **)&label));
@@ -221,6 +221,12 @@ static void test_gpt_cuts_1_2(void **state) { check_reference("gpt_cuts_1_2.h5")
 static void test_nanochat_gqa(void **state) { check_reference("nanochat_gqa.h5"); }
 static void test_nanochat_cuts_1_2(void **state) { check_reference("nanochat_cuts_1_2.h5"); }
 static void test_nanochat_t1(void **state) { check_reference("nanochat_t1.h5"); }
+/* dcn (tests/reference/make_dcn_reference.py, issue 36): low rank 3 without
+ * cuts (TorchRec's DLRM_DCN) and with every boundary cut; full rank with
+ * cuts at 2 (between cross layers: x0 detached too) and 5. */
+static void test_dcn_cuts_none(void **state) { check_reference("dcn_cuts_none.h5"); }
+static void test_dcn_cuts_all(void **state) { check_reference("dcn_cuts_all.h5"); }
+static void test_dcn_full_cuts_2_5(void **state) { check_reference("dcn_full_cuts_2_5.h5"); }
 
 /* tie_head = false without cuts: the last block has its own
  * h2/lm_head/weight, and h0/wte's gradient is the embedding's alone (a head
@@ -644,6 +650,9 @@ int main(void)
         cmocka_unit_test(test_nanochat_gqa),
         cmocka_unit_test(test_nanochat_cuts_1_2),
         cmocka_unit_test(test_nanochat_t1),
+        cmocka_unit_test(test_dcn_cuts_none),
+        cmocka_unit_test(test_dcn_cuts_all),
+        cmocka_unit_test(test_dcn_full_cuts_2_5),
         cmocka_unit_test(test_gpt_decode),
         cmocka_unit_test(test_nanochat_decode),
         cmocka_unit_test(test_gpt_flops),

@@ -19,6 +19,20 @@ tests_ops_test_op_shard_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_shard_LDADD = $(TEST_LIBS)
 endif
 
+# Multi-hot embedding bags against torch.nn.EmbeddingBag, the documented
+# order and finite differences (issue 35)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/ops/test-op-bag
+TESTS += tests/ops/test-op-bag
+tests_ops_test_op_bag_SOURCES = tests/ops/test-op-bag.c tests/nn/h5ref.c tests/nn/h5ref.h
+tests_ops_test_op_bag_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS) \
+	-DERASE_TEST_DATA='"$(abs_top_srcdir)/tests/data"'
+tests_ops_test_op_bag_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_bag_LDFLAGS = $(AM_LDFLAGS) $(HDF5_LDFLAGS) $(MPI_LDFLAGS)
+tests_ops_test_op_bag_LDADD = $(TEST_LIBS) $(HDF5_LIBS) $(MPI_LIBS)
+endif
+EXTRA_DIST += tests/data/reference/embedding_bag.h5 tests/reference/make_embedding_bag_reference.py
+
 # The nanochat model's ops against their formulas and finite differences (issue 34).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/ops/test-op-nanochat
@@ -26,6 +40,15 @@ TESTS += tests/ops/test-op-nanochat
 tests_ops_test_op_nanochat_SOURCES = tests/ops/test-op-nanochat.c
 tests_ops_test_op_nanochat_CFLAGS = $(TEST_CFLAGS)
 tests_ops_test_op_nanochat_LDADD = $(TEST_LIBS)
+endif
+
+# The dcn model's cross-layer op against its formula (issue 36).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/ops/test-op-cross
+TESTS += tests/ops/test-op-cross
+tests_ops_test_op_cross_SOURCES = tests/ops/test-op-cross.c
+tests_ops_test_op_cross_CFLAGS = $(TEST_CFLAGS)
+tests_ops_test_op_cross_LDADD = $(TEST_LIBS)
 endif
 
 # CUDA ops against the CPU oracle (skips without a GPU).

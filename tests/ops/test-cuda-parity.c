@@ -428,6 +428,101 @@ static void test_embedding(void **state)
         free(t[f]);
 }
 
+/* Multi-hot bags (issue 35): fields of hotness 4, 1 and 100, lengths 1 ..
+ * hotness, sum or mean pooling; the lookup, its gradient, the pooling of
+ * given vectors and the multi-hot route over 2 ranks, row-wise. */
+#define BAG_B 300
+#define BAG_H (4 + 1 + 100)
+#define BAG_CAP (BAG_B * 100)
+typedef struct {
+    int mean, bad;
+    uint32_t rows[EF];
+    pair_t *ids, *lengths, *tables[EF], *out, *dout, *grows[EF], *gvals[EF], *count, *vecs, *pooled;
+    pair_t *trows, *bounds, *slot, *send, *cnt, *pos;
+} bag_ctx_t;
+
+static const int bag_hotness[EF] = { 4, 1, 100 };
+
+static void expect_fault(const char *what, const char *needle, void (*body)(void *), void *ctx);
+
+static void bag_body(void *p)
+{
+    bag_ctx_t *c = p;
+    erase_bag_t bag;
+    memset(&bag, 0, sizeof bag);
+    const float *tables[EF];
+    uint32_t *grows[EF];
+    float *gvals[EF];
+    for (int f = 0; f < EF; f++) {
+        bag.hotness[f] = bag_hotness[f];
+        tables[f] = P(c->tables[f]);
+        grows[f] = P(c->grows[f]);
+        gvals[f] = P(c->gvals[f]);
+    }
+    bag.lengths = P(c->lengths);
+    bag.pooling = c->mean ? ERASE_BAG_MEAN : ERASE_BAG_SUM;
+    MUST(erase_embedding_bag_forward(S, BAG_B, EF, 7, c->rows, &bag, P(c->ids), tables, P(c->out)));
+    if (c->bad)
+        return;
+    MUST(erase_embedding_bag_backward(S, BAG_B, EF, 7, c->rows, &bag, P(c->ids), P(c->dout), grows, gvals,
+                                      P(c->count)));
+    MUST(erase_embedding_pool(S, BAG_B, EF, 7, &bag, P(c->vecs), P(c->pooled)));
+    MUST(erase_shard_route_bag(S, BAG_B, EF, &bag, P(c->ids), P(c->trows), 2, P(c->bounds), P(c->slot), EF,
+                               BAG_CAP, P(c->send), P(c->cnt), P(c->pos)));
+}
+
+static void test_embedding_bag(void **state)
+{
+    NEED_GPU();
+    bag_ctx_t c = { .rows = { 2, 17, 100001 } };
+    uint32_t *ids = malloc(sizeof *ids * BAG_B * BAG_H), lengths[BAG_B * EF];
+    uint64_t rng = 120;
+    for (int i = 0; i < BAG_B * BAG_H; i++) /* repeats, large ids, missing ids */
+        ids[i] = i % 11 == 0 ? UINT32_MAX
+                             : (i % 2 ? erase_rng_below(&rng, 50) : erase_rng_below(&rng, 4000000000u));
+    for (int i = 0; i < BAG_B * EF; i++)
+        lengths[i] = 1 + erase_rng_below(&rng, (uint32_t)bag_hotness[i % EF]);
+    c.ids = pair_new(BAG_B * BAG_H, U32, ids, 0);
+    c.lengths = pair_new(BAG_B * EF, U32, lengths, 0);
+    float *t[EF];
+    for (int f = 0; f < EF; f++) {
+        t[f] = rand_f32((size_t)c.rows[f] * 7, 121 + f, -1, 1);
+        c.tables[f] = pair_new((size_t)c.rows[f] * 7, F32, t[f], 0);
+        c.grows[f] = pair_new(BAG_B * bag_hotness[f], U32, NULL, 1);
+        c.gvals[f] = pair_new(BAG_B * bag_hotness[f] * 7, BITS, NULL, 1);
+    }
+    float *dout = rand_f32(BAG_B * EF * 7, 125, -1, 1), *vecs = rand_f32(BAG_B * BAG_H * 7, 126, -1, 1);
+    c.dout = pair_new(BAG_B * EF * 7, F32, dout, 0);
+    c.vecs = pair_new(BAG_B * BAG_H * 7, F32, vecs, 0);
+    c.out = pair_new(BAG_B * EF * 7, BITS, NULL, 1);
+    c.pooled = pair_new(BAG_B * EF * 7, BITS, NULL, 1);
+    c.count = pair_new(EF, I32, NULL, 1);
+    /* route: every table row-wise over 2 ranks, split at half its rows */
+    int64_t bounds[EF][3];
+    int32_t slot[EF][2];
+    for (int f = 0; f < EF; f++) {
+        bounds[f][0] = 0, bounds[f][1] = c.rows[f] / 2, bounds[f][2] = c.rows[f];
+        slot[f][0] = slot[f][1] = f;
+    }
+    c.trows = pair_new(EF, U32, c.rows, 0);
+    c.bounds = pair_new(EF * 3 * 2, U32, bounds, 0);
+    c.slot = pair_new(EF * 2, I32, slot, 0);
+    c.send = pair_new(2 * EF * BAG_CAP, U32, NULL, 1);
+    c.cnt = pair_new(2 * EF, I32, NULL, 1);
+    c.pos = pair_new(BAG_B * BAG_H, U32, NULL, 1);
+    run_both("embedding bag, sum: lookup, gradient, pool, route", bag_body, &c);
+    c.mean = 1;
+    run_both("embedding bag, mean: lookup, gradient, pool, route", bag_body, &c);
+    /* a length of 0: a fault of the run on both */
+    lengths[5] = 0;
+    c.bad = 1;
+    c.lengths = pair_new(BAG_B * EF, U32, lengths, 0);
+    expect_fault("embedding bag, a length of 0", "embedding bag", bag_body, &c);
+    free(ids), free(dout), free(vecs);
+    for (int f = 0; f < EF; f++)
+        free(t[f]);
+}
+
 typedef struct {
     int batch, nvec, dim;
     pair_t *dense, *emb, *out, *dout, *ddense, *demb;
@@ -1171,6 +1266,42 @@ static void test_nanochat_ops(void **state)
     free(x), free(dy), free(rx), free(px), free(pdy);
 }
 
+/* ---- the dcn model's cross layer (issue 36) ------------------------------ */
+
+typedef struct {
+    size_t n;
+    pair_t *x0, *u, *xl, *dy, *y, *du, *dx0, *du_in, *du_only;
+} cross_ctx_t;
+
+static void cross_body(void *p)
+{
+    cross_ctx_t *c = p;
+    MUST(erase_cross_forward(S, c->n, P(c->x0), P(c->u), P(c->xl), P(c->y)));
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->dy), P(c->du), P(c->dx0)));
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->du_in), P(c->du_in), NULL)); /* du in place of dy */
+    MUST(erase_cross_backward(S, c->n, P(c->x0), P(c->u), P(c->dy), P(c->du_only), NULL));
+}
+
+/* y = x0 * u + xl and its backward, dx0 given or not, du in place. */
+static void test_cross(void **state)
+{
+    NEED_GPU();
+    cross_ctx_t c = { .n = 3 * 1001 };
+    float *x0 = rand_f32(c.n, 150, -2, 2), *u = rand_f32(c.n, 151, -2, 2), *xl = rand_f32(c.n, 152, -2, 2),
+          *dy = rand_f32(c.n, 153, -1, 1);
+    c.x0 = pair_new(c.n, F32, x0, 0);
+    c.u = pair_new(c.n, F32, u, 0);
+    c.xl = pair_new(c.n, F32, xl, 0);
+    c.dy = pair_new(c.n, F32, dy, 0);
+    c.y = pair_new(c.n, F32, NULL, 1);
+    c.du = pair_new(c.n, F32, NULL, 1);
+    c.dx0 = pair_new(c.n, F32, NULL, 1);
+    c.du_in = pair_new(c.n, F32, dy, 1);
+    c.du_only = pair_new(c.n, F32, NULL, 1);
+    run_both("cross", cross_body, &c);
+    free(x0), free(u), free(xl), free(dy);
+}
+
 typedef struct {
     int batch, T, heads, kv_heads, hd;
     pair_t *q, *k, *v, *att, *out, *dout, *scratch, *dq, *dk, *dv;
@@ -1305,6 +1436,7 @@ int main(void)
         cmocka_unit_test_teardown(test_eltwise, case_teardown),
         cmocka_unit_test_teardown(test_concat, case_teardown),
         cmocka_unit_test_teardown(test_embedding, case_teardown),
+        cmocka_unit_test_teardown(test_embedding_bag, case_teardown),
         cmocka_unit_test_teardown(test_interaction, case_teardown),
         cmocka_unit_test_teardown(test_losses, case_teardown),
         cmocka_unit_test_teardown(test_layernorm, case_teardown),
@@ -1322,6 +1454,7 @@ int main(void)
         cmocka_unit_test_teardown(test_attention_decode_rows, case_teardown),
         cmocka_unit_test_teardown(test_clip, case_teardown),
         cmocka_unit_test_teardown(test_nanochat_ops, case_teardown),
+        cmocka_unit_test_teardown(test_cross, case_teardown),
         cmocka_unit_test_teardown(test_gqa_attention, case_teardown),
         cmocka_unit_test_teardown(test_gqa_attention_decode, case_teardown),
     };

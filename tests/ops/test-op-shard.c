@@ -65,11 +65,6 @@ static erase_test_arena_t arena;
 
 static void *dmalloc(size_t bytes, int fill) { return erase_test_arena_alloc(&arena, bytes, fill); }
 
-static int free_test(void **state)
-{
-    erase_test_arena_free(&arena);
-    return 0;
-}
 
 /* Device copies of the routing case's inputs. */
 typedef struct {
@@ -218,11 +213,7 @@ static void test_route_idle_ranks(void **state)
 
 /* Run-time failures come back from synchronize as ERASE_ERR_INVALID with
  * `expected` (a stream of their own: a CPU stream's error is sticky). */
-static void expect_run_failure(erase_stream_t *s, const char *expected)
-{
-    erase_test_expect_error(erase_stream_synchronize(s), ERASE_ERR_INVALID, expected);
-    erase_stream_destroy(s);
-}
+#define expect_run_failure erase_test_expect_run_failure
 
 static void expect_invalid(erase_status_t st, const char *expected)
 {
@@ -409,16 +400,7 @@ static void test_split_failures(void **state)
     expect_invalid(split(stream, &b, 0), "sparse split: 3 ranks, capacity 0, dim 3 (each at least 1)");
 }
 
-static int setup(void **state)
-{
-    return erase_test_cpu_open_stream(1, 0, &dev, &stream, &arena);
-}
-
-static int teardown(void **state)
-{
-    erase_test_cpu_close_stream(dev, stream, &arena);
-    return 0;
-}
+ERASE_TEST_CPU_STREAM_FIXTURE(dev, stream, arena)
 
 int main(void)
 {

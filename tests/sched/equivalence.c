@@ -27,6 +27,20 @@ erase_model_config_t equivalence_model(erase_model_kind_t kind)
         c.ctr.bottom_mlp[0] = 8;
         c.ctr.bottom_mlp[1] = 4;
         c.ctr.subarch_width = 32;
+    } else if (kind == ERASE_MODEL_DCN) {
+        /* DLRM-DCNv2 in small, cut at 2 (between cross layers: x0 detached
+         * too), 4 (cross network | over arch) and 5; headless blocks 0, 2, 5 */
+        static const int top[] = { 16, 12, 8, 1 };
+        c.ctr.embedding_dim = 4;
+        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
+            c.ctr.table_rows[f] = 40 + (uint32_t)f;
+        c.ctr.bottom_layers = 2;
+        c.ctr.bottom_mlp[0] = 8;
+        c.ctr.bottom_mlp[1] = 4;
+        c.dcn.cross_rank = 8;
+        c.dcn.top_layers = 4;
+        memcpy(c.dcn.top_mlp, top, sizeof top);
+        c.cut_mask = (1u << 2) | (1u << 4) | (1u << 5);
     } else if (kind == ERASE_MODEL_GPT) {
         /* the NanoChat setting in small: 6 layers cut at 2 and 4 */
         c.gpt.layers = 6;
@@ -62,9 +76,10 @@ static void slice(erase_network_t *net, const erase_batch_t *global, int rank, i
     if (c->kind == ERASE_MODEL_GPT) {
         out->tokens = global->tokens + r0 * (size_t)c->gpt.context;
         out->targets = global->targets + r0 * (size_t)c->gpt.context;
-    } else if (c->kind == ERASE_MODEL_CTR) {
+    } else if (erase_model_config_has_tables(c)) {
         out->dense = global->dense + r0 * ERASE_CTR_DENSE;
-        out->sparse = global->sparse + r0 * ERASE_CTR_FIELDS;
+        out->sparse = global->sparse + r0 * (size_t)erase_model_config_hot_width(c);
+        out->sparse_len = global->sparse_len ? global->sparse_len + r0 * ERASE_CTR_FIELDS : NULL;
         out->label = global->label + r0;
     } else {
         out->features = global->features + r0 * (size_t)c->mlp.inputs;
@@ -82,9 +97,13 @@ static void copy_batch(erase_network_t *net, const erase_batch_t *from, erase_ba
         size_t bytes = n * (size_t)c->gpt.context * sizeof(int32_t);
         MUST(erase_memcpy_sync(dev, (void *)to->tokens, from->tokens, bytes));
         MUST(erase_memcpy_sync(dev, (void *)to->targets, from->targets, bytes));
-    } else if (c->kind == ERASE_MODEL_CTR) {
+    } else if (erase_model_config_has_tables(c)) {
         MUST(erase_memcpy_sync(dev, (void *)to->dense, from->dense, n * ERASE_CTR_DENSE * sizeof(float)));
-        MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
+        size_t H = (size_t)erase_model_config_hot_width(c);
+        MUST(erase_memcpy_sync(dev, (void *)to->sparse, from->sparse, n * H * sizeof(uint32_t)));
+        if (from->sparse_len) /* multi-hot */
+            MUST(erase_memcpy_sync(dev, (void *)to->sparse_len, from->sparse_len,
+                                   n * ERASE_CTR_FIELDS * sizeof(uint32_t)));
         MUST(erase_memcpy_sync(dev, (void *)to->label, from->label, n * sizeof(float)));
     } else {
         MUST(erase_memcpy_sync(dev, (void *)to->features, from->features,
@@ -190,7 +209,8 @@ double equivalence_relative(const float *a, const float *b, const float *b0, siz
 void equivalence_check_modes(erase_device_t *dev, erase_model_kind_t kind, int steps)
 {
     erase_model_config_t cfg = equivalence_model(kind);
-    const char *what = kind == ERASE_MODEL_CTR ? "ctr (six cuts)"
+    const char *what = kind == ERASE_MODEL_CTR   ? "ctr (six cuts)"
+                       : kind == ERASE_MODEL_DCN ? "dcn (cuts at 2, 4 and 5 of 7 blocks)"
                        : kind == ERASE_MODEL_GPT ? "gpt (6 layers, cuts at 2 and 4)" : "mlp (three blocks)";
     equivalence_check_config(dev, &cfg, what, 0.0f, steps);
     /* With automatic BLAS threads off runs every core's threads per GEMM,

@@ -33,6 +33,9 @@ EXTRA_DIST += tests/sched/test-shard-np1.sh tests/sched/test-shard-np2.sh tests/
 # erase-train --embeddings table: as replicated on 2 and 4 ranks, empty eval shares, the refusals
 TESTS += tests/sched/test-train-shard.sh
 EXTRA_DIST += tests/sched/test-train-shard.sh
+# multi-hot ctr (MLPerf's hotness) row- and table-wise as replicated on 2 ranks (issue 35)
+TESTS += tests/sched/test-train-multihot.sh
+EXTRA_DIST += tests/sched/test-train-multihot.sh
 # the same on a GPU (CUDA ops, NCCL all-to-alls; SKIP without one)
 TESTS += tests/sched/test-cuda-shard.sh
 GPU_TESTS += tests/sched/test-cuda-shard.sh

@@ -1,7 +1,8 @@
 /*
  * Schedule equivalence under data parallelism (run by mpirun -np 2 and 4):
  * 50 steps of ctr (six cuts; dense all-reduce and sparse embedding
- * gradients gathered and merged) and mlp give bitwise the same parameters
+ * gradients gathered and merged), dcn (cuts at 2, 4 and 5) and mlp give
+ * bitwise the same parameters
  * under off, blocking, async and graph, with the all-reduce early or at
  * step end, also with gradient-norm clipping, and every rank holds
  * bitwise the same replica. Rank 0 prints
@@ -57,6 +58,7 @@ static void same_as_off(const erase_model_config_t *cfg, const erase_sched_optio
 static void equivalent(erase_model_kind_t kind)
 {
     erase_model_config_t cfg = equivalence_model(kind);
+    const char *name = erase_model_config_name(&cfg);
     erase_sched_options_t base = erase_sched_options_default();
     base.dp = erase_dp_comm();
     base.blas_threads = 1; /* every mode's GEMMs on equal BLAS threads (lib/sched/sched.h) */
@@ -64,7 +66,7 @@ static void equivalent(erase_model_kind_t kind)
     float *ref = equivalence_train(eq_dev, &cfg, &base, STEPS, eq_world.dp_rank, eq_world.dp_size, &n_ref);
     int64_t replicas = differ_from_rank0(ref, n_ref);
     print_message("%s on %d ranks, off: %lld parameters differ between replicas\n",
-                  kind == ERASE_MODEL_CTR ? "ctr" : "mlp", eq_world.size, (long long)replicas);
+                  name, eq_world.size, (long long)replicas);
     assert_int_equal(replicas, 0);
     static const struct { erase_early_backward_t mode; erase_timing_t reduce; int side; } cases[] = {
         { ERASE_EB_BLOCKING, ERASE_AT_EARLY, 1 }, { ERASE_EB_BLOCKING, ERASE_AT_END, 1 },
@@ -76,7 +78,7 @@ static void equivalent(erase_model_kind_t kind)
         o.mode = cases[i].mode;
         o.reduce = cases[i].reduce;
         o.side_streams = cases[i].side;
-        same_as_off(&cfg, &o, 0.0f, kind == ERASE_MODEL_CTR ? "ctr" : "mlp", ref, n_ref);
+        same_as_off(&cfg, &o, 0.0f, name, ref, n_ref);
     }
     free(ref);
 }
@@ -107,6 +109,8 @@ static void test_clip(void **state)
 
 static void test_ctr(void **state) { equivalent(ERASE_MODEL_CTR); }
 static void test_mlp(void **state) { equivalent(ERASE_MODEL_MLP); }
+/* dcn (issue 36): cuts at 2, 4 and 5, x0 carried across cross blocks */
+static void test_dcn(void **state) { equivalent(ERASE_MODEL_DCN); }
 
 /* A graph with the step's collectives inside, replayed 1,000 times. */
 static void test_graph_replays(void **state)
@@ -181,6 +185,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctr),
         cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_dcn),
         cmocka_unit_test(test_graph_replays),
         cmocka_unit_test(test_clip),
         cmocka_unit_test(test_nonfinite_agreement),

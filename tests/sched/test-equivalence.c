@@ -1,6 +1,6 @@
 /*
  * The schedule changes timing, never the math: on one rank, 50 steps of
- * ctr (six cuts), mlp and gpt (cuts at 2 and 4 of 6 layers: the NanoChat
+ * ctr (six cuts), dcn (cuts at 2, 4 and 5), mlp and gpt (cuts at 2 and 4 of 6 layers: the NanoChat
  * setting in small; and no cuts, the LM head tied to the embedding) give
  * bitwise the same parameters under off, blocking, async and graph, with
  * updates early or at step end, on one or two side streams, as the
@@ -26,6 +26,9 @@
 static erase_device_t *dev;
 
 static void test_ctr(void **state) { equivalence_check_modes(dev, ERASE_MODEL_CTR, STEPS); }
+/* dcn (issue 36): cross layers with x0 carried across blocks, headless
+ * blocks before attached boundaries */
+static void test_dcn(void **state) { equivalence_check_modes(dev, ERASE_MODEL_DCN, STEPS); }
 
 /* A NaN weight in sub3: the step is found non-finite and updates nothing
  * (also with gradient-norm clipping, grad_clip > 0). */
@@ -125,6 +128,16 @@ static void test_nonfinite(void **state)
     nonfinite(ERASE_EB_GRAPH, ERASE_AT_END, 0.05f);
 }
 static void test_mlp(void **state) { equivalence_check_modes(dev, ERASE_MODEL_MLP, STEPS); }
+
+/* Multi-hot ctr (issue 35: MLPerf's hotness, mean pooling): every
+ * early-backward mode gives off's parameters bit for bit. */
+static void test_ctr_multi_hot(void **state)
+{
+    erase_model_config_t cfg = equivalence_model(ERASE_MODEL_CTR);
+    memcpy(cfg.ctr.hotness, (const uint32_t[ERASE_CTR_FIELDS])ERASE_CTR_HOTNESS_MLPERF, sizeof cfg.ctr.hotness);
+    cfg.ctr.pooling = ERASE_POOLING_MEAN;
+    equivalence_check_config(dev, &cfg, "ctr multi-hot (mlperf, mean)", 0.0f, STEPS);
+}
 static void test_gpt(void **state) { equivalence_check_modes(dev, ERASE_MODEL_GPT, STEPS); }
 
 /* No cuts: the last block's LM head, tied to h0/wte, writes wte's gradient
@@ -345,6 +358,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctr),
+        cmocka_unit_test(test_dcn),
+        cmocka_unit_test(test_ctr_multi_hot),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_gpt_tied),

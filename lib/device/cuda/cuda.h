@@ -68,6 +68,7 @@ typedef enum {
     ERASE_CUDA_FAULT_SHARD_ROUTE = 5,          /* erase_shard_route: a row with no slot or outside the bounds */
     ERASE_CUDA_FAULT_GATHER_ROW = 6,           /* erase_gather_rows: an index at or above src_rows */
     ERASE_CUDA_FAULT_SPARSE_SPLIT = 7,         /* erase_sparse_split: a row with no slot, outside the bounds, or over capacity */
+    ERASE_CUDA_FAULT_BAG_LENGTH = 8,           /* embedding bag ops: a length outside [1, hotness] */
     ERASE_CUDA_FAULT_COUNT                     /* number of codes */
 } erase_cuda_fault_t;
 

@@ -117,6 +117,8 @@ const char *erase_cuda_fault_text(int code)
         return "shard route: a row's owner has no slot in [0, tmax), or the row is outside the bounds";
     case ERASE_CUDA_FAULT_GATHER_ROW:
         return "gather rows: an index is not below the source's rows";
+    case ERASE_CUDA_FAULT_BAG_LENGTH:
+        return "embedding bag: a sample's length of a field is outside [1, hotness]";
     case ERASE_CUDA_FAULT_SPARSE_SPLIT:
         return "sparse split: a row's owner has no slot, a row is outside the bounds, or a slot's "
                "rows are above the capacity";

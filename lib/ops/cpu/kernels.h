@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/ops/ops.h"
+
 #define ERASE_KERNELS_DECLARE(REAL, S)                                                           \
     void erase_k_linear_forward_##S(int batch, int in, int out, const REAL *x, const REAL *w,   \
                                     const REAL *b, REAL *y);                                     \
@@ -32,6 +34,16 @@
                                              uint32_t rows, const uint32_t *ids,                 \
                                              const REAL *dout, void *scratch,                    \
                                              uint32_t *out_rows, REAL *out_grads);               \
+    void erase_k_embedding_bag_forward_##S(int batch, int fields, int dim, const uint32_t *rows, \
+                                           const erase_bag_t *bag, const uint32_t *ids,          \
+                                           const REAL *const *tables, REAL *out);                \
+    void erase_k_embedding_pool_##S(int batch, int fields, int dim, const erase_bag_t *bag,      \
+                                    const REAL *vecs, REAL *out);                                \
+    int erase_k_embedding_bag_backward_field_##S(int batch, int fields, int dim, int f,         \
+                                                 uint32_t rows, const erase_bag_t *bag,          \
+                                                 const uint32_t *ids, const REAL *dout,          \
+                                                 void *scratch, uint32_t *out_rows,              \
+                                                 REAL *out_grads);                               \
     void erase_k_interaction_forward_##S(int batch, int nvec, int dim, const REAL *dense,       \
                                          const REAL *emb, REAL *out);                            \
     void erase_k_interaction_backward_##S(int batch, int nvec, int dim, const REAL *dense,      \
@@ -112,7 +124,29 @@ static inline float erase_k_exp_f32(float x)
  * each block of positions is multiplied with the keys up to its end only. */
 #define ERASE_ATTENTION_BLOCK 64
 
-/* Bytes of scratch erase_k_embedding_backward_field_* needs for `batch`. */
+/* Bytes of scratch erase_k_embedding_backward_field_* needs for `batch`
+ * ids (the bag kernel: batch x the field's hotness). */
 #define ERASE_EMBEDDING_SCRATCH_BYTES(batch) ((size_t)(batch) * 16)
+
+/*
+ * The bag kernels' lengths check (they trust it): 1 with the first sample
+ * and field whose length lies outside [1, hotness[f]] and that length;
+ * 0 when every length is good (bag NULL or without lengths: always).
+ */
+static inline int erase_k_bag_bad_length(int batch, int fields, const erase_bag_t *bag, int *sample, int *field,
+                                         uint32_t *length)
+{
+    for (int r = 0; bag && bag->lengths && r < batch; r++)
+        for (int f = 0; f < fields; f++) {
+            uint32_t n = bag->lengths[(size_t)r * fields + f];
+            if (n < 1 || n > (uint32_t)bag->hotness[f]) {
+                *sample = r;
+                *field = f;
+                *length = n;
+                return 1;
+            }
+        }
+    return 0;
+}
 
 #endif

@@ -225,15 +225,70 @@ void SUF(erase_k_concat_backward)(int batch, int n, const int *widths, const REA
     }
 }
 
+/* Field f's hotness and length in sample r (bag NULL or without
+ * lengths: one id), and the first column of field f in a row of ids. */
+static inline int bag_hotness(const erase_bag_t *bag, int f)
+{
+    return bag ? bag->hotness[f] : 1;
+}
+
+static inline int bag_length(const erase_bag_t *bag, int fields, int r, int f)
+{
+    return bag && bag->lengths ? (int)bag->lengths[(size_t)r * fields + f] : 1;
+}
+
+static inline int bag_offset(const erase_bag_t *bag, int f)
+{
+    int off = 0;
+    for (int g = 0; g < f; g++)
+        off += bag_hotness(bag, g);
+    return off;
+}
+
+/* Pool len vectors in order (lib/ops/ops.h): vector j is src's row
+ * erase_embedding_row(ids[j], rows), or src's row j when ids is NULL. */
+static void SUF(pool_bag)(int dim, int len, int mean, const REAL *src, const uint32_t *ids, uint32_t rows,
+                          REAL *out)
+{
+    for (int j = 0; j < len; j++) {
+        const REAL *v = src + (size_t)(ids ? erase_embedding_row(ids[j], rows) : (uint32_t)j) * dim;
+        if (j == 0) {
+            memcpy(out, v, sizeof(REAL) * (size_t)dim);
+        } else {
+            for (int d = 0; d < dim; d++)
+                out[d] += v[d];
+        }
+    }
+    if (mean && len > 1)
+        for (int d = 0; d < dim; d++)
+            out[d] /= (REAL)len;
+}
+
+void SUF(erase_k_embedding_bag_forward)(int batch, int fields, int dim, const uint32_t *rows,
+                                        const erase_bag_t *bag, const uint32_t *ids,
+                                        const REAL *const *tables, REAL *out)
+{
+    int H = bag_offset(bag, fields), mean = bag && bag->pooling == ERASE_BAG_MEAN;
+    for (int r = 0; r < batch; r++)
+        for (int f = 0, off = 0; f < fields; off += bag_hotness(bag, f), f++)
+            SUF(pool_bag)(dim, bag_length(bag, fields, r, f), mean, tables[f], ids + (size_t)r * H + off,
+                          rows[f], out + ((size_t)r * fields + f) * dim);
+}
+
+void SUF(erase_k_embedding_pool)(int batch, int fields, int dim, const erase_bag_t *bag, const REAL *vecs,
+                                 REAL *out)
+{
+    int H = bag_offset(bag, fields), mean = bag->pooling == ERASE_BAG_MEAN;
+    for (int r = 0; r < batch; r++)
+        for (int f = 0, off = 0; f < fields; off += bag_hotness(bag, f), f++)
+            SUF(pool_bag)(dim, bag_length(bag, fields, r, f), mean, vecs + ((size_t)r * H + off) * dim, NULL, 0,
+                          out + ((size_t)r * fields + f) * dim);
+}
+
 void SUF(erase_k_embedding_forward)(int batch, int fields, int dim, const uint32_t *rows,
                                     const uint32_t *ids, const REAL *const *tables, REAL *out)
 {
-    for (int r = 0; r < batch; r++)
-        for (int f = 0; f < fields; f++) {
-            uint32_t row = erase_embedding_row(ids[(size_t)r * fields + f], rows[f]);
-            memcpy(out + ((size_t)r * fields + f) * dim, tables[f] + (size_t)row * dim,
-                   sizeof(REAL) * (size_t)dim);
-        }
+    SUF(erase_k_embedding_bag_forward)(batch, fields, dim, rows, NULL, ids, tables, out);
 }
 
 typedef struct {
@@ -273,25 +328,30 @@ static SUF(row_ref_t) *SUF(radix_sort_rows)(SUF(row_ref_t) *refs, SUF(row_ref_t)
 
 /*
  * Sparse gradient of one field's table: the distinct rows touched, sorted,
- * each with the sum of its samples' output gradients added in sample order
- * (deterministic: the sort is stable) in chunks of ERASE_SPARSE_SUM_CHUNK
- * (lib/ops/ops.h: each chunk from 0, then the chunk sums from 0). `scratch` holds
- * ERASE_EMBEDDING_SCRATCH_BYTES(batch). Returns the number of distinct
- * rows written to out_rows / out_grads.
+ * each with the sum of its ids' contributions (dout of the sample's field,
+ * divided by the bag's length for mean pooling) added in (sample, column)
+ * order (deterministic: the sort is stable) in chunks of
+ * ERASE_SPARSE_SUM_CHUNK (lib/ops/ops.h: each chunk from 0, then the chunk
+ * sums from 0). `scratch` holds ERASE_EMBEDDING_SCRATCH_BYTES(batch x the
+ * field's hotness). Returns the number of distinct rows written to
+ * out_rows / out_grads. bag NULL: one id per sample.
  */
-int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f, uint32_t rows,
-                                          const uint32_t *ids, const REAL *dout, void *scratch,
-                                          uint32_t *out_rows, REAL *out_grads)
+int SUF(erase_k_embedding_bag_backward_field)(int batch, int fields, int dim, int f, uint32_t rows,
+                                              const erase_bag_t *bag, const uint32_t *ids, const REAL *dout,
+                                              void *scratch, uint32_t *out_rows, REAL *out_grads)
 {
-    SUF(row_ref_t) *refs = scratch, *tmp = refs + batch;
-    for (int r = 0; r < batch; r++) {
-        refs[r].row = erase_embedding_row(ids[(size_t)r * fields + f], rows);
-        refs[r].sample = r;
-    }
-    refs = SUF(radix_sort_rows)(refs, tmp, batch);
+    int H = bag_offset(bag, fields), off = bag_offset(bag, f), m = 0;
+    int mean = bag && bag->pooling == ERASE_BAG_MEAN;
+    SUF(row_ref_t) *refs = scratch, *tmp = refs + (size_t)batch * bag_hotness(bag, f);
+    for (int r = 0; r < batch; r++)
+        for (int j = 0, len = bag_length(bag, fields, r, f); j < len; j++, m++) {
+            refs[m].row = erase_embedding_row(ids[(size_t)r * H + off + j], rows);
+            refs[m].sample = r;
+        }
+    refs = SUF(radix_sort_rows)(refs, tmp, m);
     int n = 0;
-    for (int a = 0, b; a < batch; a = b, n++) { /* the run [a, b) of one row */
-        for (b = a + 1; b < batch && refs[b].row == refs[a].row; b++)
+    for (int a = 0, b; a < m; a = b, n++) { /* the run [a, b) of one row */
+        for (b = a + 1; b < m && refs[b].row == refs[a].row; b++)
             ;
         out_rows[n] = refs[a].row;
         for (int d = 0; d < dim; d++) {
@@ -299,14 +359,25 @@ int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f,
             for (int c = a; c < b; c += ERASE_SPARSE_SUM_CHUNK) {
                 int end = b - c > ERASE_SPARSE_SUM_CHUNK ? c + ERASE_SPARSE_SUM_CHUNK : b;
                 REAL part = 0;
-                for (int i = c; i < end; i++)
-                    part += dout[((size_t)refs[i].sample * fields + f) * dim + d];
+                for (int i = c; i < end; i++) {
+                    int q = refs[i].sample;
+                    REAL g = dout[((size_t)q * fields + f) * dim + d];
+                    part += mean ? g / (REAL)bag_length(bag, fields, q, f) : g;
+                }
                 total += part;
             }
             out_grads[(size_t)n * dim + d] = total;
         }
     }
     return n;
+}
+
+int SUF(erase_k_embedding_backward_field)(int batch, int fields, int dim, int f, uint32_t rows,
+                                          const uint32_t *ids, const REAL *dout, void *scratch,
+                                          uint32_t *out_rows, REAL *out_grads)
+{
+    return SUF(erase_k_embedding_bag_backward_field)(batch, fields, dim, f, rows, NULL, ids, dout, scratch,
+                                                     out_rows, out_grads);
 }
 
 /*

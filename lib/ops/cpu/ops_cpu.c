@@ -240,8 +240,10 @@ static erase_status_t cpu_concat_backward(erase_stream_t *s, int batch, int n, c
 typedef struct {
     int batch, fields, dim;
     uint32_t rows[ERASE_FIELDS_MAX];
+    erase_bag_t bag;
     const uint32_t *ids;
     const float *tables[ERASE_FIELDS_MAX];
+    const float *vecs;
     float *out;
     const float *dout;
     uint32_t *grad_rows[ERASE_FIELDS_MAX];
@@ -249,59 +251,94 @@ typedef struct {
     int *count;
 } embedding_args_t;
 
+/* The lengths the bag kernels trust, checked when the op runs. */
+static erase_status_t bag_lengths_ok(const embedding_args_t *a)
+{
+    int r, f;
+    uint32_t n;
+    if (erase_k_bag_bad_length(a->batch, a->fields, &a->bag, &r, &f, &n))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "embedding bag: sample %d field %d has %u ids, expected 1 to %d", r,
+                           f, n, a->bag.hotness[f]);
+    return ERASE_OK;
+}
+
 static erase_status_t embedding_fwd_k(const void *p)
 {
     const embedding_args_t *a = p;
-    erase_k_embedding_forward_f32(a->batch, a->fields, a->dim, a->rows, a->ids, a->tables, a->out);
+    ERASE_CHECK(bag_lengths_ok(a));
+    erase_k_embedding_bag_forward_f32(a->batch, a->fields, a->dim, a->rows, &a->bag, a->ids, a->tables, a->out);
+    return ERASE_OK;
+}
+
+static erase_status_t embedding_pool_k(const void *p)
+{
+    const embedding_args_t *a = p;
+    ERASE_CHECK(bag_lengths_ok(a));
+    erase_k_embedding_pool_f32(a->batch, a->fields, a->dim, &a->bag, a->vecs, a->out);
     return ERASE_OK;
 }
 
 static erase_status_t embedding_bwd_k(const void *p)
 {
     const embedding_args_t *a = p;
-    void *scratch = malloc(ERASE_EMBEDDING_SCRATCH_BYTES(a->batch) + 1);
-    if (!scratch)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "embedding backward: no memory for %d rows", a->batch);
+    ERASE_CHECK(bag_lengths_ok(a));
+    int hmax = 1;
     for (int f = 0; f < a->fields; f++)
-        a->count[f] = erase_k_embedding_backward_field_f32(a->batch, a->fields, a->dim, f,
-                                                            a->rows[f], a->ids, a->dout, scratch,
-                                                            a->grad_rows[f], a->grad_values[f]);
+        hmax = a->bag.hotness[f] > hmax ? a->bag.hotness[f] : hmax;
+    void *scratch = malloc(ERASE_EMBEDDING_SCRATCH_BYTES((size_t)a->batch * (size_t)hmax) + 1);
+    if (!scratch)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "embedding backward: no memory for %d x %d rows", a->batch, hmax);
+    for (int f = 0; f < a->fields; f++)
+        a->count[f] = erase_k_embedding_bag_backward_field_f32(a->batch, a->fields, a->dim, f, a->rows[f], &a->bag,
+                                                                a->ids, a->dout, scratch, a->grad_rows[f],
+                                                                a->grad_values[f]);
     free(scratch);
     return ERASE_OK;
 }
 
 /* Fill the launch arguments' shape part (validated by lib/ops/ops.c). */
-static void embedding_args(embedding_args_t *a, int batch, int fields, int dim,
-                           const uint32_t *rows, const uint32_t *ids)
+static void embedding_args(embedding_args_t *a, int batch, int fields, int dim, const uint32_t *rows,
+                           const erase_bag_t *bag, const uint32_t *ids)
 {
     memset(a, 0, sizeof *a);
     a->batch = batch;
     a->fields = fields;
     a->dim = dim;
+    a->bag = *bag;
     a->ids = ids;
-    for (int f = 0; f < fields; f++)
+    for (int f = 0; rows && f < fields; f++)
         a->rows[f] = rows[f];
 }
 
 static erase_status_t cpu_embedding_forward(erase_stream_t *s, int batch, int fields, int dim,
-                                       const uint32_t *rows, const uint32_t *ids,
-                                       const float *const *tables, float *out)
+                                            const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
+                                            const float *const *tables, float *out)
 {
     embedding_args_t a;
-    embedding_args(&a, batch, fields, dim, rows, ids);
+    embedding_args(&a, batch, fields, dim, rows, bag, ids);
     for (int f = 0; f < fields; f++)
         a.tables[f] = tables[f];
     a.out = out;
     LAUNCH(s, embedding_fwd_k, a);
 }
 
-static erase_status_t cpu_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
-                                        const uint32_t *rows, const uint32_t *ids,
-                                        const float *dout, uint32_t *const *grad_rows,
-                                        float *const *grad_values, int *count)
+static erase_status_t cpu_embedding_pool(erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                                         const float *vecs, float *out)
 {
     embedding_args_t a;
-    embedding_args(&a, batch, fields, dim, rows, ids);
+    embedding_args(&a, batch, fields, dim, NULL, bag, NULL);
+    a.vecs = vecs;
+    a.out = out;
+    LAUNCH(s, embedding_pool_k, a);
+}
+
+static erase_status_t cpu_embedding_backward(erase_stream_t *s, int batch, int fields, int dim,
+                                             const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
+                                             const float *dout, uint32_t *const *grad_rows,
+                                             float *const *grad_values, int *count)
+{
+    embedding_args_t a;
+    embedding_args(&a, batch, fields, dim, rows, bag, ids);
     for (int f = 0; f < fields; f++) {
         a.grad_rows[f] = grad_rows[f];
         a.grad_values[f] = grad_values[f];
@@ -453,6 +490,7 @@ const erase_ops_impl_t erase_ops_cpu = {
     .concat_backward = cpu_concat_backward,
     .embedding_forward = cpu_embedding_forward,
     .embedding_backward = cpu_embedding_backward,
+    .embedding_pool = cpu_embedding_pool,
     .interaction_forward = cpu_interaction_forward,
     .interaction_backward = cpu_interaction_backward,
     .bce_with_logits = cpu_bce_with_logits,
@@ -469,6 +507,8 @@ const erase_ops_impl_t erase_ops_cpu = {
     .rmsnorm_forward = erase_cpu_rmsnorm_forward,
     .rmsnorm_backward = erase_cpu_rmsnorm_backward,
     .rotary = erase_cpu_rotary,
+    .cross_forward = erase_cpu_cross_forward,
+    .cross_backward = erase_cpu_cross_backward,
     .relu2_forward = erase_cpu_relu2_forward,
     .relu2_backward = erase_cpu_relu2_backward,
     .softcap_forward = erase_cpu_softcap_forward,

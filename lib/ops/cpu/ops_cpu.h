@@ -29,7 +29,7 @@ erase_status_t erase_cpu_sparse_merge(erase_stream_t *s, int ranks, int tables, 
                                       const uint32_t *all_rows, const float *all_values,
                                       int *const *count, uint32_t *const *rows,
                                       float *const *values);
-erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
+erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const erase_bag_t *bag, const uint32_t *ids,
                                      const uint32_t *table_rows, int ranks, const int64_t *bounds,
                                      const int32_t *slot, int tmax, int capacity,
                                      uint32_t *send_rows, int *send_counts, uint32_t *pos);
@@ -82,6 +82,12 @@ erase_status_t erase_cpu_attention_backward(erase_stream_t *s, int batch, int T,
 erase_status_t erase_cpu_attention_decode(erase_stream_t *s, int batch, int t, int cache_len,
                                           int heads, int dim, const float *qkv, float *kcache,
                                           float *vcache, float *scratch, float *out);
+
+/* the dcn model's cross layer (cross_cpu.c) */
+erase_status_t erase_cpu_cross_forward(erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                                       float *y);
+erase_status_t erase_cpu_cross_backward(erase_stream_t *s, size_t n, const float *x0, const float *u,
+                                        const float *dy, float *du, float *dx0);
 
 /* the nanochat model's ops (nanochat_cpu.c) */
 erase_status_t erase_cpu_rmsnorm_forward(erase_stream_t *s, int rows, int dim, float eps, const float *x, float *y, float *rstd);

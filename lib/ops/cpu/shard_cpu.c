@@ -2,12 +2,15 @@
  * rows, sparse split) on the CPU backend; arguments validated by
  * lib/ops/ops.c. Run-time failures are returned to the stream. */
 #include "lib/ops/cpu/ops_cpu.h"
+#include "lib/ops/cpu/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     int n, tables, ranks, tmax, capacity;
+    erase_bag_t bag;
+    int columns, offset[ERASE_FIELDS_MAX]; /* H; table t's first column */
     const uint32_t *ids, *table_rows;
     const int64_t *bounds;
     const int32_t *slot;
@@ -15,29 +18,37 @@ typedef struct {
     int *send_counts;
 } route_args_t;
 
-/* Route table t's samples in order; `next` counts the entries given to
- * each rank so far ([ranks], zeroed here). */
+/* Route table t's ids in (sample, column) order; `next` counts the entries
+ * given to each rank so far ([ranks], zeroed here). */
 static erase_status_t route_table(const route_args_t *a, int t, int *next)
 {
     const int64_t *b = a->bounds + (size_t)t * (a->ranks + 1);
     const int32_t *slot = a->slot + (size_t)t * a->ranks;
     memset(next, 0, sizeof(int) * (size_t)a->ranks);
     for (int i = 0; i < a->n; i++) {
-        uint32_t row = erase_embedding_row(a->ids[(size_t)i * a->tables + t], a->table_rows[t]);
-        int r = erase_shard_range_owner(b, a->ranks, row);
-        if (r == a->ranks)
-            return ERASE_ERROR(ERASE_ERR_INVALID,
-                               "shard route: table %d sample %d: row %u is outside the bounds [0, %lld)",
-                               t, i, row, (long long)b[a->ranks]);
-        int k = slot[r];
-        if (k < 0 || k >= a->tmax)
-            return ERASE_ERROR(ERASE_ERR_INVALID,
-                               "shard route: table %d sample %d: row %u's owner, rank %d, has slot %d "
-                               "(expected 0 to tmax-1 = %d)",
-                               t, i, row, r, k, a->tmax - 1);
-        size_t at = ((size_t)r * a->tmax + (size_t)k) * a->capacity + (size_t)next[r]++;
-        a->send_rows[at] = (uint32_t)(row - b[r]);
-        a->pos[(size_t)i * a->tables + t] = (uint32_t)at;
+        int len = a->bag.lengths ? (int)a->bag.lengths[(size_t)i * a->tables + t] : 1;
+        for (int j = 0; j < a->bag.hotness[t]; j++) {
+            size_t c = (size_t)i * a->columns + (size_t)a->offset[t] + (size_t)j;
+            if (j >= len) {
+                a->pos[c] = ERASE_SHARD_PAD;
+                continue;
+            }
+            uint32_t row = erase_embedding_row(a->ids[c], a->table_rows[t]);
+            int r = erase_shard_range_owner(b, a->ranks, row);
+            if (r == a->ranks)
+                return ERASE_ERROR(ERASE_ERR_INVALID,
+                                   "shard route: table %d sample %d: row %u is outside the bounds [0, %lld)",
+                                   t, i, row, (long long)b[a->ranks]);
+            int k = slot[r];
+            if (k < 0 || k >= a->tmax)
+                return ERASE_ERROR(ERASE_ERR_INVALID,
+                                   "shard route: table %d sample %d: row %u's owner, rank %d, has slot %d "
+                                   "(expected 0 to tmax-1 = %d)",
+                                   t, i, row, r, k, a->tmax - 1);
+            size_t at = ((size_t)r * a->tmax + (size_t)k) * a->capacity + (size_t)next[r]++;
+            a->send_rows[at] = (uint32_t)(row - b[r]);
+            a->pos[c] = (uint32_t)at;
+        }
     }
     for (int r = 0; r < a->ranks; r++)
         if (slot[r] >= 0 && slot[r] < a->tmax)
@@ -48,6 +59,11 @@ static erase_status_t route_table(const route_args_t *a, int t, int *next)
 static erase_status_t route_k(const void *p)
 {
     const route_args_t *a = p;
+    int bad_r, bad_t;
+    uint32_t bad_n;
+    if (erase_k_bag_bad_length(a->n, a->tables, &a->bag, &bad_r, &bad_t, &bad_n))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "shard route: sample %d table %d has %u ids, expected 1 to %d",
+                           bad_r, bad_t, bad_n, a->bag.hotness[bad_t]);
     size_t entries = (size_t)a->ranks * a->tmax * a->capacity;
     for (size_t e = 0; e < entries; e++)
         a->send_rows[e] = ERASE_SHARD_PAD;
@@ -62,15 +78,19 @@ static erase_status_t route_k(const void *p)
     return st;
 }
 
-erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const uint32_t *ids,
-                                     const uint32_t *table_rows, int ranks, const int64_t *bounds,
-                                     const int32_t *slot, int tmax, int capacity,
+erase_status_t erase_cpu_shard_route(erase_stream_t *s, int n, int tables, const erase_bag_t *bag,
+                                     const uint32_t *ids, const uint32_t *table_rows, int ranks,
+                                     const int64_t *bounds, const int32_t *slot, int tmax, int capacity,
                                      uint32_t *send_rows, int *send_counts, uint32_t *pos)
 {
     route_args_t a = { .n = n, .tables = tables, .ranks = ranks, .tmax = tmax,
-                       .capacity = capacity, .ids = ids, .table_rows = table_rows,
+                       .capacity = capacity, .bag = *bag, .ids = ids, .table_rows = table_rows,
                        .bounds = bounds, .slot = slot, .send_rows = send_rows,
                        .send_counts = send_counts, .pos = pos };
+    for (int t = 0; t < tables; t++) {
+        a.offset[t] = a.columns;
+        a.columns += bag->hotness[t];
+    }
     LAUNCH(s, route_k, a);
 }
 

@@ -170,6 +170,43 @@ __device__ inline void erase_cuda_raise(int *fault, int code)
     atomicCAS(fault, 0, code);
 }
 
+/* A bag layout (lib/ops/ops.h) by value for kernels: hotness, each
+ * field's first column, H, the lengths (device, NULL: one id each). */
+typedef struct {
+    int hotness[ERASE_FIELDS_MAX], offset[ERASE_FIELDS_MAX];
+    int fields, columns, mean;
+    const uint32_t *lengths;
+} erase_cuda_bag_t;
+
+static inline erase_cuda_bag_t erase_cuda_bag(const erase_bag_t *bag, int fields)
+{
+    erase_cuda_bag_t b;
+    memset(&b, 0, sizeof b);
+    b.fields = fields;
+    b.mean = bag->pooling == ERASE_BAG_MEAN;
+    b.lengths = bag->lengths;
+    for (int f = 0; f < fields; f++) {
+        b.hotness[f] = bag->hotness[f];
+        b.offset[f] = b.columns;
+        b.columns += bag->hotness[f];
+    }
+    return b;
+}
+
+/* Sample r's length of field f; one outside [1, hotness] raises
+ * ERASE_CUDA_FAULT_BAG_LENGTH and reads as 1 (nothing out of bounds). */
+__device__ inline int erase_cuda_bag_length(const erase_cuda_bag_t &b, size_t r, int f, int *fault)
+{
+    if (!b.lengths)
+        return 1;
+    uint32_t n = b.lengths[r * b.fields + f];
+    if (n < 1 || n > (uint32_t)b.hotness[f]) {
+        erase_cuda_raise(fault, ERASE_CUDA_FAULT_BAG_LENGTH);
+        return 1;
+    }
+    return (int)n;
+}
+
 /*
  * out[c] = sum over r < rows of term(r, c) for c < cols, in single
  * precision (as the CPU kernels accumulate). Blocks of 32 x 32 threads:

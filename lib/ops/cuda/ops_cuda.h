@@ -53,11 +53,13 @@ ERASE_CUDA_OP_DECLARE(concat_forward, erase_stream_t *s, int batch, int n, const
 ERASE_CUDA_OP_DECLARE(concat_backward, erase_stream_t *s, int batch, int n, const int *widths,
                       const float *dy, float *const *dxs)
 ERASE_CUDA_OP_DECLARE(embedding_forward, erase_stream_t *s, int batch, int fields, int dim,
-                      const uint32_t *rows, const uint32_t *ids, const float *const *tables,
-                      float *out)
+                      const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids,
+                      const float *const *tables, float *out)
 ERASE_CUDA_OP_DECLARE(embedding_backward, erase_stream_t *s, int batch, int fields, int dim,
-                      const uint32_t *rows, const uint32_t *ids, const float *dout,
+                      const uint32_t *rows, const erase_bag_t *bag, const uint32_t *ids, const float *dout,
                       uint32_t *const *grad_rows, float *const *grad_values, int *count)
+ERASE_CUDA_OP_DECLARE(embedding_pool, erase_stream_t *s, int batch, int fields, int dim, const erase_bag_t *bag,
+                      const float *vecs, float *out)
 ERASE_CUDA_OP_DECLARE(interaction_forward, erase_stream_t *s, int batch, int nvec, int dim,
                       const float *dense, const float *emb, float *out)
 ERASE_CUDA_OP_DECLARE(interaction_backward, erase_stream_t *s, int batch, int nvec, int dim,
@@ -81,7 +83,7 @@ ERASE_CUDA_OP_DECLARE(sparse_merge, erase_stream_t *s, int ranks, int tables, in
                       int dim, float scale, const int *all_counts, const uint32_t *all_rows,
                       const float *all_values, int *const *count, uint32_t *const *rows,
                       float *const *values)
-ERASE_CUDA_OP_DECLARE(shard_route, erase_stream_t *s, int n, int tables, const uint32_t *ids,
+ERASE_CUDA_OP_DECLARE(shard_route, erase_stream_t *s, int n, int tables, const erase_bag_t *bag, const uint32_t *ids,
                       const uint32_t *table_rows, int ranks, const int64_t *bounds,
                       const int32_t *slot, int tmax, int capacity, uint32_t *send_rows,
                       int *send_counts, uint32_t *pos)
@@ -135,6 +137,10 @@ ERASE_CUDA_OP_DECLARE(rmsnorm_backward, erase_stream_t *s, int rows, int dim, co
                       const float *rstd, const float *dy, float *dx)
 ERASE_CUDA_OP_DECLARE(rotary, erase_stream_t *s, int batch, int T, int t0, int heads, int hd, float base,
                       int inverse, const float *x, float *y)
+ERASE_CUDA_OP_DECLARE(cross_forward, erase_stream_t *s, size_t n, const float *x0, const float *u, const float *xl,
+                      float *y)
+ERASE_CUDA_OP_DECLARE(cross_backward, erase_stream_t *s, size_t n, const float *x0, const float *u, const float *dy,
+                      float *du, float *dx0)
 ERASE_CUDA_OP_DECLARE(relu2_forward, erase_stream_t *s, size_t n, const float *x, float *y)
 ERASE_CUDA_OP_DECLARE(relu2_backward, erase_stream_t *s, size_t n, const float *x, const float *dy,
                       float *dx)

@@ -3,8 +3,9 @@
  * gather rows, sparse split), with the row and owner helpers of ops.h
  * (erase_embedding_row, erase_shard_range_owner) the CPU kernels use.
  * Route: every entry padded first, then one thread per (table, rank) walks
- * the table's samples in order and writes those the rank owns (the stable
- * per-owner order without a scan; n <= capacity, a batch). Split: the rows
+ * the table's samples and their columns in order and writes the ids the
+ * rank owns (the stable per-owner order without a scan; n x hotness <=
+ * capacity). Split: the rows
  * are ascending, so a row's place in its owner's slot is its index minus
  * the first index of the owner's range (a binary search). Deterministic;
  * failures raise ERASE_CUDA_FAULT_SHARD_ROUTE, _GATHER_ROW, _SPARSE_SPLIT.
@@ -27,8 +28,10 @@ __global__ void shard_pad_kernel(size_t entries, uint32_t *send_rows, size_t slo
     }
 }
 
-/* Item e = (table t = e / ranks, rank r = e % ranks): t's samples owned by r. */
-__global__ void shard_route_kernel(size_t items, int n, int tables, int ranks, int tmax,
+/* Item e = (table t = e / ranks, rank r = e % ranks): t's present ids
+ * owned by r, in (sample, column) order; rank 0's item also marks the
+ * columns past a bag's length with a pad in pos. */
+__global__ void shard_route_kernel(size_t items, int n, int tables, erase_cuda_bag_t bag, int ranks, int tmax,
                                    int capacity, const uint32_t *ids, const uint32_t *table_rows,
                                    const int64_t *bounds, const int32_t *slot,
                                    uint32_t *send_rows, int *send_counts, uint32_t *pos,
@@ -41,19 +44,28 @@ __global__ void shard_route_kernel(size_t items, int n, int tables, int ranks, i
         int k = slot[(size_t)t * ranks + r];
         int j = 0;
         for (int i = 0; i < n; i++) {
-            uint32_t row = erase_embedding_row(ids[(size_t)i * tables + t], table_rows[t]);
-            int owner = erase_shard_range_owner(b, ranks, row);
-            if (owner == ranks && r == 0)
-                erase_cuda_raise(fault, ERASE_CUDA_FAULT_SHARD_ROUTE);
-            if (owner != r)
-                continue;
-            if (k < 0 || k >= tmax) {
-                erase_cuda_raise(fault, ERASE_CUDA_FAULT_SHARD_ROUTE);
-                continue;
+            int len = erase_cuda_bag_length(bag, (size_t)i, t, fault);
+            for (int h = 0; h < bag.hotness[t]; h++) {
+                size_t c = (size_t)i * bag.columns + bag.offset[t] + h;
+                if (h >= len) {
+                    if (r == 0)
+                        pos[c] = ERASE_SHARD_PAD;
+                    continue;
+                }
+                uint32_t row = erase_embedding_row(ids[c], table_rows[t]);
+                int owner = erase_shard_range_owner(b, ranks, row);
+                if (owner == ranks && r == 0)
+                    erase_cuda_raise(fault, ERASE_CUDA_FAULT_SHARD_ROUTE);
+                if (owner != r)
+                    continue;
+                if (k < 0 || k >= tmax) {
+                    erase_cuda_raise(fault, ERASE_CUDA_FAULT_SHARD_ROUTE);
+                    continue;
+                }
+                size_t at = ((size_t)r * tmax + (size_t)k) * capacity + (size_t)j++;
+                send_rows[at] = (uint32_t)(row - b[r]);
+                pos[c] = (uint32_t)at;
             }
-            size_t at = ((size_t)r * tmax + (size_t)k) * capacity + (size_t)j++;
-            send_rows[at] = (uint32_t)(row - b[r]);
-            pos[(size_t)i * tables + t] = (uint32_t)at;
         }
         if (k >= 0 && k < tmax)
             send_counts[(size_t)r * tmax + (size_t)k] = j;
@@ -147,7 +159,7 @@ __global__ void split_values_kernel(int capacity, int dim, const int *count, con
 // kernel launchers
 
 extern "C" erase_status_t erase_cuda_op_shard_route(erase_stream_t *s, int n, int tables,
-                                                    const uint32_t *ids,
+                                                    const erase_bag_t *bag, const uint32_t *ids,
                                                     const uint32_t *table_rows, int ranks,
                                                     const int64_t *bounds, const int32_t *slot,
                                                     int tmax, int capacity, uint32_t *send_rows,
@@ -159,7 +171,7 @@ extern "C" erase_status_t erase_cuda_op_shard_route(erase_stream_t *s, int n, in
     if (n == 0)
         return ERASE_OK;
     ERASE_CHECK(erase_cuda_launch_n(s, "shard route", shard_route_kernel, (size_t)tables * ranks, n,
-                                    tables, ranks, tmax, capacity, ids, table_rows, bounds, slot,
+                                    tables, erase_cuda_bag(bag, tables), ranks, tmax, capacity, ids, table_rows, bounds, slot,
                                     send_rows, send_counts, pos, erase_cuda_fault_word(s)));
     return ERASE_OK;
 }

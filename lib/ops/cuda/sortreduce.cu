@@ -78,8 +78,10 @@ __global__ void sortreduce_chunk_kernel(erase_sortreduce_t p, const int *vals, c
             continue;
         int end = min(i + ERASE_SPARSE_SUM_CHUNK, h[lo + 1]);
         float acc = 0.0f;
-        for (int j = i; j < end; j++)
-            acc += src[(size_t)v[j] * p.src_stride + d];
+        for (int j = i; j < end; j++) {
+            float x = src[(size_t)v[j] * p.src_stride + d];
+            acc += p.divisor ? x / (float)p.divisor[(size_t)v[j] * p.div_stride + g] : x;
+        }
         part[e] = acc;
     }
 }

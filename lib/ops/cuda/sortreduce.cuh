@@ -33,6 +33,10 @@ typedef struct {
     float scale;
     const float *src;
     size_t src_stride, seg_offset;
+    /* NULL, or each source vector divided by divisor[q * div_stride + g]
+     * (mean pooling's dout / len) before it is added */
+    const uint32_t *divisor;
+    size_t div_stride;
     uint32_t *out_rows[ERASE_FIELDS_MAX];
     float *out_values[ERASE_FIELDS_MAX];
     int *out_count[ERASE_FIELDS_MAX];
