@@ -552,6 +552,7 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     free(c.ids);
     free(c.line_ids);
     s->seconds = erase_now_s() - c.t0;
+    s->stats.rare_row = options->vocab != NULL;
     return st;
 }
 

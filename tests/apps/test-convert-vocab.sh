@@ -20,7 +20,7 @@ need apps/erase-train
 command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the vocabulary"
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to read the vocabulary's datasets"
 workdir
-echo "1..15"
+echo "1..16"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 head -n 3000 "$sample" >"$dir/day0.tsv"
 sed -n '3001,6000p' "$sample" | gzip -c >"$dir/day1.tsv.gz"
@@ -202,6 +202,12 @@ sed -n '/^vocabulary /,$p' "$dir/mhi.out" | awk '$1 ~ /^C[0-9]+$/ { print $1, $3
 tap $? "400 multi-hot lines (erase-ctr-2) through the vocabulary: every id of every list is python's mapping, coverage over ids too (status $rc)"
 [ $rc = 0 ] || tap_report "$dir/mh.out"
 echo "# C1 (lists of 1-3 ids): $(head -1 "$dir/mh.coverage")"
+# its "missing" column: the share of rows whose ids all went to the rare
+# row (at most 100%, once per row however many ids), and it says so
+awk '$1 ~ /^C[0-9]+$/ && $2 ~ /%$/ && NF >= 3 { v = $2; sub(/%/, "", v); if (v + 0 > 100) bad++; n++ }
+     END { exit !(n >= 26 && !bad) }' "$dir/mhi.out" &&
+    grep -qxF 'C1-C26 went through a vocabulary: their "missing" counts the rows whose ids all map to its rare row (missing, or not frequent)' "$dir/mhi.out"
+tap $? "erase-inspect data of multi-hot shards through a vocabulary: every feature's missing share a share of rows (<= 100%), the rare row named"
 
 # a ctr model with the data's table sizes
 printf 'model = "ctr";\nctr: { embedding_dim = 4; table_rows = "data"; bottom_mlp = [8, 4];\n  subarch_width = 16; subarchs = 2; };\n' \
