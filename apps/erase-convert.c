@@ -193,12 +193,13 @@ static int cmd_criteo(int argc, char **argv)
         { 0, 0, 0, 0 },
     };
     const char *vocab_path = NULL;
-    int c;
+    int c, coverage_given = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'V': vocab_path = optarg; break;
         case 'M':
+            coverage_given = 1;
             if (parse_double(optarg, &o.min_vocab_coverage) || !(o.min_vocab_coverage >= 0 && o.min_vocab_coverage <= 1))
                 return bad_value("criteo", "--min-vocab-coverage", optarg);
             break;
@@ -231,6 +232,10 @@ static int cmd_criteo(int argc, char **argv)
         case 'h': usage_criteo(stdout); return 0;
         default: return cli_option_error("erase-convert criteo", c, argv, opts);
         }
+    }
+    if (coverage_given && !vocab_path) {
+        fprintf(stderr, "erase-convert criteo: --min-vocab-coverage: only with --vocab VOCAB.h5\n");
+        return 2;
     }
     if (!o.out_dir || optind >= argc) {
         fprintf(stderr, "erase-convert criteo: %s\n", !o.out_dir ? "no output directory (-o DIR)" : "no input files");

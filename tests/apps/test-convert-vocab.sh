@@ -266,14 +266,16 @@ tap $? "erase-convert criteo --vocab of a CTR shard, a truncated file, a TSV: on
 # rows (another id space), it knows almost none of the Kaggle day's ids
 apps/erase-convert synth --shape criteo-1tb --scale 0.001 --days 1 --rows 3000 -q -o "$dir/tb" >"$dir/tb.out" 2>&1 &&
     apps/erase-convert vocab -q --threshold 2 -o "$dir/tb.h5" "$dir/tb/day_0.tsv" >>"$dir/tb.out" 2>&1 || tap_report "$dir/tb.out"
-apps/erase-convert criteo -q --vocab "$dir/tb.h5" -o "$dir/other" "$dir/day1.tsv" >"$dir/err.out" 2>&1
+apps/erase-convert criteo -q --vocab "$dir/tb.h5" -o "$dir/other" "$dir/day1.tsv" >"$dir/refused.out" 2>&1
 rc=$?
 pattern="^erase-convert criteo: error: $dir/tb.h5: knows [0-9.]+% of these inputs' ids as frequent, [0-9.]+% of its own days' \\(below 0.5 of it\\): a vocabulary of another dataset\\? \\(--min-vocab-coverage 0 converts anyway\\)\$"
-[ $rc = 1 ] && grep -qE "$pattern" "$dir/err.out" && [ ! -e "$dir/other" ] &&
+[ $rc = 1 ] && grep -qE "$pattern" "$dir/refused.out" && [ ! -e "$dir/other" ] &&
     apps/erase-convert criteo -q --vocab "$dir/tb.h5" --min-vocab-coverage 0 -o "$dir/other" "$dir/day1.tsv" >"$dir/other.out" 2>&1 &&
-    [ -e "$dir/other/index.txt" ]
-tap $? "a vocabulary counted on another dataset: refused with the coverages named, status $rc, nothing written; --min-vocab-coverage 0 converts"
-[ $rc = 1 ] || tap_report "$dir/err.out"
+    [ -e "$dir/other/index.txt" ] &&
+    expect 2 "erase-convert criteo: --min-vocab-coverage: only with --vocab VOCAB.h5" \
+        apps/erase-convert criteo -q --min-vocab-coverage 0.3 -o "$dir/other2" "$dir/day1.tsv" && [ ! -e "$dir/other2" ]
+tap $? "a vocabulary counted on another dataset: refused with the coverages named, status $rc, nothing written; --min-vocab-coverage 0 converts; without --vocab it is a usage error"
+[ $rc = 1 ] || tap_report "$dir/refused.out"
 
 expect 2 "erase-convert vocab: --threshold: bad value '0' (expected an integer >= 1)" \
     apps/erase-convert vocab --threshold 0 -o "$dir/t.h5" "$dir/day0.tsv" &&

@@ -23,7 +23,7 @@ need apps/erase-inspect
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' parameters"
 command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
 workdir
-echo "1..17"
+echo "1..18"
 daily=${srcdir:-.}/jobs/daily
 ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
 export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
@@ -168,3 +168,14 @@ bad "a corrupted day file" "jobs/daily: day 3: converting $days/day_3.tsv failed
 day 3 "$b" --optimizer-state forget
 [ $rc = 2 ] && [ "$(last)" = "jobs/daily: --optimizer-state needs keep or reset, got 'forget'" ]
 tap $? "--optimizer-state forget: a usage error, status $rc, one line"
+
+# jobs/daily-chain checks what every day needs before it submits anything
+# (no sbatch is reached: these run without Slurm)
+"${srcdir:-.}/jobs/daily-chain" --first 1 --last 2 --days-dir "$dir/nosuch" --work "$dir/w" >"$dir/chain.out" 2>&1
+r1=$?
+"${srcdir:-.}/jobs/daily-chain" --first 1 --last 2 --days-dir "$days" >>"$dir/chain.out" 2>&1
+r2=$?
+[ $r1 = 1 ] && [ $r2 = 2 ] && [ "$(cat "$dir/chain.out")" = "jobs/daily-chain: --days-dir $dir/nosuch: no such directory
+jobs/daily-chain: --work WORK is needed (every day's jobs/daily works in it)" ]
+tap $? "jobs/daily-chain refuses a missing --days-dir (status $r1) and no --work (status $r2) before submitting, one line each"
+[ $r1 = 1 ] || tap_report "$dir/chain.out"
