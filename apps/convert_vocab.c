@@ -41,6 +41,7 @@ erase_status_t convert_vocab_use(const char *path, erase_vocab_t *v, int64_t *ro
     for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
         rows[f] = erase_vocab_table_rows(v->frequent[f]);
     o->vocab = v;
+    o->vocab_path = path;
     o->write.vocab_digest = v->digest;
     o->write.vocab_threshold = v->threshold;
     o->write.vocab_table_rows = rows;

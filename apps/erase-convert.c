@@ -171,6 +171,8 @@ static void usage_criteo(FILE *f)
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
             "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
             "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"
+            "  --min-vocab-coverage R  refuse the inputs when the vocabulary knows fewer than R x the\n"
+            "                        share of ids it knows on its own days (default 0.5; 0: never)\n"
             "  --force               replace a dataset already in DIR (once the new one is written)\n"
             "  -q, --quiet           no progress lines\n");
 }
@@ -187,15 +189,20 @@ static int cmd_criteo(int argc, char **argv)
         { "format", required_argument, 0, 'f' },     { "skip-bad", no_argument, 0, 'b' },
         { "force", no_argument, 0, 'F' },            { "quiet", no_argument, 0, 'q' },
         { "help", no_argument, 0, 'h' },             { "split-bytes", required_argument, 0, 'B' },
-        { "vocab", required_argument, 0, 'V' },
+        { "vocab", required_argument, 0, 'V' },      { "min-vocab-coverage", required_argument, 0, 'M' },
         { 0, 0, 0, 0 },
     };
     const char *vocab_path = NULL;
-    int c;
+    int c, coverage_given = 0;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': o.out_dir = optarg; break;
         case 'V': vocab_path = optarg; break;
+        case 'M':
+            coverage_given = 1;
+            if (parse_double(optarg, &o.min_vocab_coverage) || !(o.min_vocab_coverage >= 0 && o.min_vocab_coverage <= 1))
+                return bad_value("criteo", "--min-vocab-coverage", optarg);
+            break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
                 return bad_value("criteo", "--shard-rows", optarg);
@@ -225,6 +232,10 @@ static int cmd_criteo(int argc, char **argv)
         case 'h': usage_criteo(stdout); return 0;
         default: return cli_option_error("erase-convert criteo", c, argv, opts);
         }
+    }
+    if (coverage_given && !vocab_path) {
+        fprintf(stderr, "erase-convert criteo: --min-vocab-coverage: only with --vocab VOCAB.h5\n");
+        return 2;
     }
     if (!o.out_dir || optind >= argc) {
         fprintf(stderr, "erase-convert criteo: %s\n", !o.out_dir ? "no output directory (-o DIR)" : "no input files");

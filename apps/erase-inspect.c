@@ -382,6 +382,11 @@ static int cmd_data(int argc, char **argv)
                versions == 3   ? ERASE_CTR_FORMAT " and " ERASE_CTR_FORMAT_MULTI
                : versions == 2 ? ERASE_CTR_FORMAT_MULTI
                                : ERASE_CTR_FORMAT);
+        erase_vocab_tag_t tag;
+        if (erase_vocab_tag_dataset((const char *const *)list.paths, list.count, &tag) == ERASE_OK)
+            all.rare_row = tag.present; /* else inspect_vocab_dataset below reports it */
+        else
+            erase_error_clear();
         erase_ctr_stats_print_distinct(&all, &distinct, stdout, "");
         for (int i = 1; i < argc; i++)
             print_planted(argv[i]);

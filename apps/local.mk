@@ -24,6 +24,7 @@ apps_erase_inspect_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 apps_erase_inspect_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 # erase-bench data: converter and reader speed.
 apps_erase_bench_SOURCES += apps/bench/bench_data.c
+apps_erase_bench_SOURCES += apps/bench/bench_data_open.c  # the reader's start-up at scale (issue 35)
 apps_erase_bench_LDADD += $(ERASE_IO_LIBS) $(ERASE_LIBS)
 apps_erase_bench_SOURCES += apps/bench/bench_allreduce.c
 # erase-bench pipeline --simulate: the pipeline schedules' replay (issue 16)

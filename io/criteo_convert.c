@@ -52,6 +52,7 @@ erase_criteo_convert_options_t erase_criteo_convert_options_default(void)
     o.split_bytes = ERASE_CONVERT_SPLIT_BYTES_DEFAULT;
     o.write = erase_ctr_write_options_default();
     o.format = ERASE_CRITEO_AUTO;
+    o.min_vocab_coverage = 0.5;
     return o;
 }
 
@@ -220,8 +221,10 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
         return ERASE_OK;
     }
     c->s->remapped += row.remapped;
-    if (c->o->vocab)
-        erase_vocab_map_ids(c->o->vocab, row.lengths, c->line_ids);
+    if (c->o->vocab) {
+        c->s->vocab_frequent += erase_vocab_map_ids(c->o->vocab, row.lengths, c->line_ids);
+        c->s->vocab_ids += (int64_t)row.nids;
+    }
     c->label[c->n] = row.label;
     memcpy(c->dense + c->n * ERASE_CTR_SHARD_DENSE, row.dense, sizeof row.dense);
     memcpy(c->lengths + c->n * ERASE_CTR_SHARD_FIELDS, row.lengths, sizeof row.lengths);
@@ -393,11 +396,14 @@ static erase_status_t merge_summary(convert_t *c, const erase_convert_plan_t *pl
 {
     erase_criteo_convert_summary_t *s = c->s;
     erase_convert_ranks_t *r = c->ranks;
-    int64_t v[5 + ERASE_CRITEO_BAD_KINDS] = { s->lines, s->rows, s->skipped, s->remapped, s->input_bytes };
-    memcpy(v + 5, s->bad, sizeof s->bad);
-    erase_convert_ranks_sum(r, v, 5 + ERASE_CRITEO_BAD_KINDS);
+    enum { N = 7 };
+    int64_t v[N + ERASE_CRITEO_BAD_KINDS] = { s->lines,       s->rows,      s->skipped,       s->remapped,
+                                              s->input_bytes, s->vocab_ids, s->vocab_frequent };
+    memcpy(v + N, s->bad, sizeof s->bad);
+    erase_convert_ranks_sum(r, v, N + ERASE_CRITEO_BAD_KINDS);
     s->lines = v[0], s->rows = v[1], s->skipped = v[2], s->remapped = v[3], s->input_bytes = v[4];
-    memcpy(s->bad, v + 5, sizeof s->bad);
+    s->vocab_ids = v[5], s->vocab_frequent = v[6];
+    memcpy(s->bad, v + N, sizeof s->bad);
     for (int k = 1; k < ERASE_CRITEO_BAD_KINDS; k++) {
         int64_t unit = erase_convert_ranks_min(r, c->first_bad_unit[k]);
         if (unit != INT64_MAX)
@@ -412,6 +418,24 @@ static erase_status_t merge_summary(convert_t *c, const erase_convert_plan_t *pl
         erase_ctr_stats_merge(&s->stats, &all[i]);
     free(all);
     return ERASE_OK;
+}
+
+/* The vocabulary's coverage of the inputs against its own days' (the same
+ * sums on every rank, after merge_summary): ERASE_ERR_FORMAT below
+ * min_vocab_coverage of it. */
+static erase_status_t check_vocab_coverage(const erase_criteo_convert_options_t *o,
+                                           const erase_criteo_convert_summary_t *s)
+{
+    if (!o->vocab || o->min_vocab_coverage <= 0 || s->vocab_ids == 0)
+        return ERASE_OK;
+    double here = (double)s->vocab_frequent / (double)s->vocab_ids, own = erase_vocab_coverage(o->vocab);
+    if (here >= o->min_vocab_coverage * own)
+        return ERASE_OK;
+    return ERASE_ERROR(ERASE_ERR_FORMAT,
+                       "%s: knows %.1f%% of these inputs' ids as frequent, %.1f%% of its own days' (below %g of it): "
+                       "a vocabulary of another dataset? (--min-vocab-coverage 0 converts anyway)",
+                       o->vocab_path ? o->vocab_path : "the vocabulary", 100.0 * here, 100.0 * own,
+                       o->min_vocab_coverage);
 }
 
 /* Rows per unit on every rank. */
@@ -504,6 +528,8 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     if (st == ERASE_OK && s->rows == 0)
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "no rows to write: every line was bad or the input is empty");
     if (st == ERASE_OK)
+        st = check_vocab_coverage(options, s);
+    if (st == ERASE_OK)
         st = publish(&c, &plan, rows);
     if (st == ERASE_OK) {
         for (int u = 0; u < plan.count; u++)
@@ -526,6 +552,7 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     free(c.ids);
     free(c.line_ids);
     s->seconds = erase_now_s() - c.t0;
+    s->stats.rare_row = options->vocab != NULL;
     return st;
 }
 

@@ -52,6 +52,13 @@ typedef struct {
     /* Map every id through this vocabulary (io/vocab.h; NULL: store the
      * ids as parsed); the caller also sets write.vocab_* (its tag). */
     const erase_vocab_t *vocab;
+    const char *vocab_path; /* its file, named in messages */
+    /* Refuse (nothing published) when the share of the inputs' ids that the
+     * vocabulary knows as frequent is below min_vocab_coverage x the share
+     * on the days it was counted from (erase_vocab_coverage): a vocabulary
+     * of another dataset (another hash, another feature order) knows almost
+     * none. Default 0.5; 0 never refuses. */
+    double min_vocab_coverage;
 } erase_criteo_convert_options_t;
 
 #define ERASE_CRITEO_MESSAGE_MAX 512
@@ -65,6 +72,8 @@ typedef struct {
     int64_t remapped;   /* ffffffff tokens stored as fffffffe */
     int shards;
     int64_t input_bytes; /* bytes of text read (after decompression) */
+    int64_t vocab_ids;      /* with a vocabulary: ids mapped ... */
+    int64_t vocab_frequent; /* ... and of them frequent (not the rare row) */
     double seconds;     /* wall time of the conversion */
     erase_ctr_stats_t stats; /* of the rows written */
 } erase_criteo_convert_summary_t;

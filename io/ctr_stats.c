@@ -36,15 +36,18 @@ void erase_ctr_stats_add_ids(erase_ctr_stats_t *s, int64_t n, const uint8_t *lab
             uint32_t m = lengths ? lengths[i * ERASE_CTR_SHARD_FIELDS + k] : 1;
             s->sparse_ids[k] += m;
             s->hot_max[k] = m > s->hot_max[k] ? m : s->hot_max[k];
+            uint32_t absent = 0;
             for (uint32_t t = 0; t < m; t++) {
                 uint32_t id = *c++;
                 if (id == ERASE_CTR_SPARSE_MISSING) {
                     s->sparse_missing[k]++;
+                    absent++;
                     continue;
                 }
                 s->sparse_min[k] = id < s->sparse_min[k] ? id : s->sparse_min[k];
                 s->sparse_max[k] = id > s->sparse_max[k] ? id : s->sparse_max[k];
             }
+            s->missing_rows[k] += absent == m;
         }
     }
 }
@@ -65,6 +68,7 @@ int erase_ctr_stats_multi_hot(const erase_ctr_stats_t *s)
 
 void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src)
 {
+    dst->rare_row |= src->rare_row;
     dst->rows += src->rows;
     dst->clicks += src->clicks;
     for (int j = 0; j < ERASE_CTR_SHARD_DENSE; j++) {
@@ -74,6 +78,7 @@ void erase_ctr_stats_merge(erase_ctr_stats_t *dst, const erase_ctr_stats_t *src)
     }
     for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
         dst->sparse_missing[k] += src->sparse_missing[k];
+        dst->missing_rows[k] += src->missing_rows[k];
         dst->sparse_min[k] = src->sparse_min[k] < dst->sparse_min[k] ? src->sparse_min[k] : dst->sparse_min[k];
         dst->sparse_max[k] = src->sparse_max[k] > dst->sparse_max[k] ? src->sparse_max[k] : dst->sparse_max[k];
         dst->sparse_ids[k] += src->sparse_ids[k];
@@ -124,13 +129,16 @@ void erase_ctr_stats_print_distinct(const erase_ctr_stats_t *s, const erase_ctr_
             snprintf(col, sizeof col, " %10s", num);
             estimates += est;
         }
-        if (s->sparse_missing[k] == s->rows)
-            fprintf(out, "%s%-8s %8.3f%%%s  (none)\n", prefix, name, 100.0 * (double)s->sparse_missing[k] / rows,
+        if (s->missing_rows[k] == s->rows)
+            fprintf(out, "%s%-8s %8.3f%%%s  (none)\n", prefix, name, 100.0 * (double)s->missing_rows[k] / rows,
                     col);
         else
             fprintf(out, "%s%-8s %8.3f%%%s  %08" PRIx32 " .. %08" PRIx32 "\n", prefix, name,
-                    100.0 * (double)s->sparse_missing[k] / rows, col, s->sparse_min[k], s->sparse_max[k]);
+                    100.0 * (double)s->missing_rows[k] / rows, col, s->sparse_min[k], s->sparse_max[k]);
     }
+    if (s->rare_row)
+        fprintf(out, "%sC1-C26 went through a vocabulary: their \"missing\" counts the rows whose ids all map to its "
+                     "rare row (missing, or not frequent)\n", prefix);
     if (estimates)
         fprintf(out, "%s~N: a HyperLogLog estimate (more than %d distinct ids; relative standard error 0.8%%)\n",
                 prefix, ERASE_DISTINCT_EXACT_MAX);

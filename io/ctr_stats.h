@@ -23,6 +23,10 @@ typedef struct {
     uint32_t sparse_max[ERASE_CTR_SHARD_FIELDS];     /* (0 if none) */
     int64_t sparse_ids[ERASE_CTR_SHARD_FIELDS];      /* ids per feature, the missing id included */
     uint32_t hot_max[ERASE_CTR_SHARD_FIELDS];        /* most ids of one row per feature (hotness) */
+    int64_t missing_rows[ERASE_CTR_SHARD_FIELDS];   /* rows whose ids of the field are all 0xFFFFFFFF */
+    /* 1: the ids went through a vocabulary (io/vocab.h), where 0xFFFFFFFF
+     * is the rare row (missing, or not frequent): the printout says so */
+    int rare_row;
 } erase_ctr_stats_t;
 
 /* Empty statistics. */
@@ -34,8 +38,9 @@ void erase_ctr_stats_add(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, 
 
 /* Add `n` rows whose features may hold several ids (io/ctr_shard.h,
  * erase-ctr-2): lengths [n, 26] (NULL: one id each), ids flat, row by row
- * and feature by feature. Missing counts the ids 0xFFFFFFFF; the range is
- * over every other id. */
+ * and feature by feature. sparse_missing counts the ids 0xFFFFFFFF,
+ * missing_rows the rows whose ids of a field are all 0xFFFFFFFF (what the
+ * printout's "missing" shows); the range is over every other id. */
 void erase_ctr_stats_add_ids(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
                              const uint32_t *lengths, const uint32_t *ids);
 

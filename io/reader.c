@@ -62,6 +62,8 @@ struct erase_reader {
     int64_t total_rows, samples, steps, max_local;
     block_t *blocks;
     int64_t nblocks;
+    size_t index_bytes;  /* what the per-shard and per-block arrays above and below hold (erase_reader_info) */
+    size_t buffer_bytes; /* what the pool, scratch and batch slots hold */
 
     /* producer state: only the producer touches it while the thread runs */
     open_shard_t open[OPEN_SHARDS]; /* a dataset may have more shards than file descriptors */
@@ -177,6 +179,7 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
     r->base = calloc((size_t)list.count, sizeof *r->base);
     if (!r->paths || !r->rows || !r->base)
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d shards", list.count);
+    r->index_bytes += (size_t)list.count * (sizeof *r->paths + sizeof *r->rows + sizeof *r->base);
     for (int i = 0; st == ERASE_OK && i < list.count; i++) {
         void *h;
         st = fmt->open(fmt->ctx, list.paths[i], &h);
@@ -207,6 +210,7 @@ static erase_status_t open_shards(erase_reader_t *r, const char *const *inputs, 
             st = ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %d shards", list.count);
             break;
         }
+        r->index_bytes += strlen(list.paths[i]) + 1;
         r->nshards = i + 1;
         if (list.rows[i] >= 0 && list.rows[i] != indexed) {
             char dir[4096];
@@ -314,6 +318,8 @@ static erase_status_t make_blocks(erase_reader_t *r)
             r->prefix = malloc(sizeof *r->prefix * (size_t)(count + 1));
             if (!r->blocks || !r->order || !r->prefix)
                 return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for %" PRId64 " blocks", count);
+            r->index_bytes += (size_t)count * (sizeof *r->blocks + sizeof *r->order + sizeof *r->prefix) +
+                              sizeof *r->prefix;
         }
     }
     r->nblocks = count;
@@ -337,19 +343,28 @@ static void batch_free(erase_reader_t *r, void *ptr)
         free(ptr);
 }
 
-/* `rows` rows of each of `n` arrays of row_bytes[k] bytes into p[k]
- * (malloc); 0 when out of memory or too large. */
-static int alloc_rows(void **p, const size_t *row_bytes, int n, int64_t rows)
+/* malloc of `rows` rows of row_bytes bytes, the bytes added to *total;
+ * NULL when out of memory or too large. */
+static void *counted_malloc(size_t row_bytes, int64_t rows, size_t *total)
 {
-    for (int k = 0; k < n; k++) {
-        size_t bytes;
-        if (!erase_bytes(row_bytes[k], rows, 1, &bytes) || !(p[k] = malloc(bytes)))
+    size_t bytes;
+    void *p = erase_bytes(row_bytes, rows, 1, &bytes) ? malloc(bytes) : NULL;
+    *total += p ? bytes : 0;
+    return p;
+}
+
+/* `rows` rows of each of `n` arrays of row_bytes[k] bytes into p[k]
+ * (counted_malloc); 0 when out of memory or too large. */
+static int alloc_rows(void **p, const size_t *row_bytes, int n, int64_t rows, size_t *total)
+{
+    for (int k = 0; k < n; k++)
+        if (!(p[k] = counted_malloc(row_bytes[k], rows, total)))
             return 0;
-    }
     return 1;
 }
 
-/* The shuffle pool or scratch rows, and the prefetch + 1 batch slots. */
+/* The shuffle pool or scratch rows, and the prefetch + 1 batch slots:
+ * sizes set by the options and the row layout, never by the data's rows. */
 static erase_status_t alloc_buffers(erase_reader_t *r)
 {
     int64_t L = r->max_local > 0 ? r->max_local : 1;
@@ -360,25 +375,28 @@ static erase_status_t alloc_buffers(erase_reader_t *r)
     if (r->o.shuffle) {
         /* a pool holds at most K blocks of at most block_rows rows, and at most the part */
         int64_t cap = r->pool_blocks * r->o.block_rows < r->samples ? r->pool_blocks * r->o.block_rows : r->samples;
-        if (!(p->perm = malloc(sizeof(uint32_t) * (size_t)cap)) ||
-            !(p->row_id = malloc(sizeof(int64_t) * (size_t)cap)) || !alloc_rows(p->raw, r->raw_bytes, nraw, cap))
+        if (!(p->perm = counted_malloc(sizeof *p->perm, cap, &r->buffer_bytes)) ||
+            !(p->row_id = counted_malloc(sizeof *p->row_id, cap, &r->buffer_bytes)) ||
+            !alloc_rows(p->raw, r->raw_bytes, nraw, cap, &r->buffer_bytes))
             return ERASE_ERROR(ERASE_ERR_NOMEM,
                                "out of memory for a shuffle pool of %" PRId64 " rows (%" PRId64
                                " blocks of %" PRId64 " rows)",
                                cap, r->pool_blocks, r->o.block_rows);
     }
-    if (!alloc_rows(r->scratch, r->raw_bytes, nraw, L))
+    if (!alloc_rows(r->scratch, r->raw_bytes, nraw, L, &r->buffer_bytes))
         return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
     r->nslots = r->o.prefetch + 1;
     r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
     if (!r->slots)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory");
+    r->buffer_bytes += (size_t)r->nslots * sizeof *r->slots;
     for (int s = 0; s < r->nslots; s++) {
         slot_t *b = &r->slots[s];
-        int ok = (b->row_id = malloc(sizeof(int64_t) * (size_t)L)) != NULL;
+        int ok = (b->row_id = counted_malloc(sizeof *b->row_id, L, &r->buffer_bytes)) != NULL;
         for (int f = 0; f < nf; f++) {
             size_t bytes;
             ok = ok && erase_bytes(r->row_bytes[f], L, 1, &bytes) && (b->field[f] = batch_alloc(r, bytes)) != NULL;
+            r->buffer_bytes += ok ? bytes : 0;
         }
         if (!ok)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "out of memory for batches of %" PRId64 " rows", L);
@@ -706,6 +724,8 @@ erase_reader_info_t erase_reader_info(const erase_reader_t *r)
                               .blocks = r->nblocks,
                               .max_local = r->max_local,
                               .chunk_rows = r->chunk_rows,
+                              .index_bytes = r->index_bytes,
+                              .buffer_bytes = r->buffer_bytes,
                               .layout = r->layout };
     return i;
 }

@@ -72,7 +72,12 @@
  *
  * Files. Every shard is opened and validated at open (the format's open),
  * and every shard must agree with the first on the format's parameters
- * (e.g. the feature count). Reading uses HDF5's default (non-MPI) file
+ * (e.g. the feature count). Open reads no rows: only each shard's
+ * metadata (attributes, the datasets' types, shapes and chunking) and the
+ * directories' index.txt; a chunk's checksum and its values are checked
+ * when a batch first reads it, and the error names the shard, dataset and
+ * rows. So opening costs a few HDF5 metadata reads per shard, whatever
+ * the rows (bench/reader-scale.sh; bench/RESULTS.md, 2026-12-05). Reading uses HDF5's default (non-MPI) file
  * access, so every rank of an MPI job opens the files read-only by itself;
  * no MPI call is made. The reading thread keeps at most 8 shard files open
  * (least recently used closed first), so a dataset may have more shards
@@ -241,6 +246,16 @@ typedef struct {
     int64_t blocks;         /* shuffle blocks of the selected part */
     int64_t max_local;      /* ceil(min(G, samples)/D): the most rows a batch of this rank can have */
     int64_t chunk_rows;     /* the first shard's chunk length (0: not chunked) */
+    /* The reader's memory, counted where it allocates (bytes; the HDF5
+     * library's own caches of the <= 8 open shards not included):
+     * index_bytes: per shard its path, rows and first row id (24 bytes +
+     *   the path), per block of the selected part its shard and rows, its
+     *   place in the epoch's order and its position (40 bytes): 3.9 MB at
+     *   10^8 rows in 1,024-row blocks, linear in the data's rows / block_rows;
+     * buffer_bytes: the shuffle pool, the scratch rows and the batch slots,
+     *   set by the options (G, D, pool_blocks, block_rows, prefetch) and
+     *   the row layout, the same for any number of rows beyond one pool. */
+    size_t index_bytes, buffer_bytes;
     erase_row_layout_t layout; /* the fields of a batch; the parameters all shards share */
 } erase_reader_info_t;
 

@@ -361,11 +361,26 @@ uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id)
     }
 }
 
-void erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids)
+int64_t erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids)
 {
+    int64_t frequent = 0;
     for (int f = 0; f < ERASE_VOCAB_FIELDS; f++)
-        for (uint32_t k = 0; k < lengths[f]; k++, ids++)
+        for (uint32_t k = 0; k < lengths[f]; k++, ids++) {
             *ids = erase_vocab_map(v, f, *ids);
+            frequent += *ids != ERASE_VOCAB_RARE;
+        }
+    return frequent;
+}
+
+double erase_vocab_coverage(const erase_vocab_t *v)
+{
+    uint64_t covered = 0, tokens = 0;
+    for (int f = 0; f < ERASE_VOCAB_FIELDS; f++) {
+        for (int64_t k = 0; k < v->frequent[f]; k++)
+            covered += v->counts[f][k];
+        tokens += (uint64_t)v->tokens[f];
+    }
+    return tokens ? (double)covered / (double)tokens : 0.0;
 }
 
 void erase_vocab_print(const erase_vocab_t *v, const char *path, FILE *out)

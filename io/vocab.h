@@ -126,8 +126,14 @@ uint32_t erase_vocab_map(const erase_vocab_t *v, int f, uint32_t id);
 
 /* Map the ids of one row in place: ids feature by feature, lengths[f] of
  * feature f (>= 1; one-hot: all 1), as a multi-hot row is stored
- * (io/ctr_shard.h). */
-void erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids);
+ * (io/ctr_shard.h). Returns how many of them are frequent (not mapped to
+ * the rare row). */
+int64_t erase_vocab_map_ids(const erase_vocab_t *v, const uint32_t *lengths, uint32_t *ids);
+
+/* The share of the ids counted into `v` (its own days, every feature
+ * together) that are frequent: sum of the frequent ids' counts / tokens;
+ * 0 for an empty vocabulary. */
+double erase_vocab_coverage(const erase_vocab_t *v);
 
 /* Print the summary: file, digest, threshold, sources, and per feature
  * tokens, distinct ids, frequent ids V_f, table rows, and the share of the

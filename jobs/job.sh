@@ -75,8 +75,14 @@ if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
 # status 2, without Open MPI's banners around it
 job_mpirun() {
     case ${1##*/} in erase-train) ERASE_CHECK_OPTIONS=$ranks "$@" || exit $? ;; esac
-    # shellcheck disable=SC2086 # ERASE_MPIRUN: a command and its words
-    ${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_args[@]}" "${net_args[@]}" "$@"
+    job_launcher
+    "${launcher[@]}" "$@"
+}
+# job_launcher: sets launcher, the words job_mpirun puts before the program
+# (for a job that runs it in the background, e.g. to pass signals on)
+job_launcher() {
+    # shellcheck disable=SC2206 # ERASE_MPIRUN: a command and its words
+    launcher=(${ERASE_MPIRUN:-mpirun} "${mpi_flags[@]}" -np "$ranks" "${hosts_args[@]}" "${net_args[@]}")
 }
 
 # job_convert WHAT LOG CMD...: "erase <job>: converting WHAT" on stderr, CMD

@@ -6,6 +6,9 @@
 # lists belong to the source tree only.
 nobase_dist_pkgdata_SCRIPTS = jobs/workstation jobs/mnist jobs/shakespeare jobs/nanochat jobs/plot jobs/trace-svg jobs/tensorboard \
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch
+# the daily retraining pipeline: one day, its Slurm job, the chain of days (issue 36)
+nobase_dist_pkgdata_SCRIPTS += jobs/daily jobs/daily.sbatch jobs/daily-chain
+EXTRA_DIST += docs/daily.md bench/daily-phases.sh
 nobase_dist_pkgdata_DATA = jobs/job.sh jobs/paths.sh jobs/site.sh jobs/slurm-train.sh \
 	jobs/criteo-sample.run jobs/mnist.run jobs/shakespeare.run jobs/mnist-mlp.cfg jobs/gpt-shakespeare.cfg \
 	jobs/gpt-shakespeare-pp.cfg jobs/gpt-shakespeare-char-pp.cfg jobs/gpt-nanochat.cfg \

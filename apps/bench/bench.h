@@ -13,6 +13,8 @@ int bench_streams(int argc, char **argv);
 int bench_model(int argc, char **argv);
 int bench_allreduce(int argc, char **argv);
 int bench_data(int argc, char **argv);
+/* erase-bench data --open: the reader opened on existing CTR data (apps/bench/bench_data_open.c). */
+int bench_data_open(const char *const *inputs, int n, int64_t batch, int64_t pool, int64_t batches);
 int bench_schedules(int argc, char **argv);
 int bench_subnormal(int argc, char **argv);
 int bench_pipeline(int argc, char **argv);

@@ -268,12 +268,16 @@ static int bench_multi_hot(const char *dir, int64_t rows, int64_t batch, int64_t
 static void usage(FILE *f)
 {
     fprintf(f, "usage: erase-bench data [--lines N] [--batch G] [--chunk R] [--pool K] [--step-qps Q] [--keep]\n"
+               "       erase-bench data --open [--batch G] [--pool K] [--batches N] INPUT...\n"
                "       erase-bench data --multi-hot [--lines N] [--repeats R] [--no-compress] [--batch G] [--chunk R]\n"
                "                        [--pool K]\n"
                "  --multi-hot  reader samples/s, one-hot against MLPerf's multi-hot (214 ids a row) on N\n"
                "               synthetic rows (default 200000), R interleaved rounds (default 5): min/median/max;\n"
                "               --no-compress: both written uncompressed\n"
                "  defaults: --lines 1000000 --batch 4096 --chunk 1024 --pool %d --step-qps 40000\n"
+               "  --open     no conversion: open the CTR reader on INPUTs (shard directories or files),\n"
+               "             print the open time, its memory, the first batch's time and samples/s of\n"
+               "             --batches N more (default 20), and the peak resident memory\n"
                "  --chunk R  HDF5 chunk rows of the shards and shuffle block rows of the reader\n"
                "  --pool K   blocks of the reader's shuffle pools (1: the order before pools)\n"
                "  --keep     keep the temporary directory (its path is printed)\n",
@@ -286,8 +290,11 @@ int bench_data(int argc, char **argv)
     int64_t pool = ERASE_READER_POOL_BLOCKS;
     double step_qps = 40000;
     int lines_given = 0;
-    int keep = 0, multi_hot = 0, repeats = 5, compress = 1;
+    int keep = 0, multi_hot = 0, repeats = 5, compress = 1, open_only = 0;
+    int64_t batches = 20;
     static const struct option opts[] = { { "lines", required_argument, 0, 'l' },
+                                          { "open", no_argument, 0, 'o' },
+                                          { "batches", required_argument, 0, 'B' },
                                           { "multi-hot", no_argument, 0, 'm' },
                                           { "repeats", required_argument, 0, 'r' },
                                           { "no-compress", no_argument, 0, 'n' },
@@ -308,12 +315,21 @@ int bench_data(int argc, char **argv)
         case 'p': pool = atoll(optarg); break;
         case 'q': step_qps = atof(optarg); break;
         case 'k': keep = 1; break;
+        case 'o': open_only = 1; break;
+        case 'B': batches = atoll(optarg); break;
         case 'm': multi_hot = 1; break;
         case 'r': repeats = atoi(optarg); break;
         case 'n': compress = 0; break;
         case 'h': usage(stdout); return 0;
         default: return cli_option_error("erase-bench data", c, argv, opts);
         }
+    }
+    if (open_only) {
+        if (optind >= argc || batch < 1 || pool < 1 || batches < 0) {
+            fprintf(stderr, "erase-bench data --open: need INPUT..., --batch >= 1, --pool >= 1, --batches >= 0\n");
+            return 2;
+        }
+        return bench_data_open((const char *const *)argv + optind, argc - optind, batch, pool, batches);
     }
     if (optind < argc)
         return cli_unexpected("erase-bench data", argv[optind]);

@@ -25,6 +25,9 @@ APPS_TEST_DRIVERS += tests/apps/test-convert-parallel.sh
 APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 # jobs/plot: every task's metrics against samples or tokens seen (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
+# jobs/daily: a day published, stopped and resumed bitwise, a no-op, rejected; bad input, one line each (issue 36)
+APPS_TEST_DRIVERS += tests/apps/test-daily.sh
+EXTRA_DIST += tests/apps/daily-days.sh
 # erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh
 # erase-train on the nanochat model: loss falls with AdamW and Muon, cuts, 2 ranks, a config error (issue 34)

@@ -20,7 +20,7 @@ need apps/erase-train
 command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the vocabulary"
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to read the vocabulary's datasets"
 workdir
-echo "1..14"
+echo "1..16"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 head -n 3000 "$sample" >"$dir/day0.tsv"
 sed -n '3001,6000p' "$sample" | gzip -c >"$dir/day1.tsv.gz"
@@ -202,6 +202,12 @@ sed -n '/^vocabulary /,$p' "$dir/mhi.out" | awk '$1 ~ /^C[0-9]+$/ { print $1, $3
 tap $? "400 multi-hot lines (erase-ctr-2) through the vocabulary: every id of every list is python's mapping, coverage over ids too (status $rc)"
 [ $rc = 0 ] || tap_report "$dir/mh.out"
 echo "# C1 (lists of 1-3 ids): $(head -1 "$dir/mh.coverage")"
+# its "missing" column: the share of rows whose ids all went to the rare
+# row (at most 100%, once per row however many ids), and it says so
+awk '$1 ~ /^C[0-9]+$/ && $2 ~ /%$/ && NF >= 3 { v = $2; sub(/%/, "", v); if (v + 0 > 100) bad++; n++ }
+     END { exit !(n >= 26 && !bad) }' "$dir/mhi.out" &&
+    grep -qxF 'C1-C26 went through a vocabulary: their "missing" counts the rows whose ids all map to its rare row (missing, or not frequent)' "$dir/mhi.out"
+tap $? "erase-inspect data of multi-hot shards through a vocabulary: every feature's missing share a share of rows (<= 100%), the rare row named"
 
 # a ctr model with the data's table sizes
 printf 'model = "ctr";\nctr: { embedding_dim = 4; table_rows = "data"; bottom_mlp = [8, 4];\n  subarch_width = 16; subarchs = 2; };\n' \
@@ -255,6 +261,21 @@ expect 1 "erase-convert criteo: error: $dir/plain/part-00000.h5: attribute forma
         apps/erase-convert criteo -q --vocab "$dir/day0.tsv" -o "$dir/bad" "$dir/day1.tsv" &&
     [ ! -e "$dir/bad" ]
 tap $? "erase-convert criteo --vocab of a CTR shard, a truncated file, a TSV: one line naming the file, status 1, nothing written"
+
+# a vocabulary of another dataset: counted on synthetic Terabyte-shaped
+# rows (another id space), it knows almost none of the Kaggle day's ids
+apps/erase-convert synth --shape criteo-1tb --scale 0.001 --days 1 --rows 3000 -q -o "$dir/tb" >"$dir/tb.out" 2>&1 &&
+    apps/erase-convert vocab -q --threshold 2 -o "$dir/tb.h5" "$dir/tb/day_0.tsv" >>"$dir/tb.out" 2>&1 || tap_report "$dir/tb.out"
+apps/erase-convert criteo -q --vocab "$dir/tb.h5" -o "$dir/other" "$dir/day1.tsv" >"$dir/refused.out" 2>&1
+rc=$?
+pattern="^erase-convert criteo: error: $dir/tb.h5: knows [0-9.]+% of these inputs' ids as frequent, [0-9.]+% of its own days' \\(below 0.5 of it\\): a vocabulary of another dataset\\? \\(--min-vocab-coverage 0 converts anyway\\)\$"
+[ $rc = 1 ] && grep -qE "$pattern" "$dir/refused.out" && [ ! -e "$dir/other" ] &&
+    apps/erase-convert criteo -q --vocab "$dir/tb.h5" --min-vocab-coverage 0 -o "$dir/other" "$dir/day1.tsv" >"$dir/other.out" 2>&1 &&
+    [ -e "$dir/other/index.txt" ] &&
+    expect 2 "erase-convert criteo: --min-vocab-coverage: only with --vocab VOCAB.h5" \
+        apps/erase-convert criteo -q --min-vocab-coverage 0.3 -o "$dir/other2" "$dir/day1.tsv" && [ ! -e "$dir/other2" ]
+tap $? "a vocabulary counted on another dataset: refused with the coverages named, status $rc, nothing written; --min-vocab-coverage 0 converts; without --vocab it is a usage error"
+[ $rc = 1 ] || tap_report "$dir/refused.out"
 
 expect 2 "erase-convert vocab: --threshold: bad value '0' (expected an integer >= 1)" \
     apps/erase-convert vocab --threshold 0 -o "$dir/t.h5" "$dir/day0.tsv" &&

@@ -61,6 +61,9 @@ tests_io_test_reader_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_io_test_reader_mpi_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 TESTS += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh
 EXTRA_DIST += tests/io/test-ctr-reader-mpi.sh tests/io/test-cls-reader-mpi.sh tests/io/test-tok-reader-mpi.sh tests/io/reader-mpi.sh
+# The reader over days in several directories on 2 ranks against 1 (issue 35)
+TESTS += tests/io/test-ctr-reader-days.sh
+EXTRA_DIST += tests/io/test-ctr-reader-days.sh
 # multi-hot CTR rows for MLPerf's hotness on 2 ranks against 1 (issue 35)
 TESTS += tests/io/test-ctr-multihot-mpi.sh
 EXTRA_DIST += tests/io/test-ctr-multihot-mpi.sh
@@ -68,6 +71,15 @@ EXTRA_DIST += tests/io/test-ctr-multihot-mpi.sh
 # tests/venv.sh (skipped with the reason when PyPI is unreachable) (issue 33)
 TESTS += tests/io/test-tokenizer-compat.sh
 EXTRA_DIST += tests/io/test-tokenizer-compat.sh tests/io/tokenizer_compat.py tests/io/tokenizer_classes.py tests/venv.sh
+# The reader at scale: days in several directories, open reads no row, memory by rows (issue 35)
+if HAVE_CMOCKA
+check_PROGRAMS += tests/io/test-reader-scale
+TESTS += tests/io/test-reader-scale
+tests_io_test_reader_scale_SOURCES = tests/io/test-reader-scale.c tests/io/io_util.c tests/io/io_util.h
+tests_io_test_reader_scale_CPPFLAGS = $(IO_TEST_CPPFLAGS)
+tests_io_test_reader_scale_CFLAGS = $(TEST_CFLAGS)
+tests_io_test_reader_scale_LDADD = $(IO_TEST_LIBS)
+endif
 # safetensors files: round trip, the writer's refusals, malformed headers, truncation (issue 37)
 if HAVE_CMOCKA
 check_PROGRAMS += tests/io/test-safetensors

@@ -11,7 +11,8 @@
  * (ctr-mlperf: CTR rows read for MLPerf DLRM-DCNv2's hotness, sparse
  * [n, 214] padded and sparse_len, io/ctr_reader.h; issue 35).
  *   test-reader-mpi lm DATA_DIR WINDOWS GLOBAL_BATCH BLOCK_ROWS CONTEXT
- * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h). The
+ * (lm: token windows of CONTEXT + 1 tokens, io/tok_reader.h). DATA_DIR
+ * may be a comma-separated list (days in several directories). The
  * environment variable POOL_BLOCKS sets the shuffle pools' blocks (default:
  * the reader's).
  */
@@ -38,9 +39,14 @@ static erase_reader_t *open_reader(const erase_row_format_t *fmt, const char *di
     if (getenv("POOL_BLOCKS"))
         o.pool_blocks = strtoll(getenv("POOL_BLOCKS"), NULL, 10);
     o.drop_last = 0;
-    const char *in[1] = { dir };
+    char list[4096];
+    const char *in[16];
+    int n = 0;
+    snprintf(list, sizeof list, "%s", dir);
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p && n < 16; p = strtok_r(NULL, ",", &save))
+        in[n++] = p;
     erase_reader_t *r;
-    ERASE_MUST(erase_reader_open(fmt, in, 1, &o, &r));
+    ERASE_MUST(erase_reader_open(fmt, in, n, &o, &r));
     return r;
 }
 

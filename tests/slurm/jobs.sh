@@ -48,10 +48,7 @@ slurm_require() {
 }
 
 # slurm_data: $dir/data, 2000 synthetic rows (1600 to train, 400 held out),
-# $dir/tiny.cfg, a small ctr (26 tables of 1,001 rows, D = 8, 3 blocks: a
-# ThreadSanitizer rank of the reference ctr holds over 4 GB, and a 2-node
-# job's 4 ranks beside the other tests of make -j2 check ran a 24 GB CI
-# machine out of memory), and $dir/tiny.run, a run file like
+# $dir/tiny.cfg, a small ctr (tests/slurm/tiny-ctr.cfg), and $dir/tiny.run, a run file like
 # jobs/criteo-sample.run with that model, frequent progress lines and a
 # constant learning rate (the default cosine decays to 0 at the last step:
 # a job that trains until signalled learns its last step only then, and
@@ -61,17 +58,7 @@ slurm_data() {
     "$build/apps/erase-convert" synth --quiet --rows 2000 -o "$dir/data" >"$dir/convert.log" 2>&1 ||
         { show "$dir/convert.log"; return 1; }
     mkdir -p "$dir/tmp" "$dir/shm"
-    cat >"$dir/tiny.cfg" <<'CFG'
-model = "ctr";
-ctr: {
-  embedding_dim = 8;
-  table_rows = 1001;
-  bottom_mlp = [16, 8];
-  subarch_width = 32;
-  subarchs = 2;
-  cuts = "all";
-};
-CFG
+    cp "$src/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
     printf 'model = "%s";\n' "$dir/tiny.cfg" >"$dir/tiny.run"
     cat >>"$dir/tiny.run" <<'RUN'
 eval_fraction = 0.2;

@@ -9,9 +9,12 @@
 # waits for its previous allocation, a second job is refused (issue 32)
 SLURM_TEST_DRIVERS = tests/slurm/test-sbatch.sh tests/slurm/test-sbatch-multinode.sh \
 	tests/slurm/test-sbatch-lock.sh
+# test-sbatch-daily.sh: jobs/daily-chain's days through Slurm: a day signalled, requeued and resumed
+# bitwise, a corrupted day stopping the chain (issue 36)
+SLURM_TEST_DRIVERS += tests/slurm/test-sbatch-daily.sh
 if !ERASE_TSAN
 TESTS += $(SLURM_TEST_DRIVERS)
 endif
-EXTRA_DIST += $(SLURM_TEST_DRIVERS) tests/slurm/cluster.sh tests/slurm/jobs.sh \
+EXTRA_DIST += $(SLURM_TEST_DRIVERS) tests/slurm/cluster.sh tests/slurm/jobs.sh tests/slurm/tiny-ctr.cfg \
 	jobs/README.md jobs/site.sh jobs/slurm-train.sh \
 	jobs/train-1node.sbatch jobs/train-multinode.sbatch

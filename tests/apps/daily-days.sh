@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# Sourced by the jobs/daily tests (tests/apps/test-daily.sh,
+# tests/slurm/test-sbatch-daily.sh; issue 36).
+# daily_days DAYS SOURCE [corrupt|-] [gzip]: DAYS/day_1.tsv .. day_4.tsv of
+# 3,000 rows (day 4 may have fewer), modified on 2026-01-01 .. 04 UTC.
+# SOURCE: a TSV file (the shipped Criteo sample: its rows 1-3000, 3001-6000,
+# ...), or the erase-convert program (synthetic days shaped like Criteo
+# Terabyte's: synth --shape criteo-1tb --scale 0.0001, a planted model
+# behind the clicks). With corrupt, day 3's line 1500 is "garbage<TAB>line"
+# (2 fields), after the 300 rows day 2 holds out; with gzip, each day
+# gzip'd (its modification time kept). Returns non-zero, the generator's
+# output shown, when it fails.
+daily_days() {
+    local days=$1 source=$2 corrupt=${3:--} zip=${4:-} d
+    mkdir -p "$days"
+    case $source in
+    *.tsv)
+        for d in 1 2 3 4; do
+            sed -n "$(((d - 1) * 3000 + 1)),$((d * 3000))p" "$source" >"$days/day_$d.tsv"
+        done ;;
+    *)
+        if ! "$source" synth --shape criteo-1tb --scale 0.0001 --days 4 --first-day 1 --rows 3000 -q -o "$days" \
+            >"$days.log" 2>&1; then
+            sed 's/^/# /' "$days.log"
+            return 1
+        fi ;;
+    esac
+    for d in 1 2 3 4; do
+        [ $d != 3 ] || [ "$corrupt" = - ] || sed -i '1500s/.*/garbage\tline/' "$days/day_$d.tsv"
+        touch -d "2026-01-0$d 00:00:00 UTC" "$days/day_$d.tsv"
+        [ -z "$zip" ] || gzip "$days/day_$d.tsv"
+    done
+}
