@@ -147,6 +147,8 @@ static erase_status_t check_asked_model(const run_t *r, const char *path)
         asked = erase_model_config_default(kind);
     else if (model)
         TRY(erase_model_config_load(model, &asked));
+    if (model && erase_model_config_has_tables(&asked) && asked.ctr.table_rows_from_data)
+        TRY(ctr_vocab_tables_of(r, &asked)); /* "data": the sizes the data's vocabulary gives */
     if (cuts)
         TRY(parse_cuts(cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
     char given[2300];

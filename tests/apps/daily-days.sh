@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the jobs/daily tests (tests/apps/test-daily.sh,
+# Sourced by the jobs/daily tests (tests/apps/test-daily.sh, test-daily-vocab.sh,
 # tests/slurm/test-sbatch-daily.sh; issue 36).
 # daily_days DAYS SOURCE [corrupt|-] [gzip]: DAYS/day_1.tsv .. day_4.tsv of
 # 3,000 rows (day 4 may have fewer), modified on 2026-01-01 .. 04 UTC.
@@ -31,3 +31,9 @@ daily_days() {
         [ -z "$zip" ] || gzip "$days/day_$d.tsv"
     done
 }
+# record WORK N KEY: the value of KEY in day N's record of WORK/metrics/days.jsonl
+record() { grep "^{\"day\":$2," "$1/metrics/days.jsonl" | sed -n "s/.*\"$3\":\"\\{0,1\\}\\([^,\"]*\\).*/\\1/p"; }
+# params FILE: the /params datasets of a model as h5dump prints them
+params() { h5dump -g /params "$1" | tail -n +2; }
+# last: the last line of a job's output ($dir/out)
+last() { tail -n 1 "$dir/out"; }

@@ -43,11 +43,6 @@ day() {
         --eval-rows 300 --checkpoint-every 5 "$@" -- --batch 64 ${extra:-} >"$dir/out" 2>&1
     rc=$?
 }
-# record WORK N KEY: the value of KEY in day N's record of WORK/metrics/days.jsonl
-record() { grep "^{\"day\":$2," "$1/metrics/days.jsonl" | sed -n "s/.*\"$3\":\"\\{0,1\\}\\([^,\"]*\\).*/\\1/p"; }
-# params FILE: the /params datasets of a model as h5dump prints them
-params() { h5dump -g /params "$1" | tail -n +2; }
-last() { tail -n 1 "$dir/out"; }
 w=$dir/work
 
 day 1 "$w"
