@@ -16,22 +16,10 @@
 #     the ones the data's vocabulary gives), WORK/vocab.h5 of another
 #     threshold; usage errors (status 2).
 . "$(dirname "$0")/../comm/mpi.sh"
-need apps/erase-train
-need apps/erase-convert
-need apps/erase-score
-need apps/erase-inspect
-command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' parameters"
-command -v h5ls >/dev/null 2>&1 || skip "no h5ls to read the models' table sizes"
-command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
-workdir
-echo "1..8"
-daily=${srcdir:-.}/jobs/daily
-ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
-export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
 # shellcheck source=tests/apps/daily-days.sh
 . "${srcdir:-.}/tests/apps/daily-days.sh"
-days=$dir/days
-daily_days "$days" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv"
+command -v h5ls >/dev/null 2>&1 || skip "no h5ls to read the models' table sizes"
+daily_test_setup 8
 sed 's/table_rows = 1001/table_rows = "data"/' "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" >"$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc; a
 # loose --max-ne-regression: publishing on NE is test-daily.sh's
@@ -88,13 +76,6 @@ tap $? "day 3 warm-started from day-2.h5: the chain of 3 days published, one voc
 [ $rc = 0 ] || tap_report "$dir/out"
 
 # ---- refusals: one line each, nothing published ------------------------------
-# bad WHAT WANT: the last line is WANT, status 1, no model or record made in $b
-bad() {
-    [ $rc = 1 ] && [ "$(last)" = "$2" ] && [ ! -e "$b/metrics/days.jsonl" ] &&
-        [ -z "$(find "$b" -name "day-$n.h5" 2>/dev/null)" ]
-    tap $? "$1: status $rc, one line: $2"
-    [ $rc = 1 ] || tap_report "$dir/out"
-}
 b=$dir/bad
 "$PWD/apps/erase-convert" criteo -q --vocab "$v" --min-vocab-coverage 0.99 -o "$dir/direct" "$days/day_3.tsv" \
     >"$dir/direct.out" 2>&1

@@ -16,21 +16,9 @@
 #     damaged, current of another model shape or kind, a corrupted day file; a
 #     usage error (status 2); jobs/plot --list draws NE per day.
 . "$(dirname "$0")/../comm/mpi.sh"
-need apps/erase-train
-need apps/erase-convert
-need apps/erase-score
-need apps/erase-inspect
-command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' parameters"
-command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
-workdir
-echo "1..18"
-daily=${srcdir:-.}/jobs/daily
-ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
-export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
 # shellcheck source=tests/apps/daily-days.sh
 . "${srcdir:-.}/tests/apps/daily-days.sh"
-days=$dir/days
-daily_days "$days" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv"
+daily_test_setup 18
 cp "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc;
 # $extra: more erase-train options
@@ -104,13 +92,6 @@ tap $? "jobs/plot --list: NE per day, 3 days, the last day's NE"
 tap_report "$dir/plot"
 
 # ---- bad input: one line each, nothing published ------------------------------------
-# bad WHAT WANT: the last line is WANT, status 1, no model or record made in $b
-bad() {
-    [ $rc = 1 ] && [ "$(last)" = "$2" ] && [ ! -e "$b/metrics/days.jsonl" ] &&
-        [ -z "$(find "$b" -name "day-$n.h5" 2>/dev/null)" ]
-    tap $? "$1: status $rc, one line: $2"
-    [ $rc = 1 ] || tap_report "$dir/out"
-}
 b=$dir/bad
 day 3 "$b" --days-dir "$dir/nowhere"
 bad "the days' directory missing" "jobs/daily: --days-dir $dir/nowhere: no such directory"
