@@ -21,7 +21,10 @@
 # batch of 512, (b) two at 128. Seeds 1, 2, 3, the four models interleaved
 # within each seed. Per row: median and min..max of NE and AUC over the
 # seeds; then the NE gap of the cut model over the uncut one (median of the
-# per-seed gaps), next to the ERASE paper's about 1.4%.
+# per-seed gaps), next to the ERASE paper's about 1.4%. A fifth row moves
+# dcn's six cuts one boundary on (2..7: the embeddings and the first cross
+# layer one block, trained by that layer's head instead of x0's own), to
+# see how much of the gap is the embeddings' detached head.
 # Usage: bench/quality-dcn.sh [BUILD_DIR]   (ROWS=300000 SCALE=0.001)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +59,8 @@ ctr: {
 EOF
 # the rows of each table: "label|model file|--cuts"
 models=("dcn, six detached sub-architectures|dcn|1,2,3,4,5,6" "dcn, no cuts|dcn|none"
-    "ctr, six cuts (its default)|ctr|all" "ctr, no cuts|ctr|none")
+    "ctr, six cuts (its default)|ctr|all" "ctr, no cuts|ctr|none"
+    "dcn, cuts 2..7 (the embeddings attached to the first cross layer)|dcn|2,3,4,5,6,7")
 
 echo "# CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$convert" synth --shape criteo-1tb --scale "$scale" --days 2 --first-day 0 --rows "$rows" -q -o "$work/days" >"$work/synth.log"
@@ -104,16 +108,16 @@ for dataset in synth sample; do
     done
     echo
     # the NE gap of row CUT over row NONE, per seed in %: its median (min..max)
-    for pair in "0 1 dcn" "2 3 ctr"; do
+    for pair in "0 1 dcn" "2 3 ctr" "4 1 dcn-2..7"; do
         read -r cut none name <<<"$pair"
         gaps=()
         for seed in 1 2 3; do
             gaps+=("$(awk -v c="${ne[$cut,$seed]}" -v n="${ne[$none,$seed]}" 'BEGIN { printf "%.4f", 100 * (c / n - 1) }')")
         done
-        echo "NE gap, $name with cuts over $name without, per seed: $(spread % "${gaps[@]}") (ERASE paper: about 1.4%)"
+        echo "NE gap, $name with cuts over ${name%-*} without, per seed: $(spread % "${gaps[@]}") (ERASE paper: about 1.4%)"
     done
     [ "$dataset" != synth ] || echo "Planted model's own NE on both days' rows, as synth prints it (the floor): $floor"
     echo
     unset ne auc
 done
-echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $SECONDS s in all"
