@@ -65,8 +65,7 @@ bound=$((ref + table / 8 / 1024))
 echo "# T = $table bytes; row-sharded training on 4 ranks peaked at $peaks MiB: bound $((bound / 1024)) MiB a rank"
 # shellcheck disable=SC2086
 mrun train-rep 1 $ARGS --checkpoint-dir "$dir/rep"
-[ $rc_row = 0 ] && [ $rc = 0 ] && [ -f "$dir/row/ckpt-4.h5" ] && [ -f "$dir/rep/ckpt-4.h5" ] && [ "$ref" -gt 0 ] &&
-    h5dump -H -d /index "$dir/row/ckpt-4.h5" >/dev/null 2>&1
+[ $rc_row = 0 ] && [ $rc = 0 ] && [ -f "$dir/row/ckpt-4.h5" ] && [ -f "$dir/rep/ckpt-4.h5" ] && [ "$ref" -gt 0 ]
 tap $? "the large table trained 4 steps on 4 ranks row-sharded (checkpoint A) and on 1 rank replicated (B) (status $rc_row, $rc)"
 [ $rc = 0 ] || show "$out"
 A=$dir/row/ckpt-4.h5 B=$dir/rep/ckpt-4.h5
