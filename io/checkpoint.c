@@ -78,6 +78,11 @@ uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
         h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.tokenizer=%zu:", len));
         h = ckpt_fnv_add(ckpt_fnv_add(h, m->tokenizer, len), "\n", 1);
     }
+    if (m->data_vocab && *m->data_vocab) { /* likewise */
+        size_t len = strlen(m->data_vocab);
+        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.data_vocab=%zu:", len));
+        h = ckpt_fnv_add(ckpt_fnv_add(h, m->data_vocab, len), "\n", 1);
+    }
     return h;
 }
 
@@ -117,5 +122,10 @@ erase_status_t erase_ckpt_meta_check(const char *path, const erase_ckpt_meta_t *
     if (!isfinite(m->clock_lr) || m->clock_lr < 0)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /optim lr = %g: expected a finite number >= 0", path,
                            (double)m->clock_lr);
+    const char *v = m->data_vocab;
+    if (v && *v && strcmp(v, ERASE_CKPT_DATA_VOCAB_NONE) &&
+        (strlen(v) != 16 || strspn(v, "0123456789abcdef") != 16))
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: attribute /meta data_vocab = \"%.40s\": expected a vocabulary "
+                           "digest of 16 hex digits or \"" ERASE_CKPT_DATA_VOCAB_NONE "\"", path, v);
     return ERASE_OK;
 }

@@ -18,7 +18,12 @@
  *                          embeddings (the tables' placement kind: table,
  *                          row or auto) when tables were written sharded,
  *                          and tokenizer (the BPE tokenizer file text of
- *                          the lm data, docs/tokenizer.md) when it had one
+ *                          the lm data, docs/tokenizer.md) when it had one,
+ *                          and data_vocab (ctr and dcn runs: the digest of
+ *                          the vocabulary the data was converted through,
+ *                          io/vocab.h, or "none" for hashed ids; absent in
+ *                          checkpoints written before it: unknown, loaded
+ *                          onto any data as before)
  *   /params/<block>/<path> float32 [rows, cols] or [rows]: the parameters
  *                          (docs/models.md names), written once; always
  *                          the whole tensor, also of a sharded table
@@ -116,6 +121,8 @@
 #include "lib/core/status.h"
 
 #define ERASE_CKPT_FORMAT "erase-ckpt-1"
+#define ERASE_CKPT_DATA_VOCAB_NONE "none" /* meta data_vocab of ctr data without a vocabulary */
+#define ERASE_CKPT_DATA_VOCAB_SIZE 17     /* bytes of a data_vocab with its NUL: a digest or "none" */
 #define ERASE_CKPT_NAME_MAX 160  /* tensor names, below /params or /optim */
 #define ERASE_CKPT_PATH_MAX 4096
 
@@ -186,6 +193,9 @@ typedef struct {
                                  * NULL or "" when written by a run without sharded tables (replicated) */
     const char *tokenizer;      /* the lm data's tokenizer file text (io/tok_data_tokenizer.h); NULL or "" when
                                  * its data had none (byte-level text, imported tokens, other tasks) */
+    const char *data_vocab;     /* the ctr data's vocabulary identity (io/vocab.h): its 16-hex-digit digest, or
+                                 * ERASE_CKPT_DATA_VOCAB_NONE for data converted without one (hashed ids);
+                                 * NULL or "" when unknown (other tasks; checkpoints written before it) */
     const char *version;        /* library that wrote it ("erase 0.1.0"); ignored when writing */
     const char *created;        /* UTC time of writing; ignored when writing */
 } erase_ckpt_meta_t;
@@ -214,7 +224,8 @@ typedef struct {
  * ERASE_CKPT_STEP_MAX]; epoch_samples in [0, samples_seen]; global_batch
  * in [1, ERASE_CKPT_BATCH_MAX]; world_size,
  * dp_size and pp_size in [1, ERASE_CKPT_RANKS_MAX] with world_size =
- * dp_size x pp_size; clock_lr finite and >= 0 (a cosine schedule ends at 0).
+ * dp_size x pp_size; clock_lr finite and >= 0 (a cosine schedule ends at 0);
+ * data_vocab, when present, 16 lowercase hex digits or "none".
  * `path` names the file in the message. Errors: ERASE_ERR_FORMAT naming
  * the file, the attribute, its value and what was expected, e.g.
  * "D/ckpt-30.h5: attribute /meta step = -5: expected an integer >= 0".

@@ -481,6 +481,9 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
     /* optional: only an lm run on BPE data writes it */
     if (st == ERASE_OK && H5Aexists(g, "tokenizer") > 0 && !(ck->text[9] = read_string_attr(g, "tokenizer")))
         st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute tokenizer is not a string", ck->path);
+    /* optional: only a ctr or dcn run writes it (older ones: unknown) */
+    if (st == ERASE_OK && H5Aexists(g, "data_vocab") > 0 && !(ck->text[10] = read_string_attr(g, "data_vocab")))
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: /meta attribute data_vocab is not a string", ck->path);
     H5Gclose(g);
     for (int i = 4; st == ERASE_OK && i < 7; i++) { /* before they become ints */
         char attr[32];
@@ -495,7 +498,7 @@ static erase_status_t read_meta(erase_ckpt_t *ck, hid_t file)
     m->pp_layout = ck->text[0], m->schedule = ck->text[1], m->dense_optimizer = ck->text[2];
     m->embedding_optimizer = ck->text[3], m->model = ck->text[4], m->options = ck->text[5];
     m->version = ck->text[6], m->created = ck->text[7], m->embeddings = ck->text[8];
-    m->tokenizer = ck->text[9];
+    m->tokenizer = ck->text[9], m->data_vocab = ck->text[10];
     ERASE_CHECK(need_group(ck, file, "/optim"));
     hid_t o = H5Gopen2(file, "/optim", H5P_DEFAULT);
     if (o < 0 || read_scalar_attr(o, "step", H5T_NATIVE_INT64, &m->clock_step) != 0 ||

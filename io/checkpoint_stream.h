@@ -14,7 +14,7 @@
 struct erase_ckpt {
     char *path;
     erase_ckpt_meta_t meta;
-    char *text[10];                    /* owned strings of meta */
+    char *text[11];                    /* owned strings of meta */
     erase_ckpt_tensor_t *t[2];         /* params, optim */
     int n[2], cap[2];
     struct tensor_info {               /* per tensor of t[g] */

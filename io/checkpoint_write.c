@@ -222,6 +222,8 @@ static const char *write_meta(hid_t file, const erase_ckpt_meta_t *m)
         bad = "embeddings";
     else if (m->tokenizer && *m->tokenizer && erase_h5_attr_write_string(g, "tokenizer", m->tokenizer))
         bad = "tokenizer";
+    else if (m->data_vocab && *m->data_vocab && erase_h5_attr_write_string(g, "data_vocab", m->data_vocab))
+        bad = "data_vocab";
     H5Gclose(g);
     return bad;
 }

@@ -682,7 +682,8 @@ static erase_status_t write_checkpoint(train_ckpt_t *ck, const train_ckpt_pos_t 
                                 .model = model,
                                 .options = options,
                                 .embeddings = ck->sharded ? o->embeddings : NULL,
-                                .tokenizer = ck->e.tokenizer };
+                                .tokenizer = ck->e.tokenizer,
+                                .data_vocab = ck->e.data_vocab };
         if (st == ERASE_OK) {
             st = erase_ckpt_write_part(o->checkpoint_dir, &m, w->pp_rank, ck->mine[0], np, ck->mine[1], no, rs,
                                        w->size, sums, (int)o->keep_checkpoints, parts_written, ck, &rep);

@@ -128,6 +128,8 @@ typedef struct {
     erase_reader_t *train;            /* the training data (cursor) */
     int64_t global_batch;             /* samples per step over all ranks */
     const char *tokenizer;            /* lm: the data's tokenizer file text, kept in every checkpoint; NULL: none */
+    const char *data_vocab;           /* ctr, dcn: the data's vocabulary digest or "none", kept in every
+                                       * checkpoint (io/checkpoint.h meta data_vocab); NULL or "": unknown */
     int tty;                          /* rank 0 redraws a progress line: clear it before printing */
     /* a pipeline (NULL without): stage s holds blocks [stage_first[s],
      * stage_first[s + 1]) (pp_size + 1 entries); the stage executor,

@@ -89,6 +89,7 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its model text", origin->path);
     if (st == ERASE_OK && m->tokenizer && *m->tokenizer && !(origin->tokenizer = strdup(m->tokenizer)))
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its tokenizer", origin->path);
+    snprintf(origin->data_vocab, sizeof origin->data_vocab, "%s", m->data_vocab ? m->data_vocab : "");
     char taken[2048] = "";
     if (st == ERASE_OK && m->model && o->resume[0] && !train_options_given_on_command_line(o, "model") &&
         !train_options_given_on_command_line(o, "cuts")) { /* the run file's model yields to the checkpoint's */

@@ -21,6 +21,7 @@ typedef struct {
     char path[ERASE_CKPT_PATH_MAX]; /* the checkpoint read; "" when none */
     char *model;                    /* its model text (malloc), NULL when none */
     char *tokenizer;                /* its lm data's tokenizer file text (malloc), NULL when none */
+    char data_vocab[ERASE_CKPT_DATA_VOCAB_SIZE]; /* its meta data_vocab (io/checkpoint.h); "": unknown */
     /* --resume: the run file's --model and --cuts, set aside for the
      * checkpoint's model ("" when the run file gave none, or the command
      * line gave --model or --cuts) */

@@ -42,6 +42,77 @@ static int add_tags(const char *opt, const char *text, char *first, size_t size,
     return unread;
 }
 
+/* The checkpoint that this run starts from or evaluates, its data_vocab
+ * and the words that name it ("--init-from D/day-3.h5: the checkpoint"):
+ * 0 when there is none. */
+static int checkpoint_named(const run_t *r, char *name, size_t size, const char **vocab)
+{
+    const train_options_t *o = r->o;
+    const char *file = o->eval_only ? r->ckpt_path : r->origin ? r->origin->path : "";
+    if (!file[0])
+        return 0;
+    *vocab = o->eval_only ? r->ckpt_data_vocab : r->origin->data_vocab;
+    const char *given = o->resume[0] ? o->resume : o->init_from;
+    if (r->score)
+        snprintf(name, size, "%s: the checkpoint", file);
+    else if (!strcmp(given, file))
+        snprintf(name, size, "--%s %s: the checkpoint", o->resume[0] ? "resume" : "init-from", given);
+    else
+        snprintf(name, size, "--%s %s: the checkpoint %s", o->resume[0] ? "resume" : "init-from", given, file);
+    return 1;
+}
+
+/* The data a vocabulary identity describes, after "was trained on data"
+ * or "DATA was converted": "through vocabulary D", or `none`. */
+static const char *vocab_words(const char *vocab, const char *none, char *buf, size_t size)
+{
+    if (!strcmp(vocab, ERASE_CKPT_DATA_VOCAB_NONE))
+        return none;
+    snprintf(buf, size, "through vocabulary %s", vocab);
+    return buf;
+}
+
+erase_status_t ctr_vocab_read(run_t *r)
+{
+    const train_options_t *o = r->o;
+    const char *train = o->train[0] ? o->train : o->eval;
+    const char *opt = run_data_option(r, !o->train[0]);
+    r->data_tag_read = 0;
+    r->data_vocab[0] = '\0';
+    if (!train[0])
+        return ERASE_OK; /* no data named: the options' own check reports it */
+    char first[4200] = "";
+    erase_status_t st = ERASE_OK;
+    int n = 0;
+    if (add_tags(opt, train, first, sizeof first, &r->data_tag, &n, &st) ||
+        (st == ERASE_OK && o->train[0] && o->eval[0] &&
+         add_tags(run_data_option(r, 1), o->eval, first, sizeof first, &r->data_tag, &n, &st))) {
+        r->data_tag_read = -1;
+        snprintf(r->data_tag_why, sizeof r->data_tag_why, "%s", erase_error_reason());
+        erase_error_clear(); /* the reader names unreadable data better, with its option */
+        return ERASE_OK;
+    }
+    ERASE_CHECK(st);
+    r->data_tag_read = 1;
+    snprintf(r->data_vocab, sizeof r->data_vocab, "%s",
+             r->data_tag.present ? r->data_tag.digest : ERASE_CKPT_DATA_VOCAB_NONE);
+    return ERASE_OK;
+}
+
+erase_status_t ctr_vocab_against_checkpoint(const run_t *r)
+{
+    const train_options_t *o = r->o;
+    const char *train = o->train[0] ? o->train : o->eval;
+    char name[2 * ERASE_CKPT_PATH_MAX], a[64], b[64];
+    const char *had;
+    if (r->data_tag_read != 1 || !checkpoint_named(r, name, sizeof name, &had) || !had[0] ||
+        !strcmp(had, r->data_vocab))
+        return ERASE_OK; /* data unread, no checkpoint, one older than data_vocab (unknown), or the same ids */
+    return ERASE_ERROR(ERASE_ERR_INVALID, "%s was trained on data %s; %s was converted %s: ids would mean other rows",
+                       name, vocab_words(had, "converted without a vocabulary (hashed ids)", a, sizeof a), train,
+                       vocab_words(r->data_vocab, "without a vocabulary (hashed ids)", b, sizeof b));
+}
+
 erase_status_t ctr_vocab_tables(run_t *r)
 {
     return ctr_vocab_tables_of(r, &r->cfg);
@@ -52,25 +123,15 @@ erase_status_t ctr_vocab_tables_of(const run_t *r, erase_model_config_t *cfg)
     const train_options_t *o = r->o;
     const char *train = o->train[0] ? o->train : o->eval;
     const char *opt = run_data_option(r, !o->train[0]);
-    if (!train[0])
-        return ERASE_OK; /* no data named: the options' own check reports it */
-    char first[4200] = "";
-    erase_vocab_tag_t tag = {0};
-    erase_status_t st = ERASE_OK;
-    int n = 0;
-    if (add_tags(opt, train, first, sizeof first, &tag, &n, &st) ||
-        (st == ERASE_OK && o->train[0] && o->eval[0] &&
-         add_tags(run_data_option(r, 1), o->eval, first, sizeof first, &tag, &n, &st))) {
-        if (!cfg->ctr.table_rows_from_data) {
-            erase_error_clear(); /* the reader names unreadable data better, with its option */
+    const erase_vocab_tag_t tag = r->data_tag;
+    if (!train[0] || !r->data_tag_read) /* none named; or not read: a model without tables (compared later) */
+        return ERASE_OK;
+    if (r->data_tag_read < 0) {
+        if (!cfg->ctr.table_rows_from_data)
             return ERASE_OK;
-        }
-        char why[2048];
-        snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s %s: %s.table_rows = \"data\": %s", opt, train,
-                           erase_model_config_name(cfg), why);
+                           erase_model_config_name(cfg), r->data_tag_why);
     }
-    ERASE_CHECK(st);
     if (cfg->ctr.table_rows_from_data) {
         if (!tag.present)
             return ERASE_ERROR(ERASE_ERR_INVALID,

@@ -10,8 +10,28 @@
 
 /*
  * Read the vocabulary tags of every shard of --train and --eval (or the
- * data of erase-score); they must all be the same (erase_vocab_tag_dataset:
- * one line naming both shards). Then, for `table_rows = "data"`, take the
+ * data of erase-score) into r->data_tag; they must all be the same
+ * (erase_vocab_tag_same: one line naming both shards). r->data_vocab
+ * becomes the data's identity (its digest, or "none": hashed ids), which
+ * every checkpoint of the run records (io/checkpoint.h, meta data_vocab).
+ * Data that cannot be read is left to the reader to report (r->data_tag_read
+ * -1, the reason kept for ctr_vocab_tables).
+ */
+erase_status_t ctr_vocab_read(run_t *r);
+
+/*
+ * After ctr_vocab_read: the checkpoint the run starts from or evaluates
+ * (--resume, --init-from, --eval-only, erase-score's) must record the
+ * data's vocabulary identity, or none (written before data_vocab: unknown,
+ * accepted as before); else ERASE_ERR_INVALID naming both:
+ *   "--init-from D/day-3.h5: the checkpoint was trained on data through
+ * vocabulary c771abf060119daa; _data/day4 was converted without a
+ * vocabulary (hashed ids): ids would mean other rows"
+ */
+erase_status_t ctr_vocab_against_checkpoint(const run_t *r);
+
+/*
+ * With the tags ctr_vocab_read read: for `table_rows = "data"`, take the
  * tables' sizes from the tag (an error when the data has no vocabulary);
  * otherwise refuse a table smaller than the vocabulary needs:
  *   "--train D: table C5 has 20 rows, the data's vocabulary 8d8c6b380d75d296

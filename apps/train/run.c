@@ -170,7 +170,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     /* checkpoints: --resume / --init-from load here, before the first step */
     train_ckpt_env_t ce = { .o = o, .w = w, .host = r.host, .cfg = &r.cfg, .net = r.net, .opt = r.opt,
                             .train = r.train, .global_batch = r.global_batch, .tty = r.tty,
-                            .tokenizer = r.tokenizer.file,
+                            .tokenizer = r.tokenizer.file, .data_vocab = r.data_vocab,
                             .stage_first = r.pipe ? r.stages.first : NULL, .pipe = r.pipe,
                             .total_steps = &r.total_steps };
     train_ckpt_pos_t pos;

@@ -14,6 +14,7 @@
 #include "apps/train/checkpoint.h"
 #include "apps/train/checkpoint_model.h"
 #include "io/tok_data_tokenizer.h"
+#include "io/vocab.h"
 #include "apps/train/embeddings.h"
 #include "apps/train/options.h"
 #include "apps/train/pipeline.h"
@@ -112,6 +113,13 @@ typedef struct {
     char ckpt_path[1024];
     int64_t ckpt_step;
     char *ckpt_tokenizer;            /* its lm data's tokenizer file text (malloc), NULL when none */
+    char ckpt_data_vocab[ERASE_CKPT_DATA_VOCAB_SIZE]; /* its meta data_vocab; "": unknown */
+    /* ctr and dcn: the data's vocabulary (apps/train/ctr_vocab.h), read
+     * once; data_vocab: its digest, "none" (hashed ids) or "" (unread) */
+    erase_vocab_tag_t data_tag;
+    int data_tag_read;               /* 1: data_tag holds every shard's tag; -1: unreadable; 0: not read */
+    char data_tag_why[1024];         /* else why the shards could not be read */
+    char data_vocab[ERASE_CKPT_DATA_VOCAB_SIZE];
     erase_tok_data_tokenizer_t tokenizer; /* lm: the training data's tokenizer (io/tok_data_tokenizer.h) */
     double eval_fraction;            /* of --train held out (--eval-only: the checkpoint's run's) */
     const train_score_hooks_t *score; /* erase-score's, or NULL */

@@ -85,6 +85,7 @@ static erase_status_t model_from_checkpoint(run_t *r)
                                  : ERASE_ERROR(ERASE_ERR_FORMAT, "%s: holds no model text", r->ckpt_path);
     if (st == ERASE_OK && m->tokenizer && *m->tokenizer && !(r->ckpt_tokenizer = strdup(m->tokenizer)))
         st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: no memory for its tokenizer", r->ckpt_path);
+    snprintf(r->ckpt_data_vocab, sizeof r->ckpt_data_vocab, "%s", m->data_vocab ? m->data_vocab : "");
     erase_ckpt_close(ck);
     return st;
 }
@@ -184,6 +185,10 @@ erase_status_t run_setup_model(run_t *r, int *usage)
         if (!strncmp(why, o->model, strlen(o->model))) /* "FILE:LINE: key: ..." names the file already */
             return st;
         return ERASE_ERROR(st, "--model %s: %s", o->model, why); /* "cannot read model file FILE: why" */
+    }
+    if (erase_model_config_has_tables(&r->cfg)) { /* before the models are compared: ids first */
+        TRY(ctr_vocab_read(r));
+        TRY(ctr_vocab_against_checkpoint(r)); /* not a usage error: the data and the checkpoint differ */
     }
     *usage = 1;
     if (from)

@@ -31,7 +31,9 @@
  *                                meta_fnv1a64 to match (the file must be
  *                                valid before); OBJECT/ATTR@TEXTFILE sets
  *                                a string attribute to the file's text
- *                                (/meta/model@forged.cfg)
+ *                                (/meta/model@forged.cfg); OBJECT/ATTR=
+ *                                (no value) deletes an optional attribute
+ *                                (/meta/data_vocab=: an older erase's file)
  *   ckpt-tool rows-equal A B TENSOR  print how many rows of TENSOR
  *                                ("params/input/emb/0") are bitwise equal in A and B
  *
@@ -276,6 +278,10 @@ static int set_attrs(int argc, char **argv)
         snprintf(objects[n], sizeof objects[n], "%.*s", (int)(slash - argv[i]), argv[i]);
         *eq = '\0';
         attrs[n] = (ckpt_attr_t){ .object = objects[n], .attr = slash + 1 };
+        if (!eq[1]) {
+            attrs[n].remove = 1;
+            continue;
+        }
         if (!strcmp(attrs[n].attr, "lr"))
             attrs[n].lr = strtof(eq + 1, &end);
         else

@@ -22,6 +22,7 @@ static int set_field(erase_ckpt_meta_t *m, const ckpt_attr_t *a)
     else if (!strcmp(a->attr, "pp_size")) m->pp_size = (int)a->v;
     else if (!strcmp(a->attr, "model") && a->text) m->model = a->text;
     else if (!strcmp(a->attr, "options") && a->text) m->options = a->text;
+    else if (!strcmp(a->attr, "data_vocab")) m->data_vocab = a->remove ? NULL : a->text;
     else return -1;
     return 0;
 }
@@ -52,7 +53,9 @@ int ckpt_set_attrs(const char *path, const ckpt_attr_t *attrs, int n, int fix, c
         hid_t o = H5Oopen(f, attrs[i].object, H5P_DEFAULT);
         hid_t a = o >= 0 ? H5Aopen(o, attrs[i].attr, H5P_DEFAULT) : -1;
         int lr = !strcmp(attrs[i].attr, "lr");
-        if (attrs[i].text) /* replaced: another length is another type */
+        if (attrs[i].remove)
+            ok = a >= 0 && H5Aclose(a) >= 0 && (a = -1, H5Adelete(o, attrs[i].attr) >= 0);
+        else if (attrs[i].text) /* replaced: another length is another type */
             ok = a >= 0 && H5Aclose(a) >= 0 && (a = -1, erase_h5_attr_write_string(o, attrs[i].attr, attrs[i].text) == 0);
         else
             ok = a >= 0 && H5Awrite(a, lr ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, lr ? (const void *)&attrs[i].lr

@@ -11,12 +11,13 @@
 
 /* One attribute: object "/meta" or "/optim", its name, the new value
  * (`lr` for /optim lr, `text` for a string attribute such as /meta model,
- * `v` for the integer attributes). */
+ * `v` for the integer attributes; `remove` to delete an optional one). */
 typedef struct {
     const char *object, *attr;
     int64_t v;
     float lr;
     const char *text;
+    int remove;                     /* 1: delete the attribute (an older erase's file had none) */
 } ckpt_attr_t;
 
 /*

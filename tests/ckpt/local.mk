@@ -37,6 +37,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline-local.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-merge.sh
 # the dcn model under erase-train: row-wise tables as replicated, resume bitwise (issue 36)
 CKPT_TEST_DRIVERS += tests/ckpt/test-dcn-train.sh
+# a checkpoint records its data's vocabulary; loads onto data numbered otherwise are refused (issue 36)
+CKPT_TEST_DRIVERS += tests/ckpt/test-data-vocab.sh
 # sharded tables: rows written by their owners (parallel HDF5), resume reshards (issue 19)
 CKPT_TEST_DRIVERS += tests/ckpt/test-shard-ckpt.sh tests/ckpt/test-shard-rows.sh
 # a checkpoint's model and run options taken on resume, other models refused in one line, a

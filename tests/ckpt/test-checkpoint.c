@@ -440,13 +440,13 @@ static void test_meta_attributes(void **unused)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         copy_file(good, bad);
-        set_attr(bad, &(ckpt_attr_t){ cases[i].object, cases[i].attr, cases[i].v, cases[i].lr, NULL }, cases[i].fix);
+        set_attr(bad, &(ckpt_attr_t){ cases[i].object, cases[i].attr, cases[i].v, cases[i].lr, NULL, 0 }, cases[i].fix);
         printf("# %s %s%s\n", cases[i].object, cases[i].attr, cases[i].fix ? " (checksum fixed up)" : "");
         expect_damage(bad, cases[i].why);
     }
     /* in range with the checksum fixed up: accepted (so the fix-up above is right) */
     copy_file(good, bad);
-    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", 11, 0, NULL }, 1);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", 11, 0, NULL, 0 }, 1);
     erase_ckpt_t *ck;
     MUST(erase_ckpt_open(bad, &ck));
     assert_int_equal(erase_ckpt_meta(ck)->step, 11);
@@ -461,7 +461,7 @@ static void test_meta_attributes(void **unused)
     MUST(erase_ckpt_open(good, &ck));
     assert_int_equal(erase_ckpt_attributes_summed(ck), 1);
     erase_ckpt_close(ck);
-    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", -5, 0, NULL }, 0);
+    set_attr(bad, &(ckpt_attr_t){ "/meta", "step", -5, 0, NULL, 0 }, 0);
     expect_damage(bad, "attribute /meta step = -5: expected an integer >= 0");
     /* issue 32: the bounds hold on this path too */
     static const char *const unsummed[][2] = {
@@ -472,7 +472,7 @@ static void test_meta_attributes(void **unused)
     for (size_t i = 0; i < sizeof unsummed / sizeof unsummed[0]; i++) {
         copy_file(good, bad);
         drop_meta_sum(bad);
-        set_attr(bad, &(ckpt_attr_t){ "/meta", unsummed[i][0], INT64_MAX, 0, NULL }, 0);
+        set_attr(bad, &(ckpt_attr_t){ "/meta", unsummed[i][0], INT64_MAX, 0, NULL, 0 }, 0);
         printf("# /meta %s, no meta_fnv1a64\n", unsummed[i][0]);
         expect_damage(bad, unsummed[i][1]);
     }
