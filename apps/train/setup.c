@@ -186,11 +186,13 @@ erase_status_t run_setup_model(run_t *r, int *usage)
             return st;
         return ERASE_ERROR(st, "--model %s: %s", o->model, why); /* "cannot read model file FILE: why" */
     }
-    if (erase_model_config_has_tables(&r->cfg)) { /* before the models are compared: ids first */
-        TRY(ctr_vocab_read(r));
-        TRY(ctr_vocab_against_checkpoint(r)); /* not a usage error: the data and the checkpoint differ */
-    }
     *usage = 1;
+    if (erase_model_config_has_tables(&r->cfg)) { /* before the models are compared: ids first */
+        TRY(ctr_vocab_read(r)); /* shards of several vocabularies: a usage error, as it was */
+        *usage = 0;             /* the data and the checkpoint differ: a failure */
+        TRY(ctr_vocab_against_checkpoint(r));
+        *usage = 1;
+    }
     if (from)
         TRY(check_asked_model(r, from));
     if (!(r->task = train_task_find(erase_model_config_task(&r->cfg))))
