@@ -14,12 +14,20 @@
 #     line, the day's file and the vocabulary named), a warm start across
 #     another vocabulary (erase-train's line: the checkpoint's vocabulary and
 #     the data's, both named), WORK/vocab.h5 of another
-#     threshold; usage errors (status 2).
+#     threshold; usage errors (status 2);
+#   a work directory with its own vocab.h5: run without --vocab or
+#     --vocab-threshold, or with --vocab of another file, refused, nothing
+#     converted;
+#   the kept conversions are derived data: day 3 converted without a
+#     vocabulary (its training refused: the data has none), then run with
+#     --vocab: refused while a checkpoint of day 3 exists (resuming would mix
+#     the numberings), converted again (one line each for data/day-3 and
+#     data/heldout-4) and published once it does not.
 . "$(dirname "$0")/../comm/mpi.sh"
 # shellcheck source=tests/apps/daily-days.sh
 . "${srcdir:-.}/tests/apps/daily-days.sh"
 command -v h5ls >/dev/null 2>&1 || skip "no h5ls to read the models' table sizes"
-daily_test_setup 8
+daily_test_setup 12
 sed 's/table_rows = 1001/table_rows = "data"/' "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" >"$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc; a
 # loose --max-ne-regression: publishing on NE is test-daily.sh's
@@ -110,3 +118,35 @@ day 3 "$dir/u2" --vocab-threshold 2 --vocab-from-day 4
     [ "$o1" = "jobs/daily: --vocab FILE and --vocab-threshold T: one vocabulary (a given file, or WORK/vocab.h5 counted once)" ] &&
     [ "$(last)" = "jobs/daily: --vocab-from-day 4 is after --day 3: day 3's vocabulary comes from days up to 3 (day 4's rows are its test)" ]
 tap $? "usage errors, status 2, one line each: --vocab with --vocab-threshold; --vocab-from-day after the day"
+
+# ---- a work directory converts through one vocabulary ------------------------
+day 3 "$dir/straight"
+want="jobs/daily: day 3: $dir/straight/vocab.h5 exists: this work directory converts its days through a vocabulary; give --vocab-threshold T (the one it was counted with) or --vocab FILE"
+[ $rc = 1 ] && [ "$(last)" = "$want" ] && [ ! -e "$dir/straight/data/day-3" ] || { echo "# got: $(last)"; false; }
+tap $? "WORK/vocab.h5 and neither --vocab nor --vocab-threshold: status $rc, nothing converted, one line: $want"
+
+other=$b/vocab.h5 d3=$(digest "$b/vocab.h5")
+day 3 "$dir/straight" --vocab "$other"
+want="jobs/daily: day 3: --vocab $other is vocabulary $d3, but this work directory's $dir/straight/vocab.h5 is $dig: its days' models number ids through it (give --vocab $dir/straight/vocab.h5, or use another --work)"
+[ $rc = 1 ] && [ -n "$d3" ] && [ "$(last)" = "$want" ] && [ ! -e "$dir/straight/data/day-3" ] || { echo "# got: $(last)"; false; }
+tap $? "--vocab of another file than WORK/vocab.h5: status $rc, nothing converted, one line naming both"
+
+# ---- kept conversions of another vocabulary ----------------------------------
+k=$dir/kept
+day 3 "$k"
+s1=$rc d1=$(shard_digest "$k/data/day-3")
+mkdir -p "$k/ckpt/day-3" && : >"$k/ckpt/day-3/ckpt-5.h5" # as if its training had started
+day 3 "$k" --vocab "$v"
+want="jobs/daily: day 3: data/day-3 was converted without a vocabulary (hashed ids) and the day's training started on it (ckpt/day-3); this run converts through vocabulary $dig: resuming would mix the two (run it as it started, or remove ckpt/day-3 to start the day over)"
+[ $s1 = 1 ] && [ -f "$k/data/day-3/index.txt" ] && [ -z "$d1" ] && [ $rc = 1 ] && [ "$(last)" = "$want" ] &&
+    [ -z "$(shard_digest "$k/data/day-3")" ] && [ ! -e "$k/models/day-3.h5" ] || { echo "# got: $(last)"; false; }
+tap $? "day 3 converted without a vocabulary, then run with --vocab while ckpt/day-3 holds a checkpoint: status $rc, one line naming both"
+
+rm -rf "$k/ckpt/day-3"
+day 3 "$k" --vocab "$v"
+[ $rc = 0 ] && [ "$(shard_digest "$k/data/day-3")" = "$dig" ] &&
+    grep -qx "jobs/daily: day 3: data/day-3 was converted without a vocabulary (hashed ids); this run converts through vocabulary $dig: converting it again" "$dir/out" &&
+    grep -qx "jobs/daily: day 3: data/heldout-4 was converted without a vocabulary (hashed ids); this run converts through vocabulary $dig: converting it again" "$dir/out" &&
+    [ "$(tables "$k/models/day-3.h5")" = "$rows" ] && [ "$(record "$k" 3 vocab)" = "$dig" ] ||
+    { tap_report "$dir/out"; false; }
+tap $? "run again with --vocab and no checkpoint: data/day-3 and data/heldout-4 converted again through it (one line each), day 3 published with its table sizes"
