@@ -3,6 +3,7 @@
 #include "apps/cli_args.h"
 #include "config.h"
 #include "io/vocab_count.h"
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -63,13 +64,37 @@ static char *join_lines(char *const *paths, int n)
     return s;
 }
 
+/* Rank 0: the directory of the output file `out` (created, one level, as
+ * criteo and synth create theirs: erase_dir_make) in dir[size] ("" for the
+ * working directory), *made when created. Returns the exit status agreed
+ * by every rank, the error printed. */
+static int make_out_dir(const char *out, int rank, char *dir, size_t size, int *made)
+{
+    *made = 0;
+    const char *slash = strrchr(out, '/');
+    snprintf(dir, size, "%.*s", slash ? (int)(slash - out) : 0, out);
+    int rc = 0;
+    if (rank == 0 && dir[0] && erase_dir_make(dir, made) != ERASE_OK) {
+        fprintf(stderr, TOOL ": error: %s\n", erase_error_reason());
+        rc = 1;
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
+}
+
 /* Count this rank's files, agree on failures, merge, write on rank 0.
  * Returns the exit status (the same on every rank). */
 static int run(char **files, int n, const char *out, int64_t threshold, int quiet)
 {
-    int rank = 0, ranks = 1;
+    int rank = 0, ranks = 1, made = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    char dir[4096];
+    if (make_out_dir(out, rank, dir, sizeof dir, &made)) {
+        if (rank == 0)
+            fprintf(stderr, TOOL ": no vocabulary written to %s\n", out);
+        return 1;
+    }
     double t0 = erase_now_s();
     erase_vocab_counter_t *c = NULL;
     erase_status_t st = erase_vocab_counter_new(&c);
@@ -104,6 +129,8 @@ static int run(char **files, int n, const char *out, int64_t threshold, int quie
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rank == 0 && rc)
         fprintf(stderr, TOOL ": no vocabulary written to %s\n", out);
+    if (rank == 0 && rc && made)
+        rmdir(dir); /* the directory this run made, left empty */
     if (rank == 0 && !rc && !quiet) {
         printf(TOOL ": %s: %" PRId64 " lines of %d file%s counted on %d rank%s in %.2f s\n", out, lines, n,
                n == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s", count_s);

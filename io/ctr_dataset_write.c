@@ -1,6 +1,7 @@
 #include "io/ctr_dataset_write.h"
 
 #include "io/ctr_index.h"
+#include "lib/core/fs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -59,12 +60,7 @@ erase_status_t erase_dataset_dir_prepare(const char *dir, int force, int *made_d
     *made_dir = 0;
     if (!dir || !dir[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "no output directory given");
-    *made_dir = mkdir(dir, 0777) == 0;
-    if (!*made_dir && errno != EEXIST)
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a directory", dir);
+    ERASE_CHECK(erase_dir_make(dir, made_dir));
     char index[4096];
     snprintf(index, sizeof index, "%s/%s", dir, ERASE_CTR_INDEX_NAME);
     if (access(index, F_OK) == 0) {

@@ -11,6 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+erase_status_t erase_dir_make(const char *dir, int *made)
+{
+    *made = mkdir(dir, 0777) == 0;
+    if (!*made && errno != EEXIST)
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return ERASE_ERROR(ERASE_ERR_IO, "%s: not a directory", dir);
+    return ERASE_OK;
+}
+
 int erase_fsync_path(const char *path, int directory)
 {
     int fd = open(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);

@@ -10,6 +10,15 @@
 
 #include "lib/core/status.h"
 
+/*
+ * Create directory `dir` (one level, mode 0777 less the umask) unless it
+ * exists; *made = 1 when this call created it (so that a writer that fails
+ * can remove it again). Errors, ERASE_ERR_IO naming it (the messages of
+ * every erase-convert output, a dataset's directory or a file's):
+ * "DIR: cannot create the directory: <reason>", "DIR: not a directory".
+ */
+erase_status_t erase_dir_make(const char *dir, int *made);
+
 /* fsync a file (directory = 0) or a directory (1) by path. Returns 0, or
  * -1 with errno set. */
 int erase_fsync_path(const char *path, int directory);

@@ -20,7 +20,7 @@ need apps/erase-train
 command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the vocabulary"
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to read the vocabulary's datasets"
 workdir
-echo "1..16"
+echo "1..17"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 head -n 3000 "$sample" >"$dir/day0.tsv"
 sed -n '3001,6000p' "$sample" | gzip -c >"$dir/day1.tsv.gz"
@@ -299,3 +299,15 @@ tap $? "a 3-field line on rank 1's file: named by file and line, no vocabulary w
 apps/erase-inspect vocab "$dir/v.h5" >"$dir/iv.out" 2>&1 && apps/erase-inspect data "$dir/v.h5" | cmp -s - "$dir/iv.out" &&
     sed -n '/^vocabulary /,$p' "$dir/v.out" | cmp -s - "$dir/iv.out"
 tap $? "erase-inspect vocab (and data) of the file: the summary erase-convert vocab printed"
+
+# the output's directory: made (one level) as criteo and synth make theirs, or the same line they print
+apps/erase-convert criteo -q -o "$dir/no/such/d" "$dir/day0.tsv" >"$dir/criteo-dir.out" 2>&1
+want=$(grep -m1 "cannot create the directory" "$dir/criteo-dir.out" | sed 's/^erase-convert criteo: error: //')
+expect 1 "erase-convert vocab: error: $dir/no/such: cannot create the directory: No such file or directory" \
+    apps/erase-convert vocab -q --threshold 2 -o "$dir/no/such/v.h5" "$dir/day0.tsv" &&
+    [ "$want" = "$dir/no/such/d: cannot create the directory: No such file or directory" ] &&
+    ! grep -q '\.tmp\|HDF5\|errno' "$dir/err.out" && [ ! -e "$dir/no" ] &&
+    apps/erase-convert vocab -q --threshold 3 -o "$dir/made/v.h5" "$dir/day0.tsv" "$dir/multihot.tsv" >/dev/null 2>&1 &&
+    [ "$(apps/erase-inspect vocab "$dir/made/v.h5" | sed -n '1s/.*digest //p')" = "$(apps/erase-inspect vocab "$dir/v.h5" | sed -n '1s/.*digest //p')" ]
+tap $? "-o in a directory whose parent is missing: criteo's line (no HDF5 internals, no .tmp name), status 1; a missing last directory is made"
+
