@@ -20,14 +20,18 @@
 # Then, once: a bad line near the end of the plain day, converted on 2
 # ranks with byte ranges, must be named with its line and byte.
 #
-#   bench/convert-vs-pyarrow.sh [ROWS] [REPEATS]     (default 2000000 3)
+#   bench/convert-vs-pyarrow.sh [ROWS] [REPEATS]     (default 4000000 3)
+#
+# Start-up is in every time (mpirun's about 0.2 CPU s a run, Python's
+# import of pyarrow about 0.15 s): the default 4M rows (970 MB of text)
+# make it a few percent of either tool's CPU time.
 #
 # Needs erase-convert on the PATH (else ./_build/apps is used) and a
 # Python with pyarrow: $PYTHON (default /work/venv-bench/bin/python;
 # python -m venv V && V/bin/pip install pyarrow). Writes in
-# ${TMPDIR:-/tmp}/erase-convert-bench (about 2.3 GB at 2M rows; removed at exit).
+# ${TMPDIR:-/tmp}/erase-convert-bench (about 4.6 GB at 4M rows; removed at exit).
 set -eu
-rows=${1:-2000000}
+rows=${1:-4000000}
 repeats=${2:-3}
 PYTHON=${PYTHON:-/work/venv-bench/bin/python}
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -72,7 +72,10 @@
  * is ERASE_ERR_FORMAT "D/ckpt-40.h5: dataset /params/input/emb/3: row 50:
  * checksum ... does not match the stored ... (damaged data)". A tensor
  * written whole loads into a sharded run the same way (its rows kept,
- * the whole dataset streamed through its checksum). erase_ckpt_open
+ * the whole dataset streamed through its checksum; opened with
+ * ERASE_CKPT_OPEN_STREAM_WHOLE, it is not held whole at open either).
+ * Every read that does not load a tensor whole goes through one buffer
+ * of 1 MiB of rows (io/checkpoint_stream.c). erase_ckpt_open
  * (erase-score, merges) loads sharded tensors whole, every row verified;
  * erase-inspect ckpt opens lazily and reads them 1 MiB of rows at a time
  * (erase_ckpt_sum_squares), so it inspects tables larger than memory.
@@ -389,6 +392,15 @@ erase_status_t erase_ckpt_open(const char *path, erase_ckpt_t **out);
  */
 #define ERASE_CKPT_OPEN_LAZY_ROWS 1
 #define ERASE_CKPT_OPEN_LAZY_ALL 2
+/* With ERASE_CKPT_OPEN_STREAM_WHOLE the tensors checksummed whole are
+ * verified at open as completely as without it, but by streaming each
+ * through its checksum 1 MiB of rows at a time, and not kept (data NULL):
+ * erase_ckpt_load reads again, verified again, only what each caller asks
+ * for. With ERASE_CKPT_OPEN_LAZY_ROWS it validates like LAZY_ROWS alone
+ * (the same checkpoints accepted, the same errors) while holding no
+ * tensor: what erase-train opens, so that a rank of a run with sharded
+ * tables never holds a whole table, even one written replicated. */
+#define ERASE_CKPT_OPEN_STREAM_WHOLE 4
 erase_status_t erase_ckpt_open_flags(const char *path, int flags, erase_ckpt_t **out);
 
 /* Open stage `stage`'s file of the pipeline checkpoint `path` (ckpt-<step>.h5)
@@ -553,6 +565,10 @@ erase_status_t erase_ckpt_open_newest_flags(const char *dir, int flags, erase_ck
  * ERASE_ERR_FORMAT "DIR: no checkpoint (ckpt-<step>.h5) in this directory".
  */
 erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out);
+/* erase_ckpt_open_path with erase_ckpt_open_flags' flags (for the file,
+ * or for each candidate of the directory). */
+erase_status_t erase_ckpt_open_path_flags(const char *path, int flags, erase_ckpt_skip_fn skipped, void *ctx,
+                                          erase_ckpt_t **out);
 
 /* Step of a checkpoint file name "ckpt-<step>.h5" (the last path
  * component), or -1 if the name is not of that form. */

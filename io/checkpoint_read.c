@@ -3,7 +3,7 @@
  * pipeline's stage files), checking every dataset against the /index
  * checksums, and loading whole tensors or a rank's rows.
  */
-#include "io/checkpoint_internal.h"
+#include "io/checkpoint_stream.h"
 
 #include "config.h"
 #include "io/h5_rows.h"
@@ -20,24 +20,6 @@
 #include "lib/core/checked.h"
 #include "lib/core/fs.h"
 
-struct erase_ckpt {
-    char *path;
-    erase_ckpt_meta_t meta;
-    char *text[10];                    /* owned strings of meta */
-    erase_ckpt_tensor_t *t[2];         /* params, optim */
-    int n[2], cap[2];
-    struct tensor_info {               /* per tensor of t[g] */
-        uint64_t sum;                  /* the whole dataset's fnv1a64 (not row-checksummed) */
-        int rows;                      /* row-checksummed: written sharded (/row_fnv1a64/...) */
-        char *sharding;                /* its `sharding` attribute (row-checksummed), owned */
-        char *meaning;                 /* its `meaning` attribute ("" if none), owned */
-    } *info[2];
-    erase_ckpt_rank_t *ranks;
-    int nranks;
-    int attributes_summed;             /* meta_fnv1a64 present (and matching) */
-    int flags;                         /* ERASE_CKPT_OPEN_LAZY_* of the main file */
-};
-typedef struct tensor_info tensor_info_t;
 
 const char *erase_ckpt_path(const erase_ckpt_t *ck) { return ck->path; }
 const erase_ckpt_meta_t *erase_ckpt_meta(const erase_ckpt_t *ck) { return &ck->meta; }
@@ -198,11 +180,9 @@ static int parse_shape(const char *s, int *ndim, int64_t *dims)
     return -1;
 }
 
-/* Open dataset `path` listed in /index and check its type and shape
- * against the index's into *d (closed by the caller); the element's
- * memory type and size. The lock is held. */
-static erase_status_t open_checked(const erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
-                                   int ndim, const int64_t *dims, hid_t *d, hid_t *mem_type, size_t *elem)
+/* io/checkpoint_stream.h */
+erase_status_t ckpt_open_checked(const erase_ckpt_t *ck, hid_t file, const char *path, const char *type, int ndim,
+                                 const int64_t *dims, hid_t *d, hid_t *mem_type, size_t *elem)
 {
     *d = -1;
     hid_t want_class;
@@ -272,6 +252,35 @@ static erase_status_t open_checked(const erase_ckpt_t *ck, hid_t file, const cha
     return ERASE_OK;
 }
 
+/* The open dataset d (`path`) carries the attribute fnv1a64 = sum, its
+ * checksum in /index; the lock is held. */
+static erase_status_t check_sum_attr(const erase_ckpt_t *ck, hid_t d, const char *path, uint64_t sum)
+{
+    uint64_t attr = 0;
+    if (read_scalar_attr(d, "fnv1a64", H5T_NATIVE_UINT64, &attr) != 0 || attr != sum)
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: attribute fnv1a64 missing or not the checksum in "
+                           "/index", ck->path, path);
+    return ERASE_OK;
+}
+
+/* Verify tensor i of group g, checksummed whole (`path`, its /index
+ * checksum `sum`), by streaming it through its checksum, nothing kept
+ * (ERASE_CKPT_OPEN_STREAM_WHOLE); the lock is held. */
+static erase_status_t verify_streamed(const erase_ckpt_t *ck, hid_t file, int g, int i, const char *path,
+                                      uint64_t sum)
+{
+    ERASE_CHECK(ckpt_stream_rows(ck, file, g, i, 0, 0, NULL, NULL));
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT); /* opened by ckpt_stream_rows just now */
+    if (d < 0) {
+        char detail[256];
+        return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: cannot open: %s", ck->path, path,
+                           erase_h5_detail(detail, sizeof detail));
+    }
+    erase_status_t st = check_sum_attr(ck, d, path, sum);
+    H5Dclose(d);
+    return st;
+}
+
 /* Read and verify one dataset listed in /index; the lock is held. *data is
  * malloc'ed (elem-byte elements). */
 static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *path, const char *type,
@@ -280,7 +289,7 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
     *data = NULL;
     hid_t d, mem_type;
     size_t elem;
-    ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
+    ERASE_CHECK(ckpt_open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
     size_t bytes = elem * (size_t)dims[0] * (size_t)(ndim == 2 ? dims[1] : 1); /* checked */
     erase_status_t st = ERASE_OK;
     void *buf = malloc(bytes + 1);
@@ -292,13 +301,12 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
                          erase_h5_detail(detail, sizeof detail));
     }
     if (st == ERASE_OK) {
-        uint64_t h = erase_ckpt_fnv1a64(buf, bytes), attr = 0;
+        uint64_t h = erase_ckpt_fnv1a64(buf, bytes);
         if (h != sum)
             st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
                              "stored %016" PRIx64 " (damaged data)", ck->path, path, h, sum);
-        else if (read_scalar_attr(d, "fnv1a64", H5T_NATIVE_UINT64, &attr) != 0 || attr != sum)
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: attribute fnv1a64 missing or not the checksum "
-                             "in /index", ck->path, path);
+        else
+            st = check_sum_attr(ck, d, path, sum);
     }
     H5Dclose(d);
     if (st != ERASE_OK) {
@@ -307,108 +315,6 @@ static erase_status_t read_dataset(erase_ckpt_t *ck, hid_t file, const char *pat
     }
     *data = buf;
     return ERASE_OK;
-}
-
-/* Rows per read of a dataset streamed through its checksum. */
-#define STREAM_BYTES ((size_t)1 << 20)
-
-/*
- * Rows [row0, row0 + n) of tensor i of group g (float32, in range), read
- * from the open file STREAM_BYTES at a time and passed to fn in order,
- * verified: a row-checksummed tensor's rows against their /row_fnv1a64
- * checksums before fn sees them (only those rows are read), a
- * whole-checksummed one by streaming the whole dataset through FNV-1a
- * (only the rows asked for go to fn), its checksum compared after the
- * last block. The lock is held (fn must not call HDF5). Errors:
- * ERASE_ERR_FORMAT naming the file, dataset (and row), ERASE_ERR_NOMEM,
- * fn's.
- */
-static erase_status_t stream_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
-                                  erase_ckpt_rows_fn fn, void *ctx)
-{
-    const erase_ckpt_tensor_t *t = &ck->t[g][i];
-    const tensor_info_t *f = &ck->info[g][i];
-    char path[ERASE_CKPT_NAME_MAX + 16], sums_path[ERASE_CKPT_NAME_MAX + 32];
-    snprintf(path, sizeof path, "/%s/%s", g ? "optim" : "params", t->name);
-    ckpt_rowsum_path(path, sums_path, sizeof sums_path);
-    int64_t cols = ckpt_row_elems(t);
-    size_t row = sizeof(float) * (size_t)cols;
-    hid_t d, mem_type;
-    size_t elem;
-    ERASE_CHECK(open_checked(ck, file, path, "float32", t->ndim, t->dims, &d, &mem_type, &elem));
-    erase_status_t st = ERASE_OK;
-    const erase_h5_rows_spec_t rows_of = { .name = path, .rank = t->ndim, .cols = cols },
-                               sums_of = { .name = sums_path, .rank = 1, .cols = 1 };
-    int64_t chunk = (int64_t)(STREAM_BYTES / (row ? row : 1));
-    chunk = chunk < 1 ? 1 : chunk;
-    float *buf = malloc(row * (size_t)chunk + 1);
-    uint64_t *sums = f->rows ? malloc(sizeof *sums * (size_t)chunk) : NULL;
-    if (!buf || (f->rows && !sums))
-        st = ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory", ck->path, path);
-    if (f->rows) {
-        int64_t one[1] = { t->dims[0] };
-        hid_t c = -1;
-        if (st == ERASE_OK)
-            st = open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem);
-        for (int64_t at = row0; st == ERASE_OK && at < row0 + n; at += chunk) {
-            int64_t k = row0 + n - at < chunk ? row0 + n - at : chunk;
-            st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf);
-            if (st == ERASE_OK)
-                st = erase_h5_rows_read(c, ck->path, &sums_of, H5T_NATIVE_UINT64, at, k, sums);
-            for (int64_t r = 0; st == ERASE_OK && r < k; r++) {
-                uint64_t h = erase_ckpt_fnv1a64(buf + r * cols, row);
-                if (h != sums[r])
-                    st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: row %" PRId64 ": checksum %016" PRIx64 " does "
-                                     "not match the stored %016" PRIx64 " (damaged data)", ck->path, path, at + r, h,
-                                     sums[r]);
-            }
-            if (st == ERASE_OK)
-                st = fn(ctx, at, k, buf);
-        }
-        if (c >= 0)
-            H5Dclose(c);
-    } else {
-        int64_t rows = t->dims[0];
-        uint64_t h = erase_ckpt_fnv1a64("", 0);
-        for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
-            int64_t k = rows - at < chunk ? rows - at : chunk;
-            if ((st = erase_h5_rows_read(d, ck->path, &rows_of, H5T_NATIVE_FLOAT, at, k, buf)) != ERASE_OK)
-                break;
-            h = ckpt_fnv_add(h, buf, row * (size_t)k);
-            int64_t a = at > row0 ? at : row0, b = at + k < row0 + n ? at + k : row0 + n;
-            if (a < b)
-                st = fn(ctx, a, b - a, buf + (a - at) * cols);
-        }
-        if (st == ERASE_OK && h != f->sum)
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset %s: checksum %016" PRIx64 " does not match the "
-                             "stored %016" PRIx64 " (damaged data)", ck->path, path, h, f->sum);
-    }
-    free(buf);
-    free(sums);
-    H5Dclose(d);
-    return st;
-}
-
-/* stream_rows' fn of read_rows: the rows into out (rows [row0, ...)). */
-typedef struct {
-    float *out;
-    int64_t row0, cols;
-} rows_into_t;
-
-static erase_status_t copy_rows(void *ctx, int64_t row0, int64_t n, const float *rows)
-{
-    const rows_into_t *c = ctx;
-    memcpy(c->out + (row0 - c->row0) * c->cols, rows, sizeof(float) * (size_t)(n * c->cols));
-    return ERASE_OK;
-}
-
-/* Rows [row0, row0 + n) of tensor i of group g into out, verified
- * (stream_rows). The lock is held. Errors: those of stream_rows. */
-static erase_status_t read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, int64_t row0, int64_t n,
-                                float *out)
-{
-    rows_into_t into = { out, row0, ckpt_row_elems(&ck->t[g][i]) };
-    return stream_rows(ck, file, g, i, row0, n, copy_rows, &into);
 }
 
 /* A dataset's string attribute `name` (a row-checksummed dataset's
@@ -471,20 +377,22 @@ static erase_status_t load_line(erase_ckpt_t *ck, hid_t file, char *line, int64_
         if (st != ERASE_OK || (ck->flags & ERASE_CKPT_OPEN_LAZY_ALL))
             return st; /* checked when read (erase_ckpt_load) */
         if (rows && (ck->flags & ERASE_CKPT_OPEN_LAZY_ROWS)) { /* present, with their shapes */
-            ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
+            ERASE_CHECK(ckpt_open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem));
             H5Dclose(d);
-            ERASE_CHECK(open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem));
+            ERASE_CHECK(ckpt_open_checked(ck, file, sums_path, "uint64", 1, one, &c, &mem_type, &elem));
             H5Dclose(c);
             return ERASE_OK;
         }
+        if (!rows && (ck->flags & ERASE_CKPT_OPEN_STREAM_WHOLE))
+            return verify_streamed(ck, file, g, i, path, (uint64_t)sum);
         if (!rows)
             return read_dataset(ck, file, path, type, ndim, dims, (uint64_t)sum, (void **)&ck->t[g][i].data);
-        ERASE_CHECK(open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem)); /* size checked */
+        ERASE_CHECK(ckpt_open_checked(ck, file, path, type, ndim, dims, &d, &mem_type, &elem)); /* size checked */
         H5Dclose(d);
         float *data = malloc(bytes + 1);
         if (!data)
             return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: dataset %s: out of memory (%zu bytes)", ck->path, path, bytes);
-        st = read_rows(ck, file, g, i, 0, dims[0], data);
+        st = ckpt_read_rows(ck, file, g, i, 0, dims[0], data);
         if (st != ERASE_OK)
             free(data);
         else
@@ -677,12 +585,18 @@ static erase_status_t load_file(erase_ckpt_t *ck, hid_t file)
 
 erase_status_t erase_ckpt_open_path(const char *path, erase_ckpt_skip_fn skipped, void *ctx, erase_ckpt_t **out)
 {
+    return erase_ckpt_open_path_flags(path, 0, skipped, ctx, out);
+}
+
+erase_status_t erase_ckpt_open_path_flags(const char *path, int flags, erase_ckpt_skip_fn skipped, void *ctx,
+                                          erase_ckpt_t **out)
+{
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        ERASE_CHECK(erase_ckpt_open(path, out));
+        ERASE_CHECK(erase_ckpt_open_flags(path, flags, out));
         return ERASE_OK;
     }
-    ERASE_CHECK(erase_ckpt_open_newest(path, skipped, ctx, out));
+    ERASE_CHECK(erase_ckpt_open_newest_flags(path, flags, skipped, ctx, out));
     if (!*out)
         return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: no checkpoint (ckpt-<step>.h5) in this directory", path);
     return ERASE_OK;
@@ -786,46 +700,6 @@ static erase_status_t open_file(const char *path, int flags, erase_ckpt_t **out)
     return ERASE_OK;
 }
 
-erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, double *out)
-{
-    const erase_ckpt_tensor_t *t = &ck->t[g][i];
-    int64_t cols = ckpt_row_elems(t), rows = t->dims[0];
-    double ss = 0;
-    if (t->data) {
-        int64_t k = rows * cols;
-        for (int64_t j = 0; j < k; j++)
-            ss += (double)t->data[j] * (double)t->data[j];
-        *out = ss;
-        return ERASE_OK;
-    }
-    int64_t chunk = (int64_t)(STREAM_BYTES / (sizeof(float) * (size_t)(cols ? cols : 1)));
-    chunk = chunk < 1 ? 1 : chunk;
-    float *buf = malloc(sizeof(float) * (size_t)cols * (size_t)chunk);
-    if (!buf)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory to read %s", ck->path, t->name);
-    erase_status_t st = ERASE_OK;
-    erase_h5_enter();
-    hid_t file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0) {
-        char detail[256];
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s: %s", ck->path, t->name,
-                         erase_h5_detail(detail, sizeof detail));
-    }
-    for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
-        int64_t k = rows - at < chunk ? rows - at : chunk;
-        if ((st = read_rows(ck, file, g, i, at, k, buf)) != ERASE_OK)
-            break;
-        for (int64_t j = 0; j < k * cols; j++) /* in order: the sum of a loaded tensor's, bitwise */
-            ss += (double)buf[j] * (double)buf[j];
-    }
-    if (file >= 0)
-        H5Fclose(file);
-    erase_h5_leave();
-    free(buf);
-    *out = ss;
-    return st;
-}
-
 /* The tensors of group g against `want` (names and shapes): with `whole`,
  * the group holds no other tensor either. ERASE_ERR_INVALID listing the
  * first differences. Nothing is read. */
@@ -912,7 +786,7 @@ static erase_status_t load_tensors(const erase_ckpt_t *ck, erase_ckpt_group_t g,
                 break;
             }
         }
-        st = read_rows(ck, file, g, (int)(t - ck->t[g]), row0, rows, want[i].data);
+        st = ckpt_read_rows(ck, file, g, (int)(t - ck->t[g]), row0, rows, want[i].data);
     }
     if (file >= 0) {
         H5Fclose(file);
@@ -931,25 +805,4 @@ erase_status_t erase_ckpt_load_part(const erase_ckpt_t *ck, erase_ckpt_group_t g
                                     int n, const char *what)
 {
     return load_tensors(ck, g, want, n, what, 0);
-}
-
-erase_status_t erase_ckpt_stream(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, erase_ckpt_rows_fn fn,
-                                 void *ctx)
-{
-    const erase_ckpt_tensor_t *t = &ck->t[g][i];
-    if (t->data)
-        return fn(ctx, 0, t->dims[0], t->data);
-    erase_h5_enter();
-    hid_t file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    erase_status_t st;
-    if (file < 0) {
-        char detail[256];
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s/%s: %s", ck->path,
-                         g == ERASE_CKPT_PARAMS ? "params" : "optim", t->name, erase_h5_detail(detail, sizeof detail));
-    } else {
-        st = stream_rows(ck, file, g, i, 0, t->dims[0], fn, ctx);
-        H5Fclose(file);
-    }
-    erase_h5_leave();
-    return st;
 }

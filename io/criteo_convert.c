@@ -24,6 +24,7 @@ typedef struct {
     uint8_t *label;
     float *dense;
     uint32_t *lengths;  /* [FLUSH_ROWS, 26]: ids of each (row, feature) */
+    int multi;          /* a buffered row holds a list (else every length is 1) */
     uint32_t *ids;      /* the ids of the rows buffered, row by row (ids_cap of room) */
     size_t nids, ids_cap;
     uint32_t *line_ids; /* one line's ids (ERASE_CRITEO_IDS_MAX(LINE_MAX_BYTES) of room) */
@@ -60,11 +61,13 @@ static erase_status_t flush_rows(convert_t *c)
 {
     if (c->n == 0)
         return ERASE_OK;
-    erase_ctr_stats_add_ids(&c->s->stats, c->n, c->label, c->dense, c->lengths, c->ids);
-    ERASE_CHECK(
-        erase_ctr_dataset_writer_append_ids(c->out, c->n, c->label, c->dense, c->lengths, c->ids, c->path));
+    /* one-hot rows go without lengths: the stats' and writer's [n, 26] path */
+    const uint32_t *lengths = c->multi ? c->lengths : NULL;
+    erase_ctr_stats_add_ids(&c->s->stats, c->n, c->label, c->dense, lengths, c->ids);
+    ERASE_CHECK(erase_ctr_dataset_writer_append_ids(c->out, c->n, c->label, c->dense, lengths, c->ids, c->path));
     c->s->rows += c->n;
     c->n = 0;
+    c->multi = 0;
     c->nids = 0;
     return ERASE_OK;
 }
@@ -228,6 +231,7 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
     c->label[c->n] = row.label;
     memcpy(c->dense + c->n * ERASE_CTR_SHARD_DENSE, row.dense, sizeof row.dense);
     memcpy(c->lengths + c->n * ERASE_CTR_SHARD_FIELDS, row.lengths, sizeof row.lengths);
+    c->multi |= row.multi;
     ERASE_CHECK(buffer_ids(c, c->line_ids, row.nids));
     if (++c->n == FLUSH_ROWS)
         ERASE_CHECK(flush_rows(c));

@@ -15,25 +15,51 @@ void erase_ctr_stats_init(erase_ctr_stats_t *s)
         s->sparse_min[k] = ERASE_CTR_SPARSE_MISSING;
 }
 
+/* One id a feature ([n, 26] ids, lengths NULL): the loop below without the
+ * per-id length loop and its branches (branch-free min, max and counts, the
+ * same results). The conversion's hot path: one-hot Criteo. */
+static void add_one_hot_ids(erase_ctr_stats_t *s, int64_t n, const uint32_t *ids)
+{
+    for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
+        s->sparse_ids[k] += n;
+        s->hot_max[k] = n > 0 && s->hot_max[k] < 1 ? 1 : s->hot_max[k];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t *c = ids + i * ERASE_CTR_SHARD_FIELDS;
+        for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
+            uint32_t id = c[k], absent = id == ERASE_CTR_SPARSE_MISSING;
+            s->sparse_missing[k] += absent;
+            s->missing_rows[k] += absent;
+            /* the missing id is the largest: it never lowers the minimum */
+            s->sparse_min[k] = id < s->sparse_min[k] ? id : s->sparse_min[k];
+            uint32_t present = absent ? 0 : id;
+            s->sparse_max[k] = present > s->sparse_max[k] ? present : s->sparse_max[k];
+        }
+    }
+}
+
 void erase_ctr_stats_add_ids(erase_ctr_stats_t *s, int64_t n, const uint8_t *label, const float *dense,
                              const uint32_t *lengths, const uint32_t *ids)
 {
     s->rows += n;
-    const uint32_t *c = ids;
     for (int64_t i = 0; i < n; i++) {
         s->clicks += label[i] != 0;
         const float *d = dense + i * ERASE_CTR_SHARD_DENSE;
         for (int j = 0; j < ERASE_CTR_SHARD_DENSE; j++) {
-            float x = d[j];
-            if (isnan(x)) {
-                s->dense_missing[j]++;
-                continue;
-            }
+            float x = d[j]; /* NaN (missing) compares false: min and max keep theirs */
+            s->dense_missing[j] += isnan(x) != 0;
             s->dense_min[j] = x < s->dense_min[j] ? x : s->dense_min[j];
             s->dense_max[j] = x > s->dense_max[j] ? x : s->dense_max[j];
         }
+    }
+    if (!lengths) {
+        add_one_hot_ids(s, n, ids);
+        return;
+    }
+    const uint32_t *c = ids;
+    for (int64_t i = 0; i < n; i++) {
         for (int k = 0; k < ERASE_CTR_SHARD_FIELDS; k++) {
-            uint32_t m = lengths ? lengths[i * ERASE_CTR_SHARD_FIELDS + k] : 1;
+            uint32_t m = lengths[i * ERASE_CTR_SHARD_FIELDS + k];
             s->sparse_ids[k] += m;
             s->hot_max[k] = m > s->hot_max[k] ? m : s->hot_max[k];
             uint32_t absent = 0;

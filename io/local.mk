@@ -36,6 +36,8 @@ io_liberase_io_a_SOURCES = \
 	io/synth.c io/synth.h \
 	io/checkpoint.c io/checkpoint.h io/checkpoint_internal.h io/checkpoint_dir.c \
 	io/checkpoint_write.c io/checkpoint_read.c
+# checkpoint tensors read a bounded block of rows at a time (issue 35)
+io_liberase_io_a_SOURCES += io/checkpoint_stream.c io/checkpoint_stream.h
 # synthetic days shaped like Criteo Terabyte's, and what both generators share (issue 35)
 io_liberase_io_a_SOURCES += io/synth_days.c io/synth_days.h io/synth_common.c io/synth_common.h
 EXTRA_DIST += bench/synth-days.sh

@@ -22,7 +22,9 @@
  * (erase_ckpt_write_rows on the dp group's MPI communicator) before it is
  * published; the replicas' checksum comparison skips those tensors. On
  * resume rank 0 picks and validates the checkpoint without reading the
- * sharded tables whole (ERASE_CKPT_OPEN_LAZY_ROWS) and loads its own
+ * sharded tables whole (ERASE_CKPT_OPEN_LAZY_ROWS), nor keeping a table
+ * written whole (ERASE_CKPT_OPEN_STREAM_WHOLE: streamed through its
+ * checksum), and loads its own
  * tensors; every other rank then opens the same file and loads its own
  * tensors, of the sharded ones only its rows for this run's placement
  * (each row verified), instead of receiving rank 0's broadcast: a run

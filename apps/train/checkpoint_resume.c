@@ -186,8 +186,11 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
     erase_ckpt_t *f = NULL;
     erase_status_t st = ERASE_OK;
     skipped_t skipped = { NULL, 0 }; /* damaged ones passed over in dir */
+    /* sharded tables: validated alike, but no tensor held at open, so that
+     * a table written whole is not held whole here (io/checkpoint.h) */
+    int flags = ERASE_CKPT_OPEN_LAZY_ROWS | (ck->sharded ? ERASE_CKPT_OPEN_STREAM_WHOLE : 0);
     if (dir) {
-        st = erase_ckpt_open_newest_flags(dir, ERASE_CKPT_OPEN_LAZY_ROWS, skipped_checkpoint, &skipped, &f);
+        st = erase_ckpt_open_newest_flags(dir, flags, skipped_checkpoint, &skipped, &f);
         if (st == ERASE_OK && !f)
             skipped_free(&skipped);
         if (st != ERASE_OK) {
@@ -202,7 +205,7 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
                                resume ? "resume" : "init-from", want);
         }
     } else {
-        st = erase_ckpt_open_flags(want, ERASE_CKPT_OPEN_LAZY_ROWS, &f); /* a file named: its error is the answer */
+        st = erase_ckpt_open_flags(want, flags, &f); /* a file named: its error is the answer */
         if (st != ERASE_OK) {
             char why[MESSAGE_MAX], other[ERASE_CKPT_PATH_MAX];
             snprintf(why, sizeof why, "%s", erase_error_reason());

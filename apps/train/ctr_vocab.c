@@ -44,6 +44,11 @@ static int add_tags(const char *opt, const char *text, char *first, size_t size,
 
 erase_status_t ctr_vocab_tables(run_t *r)
 {
+    return ctr_vocab_tables_of(r, &r->cfg);
+}
+
+erase_status_t ctr_vocab_tables_of(const run_t *r, erase_model_config_t *cfg)
+{
     const train_options_t *o = r->o;
     const char *train = o->train[0] ? o->train : o->eval;
     const char *opt = run_data_option(r, !o->train[0]);
@@ -56,17 +61,16 @@ erase_status_t ctr_vocab_tables(run_t *r)
     if (add_tags(opt, train, first, sizeof first, &tag, &n, &st) ||
         (st == ERASE_OK && o->train[0] && o->eval[0] &&
          add_tags(run_data_option(r, 1), o->eval, first, sizeof first, &tag, &n, &st))) {
-        if (!r->cfg.ctr.table_rows_from_data) {
+        if (!cfg->ctr.table_rows_from_data) {
             erase_error_clear(); /* the reader names unreadable data better, with its option */
             return ERASE_OK;
         }
         char why[2048];
         snprintf(why, sizeof why, "%s", erase_error_reason());
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s %s: %s.table_rows = \"data\": %s", opt, train,
-                           erase_model_config_name(&r->cfg), why);
+                           erase_model_config_name(cfg), why);
     }
     ERASE_CHECK(st);
-    erase_model_config_t *cfg = &r->cfg;
     if (cfg->ctr.table_rows_from_data) {
         if (!tag.present)
             return ERASE_ERROR(ERASE_ERR_INVALID,

@@ -26,4 +26,10 @@
  */
 erase_status_t ctr_vocab_tables(run_t *r);
 
+/* ctr_vocab_tables for the model `cfg` (not r's): the model a --model file
+ * with table_rows = "data" asks for, resolved against the run's data before
+ * it is compared with a checkpoint's (--init-from a model of a day converted
+ * with the same vocabulary). Errors: those of ctr_vocab_tables. */
+erase_status_t ctr_vocab_tables_of(const run_t *r, erase_model_config_t *cfg);
+
 #endif

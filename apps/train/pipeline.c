@@ -185,7 +185,9 @@ erase_status_t train_pipeline_stages_resumed(const char *path, const erase_model
     erase_ckpt_t *ck = NULL;
     train_stages_t got = *st;
     int found = 0;
-    if (erase_ckpt_open_path(path, NULL, NULL, &ck) == ERASE_OK) {
+    /* validated as the restore validates it, no tensor held (only /meta is read) */
+    if (erase_ckpt_open_path_flags(path, ERASE_CKPT_OPEN_LAZY_ROWS | ERASE_CKPT_OPEN_STREAM_WHOLE, NULL, NULL, &ck) ==
+        ERASE_OK) {
         /* "2 stages: stage 0 holds blocks 0-2, stage 1 holds blocks 3-6" */
         const char *p = erase_ckpt_meta(ck)->pp_layout;
         int s = 0, a, b, n;

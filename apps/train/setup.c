@@ -63,7 +63,10 @@ static erase_status_t model_from_checkpoint(run_t *r)
 {
     const char *path = r->o->init_from;
     erase_ckpt_t *ck = NULL;
-    TRY(erase_ckpt_open_path(path, NULL, NULL, &ck));
+    /* validated as the restore validates it (the same checkpoint of a
+     * directory taken), no tensor held: a rank of a run with sharded
+     * tables never holds a whole table (io/checkpoint.h) */
+    TRY(erase_ckpt_open_path_flags(path, ERASE_CKPT_OPEN_LAZY_ROWS | ERASE_CKPT_OPEN_STREAM_WHOLE, NULL, NULL, &ck));
     const erase_ckpt_meta_t *m = erase_ckpt_meta(ck);
     snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s", erase_ckpt_path(ck));
     r->ckpt_step = m->step;
@@ -147,6 +150,8 @@ static erase_status_t check_asked_model(const run_t *r, const char *path)
         asked = erase_model_config_default(kind);
     else if (model)
         TRY(erase_model_config_load(model, &asked));
+    if (model && erase_model_config_has_tables(&asked) && asked.ctr.table_rows_from_data)
+        TRY(ctr_vocab_tables_of(r, &asked)); /* "data": the sizes the data's vocabulary gives */
     if (cuts)
         TRY(parse_cuts(cuts, erase_model_config_blocks(&asked), &asked.cut_mask));
     char given[2300];

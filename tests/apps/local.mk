@@ -27,6 +27,8 @@ APPS_TEST_DRIVERS += tests/apps/test-job-shakespeare.sh
 APPS_TEST_DRIVERS += tests/apps/test-plot.sh
 # jobs/daily: a day published, stopped and resumed bitwise, a no-op, rejected; bad input, one line each (issue 36)
 APPS_TEST_DRIVERS += tests/apps/test-daily.sh
+# jobs/daily --vocab, --vocab-threshold: a chain of 3 days, bitwise resume, coverage refusal (issue 36)
+APPS_TEST_DRIVERS += tests/apps/test-daily-vocab.sh
 EXTRA_DIST += tests/apps/daily-days.sh
 # erase-train's lm figures in tokens/s, the first progress line, --eval-only's summary (issue 32)
 APPS_TEST_DRIVERS += tests/apps/test-train-figures.sh

@@ -16,21 +16,9 @@
 #     damaged, current of another model shape or kind, a corrupted day file; a
 #     usage error (status 2); jobs/plot --list draws NE per day.
 . "$(dirname "$0")/../comm/mpi.sh"
-need apps/erase-train
-need apps/erase-convert
-need apps/erase-score
-need apps/erase-inspect
-command -v h5dump >/dev/null 2>&1 || skip "no h5dump to compare the models' parameters"
-command -v flock >/dev/null 2>&1 || skip "no flock(1) (util-linux) for jobs/daily's lock"
-workdir
-echo "1..18"
-daily=${srcdir:-.}/jobs/daily
-ERASE_SKIP_SETUP=1 ERASE_BUILD=$PWD ERASE_MPIRUN=$MPIRUN
-export ERASE_SKIP_SETUP ERASE_BUILD ERASE_MPIRUN
 # shellcheck source=tests/apps/daily-days.sh
 . "${srcdir:-.}/tests/apps/daily-days.sh"
-days=$dir/days
-daily_days "$days" "${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv"
+daily_test_setup 18
 cp "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc;
 # $extra: more erase-train options
@@ -43,11 +31,6 @@ day() {
         --eval-rows 300 --checkpoint-every 5 "$@" -- --batch 64 ${extra:-} >"$dir/out" 2>&1
     rc=$?
 }
-# record WORK N KEY: the value of KEY in day N's record of WORK/metrics/days.jsonl
-record() { grep "^{\"day\":$2," "$1/metrics/days.jsonl" | sed -n "s/.*\"$3\":\"\\{0,1\\}\\([^,\"]*\\).*/\\1/p"; }
-# params FILE: the /params datasets of a model as h5dump prints them
-params() { h5dump -g /params "$1" | tail -n +2; }
-last() { tail -n 1 "$dir/out"; }
 w=$dir/work
 
 day 1 "$w"
@@ -109,13 +92,6 @@ tap $? "jobs/plot --list: NE per day, 3 days, the last day's NE"
 tap_report "$dir/plot"
 
 # ---- bad input: one line each, nothing published ------------------------------------
-# bad WHAT WANT: the last line is WANT, status 1, no model or record made in $b
-bad() {
-    [ $rc = 1 ] && [ "$(last)" = "$2" ] && [ ! -e "$b/metrics/days.jsonl" ] &&
-        [ -z "$(find "$b" -name "day-$n.h5" 2>/dev/null)" ]
-    tap $? "$1: status $rc, one line: $2"
-    [ $rc = 1 ] || tap_report "$dir/out"
-}
 b=$dir/bad
 day 3 "$b" --days-dir "$dir/nowhere"
 bad "the days' directory missing" "jobs/daily: --days-dir $dir/nowhere: no such directory"

@@ -13,6 +13,9 @@ tests_ckpt_shard_rows_SOURCES = tests/ckpt/shard-rows.c
 tests_ckpt_shard_rows_CPPFLAGS = $(AM_CPPFLAGS) $(HDF5_CPPFLAGS) $(MPI_CPPFLAGS)
 tests_ckpt_shard_rows_LDADD = $(ERASE_IO_LIBS) $(ERASE_LIBS)
 tests_ckpt_thread_kill_SOURCES = tests/ckpt/thread-kill.c
+# each rank's peak resident memory, for the checkpoint-loading memory test (issue 35)
+check_PROGRAMS += tests/ckpt/peak-rss
+tests_ckpt_peak_rss_SOURCES = tests/ckpt/peak-rss.c
 
 CKPT_TEST_DRIVERS = tests/ckpt/test-kill-resume.sh tests/ckpt/test-resume.sh
 # several --train inputs and --global-batch across rank counts (issue 14)
@@ -23,6 +26,8 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-train-lm.sh
 # --blas-threads: equal BLAS threads make off and graph bitwise equal on any CPU
 CKPT_TEST_DRIVERS += tests/ckpt/test-train-blas-threads.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-eval-only.sh
+# every load of a checkpoint by a run with sharded tables holds its rows only, not whole tables (issue 35)
+CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-load-memory.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-score.sh
 # checkpoints of pipeline stages: bitwise resume, layouts, damaged stage files, SIGUSR1 (issue 16)
 CKPT_TEST_DRIVERS += tests/ckpt/test-pipeline.sh

@@ -101,6 +101,46 @@ static void test_parse_good(void **state)
                   "ffffffff -> fffffffe), missing values, CRLF\n");
 }
 
+/* Random ids of 1 to 8 digits in either case, in every field and at the
+ * line's end, parse to strtoul's values (the 8-digit fast path and the
+ * digit-by-digit loop agree). */
+static void test_parse_random_ids(void **state)
+{
+    (void)state;
+    uint32_t x = 12345;
+    char text[40][10];
+    const char *fields[40];
+    for (int line = 0; line < 2000; line++) {
+        for (int i = 0; i < 40; i++)
+            fields[i] = good_fields[i];
+        for (int k = 0; k < 26; k++) {
+            x = x * 1664525u + 1013904223u;
+            int digits = 1 + (int)(x >> 29); /* 1..8, 8 the most common */
+            digits = digits < 5 ? 8 : digits;
+            for (int d = 0; d < digits; d++) {
+                x = x * 1664525u + 1013904223u;
+                text[14 + k][d] = "0123456789abcdefABCDEF"[(x >> 24) % 22];
+            }
+            text[14 + k][digits] = '\0';
+            fields[14 + k] = text[14 + k];
+        }
+        char buf[1024];
+        size_t n = 0;
+        for (int i = 0; i < 40; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "\t" : "", fields[i]);
+        erase_criteo_row_t row;
+        char why[256];
+        assert_int_equal(erase_criteo_parse_line(buf, n, '\t', &row, why, sizeof why), ERASE_CRITEO_OK);
+        for (int k = 0; k < 26; k++) {
+            uint32_t want = (uint32_t)strtoul(fields[14 + k], NULL, 16);
+            want = want == ERASE_CTR_SPARSE_MISSING ? ERASE_CTR_SPARSE_FFFFFFFF : want;
+            if (row.sparse[k] != want)
+                fail_msg("line %d: C%d '%s' parsed as %08x", line, k + 1, fields[14 + k], row.sparse[k]);
+        }
+    }
+    print_message("2000 lines of random 1-8 digit ids (both cases) equal strtoul's values\n");
+}
+
 typedef struct {
     char sep;
     int field;          /* replace field `field` (-1: none) by `value` */
@@ -129,6 +169,11 @@ static const bad_case_t bad_cases[] = {
       "field I5: value out of range -2147483648..2147483647, got '99999999999'" },
     { '\t', 2, "2147483648", 40, ERASE_CRITEO_BAD_RANGE,
       "field I2: value out of range -2147483648..2147483647, got '2147483648'" },
+    /* 8 bytes, the last not a hex digit; 9 digits, the last field (the 8-digit fast path's edges) */
+    { '\t', 16, "0123456g", 40, ERASE_CRITEO_BAD_HEX,
+      "field C3: expected a hexadecimal id of up to 8 digits, got '0123456g'" },
+    { '\t', 39, "abcdef01a", 40, ERASE_CRITEO_BAD_RANGE,
+      "field C26: value out of range (more than 32 bits), got 'abcdef01a'" },
     { '\t', 18, "zz12", 40, ERASE_CRITEO_BAD_HEX,
       "field C5: expected a hexadecimal id of up to 8 digits, got 'zz12'" },
     { '\t', 14, "0x1234", 40, ERASE_CRITEO_BAD_HEX,
@@ -616,6 +661,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_random_ids),
         cmocka_unit_test(test_parse_bad_messages),
         cmocka_unit_test(test_convert_kaggle),
         cmocka_unit_test(test_csv_equals_tsv),

@@ -1,6 +1,7 @@
 /*
  * Multi-hot CTR data (issue 35): the parser's lists of ids and their bad
- * forms (exact messages); shards of format erase-ctr-2 written through the
+ * forms (exact messages); the statistics of one-hot rows with and without
+ * lengths; shards of format erase-ctr-2 written through the
  * dataset writer (a shard that starts one-hot switches when the first list
  * comes; the shards after it start as version 2) and read back exactly
  * (lengths, ids, max_hotness); the reader's layout for a model's hotness
@@ -12,6 +13,7 @@
  * and read back exactly, and a one-hot TSV still converted as version 1.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +29,7 @@
 #include "io/ctr_dataset_write.h"
 #include "io/ctr_reader.h"
 #include "io/ctr_shard.h"
+#include "io/ctr_stats.h"
 #include "lib/nn/model_config.h"
 #include "tests/io/io_util.h"
 
@@ -377,7 +380,7 @@ static void test_capacity_refusal(void **state)
     char want[4400];
     snprintf(want, sizeof want,
              "%s: feature C21 has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 50 "
-             "(the model file's hotness)",
+             "(a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, shard0_max(20));
     assert_string_equal(erase_error_reason(), want);
     /* one-hot capacities: the first feature with lists */
@@ -387,7 +390,7 @@ static void test_capacity_refusal(void **state)
         f1++;
     snprintf(want, sizeof want,
              "%s: feature C%d has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 1 "
-             "(the model file's hotness)",
+             "(a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, f1 + 1, shard0_max(f1));
     assert_string_equal(erase_error_reason(), want);
     /* row by row (a shard whose attribute would lie): the first row over */
@@ -400,7 +403,7 @@ static void test_capacity_refusal(void **state)
     uint32_t *padded = malloc(sizeof *padded * SHARD_ROWS * 214), *len = malloc(sizeof *len * SHARD_ROWS * F);
     assert_int_equal(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, hot, 214 - 50, padded, len), ERASE_ERR_FORMAT);
     snprintf(want, sizeof want,
-             "%s: row %" PRId64 " feature C21 has %" PRIu32 " ids, more than its hotness 50 (the model file's hotness)",
+             "%s: row %" PRId64 " feature C21 has %" PRIu32 " ids, more than its hotness 50 (a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, bad, g.lengths[bad * F + 20]);
     assert_string_equal(erase_error_reason(), want);
     MUST(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, mlperf, 214, padded, len));
@@ -481,10 +484,54 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Statistics of one id a feature: without lengths (the converter's
+ * one-hot path) the same as with lengths of 1, and the values by hand:
+ * missing ids counted and left out of the range, NaN dense values too. */
+static void test_stats_one_hot(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    uint8_t label[N] = { 1, 0, 1 };
+    float dense[N * 13];
+    uint32_t ids[N * F], ones[N * F];
+    for (int i = 0; i < N * 13; i++)
+        dense[i] = (float)(i % 7) - 2.0f;
+    dense[13 + 4] = NAN;
+    for (int i = 0; i < N * F; i++) {
+        ids[i] = 0x1000u * (uint32_t)(i % F) + (uint32_t)(i / F);
+        ones[i] = 1;
+    }
+    ids[0] = MISSING;                 /* C1 row 0 */
+    ids[F + 2] = ids[2 * F + 2] = MISSING; /* C3 rows 1, 2 */
+    ids[2] = 0xFFFFFFFEu;             /* C3 row 0: the largest id present */
+    erase_ctr_stats_t a, b;
+    erase_ctr_stats_init(&a);
+    erase_ctr_stats_init(&b);
+    erase_ctr_stats_add_ids(&a, N, label, dense, NULL, ids);
+    erase_ctr_stats_add_ids(&b, N, label, dense, ones, ids);
+    assert_memory_equal(&a, &b, sizeof a);
+    assert_int_equal(a.rows, 3);
+    assert_int_equal(a.clicks, 2);
+    assert_int_equal(a.dense_missing[4], 1);
+    assert_int_equal(a.sparse_missing[0], 1);
+    assert_int_equal(a.missing_rows[0], 1);
+    assert_int_equal(a.sparse_min[0], 1);
+    assert_int_equal(a.sparse_max[0], 2);
+    assert_int_equal(a.sparse_missing[2], 2);
+    assert_int_equal(a.sparse_min[2], 0xFFFFFFFEu);
+    assert_int_equal(a.sparse_max[2], 0xFFFFFFFEu);
+    assert_int_equal(a.sparse_ids[5], 3);
+    assert_int_equal(a.hot_max[5], 1);
+    assert_int_equal(a.sparse_min[5], 0x5000);
+    assert_int_equal(a.sparse_max[5], 0x5002);
+    print_message("one-hot statistics: without lengths equal with lengths of 1, and by hand\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_lists),
+        cmocka_unit_test(test_stats_one_hot),
         cmocka_unit_test(test_write_read_ids),
         cmocka_unit_test(test_reader_layout),
         cmocka_unit_test(test_capacity_refusal),
