@@ -42,7 +42,8 @@ static erase_status_t ctr_open(void *ctx, const char *path, void **out)
         if (most[f] > r->hotness[f])
             st = ERASE_ERROR(ERASE_ERR_FORMAT,
                              "%s: feature C%d has up to %" PRIu32 " ids a sample (attribute max_hotness), more than "
-                             "its hotness %" PRIu32 " (the model file's hotness)",
+                             "its hotness %" PRIu32
+                             " (a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
                              path, f + 1, most[f], r->hotness[f]);
     if (st != ERASE_OK) {
         ctr_close(r);

@@ -17,10 +17,10 @@
  * A version 1 shard reads as one id per feature. A shard whose attribute
  * max_hotness exceeds a capacity is refused when the reader opens it
  * (ERASE_ERR_FORMAT "F: feature C21 has up to 120 ids a sample (attribute
- * max_hotness), more than its hotness 100 (the model file's hotness)"); a
+ * max_hotness), more than its hotness 100 (a model file's hotness = [26 capacities] or "mlperf" raises it)"); a
  * row with more ids than its capacity (a shard whose attribute lies) fails
  * the read (erase_ctr_shard_read_padded: "F: row 17 feature C21 has 120
- * ids, more than its hotness 100 (the model file's hotness)"). Sample order,
+ * ids, more than its hotness 100 (a model file's hotness = [26 capacities] or "mlperf" raises it)"). Sample order,
  * rank split and cursor are the reader's (io/reader.h), whatever the
  * capacities and versions. A shuffle pool holds its rows padded: K *
  * block_rows * (4 H + 4 * 26 + 53) bytes, 66 MB with the default pools and

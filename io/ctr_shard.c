@@ -357,7 +357,8 @@ erase_status_t erase_ctr_shard_read_padded(erase_ctr_shard_t *s, int64_t begin, 
             if (n[f] > hotness[f]) {
                 st = ERASE_ERROR(ERASE_ERR_FORMAT,
                                  "%s: row %" PRId64 " feature C%d has %" PRIu32
-                                 " ids, more than its hotness %" PRIu32 " (the model file's hotness)",
+                                 " ids, more than its hotness %" PRIu32
+                                 " (a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
                                  s->path, begin + i, f + 1, n[f], hotness[f]);
                 break;
             }

@@ -167,7 +167,7 @@ erase_status_t erase_ctr_shard_read_ids(erase_ctr_shard_t *shard, int64_t begin,
  * erase_ctr_shard_read_ids, ERASE_ERR_INVALID (width is not the sum of
  * hotness, a hotness of 0), and ERASE_ERR_FORMAT naming the shard, row
  * and feature of the first row with more ids than its capacity:
- *   "F: row 17 feature C21 has 120 ids, more than its hotness 100 (the model file's hotness)"
+ *   "F: row 17 feature C21 has 120 ids, more than its hotness 100 (a model file's hotness = [26 capacities] or "mlperf" raises it)"
  */
 erase_status_t erase_ctr_shard_read_padded(erase_ctr_shard_t *shard, int64_t begin, int64_t count,
                                            const uint32_t *hotness, int64_t width, uint32_t *padded, uint32_t *len);

@@ -126,4 +126,13 @@ void bench_block_times_free(bench_block_times_t *bt);
  * -1 for another model. */
 double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b);
 
+/* GEMM floating-point operations of a whole training step on `batch`
+ * samples: the sum of bench_block_gemm_flop for ctr and mlp; for dcn
+ * without cuts its dense arch (no input gradient for the dense features),
+ * the cross layers' projections (low rank: V [r, W] then W [W, r]; full
+ * rank: [W, W], W = 27 D) and the over arch, 2 x multiply-adds of the
+ * forward, weight and input gradients (docs/models.md, dcn). -1 for
+ * another model or dcn with cuts (its local heads are not counted). */
+double bench_step_gemm_flop(const erase_model_config_t *c, int batch);
+
 #endif

@@ -348,6 +348,8 @@ double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b)
 {
     double B = batch;
     if (c->kind == ERASE_MODEL_CTR) {
+        /* a head where the next boundary is a cut, and on the last block (docs/models.md) */
+        int head = b == c->ctr.subarchs || ((c->cut_mask >> (b + 1)) & 1);
         if (b == 0) { /* bottom MLP and the input head */
             double f = 0;
             int in = ERASE_CTR_DENSE;
@@ -355,11 +357,11 @@ double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b)
                 f += 2 * B * in * c->ctr.bottom_mlp[i] * (i == 0 ? 2 : 3);
                 in = c->ctr.bottom_mlp[i];
             }
-            return f + 2 * B * (c->ctr.embedding_dim + 27 * 26 / 2) * 1 * 3;
+            return f + head * 2 * B * (c->ctr.embedding_dim + 27 * 26 / 2) * 1 * 3;
         }
         int in = b == 1 ? c->ctr.embedding_dim + 27 * 26 / 2 : c->ctr.subarch_width, w = c->ctr.subarch_width;
         int cut = (c->cut_mask >> b) & 1;
-        return 2 * B * in * w * (cut ? 2 : 3) + 2 * B * w * w * 3 + 2 * B * w * 1 * 3;
+        return 2 * B * in * w * (cut ? 2 : 3) + 2 * B * w * w * 3 + head * 2 * B * w * 1 * 3;
     }
     if (c->kind == ERASE_MODEL_MLP) {
         int in = b == 0 ? c->mlp.inputs : c->mlp.hidden[b - 1], h = c->mlp.hidden[b];
@@ -373,4 +375,41 @@ int bench_bad_option(const char *command, const char *name, const char *text, co
 {
     fprintf(stderr, "erase-bench %s: --%s %s: expected %s\n", command, name, text, what);
     return 2;
+}
+
+/* 2 B in out multiply-adds per GEMM: forward, weight gradient and (with
+ * `dx`) input gradient. */
+static double linear_flop(double batch, double in, double out, int dx)
+{
+    return 2 * batch * in * out * (dx ? 3 : 2);
+}
+
+double bench_step_gemm_flop(const erase_model_config_t *c, int batch)
+{
+    if (c->kind != ERASE_MODEL_DCN) {
+        double f = 0;
+        for (int b = 0; b < erase_model_config_blocks(c); b++) {
+            double fb = bench_block_gemm_flop(c, batch, b);
+            if (fb < 0)
+                return -1;
+            f += fb;
+        }
+        return f;
+    }
+    if (c->cut_mask)
+        return -1;
+    double f = 0, width = 27.0 * c->ctr.embedding_dim, r = c->dcn.cross_rank;
+    int in = ERASE_CTR_DENSE;
+    for (int i = 0; i < c->ctr.bottom_layers; i++) { /* the dense arch: no input gradient for the features */
+        f += linear_flop(batch, in, c->ctr.bottom_mlp[i], i > 0);
+        in = c->ctr.bottom_mlp[i];
+    }
+    for (int l = 0; l < c->dcn.cross_layers; l++) /* V then W (low rank), or the W x W kernel */
+        f += r > 0 ? 2 * linear_flop(batch, width, r, 1) : linear_flop(batch, width, width, 1);
+    double prev = width;
+    for (int j = 0; j < c->dcn.top_layers; j++) {
+        f += linear_flop(batch, prev, c->dcn.top_mlp[j], 1);
+        prev = c->dcn.top_mlp[j];
+    }
+    return f;
 }

@@ -35,15 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* GEMM floating-point operations of one training step (bench.h). */
-static double step_gemm_flop(const erase_model_config_t *c, int batch)
-{
-    double f = 0;
-    for (int b = 0; b < erase_model_config_blocks(c); b++)
-        f += bench_block_gemm_flop(c, batch, b);
-    return f;
-}
-
 /* SGEMM GFLOP/s of 1024^3 on the device's current thread count: the
  * spread of 5 samples of 3 products each (erase_device_sgemm_peak). */
 static bench_spread_t sgemm_peak(erase_device_t *dev, erase_stream_t *s)
@@ -466,7 +457,7 @@ int bench_model(int argc, char **argv)
                 double p50 = erase_quantile(qps, (size_t)steps, 0.5), p90 = erase_quantile(qps, (size_t)steps, 0.9);
                 bench_spread_t sp = bench_spread(ms, (size_t)steps);
                 double step_ms = sp.median;
-                double gf = step_gemm_flop(&cfg, batches[bi]) / (step_ms * 1e-3) / 1e9;
+                double gf = bench_step_gemm_flop(&cfg, batches[bi]) / (step_ms * 1e-3) / 1e9;
                 double tq = torch ? torch_point(python, script, m == 0 ? "ctr" : "mlp", batches[bi], threads[t], steps, kind) : 0;
                 char tcol[32] = "-", rcol[32] = "-";
                 if (tq > 0) {

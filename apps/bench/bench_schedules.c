@@ -7,7 +7,11 @@
  * paper), the ratio to off, the overlap fraction (share of backward time
  * that ran while a forward ran, from a traced run) and the BLAS threads per
  * stream, and each mode's step time (min, median, max; a warning when they
- * spread too far). The modes run interleaved, a step of each in turn, so a
+ * spread too far). `--model dcn` is MLPerf's DLRM-DCNv2 (docs/models.md,
+ * no cuts: TorchRec's DLRM_DCN), `dcn-cuts` the same with the ERASE paper's
+ * six detached dense sub-architectures (cuts 1-6); `--table-rows N` sets
+ * every table of ctr and dcn to N rows, `--threads N` the cores a rank
+ * uses (default: the host's online cores over its local ranks). The modes run interleaved, a step of each in turn, so a
  * busy spell of the machine cannot favour one of them. Each step is timed
  * from issue to completion. Run it under `mpirun -np N` for data
  * parallelism (global batch = N x batch).
@@ -195,8 +199,9 @@ done:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all|gpt|nanochat]\n"
-               "          [--batch LIST] [--modes LIST] [--steps N] [--warmup N]\n"
+    fprintf(f, "usage: [mpirun -np N] erase-bench schedules [--model ctr|ctr-nocuts|mlp|all|gpt|nanochat|dcn|\n"
+               "          dcn-cuts] [--batch LIST] [--modes LIST] [--steps N] [--warmup N]\n"
+               "          [--threads N] [--table-rows N]\n"
                "          [--widths LIST] [--context T]\n"
                "          [--feasibility [--data DIR]] [--device cpu|cuda] [--gemm fp32|tf32|bf16]\n"
                "  --feasibility  the ERASE paper's MLP table (--batch 64,256,1024 unless given);\n"
@@ -206,6 +211,9 @@ static void usage(FILE *f)
                "                 width / 64, vocab 256) at each of --widths (default 64,128,384) and\n"
                "                 --batch (sequences of --context tokens; defaults 2,8,32 and 64);\n"
                "                 QPS = sequences/s; --steps 10 --warmup 3 unless given\n"
+               "  --model dcn    MLPerf's DLRM-DCNv2 (jobs/dcn.cfg's sizes, no cuts); dcn-cuts: cuts 1-6\n"
+               "  --threads N    cores (BLAS threads) per rank; default the host's over its local ranks\n"
+               "  --table-rows N every embedding table of ctr and dcn N rows (default 10007)\n"
                "  --model nanochat  the same for the two-cut nanochat (4 layers cut at 1 and 3: three\n"
                "                 sub-graphs; heads = ceil(width / 128), vocab 256)\n"
                "  defaults: --model all (ctr, ctr-nocuts, mlp) --batch 64,256,1024,4096\n"
@@ -370,7 +378,8 @@ int bench_schedules(int argc, char **argv)
 {
     const char *models = "all", *batch_text = NULL, *mode_text = "off,blocking,async,graph";
     const char *device = "cpu", *gemm = "fp32", *data = NULL, *width_text = "64,128,384";
-    int steps = -1, warmup = -1, feas = 0, context = 64;
+    int steps = -1, warmup = -1, feas = 0, context = 64, threads = 0;
+    long table_rows = 0;
     static const struct option opts[] = { { "model", required_argument, 0, 'm' },
                                           { "batch", required_argument, 0, 'b' },
                                           { "modes", required_argument, 0, 'o' },
@@ -382,6 +391,8 @@ int bench_schedules(int argc, char **argv)
                                           { "gemm", required_argument, 0, 'g' },
                                           { "widths", required_argument, 0, 'W' },
                                           { "context", required_argument, 0, 'T' },
+                                          { "threads", required_argument, 0, 'j' },
+                                          { "table-rows", required_argument, 0, 'R' },
                                           { "help", no_argument, 0, 'h' },
                                           { 0, 0, 0, 0 } };
     for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
@@ -397,6 +408,8 @@ int bench_schedules(int argc, char **argv)
         case 'g': gemm = optarg; break;
         case 'W': width_text = optarg; break;
         case 'T': context = atoi(optarg); break;
+        case 'j': threads = atoi(optarg); break;
+        case 'R': table_rows = atol(optarg); break;
         case 'h': usage(stdout); return 0;
         default: return cli_option_error("erase-bench schedules", c, argv, opts);
         }
@@ -435,9 +448,14 @@ int bench_schedules(int argc, char **argv)
     }
     free(mlist);
     if (strcmp(models, "all") && strcmp(models, "ctr") && strcmp(models, "ctr-nocuts") && strcmp(models, "mlp") &&
-        !lm) {
-        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp, all, gpt or nanochat\n",
-                models);
+        strcmp(models, "dcn") && strcmp(models, "dcn-cuts") && !lm) {
+        fprintf(stderr, "erase-bench schedules: --model %s: expected ctr, ctr-nocuts, mlp, all, gpt, nanochat, dcn "
+                "or dcn-cuts\n", models);
+        return 2;
+    }
+    if (threads < 0 || table_rows < 0 || table_rows == 1 || table_rows > INT32_MAX) {
+        fprintf(stderr, "erase-bench schedules: --threads %d --table-rows %ld: expected threads >= 1 and rows "
+                "2 .. %d\n", threads, table_rows, INT32_MAX);
         return 2;
     }
     if (lm && (nw <= 0 || context < 1 || feas)) {
@@ -466,7 +484,7 @@ int bench_schedules(int argc, char **argv)
     dopt.kind = kind;
     dopt.gemm = precision;
     dopt.ordinal = world.local_rank;                 /* CUDA: one GPU per rank of a host */
-    dopt.cores = erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
+    dopt.cores = threads ? threads : erase_world_cores_per_rank(&world); /* ranks on one host share its cores */
     if (!(dev = bench_open_device("schedules", &dopt, 0))) { /* every rank fails alike */
         erase_world_finalize();
         return 1;
@@ -497,16 +515,21 @@ int bench_schedules(int argc, char **argv)
     if (root)
         printf("%-13s %6s %-9s %12s %12s %8s %8s %8s %8s %8s %8s %8s\n", "model", "batch", "mode", "qps_p50",
                "qps_p90", "x_off", "x_off90", "min_ms", "step_ms", "max_ms", "overlap", "threads");
-    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt", "nanochat" };
+    static const char *const names[] = { "ctr", "ctr-nocuts", "mlp", "gpt", "nanochat", "dcn", "dcn-cuts" };
     static const erase_model_kind_t kinds[] = { ERASE_MODEL_CTR, ERASE_MODEL_CTR, ERASE_MODEL_MLP, ERASE_MODEL_GPT,
-                                                ERASE_MODEL_NANOCHAT };
-    for (int m = 0; m < 5; m++) {
+                                                ERASE_MODEL_NANOCHAT, ERASE_MODEL_DCN, ERASE_MODEL_DCN };
+    for (int m = 0; m < 7; m++) {
         int m_lm = kinds[m] == ERASE_MODEL_GPT || kinds[m] == ERASE_MODEL_NANOCHAT;
-        if (lm || m_lm ? strcmp(models, names[m]) : strcmp(models, "all") && strcmp(models, names[m]))
+        int m_dcn = kinds[m] == ERASE_MODEL_DCN; /* only when named, as the language models */
+        if (lm || m_lm || m_dcn ? strcmp(models, names[m]) : strcmp(models, "all") && strcmp(models, names[m]))
             continue;
         erase_model_config_t cfg = erase_model_config_default(kinds[m]);
         if (m == 1)
             cfg.cut_mask = 0;
+        if (m == 6) /* the ERASE paper's six detached dense sub-architectures (docs/models.md) */
+            cfg.cut_mask = 0x7e;
+        for (int f = 0; f < ERASE_CTR_FIELDS && table_rows && !m_lm && kinds[m] != ERASE_MODEL_MLP; f++)
+            cfg.ctr.table_rows[f] = (uint32_t)table_rows;
         for (int wi = 0; wi < (m_lm ? nw : 1); wi++) {
             char name[32];
             snprintf(name, sizeof name, "%s", names[m]);
@@ -514,6 +537,10 @@ int bench_schedules(int argc, char **argv)
                 cfg = lm_config(kinds[m], widths[wi], context);
                 snprintf(name, sizeof name, "%s/w%d", names[m], widths[wi]);
             }
+            double gemm_flop = bench_step_gemm_flop(&cfg, 1);
+            if (root && gemm_flop > 0 && (m == 1 || m >= 5))
+                printf("# %s: GEMM FLOP per sample %.0f (forward, weight and input gradients; "
+                       "bench_step_gemm_flop)\n", name, gemm_flop);
             for (int bi = 0; bi < nb; bi++)
                 schedules_point(dev, dp, &cfg, name, batches[bi], modes, nmodes, steps, warmup, root);
         }

@@ -253,7 +253,7 @@ static erase_status_t compare(erase_model_config_t a, erase_model_config_t b, co
             size_t i = 0;
             while (ta[i] && ta[i] == tb[i])
                 i++;
-            char sa[96], sb[96];
+            char sa[400], sb[400]; /* a whole line: 26 table sizes fit */
             setting_at(ta, ta + i, sa, sizeof sa);
             setting_at(tb, tb + i, sb, sizeof sb);
             size_t used = strlen(was);
@@ -270,7 +270,7 @@ static erase_status_t compare(erase_model_config_t a, erase_model_config_t b, co
 erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const erase_model_config_t *asked,
                                      const char *given, const char *path)
 {
-    char was[256], is[256];
+    char was[600], is[600];
     int differ;
     ERASE_CHECK(compare(*had, *asked, path, &differ, was, is, sizeof was));
     if (!differ)
@@ -282,7 +282,7 @@ erase_status_t train_ckpt_model_same(const erase_model_config_t *had, const eras
 erase_status_t train_ckpt_model_yield(const erase_model_config_t *had, const erase_model_config_t *asked,
                                       const char *given, const char *path, int root, const char *doing)
 {
-    char was[256], is[256];
+    char was[600], is[600];
     int differ;
     ERASE_CHECK(compare(*had, *asked, path, &differ, was, is, sizeof was));
     if (differ && root) {

@@ -110,3 +110,7 @@ EXTRA_DIST += tests/apps/test-sample.sh
 TESTS += tests/apps/test-tensorboard.sh
 EXTRA_DIST += tests/apps/test-tensorboard.sh
 EXTRA_DIST += tests/apps/metrics-runs.sh
+
+# erase-bench schedules --model dcn: its GEMM FLOP count, --threads, 2 ranks, errors; TorchRec's DLRM_DCN sizes with $TORCHREC_PYTHON (issue 36)
+TESTS += tests/apps/test-bench-dcn.sh
+EXTRA_DIST += tests/apps/test-bench-dcn.sh

@@ -380,7 +380,7 @@ static void test_capacity_refusal(void **state)
     char want[4400];
     snprintf(want, sizeof want,
              "%s: feature C21 has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 50 "
-             "(the model file's hotness)",
+             "(a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, shard0_max(20));
     assert_string_equal(erase_error_reason(), want);
     /* one-hot capacities: the first feature with lists */
@@ -390,7 +390,7 @@ static void test_capacity_refusal(void **state)
         f1++;
     snprintf(want, sizeof want,
              "%s: feature C%d has up to %" PRIu32 " ids a sample (attribute max_hotness), more than its hotness 1 "
-             "(the model file's hotness)",
+             "(a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, f1 + 1, shard0_max(f1));
     assert_string_equal(erase_error_reason(), want);
     /* row by row (a shard whose attribute would lie): the first row over */
@@ -403,7 +403,7 @@ static void test_capacity_refusal(void **state)
     uint32_t *padded = malloc(sizeof *padded * SHARD_ROWS * 214), *len = malloc(sizeof *len * SHARD_ROWS * F);
     assert_int_equal(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, hot, 214 - 50, padded, len), ERASE_ERR_FORMAT);
     snprintf(want, sizeof want,
-             "%s: row %" PRId64 " feature C21 has %" PRIu32 " ids, more than its hotness 50 (the model file's hotness)",
+             "%s: row %" PRId64 " feature C21 has %" PRIu32 " ids, more than its hotness 50 (a model file's hotness = [26 capacities] or \"mlperf\" raises it)",
              shard0, bad, g.lengths[bad * F + 20]);
     assert_string_equal(erase_error_reason(), want);
     MUST(erase_ctr_shard_read_padded(sh, 0, SHARD_ROWS, mlperf, 214, padded, len));
