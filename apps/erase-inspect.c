@@ -615,6 +615,10 @@ static int cmd_ckpt(int argc, char **argv)
                m->embeddings);
     else
         printf("  embeddings  replicated\n");
+    if (m->data_vocab && *m->data_vocab) /* ctr and dcn checkpoints of this erase or later */
+        printf("  data vocab  %s\n", strcmp(m->data_vocab, ERASE_CKPT_DATA_VOCAB_NONE)
+                                           ? m->data_vocab
+                                           : "none (hashed ids: erase-convert criteo without --vocab)");
     if (m->tokenizer && *m->tokenizer) {
         char id[17];
         erase_tok_tokenizer_identity_of(m->tokenizer, id);

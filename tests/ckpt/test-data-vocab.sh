@@ -8,7 +8,8 @@
 #   large enough for it, the case that used to pass); the tiny ctr of
 #   tests/slurm (26 tables of 1,001 rows: enough for every vocabulary here),
 #   4 steps on 2 ranks.
-#   1 a run on A records A's digest, a run on H records "none";
+#   1 a run on A records A's digest, a run on H records "none", and
+#     erase-inspect ckpt shows each;
 #   2-7 --eval-only, --init-from (train data, eval data), --resume and
 #     erase-score across the two numberings, and A's model onto B;
 #   8 matching data loads as before: --init-from A's checkpoint onto A, and
@@ -46,8 +47,11 @@ run --train "$dir/A" --steps 4 --checkpoint-every 4 --checkpoint-dir "$dir/ca"
 s1=$rc
 run --train "$dir/H" --steps 4 --checkpoint-every 4 --checkpoint-dir "$dir/ch"
 [ $s1 = 0 ] && [ $rc = 0 ] && [ -n "$d2" ] && [ "$(data_vocab "$dir/ca/ckpt-4.h5")" = "$d2" ] &&
-    [ "$(data_vocab "$dir/ch/ckpt-4.h5")" = none ]
-tap $? "the checkpoint of a run on A records /meta data_vocab $d2 (A's vocabulary), of a run on H \"none\""
+    [ "$(data_vocab "$dir/ch/ckpt-4.h5")" = none ] &&
+    apps/erase-inspect ckpt "$dir/ca/ckpt-4.h5" | grep -qxF "  data vocab  $d2" &&
+    apps/erase-inspect ckpt "$dir/ch/ckpt-4.h5" |
+    grep -qxF "  data vocab  none (hashed ids: erase-convert criteo without --vocab)"
+tap $? "the checkpoint of a run on A records /meta data_vocab $d2 (A's vocabulary), of a run on H \"none\"; erase-inspect ckpt shows both"
 ca=$dir/ca/ckpt-4.h5 ch=$dir/ch/ckpt-4.h5
 hashed="$dir/H was converted without a vocabulary (hashed ids): ids would mean other rows"
 
