@@ -176,7 +176,7 @@ tap $? "erase-convert synth under nohup, SIGHUP: ignored, the conversion complet
 
 apps/erase-bench schedules --model foo >/dev/null 2>"$dir/err"
 rc=$?
-expect 2 "$dir/err" "erase-bench schedules: --model foo: expected ctr, ctr-nocuts, mlp, all, gpt or nanochat"
+expect 2 "$dir/err" "erase-bench schedules: --model foo: expected ctr, ctr-nocuts, mlp, all, gpt, nanochat, dcn or dcn-cuts"
 tap $? "erase-bench schedules --model foo: usage error (status $rc) listing the models"
 
 apps/erase-bench model --model gpt --size 2,16,3,8,32 >/dev/null 2>"$dir/err"
