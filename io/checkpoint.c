@@ -35,6 +35,15 @@ uint64_t erase_ckpt_fnv1a64(const void *data, size_t bytes)
 
 const char *ckpt_nz(const char *s) { return s ? s : ""; }
 
+/* "<name>=<length>:<value>\n" added to the sum h. */
+static uint64_t fnv_add_string(uint64_t h, const char *name, const char *value)
+{
+    char head[96];
+    size_t len = strlen(value);
+    h = ckpt_fnv_add(h, head, (size_t)snprintf(head, sizeof head, "%s=%zu:", name, len));
+    return ckpt_fnv_add(ckpt_fnv_add(h, value, len), "\n", 1);
+}
+
 uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
 {
     const struct {
@@ -62,27 +71,18 @@ uint64_t erase_ckpt_meta_fnv1a64(const erase_ckpt_meta_t *m)
     uint32_t bits;
     memcpy(&bits, &m->clock_lr, sizeof bits);
     h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "optim.lr=%08" PRIx32 "\n", bits));
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-        const char *v = ckpt_nz(strs[i].value);
-        size_t len = strlen(v);
-        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "%s=%zu:", strs[i].name, len));
-        h = ckpt_fnv_add(ckpt_fnv_add(h, v, len), "\n", 1);
-    }
-    if (m->embeddings && *m->embeddings) { /* only then: the files written before it keep their sum */
-        size_t len = strlen(m->embeddings);
-        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.embeddings=%zu:", len));
-        h = ckpt_fnv_add(ckpt_fnv_add(h, m->embeddings, len), "\n", 1);
-    }
-    if (m->tokenizer && *m->tokenizer) { /* likewise */
-        size_t len = strlen(m->tokenizer);
-        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.tokenizer=%zu:", len));
-        h = ckpt_fnv_add(ckpt_fnv_add(h, m->tokenizer, len), "\n", 1);
-    }
-    if (m->data_vocab && *m->data_vocab) { /* likewise */
-        size_t len = strlen(m->data_vocab);
-        h = ckpt_fnv_add(h, line, (size_t)snprintf(line, sizeof line, "meta.data_vocab=%zu:", len));
-        h = ckpt_fnv_add(ckpt_fnv_add(h, m->data_vocab, len), "\n", 1);
-    }
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        h = fnv_add_string(h, strs[i].name, ckpt_nz(strs[i].value));
+    /* the attributes added later, summed only when present: the files
+     * written before each keep their sum */
+    const struct {
+        const char *name, *value;
+    } later[] = { { "meta.embeddings", m->embeddings },
+                  { "meta.tokenizer", m->tokenizer },
+                  { "meta.data_vocab", m->data_vocab } };
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+        if (later[i].value && *later[i].value)
+            h = fnv_add_string(h, later[i].name, later[i].value);
     return h;
 }
 
