@@ -103,43 +103,28 @@ erase_status_t ckpt_read_rows(const erase_ckpt_t *ck, hid_t file, int g, int i, 
 }
 
 
+/* erase_ckpt_stream's fn of erase_ckpt_sum_squares: the squares of the
+ * rows added in order. */
+typedef struct {
+    double ss;
+    int64_t cols;
+} squares_t;
+
+static erase_status_t add_squares(void *ctx, int64_t row0, int64_t n, const float *rows)
+{
+    (void)row0;
+    squares_t *q = ctx;
+    for (int64_t j = 0; j < n * q->cols; j++)
+        q->ss += (double)rows[j] * (double)rows[j];
+    return ERASE_OK;
+}
+
 erase_status_t erase_ckpt_sum_squares(const erase_ckpt_t *ck, erase_ckpt_group_t g, int i, double *out)
 {
-    const erase_ckpt_tensor_t *t = &ck->t[g][i];
-    int64_t cols = ckpt_row_elems(t), rows = t->dims[0];
-    double ss = 0;
-    if (t->data) {
-        int64_t k = rows * cols;
-        for (int64_t j = 0; j < k; j++)
-            ss += (double)t->data[j] * (double)t->data[j];
-        *out = ss;
-        return ERASE_OK;
-    }
-    int64_t chunk = (int64_t)(CKPT_STREAM_BYTES / (sizeof(float) * (size_t)(cols ? cols : 1)));
-    chunk = chunk < 1 ? 1 : chunk;
-    float *buf = malloc(sizeof(float) * (size_t)cols * (size_t)chunk);
-    if (!buf)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory to read %s", ck->path, t->name);
-    erase_status_t st = ERASE_OK;
-    erase_h5_enter();
-    hid_t file = H5Fopen(ck->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0) {
-        char detail[256];
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s: cannot open as HDF5 to read %s: %s", ck->path, t->name,
-                         erase_h5_detail(detail, sizeof detail));
-    }
-    for (int64_t at = 0; st == ERASE_OK && at < rows; at += chunk) {
-        int64_t k = rows - at < chunk ? rows - at : chunk;
-        if ((st = ckpt_read_rows(ck, file, g, i, at, k, buf)) != ERASE_OK)
-            break;
-        for (int64_t j = 0; j < k * cols; j++) /* in order: the sum of a loaded tensor's, bitwise */
-            ss += (double)buf[j] * (double)buf[j];
-    }
-    if (file >= 0)
-        H5Fclose(file);
-    erase_h5_leave();
-    free(buf);
-    *out = ss;
+    /* in order, block by block: a loaded tensor's sum and a streamed one's are the same, bitwise */
+    squares_t q = { 0, ckpt_row_elems(&ck->t[g][i]) };
+    erase_status_t st = erase_ckpt_stream(ck, g, i, add_squares, &q);
+    *out = q.ss;
     return st;
 }
 
