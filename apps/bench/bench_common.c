@@ -344,29 +344,37 @@ void bench_block_times_free(bench_block_times_t *bt)
     bt->forward = bt->backward = bt->update = bt->boundary_bytes = NULL;
 }
 
+/* 2 B in out multiply-adds per GEMM: forward, weight gradient and (with
+ * `dx`) input gradient. */
+static double linear_flop(double batch, double in, double out, int dx)
+{
+    return 2 * batch * in * out * (dx ? 3 : 2);
+}
+
 double bench_block_gemm_flop(const erase_model_config_t *c, int batch, int b)
 {
-    double B = batch;
     if (c->kind == ERASE_MODEL_CTR) {
         /* a head where the next boundary is a cut, and on the last block (docs/models.md) */
         int head = b == c->ctr.subarchs || ((c->cut_mask >> (b + 1)) & 1);
-        if (b == 0) { /* bottom MLP and the input head */
+        int interaction = c->ctr.embedding_dim + 27 * 26 / 2;
+        if (b == 0) { /* bottom MLP (no input gradient for the features) and the input head */
             double f = 0;
             int in = ERASE_CTR_DENSE;
             for (int i = 0; i < c->ctr.bottom_layers; i++) {
-                f += 2 * B * in * c->ctr.bottom_mlp[i] * (i == 0 ? 2 : 3);
+                f += linear_flop(batch, in, c->ctr.bottom_mlp[i], i > 0);
                 in = c->ctr.bottom_mlp[i];
             }
-            return f + head * 2 * B * (c->ctr.embedding_dim + 27 * 26 / 2) * 1 * 3;
+            return f + (head ? linear_flop(batch, interaction, 1, 1) : 0);
         }
-        int in = b == 1 ? c->ctr.embedding_dim + 27 * 26 / 2 : c->ctr.subarch_width, w = c->ctr.subarch_width;
+        int in = b == 1 ? interaction : c->ctr.subarch_width, w = c->ctr.subarch_width;
         int cut = (c->cut_mask >> b) & 1;
-        return 2 * B * in * w * (cut ? 2 : 3) + 2 * B * w * w * 3 + head * 2 * B * w * 1 * 3;
+        return linear_flop(batch, in, w, !cut) + linear_flop(batch, w, w, 1) +
+               (head ? linear_flop(batch, w, 1, 1) : 0);
     }
     if (c->kind == ERASE_MODEL_MLP) {
         int in = b == 0 ? c->mlp.inputs : c->mlp.hidden[b - 1], h = c->mlp.hidden[b];
         int cut = b == 0 || ((c->cut_mask >> b) & 1);
-        return 2 * B * in * h * (cut ? 2 : 3) + 2 * B * h * c->mlp.classes * 3;
+        return linear_flop(batch, in, h, !cut) + linear_flop(batch, h, c->mlp.classes, 1);
     }
     return -1;
 }
@@ -375,13 +383,6 @@ int bench_bad_option(const char *command, const char *name, const char *text, co
 {
     fprintf(stderr, "erase-bench %s: --%s %s: expected %s\n", command, name, text, what);
     return 2;
-}
-
-/* 2 B in out multiply-adds per GEMM: forward, weight gradient and (with
- * `dx`) input gradient. */
-static double linear_flop(double batch, double in, double out, int dx)
-{
-    return 2 * batch * in * out * (dx ? 3 : 2);
 }
 
 double bench_step_gemm_flop(const erase_model_config_t *c, int batch)

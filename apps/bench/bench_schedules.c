@@ -11,8 +11,9 @@
  * no cuts: TorchRec's DLRM_DCN), `dcn-cuts` the same with six detached
  * dense sub-architectures (cuts 2-7, docs/models.md); `--table-rows N` sets
  * every table of ctr and dcn to N rows, `--threads N` the cores a rank
- * uses (default: the host's online cores over its local ranks). The modes run interleaved, a step of each in turn, so a
- * busy spell of the machine cannot favour one of them. Each step is timed
+ * uses (default: the host's online cores over its local ranks). The modes
+ * run interleaved, a step of each in turn, so a busy spell of the machine
+ * cannot favour one of them. Each step is timed
  * from issue to completion. Run it under `mpirun -np N` for data
  * parallelism (global batch = N x batch).
  *
