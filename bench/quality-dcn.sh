@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 36 (quality): eval NE and AUC of dcn (DLRM-DCNv2) with the ERASE
-# paper's six detached dense sub-architectures (--cuts 1,2,3,4,5,6: the
-# three cross layers, the first two over-arch layers, the over arch's rest
-# with the main loss; docs/models.md) against the same dcn without cuts,
+# Issue 36 (quality): eval NE and AUC of dcn (DLRM-DCNv2) with six detached
+# dense sub-architectures cut at 1..6 (the three cross layers, the first
+# two over-arch layers, the over arch's rest with the main loss; the
+# embeddings detached with a head on x0) against the same dcn without cuts,
 # and of ctr with its default cuts (all six) and without, on
 #   (a) a synthetic day shaped like Criteo Terabyte's with a planted model
 #       (erase-convert synth --shape criteo-1tb --scale SCALE --days 2
@@ -18,13 +18,14 @@
 # sub-architectures of width 256. Optimizer, learning rates, schedule and
 # batch are jobs/criteo-sample.run's (AdamW lr 1e-3, embeddings 5e-3,
 # cosine, early backward graph) on 2 ranks; (a) one epoch at a global
-# batch of 512, (b) two at 128. Seeds 1, 2, 3, the four models interleaved
+# batch of 512, (b) two at 128. Seeds 1, 2, 3, the five models interleaved
 # within each seed. Per row: median and min..max of NE and AUC over the
 # seeds; then the NE gap of the cut model over the uncut one (median of the
 # per-seed gaps), next to the ERASE paper's about 1.4%. A fifth row moves
 # dcn's six cuts one boundary on (2..7: the embeddings and the first cross
 # layer one block, trained by that layer's head instead of x0's own), to
-# see how much of the gap is the embeddings' detached head.
+# see how much of the gap is the embeddings' detached head (the placement
+# docs/models.md now recommends, after this comparison).
 # Usage: bench/quality-dcn.sh [BUILD_DIR]   (ROWS=300000 SCALE=0.001)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
