@@ -256,9 +256,9 @@ static erase_status_t pick(train_ckpt_t *ck, int *action, int64_t hdr[8], char p
                    (long long)m->samples_seen, m->clock_lr, m->version, m->world_size, m->world_size == 1 ? "" : "s");
             if (m->dp_size != w->dp_size)
                 printf("note   the checkpoint was written by %d data-parallel rank%s, this run has %d: the data "
-                       "continue from global sample %lld of epoch %lld (the same sample sequence), but the results "
-                       "are not expected to be bitwise equal to a run that kept %d (the gradient reduction "
-                       "changes)\n",
+                       "continue from global sample %lld of epoch %lld (the same sample sequence); the results are "
+                       "bitwise those of a run that kept %d only with the same micro-batches, power-of-two rank "
+                       "counts and no embedding tables (docs/accumulate.md), else they differ in rounding\n",
                        m->dp_size, m->dp_size == 1 ? "" : "s", w->dp_size, (long long)m->epoch_samples,
                        (long long)m->epoch, m->dp_size);
             if (m->global_batch != ck->e.global_batch)

@@ -36,8 +36,13 @@
  *
  * Reductions are deterministic: the same inputs give bitwise the same
  * result on every rank and in every run, for a fixed number of ranks
- * (a fixed-order ring reduce-scatter + all-gather, not MPI_Allreduce,
- * whose summation order MPI does not promise).
+ * (fixed-order point-to-point algorithms, not MPI_Allreduce, whose
+ * summation order MPI does not promise). On a power-of-two number of
+ * ranks every element is the pairwise tree ((x0 + x1) + (x2 + x3)) + ...
+ * over the ranks in rank order (recursive halving and doubling), the
+ * order in which a rank's gradient accumulation sums its micro-batches,
+ * so gradients are bitwise the same across power-of-two rank counts
+ * (docs/accumulate.md); on other counts a ring (lib/comm/mpi_comm.c).
  * NCCL: the result is the same on every rank (NCCL's ring and tree
  * algorithms reduce each element once and copy it); across runs it is
  * bitwise the same only while NCCL picks the same algorithm, protocol and

@@ -12,13 +12,17 @@
  * other's messages (they wait, and the watchdog or the sequence check
  * reports it) instead of silently combining the wrong buffers.
  *
- *   all-reduce  ring reduce-scatter + ring all-gather (n-1 steps each). The
- *               buffer is cut into n chunks (chunk i: count/n elements, one
- *               more for i < count % n). Chunk c is reduced along the ring
- *               starting at rank c: ((x_c + x_{c+1}) + x_{c+2}) + ...
- *               (indices mod n), by the one rank that finishes it, and then
- *               copied to every rank: the result is bitwise identical on all
- *               ranks and in every run, for a fixed number of ranks.
+ *   all-reduce  n a power of two: recursive halving reduce-scatter +
+ *               recursive doubling all-gather (log2 n steps each): every
+ *               element is the pairwise tree ((x0 + x1) + (x2 + x3)) + ...
+ *               (halving_allreduce). Other n: ring reduce-scatter + ring
+ *               all-gather (n-1 steps each); the buffer is cut into n
+ *               chunks (chunk i: count/n elements, one more for i < count %
+ *               n), chunk c is reduced along the ring starting at rank c:
+ *               ((x_c + x_{c+1}) + x_{c+2}) + ... (indices mod n). Either
+ *               way each element is reduced by one rank and then copied to
+ *               every rank: the result is bitwise identical on all ranks
+ *               and in every run, for a fixed number of ranks.
  *   all-gather(v)  ring, n-1 steps.
  *   all-to-all(v)  pairwise: at step k rank r sends to r+k, receives from r-k.
  *   counted all-to-all  pairwise as well; each step exchanges the slots'
@@ -321,6 +325,62 @@ static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int 
     return ERASE_OK;
 }
 
+/*
+ * Power-of-two sizes: recursive halving reduce-scatter + recursive
+ * doubling all-gather (Rabenseifner; R. Thakur, R. Rabenseifner and W.
+ * Gropp, "Optimization of collective communication operations in MPICH",
+ * IJHPCA 19(1), 2005), partners at distance 1 first. The buffer is cut
+ * into n chunks (as the ring does); at step k (distance 2^k) rank r keeps
+ * the half of its segment named by bit k of r, receives the partner's
+ * copy of that half and adds it. After step k a kept element holds the
+ * sum of the aligned group of 2^(k+1) ranks around r, formed as the sum
+ * of its two aligned halves, so every element of the result is the same
+ * pairwise tree over the ranks: ((x0 + x1) + (x2 + x3)) + ... . The local
+ * gradient accumulation sums a rank's micro-batches in the same pairwise
+ * tree (lib/sched/grad_accum.c), so the data-parallel gradient of n ranks
+ * of A micro-batches each is the one tree over the n x A micro-batches,
+ * whatever n (the rank-count invariance docs/accumulate.md states). The
+ * same bytes on the wire as the ring, in log2(n) steps each way.
+ */
+static erase_status_t halving_allreduce(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    size_t count = a->op.count, n = (size_t)c->size, r = (size_t)c->rank;
+    size_t es = erase_dtype_size(a->op.dtype);
+    char *buf = a->recv;
+    if (count && a->send != a->recv)
+        memmove(buf, a->send, count * es);
+    if (n == 1 || count == 0)
+        return ERASE_OK;
+    /* the largest half received is the first step's lower one */
+    ERASE_CHECK(buffer_reserve(&c->scratch, &c->scratch_bytes, chunk_off(count, n, n / 2) * es,
+                               "all-reduce: a half"));
+    size_t lo = 0, hi = n; /* this rank's segment, in chunks */
+    for (size_t mask = 1; mask < n; mask <<= 1) {
+        size_t mid = lo + (hi - lo) / 2, klo = r & mask ? mid : lo, khi = r & mask ? hi : mid;
+        size_t slo = r & mask ? lo : mid, shi = r & mask ? mid : hi;
+        size_t keep = chunk_off(count, n, khi) - chunk_off(count, n, klo);
+        ERASE_CHECK(exchange(c, buf + chunk_off(count, n, slo) * es,
+                             (chunk_off(count, n, shi) - chunk_off(count, n, slo)) * es, (int)(r ^ mask),
+                             c->scratch, keep * es, (int)(r ^ mask), tag));
+        reduce(a->op.dtype, a->op.reduce, buf + chunk_off(count, n, klo) * es, c->scratch, keep, mask * 2 == n,
+               c->size);
+        lo = klo;
+        hi = khi;
+    }
+    /* all-gather: the same pairs in reverse, each sending its segment and
+     * receiving the sibling the partner reduced */
+    for (size_t mask = n / 2; mask > 0; mask >>= 1) {
+        size_t w = hi - lo, blo = r & mask ? lo - w : hi, bhi = blo + w;
+        ERASE_CHECK(exchange(c, buf + chunk_off(count, n, lo) * es,
+                             (chunk_off(count, n, hi) - chunk_off(count, n, lo)) * es, (int)(r ^ mask),
+                             buf + chunk_off(count, n, blo) * es,
+                             (chunk_off(count, n, bhi) - chunk_off(count, n, blo)) * es, (int)(r ^ mask), tag));
+        lo = r & mask ? blo : lo;
+        hi = r & mask ? hi : bhi;
+    }
+    return ERASE_OK;
+}
+
 static erase_status_t tree_broadcast(erase_comm_t *c, const comm_args_t *a, int tag)
 {
     size_t bytes = a->op.count * erase_dtype_size(a->op.dtype);
@@ -510,7 +570,9 @@ static erase_status_t collective_kernel(const void *args)
     c->run_sent = c->run_received = 0;
     int64_t start = erase_now_ns();
     switch ((comm_op_kind_t)op.kind) {
-    case COMM_OP_ALLREDUCE: st = ring_allreduce(c, a, tag); break;
+    case COMM_OP_ALLREDUCE:
+        st = c->size & (c->size - 1) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
+        break;
     case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
     case COMM_OP_ALLGATHER:
     case COMM_OP_ALLGATHERV: st = ring_allgather(c, a, tag); break;

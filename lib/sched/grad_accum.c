@@ -19,13 +19,40 @@ typedef struct {
     float *values;      /* [W][tables * cap * dim] */
 } sparse_acc_t;
 
+/* The pairwise sums of one block's dense gradients (SCHED_ACCUM_PAIRWISE):
+ * a stack of partial sums of 2^k micro-batches each, largest at the
+ * bottom; level 0 is the network's gradient buffer, levels 1 .. levels-1
+ * are `extra`. */
+typedef struct {
+    float *extra;       /* [levels - 1][n] */
+    int depth;          /* partial sums on the stack (issue time) */
+    int next;           /* the region the next add must name */
+} pairwise_t;
+
 struct sched_accum {
     erase_network_t *net;
     erase_device_t *dev;
     int windows, micro_size;
     int cap;            /* a window's sparse rows per table: micro_size x ids per sample */
+    int pairwise, levels;
     sparse_acc_t sparse[ERASE_MAX_BLOCKS];
+    pairwise_t pair[ERASE_MAX_BLOCKS];
 };
+
+/* The deepest stack W adds reach: the most set bits of a count 1..W. */
+static int pairwise_levels(int windows)
+{
+    int most = 1;
+    for (int c = 1; c <= windows; c++)
+        most = __builtin_popcount((unsigned)c) > most ? __builtin_popcount((unsigned)c) : most;
+    return most;
+}
+
+/* Level k of block b's stack (n floats). */
+static float *pairwise_level(sched_accum_t *a, int b, int k, size_t n)
+{
+    return k == 0 ? erase_network_block_grads(a->net, b, &n) : a->pair[b].extra + (size_t)(k - 1) * n;
+}
 
 static erase_status_t sparse_setup(sched_accum_t *a, int b)
 {
@@ -45,7 +72,7 @@ static erase_status_t sparse_setup(sched_accum_t *a, int b)
 }
 
 erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int windows, int micro_size,
-                                  sched_accum_t **out)
+                                  int flags, sched_accum_t **out)
 {
     if (windows < 1 || micro_size < 1 || first < 0 || last > erase_network_blocks(net) || first >= last)
         return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d micro-batches of %d samples over blocks "
@@ -62,12 +89,21 @@ erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int
     a->windows = windows;
     a->micro_size = micro_size;
     a->cap = (int)cap;
+    a->pairwise = (flags & SCHED_ACCUM_PAIRWISE) != 0;
+    a->levels = a->pairwise ? pairwise_levels(windows) : 1;
     erase_status_t st = erase_network_reserve_sparse_rows(net, (int)rows);
     for (int b = first; st == ERASE_OK && b < last; b++) {
-        size_t n;
+        size_t n, bytes;
         float *g = erase_network_block_grads(net, b, &n);
         if (n)
             st = erase_memset_sync(a->dev, g, 0, sizeof(float) * n);
+        if (st == ERASE_OK && n && a->levels > 1) {
+            if (!erase_bytes(sizeof(float), a->levels - 1, (int64_t)n, &bytes))
+                st = ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: %d partial sums of %zu gradients "
+                                 "overflow", a->levels - 1, n);
+            else
+                st = erase_malloc(a->dev, bytes, (void **)&a->pair[b].extra);
+        }
         if (st == ERASE_OK)
             st = sparse_setup(a, b);
     }
@@ -88,8 +124,47 @@ void sched_accum_destroy(sched_accum_t *a)
         erase_free(a->dev, a->sparse[b].counts);
         erase_free(a->dev, a->sparse[b].rows);
         erase_free(a->dev, a->sparse[b].values);
+        erase_free(a->dev, a->pair[b].extra);
     }
     free(a);
+}
+
+/*
+ * Micro-batch `region` (the next in order) of block b into the pairwise
+ * stack: the c-th add (c = region + 1) pushes its gradient and then merges
+ * the top two sums as often as c has trailing zero bits, so that after
+ * the last add of a power-of-two W the bottom holds the pairwise tree
+ * ((g0 + g1) + (g2 + g3)) + ... ; for other W the stack is then folded
+ * from the top, which is the same level-wise tree with the odd node of a
+ * level carried up: the order the all-reduce of a power-of-two number of
+ * ranks continues (lib/comm/mpi_comm.c, halving_allreduce). The first push
+ * is a copy, not an add into zeros (a -0.0 stays -0.0, as a leaf does).
+ */
+static erase_status_t pairwise_add(sched_accum_t *a, int b, const float *g, size_t n, int region,
+                                   erase_stream_t *s)
+{
+    pairwise_t *p = &a->pair[b];
+    if (region != p->next)
+        return ERASE_ERROR(ERASE_ERR_INVALID, "gradient accumulation: block %d added micro-batch %d where %d was "
+                           "next (pairwise sums take them in order)", b, region, p->next);
+    unsigned c = (unsigned)region + 1;
+    if (c & 1) {
+        ERASE_CHECK(erase_memcpy_async(s, pairwise_level(a, b, p->depth, n), g, sizeof(float) * n));
+        p->depth++;
+    } else {
+        ERASE_CHECK(erase_axpy(s, n, 1.0f, g, pairwise_level(a, b, p->depth - 1, n)));
+        for (c >>= 1; !(c & 1); c >>= 1, p->depth--)
+            ERASE_CHECK(erase_axpy(s, n, 1.0f, pairwise_level(a, b, p->depth - 1, n),
+                                   pairwise_level(a, b, p->depth - 2, n)));
+    }
+    if (++p->next < a->windows)
+        return ERASE_OK;
+    for (; p->depth > 1; p->depth--)
+        ERASE_CHECK(erase_axpy(s, n, 1.0f, pairwise_level(a, b, p->depth - 1, n),
+                               pairwise_level(a, b, p->depth - 2, n)));
+    p->depth = 0;
+    p->next = 0;
+    return ERASE_OK;
 }
 
 erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int region, int b0, int b1,
@@ -100,7 +175,9 @@ erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int r
     for (int b = b0; b < b1; b++) {
         size_t n;
         const float *g = erase_network_block_grads(replica, b, &n);
-        if (n)
+        if (n && a->pairwise)
+            ERASE_CHECK(pairwise_add(a, b, g, n, region, s));
+        else if (n)
             ERASE_CHECK(erase_axpy(s, n, 1.0f, g, erase_network_block_grads(a->net, b, &n)));
         sparse_acc_t *sa = &a->sparse[b];
         if (sa->tables == 0)

@@ -19,20 +19,34 @@
 
 typedef struct sched_accum sched_accum_t;
 
+/* Flags of sched_accum_create. PAIRWISE: the dense gradients of a step's
+ * W micro-batches are summed as the pairwise tree ((g0 + g1) + (g2 + g3))
+ * + ... (the order of the power-of-two all-reduce, lib/comm/comm.h), which
+ * makes A micro-batches on each of D ranks give bitwise the gradients of
+ * A' on D' when A x D = A' x D' and all four are powers of two (the
+ * data-parallel --accumulate; docs/accumulate.md). Each block's
+ * micro-batches must then be added in order 0 .. W-1 every step, and
+ * floor(log2(W + 1)) - 1 further copies of its gradients are held (none
+ * for W <= 2, one for W = 3 .. 6). Without it (the pipelines) they are added in arrival order into
+ * zeros. Embedding rows are merged in region order either way. */
+enum { SCHED_ACCUM_PAIRWISE = 1 };
+
 /*
  * An accumulator into net's blocks [first, last) for W = windows
  * micro-batches of up to micro_size samples: grows net's sparse-gradient
  * rows to W x micro_size, zeroes those blocks' dense gradients (blocking)
- * and allocates the packs. Errors: ERASE_ERR_INVALID (tables that
+ * and allocates the packs (and with SCHED_ACCUM_PAIRWISE in `flags` the
+ * partial sums). Errors: ERASE_ERR_INVALID (tables that
  * sched_block_tables refuses, rows that overflow), ERASE_ERR_NOMEM.
  */
 erase_status_t sched_accum_create(erase_network_t *net, int first, int last, int windows, int micro_size,
-                                  sched_accum_t **out);
+                                  int flags, sched_accum_t **out);
 void sched_accum_destroy(sched_accum_t *a);
 
 /* On stream s: add the replica's dense gradients of blocks [b0, b1) into
  * the network's, and pack their embedding rows into region `region`
- * (0 <= region < W: the micro-batch's place in its step's window). */
+ * (0 <= region < W: the micro-batch's place in its step's window).
+ * PAIRWISE: ERASE_ERR_INVALID for a region out of order. */
 erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int region, int b0, int b1,
                                erase_stream_t *s);
 

@@ -187,7 +187,7 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
      * for the embedding rows of W micro-batches */
     int64_t rows64 = (int64_t)p->accumulate * o->micro_size;
     if (st == ERASE_OK)
-        st = sched_accum_create(net, o->first, o->last, p->accumulate, o->micro_size, &p->accum);
+        st = sched_accum_create(net, o->first, o->last, p->accumulate, o->micro_size, 0, &p->accum);
     if (st == ERASE_OK && erase_comm_size(o->dp) > 1)
         st = sched_reduce_create(net, o->dp, (int)rows64, &p->reduce);
     if (st == ERASE_OK)

@@ -410,7 +410,7 @@ static erase_status_t accumulate_create(erase_sched_t *sc, int blocks)
         return ERASE_ERROR(ERASE_ERR_INVALID, "scheduler: %d micro-steps of %d samples: more than %d in a step", A,
                            sc->micro_size, INT_MAX);
     ERASE_CHECK(erase_network_create_replica(sc->net, sc->micro_size, &sc->micro_net));
-    ERASE_CHECK(sched_accum_create(sc->net, 0, blocks, A, sc->micro_size, &sc->accum));
+    ERASE_CHECK(sched_accum_create(sc->net, 0, blocks, A, sc->micro_size, SCHED_ACCUM_PAIRWISE, &sc->accum));
     erase_network_head_output(sc->net, blocks - 1, &sc->out_width);
     ERASE_CHECK(erase_malloc(sc->dev, sizeof(float) * (size_t)blocks, (void **)&sc->losses));
     size_t bytes;

@@ -52,6 +52,7 @@ CKPT_TEST_DRIVERS += tests/ckpt/test-lr-schedule.sh
 CKPT_TEST_DRIVERS += tests/ckpt/test-muon.sh
 # --accumulate for data parallelism: the large batch within 1e-6, every mode and a resume bitwise (issue 34)
 CKPT_TEST_DRIVERS += tests/ckpt/test-accumulate.sh
+CKPT_TEST_DRIVERS += tests/ckpt/test-rank-invariance.sh
 # a checkpoint that does not fit (a small tmpfs): one line; --checkpoint-failure stop|continue (issue 32)
 CKPT_TEST_DRIVERS += tests/ckpt/test-ckpt-disk-full.sh
 # Ctrl-C and SIGTERM under mpirun: a checkpoint within the grace period, or a notice of what --resume auto takes (issue 32)
