@@ -77,6 +77,7 @@ struct erase_comm {
     char name[16];              /* "world", "dp", "pp" */
     MPI_Comm coll, p2p, check;
     int rank, size;
+    int ring;                   /* all-reduce by the ring on any size (ERASE_ALLREDUCE=ring) */
     uint64_t tag_seq_mod;       /* sequence numbers in a tag: (tag_ub + 1) / 16 */
     int tag_ub;
 

@@ -23,6 +23,8 @@
  *               way each element is reduced by one rank and then copied to
  *               every rank: the result is bitwise identical on all ranks
  *               and in every run, for a fixed number of ranks.
+ *               ERASE_ALLREDUCE=ring takes the ring on every size (to
+ *               compare the two: erase-bench allreduce).
  *   all-gather(v)  ring, n-1 steps.
  *   all-to-all(v)  pairwise: at step k rank r sends to r+k, receives from r-k.
  *   counted all-to-all  pairwise as well; each step exchanges the slots'
@@ -71,6 +73,9 @@ _Static_assert(COMM_MAX_VEC / 2 >= 252 && COMM_MAX_VEC / 4 >= 126,
 
 erase_status_t comm_create(const char *name, MPI_Comm base, erase_comm_t **out)
 {
+    const char *algo = getenv("ERASE_ALLREDUCE");
+    if (algo && *algo && strcmp(algo, "ring") && strcmp(algo, "auto"))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "environment ERASE_ALLREDUCE='%s': expected ring or auto", algo);
     erase_comm_t *c = calloc(1, sizeof *c);
     if (!c)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "communicator %s: no memory", name);
@@ -92,6 +97,7 @@ erase_status_t comm_create(const char *name, MPI_Comm base, erase_comm_t **out)
     }
     MPI_Comm_rank(c->coll, &c->rank);
     MPI_Comm_size(c->coll, &c->size);
+    c->ring = algo && !strcmp(algo, "ring");
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     c->tag_ub = flag && ub && *ub >= 32767 ? *ub : 32767; /* 32767: the least MPI promises */
@@ -571,7 +577,7 @@ static erase_status_t collective_kernel(const void *args)
     int64_t start = erase_now_ns();
     switch ((comm_op_kind_t)op.kind) {
     case COMM_OP_ALLREDUCE:
-        st = c->size & (c->size - 1) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
+        st = c->ring || c->size & (c->size - 1) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
         break;
     case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
     case COMM_OP_ALLGATHER:

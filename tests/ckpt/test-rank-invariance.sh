@@ -18,13 +18,15 @@
 # other bits, though the same update in exact arithmetic. 8 micro-batches
 # (1 x 8, 2 x 4, 4 x 2) hold the deeper stack of partial sums. A run
 # stopped on 2 ranks and resumed on 4 ends as the one-rank run.
+# ERASE_ALLREDUCE=ring, the ring on 4 ranks, sums in another order and
+# ends elsewhere; a bad value of it is one line.
 . "$(dirname "$0")/ckpt.sh"
 setup_dir
 setup_gpt "$dir/gpt.cfg" "cuts = [1];"
 setup_mnist "$dir/mlp.cfg"
 printf 'model = "nanochat";\nseed = 3;\nnanochat: { layers = 2; width = 32; heads = 4; kv_heads = 2; context = 16; vocab = 256; cuts = [1]; };\n' \
     >"$dir/nanochat.cfg"
-echo "1..7"
+echo "1..9"
 
 MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --muon-momentum-warmup 4 --unembedding-lr 0.004 --vector-lr 0.005"
 # run NAME MODEL NP A ARGS...: 6 steps of MODEL on NP ranks, --accumulate A
@@ -103,3 +105,17 @@ c=$?
     grep -q '^note   the checkpoint was written by 2 data-parallel ranks, this run has 4: .*bitwise those of a run that kept 2 only with the same micro-batches' "$dir/resumed.out"
 tap $? "nanochat, muon: 10 steps on 1 x 4 equal 5 on 2 x 2 resumed for 5 on 4 x 1, bitwise (compare $c)"
 [ $c = 0 ] || { show "$dir/resumed.out"; show "$dir/resumed.cmp"; }
+
+# ---- ERASE_ALLREDUCE=ring on 4 ranks: not the pairwise tree, other bits
+(export ERASE_ALLREDUCE=ring; run ring nanochat 4 1 --global-batch 8 $MUON --checkpoint-every 6)
+tests/ckpt/ckpt-tool compare "$dir/nanochat-muon-1x4/ckpt-6.h5" "$dir/ring/ckpt-6.h5" >"$dir/ring.cmp" 2>&1
+c=$?
+[ "$(cat "$dir/ring.rc")" = 0 ] && [ $c = 1 ]
+tap $? "ERASE_ALLREDUCE=ring on 4 ranks: the ring's order, another checkpoint than 1 x 4 (compare status $c)"
+[ $c = 1 ] || show "$dir/ring.out"
+
+(export ERASE_ALLREDUCE=tree; run badenv nanochat 2 1 --global-batch 8)
+[ "$(cat "$dir/badenv.rc")" != 0 ] &&
+    grep -q "environment ERASE_ALLREDUCE='tree': expected ring or auto" "$dir/badenv.out"
+tap $? "ERASE_ALLREDUCE=tree: refused, naming the variable and its values (status $(cat "$dir/badenv.rc"))"
+grep -q "ERASE_ALLREDUCE" "$dir/badenv.out" || show "$dir/badenv.out"

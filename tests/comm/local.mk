@@ -4,7 +4,7 @@
 AM_TESTS_ENVIRONMENT += MPIRUN='$(MPIRUN)'; export MPIRUN;
 
 COMM_TEST_DRIVERS = tests/comm/test-collectives-np2.sh tests/comm/test-collectives-np3.sh \
-	tests/comm/test-collectives-np4.sh \
+	tests/comm/test-collectives-np4.sh tests/comm/test-collectives-np4-ring.sh \
 	tests/comm/test-kill.sh tests/comm/test-watchdog.sh tests/comm/test-fatal.sh \
 	tests/comm/test-mismatch.sh tests/comm/test-id-exchange-np2.sh \
 	tests/comm/test-id-exchange-np4.sh tests/comm/test-nccl-np1.sh tests/comm/test-nccl-np2.sh \

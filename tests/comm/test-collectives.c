@@ -184,7 +184,8 @@ static float promised_order_sum(float *const *x, size_t count, size_t i, int op)
 {
     size_t n = (size_t)world.size, base = count / n, rem = count % n;
     float acc, level[64] = { 0 };
-    if (!(n & (n - 1))) {
+    const char *algo = getenv("ERASE_ALLREDUCE");
+    if (!(n & (n - 1)) && !(algo && !strcmp(algo, "ring"))) {
         for (size_t r = 0; r < n; r++)
             level[r] = x[r][i];
         for (size_t w = n; w > 1; w /= 2)
@@ -261,7 +262,7 @@ static void test_allreduce_bitwise(void **state)
     print_message("allreduce f32 sum/mean of random floats, %d ranks: %lld elements differ "
                   "bitwise from the promised order (%s), %lld repeats differ, %lld rank results differ "
                   "from rank 0's (for scale: %lld sums differ from the rank-0-first order)\n", n,
-                  (long long)bad_order, n & (n - 1) ? "ring" : "pairwise tree", (long long)bad_repeat, (long long)bad_ranks,
+                  (long long)bad_order, n & (n - 1) || getenv("ERASE_ALLREDUCE") ? "ring" : "pairwise tree", (long long)bad_repeat, (long long)bad_ranks,
                   (long long)naive_differs);
     assert_int_equal(bad_order, 0);
     assert_int_equal(bad_repeat, 0);
