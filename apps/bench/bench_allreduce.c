@@ -107,8 +107,8 @@ int bench_allreduce(int argc, char **argv)
     if (w.rank == 0) {
         char text[512];
         erase_device_describe(dev, text, sizeof text);
-        printf("# erase-bench allreduce: %d ranks, ring reduce-scatter + all-gather over MPI on a "
-               "CPU stream, f32 sum, %s\n", n, in_place ? "in place" : "out of place");
+        printf("# erase-bench allreduce: %d ranks, %s over MPI on a CPU stream, f32 sum, %s\n", n,
+               erase_allreduce_algorithm(erase_world_comm()), in_place ? "in place" : "out of place");
         printf("# device: %s\n", text);
         printf("# time: median of %d samples of the mean of back-to-back all-reduces, slowest "
                "rank; busbw = algbw * 2(n-1)/n\n", samples);

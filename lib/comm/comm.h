@@ -245,6 +245,11 @@ uint64_t erase_comm_issued(erase_comm_t *c);
 erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                size_t count, erase_dtype_t dtype, erase_reduce_t op);
 
+/* The MPI path's all-reduce algorithm on c, for logs and benchmarks:
+ * "recursive halving + doubling" (a power-of-two size) or "ring
+ * reduce-scatter + all-gather" (other sizes, or ERASE_ALLREDUCE=ring). */
+const char *erase_allreduce_algorithm(const erase_comm_t *c);
+
 /* buf[0..count) of `root` to every rank. */
 erase_status_t erase_broadcast(erase_comm_t *c, erase_stream_t *s, void *buf, size_t count,
                                erase_dtype_t dtype, int root);

@@ -298,6 +298,13 @@ static size_t chunk_len(size_t count, size_t n, size_t i)
     return count / n + (i < count % n ? 1 : 0);
 }
 
+/* The all-reduce takes the ring (else halving_allreduce): other sizes
+ * than powers of two, or ERASE_ALLREDUCE=ring. */
+static int uses_ring(const erase_comm_t *c)
+{
+    return c->ring || (c->size & (c->size - 1)) != 0;
+}
+
 static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int tag)
 {
     size_t count = a->op.count, n = (size_t)c->size, r = (size_t)c->rank;
@@ -577,7 +584,7 @@ static erase_status_t collective_kernel(const void *args)
     int64_t start = erase_now_ns();
     switch ((comm_op_kind_t)op.kind) {
     case COMM_OP_ALLREDUCE:
-        st = c->ring || c->size & (c->size - 1) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
+        st = uses_ring(c) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
         break;
     case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
     case COMM_OP_ALLGATHER:
@@ -709,6 +716,12 @@ typedef union {
     comm_args_t a;
     _Alignas(16) unsigned char bytes[ERASE_CPU_MAX_ARGS];
 } comm_args_buf_t;
+
+/* comm.h */
+const char *erase_allreduce_algorithm(const erase_comm_t *c)
+{
+    return uses_ring(c) ? "ring reduce-scatter + all-gather" : "recursive halving + doubling";
+}
 
 erase_status_t erase_allreduce(erase_comm_t *c, erase_stream_t *s, const void *send, void *recv,
                                size_t count, erase_dtype_t dtype, erase_reduce_t op)
