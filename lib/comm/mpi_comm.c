@@ -305,15 +305,13 @@ static int uses_ring(const erase_comm_t *c)
     return c->ring || (c->size & (c->size - 1)) != 0;
 }
 
+/* The all-reduce's algorithms below start from recv holding this rank's
+ * values, with at least 2 ranks and 1 element (allreduce does the rest). */
 static erase_status_t ring_allreduce(erase_comm_t *c, const comm_args_t *a, int tag)
 {
     size_t count = a->op.count, n = (size_t)c->size, r = (size_t)c->rank;
     size_t es = erase_dtype_size(a->op.dtype);
     char *buf = a->recv;
-    if (count && a->send != a->recv)
-        memmove(buf, a->send, count * es);
-    if (n == 1 || count == 0)
-        return ERASE_OK; /* the mean of one rank is its value */
     ERASE_CHECK(buffer_reserve(&c->scratch, &c->scratch_bytes, chunk_len(count, n, 0) * es,
                                "all-reduce: a chunk"));
     int right = (int)((r + 1) % n), left = (int)((r + n - 1) % n);
@@ -360,10 +358,6 @@ static erase_status_t halving_allreduce(erase_comm_t *c, const comm_args_t *a, i
     size_t count = a->op.count, n = (size_t)c->size, r = (size_t)c->rank;
     size_t es = erase_dtype_size(a->op.dtype);
     char *buf = a->recv;
-    if (count && a->send != a->recv)
-        memmove(buf, a->send, count * es);
-    if (n == 1 || count == 0)
-        return ERASE_OK;
     /* the largest half received is the first step's lower one */
     ERASE_CHECK(buffer_reserve(&c->scratch, &c->scratch_bytes, chunk_off(count, n, n / 2) * es,
                                "all-reduce: a half"));
@@ -392,6 +386,17 @@ static erase_status_t halving_allreduce(erase_comm_t *c, const comm_args_t *a, i
         hi = r & mask ? hi : bhi;
     }
     return ERASE_OK;
+}
+
+/* recv = send; one rank's mean is its value; then the algorithm */
+static erase_status_t allreduce(erase_comm_t *c, const comm_args_t *a, int tag)
+{
+    size_t count = a->op.count;
+    if (count && a->send != a->recv)
+        memmove(a->recv, a->send, count * erase_dtype_size(a->op.dtype));
+    if (c->size == 1 || count == 0)
+        return ERASE_OK;
+    return uses_ring(c) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
 }
 
 static erase_status_t tree_broadcast(erase_comm_t *c, const comm_args_t *a, int tag)
@@ -583,9 +588,7 @@ static erase_status_t collective_kernel(const void *args)
     c->run_sent = c->run_received = 0;
     int64_t start = erase_now_ns();
     switch ((comm_op_kind_t)op.kind) {
-    case COMM_OP_ALLREDUCE:
-        st = uses_ring(c) ? ring_allreduce(c, a, tag) : halving_allreduce(c, a, tag);
-        break;
+    case COMM_OP_ALLREDUCE: st = allreduce(c, a, tag); break;
     case COMM_OP_BROADCAST: st = tree_broadcast(c, a, tag); break;
     case COMM_OP_ALLGATHER:
     case COMM_OP_ALLGATHERV: st = ring_allgather(c, a, tag); break;
