@@ -129,6 +129,17 @@ void sched_accum_destroy(sched_accum_t *a)
     free(a);
 }
 
+/* Add the top partial sum of block b's stack into the one below it, and
+ * pop it. */
+static erase_status_t pairwise_merge_top(sched_accum_t *a, int b, size_t n, erase_stream_t *s)
+{
+    pairwise_t *p = &a->pair[b];
+    ERASE_CHECK(erase_axpy(s, n, 1.0f, pairwise_level(a, b, p->depth - 1, n),
+                           pairwise_level(a, b, p->depth - 2, n)));
+    p->depth--;
+    return ERASE_OK;
+}
+
 /*
  * Micro-batch `region` (the next in order) of block b into the pairwise
  * stack: the c-th add (c = region + 1) pushes its gradient and then merges
@@ -153,15 +164,13 @@ static erase_status_t pairwise_add(sched_accum_t *a, int b, const float *g, size
         p->depth++;
     } else {
         ERASE_CHECK(erase_axpy(s, n, 1.0f, g, pairwise_level(a, b, p->depth - 1, n)));
-        for (c >>= 1; !(c & 1); c >>= 1, p->depth--)
-            ERASE_CHECK(erase_axpy(s, n, 1.0f, pairwise_level(a, b, p->depth - 1, n),
-                                   pairwise_level(a, b, p->depth - 2, n)));
+        for (c >>= 1; !(c & 1); c >>= 1)
+            ERASE_CHECK(pairwise_merge_top(a, b, n, s));
     }
     if (++p->next < a->windows)
         return ERASE_OK;
-    for (; p->depth > 1; p->depth--)
-        ERASE_CHECK(erase_axpy(s, n, 1.0f, pairwise_level(a, b, p->depth - 1, n),
-                               pairwise_level(a, b, p->depth - 2, n)));
+    while (p->depth > 1)
+        ERASE_CHECK(pairwise_merge_top(a, b, n, s));
     p->depth = 0;
     p->next = 0;
     return ERASE_OK;

@@ -27,8 +27,9 @@ typedef struct sched_accum sched_accum_t;
  * data-parallel --accumulate; docs/accumulate.md). Each block's
  * micro-batches must then be added in order 0 .. W-1 every step, and
  * floor(log2(W + 1)) - 1 further copies of its gradients are held (none
- * for W <= 2, one for W = 3 .. 6). Without it (the pipelines) they are added in arrival order into
- * zeros. Embedding rows are merged in region order either way. */
+ * for W <= 2, one for W = 3 .. 6). Without it (the pipelines) they are
+ * added in arrival order into zeros. Embedding rows are merged in region
+ * order either way. */
 enum { SCHED_ACCUM_PAIRWISE = 1 };
 
 /*
