@@ -38,6 +38,10 @@ int main(int argc, char **argv)
      * nothing is started: exit 0, or 2 with the usage error's one line,
      * which mpirun would have wrapped in its own banners */
     const char *check = getenv("ERASE_CHECK_OPTIONS");
+    /* stdout a line at a time, also into mpirun's pipe: mpirun merges the
+     * ranks' stdout and stderr as the writes come, and a fully buffered
+     * stdout's 4 KiB writes would end mid-line, with other output inside */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     erase_status_t st = train_options_parse(argc, argv, &o, &help);
     if (help) {
         if (check)

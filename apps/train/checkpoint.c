@@ -30,11 +30,12 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag needs a lock-free ato
 /* What rank 0 says at once when the first SIGTERM or SIGINT comes (the
  * launcher may kill the ranks before the checkpoint is written: mpirun 1 s
  * after its SIGTERM, apps/train/checkpoint.h): the rest of "erase-train:
- * SIGTERM: ..." with what --resume auto takes until then. The main thread
- * writes the text not published and publishes it (notice_at); -1: say
- * nothing (not rank 0). */
+ * SIGTERM: ..." with what --resume auto takes until then, one write(2)
+ * so that mpirun's merge of the ranks' output cannot split it. The main
+ * thread writes the slot not published and publishes it (notice_at); -1:
+ * say nothing (not rank 0). */
 #define NOTICE_MAX (2 * ERASE_CKPT_PATH_MAX + 1024)
-static char notice_text[2][NOTICE_MAX];
+static char notice_text[2][2][NOTICE_MAX]; /* [slot][0: SIGTERM, 1: SIGINT], each one whole line */
 static atomic_int notice_at = -1;
 static atomic_int noticed;
 
@@ -60,8 +61,7 @@ static void on_signal(int sig)
     int at = atomic_load(&notice_at);
     /* SIGUSR1 is the launchers' own request (Slurm's --signal, mpirun forwards it): no kill follows */
     if (at >= 0 && sig != SIGUSR1 && !atomic_exchange(&noticed, 1)) {
-        say(STDERR_FILENO, sig == SIGINT ? "erase-train: SIGINT" : "erase-train: SIGTERM");
-        say(STDERR_FILENO, notice_text[at]);
+        say(STDERR_FILENO, notice_text[at][sig == SIGINT]);
     }
     errno = saved;
 }
@@ -72,10 +72,11 @@ static void set_notice(const char *takes)
     if (atomic_load(&noticed))
         return; /* said already: the handler may be reading it */
     int next = atomic_load(&notice_at) == 0 ? 1 : 0;
-    snprintf(notice_text[next], sizeof notice_text[next], ": writing a checkpoint after this step, then stopping; "
-             "until erase-train says \"stopped by\", none is written and --resume auto takes %s (mpirun kills the "
-             "ranks 1 s after its SIGTERM, Slurm after KillWait: to give them the time they need, stop a run with "
-             "SIGUSR1)\n", takes);
+    for (int i = 0; i < 2; i++)
+        snprintf(notice_text[next][i], sizeof notice_text[next][i], "erase-train: %s: writing a checkpoint after "
+                 "this step, then stopping; until erase-train says \"stopped by\", none is written and --resume "
+                 "auto takes %s (mpirun kills the ranks 1 s after its SIGTERM, Slurm after KillWait: to give them "
+                 "the time they need, stop a run with SIGUSR1)\n", i ? "SIGINT" : "SIGTERM", takes);
     atomic_store(&notice_at, next);
 }
 
