@@ -229,6 +229,8 @@ erase_status_t sched_accum_merge(sched_accum_t *a, int b, erase_stream_t *s)
 
 erase_status_t sched_accum_zero(sched_accum_t *a, int b, erase_stream_t *s)
 {
+    if (a->pairwise)
+        return ERASE_OK; /* the next step's first micro-batch is copied in (pairwise_add), not added */
     size_t n;
     float *g = erase_network_block_grads(a->net, b, &n);
     return n ? erase_memset_async(s, g, 0, sizeof(float) * n) : ERASE_OK;

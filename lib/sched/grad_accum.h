@@ -57,7 +57,8 @@ erase_status_t sched_accum_add(sched_accum_t *a, erase_network_t *replica, int r
 erase_status_t sched_accum_merge(sched_accum_t *a, int b, erase_stream_t *s);
 
 /* On stream s: zero block b's dense gradients in the network (after its
- * update: the next step's micro-batches add into zeros). */
+ * update: the next step's micro-batches add into zeros). Nothing under
+ * PAIRWISE, whose first add of a step copies. */
 erase_status_t sched_accum_zero(sched_accum_t *a, int b, erase_stream_t *s);
 
 #endif
