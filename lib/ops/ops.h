@@ -145,13 +145,14 @@ erase_status_t erase_embedding_pool(erase_stream_t *s, int batch, int fields, in
                                     const float *vecs, float *out);
 
 /*
- * Order of the sums of sparse gradients (embedding backward, sparse merge):
- * a row's n contributions, in sample (or rank) order, are added in chunks
- * of ERASE_SPARSE_SUM_CHUNK consecutive ones, each chunk summed from 0 in
+ * Order of the sums of sparse gradients in the embedding backward: a row's
+ * n contributions, in sample order, are added in chunks of
+ * ERASE_SPARSE_SUM_CHUNK consecutive ones, each chunk summed from 0 in
  * order, then the chunk sums added from 0 in order. Deterministic on every
  * backend, and the same as one sum in order when n <= the chunk; on a GPU
  * the chunks of a row touched by thousands of samples (a missing value's
- * row) are summed in parallel instead of one after another.
+ * row) are summed in parallel instead of one after another. (The sparse
+ * merge of packs sums a pairwise tree instead: erase_sparse_merge.)
  */
 #define ERASE_SPARSE_SUM_CHUNK 64
 
@@ -389,12 +390,21 @@ erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, in
 
 /*
  * Merge the packs of `ranks` ranks (concatenated by rank, as an all-gather
- * of erase_sparse_pack's buffers leaves them) into each table's ascending
- * unique rows: rows that several ranks touched are summed in rank order
- * (chunked as ERASE_SPARSE_SUM_CHUNK says: matters above 64 ranks), then
- * every value is multiplied by `scale` (1/ranks for a mean). Writes
+ * of erase_sparse_pack's buffers leaves them; or a rank's micro-batches)
+ * into each table's ascending unique rows: the vectors of a row are summed
+ * as the pairwise tree over the pack index, the order of the dense
+ * gradients' sums (lib/sched/grad_accum.c, the all-reduce of a power-of-two
+ * number of ranks): packs 2i and 2i+1 first, then pairs of those, and so
+ * on (level k adds the sums of packs that differ first in bit k of their
+ * index, left + right); a pack without the row leaves the other's sum as
+ * it is (no add of a zero). So merging W packs that each hold the tree of
+ * P packs gives the tree of the W x P packs, bitwise, when P is a power of
+ * two: the same sums for 1 rank of 4 micro-batches, 2 of 2 and 4 of 1.
+ * Then every value is multiplied by `scale` (1/ranks for a mean). Writes
  * *count[t], rows[t], values[t] (room for ranks * capacity rows each).
- * Every rank merging the same packs gets bitwise the same result.
+ * Every rank merging the same packs gets bitwise the same result, on
+ * every backend. Errors: ERASE_ERR_INVALID (bad sizes, a pack count
+ * outside [0, capacity], more than 1024 ranks on the CPU).
  */
 erase_status_t erase_sparse_merge(erase_stream_t *s, int ranks, int tables, int capacity, int dim,
                                   float scale, const int *all_counts, const uint32_t *all_rows,

@@ -36,9 +36,9 @@
  * order) is split by holder (erase_sparse_split: a contiguous range of the
  * ascending rows each) and sent there (an all-to-all of the counts, then
  * counted all-to-alls of the rows and values); the holder merges the D
- * parts of each slot in rank order scaled by 1/D (erase_sparse_merge): the very sums the replicated all-gather +
- * merge computes for those rows, so the holder's update is bitwise the
- * replicated one. A rank that holds no rows of a table counts 0 of them
+ * parts of each slot (the pairwise tree over ranks, erase_sparse_merge)
+ * scaled by 1/D: the very sums the replicated all-gather + merge computes
+ * for those rows, so the holder's update is bitwise the replicated one. A rank that holds no rows of a table counts 0 of them
  * (no update).
  *
  * Multi-hot ids (issue 35; the model's hotness, lib/nn/batch.h): every

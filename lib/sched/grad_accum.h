@@ -8,7 +8,8 @@
  * embedding tables' sparse rows packed into the micro-batch's region of W
  * regions (erase_sparse_pack) and merged into the network's sparse
  * gradients before the update (erase_sparse_merge: ascending unique rows,
- * rows that several micro-batches touched summed in region order).
+ * rows that several micro-batches touched summed as the pairwise tree
+ * over the regions, the order of the dense sums under PAIRWISE).
  * The replicas' losses are scaled so that the sum is the step's mean
  * (erase_network_set_loss_scale: n_m / N).
  */

@@ -3,7 +3,8 @@
  * the block's dense gradients (one contiguous buffer) are all-reduced to
  * their mean; its embedding tables' sparse gradients are packed into
  * fixed-size slots, all-gathered, and merged on every rank into the same
- * sorted rows with duplicates summed in rank order and scaled by 1/D.
+ * sorted rows with duplicates summed as the pairwise tree over ranks
+ * (erase_sparse_merge) and scaled by 1/D.
  * Fixed sizes keep every collective's size independent of the data, so the
  * step can be captured as a graph. Identical on every rank, deterministic.
  */

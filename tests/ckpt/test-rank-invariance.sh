@@ -19,14 +19,24 @@
 # (1 x 8, 2 x 4, 4 x 2) hold the deeper stack of partial sums. A run
 # stopped on 2 ranks and resumed on 4 ends as the one-rank run.
 # ERASE_ALLREDUCE=ring, the ring on 4 ranks, sums in another order and
-# ends elsewhere; a bad value of it is one line.
+# ends elsewhere; a bad value of it is one line. ctr and dcn too: their
+# embedding rows are merged as the same tree over micro-batches and ranks
+# (erase_sparse_merge, lib/ops/ops.h), replicated or row-sharded over 4
+# ranks (before, 2 x 2 summed (g0 + g1) + (g2 + g3) where 1 x 4 summed
+# in order).
 . "$(dirname "$0")/ckpt.sh"
-setup_dir
+setup_data
+ctr_model "$dir/ctr.cfg"
+cat >"$dir/dcn.cfg" <<'CFG'
+model = "dcn";
+dcn: { embedding_dim = 4; table_rows = 101; bottom_mlp = [8, 4]; cross_layers = 2; cross_rank = 4;
+       top_mlp = [16, 8, 1]; cuts = [2, 3]; };
+CFG
 setup_gpt "$dir/gpt.cfg" "cuts = [1];"
 setup_mnist "$dir/mlp.cfg"
 printf 'model = "nanochat";\nseed = 3;\nnanochat: { layers = 2; width = 32; heads = 4; kv_heads = 2; context = 16; vocab = 256; cuts = [1]; };\n' \
     >"$dir/nanochat.cfg"
-echo "1..9"
+echo "1..12"
 
 MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --muon-momentum-warmup 4 --unembedding-lr 0.004 --vector-lr 0.005"
 # run NAME MODEL NP A ARGS...: 6 steps of MODEL on NP ranks, --accumulate A
@@ -34,6 +44,7 @@ run() {
     name=$1 model=$2 np=$3 acc=$4; shift 4
     model_data "$model"
     [ "$model" = nanochat ] && data="$dir/text/train"
+    [ "$model" = dcn ] && data="$dir/data"
     # shellcheck disable=SC2086
     timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np "$np" apps/erase-train --train "$data" --model "$dir/$model.cfg" \
         --device cpu --quiet --steps 6 --blas-threads 1 --warmup-steps 2 --accumulate "$acc" \
@@ -71,6 +82,20 @@ tap $? "gpt (cut at 1), adamw, graph mode, --grad-clip: 1, 2 and 4 ranks bitwise
 
 same mlp mlp 32 --optimizer sgd --lr 0.05 --early-backward async --checkpoint-every 6
 tap $? "mlp, sgd, async mode: 1, 2 and 4 ranks bitwise the same (status $status)"
+
+same ctr ctr 32 --checkpoint-every 6
+tap $? "ctr (every block cut), replicated tables: 1, 2 and 4 ranks bitwise the same (status $status)"
+
+same dcn dcn 32 --checkpoint-every 6
+tap $? "dcn (cuts 2 and 3): 1, 2 and 4 ranks bitwise the same (status $status)"
+
+# sharded tables take no micro-steps: 4 ranks of one, rows merged by their holders
+run ctr-row ctr 4 1 --global-batch 32 --embeddings row --checkpoint-every 6
+tests/ckpt/ckpt-tool compare "$dir/ctr-1x4/ckpt-6.h5" "$dir/ctr-row/ckpt-6.h5" >"$dir/ctr-row.cmp" 2>&1
+c=$?
+[ "$(cat "$dir/ctr-row.rc")" = 0 ] && [ $c = 0 ]
+tap $? "ctr, --embeddings row on 4 ranks: bitwise 1 rank's replicated run (compare $c)"
+[ $c = 0 ] || { show "$dir/ctr-row.out"; show "$dir/ctr-row.cmp"; }
 
 # ---- the control: micro-batches of 4 sequences instead of 2
 run control nanochat 1 2 --global-batch 8 $MUON --checkpoint-every 6

@@ -234,6 +234,28 @@ static float chunked_sum(const float *x, int n, size_t stride)
     return total;
 }
 
+/* The pairwise tree of erase_sparse_merge (lib/ops/ops.h) over the
+ * present entries of x[0..n) (stride `stride`), computed level by level
+ * (not as the op's stack): at step 2^k entry i (a multiple of 2^(k+1))
+ * takes entry i + 2^k, added when both hold a sum, moved when only the
+ * right one does. */
+static float tree_sum(const float *x, const int *present, int n, size_t stride)
+{
+    float v[512];
+    int has[512];
+    for (int i = 0; i < n; i++) {
+        v[i] = x[(size_t)i * stride];
+        has[i] = present[i];
+    }
+    for (int step = 1; step < n; step *= 2)
+        for (int i = 0; i + step < n; i += 2 * step)
+            if (has[i + step]) {
+                v[i] = has[i] ? v[i] + v[i + step] : v[i + step];
+                has[i] = 1;
+            }
+    return v[0];
+}
+
 static float serial_sum(const float *x, int n, size_t stride)
 {
     float total = 0;
@@ -244,9 +266,11 @@ static float serial_sum(const float *x, int n, size_t stride)
 
 /*
  * A row touched 300 times (embedding backward: every sample has the same
- * id; sparse merge: 300 ranks' packs hold the same row) is summed in the
- * chunked order of lib/ops/ops.h, bitwise; the data are chosen so that the
- * plain serial order gives other bits (the test tells the orders apart).
+ * id) is summed in the chunked order of lib/ops/ops.h, bitwise; the data
+ * are chosen so that the plain serial order gives other bits (the test
+ * tells the orders apart). The sparse merge of 300 packs, of which every
+ * fifth lacks the row, sums the pairwise tree over the pack index,
+ * bitwise, which neither the chunked nor the serial order gives.
  */
 static void test_sparse_sum_order(void **state)
 {
@@ -274,11 +298,13 @@ static void test_sparse_sum_order(void **state)
     }
     assert_true(order_matters);
 
-    /* the merge of 300 ranks' packs (capacity 1, one table), scale 0.5 */
+    /* the merge of 300 ranks' packs (capacity 1, one table), scale 0.5;
+     * packs 2, 7, 12, ... are empty */
     int *all_counts = dmalloc(N * sizeof(int), 0);
     uint32_t *all_rows = dmalloc(N * sizeof(uint32_t), 0);
+    int present[N];
     for (int r = 0; r < N; r++) {
-        all_counts[r] = 1;
+        all_counts[r] = present[r] = r % 5 != 2;
         all_rows[r] = 5;
     }
     uint32_t *mrow = dmalloc(N * sizeof(uint32_t), 0xff);
@@ -288,10 +314,15 @@ static void test_sparse_sum_order(void **state)
     MUST(erase_stream_synchronize(stream));
     assert_int_equal(*mcount, 1);
     assert_int_equal(mrow[0], 5);
+    order_matters = 0;
     for (int d = 0; d < D; d++) {
-        float want = chunked_sum(dout + d, N, D) * 0.5f;
+        float want = tree_sum(dout + d, present, N, D) * 0.5f, serial = 0;
         assert_memory_equal(&mval[d], &want, sizeof(float));
+        for (int r = 0; r < N; r++)
+            serial += present[r] ? dout[(size_t)r * D + d] : 0.0f;
+        order_matters |= want != serial * 0.5f && want != chunked_sum(dout + d, N, D) * 0.5f;
     }
+    assert_true(order_matters);
 }
 
 static void expect_invalid(erase_status_t st, const char *expected)

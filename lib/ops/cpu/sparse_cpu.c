@@ -38,13 +38,47 @@ static erase_status_t pack_k(const void *p)
     return ERASE_OK;
 }
 
-/* k-way merge of the ranks' ascending row lists of each table; `part`
- * holds the current chunk's sums (dim floats) */
-static erase_status_t merge_tables(const sparse_args_t *a, float *part)
+/* The highest bit in which pack indices a and b differ (a != b): the level
+ * of the pairwise tree (lib/ops/ops.h) where their sums meet. */
+static int meet_level(int a, int b) { return 31 - __builtin_clz((unsigned)(a ^ b)); }
+
+/* A stack of a row's partial sums in the pairwise tree over pack indices:
+ * `at[k]` a pack index inside node k's subtree, `sum` [depth][dim]. */
+typedef struct {
+    int depth, dim;
+    int at[33];
+    float *sum;
+} tree_stack_t;
+
+/* Add node top into the one below it (left + right) and pop it. */
+static void tree_merge_top(tree_stack_t *st)
+{
+    float *left = st->sum + (size_t)(st->depth - 2) * st->dim, *right = left + st->dim;
+    for (int d = 0; d < st->dim; d++)
+        left[d] += right[d];
+    st->depth--;
+}
+
+/* Push pack q's vector g (packs come in ascending order): first merge the
+ * top two nodes while they meet below the level where q meets the top. */
+static void tree_push(tree_stack_t *st, int q, const float *g)
+{
+    while (st->depth >= 2 &&
+           meet_level(st->at[st->depth - 2], st->at[st->depth - 1]) < meet_level(st->at[st->depth - 1], q))
+        tree_merge_top(st);
+    memcpy(st->sum + (size_t)st->depth * st->dim, g, sizeof(float) * (size_t)st->dim);
+    st->at[st->depth++] = q;
+}
+
+/* k-way merge of the ranks' ascending row lists of each table; a row's
+ * vectors are summed as the pairwise tree over the pack index (`stack`:
+ * room for 33 x dim floats) */
+static erase_status_t merge_tables(const sparse_args_t *a, float *stack)
 {
     int pos[1024];
     if (a->ranks > 1024)
         return ERASE_ERROR(ERASE_ERR_INVALID, "sparse merge: %d ranks (at most 1024)", a->ranks);
+    tree_stack_t st = { .dim = a->dim, .sum = stack };
     for (int t = 0; t < a->tables; t++) {
         for (int r = 0; r < a->ranks; r++) {
             int n = a->all_counts[r * a->tables + t];
@@ -67,30 +101,20 @@ static erase_status_t merge_tables(const sparse_args_t *a, float *part)
             }
             if (!any)
                 break;
-            float *v = a->out_values[t] + (size_t)out * a->dim;
-            memset(v, 0, sizeof(float) * (size_t)a->dim);
-            memset(part, 0, sizeof(float) * (size_t)a->dim);
-            int m = 0; /* contributions so far, summed in chunks (lib/ops/ops.h) */
-            for (int r = 0; r < a->ranks; r++) { /* rank order: deterministic */
+            st.depth = 0;
+            for (int r = 0; r < a->ranks; r++) { /* ascending pack index: deterministic */
                 int n = a->all_counts[r * a->tables + t];
                 size_t base = ((size_t)r * a->tables + t) * a->capacity;
                 if (pos[r] < n && a->all_rows[base + pos[r]] == next) {
-                    const float *g = a->all_values + (base + (size_t)pos[r]) * a->dim;
-                    for (int d = 0; d < a->dim; d++)
-                        part[d] += g[d];
+                    tree_push(&st, r, a->all_values + (base + (size_t)pos[r]) * a->dim);
                     pos[r]++;
-                    if (++m % ERASE_SPARSE_SUM_CHUNK == 0)
-                        for (int d = 0; d < a->dim; d++) {
-                            v[d] += part[d];
-                            part[d] = 0;
-                        }
                 }
             }
-            if (m % ERASE_SPARSE_SUM_CHUNK)
-                for (int d = 0; d < a->dim; d++)
-                    v[d] += part[d];
+            while (st.depth >= 2)
+                tree_merge_top(&st);
+            float *v = a->out_values[t] + (size_t)out * a->dim;
             for (int d = 0; d < a->dim; d++)
-                v[d] *= a->scale;
+                v[d] = stack[d] * a->scale;
             a->out_rows[t][out++] = next;
         }
         *a->out_count[t] = out;
@@ -98,15 +122,16 @@ static erase_status_t merge_tables(const sparse_args_t *a, float *part)
     return ERASE_OK;
 }
 
-/* The merge kernel: merge_tables with a chunk-sum buffer of dim floats. */
+/* The merge kernel: merge_tables with a stack of 33 x dim floats (depth at
+ * most 1 + the bits of a pack index). */
 static erase_status_t merge_k(const void *p)
 {
     const sparse_args_t *a = p;
-    float *part = malloc(sizeof(float) * (size_t)(a->dim > 0 ? a->dim : 1));
-    if (!part)
-        return ERASE_ERROR(ERASE_ERR_NOMEM, "sparse merge: no memory for %d floats", a->dim);
-    erase_status_t st = merge_tables(a, part);
-    free(part);
+    float *stack = malloc(sizeof(float) * 33 * (size_t)(a->dim > 0 ? a->dim : 1));
+    if (!stack)
+        return ERASE_ERROR(ERASE_ERR_NOMEM, "sparse merge: no memory for 33 x %d floats", a->dim);
+    erase_status_t st = merge_tables(a, stack);
+    free(stack);
     return st;
 }
 

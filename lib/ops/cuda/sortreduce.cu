@@ -109,6 +109,45 @@ __global__ void sortreduce_sum_kernel(erase_sortreduce_t p, const int *heads, co
     }
 }
 
+/*
+ * out_values[g][u, d] = scale * the pairwise tree (erase_sparse_merge, lib/ops/ops.h)
+ * of the source vectors of run u, column d, over pack indices v[i] /
+ * tree_group (ascending within a run: the stable sort kept them so): a
+ * stack of partial sums, the top two merged (left + right) while they
+ * meet below the level where the next pack meets the top, the rest merged
+ * at the end. Pack indices are below 2^31: the stack holds at most 32.
+ * Grid: x over seglen * dim, y = segment; items past the count do nothing.
+ */
+__global__ void sortreduce_tree_kernel(erase_sortreduce_t p, const int *vals, const int *heads)
+{
+    int g = blockIdx.y;
+    const int *h = heads + (size_t)g * (p.seglen + 1);
+    const int *v = vals + (size_t)g * p.seglen;
+    size_t count = (size_t)*p.out_count[g];
+    const float *src = p.src + g * p.seg_offset;
+    float *out = p.out_values[g];
+    ERASE_CUDA_GRID_LOOP(e, count * p.dim)
+    {
+        size_t u = e / p.dim;
+        int d = (int)(e % p.dim);
+        float sum[33];
+        int at[33], depth = 0;
+        for (int i = h[u]; i < h[u + 1]; i++) {
+            int q = v[i] / p.tree_group;
+            while (depth >= 2 && 31 - __clz(at[depth - 2] ^ at[depth - 1]) < 31 - __clz(at[depth - 1] ^ q)) {
+                sum[depth - 2] += sum[depth - 1];
+                depth--;
+            }
+            float x = src[(size_t)v[i] * p.src_stride + d];
+            sum[depth] = p.divisor ? x / (float)p.divisor[(size_t)v[i] * p.div_stride + g] : x;
+            at[depth++] = q;
+        }
+        for (; depth >= 2; depth--)
+            sum[depth - 2] += sum[depth - 1];
+        out[e] = sum[0] * p.scale;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // launchers
 
@@ -185,6 +224,11 @@ erase_status_t erase_sortreduce_run(erase_stream_t *s, const erase_sortreduce_bu
     if (n > 0) {
         dim3 grid(erase_cuda_blocks((size_t)p->seglen * p->dim, ERASE_CUDA_THREADS),
                   (unsigned)p->segments);
+        if (p->tree_group > 0) {
+            sortreduce_tree_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->vals_sorted, b->heads);
+            ERASE_CUDA_CHECK_LAUNCH("sorted reduction: tree sums");
+            return ERASE_OK;
+        }
         sortreduce_chunk_kernel<<<grid, ERASE_CUDA_THREADS, 0, st>>>(*p, b->vals_sorted, b->heads,
                                                                      b->chunks);
         ERASE_CUDA_CHECK_LAUNCH("sorted reduction: chunk sums");

@@ -6,7 +6,8 @@
  * sorted by row with a stable sort (source order kept among equal rows),
  * then each distinct row gets the sum of its entries' source vectors added
  * in that order in chunks of ERASE_SPARSE_SUM_CHUNK (lib/ops/ops.h: each
- * chunk from 0, then the chunk sums from 0), times `scale`. Outputs: out_rows[g][0..count) ascending,
+ * chunk from 0, then the chunk sums from 0), or with tree_group > 0 as the
+ * pairwise tree over their pack index (erase_sparse_merge), times `scale`. Outputs: out_rows[g][0..count) ascending,
  * out_values[g][count, dim], *out_count[g] = count.
  *
  * The sort is cub::DeviceRadixSort::SortPairs (stable, deterministic) of
@@ -15,7 +16,8 @@
  * marks the first entry of each row (a block scan numbers them); a grid
  * sums every chunk of every run at once (a thread per chunk and column,
  * the chunk's run found by binary search in the run starts), and a grid
- * adds each run's chunk sums. Source vector of source index q in
+ * adds each run's chunk sums; a tree sum is a thread per run and column
+ * walking the run with a stack of partial sums. Source vector of source index q in
  * segment g: src + q * src_stride + g * seg_offset (dim floats).
  */
 #ifndef ERASE_OPS_CUDA_SORTREDUCE_CUH
@@ -37,6 +39,9 @@ typedef struct {
      * (mean pooling's dout / len) before it is added */
     const uint32_t *divisor;
     size_t div_stride;
+    /* 0: chunked sums; > 0: the pairwise tree over the pack index
+     * q / tree_group of source index q (the sparse merge's slot) */
+    int tree_group;
     uint32_t *out_rows[ERASE_FIELDS_MAX];
     float *out_values[ERASE_FIELDS_MAX];
     int *out_count[ERASE_FIELDS_MAX];

@@ -4,8 +4,9 @@
  * raises ERASE_CUDA_FAULT_SPARSE_PACK_CAPACITY. Merge is a sorted segment
  * reduction (sortreduce.cuh) with one segment per table holding the
  * ranks' slots in rank order: the stable sort keeps rank order among equal
- * rows, so sums are added in rank order from 0, then scaled, as the CPU's
- * k-way merge does, bit for bit. A pack count outside [0, capacity] raises
+ * rows, and a row's vectors are summed as the pairwise tree over the pack
+ * index (slot / (tables x capacity)), then scaled, as the CPU's k-way
+ * merge does, bit for bit. A pack count outside [0, capacity] raises
  * ERASE_CUDA_FAULT_SPARSE_MERGE_COUNT (that pack is left out).
  */
 #include "lib/ops/cuda/sortreduce.cuh"
@@ -123,6 +124,7 @@ extern "C" erase_status_t erase_cuda_op_sparse_merge(erase_stream_t *s, int rank
     r.src = all_values; /* slot q: all_values[q * dim] */
     r.src_stride = (size_t)dim;
     r.seg_offset = 0;
+    r.tree_group = tables * capacity; /* slot (q * tables + t) * capacity + i: pack q */
     for (int t = 0; t < tables; t++) {
         r.out_rows[t] = rows[t];
         r.out_values[t] = values[t];
