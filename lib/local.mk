@@ -103,6 +103,7 @@ lib_liberase_a_SOURCES += \
 	lib/comm/comm.h lib/comm/comm_internal.h lib/comm/comm_mpi.h \
 	lib/comm/comm_log.c \
 	lib/comm/check.c \
+	lib/comm/mpi_collectives.c \
 	lib/comm/mpi_comm.c \
 	lib/comm/mpi_wait.c \
 	lib/comm/nccl_id.c \

@@ -42,7 +42,7 @@
  * over the ranks in rank order (recursive halving and doubling), the
  * order in which a rank's gradient accumulation sums its micro-batches,
  * so gradients are bitwise the same across power-of-two rank counts
- * (docs/accumulate.md); on other counts a ring (lib/comm/mpi_comm.c).
+ * (docs/accumulate.md); on other counts a ring (lib/comm/mpi_collectives.c).
  * NCCL: the result is the same on every rank (NCCL's ring and tree
  * algorithms reduce each element once and copy it); across runs it is
  * bitwise the same only while NCCL picks the same algorithm, protocol and

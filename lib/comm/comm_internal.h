@@ -203,6 +203,20 @@ int comm_wait(int n, MPI_Request *req, MPI_Status *stat, int64_t spin_ns);
 #define COMM_WAIT_SPIN_SMALL_NS 100000
 #define COMM_SMALL_BYTES 4096
 
+/* The largest piece of a message (MPI counts are int): larger ones are
+ * sent in pieces of this many bytes. */
+#define COMM_PIECE ((size_t)1 << 30)
+
+/* Run the collective a->op (all-reduce, broadcast, all-gather(v),
+ * all-to-all(v), counted all-to-all, barrier) of c with the MPI tag `tag`
+ * (lib/comm/mpi_collectives.c); on the stream worker, c->exec held.
+ * Errors: ERASE_ERR_COMM (an MPI call, a peer's count), ERASE_ERR_NOMEM,
+ * ERASE_ERR_INVALID (not a collective). */
+erase_status_t comm_mpi_collective(erase_comm_t *c, const comm_args_t *a, int tag);
+/* The all-reduce of c takes the ring, not recursive halving: a size not a
+ * power of two, or ERASE_ALLREDUCE=ring. */
+int comm_mpi_uses_ring(const erase_comm_t *c);
+
 /* Turn an MPI error code into ERASE_ERR_COMM with its text. */
 erase_status_t comm_mpi_error(const char *file, int line, int code, const char *what);
 #define COMM_MPI_CHECK(call, what)                                             \

@@ -148,7 +148,7 @@ static erase_status_t pairwise_merge_top(sched_accum_t *a, int b, size_t n, eras
  * ((g0 + g1) + (g2 + g3)) + ... ; for other W the stack is then folded
  * from the top, which is the same level-wise tree with the odd node of a
  * level carried up: the order the all-reduce of a power-of-two number of
- * ranks continues (lib/comm/mpi_comm.c, halving_allreduce). The first push
+ * ranks continues (lib/comm/mpi_collectives.c, halving_allreduce). The first push
  * is a copy, not an add into zeros (a -0.0 stays -0.0, as a leaf does).
  */
 static erase_status_t pairwise_add(sched_accum_t *a, int b, const float *g, size_t n, int region,

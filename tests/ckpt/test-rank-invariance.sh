@@ -8,7 +8,7 @@
 # sum over them is the same pairwise tree ((g0 + g1) + (g2 + g3)) in every
 # run: a rank's accumulation sums its micro-batches pairwise
 # (lib/sched/grad_accum.c) and the all-reduce of a power-of-two number of
-# ranks continues the tree (recursive halving, lib/comm/mpi_comm.c). So
+# ranks continues the tree (recursive halving, lib/comm/mpi_collectives.c). So
 # after 6 steps every parameter and optimizer tensor is bitwise equal
 # (ckpt-tool compare): nanochat with Muon (and AdamW for its embedding,
 # head and vectors) and with AdamW alone; gpt with a cut in graph mode
