@@ -184,6 +184,7 @@ static float promised_order_sum(float *const *x, size_t count, size_t i, int op)
 {
     size_t n = (size_t)world.size, base = count / n, rem = count % n;
     float acc, level[64] = { 0 };
+    assert_true(n <= sizeof level / sizeof level[0]); /* the tree's leaves: at most 64 ranks */
     const char *algo = getenv("ERASE_ALLREDUCE");
     if (!(n & (n - 1)) && !(algo && !strcmp(algo, "ring"))) {
         for (size_t r = 0; r < n; r++)
