@@ -65,7 +65,7 @@ lib_liberase_a_SOURCES += lib/ops/cpu/cross_cpu.c lib/nn/dcn.c
 
 # lib/nn: model files (libconfig).
 lib_liberase_a_SOURCES += \
-	lib/nn/model_config.c lib/nn/model_config.h
+	lib/nn/model_config.c lib/nn/model_config.h lib/nn/model_config_format.c lib/nn/model_config_internal.h
 
 # lib/nn and optimizer ops: networks of blocks, models, optimizers.
 lib_liberase_a_SOURCES += \

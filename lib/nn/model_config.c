@@ -1,6 +1,6 @@
 /*
  * Model files (lib/nn/model_config.h): libconfig text -> erase_model_config_t
- * and back.
+ * (the way back: model_config_format.c).
  *
  * Parsing works on a copy that starts from the reference defaults of the
  * chosen model; the caller's configuration is written only on success. Keys
@@ -16,6 +16,7 @@
  * @include of a directory.
  */
 #include "lib/nn/model_config.h"
+#include "lib/nn/model_config_internal.h"
 
 #include "lib/core/config_text.h"
 
@@ -35,8 +36,8 @@ static const char *const model_names[] = { "ctr", "mlp", "gpt", "nanochat", "dcn
 static const char *const model_tasks[] = { "ctr", "classify", "lm", "lm", "ctr" };
 #define MODEL_KINDS ((int)(sizeof model_names / sizeof model_names[0]))
 
-/* Boundaries 1 .. blocks-1 all set. */
-static uint32_t all_cuts(int blocks)
+/* model_config_internal.h */
+uint32_t model_config_all_cuts(int blocks)
 {
     if (blocks < 1)
         return 0;
@@ -110,7 +111,7 @@ erase_model_config_t erase_model_config_default(erase_model_kind_t kind)
         cfg.ctr.subarchs = 6;
         cfg.ctr.pooling = ERASE_POOLING_SUM;
     }
-    cfg.cut_mask = all_cuts(erase_model_config_blocks(&cfg));
+    cfg.cut_mask = model_config_all_cuts(erase_model_config_blocks(&cfg));
     return cfg;
 }
 
@@ -150,8 +151,8 @@ static void tie_conflict(const erase_model_config_t *cfg, char *buf, size_t size
                  "into h0/wte (set tie_head = false, or remove the cuts)");
 }
 
-/* 1: the last head is tied, 0: not, -1: tie_head TRUE with cuts. */
-static int resolve_tie(const erase_model_config_t *cfg)
+/* model_config_internal.h */
+int model_config_resolve_tie(const erase_model_config_t *cfg)
 {
     if (cfg->kind != ERASE_MODEL_GPT)
         return 0;
@@ -162,7 +163,7 @@ static int resolve_tie(const erase_model_config_t *cfg)
 
 erase_status_t erase_model_config_tied_head(const erase_model_config_t *cfg, int *tied)
 {
-    int t = resolve_tie(cfg);
+    int t = model_config_resolve_tie(cfg);
     *tied = t > 0;
     if (t < 0) {
         char why[512];
@@ -397,7 +398,7 @@ static erase_status_t read_weight(const char *name, config_setting_t *group, con
 static erase_status_t read_cuts(const char *name, config_setting_t *group, const char *prefix,
                                 int blocks, bool all_by_default, uint32_t *mask)
 {
-    *mask = all_by_default ? all_cuts(blocks) : 0;
+    *mask = all_by_default ? model_config_all_cuts(blocks) : 0;
     config_setting_t *s = config_setting_get_member(group, "cuts");
     if (!s)
         return ERASE_OK;
@@ -405,7 +406,7 @@ static erase_status_t read_cuts(const char *name, config_setting_t *group, const
     snprintf(path, sizeof path, "%s.cuts", prefix);
     const char *text = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
     if (text && strcmp(text, "all") == 0) {
-        *mask = all_cuts(blocks);
+        *mask = model_config_all_cuts(blocks);
         return ERASE_OK;
     }
     if (text && strcmp(text, "none") == 0) {
@@ -618,7 +619,7 @@ static erase_status_t read_tie_head(const char *name, config_setting_t *group, e
     if (config_setting_type(s) != CONFIG_TYPE_BOOL)
         return expected(name, s, "gpt.tie_head", "true or false");
     cfg->gpt.tie_head = config_setting_get_bool(s) ? ERASE_TIE_HEAD_TRUE : ERASE_TIE_HEAD_FALSE;
-    if (resolve_tie(cfg) < 0) {
+    if (model_config_resolve_tie(cfg) < 0) {
         char why[512];
         tie_conflict(cfg, why, sizeof why);
         return fail_at(name, s, "gpt.tie_head: %s", why);
@@ -785,165 +786,4 @@ erase_status_t erase_model_config_load(const char *path, erase_model_config_t *c
         erase_error_trail(__FILE__, __LINE__);
     free(text);
     return status;
-}
-
-/* ---- formatting --------------------------------------------------------- */
-
-typedef struct {
-    char *text;
-    int size;
-    long len; /* what the whole text needs, even past size */
-} writer_t;
-
-static void put(writer_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(writer_t *w, const char *fmt, ...)
-{
-    bool room = w->len < w->size;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(room ? w->text + w->len : NULL, room ? (size_t)(w->size - w->len) : 0, fmt, ap);
-    va_end(ap);
-    w->len += n > 0 ? n : 0;
-}
-
-/* An integer libconfig 1.5 reads back: beyond 32 bits it needs the L suffix
- * (`wide`: write it anyway, as every element of an array must have the
- * same type). */
-static void put_integer(writer_t *w, unsigned long long v, bool wide)
-{
-    put(w, wide || v > INT_MAX ? "%lluL" : "%llu", v);
-}
-
-static void put_int_list(writer_t *w, const int *v, int n)
-{
-    put(w, "[");
-    for (int i = 0; i < n; i++)
-        put(w, i ? ", %d" : "%d", v[i]);
-    put(w, "]");
-}
-
-static void put_cuts(writer_t *w, uint32_t mask, int blocks)
-{
-    if (mask == all_cuts(blocks)) {
-        put(w, "\"all\"");
-    } else if (mask == 0) {
-        put(w, "\"none\"");
-    } else {
-        const char *sep = "";
-        put(w, "[");
-        for (int c = 1; c < blocks; c++)
-            if (mask & (UINT32_C(1) << c)) {
-                put(w, "%s%d", sep, c);
-                sep = ", ";
-            }
-        put(w, "]");
-    }
-}
-
-/* A float that reads back as the same float, and as a float ("1.0", not "1"). */
-static void put_float(writer_t *w, float x)
-{
-    char buf[48];
-    snprintf(buf, sizeof buf, "%.9g", (double)x);
-    put(w, strpbrk(buf, ".eni") ? "%s" : "%s.0", buf);
-}
-
-/* Whether the text of `cfg` can be written at all (kind, list lengths,
- * boundaries, the seed and gpt's tie_head within what the file format can
- * say). */
-static bool formattable(const erase_model_config_t *cfg)
-{
-    if (cfg->kind != ERASE_MODEL_CTR && cfg->kind != ERASE_MODEL_MLP && cfg->kind != ERASE_MODEL_GPT &&
-        cfg->kind != ERASE_MODEL_NANOCHAT && cfg->kind != ERASE_MODEL_DCN)
-        return false;
-    if (cfg->kind == ERASE_MODEL_DCN &&
-        (cfg->dcn.cross_layers < 1 || cfg->dcn.cross_layers > ERASE_MAX_LAYERS || cfg->dcn.top_layers < 2 ||
-         cfg->dcn.top_layers > ERASE_MAX_LAYERS))
-        return false;
-    if (cfg->seed > (uint64_t)LLONG_MAX)
-        return false;
-    int layers = erase_model_config_has_tables(cfg) ? cfg->ctr.bottom_layers
-                 : cfg->kind == ERASE_MODEL_MLP ? cfg->mlp.hidden_layers
-                 : cfg->kind == ERASE_MODEL_GPT ? cfg->gpt.layers
-                                                : cfg->nanochat.layers;
-    int most = cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT ? ERASE_MAX_GPT_LAYERS
-                                                                                 : ERASE_MAX_LAYERS; /* the parser's */
-    if (layers < 1 || layers > most)
-        return false;
-    int blocks = erase_model_config_blocks(cfg);
-    if (blocks < 1 || blocks > ERASE_MAX_BLOCKS || (cfg->cut_mask & ~all_cuts(blocks)) != 0)
-        return false;
-    return resolve_tie(cfg) >= 0;
-}
-
-int erase_model_config_format(const erase_model_config_t *cfg, char *text, int size)
-{
-    if (!cfg || !text || size <= 0 || !formattable(cfg))
-        return -1;
-    writer_t w = { text, size, 0 };
-    put(&w, "model = \"%s\";\nseed = ", model_names[cfg->kind]);
-    put_integer(&w, cfg->seed, false);
-    put(&w, ";\n%s: {\n", model_names[cfg->kind]);
-    if (erase_model_config_has_tables(cfg)) {
-        if (cfg->ctr.pooling == ERASE_POOLING_MEAN) /* the default, sum, is not written: older text stays */
-            put(&w, "  pooling = \"mean\";\n");
-        put(&w, "  embedding_dim = %d;\n  table_rows = ", cfg->ctr.embedding_dim);
-        bool same = true, wide = false;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-            same = same && cfg->ctr.table_rows[f] == cfg->ctr.table_rows[0];
-            wide = wide || cfg->ctr.table_rows[f] > INT_MAX;
-        }
-        if (cfg->ctr.table_rows_from_data) {
-            put(&w, "\"data\"");
-        } else if (same) {
-            put_integer(&w, cfg->ctr.table_rows[0], false);
-        } else {
-            for (int f = 0; f < ERASE_CTR_FIELDS; f++) {
-                put(&w, "%s", f ? ", " : "[");
-                put_integer(&w, cfg->ctr.table_rows[f], wide);
-            }
-            put(&w, "]");
-        }
-        put(&w, ";\n  bottom_mlp = ");
-        put_int_list(&w, cfg->ctr.bottom_mlp, cfg->ctr.bottom_layers);
-        if (cfg->kind == ERASE_MODEL_DCN) {
-            put(&w, ";\n  cross_layers = %d;\n  cross_rank = %d;\n  top_mlp = ", cfg->dcn.cross_layers,
-                cfg->dcn.cross_rank);
-            put_int_list(&w, cfg->dcn.top_mlp, cfg->dcn.top_layers);
-            put(&w, ";\n");
-        } else {
-            put(&w, ";\n  subarch_width = %d;\n  subarchs = %d;\n", cfg->ctr.subarch_width, cfg->ctr.subarchs);
-        }
-        bool multi = false;
-        for (int f = 0; f < ERASE_CTR_FIELDS; f++)
-            multi = multi || cfg->ctr.hotness[f] != 1;
-        for (int f = 0; multi && f < ERASE_CTR_FIELDS; f++)
-            put(&w, "%s%u", f ? ", " : "  hotness = [", (unsigned)cfg->ctr.hotness[f]);
-        if (multi)
-            put(&w, "];\n");
-    } else if (cfg->kind == ERASE_MODEL_GPT) {
-        put(&w, "  layers = %d;\n  heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
-            cfg->gpt.layers, cfg->gpt.heads, cfg->gpt.width, cfg->gpt.context, cfg->gpt.vocab);
-    } else if (cfg->kind == ERASE_MODEL_NANOCHAT) {
-        put(&w, "  layers = %d;\n  heads = %d;\n  kv_heads = %d;\n  width = %d;\n  context = %d;\n  vocab = %d;\n",
-            cfg->nanochat.layers, cfg->nanochat.heads, cfg->nanochat.kv_heads, cfg->nanochat.width,
-            cfg->nanochat.context, cfg->nanochat.vocab);
-        put(&w, "  softcap = ");
-        put_float(&w, cfg->nanochat.softcap);
-        put(&w, ";\n");
-    } else {
-        put(&w, "  inputs = %d;\n  hidden = ", cfg->mlp.inputs);
-        put_int_list(&w, cfg->mlp.hidden, cfg->mlp.hidden_layers);
-        put(&w, ";\n  classes = %d;\n", cfg->mlp.classes);
-    }
-    put(&w, "  cuts = ");
-    put_cuts(&w, cfg->cut_mask, erase_model_config_blocks(cfg));
-    put(&w, ";\n  local_loss_weight = ");
-    put_float(&w, cfg->local_loss_weight);
-    if (cfg->kind == ERASE_MODEL_GPT) {
-        put(&w, ";\n  tie_head = %s", resolve_tie(cfg) ? "true" : "false");
-    }
-    put(&w, ";\n};\n");
-    return w.len < size ? (int)w.len : -1;
 }
