@@ -116,10 +116,10 @@ static const opt_def_t defs[] = {
       "--schedule) yet", "replicated|table|row|auto", NO_BOUNDS },
     { "embedding-lr", D(embedding_lr), "0.02", "learning rate of embedding tables after warm-up", NULL, LR_RANGE },
     { "warmup-steps", I(warmup_steps), "0", "linear learning-rate warm-up", NULL, FROM_TO(0, INT64_MAX) },
-    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (to --min-lr at the last step) | constant | wsd "
+    { "lr-decay", S(lr_decay), "cosine", "after warm-up: cosine (from --lr, towards --min-lr after the last step) | constant | wsd "
       "(warm-up, stable, decay: constant, then linear to --final-lr-fraction x --lr over the last --warmdown-fraction "
       "of the steps, as nanochat)", "cosine|constant|wsd", NO_BOUNDS },
-    { "min-lr", D(min_lr), "0", "cosine: the learning rate of the last step (nanoGPT's min_lr; at most --lr)", NULL, FROM_TO(0, FLT_MAX) },
+    { "min-lr", D(min_lr), "0", "cosine: the floor it decays towards, reached after the last step (nanoGPT's min_lr; at most --lr)", NULL, FROM_TO(0, FLT_MAX) },
     { "warmdown-fraction", D(warmdown_fraction), "0.2", "wsd: share of the steps in the final warm-down (nanochat's "
       "warmdown_ratio)", NULL, FROM_TO(0, 1) },
     { "final-lr-fraction", D(final_lr_fraction), "0", "wsd: the learning rate at the end of the warm-down, a fraction "

@@ -17,7 +17,7 @@ typedef struct {
     double base;            /* learning rate after warm-up */
     int64_t warmup_steps;   /* 0: none */
     erase_lr_decay_t decay;
-    int64_t total_steps;    /* cosine: reaches `min` at this step; wsd: ends the warm-down */
+    int64_t total_steps;    /* cosine: reaches `min` after this step; wsd: ends the warm-down */
     double min;             /* cosine: floor; wsd: the rate the warm-down heads for */
     double warmdown_fraction; /* wsd: share of total_steps in the warm-down */
     int64_t warmdown_steps; /* wsd: the last steps, linear from base towards min (set by
@@ -39,12 +39,16 @@ static inline void erase_lr_schedule_set_total(erase_lr_schedule_t *s, int64_t t
 /*
  * Learning rate of update number `step` (1-based): base * step / warmup
  * during warm-up; then base (constant), or for cosine
- * min + (base - min) * (1 + cos(pi * t)) / 2 with t = (step - warmup) /
- * (total - warmup) clamped to [0, 1] (Loshchilov and Hutter, SGDR, 2017),
- * or for wsd base until step total - warmdown, then p * base + (1 - p) *
- * min with p = (total - step + 1) / warmdown (nanochat's
- * get_lr_multiplier in scripts/base_train.py, its 0-based iteration being
- * step - 1: the last step's rate is base / warmdown above min, not min).
+ * min + (base - min) * (1 + cos(pi * t)) / 2 with t = (step - 1 - warmup)
+ * / (total - warmup) clamped to [0, 1] (Loshchilov and Hutter, SGDR,
+ * 2017; counted from 0 after warm-up as PyTorch's CosineAnnealingLR with
+ * T_max = total - warmup and transformers' cosine schedule: the first
+ * update after warm-up is at base and `min` is reached after the last
+ * step, so every step trains, --steps 1 too), or for wsd base until step
+ * total - warmdown, then p * base + (1 - p) * min with p = (total - step +
+ * 1) / warmdown (nanochat's get_lr_multiplier in scripts/base_train.py,
+ * its 0-based iteration being step - 1: the last step's rate is base /
+ * warmdown above min, not min).
  */
 ERASE_HD static inline double erase_lr_at(const erase_lr_schedule_t *s, int64_t step)
 {
@@ -60,7 +64,7 @@ ERASE_HD static inline double erase_lr_at(const erase_lr_schedule_t *s, int64_t 
     }
     if (s->decay == ERASE_LR_CONSTANT || s->total_steps <= s->warmup_steps)
         return s->base;
-    double t = (double)(step - s->warmup_steps) / (double)(s->total_steps - s->warmup_steps);
+    double t = (double)(step - 1 - s->warmup_steps) / (double)(s->total_steps - s->warmup_steps);
     if (t > 1)
         t = 1;
     return s->min + (s->base - s->min) * 0.5 * (1.0 + cos(3.14159265358979323846 * t));

@@ -2,7 +2,8 @@
 # The training knobs nanochat and nanoGPT users set (issue 34, item 4):
 # --lr-decay wsd (warm-up, stable, linear warm-down over the last
 # --warmdown-fraction of the steps to --final-lr-fraction x --lr) gives
-# nanochat's get_lr_multiplier at every step; cosine ends at --min-lr;
+# nanochat's get_lr_multiplier at every step; cosine starts at --lr and
+# heads for --min-lr, reached after the last step;
 # --beta1 --beta2 --eps reach AdamW (a run with them differs from the
 # defaults) and are taken from the checkpoint on resume (bitwise equal to
 # the uninterrupted run); each refuses a setting it cannot take, naming it.
@@ -27,12 +28,17 @@ awk 'BEGIN { bad = 0 }
 tap $? "--lr-decay wsd: the lr of each of 20 steps is nanochat's (warm-up 3, stable to 15, warm-down 5 to 0.1 x lr): $(sed -n '1p;4p;17p;20p' "$dir/wsd.lr" | tr '\n' ' ')"
 [ $rc = 0 ] || show "$out"
 
-# ---- cosine to --min-lr
+# ---- cosine towards --min-lr: step s of 12 at t = (s - 1) / 12
 out=$dir/cos.out
 train 1 --steps 12 --batch 16 --log-every 1 --lr 0.02 --lr-decay cosine --min-lr 0.005 --metrics "$dir/cos.jsonl"
-last=$(lr_per_step "$dir/cos.jsonl" | tail -n 1)
-[ $rc = 0 ] && [ "$last" = "12 0.005" ]
-tap $? "--lr-decay cosine --min-lr 0.005: the last step's lr is 0.005 (got '$last', status $rc)"
+lr_per_step "$dir/cos.jsonl" >"$dir/cos.lr"
+awk 'BEGIN { bad = 0; pi = atan2(0, -1) }
+     { want = 0.005 + 0.015 * 0.5 * (1 + cos(pi * ($1 - 1) / 12)); d = $2 - want; if (d < 0) d = -d
+       if (d > 1e-5 * want) { printf "# step %d: lr %s, expected %.9g\n", $1, $2, want; bad = 1 } }
+     END { if (NR != 12) { printf "# %d steps in the metrics, expected 12\n", NR; bad = 1 }; exit bad }' "$dir/cos.lr"
+ok=$?
+[ $rc = 0 ] && [ $ok = 0 ] && [ "$(sed -n 1p "$dir/cos.lr")" = "1 0.02" ]
+tap $? "--lr-decay cosine --min-lr 0.005: step 1 at --lr, each of 12 steps on the cosine, the last above --min-lr: $(sed -n '1p;12p' "$dir/cos.lr" | tr '\n' ' ')"
 
 # ---- AdamW's betas and eps: used, and carried by the checkpoint
 ARGS="--steps 12 --batch 12 --checkpoint-every 6 --keep-checkpoints 3"

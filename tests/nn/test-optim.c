@@ -76,15 +76,25 @@ static void test_schedule(void **state)
 {
     erase_lr_schedule_t s = { .base = 0.1, .warmup_steps = 4, .decay = ERASE_LR_COSINE,
                               .total_steps = 14, .min = 0.01 };
-    /* warm-up: 0.025, 0.05, 0.075, 0.1; cosine over 10 steps after it */
+    /* warm-up: 0.025, 0.05, 0.075, 0.1; cosine over the 10 steps after
+     * it, counted from 0: step 5 at 0.1, step 14 at t = 0.9, 0.01 after */
     assert_true(fabs(erase_lr_at(&s, 1) - 0.025) < 1e-15);
     assert_true(fabs(erase_lr_at(&s, 4) - 0.1) < 1e-15);
-    assert_true(fabs(erase_lr_at(&s, 9) - (0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.5)))) < 1e-15);
-    assert_true(fabs(erase_lr_at(&s, 14) - 0.01) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 5) - 0.1) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 10) - (0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.5)))) < 1e-15);
+    assert_true(fabs(erase_lr_at(&s, 14) - (0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.9)))) < 1e-15);
+    assert_true(erase_lr_at(&s, 14) > 0.01 + 1e-4);
+    assert_true(fabs(erase_lr_at(&s, 15) - 0.01) < 1e-15);
     assert_true(fabs(erase_lr_at(&s, 100) - 0.01) < 1e-15);
+    s.warmup_steps = 0; /* no warm-up: the first step at base, also of one step */
+    assert_true(erase_lr_at(&s, 1) == 0.1);
+    s.total_steps = 1;
+    assert_true(erase_lr_at(&s, 1) == 0.1);
+    s.warmup_steps = 4;
+    s.total_steps = 14;
     s.decay = ERASE_LR_CONSTANT;
     assert_true(erase_lr_at(&s, 50) == 0.1);
-    print_message("schedule: warm-up 4 steps to 0.1, cosine to 0.01 at step 14: lr(9) = %.6f\n",
+    print_message("schedule: warm-up 4 steps to 0.1, cosine towards 0.01 after step 14: lr(10) = %.6f\n",
                   0.01 + 0.09 * 0.5 * (1 + cos(M_PI * 0.5)));
 
     erase_optim_clock_t *clock;

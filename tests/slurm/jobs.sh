@@ -50,7 +50,7 @@ slurm_require() {
 # slurm_data: $dir/data, 2000 synthetic rows (1600 to train, 400 held out),
 # $dir/tiny.cfg, a small ctr (tests/slurm/tiny-ctr.cfg), and $dir/tiny.run, a run file like
 # jobs/criteo-sample.run with that model, frequent progress lines and a
-# constant learning rate (the default cosine decays to 0 at the last step:
+# constant learning rate (the default cosine decays over the run's steps:
 # a job that trains until signalled learns its last step only then, and
 # its resumed part could not be bitwise a run that knew it from the
 # start); $dir/tmp and $dir/shm for Open MPI (see submit).
