@@ -154,7 +154,9 @@ static erase_status_t gpt_build(erase_network_t *net)
         blk->in_width = k > 0 ? g->T * g->C : 0;
         blk->first_param = net->nparams;
         if (k == 0) {
-            ERASE_CHECK(add(net, 0, "wte", ERASE_ROLE_EMBEDDING, g->V, C, &g->wte));
+            /* tied, wte is the output projection too: Muon's AdamW gives it the head's rate
+             * (nanochat's unembedding_lr; the embedding rate diverged, docs/muon.md) */
+            ERASE_CHECK(add(net, 0, "wte", g->tied ? ERASE_ROLE_HEAD : ERASE_ROLE_EMBEDDING, g->V, C, &g->wte));
             ERASE_CHECK(add(net, 0, "wpe", ERASE_ROLE_EMBEDDING, g->T, C, &g->wpe));
         }
         ERASE_CHECK(add_layernorm(net, k, "ln_1", g->C, &L->ln1_w, &L->ln1_b));

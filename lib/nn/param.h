@@ -24,8 +24,9 @@ typedef enum { ERASE_PARAM_DENSE = 0, ERASE_PARAM_EMBEDDING = 1 } erase_param_ki
  */
 typedef enum {
     ERASE_ROLE_HIDDEN = 0,    /* 2-D weight of a hidden layer ([out, in], PyTorch's convention) */
-    ERASE_ROLE_EMBEDDING = 1, /* embedding matrix (gpt's wte, wpe; a tied head is wte) or table */
-    ERASE_ROLE_HEAD = 2,      /* output projection to the logits or classes (a head's weight) */
+    ERASE_ROLE_EMBEDDING = 1, /* embedding matrix (gpt's wte, wpe) or table */
+    ERASE_ROLE_HEAD = 2,      /* output projection to the logits or classes (a head's weight; gpt's wte
+                               * when the head is tied to it) */
     ERASE_ROLE_VECTOR = 3     /* 1-D parameter: bias, norm gain */
 } erase_param_role_t;
 
