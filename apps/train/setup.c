@@ -8,7 +8,10 @@
 #include "apps/train/ctr_vocab.h"
 
 #include "io/checkpoint.h"
+#include "io/cls_shard.h"
+#include "io/ctr_shard.h"
 #include "io/tok_reader.h"
+#include "io/tok_shard.h"
 #include "lib/core/checked.h"
 #include "lib/core/fs.h"
 #include "lib/core/stats.h"
@@ -300,6 +303,49 @@ static erase_status_t batch_shares(run_t *r)
 
 /* " (the global batch: --batch B x D data-parallel ranks)", or
  * " (--global-batch G)": where the global batch came from. */
+/* What the shards of data format `format` are, and which models read them;
+ * NULL for a format erase-train does not train on. */
+static const char *shard_kind(const char *format)
+{
+    static const struct {
+        const char *format, *what;
+    } kinds[] = {
+        { ERASE_CTR_FORMAT, "CTR shards (models ctr and dcn)" },
+        { ERASE_CTR_FORMAT_MULTI, "multi-hot CTR shards (models ctr and dcn)" },
+        { ERASE_TOK_FORMAT, "token shards (models gpt and nanochat)" },
+        { ERASE_CLS_FORMAT, "classification shards (model mlp)" },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(format, kinds[i].format))
+            return kinds[i].what;
+    return NULL;
+}
+
+/* The reader's refusal of another data format (why ends "attribute format:
+ * expected \"E\", got \"G\"") in the user's terms, to append: "; these are
+ * token shards (models gpt and nanochat), and the model ctr (the default:
+ * no --model) reads CTR shards"; "" for any other error. */
+static void format_hint(const run_t *r, const char *why, char *hint, size_t size)
+{
+    hint[0] = '\0';
+    const char *at = strstr(why, "attribute format: expected \"");
+    char expected[32], got[32];
+    if (!at || sscanf(at, "attribute format: expected \"%31[^\"]\", got \"%31[^\"]\"", expected, got) != 2 ||
+        !shard_kind(expected) || !shard_kind(got))
+        return;
+    char source[sizeof r->origin->path + sizeof r->o->model + 32];
+    if (r->origin && r->origin->model) /* the model came with --resume or --init-from */
+        snprintf(source, sizeof source, "of %s", r->origin->path);
+    else if (r->o->eval_only)
+        snprintf(source, sizeof source, "of the checkpoint");
+    else if (train_options_given(r->o, "model"))
+        snprintf(source, sizeof source, "--model %s", r->o->model);
+    else
+        snprintf(source, sizeof source, "the default: no --model");
+    snprintf(hint, size, "; these are %s, and the model %s (%s) reads %s", shard_kind(got),
+             erase_model_config_name(&r->cfg), source, shard_kind(expected));
+}
+
 static void batch_text(const run_t *r, char *buf, size_t size)
 {
     if (r->o->global_batch)
@@ -414,13 +460,14 @@ erase_status_t run_open_readers(run_t *r)
         r->task->rows_for(&r->cfg, &r->rows);
         rows = &r->rows;
     }
-    char why[2048], batch[96] = "";
+    char why[2048], batch[96] = "", hint[sizeof r->origin->path + sizeof r->o->model + 256];
     erase_status_t st = erase_reader_open(rows, train_in, n_train, &ro, &r->train);
     if (st != ERASE_OK) { /* its status kept: no memory is not the user's setting */
         snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
         if (!strncmp(why, "global batch ", 13)) /* the reader's "global batch G is larger than the N samples" */
             batch_text(r, batch, sizeof batch);
-        return ERASE_ERROR(st, "%s %s: %s%s", run_data_option(r, !o->train[0]), train_list, why, batch);
+        format_hint(r, why, hint, sizeof hint);
+        return ERASE_ERROR(st, "%s %s: %s%s%s", run_data_option(r, !o->train[0]), train_list, why, batch, hint);
     }
     erase_reader_options_t eo = ro;
     int64_t A = o->eval_only ? 1 : train_options_micro_steps(o);

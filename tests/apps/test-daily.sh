@@ -75,7 +75,7 @@ day 2 "$w" --keep 1
     [ "$(wc -l <"$w/metrics/days.jsonl")" = "$lines" ]
 tap $? "day 2 a third time: a no-op that says so, status $rc, no new record"
 
-extra="--lr 0.5 --embedding-lr 1" day 3 "$w" --keep 1 --max-ne-regression 0 --optimizer-state reset
+extra="--lr 3 --embedding-lr 10" day 3 "$w" --keep 1 --max-ne-regression 0 --optimizer-state reset
 ne=$(record "$w" 3 ne) base=$(record "$w" 3 current_ne)
 [ $rc = 1 ] && [ -f "$w/models/rejected/day-3.h5" ] && [ ! -e "$w/models/day-3.h5" ] &&
     grep -q "^init   from $w/models/current (step 23 of an earlier run): parameters loaded; this run starts at step 0" \
@@ -83,7 +83,7 @@ ne=$(record "$w" 3 ne) base=$(record "$w" 3 current_ne)
     [ "$(readlink "$w/models/current")" = day-2.h5 ] && [ "$(record "$w" 3 published)" = false ] &&
     awk -v n="$ne" -v b="$base" 'BEGIN { exit !(n > b) }' &&
     [ "$(last)" = "jobs/daily: day 3: rejected: NE $ne is worse than current's (day-2.h5) $base by more than 0 (relative); kept aside as models/rejected/day-3.h5, models/current unchanged" ]
-tap $? "day 3 ruined (lr 0.5), --max-ne-regression 0, --optimizer-state reset (parameters only): NE $ne > current's $base, rejected, kept aside, current unchanged, status $rc"
+tap $? "day 3 ruined (lr 3), --max-ne-regression 0, --optimizer-state reset (parameters only): NE $ne > current's $base, rejected, kept aside, current unchanged, status $rc"
 [ $rc = 1 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/plot" --list "$w/metrics/days.jsonl" >"$dir/plot" 2>&1
@@ -131,7 +131,7 @@ ln -s day-2.h5 "$b/models/current"
 n=3
 timeout -k 5 300 "$daily" --day $n --days-dir "$days" --work "$b" --ranks 2 --eval-rows 300 >"$dir/out" 2>&1
 rc=$?
-bad "current of another kind, no --model" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5 (a mlp model) on day 3's data: erase-train: --train $b/data/day-3: $b/data/day-3/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\""
+bad "current of another kind, no --model" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5 (a mlp model) on day 3's data: erase-train: --train $b/data/day-3: $b/data/day-3/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"; these are CTR shards (models ctr and dcn), and the model mlp (of $b/models/current) reads classification shards (model mlp)"
 
 # a corrupted day file: a line of 2 fields in the middle of day 3
 rm -rf "$b"

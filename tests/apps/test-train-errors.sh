@@ -106,8 +106,9 @@ for case in "--resume auto: needs --checkpoint-dir (where to look)|--resume auto
 done
 
 # --model mlp trains the classify task (issue 14): CTR shards are refused
-# naming the file and both formats (a usage error: issue 32)
-expect 2 "--train $dir/data: $dir/data/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"" \
+# naming the file and both formats, and what each is for (a usage error:
+# issue 32)
+expect 2 "--train $dir/data: $dir/data/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"; these are CTR shards (models ctr and dcn), and the model mlp (--model mlp) reads classification shards (model mlp)" \
     --train "$dir/data" --model mlp
 tap $? "--model mlp on CTR shards: refused naming the file and formats (status $rc)"
 [ $rc = 2 ] || tap_report "$dir/out"
@@ -263,7 +264,7 @@ while IFS='|' read -r what text args; do
     [ $ok = 0 ] || tap_report "$dir/err"
 done <<EOF
 a missing --train path|--train $dir/none: $dir/none: cannot open: No such file or directory|--train $dir/none
-CTR shards for the gpt model|--train $dir/data: $dir/data/part-00000.h5: attribute format: expected "erase-tok-1", got "erase-ctr-1"|--train $dir/data --model gpt
+CTR shards for the gpt model|--train $dir/data: $dir/data/part-00000.h5: attribute format: expected "erase-tok-1", got "erase-ctr-1"; these are CTR shards (models ctr and dcn), and the model gpt (--model gpt) reads token shards (models gpt and nanochat)|--train $dir/data --model gpt
 --gemm bf16 on the CPU|--device cpu --gemm bf16: the CPU backend computes GEMMs in fp32 only, not bf16 (tf32 and bf16 are tensor-core modes of the CUDA backend)|--train $dir/data --gemm bf16
 an unwritable --metrics|--metrics $dir/none/m.jsonl: cannot write: No such file or directory|--train $dir/data --metrics $dir/none/m.jsonl
 an unwritable --trace|--trace $dir/none/t.json: cannot write: No such file or directory|--train $dir/data --trace $dir/none/t.json
