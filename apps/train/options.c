@@ -306,6 +306,7 @@ static erase_status_t batch_given(const train_options_t *o, const opt_def_t *d, 
 /* Apply the run file's settings; file_batch: batch_given's record of the file. */
 static erase_status_t read_run_file(const char *path, train_options_t *o, int file_batch[2])
 {
+    snprintf(o->config, sizeof o->config, "%s", path); /* what messages about its settings name */
     char *file_text;
     erase_status_t st = erase_config_file_read(path, "run file", &file_text);
     if (st != ERASE_OK)
@@ -404,6 +405,58 @@ int64_t train_options_micro_steps(const train_options_t *o)
     return !train_options_pipeline(o) && o->accumulate > 1 ? o->accumulate : 1;
 }
 
+/* Options that only one learning-rate schedule or optimizer takes: `name`
+ * needs --`by` to be one of `values` ("a or b"). */
+typedef struct {
+    const char *name, *by, *values;
+} owned_option_t;
+static const owned_option_t owned[] = {
+    { "min-lr", "lr-decay", "cosine" },
+    { "warmdown-fraction", "lr-decay", "wsd" },
+    { "final-lr-fraction", "lr-decay", "wsd" },
+    { "beta1", "optimizer", "adamw or muon" },
+    { "beta2", "optimizer", "adamw or muon" },
+    { "eps", "optimizer", "adamw or muon" },
+    { "muon-momentum", "optimizer", "muon" },
+    { "muon-momentum-warmup", "optimizer", "muon" },
+    { "embedding-matrix-lr", "optimizer", "muon" },
+    { "unembedding-lr", "optimizer", "muon" },
+    { "vector-lr", "optimizer", "muon" },
+};
+
+static const char *owner_value(const train_options_t *o, const owned_option_t *w)
+{
+    return !strcmp(w->by, "lr-decay") ? o->lr_decay : o->optimizer;
+}
+
+/* Whether this run's --lr-decay or --optimizer is one that takes w->name. */
+static int owned_applies(const train_options_t *o, const owned_option_t *w)
+{
+    const char *v = owner_value(o, w), *at = strstr(w->values, v);
+    size_t n = strlen(v);
+    return at && (at == w->values || at[-1] == ' ') && (at[n] == '\0' || at[n] == ' ');
+}
+
+/* A run file's option of another schedule or optimizer than the one the
+ * command line chose (jobs/nanochat.run's Muon rates under --optimizer
+ * adamw): the command line overrides the run file, so the option yields,
+ * back to its default, and o->yielded names it for the start's note. Set
+ * together on either side, they are refused (check_together). */
+static void yield_run_file_options(train_options_t *o)
+{
+    o->yielded[0] = '\0';
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+        const opt_def_t *d = find(owned[i].name), *by = find(owned[i].by);
+        if (o->given[d - defs] != GIVEN_IN_RUN_FILE || o->given[by - defs] != GIVEN_ON_COMMAND_LINE ||
+            owned_applies(o, &owned[i]))
+            continue;
+        size_t n = strlen(o->yielded);
+        snprintf(o->yielded + n, sizeof o->yielded - n, "%s--%s (only with --%s %s; the command line's is %s)",
+                 n ? ", " : "", owned[i].name, owned[i].by, owned[i].values, owner_value(o, &owned[i]));
+        train_options_forget(o, owned[i].name);
+    }
+}
+
 /* Settings that parse one by one but cannot be used as given, each naming
  * its options (usage errors, found before MPI start-up). */
 static erase_status_t check_together(const train_options_t *o)
@@ -479,24 +532,14 @@ static erase_status_t check_together(const train_options_t *o)
     if (o->min_lr > o->lr && !strcmp(o->lr_decay, "cosine"))
         return ERASE_ERROR(ERASE_ERR_INVALID, "--min-lr %g above --lr %g: cosine decays from --lr to --min-lr",
                            o->min_lr, o->lr);
-    static const struct { const char *name, *decay; } decay_option[] = {
-        { "min-lr", "cosine" }, { "warmdown-fraction", "wsd" }, { "final-lr-fraction", "wsd" }
-    };
-    for (size_t i = 0; i < sizeof decay_option / sizeof decay_option[0]; i++)
-        if (train_options_given(o, decay_option[i].name) && strcmp(o->lr_decay, decay_option[i].decay))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --lr-decay %s (this run's is %s)",
-                               decay_option[i].name, decay_option[i].decay, o->lr_decay);
-    static const char *const adamw_option[] = { "beta1", "beta2", "eps" };
-    for (size_t i = 0; i < sizeof adamw_option / sizeof adamw_option[0]; i++)
-        if (train_options_given(o, adamw_option[i]) && !strcmp(o->optimizer, "sgd"))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer adamw or muon (this run's is %s)",
-                               adamw_option[i], o->optimizer);
-    static const char *const muon_option[] = { "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr",
-                                               "unembedding-lr", "vector-lr" };
-    for (size_t i = 0; i < sizeof muon_option / sizeof muon_option[0]; i++)
-        if (train_options_given(o, muon_option[i]) && strcmp(o->optimizer, "muon"))
-            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --optimizer muon (this run's is %s)",
-                               muon_option[i], o->optimizer);
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        if (train_options_given(o, owned[i].name) && !owned_applies(o, &owned[i])) {
+            const opt_def_t *d = find(owned[i].name);
+            return ERASE_ERROR(ERASE_ERR_INVALID, "--%s: only with --%s %s (this run's is %s)%s%s", owned[i].name,
+                               owned[i].by, owned[i].values, owner_value(o, &owned[i]),
+                               o->given[d - defs] == GIVEN_IN_RUN_FILE ? "; set in the run file " : "",
+                               o->given[d - defs] == GIVEN_IN_RUN_FILE ? o->config : "");
+        }
     if (o->init_from_optimizer && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--init-from-optimizer: needs --init-from CKPT");
     int safetensors = o->init_from[0] && train_ckpt_is_safetensors(o->init_from); /* issue 37 */
@@ -576,6 +619,7 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
     }
     if (line_batch[0] && file_batch[1]) /* the command line's --batch wins over the run file's global_batch */
         o->global_batch = 0;
+    yield_run_file_options(o);
     return check_together(o);
 }
 

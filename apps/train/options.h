@@ -83,6 +83,10 @@ typedef struct {
     /* given[i]: option i of the table set by the run file (1) or the
      * command line (2) (train_options_given), not by its default (0) */
     unsigned char given[96];
+    /* the run file's options that yielded to the command line's --optimizer
+     * or --lr-decay ("--vector-lr (only with --optimizer muon; the command
+     * line's is adamw), ..."), or "" */
+    char yielded[1024];
 } train_options_t;
 
 /* Defaults of every option. */

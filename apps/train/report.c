@@ -63,6 +63,8 @@ static void print_unused_notes(const train_options_t *o)
     if (o->side_streams != 1 && !strcmp(o->early_backward, "off"))
         printf("note   --side-streams %lld: unused with --early-backward off (side streams run early block "
                "backwards)\n", (long long)o->side_streams);
+    if (o->yielded[0])
+        printf("note   run file %s: unused, the command line chose otherwise: %s\n", o->config, o->yielded);
     if (train_options_given(o, "trace-steps") && !o->trace[0])
         printf("note   --trace-steps %lld: unused without --trace FILE\n", (long long)o->trace_steps);
 }

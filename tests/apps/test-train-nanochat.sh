@@ -6,7 +6,7 @@
 # 40 steps the loss has fallen by more than 1 nat, with AdamW and with
 # --optimizer muon (Muon for c_q/c_k/c_v/c_proj/c_fc, AdamW for wte and
 # lm_head); with cuts at 1 the local head of block 0 trains too; 2 ranks
-# give the 1-rank run's losses (data parallel), as do 2 pipeline stages
+# give the 1-rank run's losses to rounding (data parallel), as do 2 pipeline stages
 # (--pp 2); the four --early-backward modes give the same losses with a
 # cut; a bad model file is one line.
 . "$(dirname "$0")/../comm/mpi.sh"
@@ -55,14 +55,16 @@ losses cuts | sed -n '1p;$p' | tap_report /dev/stdin
 
 train 2 np2 --model "$dir/m.cfg" --lr 0.01
 # (the global loss; block_losses are rank 0's own)
+# (the gradients summed in another order: the printed 6 digits may differ by a unit or two)
+close() { paste "$1" "$2" | awk 'NF != 2 || ($1 - $2 > 3e-6 * $1 || $2 - $1 > 3e-6 * $1) { bad = 1 } END { exit bad || NR != 40 }'; }
 [ $rc = 0 ] && losses adamw | cut -d' ' -f1 >"$dir/l1" && losses np2 | cut -d' ' -f1 >"$dir/l2" &&
-    [ "$(wc -l <"$dir/l1")" = 40 ] && cmp -s "$dir/l1" "$dir/l2"
-tap $? "2 ranks: the 1-rank run's 40 global losses, to the 6 digits printed"
+    [ "$(wc -l <"$dir/l1")" = 40 ] && close "$dir/l1" "$dir/l2"
+tap $? "2 ranks: the 1-rank run's 40 global losses, within 3e-6 relative (6 digits printed)"
 [ $rc = 0 ] || tap_report "$dir/np2.out"
 
 train 2 pp2 --model "$dir/m.cfg" --lr 0.01 --pp 2
-[ $rc = 0 ] && losses pp2 | cut -d' ' -f1 >"$dir/lp" && cmp -s "$dir/l1" "$dir/lp"
-tap $? "--pp 2 (1f1b, a layer per stage): the 1-rank run's 40 losses"
+[ $rc = 0 ] && losses pp2 | cut -d' ' -f1 >"$dir/lp" && close "$dir/l1" "$dir/lp"
+tap $? "--pp 2 (1f1b, a layer per stage): the 1-rank run's 40 losses, within 3e-6 relative"
 [ $rc = 0 ] || tap_report "$dir/pp2.out"
 
 same=0

@@ -9,7 +9,7 @@
 # the uninterrupted run); each refuses a setting it cannot take, naming it.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..7"
+echo "1..9"
 
 # ---- wsd against nanochat's multiplier, step by step (the metrics' lr,
 # a float printed with 6 digits: relative error <= 1e-5)
@@ -69,3 +69,15 @@ refused "--warmdown-fraction: only with --lr-decay wsd (this run's is cosine)" -
 tap $? "--warmdown-fraction with cosine: refused (status $rc)"
 refused "--beta2: only with --optimizer adamw or muon (this run's is sgd)" --optimizer sgd --beta2 0.95
 tap $? "--beta2 with sgd: refused (status $rc)"
+
+# ---- a run file's settings of another optimizer or schedule
+printf 'optimizer = "muon";\nvector_lr = 0.005;\nlr_decay = "wsd";\nwarmdown_fraction = 0.3;\n' >"$dir/muon.run"
+out=$dir/yield.out
+train 1 --steps 2 --batch 16 --config "$dir/muon.run" --optimizer adamw --lr-decay cosine
+[ $rc = 0 ] && grep -q -x -F "note   run file $dir/muon.run: unused, the command line chose otherwise: --warmdown-fraction (only with --lr-decay wsd; the command line's is cosine), --vector-lr (only with --optimizer muon; the command line's is adamw)" "$out"
+tap $? "a run file's --vector-lr and --warmdown-fraction yield to the command line's adamw and cosine, noted (status $rc)"
+[ $rc = 0 ] || show "$out"
+printf 'optimizer = "sgd";\nbeta1 = 0.8;\n' >"$dir/sgd.run"
+refused "--beta1: only with --optimizer adamw or muon (this run's is sgd); set in the run file $dir/sgd.run" --config "$dir/sgd.run"
+tap $? "a run file that sets sgd and --beta1: refused, naming the run file (status $rc)"
+[ $rc = 2 ] || show "$out"
