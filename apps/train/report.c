@@ -53,10 +53,43 @@ static void print_blas_note(const run_t *r)
                "runs\n", (long long)asked, used, used == 1 ? "" : "s");
 }
 
+/* The options named in `names` that the command line gave, as "--a, --b"
+ * (a run file's are shared with training runs: not listed). */
+static void given_list(const train_options_t *o, const char *const *names, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t n = 0; names[n]; n++)
+        if (train_options_given_on_command_line(o, names[n])) {
+            size_t at = strlen(buf);
+            snprintf(buf + at, size - at, "%s--%s", at ? ", " : "", names[n]);
+        }
+}
+
 /* Notes for options given that this run does not use (issue 32): each
  * names the option and the setting that makes it unused. */
-static void print_unused_notes(const train_options_t *o)
+static void print_unused_notes(const run_t *r)
 {
+    const train_options_t *o = r->o;
+    char list[1024];
+    static const char *const training[] = {
+        "optimizer", "lr", "momentum", "beta1", "beta2", "eps", "weight-decay", "grad-clip", "embedding-optimizer",
+        "embedding-lr", "warmup-steps", "lr-decay", "min-lr", "warmdown-fraction", "final-lr-fraction",
+        "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr", "unembedding-lr", "vector-lr", "epochs",
+        "checkpoint-every", "keep-checkpoints", "checkpoint-failure", "trace", "trace-steps", NULL
+    };
+    static const char *const checkpointing[] = { "checkpoint-every", "keep-checkpoints", "checkpoint-failure", NULL };
+    static const char *const tables[] = { "embedding-lr", "embedding-optimizer", NULL };
+    if (o->eval_only && (given_list(o, training, list, sizeof list), list[0]))
+        printf("note   %s: unused with --eval-only (nothing is trained, checkpointed or traced)\n", list);
+    if (!o->eval_only && !o->checkpoint_dir[0] && (given_list(o, checkpointing, list, sizeof list), list[0]))
+        printf("note   %s: unused without --checkpoint-dir\n", list);
+    if (o->eval[0] && train_options_given_on_command_line(o, "eval-fraction"))
+        printf("note   --eval-fraction %g: unused with --eval (the evaluation data is --eval's, not a part of "
+               "--train)\n", o->eval_fraction);
+    if (!erase_model_config_has_tables(&r->cfg) && (given_list(o, tables, list, sizeof list), list[0]))
+        printf("note   %s: unused: the %s model has no embedding tables (they are ctr's and dcn's%s)\n", list,
+               erase_model_config_name(&r->cfg),
+               strcmp(o->optimizer, "muon") ? "" : "; its embedding matrices' rate is --embedding-matrix-lr");
     if (train_options_given(o, "momentum") && strcmp(o->optimizer, "sgd"))
         printf("note   --momentum %g: unused with --optimizer %s (momentum is sgd's%s)\n", o->momentum, o->optimizer,
                strcmp(o->optimizer, "muon") ? "" : "; muon's is --muon-momentum");
@@ -86,7 +119,7 @@ void run_print_start(const run_t *r)
     printf("erase-%s: %d rank%s on %s\n  device %s\n", r->score ? "score" : "train", w->size, w->size == 1 ? "" : "s",
            where, dev);
     print_blas_note(r);
-    print_unused_notes(o);
+    print_unused_notes(r);
     if (o->eval_only)
         printf("  data   %s: %lld eval samples%s\n", o->eval[0] ? o->eval : data, (long long)ei.samples,
                o->eval[0] ? "" : " (held out of --train)");

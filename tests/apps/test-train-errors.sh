@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..116"
+echo "1..118"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -369,6 +369,27 @@ printf '%s\n' "note   --momentum 0.5: unused with --optimizer adamw (momentum is
     "note   --trace-steps 9: unused without --trace FILE" | cmp -s - "$dir/notes" && [ $rc = 0 ]
 ok=$?
 tap $ok "--momentum with adamw, --side-streams with --early-backward off, --trace-steps without --trace: one note each (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/data" --batch 16 --steps 1 --quiet \
+    --checkpoint-every 3 --keep-checkpoints 2 --eval "$dir/data" --eval-fraction 0.3 </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+grep '^note' "$dir/out" >"$dir/notes"
+printf '%s\n' "note   --checkpoint-every, --keep-checkpoints: unused without --checkpoint-dir" \
+    "note   --eval-fraction 0.3: unused with --eval (the evaluation data is --eval's, not a part of --train)" |
+    cmp -s - "$dir/notes" && [ $rc = 0 ]
+ok=$?
+tap $ok "--checkpoint-every and --keep-checkpoints without --checkpoint-dir, --eval-fraction with --eval: noted (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+timeout -k 5 120 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --eval-only --init-from "$dir/lmck/ckpt-1.h5" \
+    --eval "$dir/lm/eval" --batch 4 --quiet --lr 0.5 --embedding-lr 0.1 --trace "$dir/eval-trace.json" \
+    </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+grep '^note' "$dir/out" >"$dir/notes"
+printf '%s\n' "note   --lr, --embedding-lr, --trace: unused with --eval-only (nothing is trained, checkpointed or traced)" \
+    "note   --embedding-lr: unused: the gpt model has no embedding tables (they are ctr's and dcn's)" |
+    cmp -s - "$dir/notes" && [ $rc = 0 ] && [ ! -e "$dir/eval-trace.json" ]
+ok=$?
+tap $ok "--eval-only with --lr, --embedding-lr and --trace: noted, no trace written (status $rc)"
 [ $ok = 0 ] || tap_report "$dir/out"
 
 # pipelines: options that cannot go together (usage errors before MPI
