@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int failed(const char *cmd)
 {
@@ -73,6 +75,7 @@ static void usage_train(FILE *f)
                "  9 special tokens (<|bos|> and its chat tokens) after them.\n"
                "  --vocab V             265..65536 (tokens are stored as uint16 in token shards)\n"
                "  -o, --output FILE     the tokenizer file (docs/tokenizer.md; written whole or not at all)\n"
+               "  --force               replace FILE if it exists\n"
                "  --pattern NAME        split pattern: nanochat (numbers in runs of 1-2, default) or gpt4 (1-3)\n"
                "  --threads N           threads counting pieces (default: 2 or the CPUs, the fewer)\n"
                "  -q, --quiet           no progress lines\n");
@@ -83,10 +86,10 @@ static int cmd_train(int argc, char **argv)
     static const struct option opts[] = {{"vocab", required_argument, 0, 'v'},   {"output", required_argument, 0, 'o'},
                                          {"pattern", required_argument, 0, 'p'}, {"threads", required_argument, 0, 't'},
                                          {"quiet", no_argument, 0, 'q'},         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+                                         {"force", no_argument, 0, 'f'},         {0, 0, 0, 0}};
     erase_tokenizer_train_options_t o = erase_tokenizer_train_options_default();
     const char *out = NULL;
-    int quiet = 0, c, have_vocab = 0;
+    int quiet = 0, c, have_vocab = 0, force = 0;
     char *end;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
@@ -123,6 +126,9 @@ static int cmd_train(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
+        case 'f':
+            force = 1;
+            break;
         case 'h':
             usage_train(stdout);
             return 0;
@@ -136,6 +142,21 @@ static int cmd_train(int argc, char **argv)
         return usage_error("train", "--vocab V is required (265..65536)");
     if (!out)
         return usage_error("train", "-o TOKENIZER is required");
+    /* before the training, which may take minutes: where it goes */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash == dir ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    struct stat sb;
+    if (stat(slash ? dir : ".", &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "erase-tokenizer train: -o %s: its directory %s does not exist\n", out, dir);
+        return 2;
+    }
+    if (!force && access(out, F_OK) == 0) {
+        fprintf(stderr, "erase-tokenizer train: %s: already exists; remove it or replace it (--force)\n", out);
+        return 1;
+    }
     o.progress = quiet ? NULL : stderr;
     erase_tokenizer_t *tok;
     double t0 = erase_now_s();

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-tokenizer
 workdir
-echo "1..12"
+echo "1..14"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 tool=apps/erase-tokenizer
 
@@ -74,6 +74,22 @@ rc=$?
 expect 1 "$dir/err" "erase-tokenizer train: error: $dir/missing.txt: cannot open: No such file or directory" &&
     [ ! -e "$dir/m.tok" ] && [ -z "$(ls "$dir" | grep '\.tmp')" ]
 tap $? "train on a missing text: status $rc, the file named, no tokenizer file"
+tap_report "$dir/err"
+
+# -o: a file there is kept unless --force; a directory that is not there is
+# said before the training (which can take minutes)
+cp "$dir/good.tok" "$dir/kept.tok"
+$tool train -q "$dir/small.txt" --vocab 300 -o "$dir/kept.tok" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-tokenizer train: $dir/kept.tok: already exists; remove it or replace it (--force)" &&
+    cmp -s "$dir/good.tok" "$dir/kept.tok" &&
+    $tool train -q --force "$dir/small.txt" --vocab 290 -o "$dir/kept.tok" 2>"$dir/err2" && ! cmp -s "$dir/good.tok" "$dir/kept.tok"
+tap $? "train -o an existing file: status $rc, kept; with --force replaced"
+tap_report "$dir/err"
+$tool train -q "$dir/small.txt" --vocab 300 -o "$dir/nowhere/t.tok" 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-tokenizer train: -o $dir/nowhere/t.tok: its directory $dir/nowhere does not exist"
+tap $? "train -o into a directory that is not there: status $rc, said before training"
 tap_report "$dir/err"
 
 printf 'caf\351 \377\376 \355\240\200 ok\302' >"$dir/bytes.bin"
