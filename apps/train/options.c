@@ -303,6 +303,15 @@ static erase_status_t batch_given(const train_options_t *o, const opt_def_t *d, 
     return ERASE_OK;
 }
 
+/* " (did you mean 'lr-decay'?)" for a misspelt option name, or "". */
+static void suggest_option(const char *name, char *hint, size_t size)
+{
+    const char *names[NDEFS];
+    for (size_t k = 0; k < NDEFS; k++)
+        names[k] = defs[k].name;
+    erase_config_suggest(name, names, (int)NDEFS, hint, size);
+}
+
 /* Apply the run file's settings; file_batch: batch_given's record of the file. */
 static erase_status_t read_run_file(const char *path, train_options_t *o, int file_batch[2])
 {
@@ -338,8 +347,15 @@ static erase_status_t read_run_file(const char *path, train_options_t *o, int fi
             break;
         }
         if (!d) {
-            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%sunknown option '%s' (erase-train --help lists them)",
-                             where, config_setting_name(s));
+            char hint[96];
+            suggest_option(name, hint, sizeof hint);
+            for (char *p = hint; *p; p++) /* a run file's spelling */
+                if (*p == '-')
+                    *p = '_';
+            int group = config_setting_type(s) == CONFIG_TYPE_GROUP; /* "nanochat: { ... }": a model file's */
+            st = ERASE_ERROR(ERASE_ERR_FORMAT, "%sunknown option '%s'%s (erase-train --help lists them)%s", where,
+                             config_setting_name(s), hint,
+                             group ? "; a group of keys is a model file's: give that file to --model" : "");
             break;
         }
         switch (config_setting_type(s)) {
@@ -589,8 +605,11 @@ erase_status_t train_options_parse(int argc, char **argv, train_options_t *o, in
         int negated = 0;
         if (!d && !strncmp(name, "no-", 3) && (d = find(name + 3)) && d->type == T_FLAG)
             negated = 1;
-        if (!d)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s (erase-train --help lists them)", name);
+        if (!d) {
+            char hint[96];
+            suggest_option(name, hint, sizeof hint);
+            return ERASE_ERROR(ERASE_ERR_INVALID, "unknown option --%s%s (erase-train --help lists them)", name, hint);
+        }
         o->given[d - defs] = GIVEN_ON_COMMAND_LINE;
         if (d->type == T_FLAG) {
             ERASE_CHECK(set_value(o, d, value ? value : negated ? "0" : "1", ""));

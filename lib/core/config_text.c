@@ -288,3 +288,46 @@ erase_status_t erase_config_file_read(const char *path, const char *what, char *
     }
     return st;
 }
+
+/* The optimal string alignment distance of a and b ('-' equal to '_'),
+ * or 99 when either is longer than 63 characters. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            char x = a[i - 1] == '-' ? '_' : a[i - 1], y = b[j - 1] == '-' ? '_' : b[j - 1];
+            int best = d[i - 1][j - 1] + (x != y);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+void erase_config_suggest(const char *name, const char *const *candidates, int n, char *out, size_t size)
+{
+    if (size)
+        out[0] = '\0';
+    int best = 3, at = -1;
+    for (int i = 0; i < n; i++) {
+        int d = edit_distance(name, candidates[i]);
+        if (d < best) {
+            best = d;
+            at = i;
+        }
+    }
+    if (at >= 0 && 2 * best < (int)strlen(name))
+        snprintf(out, size, " (did you mean '%s'?)", candidates[at]);
+}

@@ -52,4 +52,14 @@ erase_status_t erase_config_text_check_embedded(const char *text, size_t len, co
  */
 erase_status_t erase_config_file_read(const char *path, const char *what, char **text);
 
+/*
+ * For a misspelt key or option `name`: the one of the n `candidates`
+ * nearest to it by edit distance (insertions, deletions, substitutions and
+ * swaps of two neighbours, each 1: the optimal string alignment distance),
+ * written as " (did you mean 'NEAREST'?)" into out (size bytes), when that
+ * distance is at most 2 and below half of name's length; else "". '-' and
+ * '_' count as the same (run-file keys are options' names with '_').
+ */
+void erase_config_suggest(const char *name, const char *const *candidates, int n, char *out, size_t size);
+
 #endif

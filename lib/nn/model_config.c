@@ -462,8 +462,14 @@ static erase_status_t check_keys(const char *name, config_setting_t *group, cons
         bool known = false;
         for (const char *const *k = keys; *k && !known; k++)
             known = strcmp(*k, config_setting_name(s)) == 0;
-        if (!known)
-            return fail_at(name, s, "unknown key '%s.%s'", prefix, config_setting_name(s));
+        if (!known) {
+            int n = 0;
+            while (keys[n])
+                n++;
+            char hint[96];
+            erase_config_suggest(config_setting_name(s), keys, n, hint, sizeof hint);
+            return fail_at(name, s, "unknown key '%s.%s'%s", prefix, config_setting_name(s), hint);
+        }
     }
     return ERASE_OK;
 }
@@ -699,6 +705,11 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
+    size_t tl = strlen(text);
+    if (!erase_model_config_kind(text, &kind) && (strchr(text, '/') || (tl > 4 && !strcmp(text + tl - 4, ".cfg"))))
+        return fail_at(name, model, "model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got "
+                       "\"%s\": a file name, as a run file names its model file; a run file is erase-train's "
+                       "--config", text);
     if (!erase_model_config_kind(text, &kind))
         return expected(name, model, "model", "\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\"");
     *cfg = erase_model_config_default(kind);
@@ -712,7 +723,10 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
         for (int k = 0; k < MODEL_KINDS; k++)
             if (strcmp(key, model_names[k]) == 0)
                 return fail_at(name, s, "group '%s' does not apply to model \"%s\"", key, mine);
-        return fail_at(name, s, "unknown key '%s'", key);
+        const char *const top[] = { "model", "seed", mine };
+        char hint[96];
+        erase_config_suggest(key, top, 3, hint, sizeof hint);
+        return fail_at(name, s, "unknown key '%s'%s", key, hint);
     }
 
     config_setting_t *seed = config_setting_get_member(root, "seed");

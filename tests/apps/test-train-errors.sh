@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..118"
+echo "1..121"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -120,6 +120,21 @@ tap $? "--gemm fp16: usage error (status $rc) listing the choices"
 printf 'batch = 64;\nlerning_rate = 0.1;\n' >"$dir/typo.run"
 expect 2 "typo.run:2: unknown option 'lerning_rate'" --config "$dir/typo.run" --train "$dir/none"
 tap $? "a misspelt run-file key: usage error (status $rc) naming file:line and the key"
+[ $rc = 2 ] || tap_report "$dir/out"
+
+printf 'lr_decy = "wsd";\n' >"$dir/near.run"
+expect 2 "near.run:1: unknown option 'lr_decy' (did you mean 'lr_decay'?) (erase-train --help lists them)" \
+    --config "$dir/near.run" --train "$dir/none"
+tap $? "a run-file key two letters off: the nearest option named, in the run file's spelling (status $rc)"
+[ $rc = 2 ] || tap_report "$dir/out"
+expect 2 "erase-train: unknown option --lr-decy (did you mean 'lr-decay'?) (erase-train --help lists them)" \
+    --train "$dir/none" --lr-decy wsd
+tap $? "a misspelt option: the nearest named (status $rc)"
+[ $rc = 2 ] || tap_report "$dir/out"
+printf 'model = "gpt";\ngpt: { layers = 1; };\n' >"$dir/model-as-run.cfg"
+expect 2 "model-as-run.cfg:2: unknown option 'gpt' (erase-train --help lists them); a group of keys is a model file's: give that file to --model" \
+    --config "$dir/model-as-run.cfg" --train "$dir/none"
+tap $? "a model file given to --config: refused, pointing at --model (status $rc)"
 [ $rc = 2 ] || tap_report "$dir/out"
 
 printf 'config = "other.run";\n' >"$dir/nested.run"

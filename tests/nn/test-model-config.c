@@ -688,12 +688,19 @@ static void test_error_model(void **state)
 
 static void test_error_unknown_key(void **state)
 {
-    print_message("unknown keys, at the top and inside the model group\n");
-    expect_error("model = \"ctr\";\nsede = 1;\n", "bad.cfg:2: unknown key 'sede'");
+    print_message("unknown keys, at the top and inside the model group; the nearest known key when it is "
+                  "at most 2 edits away (a swap of neighbours is 1)\n");
+    expect_error("model = \"ctr\";\nsede = 1;\n", "bad.cfg:2: unknown key 'sede' (did you mean 'seed'?)");
     expect_ctr_error("  embedding_dim = 16;\n  embeding_dim = 16;",
-                     "bad.cfg:4: unknown key 'ctr.embeding_dim'");
+                     "bad.cfg:4: unknown key 'ctr.embeding_dim' (did you mean 'embedding_dim'?)");
+    expect_gpt_error("  haeds = 2;", "bad.cfg:3: unknown key 'gpt.haeds' (did you mean 'heads'?)");
     expect_mlp_error("  seed = 3;", "bad.cfg:3: unknown key 'mlp.seed'");
     expect_mlp_error("  subarchs = 3;", "bad.cfg:3: unknown key 'mlp.subarchs'");
+    /* a run file given as a model file: its model key names a file */
+    expect_error("model = \"jobs/nanochat-d4.cfg\";\n",
+                 "bad.cfg:1: model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got "
+                 "\"jobs/nanochat-d4.cfg\": a file name, as a run file names its model file; a run file is "
+                 "erase-train's --config");
 }
 
 static void test_error_other_group(void **state)
