@@ -92,9 +92,10 @@ static int parse_double(const char *text, double *out)
     return errno || end == text || *end ? -1 : 0;
 }
 
-static int bad_value(const char *cmd, const char *opt, const char *value)
+/* A bad option value: "erase-convert CMD: OPT: bad value 'V' (expected WHAT)"; 2. */
+static int bad_value(const char *cmd, const char *opt, const char *value, const char *expected)
 {
-    fprintf(stderr, "erase-convert %s: %s: bad value '%s'\n", cmd, opt, value);
+    fprintf(stderr, "erase-convert %s: %s: bad value '%s' (expected %s)\n", cmd, opt, value, expected);
     return 2;
 }
 
@@ -201,19 +202,19 @@ static int cmd_criteo(int argc, char **argv)
         case 'M':
             coverage_given = 1;
             if (parse_double(optarg, &o.min_vocab_coverage) || !(o.min_vocab_coverage >= 0 && o.min_vocab_coverage <= 1))
-                return bad_value("criteo", "--min-vocab-coverage", optarg);
+                return bad_value("criteo", "--min-vocab-coverage", optarg, "a number in [0, 1]");
             break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
-                return bad_value("criteo", "--shard-rows", optarg);
+                return bad_value("criteo", "--shard-rows", optarg, "an integer >= 1");
             break;
         case 'B':
             if (parse_count(optarg, &o.split_bytes) || o.split_bytes < 1)
-                return bad_value("criteo", "--split-bytes", optarg);
+                return bad_value("criteo", "--split-bytes", optarg, "an integer >= 1");
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
-                return bad_value("criteo", "--chunk-rows", optarg);
+                return bad_value("criteo", "--chunk-rows", optarg, "an integer >= 1");
             break;
         case 'n': o.write.compress = 0; break;
         case 'f':
@@ -224,7 +225,7 @@ static int cmd_criteo(int argc, char **argv)
             else if (!strcmp(optarg, "csv"))
                 o.format = ERASE_CRITEO_CSV;
             else
-                return bad_value("criteo", "--format", optarg);
+                return bad_value("criteo", "--format", optarg, "auto, tsv or csv");
             break;
         case 'b': o.skip_bad = 1; break;
         case 'F': o.force = 1; break;
@@ -293,13 +294,13 @@ static int planted_option(int c, const char *arg, const planted_flags_t *f, char
     switch (c) {
     case 'S':
         if (parse_count(arg, &seed))
-            return bad_value("synth", "--seed", arg);
+            return bad_value("synth", "--seed", arg, "an integer >= 0");
         *f->seed = (uint64_t)seed;
         return 0;
-    case 'p': return parse_double(arg, f->base_rate) ? bad_value("synth", "--base-rate", arg) : 0;
-    case 'x': return parse_double(arg, f->signal) ? bad_value("synth", "--signal", arg) : 0;
-    case 'd': return parse_double(arg, f->dense_signal) ? bad_value("synth", "--dense-signal", arg) : 0;
-    case 'z': return parse_double(arg, f->zipf_s) ? bad_value("synth", "--zipf", arg) : 0;
+    case 'p': return parse_double(arg, f->base_rate) ? bad_value("synth", "--base-rate", arg, "a number") : 0;
+    case 'x': return parse_double(arg, f->signal) ? bad_value("synth", "--signal", arg, "a number") : 0;
+    case 'd': return parse_double(arg, f->dense_signal) ? bad_value("synth", "--dense-signal", arg, "a number") : 0;
+    case 'z': return parse_double(arg, f->zipf_s) ? bad_value("synth", "--zipf", arg, "a number") : 0;
     default: return cli_option_error("erase-convert synth", c, argv, opts);
     }
 }
@@ -380,33 +381,33 @@ static int cmd_synth_days(int argc, char **argv)
         case 'H': o.shape = optarg; break;
         case 'a':
             if (parse_double(optarg, &o.scale) || !(o.scale > 0 && o.scale <= 1))
-                return bad_value("synth", "--scale", optarg);
+                return bad_value("synth", "--scale", optarg, "a number in (0, 1]");
             break;
         case 'D':
             if (parse_count(optarg, &o.days) || o.days < 1)
-                return bad_value("synth", "--days", optarg);
+                return bad_value("synth", "--days", optarg, "an integer >= 1");
             break;
         case 'r':
             if (parse_count(optarg, &o.rows) || o.rows < 1)
-                return bad_value("synth", "--rows", optarg);
+                return bad_value("synth", "--rows", optarg, "an integer >= 1");
             break;
         case 'K':
             if (parse_count(optarg, &o.first_day))
-                return bad_value("synth", "--first-day", optarg);
+                return bad_value("synth", "--first-day", optarg, "an integer >= 0");
             break;
         case 'm':
             if (parse_hotness(optarg, o.hotness))
-                return bad_value("synth", "--hotness", optarg);
+                return bad_value("synth", "--hotness", optarg, "mlperf or 26 comma-separated counts >= 1");
             break;
         case 'g': o.gzip = 1; break;
         case 'u':
             if (strcmp(optarg, "fixed") && strcmp(optarg, "uniform"))
-                return bad_value("synth", "--hotness-counts", optarg);
+                return bad_value("synth", "--hotness-counts", optarg, "fixed or uniform");
             o.hotness_uniform = !strcmp(optarg, "uniform");
             break;
         case 'P':
             if (parse_count(optarg, &o.piece_rows) || o.piece_rows < 1)
-                return bad_value("synth", "--piece-rows", optarg);
+                return bad_value("synth", "--piece-rows", optarg, "an integer >= 1");
             break;
         case 'o': o.out_dir = optarg; break;
         case 'F': o.force = 1; break;
@@ -515,19 +516,19 @@ static int cmd_synth(int argc, char **argv)
         case 'o': o.out_dir = optarg; break;
         case 'r':
             if (parse_count(optarg, &o.rows) || o.rows < 1)
-                return bad_value("synth", "--rows", optarg);
+                return bad_value("synth", "--rows", optarg, "an integer >= 1");
             break;
         case 'v':
             if (parse_count(optarg, &o.max_vocab))
-                return bad_value("synth", "--max-vocab", optarg);
+                return bad_value("synth", "--max-vocab", optarg, "an integer >= 0");
             break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
-                return bad_value("synth", "--shard-rows", optarg);
+                return bad_value("synth", "--shard-rows", optarg, "an integer >= 1");
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
-                return bad_value("synth", "--chunk-rows", optarg);
+                return bad_value("synth", "--chunk-rows", optarg, "an integer >= 1");
             break;
         case 'n': o.write.compress = 0; break;
         case 'F': o.force = 1; break;
@@ -609,21 +610,21 @@ static int cmd_mnist(int argc, char **argv)
         case 'o': o.out_dir = optarg; break;
         case 'e':
             if (parse_count(optarg, &o.eval_rows))
-                return bad_value("mnist", "--eval-rows", optarg);
+                return bad_value("mnist", "--eval-rows", optarg, "an integer >= 0");
             eval_given = 1;
             break;
         case 'S':
             if (parse_split(optarg, &o.train_rows, &o.eval_rows) || o.train_rows < 1)
-                return bad_value("mnist", "--split", optarg);
+                return bad_value("mnist", "--split", optarg, "TRAIN,EVAL: two row counts, TRAIN >= 1");
             split_given = 1;
             break;
         case 's':
             if (parse_count(optarg, &o.shard_rows) || o.shard_rows < 1)
-                return bad_value("mnist", "--shard-rows", optarg);
+                return bad_value("mnist", "--shard-rows", optarg, "an integer >= 1");
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_rows) || o.write.chunk_rows < 1)
-                return bad_value("mnist", "--chunk-rows", optarg);
+                return bad_value("mnist", "--chunk-rows", optarg, "an integer >= 1");
             break;
         case 'n': o.write.compress = 0; break;
         case 'F': o.force = 1; break;
@@ -721,21 +722,21 @@ static int cmd_tok(const char *cmd, int argc, char **argv)
             if (!text)
                 return cli_leftover_error(tool, "--val-fraction", 0, NULL); /* text's only */
             if (parse_double(optarg, &o.eval_fraction) || !(o.eval_fraction >= 0 && o.eval_fraction < 1))
-                return bad_value(cmd, "--val-fraction", optarg);
+                return bad_value(cmd, "--val-fraction", optarg, "a number in [0, 1)");
             break;
         case 'V':
             if (text)
                 return cli_leftover_error(tool, "--vocab", 0, NULL); /* tokens' only */
             if (parse_count(optarg, &o.vocab) || o.vocab < 1 || o.vocab > ERASE_TOK_MAX_VOCAB)
-                return bad_value(cmd, "--vocab", optarg);
+                return bad_value(cmd, "--vocab", optarg, "an integer in [1, 65536]");
             break;
         case 's':
             if (parse_count(optarg, &o.shard_tokens) || o.shard_tokens < 2)
-                return bad_value(cmd, "--shard-tokens", optarg);
+                return bad_value(cmd, "--shard-tokens", optarg, "an integer >= 2");
             break;
         case 'c':
             if (parse_count(optarg, &o.write.chunk_tokens) || o.write.chunk_tokens < 1)
-                return bad_value(cmd, "--chunk-tokens", optarg);
+                return bad_value(cmd, "--chunk-tokens", optarg, "an integer >= 1");
             break;
         case 'n': o.write.compress = 0; break;
         case 'F': o.force = 1; break;

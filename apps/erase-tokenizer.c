@@ -293,14 +293,24 @@ static int cmd_decode(int argc, char **argv)
         errno = 0;
         unsigned long v = strtoul(p, &end, 10);
         if (errno || end == p || v > UINT32_MAX) {
-            fprintf(stderr, "erase-tokenizer decode: error: %s: token %zu is not a number\n", input, count);
+            int len = 0;
+            while (len < 24 && p[len] && p[len] != ' ' && p[len] != '\n' && p[len] != '\t' && p[len] != '\r')
+                len++;
+            fprintf(stderr, "erase-tokenizer decode: error: %s: token %zu is '%.*s', expected a number (the ids "
+                            "counted from 0)\n", input, count, len, p);
             rc = 1;
         }
         ids[count++] = (uint32_t)v;
         p = end;
     }
-    if (rc == 0 && (!ids || erase_tokenizer_decode(tok, ids, count, &bytes, &length) != ERASE_OK))
-        rc = failed("decode");
+    if (rc == 0 && !ids) {
+        fprintf(stderr, "erase-tokenizer decode: error: %s: no memory for its ids\n", input);
+        rc = 1;
+    }
+    if (rc == 0 && erase_tokenizer_decode(tok, ids, count, &bytes, &length) != ERASE_OK) {
+        fprintf(stderr, "erase-tokenizer decode: error: %s: %s\n", input, erase_error_reason());
+        rc = 1;
+    }
     if (rc == 0)
         fwrite(bytes, 1, length, stdout);
     free(bytes), free(ids), free(text);

@@ -27,11 +27,11 @@ erase_status_t export_format_fits(export_format_t f, const erase_model_config_t 
 {
     const char *model = erase_model_config_name(cfg);
     if (f == EXPORT_HF_GPT2 && cfg->kind != ERASE_MODEL_GPT)
-        return ERASE_ERROR(ERASE_ERR_INVALID, "%s hf-gpt2: the model is %s; hf-gpt2 holds gpt models only (--format "
-                           "erase holds any)", option, model);
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s hf-gpt2: the model is %s; hf-gpt2 holds gpt models only (%s "
+                           "erase holds any)", option, model, option);
     if (f == EXPORT_NANOCHAT && cfg->kind != ERASE_MODEL_NANOCHAT)
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s nanochat: the model is %s; nanochat holds nanochat models only "
-                           "(--format erase holds any)", option, model);
+                           "(%s erase holds any)", option, model, option);
     if (f == EXPORT_TORCH && (cfg->kind == ERASE_MODEL_GPT || cfg->kind == ERASE_MODEL_NANOCHAT))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s torch: the model is %s; torch holds ctr, dcn and mlp models (%s: "
                            "%s or erase)", option, model, model, cfg->kind == ERASE_MODEL_GPT ? "hf-gpt2" : "nanochat");

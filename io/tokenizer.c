@@ -518,7 +518,7 @@ erase_status_t erase_tokenizer_decode(const erase_tokenizer_t *tok, const uint32
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= tok->vocab)
-            return ERASE_ERROR(ERASE_ERR_INVALID, "token %u at %zu: expected < %" PRId64 " (the vocab)", ids[i], i,
+            return ERASE_ERROR(ERASE_ERR_INVALID, "token %zu is %u, expected < %" PRId64 " (the vocab)", i, ids[i],
                                tok->vocab);
         total += tok->offset[ids[i] + 1] - tok->offset[ids[i]];
     }

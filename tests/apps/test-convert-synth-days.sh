@@ -158,11 +158,11 @@ try() { # WANT-LINE ARGS...: status 2 and the first line of stderr
     st=$?
     [ $st = 2 ] && [ "$(head -n 1 "$dir/err")" = "$want" ] || { fails=1; echo "# status $st:"; tap_report "$dir/err"; }
 }
-try "erase-convert synth: --scale: bad value '0'" --shape criteo-1tb --scale 0 --days 1 --rows 10 -o "$dir/u"
-try "erase-convert synth: --scale: bad value '2'" --shape criteo-1tb --scale 2 --days 1 --rows 10 -o "$dir/u"
-try "erase-convert synth: --hotness: bad value '1,2'" --shape criteo-1tb --hotness 1,2 --scale 0.1 -o "$dir/u"
-try "erase-convert synth: --hotness-counts: bad value 'some'" --shape criteo-1tb --hotness-counts some -o "$dir/u"
-try "erase-convert synth: --days: bad value '0'" --shape criteo-1tb --days 0 --scale 0.1 -o "$dir/u"
+try "erase-convert synth: --scale: bad value '0' (expected a number in (0, 1])" --shape criteo-1tb --scale 0 --days 1 --rows 10 -o "$dir/u"
+try "erase-convert synth: --scale: bad value '2' (expected a number in (0, 1])" --shape criteo-1tb --scale 2 --days 1 --rows 10 -o "$dir/u"
+try "erase-convert synth: --hotness: bad value '1,2' (expected mlperf or 26 comma-separated counts >= 1)" --shape criteo-1tb --hotness 1,2 --scale 0.1 -o "$dir/u"
+try "erase-convert synth: --hotness-counts: bad value 'some' (expected fixed or uniform)" --shape criteo-1tb --hotness-counts some -o "$dir/u"
+try "erase-convert synth: --days: bad value '0' (expected an integer >= 1)" --shape criteo-1tb --days 0 --scale 0.1 -o "$dir/u"
 try "erase-convert synth: --shape: expected criteo-1tb" --shape criteo-kaggle --scale 0.1 --days 1 --rows 1 -o "$dir/u"
 try "erase-convert synth: no --days D" --shape criteo-1tb --scale 0.1 --rows 10 -o "$dir/u"
 try "erase-convert synth: no --rows N" --shape=criteo-1tb --scale 0.1 --days 1 -o "$dir/u"

@@ -67,7 +67,7 @@ tap_report "$dir/err"
 
 apps/erase-convert text "$text" -o "$dir/shake2" --val-fraction 1 >/dev/null 2>"$dir/err"
 rc=$?
-[ $rc = 2 ] && head -n 1 "$dir/err" | grep -qx "erase-convert text: --val-fraction: bad value '1'" && [ ! -e "$dir/shake2" ]
+[ $rc = 2 ] && head -n 1 "$dir/err" | grep -qx "erase-convert text: --val-fraction: bad value '1' (expected a number in \[0, 1))" && [ ! -e "$dir/shake2" ]
 tap $? "erase-convert text --val-fraction 1: usage error (status $rc)"
 tap_report "$dir/err"
 

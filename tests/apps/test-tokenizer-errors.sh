@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-tokenizer
 workdir
-echo "1..14"
+echo "1..16"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 tool=apps/erase-tokenizer
 
@@ -90,6 +90,22 @@ $tool train -q "$dir/small.txt" --vocab 300 -o "$dir/nowhere/t.tok" 2>"$dir/err"
 rc=$?
 expect 2 "$dir/err" "erase-tokenizer train: -o $dir/nowhere/t.tok: its directory $dir/nowhere does not exist"
 tap $? "train -o into a directory that is not there: status $rc, said before training"
+tap_report "$dir/err"
+
+# decode: an id past the vocab, a word that is no id: the file and the token (from 0) named
+printf '72 101 99999\n' >"$dir/big.ids"
+$tool decode --tokenizer "$dir/good.tok" "$dir/big.ids" >"$dir/out" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-tokenizer decode: error: $dir/big.ids: token 2 is 99999, expected < 300 (the vocab)" &&
+    [ ! -s "$dir/out" ]
+tap $? "decode of an id past the vocab: status $rc, the file and the token named, nothing written"
+tap_report "$dir/err"
+printf '72 x 101\n' >"$dir/word.ids"
+$tool decode --tokenizer "$dir/good.tok" "$dir/word.ids" >"$dir/out" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-tokenizer decode: error: $dir/word.ids: token 1 is 'x', expected a number (the ids counted from 0)" &&
+    [ ! -s "$dir/out" ]
+tap $? "decode of a word that is not an id: status $rc, the file, the token and the word named"
 tap_report "$dir/err"
 
 printf 'caf\351 \377\376 \355\240\200 ok\302' >"$dir/bytes.bin"

@@ -140,7 +140,7 @@ tap $? "erase-convert mnist with one file: usage error (status $rc)"
 
 apps/erase-convert mnist -q "$images" "$labels" -o "$dir/m6" --split 8000 2>"$dir/err"
 rc=$?
-expect 2 "$dir/err" "erase-convert mnist: --split: bad value '8000'" && [ ! -e "$dir/m6" ]
+expect 2 "$dir/err" "erase-convert mnist: --split: bad value '8000' (expected TRAIN,EVAL: two row counts, TRAIN >= 1)" && [ ! -e "$dir/m6" ]
 tap $? "erase-convert mnist --split 8000: usage error (status $rc), the value named"
 tap_report "$dir/err"
 

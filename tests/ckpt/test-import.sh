@@ -114,7 +114,7 @@ tap $? "a truncated file: refused before the run is built (exit 2), one line nam
 [ $? = 0 ] || tap_report "$out"
 rm -rf "$dir/bad"
 train 1 --global-batch 24 --steps 2 --checkpoint-dir "$dir/bad" --init-from "$dir/hf.safetensors" --init-format hf-gpt2
-[ $rc = 1 ] && [ "$(grep '^erase-train: ' "$out" | tail -1)" = "erase-train: --init-format hf-gpt2: the model is ctr; hf-gpt2 holds gpt models only (--format erase holds any)" ] &&
+[ $rc = 1 ] && [ "$(grep '^erase-train: ' "$out" | tail -1)" = "erase-train: --init-format hf-gpt2: the model is ctr; hf-gpt2 holds gpt models only (--init-format erase holds any)" ] &&
     [ -z "$(ls "$dir/bad" 2>/dev/null | grep 'ckpt-')" ]
 tap $? "hf-gpt2 names for a ctr run: exit 1, one line, nothing trained (status $rc)"
 [ $? = 0 ] || tap_report "$out"

@@ -239,7 +239,7 @@ static void test_specials(void **state)
     uint8_t *out;
     size_t n;
     erase_test_expect_error(erase_tokenizer_decode(tok, &bad, 1, &out, &n), ERASE_ERR_INVALID,
-                            "token 512 at 0: expected < 512 (the vocab)");
+                            "token 0 is 512, expected < 512 (the vocab)");
     erase_token_ids_free(&ids);
     erase_token_ids_free(&plain);
 }
