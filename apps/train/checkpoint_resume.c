@@ -84,14 +84,19 @@ static erase_status_t check_and_load(train_ckpt_t *ck, const erase_ckpt_t *f, in
                            erase_ckpt_path(f), m->pp_size, m->pp_size == 1 ? "" : "s", m->pp_layout, w->pp_size,
                            ck->layout);
     ERASE_CHECK(load_group(ck, f, ERASE_CKPT_PARAMS));
-    if (optim && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
-                  strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
+    int tables = erase_model_config_has_tables(ck->e.cfg); /* the tables' optimizer: ctr's and dcn's only */
+    const char *instead = resume ? "--init-from for the parameters only"
+                                 : "drop --init-from-optimizer to load the parameters only";
+    if (optim && tables && (strcmp(m->dense_optimizer, ck->e.o->optimizer) ||
+                            strcmp(m->embedding_optimizer, ck->e.o->embedding_optimizer)))
         return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s (dense) + %s "
                            "(tables), this run's %s + %s (use the same ones, or %s)",
                            erase_ckpt_path(f), m->dense_optimizer, m->embedding_optimizer, ck->e.o->optimizer,
-                           ck->e.o->embedding_optimizer,
-                           resume ? "--init-from for the parameters only"
-                                  : "drop --init-from-optimizer to load the parameters only");
+                           ck->e.o->embedding_optimizer, instead);
+    if (optim && !tables && strcmp(m->dense_optimizer, ck->e.o->optimizer))
+        return ERASE_ERROR(ERASE_ERR_INVALID, "%s: the optimizer differs: the checkpoint's is %s, this run's %s "
+                           "(use the same one, or %s)", erase_ckpt_path(f), m->dense_optimizer, ck->e.o->optimizer,
+                           instead);
     if (optim)
         ERASE_CHECK(load_group(ck, f, ERASE_CKPT_OPTIM));
     return ERASE_OK;

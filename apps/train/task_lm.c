@@ -29,7 +29,9 @@
 #include "lib/core/checked.h"
 #include "lib/nn/metrics_cls.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +64,18 @@ static void lm_rows_for(const erase_model_config_t *cfg, erase_row_format_t *out
 
 static erase_status_t lm_check(const erase_reader_t *train, const erase_model_config_t *cfg)
 {
-    return erase_tok_reader_check(train, erase_model_config_vocab(cfg), *erase_model_config_context(cfg));
+    int64_t T, V;
+    double bpt;
+    ERASE_CHECK(erase_tok_reader_shape(train, &T, &V, &bpt));
+    erase_status_t st = erase_tok_reader_check(train, erase_model_config_vocab(cfg), *erase_model_config_context(cfg));
+    if (st == ERASE_ERR_INVALID && V > erase_model_config_vocab(cfg)) { /* which key to change, and to what */
+        char why[512];
+        snprintf(why, sizeof why, "%s", erase_error_reason());
+        erase_error_clear();
+        return ERASE_ERROR(st, "%s: set the model file's %s.vocab to %" PRId64 " or more", why,
+                           erase_model_config_name(cfg), V);
+    }
+    return st;
 }
 
 static void lm_destroy(void *state)

@@ -96,7 +96,7 @@ static void test_lm(void **state)
     small.gpt.vocab = 128;
     assert_int_equal(task->check(r, &small), ERASE_ERR_INVALID);
     assert_string_equal(erase_error_reason(), "the data's vocab 256 is larger than the model's 128 (its embedding "
-                                              "has 128 rows)");
+                                              "has 128 rows): set the model file's gpt.vocab to 256 or more");
 
     erase_device_options_t dopt = erase_device_options_default();
     dopt.kind = ERASE_DEVICE_CPU;

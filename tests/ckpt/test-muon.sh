@@ -10,7 +10,7 @@
 # one-rank run's tensors bitwise; options refused, naming the option.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..12"
+echo "1..13"
 
 MUON="--optimizer muon --lr 0.02 --muon-momentum 0.9 --muon-momentum-warmup 6 --unembedding-lr 0.003 --vector-lr 0.005"
 ARGS="--steps 12 --global-batch 24 --checkpoint-every 4 --keep-checkpoints 3 $MUON"
@@ -102,6 +102,12 @@ c=$?
 [ $rc = 0 ] && [ $c = 0 ]
 tap $? "gpt resumed from ckpt-4.h5: ckpt-8.h5 bitwise equal (status $rc, compare $c)"
 [ $rc = 0 ] && [ $c = 0 ] || { show "$out"; show "$dir/cmp-gpt-resumed.out"; }
+out=$dir/gpt-other.out
+train 2 --steps 12 --global-batch 16 --optimizer adamw --embedding-optimizer sgd --checkpoint-dir "$dir/gpt-resumed" \
+    --resume auto
+[ $rc = 1 ] && grep -q -F "$dir/gpt-resumed/ckpt-8.h5: the optimizer differs: the checkpoint's is muon, this run's adamw (use the same one, or --init-from for the parameters only)" "$out"
+tap $? "gpt (no tables) resumed with adamw: refused naming the dense optimizers only (status $rc)"
+[ $rc = 1 ] || show "$out"
 
 # ---- a pipeline: each stage's optimizer updates its own blocks (no cut:
 # the stage boundary carries the gradient)
