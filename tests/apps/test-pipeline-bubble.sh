@@ -106,11 +106,12 @@ tap $? "M 1: each stage idles at least 0.55 x the other's busy time (stage 0 $i0
 # paci with --accumulate 1 updates each stage M = 4 times a step: its
 # learning-rate schedule counts updates, 4 per step (80 in all), so after
 # step 10 stage 0 (rank 0 logs its clock), one backward still in flight,
-# has made 39 updates: cosine 0.0005 (1 + cos(pi 39/80)) = 0.00051963 (it
-# once counted steps: 0 from step 5 on, training stalled)
+# has made 39 updates: cosine 0.0005 (1 + cos(pi 38/80)) = 0.00053923 (the
+# 39th counted from 0: lib/core/lr_schedule.h; it once counted steps: 0
+# from step 5 on, training stalled)
 train lr --schedule paci --micro-batches 4 --accumulate 1 --log-every 10 --lr 0.001 --lr-decay cosine
 lr10=$(grep '"type":"train"' "$dir/lr.jsonl" | sed -n 's/.*"step":10,.*"lr":\([-0-9.e]*\).*/\1/p')
-[ "$rc" = 0 ] && [ "$lr10" = 0.00051963 ]
+[ "$rc" = 0 ] && [ "$lr10" = 0.00053923 ]
 tap $? "paci, M 4, a 1: the learning rate after step 10 of 20 is cosine's at 39 of 80 updates: $lr10"
 [ "$rc" = 0 ] || tap_report "$dir/lr.out"
 
