@@ -92,6 +92,10 @@ static int parse_double(const char *text, double *out)
     return errno || end == text || *end ? -1 : 0;
 }
 
+#define TEXT_OF(x) #x
+#define TEXT_OF_VALUE(x) TEXT_OF(x)
+#define HOTNESS_MAX_TEXT TEXT_OF_VALUE(ERASE_SYNTH_DAYS_MAX_HOTNESS) /* "1000" */
+
 /* A bad option value: "erase-convert CMD: OPT: bad value 'V' (expected WHAT)"; 2. */
 static int bad_value(const char *cmd, const char *opt, const char *value, const char *expected)
 {
@@ -397,7 +401,7 @@ static int cmd_synth_days(int argc, char **argv)
             break;
         case 'm':
             if (parse_hotness(optarg, o.hotness))
-                return bad_value("synth", "--hotness", optarg, "mlperf or 26 comma-separated counts >= 1");
+                return bad_value("synth", "--hotness", optarg, "mlperf or 26 comma-separated counts in [1, " HOTNESS_MAX_TEXT "]");
             break;
         case 'g': o.gzip = 1; break;
         case 'u':

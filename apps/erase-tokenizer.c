@@ -153,6 +153,10 @@ static int cmd_train(int argc, char **argv)
         fprintf(stderr, "erase-tokenizer train: -o %s: its directory %s does not exist\n", out, dir);
         return 2;
     }
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "erase-tokenizer train: -o %s: a directory, expected a file name\n", out);
+        return 2;
+    }
     if (!force && access(out, F_OK) == 0) {
         fprintf(stderr, "erase-tokenizer train: %s: already exists; remove it or replace it (--force)\n", out);
         return 1;

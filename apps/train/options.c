@@ -93,9 +93,9 @@ static const opt_def_t defs[] = {
     { "muon-momentum", D(muon_momentum), "0.95", "muon: momentum (Nesterov)", NULL, FROM_BELOW(0, 1) },
     { "muon-momentum-warmup", I(muon_momentum_warmup), "0", "muon: steps over which the momentum rises linearly "
       "from 0.85 to --muon-momentum (nanochat: 300); 0: none", NULL, FROM_TO(0, INT64_MAX) },
-    { "embedding-matrix-lr", D(embedding_matrix_lr), "0.2", "muon: AdamW rate of embedding matrices (gpt's wte, "
-      "wpe; nanochat's embedding_lr), following the schedule as --lr does", NULL, LR_RANGE },
-    { "unembedding-lr", D(unembedding_lr), "0.004", "muon: AdamW rate of heads (nanochat's unembedding_lr), "
+    { "embedding-matrix-lr", D(embedding_matrix_lr), "0.2", "muon: AdamW rate of embedding matrices (gpt's wpe, "
+      "and wte when the head is not tied to it; nanochat's embedding_lr), following the schedule as --lr does", NULL, LR_RANGE },
+    { "unembedding-lr", D(unembedding_lr), "0.004", "muon: AdamW rate of heads, gpt's tied wte too (nanochat's unembedding_lr), "
       "following the schedule as --lr does", NULL, LR_RANGE },
     { "vector-lr", D(vector_lr), "0.004", "muon: AdamW rate of 1-d parameters (biases, norm gains), following "
       "the schedule as --lr does", NULL, LR_RANGE },

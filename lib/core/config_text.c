@@ -309,8 +309,11 @@ static int edit_distance(const char *a, const char *b)
                 best = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < best)
                 best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
+            if (i > 1 && j > 1) { /* a swap of neighbours */
+                char x2 = a[i - 2] == '-' ? '_' : a[i - 2], y2 = b[j - 2] == '-' ? '_' : b[j - 2];
+                if (x == y2 && x2 == y && d[i - 2][j - 2] + 1 < best)
+                    best = d[i - 2][j - 2] + 1;
+            }
             d[i][j] = best;
         }
     return d[n][m];

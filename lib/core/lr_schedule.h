@@ -65,6 +65,8 @@ ERASE_HD static inline double erase_lr_at(const erase_lr_schedule_t *s, int64_t 
     if (s->decay == ERASE_LR_CONSTANT || s->total_steps <= s->warmup_steps)
         return s->base;
     double t = (double)(step - 1 - s->warmup_steps) / (double)(s->total_steps - s->warmup_steps);
+    if (t < 0) /* a step 0 that no clock passes */
+        t = 0;
     if (t > 1)
         t = 1;
     return s->min + (s->base - s->min) * 0.5 * (1.0 + cos(3.14159265358979323846 * t));

@@ -14,8 +14,8 @@
  * dense parameters as nanochat's setup_optimizers does, by the role the
  * model gave each (erase_param_t.role, lib/nn/param.h): the hidden layers'
  * 2-D weights take Muon at the schedule's rate (nanochat's matrix_lr);
- * embedding matrices (ERASE_ROLE_EMBEDDING, dense: gpt's wte and wpe),
- * heads (ERASE_ROLE_HEAD) and 1-D parameters take AdamW (beta1, beta2,
+ * embedding matrices (ERASE_ROLE_EMBEDDING, dense: gpt's wpe, and wte
+ * untied), heads (ERASE_ROLE_HEAD, gpt's tied wte too) and 1-D parameters take AdamW (beta1, beta2,
  * eps, weight_decay as configured) at embedding_matrix_lr, unembedding_lr
  * and vector_lr, each scaled by the schedule as the Muon rate is.
  * Embedding tables keep their own rule. Slots: Muon's momentum buffer in

@@ -390,8 +390,10 @@ erase_status_t erase_sparse_pack(erase_stream_t *s, int tables, int capacity, in
 
 /*
  * Merge the packs of `ranks` ranks (concatenated by rank, as an all-gather
- * of erase_sparse_pack's buffers leaves them; or a rank's micro-batches)
- * into each table's ascending unique rows: the vectors of a row are summed
+ * of erase_sparse_pack's buffers leaves them; or a rank's micro-batches),
+ * each pack's rows of a table unique and ascending (as erase_sparse_pack
+ * and erase_sparse_split leave them), into each table's ascending unique
+ * rows: the vectors of a row are summed
  * as the pairwise tree over the pack index, the order of the dense
  * gradients' sums (lib/sched/grad_accum.c, the all-reduce of a power-of-two
  * number of ranks): packs 2i and 2i+1 first, then pairs of those, and so

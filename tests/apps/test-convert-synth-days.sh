@@ -160,7 +160,7 @@ try() { # WANT-LINE ARGS...: status 2 and the first line of stderr
 }
 try "erase-convert synth: --scale: bad value '0' (expected a number in (0, 1])" --shape criteo-1tb --scale 0 --days 1 --rows 10 -o "$dir/u"
 try "erase-convert synth: --scale: bad value '2' (expected a number in (0, 1])" --shape criteo-1tb --scale 2 --days 1 --rows 10 -o "$dir/u"
-try "erase-convert synth: --hotness: bad value '1,2' (expected mlperf or 26 comma-separated counts >= 1)" --shape criteo-1tb --hotness 1,2 --scale 0.1 -o "$dir/u"
+try "erase-convert synth: --hotness: bad value '1,2' (expected mlperf or 26 comma-separated counts in [1, 1000])" --shape criteo-1tb --hotness 1,2 --scale 0.1 -o "$dir/u"
 try "erase-convert synth: --hotness-counts: bad value 'some' (expected fixed or uniform)" --shape criteo-1tb --hotness-counts some -o "$dir/u"
 try "erase-convert synth: --days: bad value '0' (expected an integer >= 1)" --shape criteo-1tb --days 0 --scale 0.1 -o "$dir/u"
 try "erase-convert synth: --shape: expected criteo-1tb" --shape criteo-kaggle --scale 0.1 --days 1 --rows 1 -o "$dir/u"

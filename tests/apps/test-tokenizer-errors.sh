@@ -93,20 +93,16 @@ tap $? "train -o into a directory that is not there: status $rc, said before tra
 tap_report "$dir/err"
 
 # decode: an id past the vocab, a word that is no id: the file and the token (from 0) named
-printf '72 101 99999\n' >"$dir/big.ids"
-$tool decode --tokenizer "$dir/good.tok" "$dir/big.ids" >"$dir/out" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" "erase-tokenizer decode: error: $dir/big.ids: token 2 is 99999, expected < 300 (the vocab)" &&
-    [ ! -s "$dir/out" ]
-tap $? "decode of an id past the vocab: status $rc, the file and the token named, nothing written"
-tap_report "$dir/err"
-printf '72 x 101\n' >"$dir/word.ids"
-$tool decode --tokenizer "$dir/good.tok" "$dir/word.ids" >"$dir/out" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" "erase-tokenizer decode: error: $dir/word.ids: token 1 is 'x', expected a number (the ids counted from 0)" &&
-    [ ! -s "$dir/out" ]
-tap $? "decode of a word that is not an id: status $rc, the file, the token and the word named"
-tap_report "$dir/err"
+decode_refused() { # IDS WANT WHAT: status 1, the line WANT, nothing on stdout
+    printf '%s\n' "$1" >"$dir/bad.ids"
+    $tool decode --tokenizer "$dir/good.tok" "$dir/bad.ids" >"$dir/out" 2>"$dir/err"
+    rc=$?
+    expect 1 "$dir/err" "erase-tokenizer decode: error: $dir/bad.ids: $2" && [ ! -s "$dir/out" ]
+    tap $? "decode of $3: status $rc, the file and the token named, nothing written"
+    tap_report "$dir/err"
+}
+decode_refused "72 101 99999" "token 2 is 99999, expected < 300 (the vocab)" "an id past the vocab"
+decode_refused "72 x 101" "token 1 is 'x', expected a number (the ids counted from 0)" "a word that is not an id"
 
 printf 'caf\351 \377\376 \355\240\200 ok\302' >"$dir/bytes.bin"
 $tool encode --tokenizer "$dir/good.tok" "$dir/bytes.bin" >"$dir/ids" 2>"$dir/err" &&

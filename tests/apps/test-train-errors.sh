@@ -122,20 +122,20 @@ expect 2 "typo.run:2: unknown option 'lerning_rate'" --config "$dir/typo.run" --
 tap $? "a misspelt run-file key: usage error (status $rc) naming file:line and the key"
 [ $rc = 2 ] || tap_report "$dir/out"
 
+# a misspelt run-file key and option: the nearest named (a run file in its
+# spelling); a model file given to --config: pointing at --model
 printf 'lr_decy = "wsd";\n' >"$dir/near.run"
-expect 2 "near.run:1: unknown option 'lr_decy' (did you mean 'lr_decay'?) (erase-train --help lists them)" \
-    --config "$dir/near.run" --train "$dir/none"
-tap $? "a run-file key two letters off: the nearest option named, in the run file's spelling (status $rc)"
-[ $rc = 2 ] || tap_report "$dir/out"
-expect 2 "erase-train: unknown option --lr-decy (did you mean 'lr-decay'?) (erase-train --help lists them)" \
-    --train "$dir/none" --lr-decy wsd
-tap $? "a misspelt option: the nearest named (status $rc)"
-[ $rc = 2 ] || tap_report "$dir/out"
 printf 'model = "gpt";\ngpt: { layers = 1; };\n' >"$dir/model-as-run.cfg"
-expect 2 "model-as-run.cfg:2: unknown option 'gpt' (erase-train --help lists them); a group of keys is a model file's: give that file to --model" \
-    --config "$dir/model-as-run.cfg" --train "$dir/none"
-tap $? "a model file given to --config: refused, pointing at --model (status $rc)"
-[ $rc = 2 ] || tap_report "$dir/out"
+while IFS='|' read -r what text args; do
+    # shellcheck disable=SC2086 # args are words
+    expect 2 "$text" --train "$dir/none" $args
+    tap $? "$what (status $rc)"
+    [ $rc = 2 ] || tap_report "$dir/out"
+done <<EOF
+a run-file key two letters off: the nearest option, in the run file's spelling|near.run:1: unknown option 'lr_decy' (did you mean 'lr_decay'?) (erase-train --help lists them)|--config $dir/near.run
+a misspelt option: the nearest named|erase-train: unknown option --lr-decy (did you mean 'lr-decay'?) (erase-train --help lists them)|--lr-decy wsd
+a model file given to --config: refused, pointing at --model|model-as-run.cfg:2: unknown option 'gpt' (erase-train --help lists them); a group of keys is a model file's: give that file to --model|--config $dir/model-as-run.cfg
+EOF
 
 printf 'config = "other.run";\n' >"$dir/nested.run"
 expect 2 "nested.run:1: config: a run file cannot name another run file (give one --config on the command line)" \

@@ -136,7 +136,10 @@ if [ $sent = 0 ] && [ -n "$stop_step" ] && grep -q "^ckpt   step $stop_step:" "$
     [ "$(field "$jid" NodeList)" = "h[1-2]" ]; then
     ok=0
 fi
-[ $ok = 0 ] || { echo "# job $jid: requeued: $([ $sent = 0 ] && echo yes || echo no); state ${state:-?}"; show "$out"; }
+[ $ok = 0 ] || { echo "# job $jid: requeued: $([ $sent = 0 ] && echo yes || echo no); state ${state:-?}"; show "$out";
+    # what Open MPI left (a rank once crashed at the restart, jumping to address 0: stale
+    # shared-memory segments of the first run are one guess)
+    ls -la "$dir/shm" "$dir/tmp" 2>&1 | sed 's/^/#   /'; }
 tap $ok "scontrol requeue of the 2-node job (SIGTERM on both nodes, as pre-emption): checkpoint at step ${stop_step:-?} (${stop_sig:-no signal}), requeued by Slurm, resumed on h[1-2], finished at step ${steps:-?} ($(now_s "$t0") s)"
 
 t0=$(date +%s%N)
