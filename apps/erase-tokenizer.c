@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static int failed(const char *cmd)
 {
@@ -143,21 +143,20 @@ static int cmd_train(int argc, char **argv)
     if (!out)
         return usage_error("train", "-o TOKENIZER is required");
     /* before the training, which may take minutes: where it goes */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash == dir ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", out);
+    const char *dir = dirname(copy);
     struct stat sb;
-    if (stat(slash ? dir : ".", &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "erase-tokenizer train: -o %s: its directory %s does not exist\n", out, dir);
         return 2;
     }
-    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    int exists = stat(out, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "erase-tokenizer train: -o %s: a directory, expected a file name\n", out);
         return 2;
     }
-    if (!force && access(out, F_OK) == 0) {
+    if (exists && !force) {
         fprintf(stderr, "erase-tokenizer train: %s: already exists; remove it or replace it (--force)\n", out);
         return 1;
     }
@@ -297,9 +296,8 @@ static int cmd_decode(int argc, char **argv)
         errno = 0;
         unsigned long v = strtoul(p, &end, 10);
         if (errno || end == p || v > UINT32_MAX) {
-            int len = 0;
-            while (len < 24 && p[len] && p[len] != ' ' && p[len] != '\n' && p[len] != '\t' && p[len] != '\r')
-                len++;
+            size_t word = strcspn(p, " \n\t\r");
+            int len = word < 24 ? (int)word : 24;
             fprintf(stderr, "erase-tokenizer decode: error: %s: token %zu is '%.*s', expected a number (the ids "
                             "counted from 0)\n", input, count, len, p);
             rc = 1;

@@ -64,14 +64,12 @@ static void lm_rows_for(const erase_model_config_t *cfg, erase_row_format_t *out
 
 static erase_status_t lm_check(const erase_reader_t *train, const erase_model_config_t *cfg)
 {
-    int64_t T, V;
+    int64_t vocab = erase_model_config_vocab(cfg), T, V;
     double bpt;
-    ERASE_CHECK(erase_tok_reader_shape(train, &T, &V, &bpt));
-    erase_status_t st = erase_tok_reader_check(train, erase_model_config_vocab(cfg), *erase_model_config_context(cfg));
-    if (st == ERASE_ERR_INVALID && V > erase_model_config_vocab(cfg)) { /* which key to change, and to what */
-        char why[512];
+    erase_status_t st = erase_tok_reader_check(train, vocab, *erase_model_config_context(cfg));
+    if (st == ERASE_ERR_INVALID && erase_tok_reader_shape(train, &T, &V, &bpt) == ERASE_OK && V > vocab) {
+        char why[512]; /* the check's line, then which key to change, and to what */
         snprintf(why, sizeof why, "%s", erase_error_reason());
-        erase_error_clear();
         return ERASE_ERROR(st, "%s: set the model file's %s.vocab to %" PRId64 " or more", why,
                            erase_model_config_name(cfg), V);
     }

@@ -705,13 +705,14 @@ static erase_status_t parse_root(const char *name, config_setting_t *root, erase
     const char *text = config_setting_type(model) == CONFIG_TYPE_STRING
                            ? config_setting_get_string(model) : "";
     erase_model_kind_t kind;
-    size_t tl = strlen(text);
-    if (!erase_model_config_kind(text, &kind) && (strchr(text, '/') || (tl > 4 && !strcmp(text + tl - 4, ".cfg"))))
-        return fail_at(name, model, "model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", got "
-                       "\"%s\": a file name, as a run file names its model file; a run file is erase-train's "
-                       "--config", text);
-    if (!erase_model_config_kind(text, &kind))
+    if (!erase_model_config_kind(text, &kind)) {
+        size_t tl = strlen(text);
+        if (strchr(text, '/') || (tl > 4 && !strcmp(text + tl - 4, ".cfg"))) /* a run file's model key */
+            return fail_at(name, model, "model: expected \"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\", "
+                           "got \"%s\": a file name, as a run file names its model file; a run file is "
+                           "erase-train's --config", text);
         return expected(name, model, "model", "\"ctr\", \"mlp\", \"gpt\", \"nanochat\" or \"dcn\"");
+    }
     *cfg = erase_model_config_default(kind);
     const char *mine = model_names[kind];
 
