@@ -92,11 +92,12 @@ __global__ void relu2_forward_kernel(size_t n, const float *x, float *y)
     }
 }
 
-/* dx = dy 2x where x > 0, else 0. */
+/* dx = dy 2 max(x, 0), the CPU kernel's product: a NaN or infinite dy
+ * stays non-finite where x <= 0 (dy * 0), as ops.h's formula. */
 __global__ void relu2_backward_kernel(size_t n, const float *x, const float *dy, float *dx)
 {
     ERASE_CUDA_GRID_LOOP(i, n)
-    dx[i] = x[i] > 0 ? dy[i] * 2.0f * x[i] : 0.0f;
+    dx[i] = dy[i] * 2.0f * (x[i] > 0.0f ? x[i] : 0.0f);
 }
 
 /* y = cap tanh(x / cap). */
