@@ -109,7 +109,10 @@ extern "C" erase_status_t erase_cuda_op_sparse_merge(erase_stream_t *s, int rank
                            "cuda sparse merge: %d ranks x %d tables x capacity %d above %d slots",
                            ranks, tables, capacity, INT_MAX);
     erase_sortreduce_buffers_t b;
-    ERASE_CHECK(erase_sortreduce_buffers(s, tables, (int)seglen, dim, &b));
+    /* dim 0: the tree sums (tree_group below) read the sources directly and
+     * never touch b.chunks, so no [entries, dim] chunk buffer (as large as
+     * all_values) is taken from the scratch */
+    ERASE_CHECK(erase_sortreduce_buffers(s, tables, (int)seglen, 0, &b));
     size_t entries = (size_t)tables * seglen;
     merge_keys_kernel<<<erase_cuda_blocks(entries, ERASE_CUDA_THREADS), ERASE_CUDA_THREADS, 0,
                         erase_cuda_stream(s)>>>(entries, tables, capacity, all_counts, all_rows,
