@@ -102,8 +102,12 @@ static void rotary_positions(void *p, size_t begin, size_t end)
     const float sign = a->inverse ? -1.0f : 1.0f;
     for (int t = (int)begin; t < (int)end; t++)
         for (int i = 0; i < d; i++) {
-            /* torch's float arithmetic: inv_freq = 1 / base^(2i/hd), angle = pos * inv_freq */
-            float inv_freq = 1.0f / powf(a->base, (float)(2 * i) / (float)a->hd);
+            /* torch's float arithmetic: inv_freq = 1 / base^(2i/hd), angle = pos * inv_freq;
+             * the power in double, rounded once to float, so that the CUDA kernel
+             * (lib/ops/cuda/nanochat.cu), whose powf may differ from glibc's by
+             * an ulp, computes the same bits: an ulp of inv_freq is ~3e-5 rad at
+             * position 1000 */
+            float inv_freq = 1.0f / (float)pow((double)a->base, (double)((float)(2 * i) / (float)a->hd));
             float angle = (float)(a->t0 + t) * inv_freq;
             float c = cosf(angle), sn = sign * sinf(angle);
             for (int b = 0; b < a->batch; b++)

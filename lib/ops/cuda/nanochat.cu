@@ -72,7 +72,9 @@ __global__ void rotary_kernel(size_t pairs, int T, int t0, int heads, int hd, fl
         int i = (int)(e % d);
         size_t row = e / d; /* (b * T + t) * heads + h */
         int t = (int)(row / heads % T);
-        float inv_freq = 1.0f / powf(base, (float)(2 * i) / (float)hd);
+        /* the power in double, rounded once: the CPU kernel's bits
+         * (lib/ops/cpu/nanochat_cpu.c rotary_positions), not device powf's */
+        float inv_freq = 1.0f / (float)pow((double)base, (double)((float)(2 * i) / (float)hd));
         float angle = (float)(t0 + t) * inv_freq;
         float c = cosf(angle), sn = sign * sinf(angle);
         size_t off = row * hd;
