@@ -36,6 +36,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "io/tok_data_tokenizer.h"
+#include "lib/core/fs.h"
 #include "lib/nn/model_config.h"
 
 #include <inttypes.h>
@@ -320,6 +321,9 @@ int main(int argc, char **argv)
         return cli_missing("erase-export", "a checkpoint", 0, "erase-export CKPT -o FILE.safetensors [--format F]");
     if (!out)
         return usage_error("no output given: -o FILE.safetensors");
+    const char *what = erase_path_not_regular(out); /* before the checkpoint is read, not after */
+    if (what)
+        return usage_error("-o %s: is %s, expected a file (FILE.safetensors)", out, what);
     export_format_t f;
     if (export_format_parse(format, &f) != 0)
         return usage_error("--format %s: expected erase, hf-gpt2, torch or nanochat", format);

@@ -282,17 +282,21 @@ erase_status_t erase_st_writer_commit(erase_st_writer_t *w)
         erase_st_writer_abort(w);
         return st;
     }
+    /* the error is made before the abort, which frees w */
     if (fsync(w->fd) != 0 || close(w->fd) != 0) {
         int e = errno;
         w->fd = -1;
+        erase_status_t st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write: %s", w->path, strerror(e));
         erase_st_writer_abort(w);
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write: %s", w->path, strerror(e));
+        return st;
     }
     w->fd = -1;
     if (rename(w->temp, w->path) != 0) {
         int e = errno;
+        erase_status_t st = ERASE_ERROR(ERASE_ERR_IO, "%s: cannot rename %s to it: %s", w->path, w->temp,
+                                        strerror(e));
         erase_st_writer_abort(w);
-        return ERASE_ERROR(ERASE_ERR_IO, "%s: cannot rename %s to it: %s", w->path, w->temp, strerror(e));
+        return st;
     }
     erase_fsync_parent(w->path);
     free(w->t);

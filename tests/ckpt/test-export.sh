@@ -22,7 +22,7 @@ need apps/erase-export
 need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..23"
+echo "1..24"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -152,6 +152,12 @@ refused "--format foo" 2 "erase-export: --format foo: expected erase, hf-gpt2, t
 export_ "$dir/mlp" -o "$dir/no-such-dir/mlp.safetensors"
 [ $rc = 1 ] && [ "$(cat "$dir/export.out")" = "erase-export: $dir/no-such-dir/mlp.safetensors: cannot create: No such file or directory" ]
 tap $? "an output directory that does not exist: exit 1, one line naming the file (status $rc)"
+mkdir "$dir/a-dir.safetensors"
+export_ "$dir/mlp" -o "$dir/a-dir.safetensors" --force
+[ $rc = 2 ] && [ "$(cat "$dir/export.out")" = "erase-export: -o $dir/a-dir.safetensors: is a directory, expected a file (FILE.safetensors)" ] &&
+    [ -z "$(ls -A "$dir" | grep '\.tmp$')" ]
+tap $? "a directory for -o, even with --force: exit 2, one line before the checkpoint is read (status $rc)"
+[ $? = 0 ] || tap_report "$dir/export.out"
 cp "$dir/mlp.safetensors" "$dir/keep.safetensors"
 export_ "$dir/ctr-table" -o "$dir/mlp.safetensors"
 [ $rc = 1 ] && [ "$(cat "$dir/export.out")" = "erase-export: $dir/mlp.safetensors: exists (not overwritten; --force replaces it)" ] &&

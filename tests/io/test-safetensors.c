@@ -149,6 +149,20 @@ static void test_writer_refuses(void **state)
     erase_test_expect_error(erase_st_writer_open("/nonexistent-erase/c.safetensors", t, 2, NULL, 0, &w),
                             ERASE_ERR_IO, "/nonexistent-erase/c.safetensors: cannot create: No such file");
     assert_false(exists(path));
+
+    /* a directory at the path: the commit's rename fails, the message names
+     * both files (it was once formatted from the freed writer), and the
+     * temporary file is removed */
+    char sub[256], subtemp[256], want[600];
+    snprintf(sub, sizeof sub, "%s/d.safetensors", dir);
+    snprintf(subtemp, sizeof subtemp, "%s/.d.safetensors.tmp", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_int_equal(erase_st_writer_open(sub, t, 2, NULL, 0, &w), ERASE_OK);
+    assert_int_equal(erase_st_writer_put(w, v, 16), ERASE_OK);
+    snprintf(want, sizeof want, "%s: cannot rename %s to it: Is a directory", sub, subtemp);
+    erase_test_expect_error(erase_st_writer_commit(w), ERASE_ERR_IO, want);
+    assert_false(exists(subtemp));
+    assert_int_equal(rmdir(sub), 0);
 }
 
 /* Malformed headers: each refused with its message. */
