@@ -459,7 +459,7 @@ int main(int argc, char **argv)
         return code;
     }
     if (st != ERASE_OK)
-        erase_fatal(__FILE__, __LINE__, "erase-score", st);
+        erase_fatal_rank(__FILE__, __LINE__, "erase-score", st);
     erase_world_finalize();
     return 0;
 }

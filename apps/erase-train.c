@@ -93,8 +93,8 @@ int main(int argc, char **argv)
         erase_world_finalize();
         return code;
     }
-    if (st != ERASE_OK)
-        erase_fatal(__FILE__, __LINE__, "erase-train", st);
+    if (st != ERASE_OK) /* this rank alone: one line, and the job taken down */
+        erase_fatal_rank(__FILE__, __LINE__, "erase-train", st);
     erase_world_finalize();
     return 0;
 }

@@ -85,6 +85,26 @@ void erase_error_clear(void)
     reason_length = 0;
 }
 
+void erase_fatal_rank(const char *file, int line, const char *prog, erase_status_t status)
+{
+    const char *verbose = getenv("ERASE_VERBOSE");
+    if (verbose && atof(verbose) >= 1)
+        erase_fatal(file, line, prog, status);
+    const char *why = erase_error_reason();
+    if (!why[0])
+        why = erase_status_name(status);
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    if (fatal_rank >= 0)
+        fprintf(stderr, "%s: rank %d (%s): %s\n", prog, fatal_rank, host, why);
+    else
+        fprintf(stderr, "%s: %s\n", prog, why);
+    fflush(stderr);
+    if (fatal_hook)
+        fatal_hook(1);
+    abort();
+}
+
 void erase_fatal_set_hook(void (*hook)(int exit_code), int rank)
 {
     fatal_hook = hook;

@@ -85,6 +85,16 @@ void erase_error_clear(void);
 void erase_fatal(const char *file, int line, const char *what, erase_status_t status)
     __attribute__((noreturn));
 
+/*
+ * An application's failure that this rank found alone (a damaged shard
+ * read mid-run: its peers cannot know, so the job must be taken down):
+ * one line "prog: rank r (host): why" to stderr, why being the error as a
+ * user reads it (erase_error_reason), then the abort hook, which never
+ * returns. With ERASE_VERBOSE >= 1 it is erase_fatal: the call chain.
+ */
+void erase_fatal_rank(const char *file, int line, const char *prog, erase_status_t status)
+    __attribute__((noreturn));
+
 /* Fatal unless the call succeeds: for apps and tests. */
 #define ERASE_MUST(call)                                                   \
     do {                                                                   \

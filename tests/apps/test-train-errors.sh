@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..121"
+echo "1..122"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -306,6 +306,22 @@ rc=$?
     grep -q -E -e "^erase-train: apps/train/[a-z_]+\.c:[0-9]+ -> .* --train $dir/none: $dir/none: cannot open: No such file or directory\$" "$dir/err"
 ok=$?
 tap $ok "a missing --train with ERASE_VERBOSE=1 under mpirun -np 2: the line carries the call chain (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/err"
+
+# a damaged shard found mid-run by the rank that reads it (its peers cannot
+# know: the job is taken down, status 1): one line naming the rank, the
+# file, the dataset and the rows, without the call chain; Open MPI's own
+# MPI_ABORT banner follows (own_lines drops it)
+cp -r "$dir/data" "$dir/flipped"
+tests/ckpt/ckpt-tool flip "$dir/flipped/part-00000.h5" /sparse >/dev/null
+ERASE_VERBOSE=-1 timeout -k 5 60 "$MPIRUN" $MPI_FLAGS -np 2 apps/erase-train --train "$dir/flipped" --batch 16 \
+    --steps 40 --quiet </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+own_lines "$dir/err" | grep -v '^erase-train: SIG' >"$dir/err.own"
+[ $rc = 1 ] && [ "$(wc -l <"$dir/err.own")" = 1 ] && ! grep -q -e ' -> ' "$dir/err.own" &&
+    grep -q -E -e "^erase-train: rank [01] \([^)]+\): $dir/flipped/part-00000\.h5: dataset /sparse: reading rows \[1024, 1600\) failed: .*Fletcher32" "$dir/err.own"
+ok=$?
+tap $ok "a shard chunk damaged, found mid-run under mpirun -np 2: one line naming the rank, file, dataset and rows, no call chain (status $rc)"
 [ $ok = 0 ] || tap_report "$dir/err"
 
 # the review of issue 32: more user errors after MPI start-up, one line

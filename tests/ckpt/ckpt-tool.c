@@ -21,6 +21,8 @@
  *                                relative difference that is not 0
  *   ckpt-tool flip FILE DATASET  flip one bit in the middle of DATASET's
  *                                bytes in the file (a damaged checkpoint);
+ *                                of a chunked one (a shard), in the middle
+ *                                of its middle chunk;
  *                                of a GROUP: a bit of its object header
  *                                (HDF5 cannot look names up in it)
  *   ckpt-tool unlink FILE DATASET  remove DATASET (a dataset gone missing)
@@ -207,6 +209,17 @@ static int damage(const char *path, const char *dataset, int flip)
         if (d >= 0) {
             off = H5Dget_offset(d);
             size = H5Dget_storage_size(d);
+            hid_t space = H5Dget_space(d);
+            hsize_t chunks = 0;
+            if (off == HADDR_UNDEF && space >= 0 && H5Dget_num_chunks(d, space, &chunks) >= 0 && chunks > 0) {
+                /* chunked (a shard): the middle chunk's stored bytes */
+                unsigned mask;
+                hsize_t where[H5S_MAX_RANK];
+                if (H5Dget_chunk_info(d, space, chunks / 2, where, &mask, &off, &size) < 0)
+                    off = HADDR_UNDEF;
+            }
+            if (space >= 0)
+                H5Sclose(space);
             H5Dclose(d);
         }
         ok = off != HADDR_UNDEF && size > 0;
