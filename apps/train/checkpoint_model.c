@@ -123,6 +123,19 @@ erase_status_t train_ckpt_origin_read(train_options_t *o, int root, train_ckpt_o
     }
     if (micro[0])
         snprintf(taken + strlen(taken), sizeof taken - strlen(taken), "%s%s", taken[0] ? "; " : "", micro);
+    /* a resumed run keeps its tables' placement (tables that fit a rank only
+     * sharded stay sharded); not where this run could not shard them */
+    static const char *const placement_option[] = { "embeddings", NULL };
+    char placed[64] = "";
+    if (st == ERASE_OK && m->options && o->resume[0] && !train_options_pipeline(o) &&
+        train_options_micro_steps(o) == 1 &&
+        train_options_adopt(o, m->options, placement_option, placed, sizeof placed) != ERASE_OK) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", erase_error_reason()); /* the message is rewritten below */
+        st = ERASE_ERROR(ERASE_ERR_INVALID, "--resume %s: %s", o->resume, why);
+    }
+    if (placed[0])
+        snprintf(taken + strlen(taken), sizeof taken - strlen(taken), "%s%s", taken[0] ? "; " : "", placed);
     char pool[32];
     if (st == ERASE_OK && m->options && !train_options_given(o, "shuffle-pool") &&
         train_options_value(m->options, "shuffle_pool", pool, sizeof pool) != 0 && o->shuffle_pool != 1) {

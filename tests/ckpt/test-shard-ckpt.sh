@@ -15,7 +15,7 @@
 # checkpoint directory; erase-inspect ckpt shows the placement.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..15"
+echo "1..16"
 ARGS="--global-batch 24 --steps 18 --log-every 2 --eval-every 6 --warmup-steps 2 --lr-decay cosine
     --checkpoint-every 6 --keep-checkpoints 5"
 
@@ -87,6 +87,25 @@ for pair in "table replicated" "replicated table" "table row" "row auto"; do
     [ $c = 0 ] || show "$dir/cmp-$a-$b.out"
     [ $rc = 0 ] || show "$out"
 done
+
+# ---- a resume that does not say --embeddings keeps the checkpoint's (tables
+# that fit a rank only sharded stay sharded), and says it took it
+X=$dir/row-kept
+out=$dir/row-kept.1.out
+# shellcheck disable=SC2086
+ERASE_DEBUG_KILL_AT_STEP=6:0:usr1 train 2 $ARGS --embeddings row --checkpoint-dir "$X"
+rc1=$rc
+out=$dir/row-kept.2.out
+# shellcheck disable=SC2086
+train 2 $ARGS --checkpoint-dir "$X" --resume auto
+tests/ckpt/ckpt-tool compare "$dir/ref/ckpt-18.h5" "$X/ckpt-18.h5" >"$dir/cmp-row-kept.out" 2>&1
+c=$?
+[ $rc1 = 0 ] && [ $rc = 0 ] && [ $c = 0 ] &&
+    grep -q "^note   taken from the run of $X/ckpt-6.h5 (not given here): .*embeddings row" "$out" &&
+    grep -q '^  embed  row-wise over 2 ranks' "$out" && ! grep -q '^note   options that differ.*embeddings' "$out"
+tap $? "--embeddings row stopped at step 6, resumed without --embeddings: row-wise again, taken from the checkpoint, bitwise the uninterrupted run (status $rc1, $rc)"
+[ $c = 0 ] || show "$dir/cmp-row-kept.out"
+[ $rc = 0 ] || show "$out"
 
 # ---- the file: the whole tables, as replicated writes them; a checksum
 # per row, each written by the row's owner (none left unwritten: 0)
