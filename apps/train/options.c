@@ -477,6 +477,9 @@ static void yield_run_file_options(train_options_t *o)
  * its options (usage errors, found before MPI start-up). */
 static erase_status_t check_together(const train_options_t *o)
 {
+    if (train_options_given(o, "cuts") && !o->cuts[0]) /* "" is the default: the model's cuts */
+        return ERASE_ERROR(ERASE_ERR_INVALID, "--cuts '': expected all, none or boundaries like 1,3 (without "
+                           "--cuts the model's own cuts are kept)");
     if (o->eval_only && !o->resume[0] && !o->init_from[0])
         return ERASE_ERROR(ERASE_ERR_INVALID, "--eval-only: needs a checkpoint to evaluate (--init-from CKPT or --resume CKPT|auto)");
     if (o->eval_only && o->steps)

@@ -75,17 +75,24 @@ static void print_unused_notes(const run_t *r)
         "optimizer", "lr", "momentum", "beta1", "beta2", "eps", "weight-decay", "grad-clip", "embedding-optimizer",
         "embedding-lr", "warmup-steps", "lr-decay", "min-lr", "warmdown-fraction", "final-lr-fraction",
         "muon-momentum", "muon-momentum-warmup", "embedding-matrix-lr", "unembedding-lr", "vector-lr", "epochs",
-        "checkpoint-every", "keep-checkpoints", "checkpoint-failure", "trace", "trace-steps", NULL
+        "checkpoint-every", "keep-checkpoints", "checkpoint-failure", "trace", "trace-steps", "eval-every", "seed",
+        "shuffle", "shuffle-pool", "early-backward", "side-streams", "nonfinite", NULL
     };
     static const char *const checkpointing[] = { "checkpoint-every", "keep-checkpoints", "checkpoint-failure", NULL };
     static const char *const tables[] = { "embedding-lr", "embedding-optimizer", NULL };
     if (o->eval_only && (given_list(o, training, list, sizeof list), list[0]))
-        printf("note   %s: unused with --eval-only (nothing is trained, checkpointed or traced)\n", list);
+        printf("note   %s: unused with --eval-only (nothing is trained, shuffled, checkpointed or traced)\n", list);
     if (!o->eval_only && !o->checkpoint_dir[0] && (given_list(o, checkpointing, list, sizeof list), list[0]))
         printf("note   %s: unused without --checkpoint-dir\n", list);
     if (o->eval[0] && train_options_given_on_command_line(o, "eval-fraction"))
         printf("note   --eval-fraction %g: unused with --eval (the evaluation data is --eval's, not a part of "
                "--train)\n", o->eval_fraction);
+    if (o->train[0] && !strcmp(o->train, o->eval))
+        printf("note   --eval %s: the --train data: the evaluation measures the data trained on, not held-out "
+               "data\n", o->eval);
+    if (r->emb.tables && erase_comm_size(erase_emb_comm()) == 1)
+        printf("note   --embeddings %s: one rank holds every table whole, as replicated (sharding spreads "
+               "tables over ranks)\n", o->embeddings);
     if (!erase_model_config_has_tables(&r->cfg) && (given_list(o, tables, list, sizeof list), list[0]))
         printf("note   %s: unused: the %s model has no embedding tables (they are ctr's and dcn's%s)\n", list,
                erase_model_config_name(&r->cfg),
