@@ -172,7 +172,7 @@ static void usage_criteo(FILE *f)
             "  --split-bytes N       cut plain files into ranges of N bytes (default 256M)\n"
             "  --chunk-rows N        HDF5 chunk length along rows (default 1024)\n"
             "  --no-compress         store uncompressed (default: shuffle + deflate 1)\n"
-            "  --format F            auto (default: CSV if a file starts with 'label'), tsv, csv\n"
+            "  --format F            auto (default: CSV if a file starts with 'label', any case), tsv, csv\n"
             "  --skip-bad            skip bad lines, count them by reason (default: stop at the first)\n"
             "  --vocab VOCAB.h5      map ids through a vocabulary (erase-convert vocab): frequent ids\n"
             "                        to their rows, every other id to the rare row (0xFFFFFFFF)\n"

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -189,7 +190,7 @@ static erase_status_t handle_line(convert_t *c, const char *line, size_t len)
     if (c->lineno == 1 && c->u->start == 0) {
         erase_criteo_format_t f = c->o->format;
         if (f == ERASE_CRITEO_AUTO)
-            f = len >= 5 && memcmp(line, "label", 5) == 0 ? ERASE_CRITEO_CSV : ERASE_CRITEO_TSV;
+            f = len >= 5 && strncasecmp(line, "label", 5) == 0 ? ERASE_CRITEO_CSV : ERASE_CRITEO_TSV;
         c->format = f;
         c->sep = f == ERASE_CRITEO_CSV ? ',' : '\t';
         if (f == ERASE_CRITEO_CSV) {
@@ -259,7 +260,7 @@ static erase_status_t gzip_error(convert_t *c, const char *reason)
     return ERASE_ERROR(ERASE_ERR_IO, "%s: gzip: %s (the file is truncated?)", c->path, reason);
 }
 
-/* The layout of a plain file from its first bytes ("label": CSV), for a
+/* The layout of a plain file from its first bytes ("label", any case: CSV), for a
  * range that does not start the file. */
 static erase_criteo_format_t file_format(const convert_t *c)
 {
@@ -270,7 +271,7 @@ static erase_criteo_format_t file_format(const convert_t *c)
     size_t k = f ? fread(head, 1, sizeof head, f) : 0;
     if (f)
         fclose(f);
-    return k == 5 && memcmp(head, "label", 5) == 0 ? ERASE_CRITEO_CSV : ERASE_CRITEO_TSV;
+    return k == 5 && strncasecmp(head, "label", 5) == 0 ? ERASE_CRITEO_CSV : ERASE_CRITEO_TSV;
 }
 
 /* Read unit c->u (a whole file, plain or gzip, or a byte range of a plain
@@ -530,7 +531,8 @@ erase_status_t erase_criteo_convert(const char *const *inputs, int n,
     if (st == ERASE_OK)
         st = erase_convert_ranks_agree(&ranks, unit_rows(&c, &plan, &rows), 0);
     if (st == ERASE_OK && s->rows == 0)
-        st = ERASE_ERROR(ERASE_ERR_FORMAT, "no rows to write: every line was bad or the input is empty");
+        st = ERASE_ERROR(ERASE_ERR_FORMAT, "%s%s: no rows to write: every line was bad or the input is empty",
+                         inputs[0], n > 1 ? " and the other inputs" : "");
     if (st == ERASE_OK)
         st = check_vocab_coverage(options, s);
     if (st == ERASE_OK)

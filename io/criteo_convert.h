@@ -93,7 +93,8 @@ erase_criteo_convert_options_t erase_criteo_convert_options_default(void);
  *                     a CSV input whose first line is not the header:
  *                     "FILE:1: expected the header label,I1..I13,C1..C26, got '...'";
  *                     "FILE:LINE: line longer than 4194304 bytes";
- *                     no rows at all: "no rows to write: every line was bad or the input is empty"
+ *                     no rows at all: "F: no rows to write: every line was bad or the input is empty"
+ *                     (F the first input, " and the other inputs" after it when n > 1)
  *   ERASE_ERR_IO      an input cannot be opened or read ("FILE: cannot open: <reason>",
  *                     "FILE: gzip: <zlib's reason>"; a damaged or truncated member:
  *                     "FILE: gzip member 2 (at byte 5120) is damaged or truncated:

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define SHOW_MAX 40 /* bytes of a bad value shown in a message */
 
@@ -353,7 +354,7 @@ int erase_criteo_check_header(const char *line, size_t len, char *why, size_t wh
         k += (size_t)snprintf(want + k, sizeof want - k, ",C%d", j);
     if (len && line[len - 1] == '\r')
         len--;
-    if (len == k && memcmp(line, want, k) == 0)
+    if (len == k && strncasecmp(line, want, k) == 0) /* "Label,I1,...,C26" too */
         return 0;
     if (why && why_size) {
         char shown[SHOW_MAX + 8];

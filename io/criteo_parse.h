@@ -53,7 +53,7 @@
 
 /* Layout of an input file. */
 typedef enum {
-    ERASE_CRITEO_AUTO = 0, /* CSV if the first line starts with "label", else TSV */
+    ERASE_CRITEO_AUTO = 0, /* CSV if the first line starts with "label" (any case), else TSV */
     ERASE_CRITEO_TSV,      /* raw: tab-separated, no header */
     ERASE_CRITEO_CSV       /* comma-separated with the header line */
 } erase_criteo_format_t;
@@ -114,7 +114,8 @@ erase_criteo_bad_t erase_criteo_parse_line_ids(const char *line, size_t len, cha
 
 /*
  * Check a CSV header line (`len` bytes without '\n'; a trailing '\r' is
- * ignored): it must be exactly "label,I1,...,I13,C1,...,C26". Returns 0,
+ * ignored): it must be "label,I1,...,I13,C1,...,C26", letters in any case
+ * ("Label,I1,..." as some exports write it). Returns 0,
  * or -1 with `why` = "expected the header label,I1..I13,C1..C26, got 'x,y'"
  * (the value shown as in the messages above).
  */

@@ -16,7 +16,7 @@ need apps/erase-bench
 need apps/erase-score
 need apps/erase-sample
 workdir
-echo "1..22"
+echo "1..23"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 images=${srcdir:-.}/data/mnist/t10k-images-idx3-ubyte.gz
 labels=${srcdir:-.}/data/mnist/t10k-labels-idx1-ubyte.gz
@@ -51,6 +51,14 @@ rc=$?
 expect 1 "$dir/err" "erase-convert criteo: error: $dir/label.tsv:2: field label: expected 0 or 1, got 'x'" \
     "erase-convert criteo: no dataset written to $dir/out3 (2 lines read)" && [ ! -e "$dir/out3" ]
 tap $? "erase-convert criteo, a bad label on line 2: status $rc, file:line and the field"
+
+: >"$dir/empty.tsv"
+apps/erase-convert criteo -q -o "$dir/out4" "$dir/empty.tsv" 2>"$dir/err"
+rc=$?
+expect 1 "$dir/err" "erase-convert criteo: error: $dir/empty.tsv: no rows to write: every line was bad or the input is empty" \
+    "erase-convert criteo: no dataset written to $dir/out4 (0 lines read)" && [ ! -e "$dir/out4" ]
+tap $? "erase-convert criteo, an empty input: status $rc, the file named, no directory left"
+[ $rc = 1 ] || tap_report "$dir/err"
 
 mkdir "$dir/empty"
 apps/erase-inspect data "$dir/empty" >/dev/null 2>"$dir/err"

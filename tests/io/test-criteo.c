@@ -97,6 +97,9 @@ static void test_parse_good(void **state)
                          "C12,C13,C14,C15,C16,C17,C18,C19,C20,C21,C22,C23,C24,C25,C26\r";
     assert_int_equal(erase_criteo_check_header(header, strlen(header), why, sizeof why), 0);
     assert_int_equal(erase_criteo_check_header(header, strlen(header) - 3, why, sizeof why), -1);
+    const char *upper = "LABEL,i1,I2,I3,I4,I5,I6,I7,I8,I9,I10,I11,I12,I13,c1,C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,"
+                        "C12,C13,C14,C15,C16,C17,C18,C19,C20,C21,C22,C23,C24,C25,C26";
+    assert_int_equal(erase_criteo_check_header(upper, strlen(upper), why, sizeof why), 0); /* any case */
     print_message("good lines: labels, counts (negative, 260.0, int32 limits), hex ids (case, 1 digit, "
                   "ffffffff -> fffffffe), missing values, CRLF\n");
 }
@@ -349,13 +352,14 @@ static void test_csv_equals_tsv(void **state)
     assert_int_equal(matched, 19);
     io_rows_free(&csv);
 
-    /* a CSV with header written from the first 500 TSV lines, integers as "N.0" */
+    /* a CSV with header written from the first 500 TSV lines, integers as "N.0";
+     * its header "Label,...", as some exports write it (auto-detected as CSV) */
     const char *src = io_sample("kaggle-train-first9999.tsv");
     FILE *in = fopen(src, "rb");
     const char *csv_path = io_path(scratch, "first500.csv"), *tsv_path = io_path(scratch, "first500.tsv");
     FILE *c = fopen(csv_path, "wb"), *t = fopen(tsv_path, "wb");
     assert_true(in && c && t);
-    fprintf(c, "label,I1,I2,I3,I4,I5,I6,I7,I8,I9,I10,I11,I12,I13,C1,C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12,C13,C14,"
+    fprintf(c, "Label,I1,I2,I3,I4,I5,I6,I7,I8,I9,I10,I11,I12,I13,C1,C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12,C13,C14,"
                "C15,C16,C17,C18,C19,C20,C21,C22,C23,C24,C25,C26\r\n");
     char line[8192];
     for (int i = 0; i < 500 && fgets(line, sizeof line, in); i++) {
