@@ -221,6 +221,9 @@ static erase_status_t read_array(const char *path, hid_t file, const char *name,
     return ERASE_OK;
 }
 
+/* what a failed check of a written file means */
+#define DAMAGED " (the vocabulary file is damaged or was changed after erase-convert vocab wrote it)"
+
 /* Validate the arrays of feature f: ids ascending, rows a permutation
  * numbered by count then id, counts >= threshold. */
 static erase_status_t check_feature(const char *path, const erase_vocab_t *v, int f)
@@ -228,14 +231,14 @@ static erase_status_t check_feature(const char *path, const erase_vocab_t *v, in
     int64_t n = v->frequent[f];
     for (int64_t k = 1; k < n; k++)
         if (v->ids[f][k] <= v->ids[f][k - 1])
-            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /C%d/ids: not ascending at index %" PRId64, path, f + 1,
-                               k);
+            return ERASE_ERROR(ERASE_ERR_FORMAT, "%s: dataset /C%d/ids: not ascending at index %" PRId64 "%s", path,
+                               f + 1, k, DAMAGED);
     for (int64_t k = 0; k < n; k++)
         if (v->counts[f][k] < (uint64_t)v->threshold)
             return ERASE_ERROR(ERASE_ERR_FORMAT,
                                "%s: dataset /C%d/counts: index %" PRId64 " is %" PRIu64
-                               ", below the threshold %" PRId64,
-                               path, f + 1, k, v->counts[f][k], v->threshold);
+                               ", below the threshold %" PRId64 "%s",
+                               path, f + 1, k, v->counts[f][k], v->threshold, DAMAGED);
     uint32_t *want = malloc(n ? (size_t)n * sizeof *want : 1);
     if (!want)
         return ERASE_ERROR(ERASE_ERR_NOMEM, "%s: out of memory", path);
@@ -243,8 +246,8 @@ static erase_status_t check_feature(const char *path, const erase_vocab_t *v, in
     if (st == ERASE_OK && n && memcmp(want, v->rows[f], (size_t)n * sizeof *want) != 0)
         st = ERASE_ERROR(ERASE_ERR_FORMAT,
                          "%s: dataset /C%d/rows: expected rows 0 .. %" PRId64
-                         " by descending count, ties by ascending id",
-                         path, f + 1, n - 1);
+                         " by descending count, ties by ascending id%s",
+                         path, f + 1, n - 1, DAMAGED);
     free(want);
     return st;
 }

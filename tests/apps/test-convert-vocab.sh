@@ -20,7 +20,7 @@ need apps/erase-train
 command -v python3 >/dev/null 2>&1 || skip "no python3 to recompute the vocabulary"
 command -v h5dump >/dev/null 2>&1 || skip "no h5dump to read the vocabulary's datasets"
 workdir
-echo "1..17"
+echo "1..18"
 sample=${srcdir:-.}/data/criteo/kaggle-train-first9999.tsv
 head -n 3000 "$sample" >"$dir/day0.tsv"
 sed -n '3001,6000p' "$sample" | gzip -c >"$dir/day1.tsv.gz"
@@ -261,6 +261,14 @@ expect 1 "erase-convert criteo: error: $dir/plain/part-00000.h5: attribute forma
         apps/erase-convert criteo -q --vocab "$dir/day0.tsv" -o "$dir/bad" "$dir/day1.tsv" &&
     [ ! -e "$dir/bad" ]
 tap $? "erase-convert criteo --vocab of a CTR shard, a truncated file, a TSV: one line naming the file, status 1, nothing written"
+
+# a vocabulary whose numbering was changed after it was written (a bit of
+# /C13/rows flipped): the file named as damaged or changed
+cp "$dir/v.h5" "$dir/flipped.h5"
+tests/ckpt/ckpt-tool flip "$dir/flipped.h5" /C13/rows >/dev/null
+expect 1 "erase-convert criteo: error: $dir/flipped.h5: dataset /C13/rows: expected rows 0 .. $(($(h5dump -H -d /C13/rows "$dir/v.h5" | sed -n 's/.*DATASPACE  SIMPLE { ( \([0-9]*\) ).*/\1/p') - 1)) by descending count, ties by ascending id (the vocabulary file is damaged or was changed after erase-convert vocab wrote it)" \
+    apps/erase-convert criteo -q --vocab "$dir/flipped.h5" -o "$dir/bad" "$dir/day1.tsv" && [ ! -e "$dir/bad" ]
+tap $? "a vocabulary with a bit of /C13/rows flipped: one line naming the file, the dataset and that it is damaged, status 1, nothing written"
 
 # a vocabulary of another dataset: counted on synthetic Terabyte-shaped
 # rows (another id space), it knows almost none of the Kaggle day's ids
