@@ -770,6 +770,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* a line at a time: a table's lines come before an error met under them,
+     * also when stdout and stderr go to one file or pipe */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
