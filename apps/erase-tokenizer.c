@@ -13,6 +13,7 @@
 #include "apps/cli_args.h"
 #include "io/pretokenize.h"
 #include "io/tokenizer.h"
+#include "lib/core/fs.h"
 #include "lib/core/timer.h"
 
 #include <errno.h>
@@ -152,8 +153,9 @@ static int cmd_train(int argc, char **argv)
         return 2;
     }
     int exists = stat(out, &sb) == 0;
-    if (exists && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "erase-tokenizer train: -o %s: a directory, expected a file name\n", out);
+    if (exists && !S_ISREG(sb.st_mode)) { /* --force renames over it: never over a device or a FIFO */
+        fprintf(stderr, "erase-tokenizer train: -o %s: is %s, expected a file name\n", out,
+                erase_mode_not_regular(sb.st_mode));
         return 2;
     }
     if (exists && !force) {

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-tokenizer
 workdir
-echo "1..16"
+echo "1..17"
 text=${srcdir:-.}/data/text/tinyshakespeare.txt
 tool=apps/erase-tokenizer
 
@@ -90,6 +90,12 @@ $tool train -q "$dir/small.txt" --vocab 300 -o "$dir/nowhere/t.tok" 2>"$dir/err"
 rc=$?
 expect 2 "$dir/err" "erase-tokenizer train: -o $dir/nowhere/t.tok: its directory $dir/nowhere does not exist"
 tap $? "train -o into a directory that is not there: status $rc, said before training"
+tap_report "$dir/err"
+mkfifo "$dir/fifo.tok"
+$tool train -q --force "$dir/small.txt" --vocab 300 -o "$dir/fifo.tok" 2>"$dir/err"
+rc=$?
+expect 2 "$dir/err" "erase-tokenizer train: -o $dir/fifo.tok: is a FIFO, expected a file name" && [ -p "$dir/fifo.tok" ]
+tap $? "train -o a FIFO, even with --force: status $rc, refused, the FIFO left (a device likewise: never renamed over)"
 tap_report "$dir/err"
 
 # decode: an id past the vocab, a word that is no id: the file and the token (from 0) named

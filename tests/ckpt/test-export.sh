@@ -22,7 +22,7 @@ need apps/erase-export
 need apps/erase-tokenizer
 venv_need safetensors numpy h5py
 setup_data
-echo "1..24"
+echo "1..25"
 out=$dir/train.out
 check="$venv_python ${srcdir:-.}/tests/ckpt/export_check.py"
 
@@ -157,6 +157,12 @@ export_ "$dir/mlp" -o "$dir/a-dir.safetensors" --force
 [ $rc = 2 ] && [ "$(cat "$dir/export.out")" = "erase-export: -o $dir/a-dir.safetensors: is a directory, expected a file (FILE.safetensors)" ] &&
     [ -z "$(ls -A "$dir" | grep '\.tmp$')" ]
 tap $? "a directory for -o, even with --force: exit 2, one line before the checkpoint is read (status $rc)"
+[ $? = 0 ] || tap_report "$dir/export.out"
+mkfifo "$dir/a-fifo.safetensors"
+export_ "$dir/mlp" -o "$dir/a-fifo.safetensors" --force
+[ $rc = 2 ] && [ "$(cat "$dir/export.out")" = "erase-export: -o $dir/a-fifo.safetensors: is a FIFO, expected a file (FILE.safetensors)" ] &&
+    [ -p "$dir/a-fifo.safetensors" ]
+tap $? "a FIFO for -o, even with --force: exit 2, the FIFO left (a device likewise: --force never renames over one) (status $rc)"
 [ $? = 0 ] || tap_report "$dir/export.out"
 cp "$dir/mlp.safetensors" "$dir/keep.safetensors"
 export_ "$dir/ctr-table" -o "$dir/mlp.safetensors"
