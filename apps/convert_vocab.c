@@ -177,6 +177,11 @@ int convert_vocab_main(int argc, char **argv)
         usage_vocab(stderr);
         return 2;
     }
+    const char *what = erase_path_not_regular(out); /* --force renames over it: never over a device or a FIFO */
+    if (what) {
+        fprintf(stderr, TOOL ": -o %s: is %s, expected a file name\n", out, what);
+        return 2;
+    }
     if (!force && access(out, F_OK) == 0) {
         fprintf(stderr, TOOL ": %s: already exists; remove it or replace it (--force)\n", out);
         return 1;

@@ -289,8 +289,11 @@ expect 2 "erase-convert vocab: --threshold: bad value '0' (expected an integer >
     apps/erase-convert vocab --threshold 0 -o "$dir/t.h5" "$dir/day0.tsv" &&
     expect 2 "erase-convert vocab: no threshold (--threshold T)" apps/erase-convert vocab -o "$dir/t.h5" "$dir/day0.tsv" &&
     expect 1 "erase-convert vocab: $dir/v.h5: already exists; remove it or replace it (--force)" \
-        apps/erase-convert vocab --threshold 2 -o "$dir/v.h5" "$dir/day0.tsv"
-tap $? "usage errors (threshold < 1, none) exit 2; an existing vocabulary is not replaced without --force"
+        apps/erase-convert vocab --threshold 2 -o "$dir/v.h5" "$dir/day0.tsv" &&
+    mkfifo "$dir/v.fifo" &&
+    expect 2 "erase-convert vocab: -o $dir/v.fifo: is a FIFO, expected a file name" \
+        apps/erase-convert vocab --force --threshold 2 -o "$dir/v.fifo" "$dir/day0.tsv" && [ -p "$dir/v.fifo" ]
+tap $? "usage errors (threshold < 1, none) exit 2; an existing vocabulary is not replaced without --force; a FIFO never"
 
 # a bad line in the second file of 2 ranks: named, nothing written
 { head -n 20 "$dir/day0.tsv"; printf '1\t2\t3\n'; } >"$dir/short.tsv"
