@@ -781,11 +781,21 @@ static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_st
     if (no_space(why) && !strstr(why, " bytes are free there (")) { /* HDF5's own (io/checkpoint.h) */
         struct statvfs fs;
         char free_text[64] = "unknown";
-        if (statvfs(o->checkpoint_dir, &fs) == 0)
-            snprintf(free_text, sizeof free_text, "%llu", (unsigned long long)fs.f_bavail * fs.f_frsize);
-        st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: it needs about %lld bytes, %s bytes are "
-                         "free there (%s)", o->checkpoint_dir, (long long)step, (long long)checkpoint_bytes(ck),
-                         free_text, strstr(why, strerror(EDQUOT)) ? strerror(EDQUOT) : strerror(ENOSPC));
+        unsigned long long avail = 0;
+        int known = statvfs(o->checkpoint_dir, &fs) == 0;
+        if (known) {
+            avail = (unsigned long long)fs.f_bavail * fs.f_frsize;
+            snprintf(free_text, sizeof free_text, "%llu", avail);
+        }
+        long long need = (long long)checkpoint_bytes(ck);
+        const char *errtext = strstr(why, strerror(EDQUOT)) ? strerror(EDQUOT) : strerror(ENOSPC);
+        if (known && avail >= (unsigned long long)need) /* the space went while it was written: say when */
+            st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: the disk filled while it was written "
+                             "(it needs about %lld bytes; %s bytes are free now, its partial file removed) (%s)",
+                             o->checkpoint_dir, (long long)step, need, free_text, errtext);
+        else
+            st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: it needs about %lld bytes, %s bytes "
+                             "are free there (%s)", o->checkpoint_dir, (long long)step, need, free_text, errtext);
         snprintf(why, sizeof why, "%s", erase_error_reason());
     }
     if (strcmp(o->checkpoint_failure, "continue") || st != ERASE_ERR_IO)

@@ -88,7 +88,7 @@ erase_status_t run_evaluate(run_t *r)
                     fprintf(r->metrics, ",\"epoch\":%lld", (long long)r->epoch);
                 r->task->eval_json(r->ts, r->metrics);
                 fprintf(r->metrics, ",\"seconds\":%.6f}\n", sec);
-                fflush(r->metrics);
+                run_metrics_written(r, 0);
             }
         }
     }

@@ -288,7 +288,7 @@ erase_status_t run_log_progress(run_t *r, int force)
                     r->block.steps[b] > 0 ? json_number(v, "%.6f", r->block.loss[b] / r->block.steps[b]) : "null");
         /* the window's mean step time (TensorBoard's step time, issue 37) */
         fprintf(r->metrics, "],\"seconds_per_step\":%.6f}\n", sec / (double)r->window_steps);
-        fflush(r->metrics);
+        run_metrics_written(r, 0);
     }
     r->task->clear(r->ts, TRAIN_TASK_WINDOW);
     r->window_steps = 0;
@@ -343,11 +343,17 @@ erase_status_t run_write_trace(run_t *r, int64_t t0_ns)
     if (st == ERASE_OK && r->root) {
         FILE *f = r->trace;
         r->trace = NULL;
-        fputs("[\n", f);
-        fwrite(all, 1, total, f);
-        fputs("\n]\n", f);
-        if (fclose(f) != 0) {
-            st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write the trace: %s", r->o->trace, strerror(errno));
+        int bad = fputs("[\n", f) < 0 || fwrite(all, 1, total, f) != total || fputs("\n]\n", f) < 0;
+        int e = errno;
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            e = errno;
+        }
+        if (bad) { /* a full disk: no half trace left; the trace is a by-product, training goes on */
+            remove(r->o->trace);
+            printf("%swarn   --trace %s: cannot write the trace: %s; the file is removed, training goes on\n",
+                   r->tty ? "\r\033[K" : "", r->o->trace, strerror(e));
+            fflush(stdout);
         } else {
             if (r->pipe)
                 printf("%strace  %s: %d rank%s, each stage's compute, side and point-to-point streams; the "
@@ -498,6 +504,33 @@ void run_summary(run_t *r)
         fprintf(r->metrics, ",\"step_seconds\":%.6f,\"eval_seconds\":%.6f,\"checkpoint_seconds\":%.6f,"
                             "\"skipped\":%lld,\"ranks\":%d,\"mode\":\"%s\"}\n",
                 total_s, r->eval_s, ckpt_s, (long long)r->skipped, r->w->size, o->early_backward);
+        run_metrics_written(r, 0);
+    }
+}
+
+void run_metrics_written(run_t *r, int closing)
+{
+    if (!r->metrics)
+        return;
+    int failed = fflush(r->metrics) != 0 || ferror(r->metrics);
+    int e = errno;
+    if (!failed && !closing) {
+        r->metrics_whole = ftell(r->metrics);
+        return;
+    }
+    if (failed && r->metrics_whole >= 0) /* no half record left for a reader to trip on */
+        (void)!ftruncate(fileno(r->metrics), r->metrics_whole);
+    if (fclose(r->metrics) != 0 && !failed) {
+        failed = 1;
+        e = errno;
+    }
+    r->metrics = NULL;
+    train_ckpt_set_metrics(r->ckpt, NULL);
+    if (failed) {
+        printf("%swarn   --metrics %s: cannot write: %s; the file ends at its last whole record (step %lld or "
+               "before), no more records are written; training goes on\n", r->tty ? "\r\033[K" : "",
+               r->o->metrics, strerror(e), (long long)r->step);
+        fflush(stdout);
     }
 }
 

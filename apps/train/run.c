@@ -197,6 +197,10 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
     /* a resumed run continues its metrics file */
     if (st == ERASE_OK && r.root && o->metrics[0] && !(r.metrics = fopen(o->metrics, resumed ? "a" : "w")))
         st = ERASE_ERROR(ERASE_ERR_IO, "--metrics %s: cannot write: %s", o->metrics, strerror(errno));
+    if (r.metrics) {
+        fseek(r.metrics, 0, SEEK_END); /* appended: the records of the run before are whole */
+        r.metrics_whole = ftell(r.metrics);
+    }
     if (st == ERASE_OK && r.root && o->trace[0] && !(r.trace = fopen(o->trace, "w")))
         st = ERASE_ERROR(ERASE_ERR_IO, "--trace %s: cannot write: %s", o->trace, strerror(errno));
     if (st == ERASE_OK)
@@ -240,8 +244,7 @@ erase_status_t train_score(const train_options_t *given, const train_score_hooks
         erase_error_trail(__FILE__, __LINE__);
     else if (r.sched || r.pipe)
         st = run_synchronize(&r);
-    if (r.metrics)
-        fclose(r.metrics);
+    run_metrics_written(&r, 1);
     if (r.trace) { /* stopped before the trace was written: no empty file left */
         fclose(r.trace);
         remove(o->trace);

@@ -82,7 +82,8 @@ typedef struct {
     int64_t units;                   /* the task's units per sample (tokens of a window), 0: none */
     double flops;                    /* training FLOPs per sample (erase_network_flops_per_sample), 0: not counted */
     double peak_gflops;              /* this rank's SGEMM peak (erase_device_sgemm_peak) when flops > 0 */
-    FILE *metrics;
+    FILE *metrics;                   /* --metrics on rank 0; NULL once a write failed (run_metrics_written) */
+    long metrics_whole;              /* its bytes up to the last record written whole */
     FILE *trace;                     /* --trace on rank 0: opened before the first step */
     int tty;
     /* progress */
@@ -142,6 +143,13 @@ erase_status_t run_synchronize(run_t *r);
 
 /* The step's marker records, renumbered to its executor's streams. */
 size_t run_trace_collect(run_t *r, erase_trace_record_t *out, size_t max);
+
+/* After a record of --metrics (rank 0; nothing when there is no file): a
+ * write that failed (a full disk) is said once in a `warn` line, the file
+ * is cut back to its last whole record and closed, and no more records are
+ * written; training goes on. `closing`: the run's end (the file is closed
+ * here either way). */
+void run_metrics_written(run_t *r, int closing);
 
 /* The last block's head output is this rank's (the last stage's, in a pipeline). */
 int run_has_outputs(const run_t *r);

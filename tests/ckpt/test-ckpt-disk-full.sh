@@ -25,7 +25,7 @@ M=$dir/small
 mkdir -p "$M"
 mount -t tmpfs -o size=1m tmpfs "$M" 2>"$dir/mount.err" || skip "cannot mount a tmpfs here: $(head -1 "$dir/mount.err")"
 if [ "${ERASE_KEEP_TEST_DIR:-0}" = 1 ]; then trap 'umount "$M"' EXIT; else trap 'umount "$M"; rm -rf "$dir"' EXIT; fi
-echo "1..10"
+echo "1..11"
 D=$M/ck
 
 # own_lines FILE: FILE without Open MPI's banners (between dashed lines),
@@ -122,3 +122,21 @@ want="erase-train: --checkpoint-dir $D: the end state (step 18, stopped by SIGUS
 ok=$?
 tap $ok "stopped by SIGUSR1, its checkpoint failed (continue): one line naming the signal and what --resume auto takes, status $rc"
 [ $ok = 0 ] || { echo "# want: $want"; show "$err"; show "$out"; }
+
+# --metrics and --trace on the full disk: by-products of the run, not the
+# run: a warn line each, the metrics file cut back to its last whole record
+# (every line a JSON object), no half trace left, training to its end
+rm -f "$M/filler" "$M"/m.jsonl
+avail=$(df -B1 --output=avail "$M" | tail -1)
+head -c $((avail - 4096)) /dev/zero >"$M/filler" 2>/dev/null
+out=$dir/byproducts.out
+train 1 --batch 16 --steps 40 --log-every 1 --metrics "$M/m.jsonl" --trace "$M/t.json"
+[ $rc = 0 ] && grep -q "^warn   --trace $M/t.json: cannot write the trace: No space left on device; the file is removed, training goes on\$" "$out" &&
+    grep -q -E "^warn   --metrics $M/m.jsonl: cannot write: No space left on device; the file ends at its last whole record \(step [0-9]+ or before\), no more records are written; training goes on\$" "$out" &&
+    [ ! -e "$M/t.json" ] && [ -s "$M/m.jsonl" ] &&
+    [ "$(grep -c -v -E '^\{.*\}$' "$M/m.jsonl")" = 0 ] && [ "$(tail -c 1 "$M/m.jsonl" | od -An -c | tr -d ' ')" = '\n' ]
+ok=$?
+tap $ok "--metrics and --trace on a full disk: a warn line each, whole metrics records only, no trace left, status $rc"
+[ $ok = 0 ] || show "$out"
+rm -f "$M/filler"
+
