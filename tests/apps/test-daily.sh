@@ -18,7 +18,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 # shellcheck source=tests/apps/daily-days.sh
 . "${srcdir:-.}/tests/apps/daily-days.sh"
-daily_test_setup 18
+daily_test_setup 19
 cp "${srcdir:-.}/tests/slurm/tiny-ctr.cfg" "$dir/tiny.cfg"
 # day N WORK [jobs/daily options...]: output in $dir/out, status in rc;
 # $extra: more erase-train options
@@ -84,6 +84,28 @@ ne=$(record "$w" 3 ne) base=$(record "$w" 3 current_ne)
     awk -v n="$ne" -v b="$base" 'BEGIN { exit !(n > b) }' &&
     [ "$(last)" = "jobs/daily: day 3: rejected: NE $ne is worse than current's (day-2.h5) $base by more than 0 (relative); kept aside as models/rejected/day-3.h5, models/current unchanged" ]
 tap $? "day 3 ruined (lr 3), --max-ne-regression 0, --optimizer-state reset (parameters only): NE $ne > current's $base, rejected, kept aside, current unchanged, status $rc"
+[ $rc = 1 ] || tap_report "$dir/out"
+
+# models/current switched by hand while day 3 runs (a rollback to day-1.h5,
+# made here by a launcher that switches it as the baseline's evaluation
+# starts): the baseline is still the model the day started from, day-3.h5
+# is written, current is left as the person set it, status 1
+s=$dir/switched
+mkdir -p "$s/models"
+cp "$w/models/day-1.h5" "$w/models/day-2.h5" "$s/models/"
+ln -s day-2.h5 "$s/models/current"
+cat >"$dir/switch-mpirun" <<EOF
+#!/bin/sh
+case "\$*" in *day-3.baseline.jsonl*) ln -sfn day-1.h5 "$s/models/.c" && mv -T "$s/models/.c" "$s/models/current" ;; esac
+exec ${MPIRUN:-mpirun} "\$@"
+EOF
+chmod +x "$dir/switch-mpirun"
+ERASE_MPIRUN=$dir/switch-mpirun day 3 "$s"
+last_line=$(last)
+[ $rc = 1 ] && [ "$(readlink "$s/models/current")" = day-1.h5 ] && [ -f "$s/models/day-3.h5" ] &&
+    [ "$(record "$s" 3 published)" = true ] &&
+    case $last_line in "jobs/daily: day 3: wrote models/day-3.h5 (NE "*", but models/current was switched while the day ran (from day-2.h5 to day-1.h5): left as it is; to serve day 3: ln -sfn day-3.h5 $s/models/current") true ;; *) false ;; esac
+tap $? "models/current switched by hand while day 3 ran: day-3.h5 written, current left at the person's day-1.h5, said, status $rc"
 [ $rc = 1 ] || tap_report "$dir/out"
 
 "${srcdir:-.}/jobs/plot" --list "$w/metrics/days.jsonl" >"$dir/plot" 2>&1
