@@ -39,6 +39,7 @@
  */
 #include "apps/cli_args.h"
 #include "apps/train/options.h"
+#include "apps/train/checkpoint.h"
 #include "apps/train/run.h"
 #include "io/h5_util.h"
 #include "lib/core/timer.h"
@@ -451,6 +452,7 @@ int main(int argc, char **argv)
                   .file = -1, .ds_row = -1, .ds_label = -1, .ds_pred = -1, .ds_class = -1 };
     train_score_hooks_t hooks = { .ctx = &s, .begin = score_begin, .batch = score_batch, .end = score_end };
     int alike;
+    train_ckpt_program("erase-score"); /* in the line that passes over a damaged checkpoint */
     st = train_score(&o, &hooks, &world, &alike);
     score_free(&s);
     if (st != ERASE_OK && alike) { /* every rank found it (a bad checkpoint): no abort */

@@ -159,6 +159,10 @@ typedef struct train_ckpt train_ckpt_t;
  */
 erase_status_t train_ckpt_create(const train_ckpt_env_t *env, train_ckpt_t **out);
 
+/* The program named in the line that says a damaged checkpoint is passed
+ * over ("erase-train" unless set; train_score sets "erase-score"). */
+void train_ckpt_program(const char *name);
+
 /* Restore the signal handlers train_ckpt_create replaced and free. NULL
  * is allowed. */
 void train_ckpt_destroy(train_ckpt_t *ck);

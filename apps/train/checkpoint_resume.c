@@ -149,10 +149,17 @@ static void skipped_free(skipped_t *s)
     s->n = 0;
 }
 
+static const char *program = "erase-train";
+
+void train_ckpt_program(const char *name)
+{
+    program = name;
+}
+
 /* erase_ckpt_skip_fn: say so, and remember the path (ctx: skipped_t). */
 static void skipped_checkpoint(void *ctx, const char *path, const char *why)
 {
-    fprintf(stderr, "erase-train: checkpoint %s is damaged, skipping it: %s\n", path, why);
+    fprintf(stderr, "%s: checkpoint %s is damaged, skipping it: %s\n", program, path, why);
     fflush(stderr);
     skipped_t *s = ctx;
     char **grown = realloc(s->paths, (size_t)(s->n + 1) * sizeof *grown);

@@ -17,7 +17,7 @@
 # ckpt shows a checkpoint, or a checkpoint directory's newest usable one.
 . "$(dirname "$0")/ckpt.sh"
 setup_data
-echo "1..28"
+echo "1..29"
 # global batch 24 = 2 x 12 = 1 x 24 = 3 x 8; checkpoints at 30, 36, 40 kept
 ARGS="--steps 40 --log-every 5 --warmup-steps 5 --lr-decay cosine --checkpoint-every 6 --keep-checkpoints 3"
 R=$dir/ref
@@ -308,4 +308,14 @@ rc3=$?
 tap $? "erase-inspect ckpt DIR: the newest usable checkpoint, named (status $rc); all damaged: each named, one error (status $rc2); none: one line (status $rc3)"
 sed -n 1p "$dir/inspect-dir.out" | sed 's/^/# /'
 sed 's/^/# /' "$dir/inspect-dir.err" "$dir/inspect-none.err"
+# erase-score passes over a damaged newest checkpoint naming itself (the
+# line said erase-train)
+cp -r "$R" "$dir/score-dmg"
+truncate -s 5000 "$dir/score-dmg/ckpt-40.h5"
+timeout -k 5 60 apps/erase-score "$dir/score-dmg" "$dir/data" -o "$dir/scores.h5" >"$dir/score-dir.out" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q "^erase-score: checkpoint $dir/score-dmg/ckpt-40.h5 is damaged, skipping it: " "$dir/score-dir.out" &&
+    ! grep -q '^erase-train' "$dir/score-dir.out" && [ -s "$dir/scores.h5" ]
+tap $? "erase-score DIR whose newest checkpoint is damaged: passed over in a line naming erase-score, the next one scored (status $rc)"
+[ $? = 0 ] || tap_report "$dir/score-dir.out"
 exit 0
