@@ -14,7 +14,11 @@
 #      requeue: SIGTERM to every process of the job on both nodes): the
 #      ranks checkpoint together, Slurm requeues the job, it resumes from
 #      the checkpoint and ends bitwise equal to an uninterrupted 1 x 4 run;
-# then every daemon stops and the hosts come down. Prints TAP; skips where
+# A job that dies inside Open MPI's MPI_Init before erase-train starts
+# (mpi_startup_crash in tests/slurm/jobs.sh: a race of Open MPI 4.1 and
+# Slurm 22.05's PMIx, about once in 20 jobs here) runs once more, said in a
+# TAP comment; a second such death, or any other failure, fails the case.
+# Then every daemon stops and the hosts come down. Prints TAP; skips where
 # Slurm, munge, root or network namespaces are missing. Every wait is
 # bounded. Run by make check from the top build directory (srcdir: the
 # source tree).
@@ -87,11 +91,24 @@ same() {
 # ---- the multi-node job runs to the end ---------------------------------------
 t0=$(date +%s%N)
 steps=30
-out=$dir/plain.out
-jid=$(ERASE_VERBOSE=1 submit plain train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
-    --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+# once_more NAME: after a job NAME that died in Open MPI's start-up
+# (mpi_startup_crash), say so and set NAME to the name of a second try
+once_more() {
+    echo "# job $jid died in Open MPI's MPI_Init before erase-train started (mpi_startup_crash: Open MPI/Slurm's race, docs/troubleshooting.md); once more as $1-2"
+    grep -e 'Failing at address' -e 'PML add procs failed' "$out.last" | head -2 | sed 's/^/#   /'
+}
+plain=plain
+for try in 1 2; do
+    out=$dir/$plain.out
+    jid=$(ERASE_VERBOSE=1 submit $plain train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
+        --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+    [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT"
+    [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || break
+    once_more plain
+    plain=plain-2
+done
 ok=1
-if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && [ "$(field "$jid" ExitCode)" = 0:0 ] &&
+if [ -n "$jid" ] && [ "$state" = COMPLETED ] && [ "$(field "$jid" ExitCode)" = 0:0 ] &&
     [ "$(field "$jid" NodeList)" = "h[1-2]" ] && check_summary "$out"; then ok=0; fi
 [ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$out"; }
 tap $ok "sbatch -N 2 --ntasks-per-node=2 train-multinode.sbatch completes on h[1-2] with the summary ($(now_s "$t0") s)"
@@ -112,24 +129,37 @@ tap $ok "its start-up lines: 4 ranks on 2 hosts, ranks 0-1 on h1 and 2-3 on h2 w
 
 t0=$(date +%s%N)
 reference one $steps
-same "$dir/plain.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"
+same "$dir/$plain.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"
 tap $? "its final checkpoint (step $steps) is bitwise equal to 1 host x 4 ranks' ($(now_s "$t0") s)"
 
 # ---- the same with mpirun inside the allocation (ERASE_LAUNCHER=mpirun) ----------
 # Open MPI starts its daemon on h2 through Slurm (srun) and talks TCP to it
 t0=$(date +%s%N)
-out=$dir/mpirun.out
-jid=$(ERASE_LAUNCHER=mpirun submit mpirun train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
-    --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+name=mpirun
+for try in 1 2; do
+    out=$dir/$name.out
+    jid=$(ERASE_LAUNCHER=mpirun submit $name train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
+        --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+    [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT"
+    [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || break
+    once_more mpirun
+    name=mpirun-2
+done
 ok=1
-if [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT" && [ "$state" = COMPLETED ] && check_summary "$out" &&
+if [ -n "$jid" ] && [ "$state" = COMPLETED ] && check_summary "$out" &&
     grep -q '^erase-train: 4 ranks on 2 hosts (rank 0 on h1)$' "$out" &&
-    same "$dir/mpirun.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"; then ok=0; fi
+    same "$dir/$name.ckpt/ckpt-$steps.h5" "$dir/one/ckpt-$steps.h5"; then ok=0; fi
 [ $ok = 0 ] || { echo "# job ${jid:-?}: ${state:-not submitted}"; show "$out"; }
 tap $ok "the same job with ERASE_LAUNCHER=mpirun: 4 ranks on 2 hosts, bitwise equal to 1 host x 4 ranks ($(now_s "$t0") s)"
 
 # ---- pre-emption across the nodes: checkpoint, requeue, resume, finish ---------
-preempt requeue requeue train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0
+name=requeue
+for try in 1 2; do
+    preempt $name requeue train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0
+    [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || break
+    once_more requeue
+    name=requeue-2
+done
 ok=1
 if [ $sent = 0 ] && [ -n "$stop_step" ] && grep -q "^ckpt   step $stop_step:" "$out" &&
     [ "$(field "$jid" Restarts)" -ge 1 ] && grep -Eq "^resume from .*: step $stop_step," "$out" && finished &&
@@ -137,16 +167,14 @@ if [ $sent = 0 ] && [ -n "$stop_step" ] && grep -q "^ckpt   step $stop_step:" "$
     ok=0
 fi
 [ $ok = 0 ] || { echo "# job $jid: requeued: $([ $sent = 0 ] && echo yes || echo no); state ${state:-?}"; show "$out";
-    # what Open MPI left (a rank once crashed at the restart, jumping to address 0: stale
-    # shared-memory segments of the first run are one guess)
-    ls -la "$dir/shm" "$dir/tmp" 2>&1 | sed 's/^/#   /'; }
+    }
 tap $ok "scontrol requeue of the 2-node job (SIGTERM on both nodes, as pre-emption): checkpoint at step ${stop_step:-?} (${stop_sig:-no signal}), requeued by Slurm, resumed on h[1-2], finished at step ${steps:-?} ($(now_s "$t0") s)"
 
 t0=$(date +%s%N)
 ok=1
 if [ -n "$stop_step" ]; then
     reference uninterrupted "$steps"
-    same "$dir/requeue.ckpt/ckpt-$steps.h5" "$dir/uninterrupted/ckpt-$steps.h5" && ok=0
+    same "$dir/$name.ckpt/ckpt-$steps.h5" "$dir/uninterrupted/ckpt-$steps.h5" && ok=0
 fi
 tap $ok "the requeued job ends bitwise equal to an uninterrupted 1 host x 4 ranks run of $steps steps ($(now_s "$t0") s)"
 
