@@ -44,7 +44,10 @@
 #include "io/h5_util.h"
 #include "lib/core/timer.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
@@ -113,9 +116,39 @@ static erase_status_t h5_attr_text(score_t *s, const char *name, const char *val
     return e < 0 ? ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write the attribute %s", s->tmp, name) : ERASE_OK;
 }
 
+/* Rank 0: the temporary files OUT.tmp-PID of runs killed before they
+ * renamed theirs (PID not running on this host) are removed, with a note. */
+static void remove_killed_temps(const score_t *s)
+{
+    char copy[sizeof s->tmp], base[sizeof s->tmp];
+    snprintf(copy, sizeof copy, "%s", s->out);
+    snprintf(base, sizeof base, "%s", s->out);
+    const char *dir = dirname(copy), *name = basename(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t len = strlen(name);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, name, len) != 0 || strncmp(e->d_name + len, ".tmp-", 5) != 0)
+            continue;
+        long pid = strtol(e->d_name + len + 5, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[2 * sizeof s->tmp];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0)
+            printf("note   removed %s, left by an erase-score that was stopped (pid %ld is not running on this "
+                   "host)\n", path, pid);
+    }
+    closedir(d);
+}
+
 /* Rank 0: the temporary file with its header (tsv) or datasets (h5). */
 static erase_status_t open_output(score_t *s)
 {
+    remove_killed_temps(s);
     snprintf(s->tmp, sizeof s->tmp, "%s.tmp-%ld", s->out, (long)getpid());
     const train_task_t *t = s->env.task;
     if (s->tsv) {

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ERASE_ERROR_MAX 2048
+/* room for a message that names two paths of PATH_MAX (4096) bytes and its reason */
+#define ERASE_ERROR_MAX 16384
 
 static _Thread_local char error_text[ERASE_ERROR_MAX];
 static _Thread_local size_t reason_length; /* the message after erase_error_set's "file:line: " */
