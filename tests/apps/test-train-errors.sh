@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..124"
+echo "1..125"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -44,6 +44,11 @@ expect() {
 
 expect 2 "--side-streams 0: expected an integer in [1, 16]" --train "$dir/none" --side-streams 0
 tap $? "--side-streams 0: usage error (status $rc) naming the option and the range"
+[ $rc = 2 ] || tap_report "$dir/out"
+ln -s "$dir/nowhere-at-all" "$dir/dangling"
+expect 2 "erase-train: --checkpoint-dir $dir/dangling: a symbolic link to what does not exist: No such file or directory" \
+    --train "$dir/data" --batch 16 --steps 1 --checkpoint-dir "$dir/dangling"
+tap $? "a --checkpoint-dir that is a dangling symbolic link: usage error (status $rc) saying so"
 [ $rc = 2 ] || tap_report "$dir/out"
 expect 2 "erase-train: --cuts '': expected all, none or boundaries like 1,3 (without --cuts the model's own cuts are kept)" \
     --train "$dir/none" --cuts ''
