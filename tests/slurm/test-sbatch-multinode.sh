@@ -92,21 +92,30 @@ same() {
 t0=$(date +%s%N)
 steps=30
 # once_more NAME: after a job NAME that died in Open MPI's start-up
-# (mpi_startup_crash), say so and set NAME to the name of a second try
+# (mpi_startup_crash), say so: it runs once more as NAME-2
 once_more() {
     echo "# job $jid died in Open MPI's MPI_Init before erase-train started (mpi_startup_crash: Open MPI/Slurm's race, docs/troubleshooting.md); once more as $1-2"
     grep -e 'Failing at address' -e 'PML add procs failed' "$out.last" | head -2 | sed 's/^/#   /'
 }
-plain=plain
-for try in 1 2; do
-    out=$dir/$plain.out
-    jid=$(ERASE_VERBOSE=1 submit $plain train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
-        --gpus-per-node=0 -- --steps $steps --eval-every $steps)
-    [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT"
-    [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || break
-    once_more plain
-    plain=plain-2
-done
+# multinode_job NAME VAR=VALUE: train-multinode.sbatch on 2 nodes x 2 ranks
+# for $steps steps as NAME, VAR=VALUE in its environment, waited for (jid,
+# out, state); one that died in Open MPI's start-up runs once more as
+# NAME-2. name: the job that ran last.
+multinode_job() {
+    name=$1
+    local try
+    for try in 1 2; do
+        out=$dir/$name.out state=
+        jid=$(export "$2"; submit "$name" train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
+            --gpus-per-node=0 -- --steps $steps --eval-every $steps)
+        [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT"
+        [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || return 0
+        once_more "$name"
+        name=$name-2
+    done
+}
+multinode_job plain ERASE_VERBOSE=1
+plain=$name
 ok=1
 if [ -n "$jid" ] && [ "$state" = COMPLETED ] && [ "$(field "$jid" ExitCode)" = 0:0 ] &&
     [ "$(field "$jid" NodeList)" = "h[1-2]" ] && check_summary "$out"; then ok=0; fi
@@ -135,16 +144,7 @@ tap $? "its final checkpoint (step $steps) is bitwise equal to 1 host x 4 ranks'
 # ---- the same with mpirun inside the allocation (ERASE_LAUNCHER=mpirun) ----------
 # Open MPI starts its daemon on h2 through Slurm (srun) and talks TCP to it
 t0=$(date +%s%N)
-name=mpirun
-for try in 1 2; do
-    out=$dir/$name.out
-    jid=$(ERASE_LAUNCHER=mpirun submit $name train-multinode.sbatch -N 2 --ntasks-per-node=2 --cpus-per-task=1 \
-        --gpus-per-node=0 -- --steps $steps --eval-every $steps)
-    [ -n "$jid" ] && wait_job "$jid" "$JOB_WAIT"
-    [ $try = 1 ] && [ "$state" != COMPLETED ] && mpi_startup_crash "$out" || break
-    once_more mpirun
-    name=mpirun-2
-done
+multinode_job mpirun ERASE_LAUNCHER=mpirun
 ok=1
 if [ -n "$jid" ] && [ "$state" = COMPLETED ] && check_summary "$out" &&
     grep -q '^erase-train: 4 ranks on 2 hosts (rank 0 on h1)$' "$out" &&
