@@ -66,6 +66,20 @@ static double torch_point(const char *python, const char *script, const char *mo
     return qps;
 }
 
+/* --torch: that `python` imports torch, found before erase's half of the
+ * benchmark runs (minutes), not after it; 0, or -1 having said why. */
+static int torch_importable(const char *python)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python);
+    int rc = system(cmd);
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "erase-bench model: --torch: %s cannot import torch (PyTorch 2.x from PyPI in a venv: activate "
+                    "it, or set ERASE_TORCH_PYTHON to its python; or drop --torch)\n", python);
+    return -1;
+}
+
 /* A size of the gpt model (issue 15's S and M, or any) or of nanochat's
  * (a depth, or any). */
 typedef struct {
@@ -198,6 +212,8 @@ static int bench_gpt(erase_device_t *dev, erase_stream_t *s, erase_model_kind_t 
 {
     char pybuf[1024], version[64] = "?";
     const char *python = torch_python(pybuf, sizeof pybuf);
+    if (torch && torch_importable(python) != 0)
+        return 1;
     int nano = model == ERASE_MODEL_NANOCHAT;
     const char *name = nano ? "nanochat" : "gpt";
     const char *script = nano ? ERASE_SRCDIR "/bench/nanochat_torch.py" : ERASE_SRCDIR "/bench/gpt_torch.py";
@@ -396,6 +412,8 @@ int bench_model(int argc, char **argv)
     char pybuf[1024];
     const char *python = torch_python(pybuf, sizeof pybuf);
     const char *script = ERASE_SRCDIR "/bench/torch_ctr.py";
+    if (torch && !gpt && torch_importable(python) != 0)
+        return 1;
 
     erase_device_options_t dopt = erase_device_options_default();
     dopt.kind = kind;

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../comm/mpi.sh"
 need apps/erase-bench
 workdir
-echo "1..10"
+echo "1..11"
 
 # table FILE HEADER N: FILE's first non-comment line is HEADER (spaces
 # squeezed), it has rows, each ending in N numbers (or '-'), and every
@@ -77,7 +77,7 @@ rc=$?
 tap $? "erase-bench model --model gpt --torch: tokens/s min <= median <= max, MFU, PyTorch's min, median, max, MFU and the ratio (status $rc)"
 tap_report "$dir/gpt"; [ $rc = 0 ] || tap_report "$dir/gpt.err"
 
-printf '#!/bin/sh\nexit 1\n' >"$dir/torch-none"
+printf '#!/bin/sh\nexit 0\n' >"$dir/torch-none"
 chmod +x "$dir/torch-none"
 ERASE_TORCH_PYTHON=$dir/torch-none apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1 \
     --steps 2 --warmup 0 --repeats 1 --torch >"$dir/gpt" 2>"$dir/gpt.err"
@@ -85,6 +85,16 @@ rc=$?
 [ $rc = 0 ] && table "$dir/gpt" "$gpt_model" 10 && grep '^gpt ' "$dir/gpt" | grep -q ' - *- *- *- *-$' &&
     grep -q "erase-bench model: --torch: $dir/torch-none [^ ]*bench/gpt_torch.py printed no tokens/s" "$dir/gpt.err" # the source path as built (relative in distcheck)
 tap $? "erase-bench model --model gpt --torch with a python that prints nothing: said on stderr, the torch columns '-' (status $rc)"
+tap_report "$dir/gpt.err"
+# a python without torch: said at once, before erase's half runs (status 1, no table)
+printf '#!/bin/sh\nexit 1\n' >"$dir/torch-missing"
+chmod +x "$dir/torch-missing"
+ERASE_TORCH_PYTHON=$dir/torch-missing apps/erase-bench model --model gpt --size 2,16,2,8,32 --batch 2 --threads 1 \
+    --steps 2 --warmup 0 --repeats 1 --torch >"$dir/gpt" 2>"$dir/gpt.err"
+rc=$?
+[ $rc = 1 ] && ! grep -q "^gpt " "$dir/gpt" &&
+    [ "$(cat "$dir/gpt.err")" = "erase-bench model: --torch: $dir/torch-missing cannot import torch (PyTorch 2.x from PyPI in a venv: activate it, or set ERASE_TORCH_PYTHON to its python; or drop --torch)" ]
+tap $? "erase-bench model --torch with a python that cannot import torch: one line before any timing (status $rc)"
 tap_report "$dir/gpt.err"
 
 # nanochat (issue 34), without --torch: its sizes line, FLOPs per token
