@@ -105,6 +105,11 @@ static void print_unused_notes(const run_t *r)
                "backwards)\n", (long long)o->side_streams);
     if (o->yielded[0])
         printf("note   run file %s: unused, the command line chose otherwise: %s\n", o->config, o->yielded);
+    long long cross_width = (long long)(ERASE_CTR_FIELDS + 1) * r->cfg.ctr.embedding_dim;
+    if (r->cfg.kind == ERASE_MODEL_DCN && r->cfg.dcn.cross_rank >= cross_width)
+        printf("note   dcn.cross_rank %d: not below the cross layers' width %lld (27 x embedding_dim %d): a "
+               "factorization that wide costs more than full rank (cross_rank = 0)\n", r->cfg.dcn.cross_rank,
+               cross_width, r->cfg.ctr.embedding_dim);
     if (train_options_given(o, "trace-steps") && !o->trace[0])
         printf("note   --trace-steps %lld: unused without --trace FILE\n", (long long)o->trace_steps);
 }

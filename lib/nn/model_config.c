@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <float.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -593,12 +592,6 @@ static erase_status_t parse_dcn(const char *name, config_setting_t *g, erase_mod
     TRY(parse_tables(name, g, "dcn", bottom, 3, cfg));
     TRY(read_int(name, g, "dcn", "cross_layers", 1, ERASE_MAX_LAYERS, true, &cfg->dcn.cross_layers));
     TRY(read_int(name, g, "dcn", "cross_rank", 0, INT_MAX, false, &cfg->dcn.cross_rank));
-    int64_t width = (int64_t)(ERASE_CTR_FIELDS + 1) * cfg->ctr.embedding_dim; /* the cross layers' W = 27 D */
-    if (cfg->dcn.cross_rank >= width)
-        return fail_at(name, config_setting_get_member(g, "cross_rank"),
-                       "dcn.cross_rank: %d is not below the cross layers' width %" PRId64 " (27 x embedding_dim "
-                       "%d): a factorization that wide costs more than full rank (cross_rank = 0)",
-                       cfg->dcn.cross_rank, width, cfg->ctr.embedding_dim);
     TRY(read_int_list(name, g, "dcn", "top_mlp", 2, ERASE_MAX_LAYERS, "widths", 1, cfg->dcn.top_mlp,
                       &cfg->dcn.top_layers));
     if (cfg->dcn.top_mlp[cfg->dcn.top_layers - 1] != 1)

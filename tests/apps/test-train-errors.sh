@@ -31,7 +31,7 @@ need apps/erase-convert
 need apps/erase-score
 workdir
 apps/erase-convert synth -q -o "$dir/data" --rows 2000 >"$dir/convert.out" 2>&1 || tap_report "$dir/convert.out"
-echo "1..125"
+echo "1..126"
 
 # expect STATUS TEXT ARGS...: erase-train ARGS exits STATUS and prints TEXT
 expect() {
@@ -444,6 +444,17 @@ printf '%s\n' "note   --embeddings row: one rank holds every table whole, as rep
     cmp -s - "$dir/notes" && [ $rc = 0 ]
 ok=$?
 tap $ok "--embeddings row on one rank: noted (status $rc)"
+[ $ok = 0 ] || tap_report "$dir/out"
+printf 'model = "dcn";\ndcn: { embedding_dim = 4; bottom_mlp = [8, 4]; table_rows = 101; cross_rank = 200; top_mlp = [8, 1]; };\n' \
+    >"$dir/wide-dcn.cfg"
+timeout -k 5 120 apps/erase-train --train "$dir/data" --model "$dir/wide-dcn.cfg" --batch 16 --steps 1 --quiet \
+    </dev/null >"$dir/out" 2>"$dir/err"
+rc=$?
+grep '^note' "$dir/out" >"$dir/notes"
+printf '%s\n' "note   dcn.cross_rank 200: not below the cross layers' width 108 (27 x embedding_dim 4): a factorization that wide costs more than full rank (cross_rank = 0)" |
+    cmp -s - "$dir/notes" && [ $rc = 0 ]
+ok=$?
+tap $ok "a dcn whose cross_rank is not below its width: noted, trained as written (status $rc)"
 [ $ok = 0 ] || tap_report "$dir/out"
 
 # pipelines: options that cannot go together (usage errors before MPI
