@@ -59,7 +59,7 @@ tap $? "day 2 run again: resumes from ckpt-10.h5, publishes, current -> day-2.h5
 
 day 2 "$dir/straight"
 [ $rc = 0 ] && [ "$(record "$dir/straight" 2 init)" = day-1.h5 ] &&
-    grep -q "^init   from $dir/straight/models/current (step 23 of an earlier run): parameters and optimizer state loaded;" \
+    grep -q "^init   from $dir/straight/models/day-1.h5 (step 23 of an earlier run): parameters and optimizer state loaded;" \
         "$dir/straight/logs/day-2.train.log" && params "$w/models/day-2.h5" >"$dir/p.stopped" &&
     params "$dir/straight/models/day-2.h5" >"$dir/p.straight" && [ -s "$dir/p.straight" ] && cmp -s "$dir/p.stopped" "$dir/p.straight"
 tap $? "the stopped and resumed day 2's /params are bitwise those of an uninterrupted day 2 warm-started from day-1.h5 (parameters and optimizer state: --optimizer-state keep)"
@@ -78,7 +78,7 @@ tap $? "day 2 a third time: a no-op that says so, status $rc, no new record"
 extra="--lr 3 --embedding-lr 10" day 3 "$w" --keep 1 --max-ne-regression 0 --optimizer-state reset
 ne=$(record "$w" 3 ne) base=$(record "$w" 3 current_ne)
 [ $rc = 1 ] && [ -f "$w/models/rejected/day-3.h5" ] && [ ! -e "$w/models/day-3.h5" ] &&
-    grep -q "^init   from $w/models/current (step 23 of an earlier run): parameters loaded; this run starts at step 0" \
+    grep -q "^init   from $w/models/day-2.h5 (step 23 of an earlier run): parameters loaded; this run starts at step 0" \
         "$w/logs/day-3.train.log" && [ "$(record "$w" 3 optimizer_state)" = reset ] &&
     [ "$(readlink "$w/models/current")" = day-2.h5 ] && [ "$(record "$w" 3 published)" = false ] &&
     awk -v n="$ne" -v b="$base" 'BEGIN { exit !(n > b) }' &&
@@ -140,7 +140,7 @@ mkdir -p "$b/models"
 cp "$w/models/day-2.h5" "$b/models/day-2.h5"
 ln -s day-2.h5 "$b/models/current"
 day 3 "$b" --model "$dir/tiny2k.cfg"
-bad "current of another model shape" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5: erase-train: --model $dir/tiny2k.cfg: the checkpoint is ctr, 3 blocks, 2 cuts, table_rows = 1001; this run asks for ctr, 3 blocks, 2 cuts, table_rows = 2001 ($b/models/current; without --model and --cuts the run takes the checkpoint's model)"
+bad "current of another model shape" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5: erase-train: --model $dir/tiny2k.cfg: the checkpoint is ctr, 3 blocks, 2 cuts, table_rows = 1001; this run asks for ctr, 3 blocks, 2 cuts, table_rows = 2001 ($b/models/day-2.h5; without --model and --cuts the run takes the checkpoint's model)"
 
 # current of another kind (an mlp on MNIST) and no --model: the run takes current's model, which refuses the day's shards
 rm -rf "$b"
@@ -153,7 +153,7 @@ ln -s day-2.h5 "$b/models/current"
 n=3
 timeout -k 5 300 "$daily" --day $n --days-dir "$days" --work "$b" --ranks 2 --eval-rows 300 >"$dir/out" 2>&1
 rc=$?
-bad "current of another kind, no --model" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5 (a mlp model) on day 3's data: erase-train: --train $b/data/day-3: $b/data/day-3/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"; these are CTR shards (models ctr and dcn), and the model mlp (of $b/models/current) reads classification shards (model mlp)"
+bad "current of another kind, no --model" "jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5 (a mlp model) on day 3's data: erase-train: --train $b/data/day-3: $b/data/day-3/part-00000.h5: attribute format: expected \"erase-cls-1\", got \"erase-ctr-1\"; these are CTR shards (models ctr and dcn), and the model mlp (of $b/models/day-2.h5) reads classification shards (model mlp)"
 
 # a corrupted day file: a line of 2 fields in the middle of day 3
 rm -rf "$b"
