@@ -116,9 +116,10 @@ static erase_status_t h5_attr_text(score_t *s, const char *name, const char *val
     return e < 0 ? ERASE_ERROR(ERASE_ERR_IO, "%s: cannot write the attribute %s", s->tmp, name) : ERASE_OK;
 }
 
-/* Rank 0: the temporary files OUT.tmp-PID of runs killed before they
- * renamed theirs (PID not running on this host) are removed, with a note. */
-static void remove_killed_temps(const score_t *s)
+/* Rank 0: the temporary files OUT.tmp-HOST-PID of runs on this host killed
+ * before they renamed theirs (PID not running) are removed, with a note;
+ * another host's are left alone (its PIDs cannot be checked here). */
+static void remove_killed_temps(const score_t *s, const char *host)
 {
     char copy[sizeof s->tmp], base[sizeof s->tmp];
     snprintf(copy, sizeof copy, "%s", s->out);
@@ -127,20 +128,21 @@ static void remove_killed_temps(const score_t *s)
     DIR *d = opendir(dir);
     if (!d)
         return;
-    size_t len = strlen(name);
+    char prefix[sizeof s->tmp];
+    int len = snprintf(prefix, sizeof prefix, "%s.tmp-%s-", name, host);
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (len > 0 && (size_t)len < sizeof prefix && (e = readdir(d))) {
         char *end;
-        if (strncmp(e->d_name, name, len) != 0 || strncmp(e->d_name + len, ".tmp-", 5) != 0)
+        if (strncmp(e->d_name, prefix, (size_t)len) != 0)
             continue;
-        long pid = strtol(e->d_name + len + 5, &end, 10);
+        long pid = strtol(e->d_name + len, &end, 10);
         if (*end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char path[2 * sizeof s->tmp];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (unlink(path) == 0)
-            printf("note   removed %s, left by an erase-score that was stopped (pid %ld is not running on this "
-                   "host)\n", path, pid);
+            printf("note   removed %s, left by an erase-score that was stopped (pid %ld is not running on %s)\n",
+                   path, pid, host);
     }
     closedir(d);
 }
@@ -148,8 +150,13 @@ static void remove_killed_temps(const score_t *s)
 /* Rank 0: the temporary file with its header (tsv) or datasets (h5). */
 static erase_status_t open_output(score_t *s)
 {
-    remove_killed_temps(s);
-    snprintf(s->tmp, sizeof s->tmp, "%s.tmp-%ld", s->out, (long)getpid());
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++) /* a file name's part */
+        if (*c == '/')
+            *c = '_';
+    remove_killed_temps(s, host);
+    snprintf(s->tmp, sizeof s->tmp, "%s.tmp-%s-%ld", s->out, host, (long)getpid());
     const train_task_t *t = s->env.task;
     if (s->tsv) {
         if (!(s->text = fopen(s->tmp, "w")))
@@ -458,6 +465,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(format, "h5") && strcmp(format, "tsv")) {
         ERASE_ERROR(ERASE_ERR_INVALID, "--format %s: expected h5 or tsv", format);
+        return error_once(2);
+    }
+    if (strlen(out) > 800) { /* OUT.tmp-HOST-PID must fit its buffer (score_t.tmp) */
+        ERASE_ERROR(ERASE_ERR_INVALID, "-o: a name longer than 800 characters");
         return error_once(2);
     }
     struct stat sb;

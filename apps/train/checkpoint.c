@@ -789,7 +789,8 @@ static erase_status_t checkpoint_failed(train_ckpt_t *ck, int64_t step, erase_st
         }
         long long need = (long long)checkpoint_bytes(ck);
         const char *errtext = strstr(why, strerror(EDQUOT)) ? strerror(EDQUOT) : strerror(ENOSPC);
-        if (known && avail >= (unsigned long long)need) /* the space went while it was written: say when */
+        /* the space went while it was written: say when (a quota is not in statvfs's free space) */
+        if (known && avail >= (unsigned long long)need && !strcmp(errtext, strerror(ENOSPC)))
             st = ERASE_ERROR(st, "%s: no space for checkpoint ckpt-%lld.h5: the disk filled while it was written "
                              "(it needs about %lld bytes; %s bytes are free now, its partial file removed) (%s)",
                              o->checkpoint_dir, (long long)step, need, free_text, errtext);

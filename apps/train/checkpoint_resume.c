@@ -389,7 +389,7 @@ erase_status_t train_ckpt_restore(train_ckpt_t *ck, train_ckpt_pos_t *pos, int *
         struct stat sb;
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
             st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: cannot create it: %s", dir, strerror(errno));
-        else if (stat(dir, &sb) != 0 && lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode))
+        else if (stat(dir, &sb) != 0 && errno == ENOENT && lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode))
             st = ERASE_ERROR(ERASE_ERR_INVALID, "--checkpoint-dir %s: a symbolic link to what does not exist: %s",
                              dir, strerror(ENOENT));
         else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))

@@ -203,6 +203,8 @@ static erase_status_t finish_step(run_t *r)
         TRY(run_evaluate(r));
     /* every N steps and on SIGTERM/SIGINT/SIGUSR1 (all ranks agree): a checkpoint */
     TRY(train_ckpt_after_step(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }, &r->stopped));
+    if (r->root)
+        run_metrics_written(r, 0); /* a checkpoint's record counts as whole too */
     return ERASE_OK;
 }
 
@@ -251,6 +253,8 @@ erase_status_t run_train_loop(run_t *r)
     if (r->pipe) /* paci: what the epochs' end left in flight */
         TRY(erase_pipe_drain(r->pipe, 1));
     TRY(train_ckpt_final(r->ckpt, &(train_ckpt_pos_t){ r->step, r->epoch, r->samples_seen }));
+    if (r->root)
+        run_metrics_written(r, 0);
     TRY(run_log_progress(r, 1));
     if (r->evals == 0 || r->eval_step != r->step) /* the trained model is always evaluated */
         TRY(run_evaluate(r));

@@ -424,6 +424,8 @@ void run_summary(run_t *r)
     if (r->pipe) {
         if (stages)
             train_pipeline_print(stages, &r->pipe_o, &r->stages, r->w, r->metrics, r->step, r->samples_seen);
+        if (r->root)
+            run_metrics_written(r, 0);
         free(stages);
     } else if (!strcmp(o->early_backward, "off"))
         printf("  schedule   early backward off (one stream, backward at step end), %d BLAS thread%s\n",

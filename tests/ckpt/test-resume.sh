@@ -312,12 +312,14 @@ sed 's/^/# /' "$dir/inspect-dir.err" "$dir/inspect-none.err"
 # line said erase-train)
 cp -r "$R" "$dir/score-dmg"
 truncate -s 5000 "$dir/score-dmg/ckpt-40.h5"
-echo partial >"$dir/scores.h5.tmp-99999999" # a killed erase-score's (no such pid)
+echo partial >"$dir/scores.h5.tmp-$(hostname)-99999999" # a killed erase-score's (no such pid)
+echo other >"$dir/scores.h5.tmp-another-host-1" # another host's: left alone
 timeout -k 5 60 apps/erase-score "$dir/score-dmg" "$dir/data" -o "$dir/scores.h5" >"$dir/score-dir.out" 2>&1
 rc=$?
 [ $rc = 0 ] && grep -q "^erase-score: checkpoint $dir/score-dmg/ckpt-40.h5 is damaged, skipping it: " "$dir/score-dir.out" &&
-    ! grep -q '^erase-train' "$dir/score-dir.out" && [ -s "$dir/scores.h5" ] && [ ! -e "$dir/scores.h5.tmp-99999999" ] &&
-    grep -q -x "note   removed $dir/scores.h5.tmp-99999999, left by an erase-score that was stopped (pid 99999999 is not running on this host)" "$dir/score-dir.out"
+    ! grep -q '^erase-train' "$dir/score-dir.out" && [ -s "$dir/scores.h5" ] &&
+    [ ! -e "$dir/scores.h5.tmp-$(hostname)-99999999" ] && [ -e "$dir/scores.h5.tmp-another-host-1" ] &&
+    grep -q -x "note   removed $dir/scores.h5.tmp-$(hostname)-99999999, left by an erase-score that was stopped (pid 99999999 is not running on $(hostname))" "$dir/score-dir.out"
 tap $? "erase-score DIR whose newest checkpoint is damaged: passed over in a line naming erase-score, the next one scored; a killed run's temporary output removed with a note (status $rc)"
 [ $? = 0 ] || tap_report "$dir/score-dir.out"
 exit 0

@@ -140,7 +140,8 @@ submit() {
 
 # mpi_startup_crash FILE: the job's last start (from its last "erase job
 # J: start" line) died inside Open MPI's MPI_Init, before erase-train said
-# anything: a jump to address 0 in the TCP transport (a fragment of a peer
+# anything (not even rank 0's "erase: world of" line, which follows a
+# collective of every rank): a jump to address 0 in the TCP transport (a fragment of a peer
 # that left MPI_Init reaching a rank whose receive callbacks are not yet
 # registered) or "PML add procs failed". Seen about once in 20 jobs on
 # these namespace hosts with Open MPI 4.1.4 and Slurm 22.05's PMIx plugin
@@ -151,7 +152,7 @@ mpi_startup_crash() {
     start=$(grep -n '^erase job [0-9]*: start ' "$1" | tail -1 | cut -d: -f1)
     [ -n "$start" ] || return 1
     tail -n +"$start" "$1" >"$1.last"
-    ! grep -q -e '^erase-train: ' -e '^train ' -e '^resume from ' "$1.last" &&
+    ! grep -q -e '^erase-train: ' -e '^train ' -e '^resume from ' -e '\] erase: world of ' "$1.last" &&
         grep -q -e 'Failing at address: (nil)' -e 'PML add procs failed' "$1.last"
 }
 
