@@ -180,6 +180,10 @@ erase_status_t erase_pipe_create(erase_network_t *net, erase_optimizer_t *opt, c
             st = erase_malloc(p->dev, sizeof(float) * (size_t)p->blocks, (void **)&ps->losses);
         if (st == ERASE_OK)
             st = erase_memset_sync(p->dev, ps->losses, 0, sizeof(float) * (size_t)p->blocks);
+        if (st == ERASE_OK)
+            st = erase_host_alloc(p->dev, sizeof *ps->clock, (void **)&ps->clock);
+        if (st == ERASE_OK)
+            *ps->clock = p->clock;
     }
     p->losses = p->steps[0].losses;
     p->last = &p->steps[0];
@@ -234,6 +238,8 @@ void erase_pipe_destroy(erase_pipe_t *p)
         erase_event_destroy(p->steps[i].origin);
         erase_event_destroy(p->steps[i].done);
         erase_free(p->dev, p->steps[i].losses);
+        if (p->steps[i].clock)
+            erase_host_free(p->dev, p->steps[i].clock);
     }
     pipe_schedule_free(&p->sc);
     free(p->offset);
@@ -529,7 +535,7 @@ erase_status_t erase_pipe_step(erase_pipe_t *p, const erase_batch_t *batch, floa
         TRY(run_action(p, &p->sc.actions[p->next++], batch, outputs));
     /* the clock as this step leaves it, before a step enqueued ahead
      * advances it */
-    TRY(erase_memcpy_async(p->compute, &ps->clock, erase_optimizer_clock(p->opt), sizeof ps->clock));
+    TRY(erase_memcpy_async(p->compute, ps->clock, erase_optimizer_clock(p->opt), sizeof *ps->clock));
     TRY(erase_event_record(ps->done, p->compute));
     ps->samples = p->step_samples;
     ps->spans = p->tev_used / 2 - spans0;
@@ -586,7 +592,7 @@ erase_status_t erase_pipe_wait(erase_pipe_t *p)
                 TRY(erase_stream_error(streams[i]));
     }
     TRY(pipe_account_time(p, ps->origin, ps->spans));
-    p->clock = ps->clock;
+    p->clock = *ps->clock;
     p->last = ps;
     p->waited++;
     p->stats.steps++;

@@ -35,7 +35,8 @@ typedef struct {
     erase_event_t *origin;          /* its start on compute, before any wait */
     erase_event_t *done;            /* after its last action and the clock's copy */
     float *losses;                  /* device [blocks]: its mean losses */
-    erase_optim_clock_t clock;      /* the optimizer's clock at its end (copied on compute) */
+    erase_optim_clock_t *clock;     /* the optimizer's clock at its end (copied on compute into pinned
+                                       host memory: a pageable target would block the host on CUDA) */
     int samples;                    /* the samples this stage trained in it */
     int spans;                      /* its timing pairs: the first of tev after the older step's */
 } pipe_step_t;
