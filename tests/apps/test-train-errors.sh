@@ -436,26 +436,26 @@ printf '%s\n' "note   --lr, --embedding-lr, --trace, --seed, --early-backward: u
 ok=$?
 tap $ok "--eval-only with --lr, --embedding-lr, --trace, --seed and --early-backward: noted, no trace written (status $rc)"
 [ $ok = 0 ] || tap_report "$dir/out"
-timeout -k 5 120 apps/erase-train --train "$dir/data" --batch 16 --steps 1 --quiet --embeddings row \
-    </dev/null >"$dir/out" 2>"$dir/err"
-rc=$?
-grep '^note' "$dir/out" >"$dir/notes"
-printf '%s\n' "note   --embeddings row: one rank holds every table whole, as replicated (sharding spreads tables over ranks)" |
-    cmp -s - "$dir/notes" && [ $rc = 0 ]
-ok=$?
-tap $ok "--embeddings row on one rank: noted (status $rc)"
-[ $ok = 0 ] || tap_report "$dir/out"
+# noted NOTE WHAT ARGS...: one rank trains a step with ARGS; its only note
+# line is NOTE, status 0
+noted() {
+    note=$1 what=$2
+    shift 2
+    timeout -k 5 120 apps/erase-train --train "$dir/data" --batch 16 --steps 1 --quiet "$@" </dev/null >"$dir/out" \
+        2>"$dir/err"
+    rc=$?
+    grep '^note' "$dir/out" >"$dir/notes"
+    printf '%s\n' "$note" | cmp -s - "$dir/notes" && [ $rc = 0 ]
+    ok=$?
+    tap $ok "$what (status $rc)"
+    [ $ok = 0 ] || tap_report "$dir/out"
+}
+noted "note   --embeddings row: one rank holds every table whole, as replicated (sharding spreads tables over ranks)" \
+    "--embeddings row on one rank: noted" --embeddings row
 printf 'model = "dcn";\ndcn: { embedding_dim = 4; bottom_mlp = [8, 4]; table_rows = 101; cross_rank = 200; top_mlp = [8, 1]; };\n' \
     >"$dir/wide-dcn.cfg"
-timeout -k 5 120 apps/erase-train --train "$dir/data" --model "$dir/wide-dcn.cfg" --batch 16 --steps 1 --quiet \
-    </dev/null >"$dir/out" 2>"$dir/err"
-rc=$?
-grep '^note' "$dir/out" >"$dir/notes"
-printf '%s\n' "note   dcn.cross_rank 200: not below the cross layers' width 108 (27 x embedding_dim 4): a factorization that wide costs more than full rank (cross_rank = 0)" |
-    cmp -s - "$dir/notes" && [ $rc = 0 ]
-ok=$?
-tap $ok "a dcn whose cross_rank is not below its width: noted, trained as written (status $rc)"
-[ $ok = 0 ] || tap_report "$dir/out"
+noted "note   dcn.cross_rank 200: not below the cross layers' width 108 (27 x embedding_dim 4): a factorization that wide costs more than full rank (cross_rank = 0)" \
+    "a dcn whose cross_rank is not below its width: noted, trained as written" --model "$dir/wide-dcn.cfg"
 
 # pipelines: options that cannot go together (usage errors before MPI
 # start-up), and stages the model cannot take (after it: one line from
