@@ -28,37 +28,29 @@ expect() {
     [ "$rc" = "$want" ] && printf '%s\n' "$@" | cmp -s - "$file"
 }
 
-apps/erase-convert criteo -q -o "$dir/out1" "$dir/missing.tsv" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" "erase-convert criteo: error: $dir/missing.tsv: cannot open: No such file or directory" \
-    "erase-convert criteo: no dataset written to $dir/out1 (0 lines read)" && [ ! -e "$dir/out1" ]
-tap $? "erase-convert criteo, a missing input: status $rc, the file named, no directory left"
-[ $rc = 1 ] || tap_report "$dir/err"
-
+# convert_refused N INPUT LINES WHAT ERROR: erase-convert criteo of INPUT
+# into $dir/outN exits 1 with exactly "error: ERROR" and "no dataset
+# written to $dir/outN (LINES lines read)", and leaves no directory
+convert_refused() {
+    apps/erase-convert criteo -q -o "$dir/out$1" "$2" 2>"$dir/err"
+    rc=$?
+    expect 1 "$dir/err" "erase-convert criteo: error: $5" \
+        "erase-convert criteo: no dataset written to $dir/out$1 ($3 lines read)" && [ ! -e "$dir/out$1" ]
+    tap $? "erase-convert criteo, $4 (status $rc, no directory left)"
+    [ $rc = 1 ] || tap_report "$dir/err"
+}
+convert_refused 1 "$dir/missing.tsv" 0 "a missing input: the file named" \
+    "$dir/missing.tsv: cannot open: No such file or directory"
 head -n 2 "$sample" >"$dir/bad.tsv"
 printf '1\t2\n' >>"$dir/bad.tsv"
-apps/erase-convert criteo -q -o "$dir/out2" "$dir/bad.tsv" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" \
-    "erase-convert criteo: error: $dir/bad.tsv:3: expected 40 tab-separated fields (label, I1-I13, C1-C26), got 2" \
-    "erase-convert criteo: no dataset written to $dir/out2 (3 lines read)" && [ ! -e "$dir/out2" ]
-tap $? "erase-convert criteo, a short line 3: status $rc, file:line and what was expected, no directory left"
-tap_report "$dir/err"
-
+convert_refused 2 "$dir/bad.tsv" 3 "a short line 3: file:line and what was expected" \
+    "$dir/bad.tsv:3: expected 40 tab-separated fields (label, I1-I13, C1-C26), got 2"
 sed '2s/^0/x/; 2s/^1/x/' "$sample" | head -n 4 >"$dir/label.tsv"
-apps/erase-convert criteo -q -o "$dir/out3" "$dir/label.tsv" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" "erase-convert criteo: error: $dir/label.tsv:2: field label: expected 0 or 1, got 'x'" \
-    "erase-convert criteo: no dataset written to $dir/out3 (2 lines read)" && [ ! -e "$dir/out3" ]
-tap $? "erase-convert criteo, a bad label on line 2: status $rc, file:line and the field"
-
+convert_refused 3 "$dir/label.tsv" 2 "a bad label on line 2: file:line and the field" \
+    "$dir/label.tsv:2: field label: expected 0 or 1, got 'x'"
 : >"$dir/empty.tsv"
-apps/erase-convert criteo -q -o "$dir/out4" "$dir/empty.tsv" 2>"$dir/err"
-rc=$?
-expect 1 "$dir/err" "erase-convert criteo: error: $dir/empty.tsv: no rows to write: every line was bad or the input is empty" \
-    "erase-convert criteo: no dataset written to $dir/out4 (0 lines read)" && [ ! -e "$dir/out4" ]
-tap $? "erase-convert criteo, an empty input: status $rc, the file named, no directory left"
-[ $rc = 1 ] || tap_report "$dir/err"
+convert_refused 4 "$dir/empty.tsv" 0 "an empty input: the file named" \
+    "$dir/empty.tsv: no rows to write: every line was bad or the input is empty"
 
 mkdir "$dir/empty"
 apps/erase-inspect data "$dir/empty" >/dev/null 2>"$dir/err"
