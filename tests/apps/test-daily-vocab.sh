@@ -98,7 +98,7 @@ cp "$w/models/day-2.h5" "$b/models/day-2.h5"
 ln -s day-2.h5 "$b/models/current"
 day 3 "$b" --vocab-threshold 3 --vocab-from-day 2
 r3=$(vocab_rows "$b/vocab.h5")
-want="jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5: erase-train: --init-from $b/models/current: the checkpoint was trained on data through vocabulary $dig; $b/data/day-3 was converted through vocabulary $(digest "$b/vocab.h5"): ids would mean other rows"
+want="jobs/daily: day 3: cannot warm-start from models/current -> day-2.h5: erase-train: --init-from $b/models/day-2.h5: the checkpoint was trained on data through vocabulary $dig; $b/data/day-3 was converted through vocabulary $(digest "$b/vocab.h5"): ids would mean other rows"
 [ $rc = 1 ] && [ "$(last)" = "$want" ] && [ "$rows" != "$r3" ] &&
     [ ! -e "$b/metrics/days.jsonl" ] && [ ! -e "$b/models/day-3.h5" ] || { echo "# got:  $(last)"; echo "# want: $want"; false; }
 tap $? "a warm start across another vocabulary (threshold 3): status $rc, erase-train's line naming both vocabularies"
