@@ -46,11 +46,11 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <libgen.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -86,6 +86,16 @@ void erase_error_clear(void)
     reason_length = 0;
 }
 
+/* After a fatal line: the abort hook (it never returns), else abort(). */
+static void bring_down(void) __attribute__((noreturn));
+static void bring_down(void)
+{
+    fflush(stderr);
+    if (fatal_hook)
+        fatal_hook(1);
+    abort();
+}
+
 void erase_fatal_rank(const char *file, int line, const char *prog, erase_status_t status)
 {
     const char *verbose = getenv("ERASE_VERBOSE");
@@ -100,10 +110,7 @@ void erase_fatal_rank(const char *file, int line, const char *prog, erase_status
         fprintf(stderr, "%s: rank %d (%s): %s\n", prog, fatal_rank, host, why);
     else
         fprintf(stderr, "%s: %s\n", prog, why);
-    fflush(stderr);
-    if (fatal_hook)
-        fatal_hook(1);
-    abort();
+    bring_down();
 }
 
 void erase_fatal_set_hook(void (*hook)(int exit_code), int rank)
@@ -122,8 +129,5 @@ void erase_fatal(const char *file, int line, const char *what, erase_status_t st
         fprintf(stderr, "[rank %d %s] %s:%d: %s -> %s\n", fatal_rank, host, file, line, what, why);
     else
         fprintf(stderr, "[%s] %s:%d: %s -> %s\n", host, file, line, what, why);
-    fflush(stderr);
-    if (fatal_hook)
-        fatal_hook(1);
-    abort();
+    bring_down();
 }
