@@ -40,7 +40,7 @@ apps_erase_bench_SOURCES += $(CLI_ARGS_SOURCES)
 TRAIN_SOURCES = apps/train/options.c apps/train/options.h apps/train/json.h \
 	apps/train/run.c apps/train/run.h apps/train/run_state.h apps/train/setup.c apps/train/evaluate.c \
 	apps/train/loop.c apps/train/report.c apps/train/checkpoint.c apps/train/checkpoint.h \
-	apps/train/checkpoint_internal.h apps/train/checkpoint_resume.c \
+	apps/train/checkpoint_internal.h apps/train/checkpoint_resume.c apps/train/checkpoint_signals.c \
 	apps/train/checkpoint_model.c apps/train/checkpoint_model.h \
 	apps/train/checkpoint_import.c apps/export_names.c apps/export_names.h \
 	apps/train/checkpoint_lock.c apps/train/checkpoint_lock.h \

@@ -64,6 +64,13 @@ struct train_ckpt {
  * shape), those of erase_st_open (a damaged or truncated file). */
 erase_status_t train_ckpt_import(train_ckpt_t *ck, const char *path);
 
+/* on_signal (checkpoint_signals.c) for SIGTERM, SIGINT and SIGUSR1; the
+ * handlers replaced into old[3] when not NULL. Errors: ERASE_ERR_IO. */
+erase_status_t train_ckpt_signals_install(struct sigaction *old);
+
+/* Put back the handlers train_ckpt_signals_install replaced. */
+void train_ckpt_signals_restore(const struct sigaction old[3]);
+
 /* Rank 0 (nothing on the others): what the handler says at once when a
  * signal comes names what --resume auto takes now: the last checkpoint
  * this run wrote or resumed from, else the newest in --checkpoint-dir;
